@@ -1,0 +1,260 @@
+//! The provider catalog: GPU models with MIG geometry, SKUs, prices, spot bands and planning
+//! assumptions. Embedded from `providers/` at build time; `--catalog DIR` reads the same files
+//! from a directory instead.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use crate::diag::Diag;
+use crate::plan::raw::Provider;
+use crate::source::SourceFile;
+
+mod load;
+
+pub use load::CatalogError;
+
+/// One GPU (or other accelerator) model.
+#[derive(Debug, Clone)]
+pub struct GpuModel {
+    pub name: String,
+    pub vendor: String,
+    pub memory_gib: f64,
+    pub architecture: String,
+    pub compute_capability: Option<String>,
+    pub aliases: Vec<String>,
+    pub mig: Option<MigSpec>,
+}
+
+impl GpuModel {
+    pub fn is_nvidia(&self) -> bool {
+        self.vendor == "nvidia"
+    }
+}
+
+/// MIG geometry of a GPU: slice counts and every profile with its placements.
+#[derive(Debug, Clone)]
+pub struct MigSpec {
+    pub compute_slices: u8,
+    pub memory_slices: u8,
+    pub pci_device_ids: Vec<String>,
+    pub placement_source: String,
+    pub profiles: Vec<MigProfile>,
+}
+
+impl MigSpec {
+    pub fn profile(&self, name: &str) -> Option<&MigProfile> {
+        self.profiles.iter().find(|p| p.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MigProfile {
+    pub name: String,
+    pub compute: u8,
+    pub memory_slices: u8,
+    pub memory_gib: f64,
+    pub starts: Vec<u8>,
+    pub max_count: u8,
+}
+
+/// How nodes of a SKU talk to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterNode {
+    None,
+    Infiniband,
+    Efa,
+}
+
+impl InterNode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InterNode::None => "none",
+            InterNode::Infiniband => "infiniband",
+            InterNode::Efa => "efa",
+        }
+    }
+}
+
+/// A VM size or instance type.
+#[derive(Debug, Clone)]
+pub struct Sku {
+    pub provider: Provider,
+    pub name: String,
+    pub gpu_model: String,
+    pub gpu_count: u32,
+    /// Share of one GPU for partitioned sizes (Azure NVv4); 1.0 otherwise.
+    pub gpu_partition: f64,
+    pub vcpus: u32,
+    pub memory_gib: f64,
+    pub quota_family: String,
+    pub spot_quota_family: Option<String>,
+    pub quota_family_verified: bool,
+    pub nvlink: bool,
+    pub inter_node: InterNode,
+    pub retired: bool,
+    pub note: Option<String>,
+}
+
+impl Sku {
+    /// The quota bucket spot capacity of this SKU counts against.
+    pub fn spot_quota(&self) -> &str {
+        match (&self.spot_quota_family, self.provider) {
+            (Some(f), _) => f,
+            // Azure: one regional pool for all Spot/Low-priority vCPUs.
+            (None, Provider::Azure) => "lowPriorityCores",
+            (None, Provider::Aws) => &self.quota_family,
+        }
+    }
+}
+
+/// A price with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Price {
+    pub usd_per_hour: f64,
+    pub source: Arc<str>,
+}
+
+/// Prices of one SKU in one region.
+#[derive(Debug, Clone, Default)]
+pub struct RegionPrices {
+    pub on_demand: Option<Price>,
+    /// Lowest spot price across zones; `None` when the source has none (or a spot price
+    /// equal to on-demand, which in the SkyPilot rows means "not recorded").
+    pub spot: Option<Price>,
+    pub spot_zones: Vec<(String, f64)>,
+    pub reserved_1y: Option<Price>,
+    pub reserved_3y: Option<Price>,
+}
+
+/// A spot interruption (eviction) band for a SKU in a region.
+#[derive(Debug, Clone)]
+pub struct SpotBand {
+    pub index: u8,
+    pub label: String,
+    pub savings_pct: Option<i32>,
+    pub source: Arc<str>,
+}
+
+/// Where a data file came from and how old it is.
+#[derive(Debug, Clone)]
+pub struct DataSource {
+    pub file: String,
+    pub kind: &'static str,
+    pub provider: Option<Provider>,
+    pub as_of: crate::plan::Date,
+    pub source: String,
+}
+
+/// Everything gpuplan knows about one provider.
+#[derive(Debug, Default)]
+pub struct ProviderCatalog {
+    pub skus: IndexMap<String, Sku>,
+    pub regions: Vec<String>,
+    /// (sku, region) -> prices
+    pub prices: IndexMap<(String, String), RegionPrices>,
+    /// (sku, region) -> band
+    pub spot_bands: IndexMap<(String, String), SpotBand>,
+}
+
+impl ProviderCatalog {
+    pub fn price(&self, sku: &str, region: &str) -> Option<&RegionPrices> {
+        self.prices.get(&(sku.to_owned(), region.to_owned()))
+    }
+    pub fn band(&self, sku: &str, region: &str) -> Option<&SpotBand> {
+        self.spot_bands.get(&(sku.to_owned(), region.to_owned()))
+    }
+    pub fn offered(&self, sku: &str, region: &str) -> bool {
+        self.price(sku, region).is_some()
+    }
+}
+
+/// Planning assumptions from `providers/assumptions.toml`.
+#[derive(Debug, Clone)]
+pub struct Assumptions {
+    /// Monthly interruption probability per band index.
+    pub band_monthly_interruption: Vec<(u8, String, String, f64)>,
+    pub node_acquire_minutes: f64,
+    pub image_pull_minutes: f64,
+    pub weight_load_minutes: f64,
+    pub server_defaults: IndexMap<String, f64>,
+    pub stale_after_days: i64,
+    pub low_utilization: f64,
+    pub min_kv_cache_share: f64,
+}
+
+/// The whole catalog.
+#[derive(Debug)]
+pub struct Catalog {
+    pub gpus: IndexMap<String, GpuModel>,
+    pub providers: IndexMap<Provider, ProviderCatalog>,
+    pub assumptions: Assumptions,
+    pub sources: Vec<DataSource>,
+}
+
+impl Catalog {
+    /// The catalog compiled into the binary, for the given providers.
+    pub fn embedded(providers: &[Provider]) -> Result<Catalog, CatalogError> {
+        load::load(&load::Files::Embedded, providers)
+    }
+
+    /// The same files read from a directory laid out like `providers/`.
+    pub fn from_dir(dir: &Path, providers: &[Provider]) -> Result<Catalog, CatalogError> {
+        load::load(&load::Files::Dir(dir.to_owned()), providers)
+    }
+
+    /// A GPU model by name or alias, case-insensitively.
+    pub fn gpu(&self, name: &str) -> Option<&GpuModel> {
+        self.gpus.get(name).or_else(|| {
+            self.gpus.values().find(|g| {
+                g.name.eq_ignore_ascii_case(name)
+                    || g.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+            })
+        })
+    }
+
+    pub fn provider(&self, p: Provider) -> Option<&ProviderCatalog> {
+        self.providers.get(&p)
+    }
+
+    pub fn sku(&self, p: Provider, name: &str) -> Option<&Sku> {
+        self.providers.get(&p)?.skus.get(name)
+    }
+
+    /// GPU model of a SKU.
+    pub fn sku_gpu(&self, sku: &Sku) -> Option<&GpuModel> {
+        self.gpu(&sku.gpu_model)
+    }
+
+    /// The monthly interruption probability assumed for a band.
+    pub fn band_interruption(&self, index: u8) -> Option<f64> {
+        self.assumptions
+            .band_monthly_interruption
+            .iter()
+            .find(|b| b.0 == index)
+            .map(|b| b.3)
+    }
+
+    /// Default per-instance memory cap for an engine (`vllm` → 0.92).
+    pub fn server_default_cap(&self, engine: &str) -> Option<f64> {
+        self.assumptions
+            .server_defaults
+            .get(&engine.to_ascii_lowercase())
+            .copied()
+    }
+
+    /// Oldest data the catalog holds per kind, for staleness checks and "data as of" lines.
+    pub fn sources_for(&self, p: Provider) -> impl Iterator<Item = &DataSource> {
+        self.sources
+            .iter()
+            .filter(move |s| s.provider.is_none_or(|sp| sp == p))
+    }
+}
+
+/// A catalog file that failed to load is reported like a plan error: file, line, column.
+pub fn catalog_diag(file: &Arc<SourceFile>, span: std::ops::Range<usize>, msg: String) -> Diag {
+    Diag::error("catalog::invalid", file, span, msg)
+        .label("here")
+        .help("fix the catalog file, or run without `--catalog` to use the embedded data")
+}

@@ -1,0 +1,646 @@
+//! Reading the catalog data files (TOML, CSV, JSON) into the typed catalog.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use super::{
+    catalog_diag, Assumptions, Catalog, DataSource, GpuModel, InterNode, MigProfile, MigSpec,
+    Price, ProviderCatalog, Sku, SpotBand,
+};
+use crate::diag::Diag;
+use crate::plan::raw::Provider;
+use crate::plan::Date;
+use crate::source::SourceFile;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("cannot read catalog file `{path}`: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the catalog has {} problem(s)", .0.len())]
+    Invalid(Vec<Diag>),
+}
+
+pub(super) enum Files {
+    Embedded,
+    Dir(PathBuf),
+}
+
+macro_rules! embedded {
+    ($($path:literal),* $(,)?) => {
+        fn embedded_file(path: &str) -> Option<&'static str> {
+            match path {
+                $($path => Some(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/providers/", $path))),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+embedded!(
+    "sources.toml",
+    "gpus.toml",
+    "assumptions.toml",
+    "azure/skus.toml",
+    "azure/prices.csv",
+    "azure/prices-retail.csv",
+    "aws/skus.toml",
+    "aws/prices.csv",
+    "aws/spot-advisor.json",
+);
+
+impl Files {
+    fn read(&self, path: &str) -> Result<Arc<SourceFile>, CatalogError> {
+        match self {
+            Files::Embedded => {
+                let text = embedded_file(path).unwrap_or_default();
+                Ok(SourceFile::new(
+                    format!("<embedded>/providers/{path}"),
+                    text,
+                ))
+            }
+            Files::Dir(dir) => {
+                let p = dir.join(path);
+                let text = std::fs::read_to_string(&p).map_err(|source| CatalogError::Io {
+                    path: p.display().to_string(),
+                    source,
+                })?;
+                Ok(SourceFile::new(p.display().to_string(), text))
+            }
+        }
+    }
+}
+
+fn toml_file<T: for<'de> Deserialize<'de>>(file: &Arc<SourceFile>) -> Result<T, CatalogError> {
+    toml::from_str(&file.text).map_err(|e| {
+        CatalogError::Invalid(vec![catalog_diag(
+            file,
+            e.span().unwrap_or(0..0),
+            e.message().to_owned(),
+        )])
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourcesFile {
+    file: Vec<SourceEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // licence and note are documentation for people reading the file
+struct SourceEntry {
+    path: String,
+    kind: String,
+    provider: Option<Provider>,
+    as_of: String,
+    source: String,
+    licence: String,
+    note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Meta {
+    as_of: String,
+    source: String,
+    provider: Option<Provider>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpusFile {
+    #[allow(dead_code)]
+    meta: Meta,
+    gpu: Vec<GpuEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuEntry {
+    name: String,
+    vendor: String,
+    memory_gib: f64,
+    architecture: String,
+    compute_capability: Option<String>,
+    #[serde(default)]
+    aliases: Vec<String>,
+    mig: Option<MigEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MigEntry {
+    compute_slices: u8,
+    memory_slices: u8,
+    pci_device_ids: Vec<String>,
+    placement_source: String,
+    profiles: Vec<ProfileEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileEntry {
+    name: String,
+    compute: u8,
+    memory_slices: u8,
+    memory_gib: f64,
+    starts: Vec<u8>,
+    max_count: u8,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkusFile {
+    #[allow(dead_code)]
+    meta: Meta,
+    sku: Vec<SkuEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkuEntry {
+    name: String,
+    gpu_model: String,
+    gpu_count: u32,
+    gpu_partition: Option<f64>,
+    vcpus: u32,
+    memory_gib: f64,
+    quota_family: String,
+    spot_quota_family: Option<String>,
+    quota_family_verified: bool,
+    nvlink: bool,
+    inter_node: String,
+    #[serde(default)]
+    retired: bool,
+    note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AssumptionsFile {
+    #[allow(dead_code)]
+    meta: Meta,
+    spot_band: Vec<BandEntry>,
+    restart: RestartEntry,
+    server_default: Vec<ServerDefault>,
+    check: CheckEntry,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BandEntry {
+    index: u8,
+    aws_label: String,
+    azure_label: String,
+    monthly_interruption: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RestartEntry {
+    node_acquire_minutes: f64,
+    image_pull_minutes: f64,
+    weight_load_minutes: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerDefault {
+    engine: String,
+    gpu_memory_utilization: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckEntry {
+    stale_after_days: i64,
+    low_utilization: f64,
+    min_kv_cache_share: f64,
+}
+
+#[derive(Deserialize)]
+struct AdvisorFile {
+    ranges: Vec<AdvisorRange>,
+    spot_advisor: IndexMap<String, IndexMap<String, IndexMap<String, AdvisorEntry>>>,
+}
+
+#[derive(Deserialize)]
+struct AdvisorRange {
+    index: u8,
+    label: String,
+}
+
+#[derive(Deserialize)]
+struct AdvisorEntry {
+    s: i32,
+    r: u8,
+}
+
+fn invalid(file: &Arc<SourceFile>, span: std::ops::Range<usize>, msg: String) -> CatalogError {
+    CatalogError::Invalid(vec![catalog_diag(file, span, msg)])
+}
+
+fn date(file: &Arc<SourceFile>, s: &str) -> Result<Date, CatalogError> {
+    Date::parse(s).ok_or_else(|| {
+        let at = file.text.find(s).unwrap_or(0);
+        invalid(
+            file,
+            at..at + s.len(),
+            format!("`{s}` is not a date (YYYY-MM-DD)"),
+        )
+    })
+}
+
+pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, CatalogError> {
+    let sources_file = files.read("sources.toml")?;
+    let sources: SourcesFile = toml_file(&sources_file)?;
+    let mut data_sources = Vec::new();
+    for s in &sources.file {
+        let kind = match s.kind.as_str() {
+            "gpus" => "gpus",
+            "skus" => "skus",
+            "prices" => "prices",
+            "spot-bands" => "spot-bands",
+            "assumptions" => "assumptions",
+            other => {
+                return Err(invalid(
+                    &sources_file,
+                    0..0,
+                    format!("unknown data kind `{other}` for `{}`", s.path),
+                ))
+            }
+        };
+        data_sources.push(DataSource {
+            file: s.path.clone(),
+            kind,
+            provider: s.provider,
+            as_of: date(&sources_file, &s.as_of)?,
+            source: s.source.clone(),
+        });
+    }
+
+    let gpus = load_gpus(&files.read("gpus.toml")?)?;
+    let assumptions = load_assumptions(&files.read("assumptions.toml")?)?;
+
+    let mut catalog = Catalog {
+        gpus,
+        providers: IndexMap::new(),
+        assumptions,
+        sources: data_sources,
+    };
+    let mut wanted: Vec<Provider> = providers.to_vec();
+    wanted.sort();
+    wanted.dedup();
+    for p in wanted {
+        let pc = load_provider(files, p, &catalog)?;
+        catalog.providers.insert(p, pc);
+    }
+    catalog.sources.retain(|s| {
+        s.provider
+            .is_none_or(|p| catalog.providers.contains_key(&p))
+    });
+    Ok(catalog)
+}
+
+fn load_gpus(file: &Arc<SourceFile>) -> Result<IndexMap<String, GpuModel>, CatalogError> {
+    let parsed: GpusFile = toml_file(file)?;
+    let mut out = IndexMap::new();
+    for g in parsed.gpu {
+        let mig = g.mig.map(|m| MigSpec {
+            compute_slices: m.compute_slices,
+            memory_slices: m.memory_slices,
+            pci_device_ids: m.pci_device_ids,
+            placement_source: m.placement_source,
+            profiles: m
+                .profiles
+                .into_iter()
+                .map(|p| MigProfile {
+                    name: p.name,
+                    compute: p.compute,
+                    memory_slices: p.memory_slices,
+                    memory_gib: p.memory_gib,
+                    starts: p.starts,
+                    max_count: p.max_count,
+                })
+                .collect(),
+        });
+        if let Some(m) = &mig {
+            // A placement must fit inside the GPU; otherwise every layout check below is wrong.
+            for p in &m.profiles {
+                if p.starts
+                    .iter()
+                    .any(|s| s + p.memory_slices > m.memory_slices)
+                    || p.compute > m.compute_slices
+                    || p.compute == 0
+                    || p.memory_slices == 0
+                {
+                    let at = file.text.find(&format!("\"{}\"", p.name)).unwrap_or(0);
+                    return Err(invalid(
+                        file,
+                        at..at + p.name.len() + 2,
+                        format!(
+                            "MIG profile `{}` of `{}` does not fit the GPU's slices",
+                            p.name, g.name
+                        ),
+                    ));
+                }
+            }
+        }
+        if out.contains_key(&g.name) {
+            return Err(invalid(
+                file,
+                0..0,
+                format!("GPU `{}` is listed twice", g.name),
+            ));
+        }
+        out.insert(
+            g.name.clone(),
+            GpuModel {
+                name: g.name,
+                vendor: g.vendor,
+                memory_gib: g.memory_gib,
+                architecture: g.architecture,
+                compute_capability: g.compute_capability,
+                aliases: g.aliases,
+                mig,
+            },
+        );
+    }
+    Ok(out)
+}
+
+fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError> {
+    let a: AssumptionsFile = toml_file(file)?;
+    Ok(Assumptions {
+        band_monthly_interruption: a
+            .spot_band
+            .into_iter()
+            .map(|b| (b.index, b.aws_label, b.azure_label, b.monthly_interruption))
+            .collect(),
+        node_acquire_minutes: a.restart.node_acquire_minutes,
+        image_pull_minutes: a.restart.image_pull_minutes,
+        weight_load_minutes: a.restart.weight_load_minutes,
+        server_defaults: a
+            .server_default
+            .into_iter()
+            .map(|s| (s.engine.to_ascii_lowercase(), s.gpu_memory_utilization))
+            .collect(),
+        stale_after_days: a.check.stale_after_days,
+        low_utilization: a.check.low_utilization,
+        min_kv_cache_share: a.check.min_kv_cache_share,
+    })
+}
+
+fn load_provider(
+    files: &Files,
+    p: Provider,
+    catalog: &Catalog,
+) -> Result<ProviderCatalog, CatalogError> {
+    let dir = p.as_str();
+    let skus_file = files.read(&format!("{dir}/skus.toml"))?;
+    let parsed: SkusFile = toml_file(&skus_file)?;
+    let mut pc = ProviderCatalog::default();
+    for s in parsed.sku {
+        let at = skus_file.text.find(&format!("\"{}\"", s.name)).unwrap_or(0);
+        if catalog.gpu(&s.gpu_model).is_none() {
+            return Err(invalid(
+                &skus_file,
+                at..at + s.name.len() + 2,
+                format!("SKU `{}` names unknown GPU model `{}`", s.name, s.gpu_model),
+            ));
+        }
+        let inter_node = match s.inter_node.as_str() {
+            "none" => InterNode::None,
+            "infiniband" => InterNode::Infiniband,
+            "efa" => InterNode::Efa,
+            other => {
+                return Err(invalid(
+                    &skus_file,
+                    at..at,
+                    format!("`inter_node = \"{other}\"`: expected none, infiniband or efa"),
+                ))
+            }
+        };
+        pc.skus.insert(
+            s.name.clone(),
+            Sku {
+                provider: p,
+                name: s.name,
+                gpu_model: s.gpu_model,
+                gpu_count: s.gpu_count,
+                gpu_partition: s.gpu_partition.unwrap_or(1.0),
+                vcpus: s.vcpus,
+                memory_gib: s.memory_gib,
+                quota_family: s.quota_family,
+                spot_quota_family: s.spot_quota_family,
+                quota_family_verified: s.quota_family_verified,
+                nvlink: s.nvlink,
+                inter_node,
+                retired: s.retired,
+                note: s.note,
+            },
+        );
+    }
+    let prices_file = files.read(&format!("{dir}/prices.csv"))?;
+    load_skypilot_prices(&prices_file, &mut pc)?;
+    if p == Provider::Azure {
+        let retail = files.read("azure/prices-retail.csv")?;
+        load_retail_overrides(&retail, &mut pc)?;
+    }
+    if p == Provider::Aws {
+        let advisor = files.read("aws/spot-advisor.json")?;
+        load_advisor(&advisor, &mut pc)?;
+    }
+    let mut regions: Vec<String> = pc.prices.keys().map(|(_, r)| r.clone()).collect();
+    regions.sort();
+    regions.dedup();
+    pc.regions = regions;
+    Ok(pc)
+}
+
+fn csv_err(file: &Arc<SourceFile>, e: &csv::Error) -> CatalogError {
+    let at = e
+        .position()
+        .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
+    invalid(file, at..at, format!("malformed CSV: {e}"))
+}
+
+fn parse_price(
+    file: &Arc<SourceFile>,
+    rec: &csv::StringRecord,
+    idx: usize,
+) -> Result<Option<f64>, CatalogError> {
+    let raw = rec.get(idx).unwrap_or("").trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let at = rec
+        .position()
+        .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
+    match raw.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(Some(v)),
+        _ => Err(invalid(
+            file,
+            at..at,
+            format!("`{raw}` is not a price in USD per hour"),
+        )),
+    }
+}
+
+/// SkyPilot `vms.csv` rows: InstanceType, ..., Price, SpotPrice, Region, (Generation | AvailabilityZone).
+fn load_skypilot_prices(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+) -> Result<(), CatalogError> {
+    let source: Arc<str> = Arc::from(file.name.as_str());
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| invalid(file, 0..0, format!("missing CSV column `{name}`")))
+    };
+    let (c_type, c_price, c_spot, c_region) = (
+        col("InstanceType")?,
+        col("Price")?,
+        col("SpotPrice")?,
+        col("Region")?,
+    );
+    let c_zone = headers.iter().position(|h| h == "AvailabilityZone");
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let sku = rec.get(c_type).unwrap_or("");
+        if !pc.skus.contains_key(sku) {
+            continue;
+        }
+        let region = rec.get(c_region).unwrap_or("").to_owned();
+        let od = parse_price(file, &rec, c_price)?;
+        let spot = parse_price(file, &rec, c_spot)?;
+        let entry = pc.prices.entry((sku.to_owned(), region)).or_default();
+        if let Some(od) = od {
+            if entry.on_demand.is_none() {
+                entry.on_demand = Some(Price {
+                    usd_per_hour: od,
+                    source: Arc::clone(&source),
+                });
+            }
+        }
+        // A spot price equal to (or above) on-demand means the source had none.
+        if let Some(sp) = spot.filter(|sp| od.is_none_or(|od| *sp < od)) {
+            let zone = c_zone
+                .and_then(|c| rec.get(c))
+                .unwrap_or_default()
+                .to_owned();
+            entry.spot_zones.push((zone, sp));
+            if entry.spot.as_ref().is_none_or(|p| sp < p.usd_per_hour) {
+                entry.spot = Some(Price {
+                    usd_per_hour: sp,
+                    source: Arc::clone(&source),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Captured Retail Prices rows, newer than the SkyPilot snapshot: they replace it.
+fn load_retail_overrides(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+) -> Result<(), CatalogError> {
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let (sku, region, kind) = (
+            rec.get(0).unwrap_or(""),
+            rec.get(1).unwrap_or(""),
+            rec.get(2).unwrap_or(""),
+        );
+        let Some(v) = parse_price(file, &rec, 3)? else {
+            continue;
+        };
+        let source: Arc<str> = Arc::from(format!(
+            "{} ({}, captured {})",
+            file.name,
+            rec.get(6).unwrap_or(""),
+            rec.get(5).unwrap_or("")
+        ));
+        let price = Some(Price {
+            usd_per_hour: v,
+            source,
+        });
+        let entry = pc
+            .prices
+            .entry((sku.to_owned(), region.to_owned()))
+            .or_default();
+        match kind {
+            "consumption" => entry.on_demand = price,
+            "spot" => {
+                entry.spot = price;
+                entry.spot_zones = vec![(String::new(), v)];
+            }
+            other => {
+                let at = rec
+                    .position()
+                    .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
+                return Err(invalid(
+                    file,
+                    at..at,
+                    format!("price kind `{other}`: expected consumption or spot"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn load_advisor(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), CatalogError> {
+    let parsed: AdvisorFile = serde_json::from_str(&file.text).map_err(|e| {
+        let off = line_offset(&file.text, e.line(), e.column());
+        invalid(file, off..off, format!("spot advisor data: {e}"))
+    })?;
+    let source: Arc<str> = Arc::from(file.name.as_str());
+    for (region, oses) in parsed.spot_advisor {
+        let Some(linux) = oses.get("Linux") else {
+            continue;
+        };
+        for (ty, e) in linux {
+            if !pc.skus.contains_key(ty) {
+                continue;
+            }
+            let label = parsed
+                .ranges
+                .iter()
+                .find(|r| r.index == e.r)
+                .map(|r| r.label.clone())
+                .unwrap_or_else(|| format!("band {}", e.r));
+            pc.spot_bands.insert(
+                (ty.clone(), region.clone()),
+                SpotBand {
+                    index: e.r,
+                    label,
+                    savings_pct: Some(e.s),
+                    source: Arc::clone(&source),
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+fn line_offset(text: &str, line: usize, col: usize) -> usize {
+    text.split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>()
+        + col.saturating_sub(1)
+}

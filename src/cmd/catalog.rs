@@ -1,0 +1,330 @@
+//! `gpuplan catalog`: what the catalog knows, with the date and source of every figure.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::catalog::{Catalog, GpuModel, ProviderCatalog, Sku};
+use crate::cli::{CatalogArgs, Format, Global, ProviderArg};
+use crate::engine::cost::usd;
+use crate::exit;
+use crate::output::Out;
+use crate::plan::raw::Provider;
+
+fn provider_of(p: ProviderArg) -> Provider {
+    match p {
+        ProviderArg::Azure => Provider::Azure,
+        ProviderArg::Aws => Provider::Aws,
+    }
+}
+
+pub fn run(g: &Global, args: &CatalogArgs, out: &Out) -> u8 {
+    let providers: Vec<Provider> = args
+        .provider
+        .map_or(Provider::ALL.to_vec(), |p| vec![provider_of(p)]);
+    let catalog = match super::load_catalog(g, &providers, out) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(name) = &args.gpu {
+        let Some(gpu) = catalog.gpu(name) else {
+            let names: Vec<String> = catalog.gpus.keys().cloned().collect();
+            let hint = crate::plan::load::did_you_mean(name, &names)
+                .map(|b| format!("; did you mean `{b}`?"))
+                .unwrap_or_default();
+            out.stderr(&format!("error: unknown GPU model `{name}`{hint}\n"));
+            return exit::INPUT;
+        };
+        match args.format {
+            Format::Json => out.stdout(&pretty(&gpu_json(gpu))),
+            Format::Human => out.stdout(&gpu_text(gpu)),
+        }
+        return exit::OK;
+    }
+    if let Some(name) = &args.sku {
+        let found = catalog
+            .providers
+            .iter()
+            .find_map(|(p, pc)| pc.skus.get(name).map(|s| (*p, pc, s)));
+        let Some((_, pc, sku)) = found else {
+            let names: Vec<String> = catalog
+                .providers
+                .values()
+                .flat_map(|pc| pc.skus.keys().cloned())
+                .collect();
+            let hint = crate::plan::load::did_you_mean(name, &names)
+                .map(|b| format!("; did you mean `{b}`?"))
+                .unwrap_or_default();
+            out.stderr(&format!("error: unknown SKU `{name}`{hint}\n"));
+            return exit::INPUT;
+        };
+        match args.format {
+            Format::Json => out.stdout(&pretty(&sku_json(&catalog, pc, sku))),
+            Format::Human => out.stdout(&sku_text(&catalog, pc, sku)),
+        }
+        return exit::OK;
+    }
+    match args.format {
+        Format::Json => out.stdout(&pretty(&overview_json(&catalog, args.region.as_deref()))),
+        Format::Human => out.stdout(&overview_text(&catalog, args.region.as_deref())),
+    }
+    exit::OK
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
+}
+
+fn gpu_json(g: &GpuModel) -> Value {
+    json!({
+        "name": g.name, "vendor": g.vendor, "memory_gib": g.memory_gib, "architecture": g.architecture,
+        "compute_capability": g.compute_capability, "aliases": g.aliases,
+        "mig": g.mig.as_ref().map(|m| json!({
+            "compute_slices": m.compute_slices, "memory_slices": m.memory_slices,
+            "pci_device_ids": m.pci_device_ids, "placement_source": m.placement_source,
+            "profiles": m.profiles.iter().map(|p| json!({
+                "name": p.name, "compute": p.compute, "memory_slices": p.memory_slices,
+                "memory_gib": p.memory_gib, "starts": p.starts, "max_count": p.max_count,
+            })).collect::<Vec<_>>(),
+        })),
+    })
+}
+
+fn gpu_text(g: &GpuModel) -> String {
+    let mut s = format!(
+        "{} ({}, {}, {} GiB",
+        g.name, g.vendor, g.architecture, g.memory_gib
+    );
+    if let Some(cc) = &g.compute_capability {
+        let _ = write!(s, ", compute capability {cc}");
+    }
+    s.push_str(")\n");
+    match &g.mig {
+        None => s.push_str("MIG: not supported\n"),
+        Some(m) => {
+            let _ = writeln!(
+                s,
+                "MIG: {} compute slices, {} memory slices; placements: {}",
+                m.compute_slices, m.memory_slices, m.placement_source
+            );
+            let _ = writeln!(
+                s,
+                "  {:<14} {:>7} {:>9} {:>8} {:>4}  starts",
+                "profile", "compute", "mem.slc", "GiB", "max"
+            );
+            for p in &m.profiles {
+                let starts: Vec<String> = p.starts.iter().map(u8::to_string).collect();
+                let _ = writeln!(
+                    s,
+                    "  {:<14} {:>7} {:>9} {:>8} {:>4}  {{{}}}",
+                    p.name,
+                    p.compute,
+                    p.memory_slices,
+                    p.memory_gib,
+                    p.max_count,
+                    starts.join(",")
+                );
+            }
+        }
+    }
+    s
+}
+
+fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
+    let regions: Vec<Value> = pc
+        .prices
+        .iter()
+        .filter(|((n, _), _)| n == &s.name)
+        .map(|((_, r), p)| {
+            let band = pc.band(&s.name, r);
+            json!({
+                "region": r,
+                "on_demand_usd_per_hour": p.on_demand.as_ref().map(|x| x.usd_per_hour),
+                "on_demand_source": p.on_demand.as_ref().map(|x| x.source.to_string()),
+                "spot_usd_per_hour": p.spot.as_ref().map(|x| x.usd_per_hour),
+                "spot_source": p.spot.as_ref().map(|x| x.source.to_string()),
+                "reserved_1y_usd_per_hour": p.reserved_1y.as_ref().map(|x| x.usd_per_hour),
+                "reserved_3y_usd_per_hour": p.reserved_3y.as_ref().map(|x| x.usd_per_hour),
+                "spot_band": band.map(|b| b.label.clone()),
+            })
+        })
+        .collect();
+    json!({
+        "provider": s.provider.as_str(), "name": s.name, "gpu_model": s.gpu_model, "gpu_count": s.gpu_count,
+        "gpu_partition": s.gpu_partition, "gpu_memory_gib": c.sku_gpu(s).map(|g| g.memory_gib),
+        "vcpus": s.vcpus, "memory_gib": s.memory_gib, "quota_family": s.quota_family,
+        "spot_quota_family": s.spot_quota(), "quota_family_verified": s.quota_family_verified,
+        "nvlink": s.nvlink, "inter_node": s.inter_node.as_str(), "retired": s.retired, "note": s.note,
+        "regions": regions,
+    })
+}
+
+fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> String {
+    let gpu = c.sku_gpu(s);
+    let mut t = format!(
+        "{} ({}): {} x {} ({} GiB each), {} vCPUs, {} GiB RAM\n",
+        s.name,
+        s.provider,
+        s.gpu_count,
+        s.gpu_model,
+        gpu.map_or(0.0, |g| g.memory_gib),
+        s.vcpus,
+        s.memory_gib
+    );
+    let _ = writeln!(
+        t,
+        "interconnect: NVLink {}, between nodes {}",
+        if s.nvlink { "yes" } else { "no" },
+        s.inter_node.as_str()
+    );
+    let _ = writeln!(
+        t,
+        "quota: {} (spot: {}){}",
+        s.quota_family,
+        s.spot_quota(),
+        if s.quota_family_verified {
+            ""
+        } else {
+            " - name not verified against a live response"
+        }
+    );
+    if s.retired {
+        t.push_str("retired by the provider\n");
+    }
+    if let Some(n) = &s.note {
+        let _ = writeln!(t, "note: {n}");
+    }
+    let _ = writeln!(
+        t,
+        "  {:<16} {:>12} {:>12} {:>8}  reserved",
+        "region", "on-demand/h", "spot/h", "band"
+    );
+    for ((n, r), p) in &pc.prices {
+        if n != &s.name {
+            continue;
+        }
+        let od = p
+            .on_demand
+            .as_ref()
+            .map_or("-".into(), |x| usd(x.usd_per_hour));
+        let sp = p
+            .spot
+            .as_ref()
+            .map_or("unknown".into(), |x| usd(x.usd_per_hour));
+        let band = pc.band(&s.name, r).map_or(
+            if s.provider == Provider::Azure {
+                "unknown"
+            } else {
+                "-"
+            }
+            .to_owned(),
+            |b| b.label.clone(),
+        );
+        let _ = writeln!(
+            t,
+            "  {r:<16} {od:>12} {sp:>12} {band:>8}  {}",
+            if p.reserved_1y.is_some() {
+                "yes"
+            } else {
+                "no figures"
+            }
+        );
+    }
+    t.push_str("sources:\n");
+    for src in c
+        .sources_for(s.provider)
+        .filter(|x| x.provider == Some(s.provider))
+    {
+        let _ = writeln!(
+            t,
+            "  {} ({}, as of {}): {}",
+            src.file, src.kind, src.as_of, src.source
+        );
+    }
+    if s.provider == Provider::Azure {
+        t.push_str("Azure spot eviction bands need a live SpotResources query; reserved prices need a live Retail Prices query.\n");
+    }
+    t
+}
+
+fn skus_in<'a>(pc: &'a ProviderCatalog, region: Option<&'a str>) -> impl Iterator<Item = &'a Sku> {
+    pc.skus
+        .values()
+        .filter(move |s| region.is_none_or(|r| pc.offered(&s.name, r)))
+}
+
+fn overview_json(c: &Catalog, region: Option<&str>) -> Value {
+    json!({
+        "schema": "gpuplan.catalog/v1",
+        "sources": c.sources.iter().map(|s| json!({"file": s.file, "kind": s.kind, "provider": s.provider.map(Provider::as_str), "as_of": s.as_of.to_string(), "source": s.source})).collect::<Vec<_>>(),
+        "gpus": c.gpus.values().map(gpu_json).collect::<Vec<_>>(),
+        "providers": c.providers.iter().map(|(p, pc)| json!({
+            "provider": p.as_str(),
+            "regions": pc.regions,
+            "skus": skus_in(pc, region).map(|s| sku_json(c, pc, s)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn overview_text(c: &Catalog, region: Option<&str>) -> String {
+    let mut t = String::from("GPU models:\n");
+    for g in c.gpus.values() {
+        let mig = g.mig.as_ref().map_or("no MIG".to_owned(), |m| {
+            format!("MIG {} profiles", m.profiles.len())
+        });
+        let _ = writeln!(
+            t,
+            "  {:<18} {:<9} {:>6} GiB  {}",
+            g.name, g.vendor, g.memory_gib, mig
+        );
+    }
+    for (p, pc) in &c.providers {
+        let _ = writeln!(
+            t,
+            "\n{p} ({} regions: {}):",
+            pc.regions.len(),
+            pc.regions.join(", ")
+        );
+        let _ = writeln!(
+            t,
+            "  {:<28} {:>4} {:<16} {:>5} {:>8}  {:>12} {:>12}",
+            "sku", "gpus", "model", "vcpus", "ram GiB", "cheapest/h", "spot from/h"
+        );
+        for s in skus_in(pc, region) {
+            let prices = pc
+                .prices
+                .iter()
+                .filter(|((n, r), _)| n == &s.name && region.is_none_or(|x| x == r))
+                .map(|(_, p)| p);
+            let od = prices
+                .clone()
+                .filter_map(|p| p.on_demand.as_ref().map(|x| x.usd_per_hour))
+                .fold(f64::INFINITY, f64::min);
+            let sp = prices
+                .filter_map(|p| p.spot.as_ref().map(|x| x.usd_per_hour))
+                .fold(f64::INFINITY, f64::min);
+            let f = |x: f64| if x.is_finite() { usd(x) } else { "-".into() };
+            let _ = writeln!(
+                t,
+                "  {:<28} {:>4} {:<16} {:>5} {:>8}  {:>12} {:>12}{}",
+                s.name,
+                s.gpu_count,
+                s.gpu_model,
+                s.vcpus,
+                s.memory_gib,
+                f(od),
+                f(sp),
+                if s.retired { "  (retired)" } else { "" }
+            );
+        }
+    }
+    t.push_str("\nsources:\n");
+    for s in &c.sources {
+        let _ = writeln!(
+            t,
+            "  {} ({}, as of {}): {}",
+            s.file, s.kind, s.as_of, s.source
+        );
+    }
+    t
+}

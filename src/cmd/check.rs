@@ -1,0 +1,115 @@
+//! `gpuplan check PLAN...`
+
+use std::collections::BTreeSet;
+
+use crate::cli::{CheckArgs, DenyWhat, Format, Global};
+use crate::diag::{output, Diag};
+use crate::exit;
+use crate::output::Out;
+use crate::plan::{self, Date};
+use crate::rules::{self, Level, Levels};
+
+fn levels(args: &CheckArgs) -> Result<Levels, String> {
+    let mut l = Levels {
+        deny_warnings: args.deny.contains(&DenyWhat::Warnings),
+        ..Levels::default()
+    };
+    for (ids, level) in [
+        (&args.allow_rule, Level::Allow),
+        (&args.warn_rule, Level::Warn),
+        (&args.deny_rule, Level::Deny),
+    ] {
+        for id in ids {
+            let rule = rules::by_id(id)
+                .ok_or_else(|| format!("unknown rule `{id}` (see `gpuplan explain --all`)"))?;
+            l.overrides.insert(rule.id().to_owned(), level);
+        }
+    }
+    Ok(l)
+}
+
+pub fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
+    let levels = match levels(args) {
+        Ok(l) => l,
+        Err(e) => {
+            out.stderr(&format!("error: {e}\n"));
+            return exit::INPUT;
+        }
+    };
+    let today = match &args.today {
+        Some(s) => match Date::parse(s) {
+            Some(d) => d,
+            None => {
+                out.stderr(&format!(
+                    "error: `--today {s}` is not a date (YYYY-MM-DD)\n"
+                ));
+                return exit::INPUT;
+            }
+        },
+        None => Date::today(),
+    };
+
+    // Parse every file first, so the catalog is loaded once for the providers they use.
+    let mut errors: Vec<Diag> = Vec::new();
+    let mut parsed = Vec::new();
+    for path in &args.plans {
+        match plan::load::read(path) {
+            Err(d) => errors.push(*d),
+            Ok(file) => match plan::load::parse(&file) {
+                Err(ds) => errors.extend(ds),
+                Ok(raw) => parsed.push((file, raw)),
+            },
+        }
+    }
+    let providers: BTreeSet<_> = parsed.iter().map(|(_, r)| *r.plan.provider.get()).collect();
+    let providers: Vec<_> = providers.into_iter().collect();
+    let catalog = match super::load_catalog(g, &providers, out) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    for s in catalog.sources.iter() {
+        out.detail(&format!(
+            "data: {} ({}), as of {}: {}",
+            s.file, s.kind, s.as_of, s.source
+        ));
+    }
+
+    let mut findings = Vec::new();
+    for (file, raw) in parsed {
+        match plan::validate_raw(file, raw, &catalog) {
+            Err(ds) => errors.extend(ds),
+            Ok(p) => findings.extend(rules::check(&p, &catalog, today, &levels)),
+        }
+    }
+    crate::diag::sort(&mut errors);
+
+    match args.format {
+        Format::Json => out.stdout(&output::json(&findings, &errors)),
+        Format::Human => {
+            if !errors.is_empty() {
+                out.stderr(&output::human(&errors, out.color));
+            }
+            let shown: Vec<Diag> = findings
+                .iter()
+                .filter(|d| !out.quiet || d.is_blocking())
+                .cloned()
+                .collect();
+            out.stdout(&output::human(&shown, out.color));
+            if errors.is_empty() {
+                out.info(&output::summary(&findings, args.plans.len()));
+            } else {
+                out.info(&format!(
+                    "{} problem(s) in the input: nothing was checked in those files",
+                    errors.len()
+                ));
+            }
+        }
+    }
+    if !errors.is_empty() {
+        exit::INPUT
+    } else if findings.iter().any(Diag::is_blocking) {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    }
+}

@@ -1,0 +1,67 @@
+//! `gpuplan explain RULE` / `--all`: the documentation next to each rule's code.
+
+use serde::Serialize;
+
+use crate::cli::{ExplainArgs, Format};
+use crate::exit;
+use crate::output::Out;
+use crate::rules::{self, Rule, RULES};
+
+#[derive(Serialize)]
+struct RuleDoc {
+    id: &'static str,
+    name: &'static str,
+    severity: &'static str,
+    docs: String,
+}
+
+fn doc(r: &dyn Rule) -> RuleDoc {
+    RuleDoc {
+        id: r.id(),
+        name: r.name(),
+        severity: r.default_severity().as_str(),
+        docs: rules::docs_text(r),
+    }
+}
+
+pub fn run(args: &ExplainArgs, out: &Out) -> u8 {
+    let selected: Vec<&dyn Rule> = if args.all {
+        RULES.to_vec()
+    } else {
+        let id = args.rule.as_deref().unwrap_or_default();
+        match rules::by_id(id) {
+            Some(r) => vec![r],
+            None => {
+                let ids: Vec<String> = RULES.iter().map(|r| r.id().to_owned()).collect();
+                let hint = crate::plan::load::did_you_mean(id, &ids)
+                    .map(|b| format!("; did you mean `{b}`?"))
+                    .unwrap_or_default();
+                out.stderr(&format!(
+                    "error: unknown rule `{id}`{hint} (rules are GP001-GP{:03})\n",
+                    RULES.len()
+                ));
+                return exit::INPUT;
+            }
+        }
+    };
+    match args.format {
+        Format::Json => {
+            let docs: Vec<RuleDoc> = selected.iter().map(|r| doc(*r)).collect();
+            out.stdout(&(serde_json::to_string_pretty(&docs).unwrap_or_default() + "\n"));
+        }
+        Format::Human => {
+            let text: Vec<String> = selected
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}\n\nDefault severity: {}\n",
+                        rules::docs_text(*r),
+                        r.default_severity()
+                    )
+                })
+                .collect();
+            out.stdout(&text.join("\n"));
+        }
+    }
+    exit::OK
+}

@@ -1,0 +1,16 @@
+//! `gpuplan schema`: JSON Schema of the plan format, generated from the plan types.
+
+use crate::exit;
+use crate::output::Out;
+use crate::plan::raw::RawPlan;
+
+pub fn schema_json() -> String {
+    let mut schema = schemars::schema_for!(RawPlan);
+    schema.schema.metadata().title = Some("gpuplan plan file (format version 1)".into());
+    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
+}
+
+pub fn run(out: &Out) -> u8 {
+    out.stdout(&schema_json());
+    exit::OK
+}

@@ -1,0 +1,193 @@
+//! Findings and load errors, and how they are printed (human via miette, JSON).
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use miette::{Diagnostic, LabeledSpan, SourceCode};
+use serde::Serialize;
+
+use crate::source::SourceFile;
+
+pub mod output;
+
+/// How serious a finding is. Ordered so that `max()` gives the worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Note,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a finding is not counted: an `[[allow]]` entry (or, later, a baseline).
+#[derive(Debug, Clone, Serialize)]
+pub struct Suppression {
+    pub kind: &'static str,
+    pub justification: String,
+    pub approved_by: String,
+    pub expires: Option<String>,
+}
+
+/// One problem in one file: a rule finding (`code` = `GP001`…) or a load error
+/// (`code` = `plan::…`, `catalog::…`).
+#[derive(Debug, Clone)]
+pub struct Diag {
+    pub code: String,
+    pub severity: Severity,
+    pub message: String,
+    pub file: Arc<SourceFile>,
+    pub span: Range<usize>,
+    pub label: String,
+    pub extra: Vec<(Range<usize>, String)>,
+    pub help: Option<String>,
+    pub workload: Option<String>,
+    pub pool: Option<String>,
+    pub suppressed: Option<Suppression>,
+}
+
+impl Diag {
+    pub fn new(
+        code: impl Into<String>,
+        severity: Severity,
+        file: &Arc<SourceFile>,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            code: code.into(),
+            severity,
+            message: message.into(),
+            span: file.clamp(span),
+            file: Arc::clone(file),
+            label: String::new(),
+            extra: Vec::new(),
+            help: None,
+            workload: None,
+            pool: None,
+            suppressed: None,
+        }
+    }
+
+    pub fn error(
+        code: impl Into<String>,
+        file: &Arc<SourceFile>,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::new(code, Severity::Error, file, span, message)
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn also(mut self, span: Range<usize>, label: impl Into<String>) -> Self {
+        let span = self.file.clamp(span);
+        self.extra.push((span, label.into()));
+        self
+    }
+
+    pub fn workload(mut self, name: &str) -> Self {
+        self.workload = Some(name.to_owned());
+        self
+    }
+
+    pub fn pool(mut self, name: &str) -> Self {
+        self.pool = Some(name.to_owned());
+        self
+    }
+
+    pub fn line_col(&self) -> (usize, usize) {
+        self.file.line_col(self.span.start)
+    }
+
+    /// Counts towards the exit code: not suppressed and at error severity.
+    pub fn is_blocking(&self) -> bool {
+        self.suppressed.is_none() && self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Diag {}
+
+impl Diagnostic for Diag {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(&self.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+            Severity::Note => miette::Severity::Advice,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        Some(self.file.named())
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let main = LabeledSpan::new_primary_with_span(
+            (!self.label.is_empty()).then(|| self.label.clone()),
+            self.span.clone(),
+        );
+        let extra = self
+            .extra
+            .iter()
+            .map(|(s, l)| LabeledSpan::new_with_span(Some(l.clone()), s.clone()));
+        Some(Box::new(std::iter::once(main).chain(extra)))
+    }
+}
+
+/// Sort key that makes output order independent of rule evaluation order.
+pub fn sort(diags: &mut [Diag]) {
+    diags.sort_by(|a, b| {
+        (
+            a.file.name.as_str(),
+            a.span.start,
+            a.code.as_str(),
+            &a.message,
+        )
+            .cmp(&(
+                b.file.name.as_str(),
+                b.span.start,
+                b.code.as_str(),
+                &b.message,
+            ))
+    });
+}

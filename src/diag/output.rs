@@ -1,0 +1,127 @@
+//! Printing findings: human (miette graphical, grouped by file) and `gpuplan.findings/v1` JSON.
+
+use std::fmt::Write as _;
+
+use miette::{GraphicalReportHandler, GraphicalTheme};
+use serde::Serialize;
+
+use super::{Diag, Severity, Suppression};
+
+/// Render diagnostics the way a person reads them. `color` follows NO_COLOR and the terminal.
+pub fn human(diags: &[Diag], color: bool) -> String {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme).with_width(100);
+    let mut out = String::new();
+    for d in diags {
+        let mut one = String::new();
+        if handler.render_report(&mut one, d).is_err() {
+            // A report that cannot be drawn still has to reach the user.
+            let (line, col) = d.line_col();
+            one = format!(
+                "{}: {} [{}] {}:{line}:{col}\n",
+                d.severity, d.message, d.code, d.file.name
+            );
+        }
+        if let Some(s) = &d.suppressed {
+            let _ = writeln!(
+                one,
+                "  (suppressed by {}: {} — approved by {})",
+                s.kind, s.justification, s.approved_by
+            );
+        }
+        out.push_str(&one);
+    }
+    out
+}
+
+/// One-line summary: counts by severity, suppressed findings apart.
+pub fn summary(diags: &[Diag], files: usize) -> String {
+    let count = |sev| {
+        diags
+            .iter()
+            .filter(|d| d.suppressed.is_none() && d.severity == sev)
+            .count()
+    };
+    let suppressed = diags.iter().filter(|d| d.suppressed.is_some()).count();
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let mut s = format!(
+        "{} in {}: {}, {}, {}",
+        if diags.iter().any(Diag::is_blocking) {
+            "failed"
+        } else {
+            "passed"
+        },
+        plural(files, "file"),
+        plural(count(Severity::Error), "error"),
+        plural(count(Severity::Warning), "warning"),
+        plural(count(Severity::Note), "note"),
+    );
+    if suppressed > 0 {
+        let _ = write!(s, ", {suppressed} suppressed");
+    }
+    s
+}
+
+#[derive(Serialize)]
+pub struct JsonFinding<'a> {
+    pub rule: &'a str,
+    pub severity: Severity,
+    pub message: &'a str,
+    pub file: &'a str,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<&'a Suppression>,
+}
+
+impl<'a> From<&'a Diag> for JsonFinding<'a> {
+    fn from(d: &'a Diag) -> Self {
+        let (line, column) = d.line_col();
+        let (end_line, end_column) = d.file.line_col(d.span.end);
+        Self {
+            rule: &d.code,
+            severity: d.severity,
+            message: &d.message,
+            file: &d.file.name,
+            line,
+            column,
+            end_line,
+            end_column,
+            workload: d.workload.as_deref(),
+            pool: d.pool.as_deref(),
+            help: d.help.as_deref(),
+            suppressed: d.suppressed.as_ref(),
+        }
+    }
+}
+
+/// `{"schema": "gpuplan.findings/v1", "findings": [...], "errors": [...]}`: load errors are
+/// kept apart from rule findings so a pipeline can tell "bad plan file" from "plan has problems".
+pub fn json(findings: &[Diag], errors: &[Diag]) -> String {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        schema: &'static str,
+        findings: Vec<JsonFinding<'a>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        errors: Vec<JsonFinding<'a>>,
+    }
+    let doc = Doc {
+        schema: "gpuplan.findings/v1",
+        findings: findings.iter().map(JsonFinding::from).collect(),
+        errors: errors.iter().map(JsonFinding::from).collect(),
+    };
+    // Serializing plain data into a String cannot fail.
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}

@@ -1,0 +1,42 @@
+//! gpuplan: GPU capacity planning from a declarative plan.
+//!
+//! The pipeline: a plan is loaded ([`plan`]), joined with provider data ([`catalog`]),
+//! evaluated by pure planning arithmetic ([`engine`], [`mig`]) and checked ([`rules`]);
+//! [`diag`] prints what was found. [`cmd`] holds the subcommands, [`cli`] their arguments.
+
+pub mod catalog;
+pub mod cli;
+pub mod cmd;
+pub mod diag;
+pub mod engine;
+pub mod mig;
+pub mod output;
+pub mod plan;
+pub mod rules;
+pub mod source;
+
+/// Exit codes, the same for every command.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FINDINGS: u8 = 1;
+    pub const INPUT: u8 = 2;
+}
+
+/// Run a parsed command line; returns the process exit code.
+pub fn run(cli: cli::Cli) -> u8 {
+    let out = output::Out::new(&cli.global);
+    match cli.command {
+        cli::Command::Check(args) => cmd::check::run(&cli.global, &args, &out),
+        cli::Command::Explain(args) => cmd::explain::run(&args, &out),
+        cli::Command::Catalog(args) => cmd::catalog::run(&cli.global, &args, &out),
+        cli::Command::Schema => cmd::schema::run(&out),
+        cli::Command::Init(args) => cmd::init::run(&args, &out),
+        cli::Command::Completions { shell } => {
+            let mut c = <cli::Cli as clap::CommandFactory>::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut c, "gpuplan", &mut buf);
+            out.stdout(&String::from_utf8_lossy(&buf));
+            exit::OK
+        }
+    }
+}

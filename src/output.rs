@@ -1,0 +1,80 @@
+//! Where text goes: stdout for results, stderr for diagnostics and progress; colour and
+//! quietness decided once from the flags and NO_COLOR. The only module that prints.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use crate::cli::{ColorChoice, Global};
+
+pub struct Out {
+    pub color: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+}
+
+impl Out {
+    pub fn new(g: &Global) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let color = match g.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => !no_color && std::io::stderr().is_terminal(),
+        };
+        Self {
+            color,
+            quiet: g.quiet,
+            verbose: g.verbose,
+        }
+    }
+
+    pub fn stdout(&self, s: &str) {
+        let mut o = std::io::stdout().lock();
+        // A closed pipe (`gpuplan ... | head`) is not an error worth a panic.
+        let _ = o.write_all(s.as_bytes());
+        let _ = o.flush();
+    }
+
+    pub fn stderr(&self, s: &str) {
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_all(s.as_bytes());
+        let _ = e.flush();
+    }
+
+    /// Informational line on stderr, unless `--quiet`.
+    pub fn info(&self, s: &str) {
+        if !self.quiet {
+            self.stderr(&format!("{s}\n"));
+        }
+    }
+
+    /// Detail on stderr with `--verbose`.
+    pub fn detail(&self, s: &str) {
+        if self.verbose {
+            self.stderr(&format!("{s}\n"));
+        }
+    }
+}
+
+/// Write a file atomically: a temporary file beside it, then a rename, so a failure leaves
+/// the previous content intact.
+pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.gpuplan-{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(content)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

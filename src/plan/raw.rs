@@ -1,0 +1,477 @@
+//! The plan file as written (format version 1): every value a finding may cite keeps its span.
+
+use std::fmt;
+use std::ops::Range;
+
+use indexmap::IndexMap;
+use schemars::gen::SchemaGenerator;
+use schemars::schema::{InstanceType, Schema, SchemaObject};
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+/// A value with the byte range it came from in the plan file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct Sp<T>(pub toml::Spanned<T>);
+
+impl<T> Sp<T> {
+    pub fn get(&self) -> &T {
+        self.0.get_ref()
+    }
+    pub fn span(&self) -> Range<usize> {
+        self.0.span()
+    }
+}
+
+impl<T> std::ops::Deref for Sp<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0.get_ref()
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Sp<T> {
+    fn is_referenceable() -> bool {
+        false
+    }
+    fn schema_name() -> String {
+        T::schema_name()
+    }
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        gen.subschema_for::<T>()
+    }
+}
+
+/// A gpuplan plan file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlan {
+    /// Plan format version; must be 1.
+    pub version: Sp<i64>,
+    /// What the plan is and who answers for it.
+    pub plan: Sp<PlanMeta>,
+    /// The cluster the pools belong to.
+    pub cluster: Option<Sp<Cluster>>,
+    /// The demand: one entry per workload.
+    #[serde(default)]
+    pub workload: Vec<Sp<Workload>>,
+    /// Today's node pools (or those proposed in a pull request).
+    #[serde(default)]
+    pub pool: Vec<Sp<Pool>>,
+    /// Known quota per region and VM family (Azure) or quota code (AWS).
+    #[serde(default)]
+    pub quota: Vec<Sp<Quota>>,
+    /// Who decided that a named group of workloads may share a fault domain.
+    #[serde(default)]
+    pub decision: Vec<Sp<Decision>>,
+    /// Suppressed findings, each with a reason, an approver and optionally an expiry date.
+    #[serde(default)]
+    pub allow: Vec<Sp<Allow>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanMeta {
+    /// Plan name: a DNS-1123 label (a-z, 0-9, `-`, at most 63 characters).
+    pub name: Sp<String>,
+    /// Who answers for this plan.
+    pub owner: Sp<String>,
+    /// Cloud provider.
+    pub provider: Sp<Provider>,
+    /// Candidate regions, in order of preference.
+    pub regions: Sp<Vec<Sp<String>>>,
+    /// Hours a month that capacity runs (default 730).
+    pub hours_per_month: Option<Sp<f64>>,
+    /// Monthly budget in USD; a plan that costs more is an error (GP017).
+    pub monthly_budget: Option<Sp<f64>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    Azure,
+    Aws,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 2] = [Provider::Azure, Provider::Aws];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Azure => "azure",
+            Provider::Aws => "aws",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// Cluster name.
+    pub name: Option<Sp<String>>,
+    /// Who manages MIG geometry: `aks` (one profile per node pool, AKS `gpu_instance`) or
+    /// `gpu-operator` (per-node mig-parted layouts, mixed strategy).
+    pub mig_manager: Option<Sp<MigManager>>,
+    /// The device plugin's `failRequestsGreaterThanOne` as deployed (plugin default: false).
+    pub fail_requests_greater_than_one: Option<Sp<bool>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MigManager {
+    Aks,
+    GpuOperator,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Training,
+    Inference,
+    Batch,
+    Notebook,
+    Evaluation,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Training => "training",
+            Kind::Inference => "inference",
+            Kind::Batch => "batch",
+            Kind::Notebook => "notebook",
+            Kind::Evaluation => "evaluation",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sharing {
+    Dedicated,
+    Mig,
+    TimeSlicing,
+    Mps,
+    SharedServer,
+}
+
+impl Sharing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::Dedicated => "dedicated",
+            Sharing::Mig => "mig",
+            Sharing::TimeSlicing => "time-slicing",
+            Sharing::Mps => "mps",
+            Sharing::SharedServer => "shared-server",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capacity {
+    OnDemand,
+    Spot,
+    #[serde(rename = "reserved-1y")]
+    Reserved1y,
+    #[serde(rename = "reserved-3y")]
+    Reserved3y,
+    CapacityReservation,
+}
+
+impl Capacity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capacity::OnDemand => "on-demand",
+            Capacity::Spot => "spot",
+            Capacity::Reserved1y => "reserved-1y",
+            Capacity::Reserved3y => "reserved-3y",
+            Capacity::CapacityReservation => "capacity-reservation",
+        }
+    }
+    /// Capacity paid for whether used or not.
+    pub fn is_committed(self) -> bool {
+        matches!(
+            self,
+            Capacity::Reserved1y | Capacity::Reserved3y | Capacity::CapacityReservation
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Fp32,
+    Bf16,
+    Fp16,
+    Fp8,
+    Int8,
+    Int4,
+}
+
+impl Precision {
+    pub fn bytes_per_param(self) -> f64 {
+        match self {
+            Precision::Fp32 => 4.0,
+            Precision::Bf16 | Precision::Fp16 => 2.0,
+            Precision::Fp8 | Precision::Int8 => 1.0,
+            Precision::Int4 => 0.5,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Bf16 => "bf16",
+            Precision::Fp16 => "fp16",
+            Precision::Fp8 => "fp8",
+            Precision::Int8 => "int8",
+            Precision::Int4 => "int4",
+        }
+    }
+}
+
+/// An integer, or `{ min = .., max = .. }` for an autoscaled count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    Fixed(i64),
+    Range { min: i64, max: i64 },
+}
+
+impl Count {
+    pub fn min(self) -> i64 {
+        match self {
+            Count::Fixed(n) => n,
+            Count::Range { min, .. } => min,
+        }
+    }
+    pub fn max(self) -> i64 {
+        match self {
+            Count::Fixed(n) => n,
+            Count::Range { max, .. } => max,
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CountRange {
+    /// Lower bound.
+    min: i64,
+    /// Upper bound.
+    max: i64,
+}
+
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // only its schema is used
+enum CountSchema {
+    Fixed(i64),
+    Range(CountRange),
+}
+
+impl JsonSchema for Count {
+    fn schema_name() -> String {
+        "Count".into()
+    }
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        CountSchema::json_schema(gen)
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer or a table `{ min = .., max = .. }`")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
+                Ok(Count::Fixed(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
+                i64::try_from(v)
+                    .map(Count::Fixed)
+                    .map_err(|_| E::custom("count is too large"))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Count, A::Error> {
+                let r = CountRange::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Count::Range {
+                    min: r.min,
+                    max: r.max,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A TOML date (`2026-11-02`), without a time.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct PlanDate(pub toml::value::Datetime);
+
+impl JsonSchema for PlanDate {
+    fn schema_name() -> String {
+        "Date".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        SchemaObject {
+            instance_type: Some(InstanceType::String.into()),
+            format: Some("date".into()),
+            ..Default::default()
+        }
+        .into()
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Parameters in billions.
+    pub params_billion: Sp<f64>,
+    /// Weight precision: fp32, bf16, fp16, fp8, int8, int4.
+    pub precision: Sp<Precision>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// Inference engine, e.g. `vllm`.
+    pub engine: Sp<String>,
+    /// Share of the visible GPU memory the engine may take (vLLM `--gpu-memory-utilization`);
+    /// a per-instance limit, default 0.92 for vLLM.
+    pub gpu_memory_utilization: Option<Sp<f64>>,
+    /// Tensor-parallel size as deployed.
+    pub tensor_parallel_size: Option<Sp<i64>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Unique DNS-1123 label.
+    pub name: Sp<String>,
+    /// Namespace and cost owner.
+    pub team: Sp<String>,
+    /// training | inference | batch | notebook | evaluation.
+    pub kind: Sp<Kind>,
+    /// A person waits on it (default false).
+    pub user_facing: Option<Sp<bool>>,
+    /// Replica count (>= 1), or `{ min, max }` when autoscaled.
+    pub replicas: Option<Sp<Count>>,
+    /// Gang size: replicas that must start together across nodes (training).
+    pub nodes: Option<Sp<i64>>,
+    /// Whole GPUs per replica (default 1 unless a fraction is given).
+    pub gpus: Option<Sp<i64>>,
+    /// Share of one GPU's compute (0 < f < 1).
+    pub gpu_fraction: Option<Sp<f64>>,
+    /// GPU memory needed per replica, GiB.
+    pub gpu_memory_gib: Option<Sp<f64>>,
+    /// KV cache (or activation) memory the replica needs on top of its weights, GiB.
+    pub kv_cache_gib: Option<Sp<f64>>,
+    /// Host vCPUs per replica.
+    pub cpu: Option<Sp<f64>>,
+    /// Host RAM per replica, GiB.
+    pub memory_gib: Option<Sp<f64>>,
+    /// dedicated (default) | mig | time-slicing | mps | shared-server.
+    pub sharing: Option<Sp<Sharing>>,
+    /// Allowed GPU models (catalog names).
+    pub gpu_models: Option<Sp<Vec<Sp<String>>>>,
+    /// Allowed provider SKUs.
+    pub skus: Option<Sp<Vec<Sp<String>>>>,
+    /// May run on spot capacity.
+    pub interruptible: Option<Sp<bool>>,
+    /// How often work is checkpointed off the node, minutes.
+    pub checkpoint_minutes: Option<Sp<f64>>,
+    /// Minutes back to work after an interruption (re-acquire nodes, pull image, load weights).
+    pub restart_minutes: Option<Sp<f64>>,
+    /// Expected running hours a month (default: the plan's).
+    pub hours_per_month: Option<Sp<f64>>,
+    /// Expected busy share of allocated GPU time (0 < u <= 1).
+    pub utilization: Option<Sp<f64>>,
+    /// May drop to zero replicas when idle.
+    pub scale_to_zero: Option<Sp<bool>>,
+    /// Named group that knowingly shares a fault domain (needs a `[[decision]]`).
+    pub fault_domain: Option<Sp<String>>,
+    /// Model size and precision, to derive memory.
+    pub model: Option<Sp<Model>>,
+    /// Inference server settings as deployed.
+    pub server: Option<Sp<Server>>,
+    /// Throughput per replica, tokens/s (cost per 1M tokens).
+    pub tokens_per_second: Option<Sp<f64>>,
+    /// Requests GPUs through Kubernetes Dynamic Resource Allocation (ResourceClaims).
+    pub dra: Option<Sp<bool>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    /// Unique DNS-1123 label.
+    pub name: Sp<String>,
+    /// Provider SKU (VM size or instance type).
+    pub sku: Sp<String>,
+    /// Region (one of the plan's regions).
+    pub region: Sp<String>,
+    /// Node count, or `{ min, max }` for an autoscaled pool.
+    pub nodes: Sp<Count>,
+    /// on-demand | spot | reserved-1y | reserved-3y | capacity-reservation (default on-demand).
+    pub capacity: Option<Sp<Capacity>>,
+    /// dedicated | mig | time-slicing | mps (default dedicated).
+    pub sharing: Option<Sp<Sharing>>,
+    /// Device plugin replicas per GPU (time-slicing / mps), >= 2.
+    pub time_slicing_replicas: Option<Sp<i64>>,
+    /// Uniform MIG profile (AKS `gpu_instance`).
+    pub mig_profile: Option<Sp<String>>,
+    /// Per-GPU MIG layout, profile -> count (gpu-operator / mig-parted).
+    pub mig_layout: Option<Sp<IndexMap<String, Sp<i64>>>>,
+    /// Workloads meant to land here.
+    #[serde(default)]
+    pub workloads: Vec<Sp<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Quota {
+    /// Region the quota applies to.
+    pub region: Sp<String>,
+    /// Azure VM family (e.g. `standardNCADSA100v4Family`, `lowPriorityCores`) or AWS quota code.
+    pub family: Sp<String>,
+    /// vCPU limit.
+    pub vcpus: Sp<f64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    /// The fault domain name workloads refer to.
+    pub fault_domain: Sp<String>,
+    /// Who decided.
+    pub decided_by: Sp<String>,
+    /// When.
+    pub date: Sp<PlanDate>,
+    /// Why the shared blast radius is acceptable.
+    pub reason: Sp<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Allow {
+    /// Rule id, e.g. `GP012`.
+    pub rule: Sp<String>,
+    /// Workload the suppression applies to.
+    pub workload: Option<Sp<String>>,
+    /// Pool the suppression applies to.
+    pub pool: Option<Sp<String>>,
+    /// Why the finding is acceptable.
+    pub reason: Sp<String>,
+    /// Who approved it.
+    pub approved_by: Sp<String>,
+    /// Past this date the finding returns.
+    pub expires: Option<Sp<PlanDate>>,
+}

@@ -1,0 +1,566 @@
+//! Second pass: what the plan means. Collects every problem instead of stopping at the first.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::load::did_you_mean;
+use super::raw::{Count, RawPlan, Sp};
+use super::{Date, Plan};
+use crate::catalog::Catalog;
+use crate::diag::Diag;
+use crate::rules;
+use crate::source::SourceFile;
+
+struct Ctx<'a> {
+    file: &'a Arc<SourceFile>,
+    diags: Vec<Diag>,
+}
+
+impl Ctx<'_> {
+    fn err(&mut self, code: &str, span: Range<usize>, msg: String, label: &str, help: String) {
+        self.diags.push(
+            Diag::error(code, self.file, span, msg)
+                .label(label)
+                .help(help),
+        );
+    }
+
+    fn dns_label(&mut self, what: &str, v: &Sp<String>) {
+        if let Some(why) = dns1123_problem(v.get()) {
+            self.err(
+                "plan::invalid-name",
+                v.span(),
+                format!("{what} `{}` is not a DNS-1123 label: {why}", v.get()),
+                "not a DNS-1123 label",
+                "use lowercase letters, digits and `-`, start and end with a letter or digit, at most 63 characters".into(),
+            );
+        }
+    }
+
+    fn range_f(&mut self, key: &str, v: &Sp<f64>, lo: f64, lo_incl: bool, hi: f64, hi_incl: bool) {
+        let x = *v.get();
+        let ok = x.is_finite()
+            && (if lo_incl { x >= lo } else { x > lo })
+            && (if hi_incl { x <= hi } else { x < hi });
+        if !ok {
+            let lo_s = if lo_incl { "[" } else { "(" };
+            let hi_s = if hi_incl { "]" } else { ")" };
+            let hi_txt = if hi.is_infinite() {
+                "∞".to_owned()
+            } else {
+                fmt_num(hi)
+            };
+            self.err(
+                "plan::out-of-range",
+                v.span(),
+                format!("`{key} = {}` is out of range", fmt_num(x)),
+                "out of range",
+                format!("`{key}` must be in {lo_s}{}, {hi_txt}{hi_s}", fmt_num(lo)),
+            );
+        }
+    }
+
+    fn range_i(&mut self, key: &str, v: &Sp<i64>, lo: i64, hi: i64) {
+        let x = *v.get();
+        if !(lo..=hi).contains(&x) {
+            self.err(
+                "plan::out-of-range",
+                v.span(),
+                format!("`{key} = {x}` is out of range"),
+                "out of range",
+                format!("`{key}` must be an integer from {lo} to {hi}"),
+            );
+        }
+    }
+
+    fn count(&mut self, key: &str, v: &Sp<Count>, min_floor: i64, max_cap: i64) {
+        match *v.get() {
+            Count::Fixed(n) if n < min_floor.max(1) || n > max_cap => self.err(
+                "plan::out-of-range",
+                v.span(),
+                format!("`{key} = {n}` is out of range"),
+                "out of range",
+                format!(
+                    "`{key}` must be from {} to {max_cap}, or `{{ min = .., max = .. }}`",
+                    min_floor.max(1)
+                ),
+            ),
+            Count::Range { min, max }
+                if min < min_floor || max < 1 || max > max_cap || min > max =>
+            {
+                self.err(
+                    "plan::out-of-range",
+                    v.span(),
+                    format!("`{key} = {{ min = {min}, max = {max} }}` is not a valid range"),
+                    "invalid range",
+                    format!("need {min_floor} <= min <= max, 1 <= max <= {max_cap}"),
+                )
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Why a name is not a DNS-1123 label, if it is not one.
+pub fn dns1123_problem(s: &str) -> Option<&'static str> {
+    if s.is_empty() {
+        return Some("it is empty");
+    }
+    if s.len() > 63 {
+        return Some("it is longer than 63 characters");
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Some("only lowercase letters, digits and `-` are allowed");
+    }
+    if s.starts_with('-') || s.ends_with('-') {
+        return Some("it must start and end with a letter or digit");
+    }
+    None
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+fn date_of(ctx: &mut Ctx<'_>, key: &str, v: &Sp<super::raw::PlanDate>) -> Option<Date> {
+    let dt = &v.get().0;
+    match (&dt.date, &dt.time) {
+        (Some(d), None) => Date::new(i32::from(d.year), d.month, d.day),
+        _ => {
+            ctx.err(
+                "plan::invalid-value",
+                v.span(),
+                format!("`{key}` must be a date like 2026-11-02, not `{dt}`"),
+                "not a plain date",
+                "write the date without a time, e.g. `2027-03-31`".into(),
+            );
+            None
+        }
+    }
+}
+
+fn unique<'a>(
+    ctx: &mut Ctx<'_>,
+    what: &str,
+    names: impl Iterator<Item = &'a Sp<String>>,
+) -> IndexMap<String, usize> {
+    let mut seen: IndexMap<String, (usize, Range<usize>)> = IndexMap::new();
+    for (i, n) in names.enumerate() {
+        if let Some((_, first)) = seen.get(n.get()) {
+            let first = first.clone();
+            ctx.diags.push(
+                Diag::error(
+                    "plan::duplicate-name",
+                    ctx.file,
+                    n.span(),
+                    format!("{what} `{}` is defined twice", n.get()),
+                )
+                .label("second definition")
+                .also(first, "first defined here")
+                .help(format!(
+                    "{what} names must be unique; rename or merge one of them"
+                )),
+            );
+        } else {
+            seen.insert(n.get().clone(), (i, n.span()));
+        }
+    }
+    seen.into_iter().map(|(k, (i, _))| (k, i)).collect()
+}
+
+fn suggest(word: &str, known: &[String], what: &str) -> String {
+    match did_you_mean(word, known) {
+        Some(b) => format!("did you mean `{b}`?"),
+        None if known.len() <= 12 => format!(
+            "known {what}: {}",
+            known
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => format!("run `gpuplan catalog` to list the known {what}"),
+    }
+}
+
+pub(super) fn validate(
+    file: Arc<SourceFile>,
+    raw: RawPlan,
+    catalog: &Catalog,
+) -> Result<Plan, Vec<Diag>> {
+    let mut ctx = Ctx {
+        file: &file,
+        diags: Vec::new(),
+    };
+    if *raw.version.get() != 1 {
+        ctx.err(
+            "plan::unsupported-version",
+            raw.version.span(),
+            format!(
+                "plan format version `{}` is not supported",
+                raw.version.get()
+            ),
+            "unsupported version",
+            "this gpuplan reads `version = 1`".into(),
+        );
+    }
+    let meta = raw.plan.get();
+    ctx.dns_label("plan name", &meta.name);
+    let provider = *meta.provider.get();
+    let pc = catalog.provider(provider);
+    let known_regions: Vec<String> = pc.map(|p| p.regions.clone()).unwrap_or_default();
+    if meta.regions.is_empty() {
+        ctx.err(
+            "plan::out-of-range",
+            meta.regions.span(),
+            "`regions` is empty".into(),
+            "no regions",
+            "list at least one candidate region, in order of preference".into(),
+        );
+    }
+    unique(&mut ctx, "region", meta.regions.iter());
+    for r in meta.regions.iter() {
+        if !known_regions.iter().any(|k| k == r.get()) {
+            ctx.err(
+                "plan::unknown-region",
+                r.span(),
+                format!("region `{}` is not in the {provider} catalog", r.get()),
+                "unknown region",
+                suggest(r.get(), &known_regions, "regions"),
+            );
+        }
+    }
+    if let Some(h) = &meta.hours_per_month {
+        ctx.range_f("hours_per_month", h, 0.0, false, 744.0, true);
+    }
+    if let Some(b) = &meta.monthly_budget {
+        ctx.range_f("monthly_budget", b, 0.0, false, f64::INFINITY, false);
+    }
+    if let Some(c) = &raw.cluster {
+        if let Some(n) = &c.name {
+            ctx.dns_label("cluster name", n);
+        }
+    }
+
+    let plan_regions: Vec<String> = meta.regions.iter().map(|r| r.get().clone()).collect();
+    let sku_names: Vec<String> = pc
+        .map(|p| p.skus.keys().cloned().collect())
+        .unwrap_or_default();
+    let gpu_names: Vec<String> = catalog.gpus.keys().cloned().collect();
+    let check_sku = |ctx: &mut Ctx<'_>, s: &Sp<String>| {
+        if catalog.sku(provider, s.get()).is_none() {
+            ctx.err(
+                "plan::unknown-sku",
+                s.span(),
+                format!("SKU `{}` is not in the {provider} catalog", s.get()),
+                "unknown SKU",
+                suggest(s.get(), &sku_names, "SKUs"),
+            );
+        }
+    };
+
+    // Workloads
+    let workloads = unique(&mut ctx, "workload", raw.workload.iter().map(|w| &w.name));
+    for w in &raw.workload {
+        ctx.dns_label("workload name", &w.name);
+        ctx.dns_label("team", &w.team);
+        if let Some(r) = &w.replicas {
+            ctx.count("replicas", r, 0, 100_000);
+        }
+        if let Some(n) = &w.nodes {
+            ctx.range_i("nodes", n, 1, 4096);
+        }
+        if let Some(g) = &w.gpus {
+            ctx.range_i("gpus", g, 1, 64);
+        }
+        if let Some(f) = &w.gpu_fraction {
+            ctx.range_f("gpu_fraction", f, 0.0, false, 1.0, false);
+            if let Some(g) = &w.gpus {
+                ctx.diags.push(
+                    Diag::error(
+                        "plan::conflicting-keys",
+                        ctx.file,
+                        f.span(),
+                        "`gpus` and `gpu_fraction` are both set",
+                    )
+                    .label("a fraction of one GPU")
+                    .also(g.span(), "whole GPUs")
+                    .help("a replica takes whole GPUs or a fraction of one: keep one of the two"),
+                );
+            }
+        }
+        for (key, v) in [
+            ("gpu_memory_gib", &w.gpu_memory_gib),
+            ("kv_cache_gib", &w.kv_cache_gib),
+            ("cpu", &w.cpu),
+            ("memory_gib", &w.memory_gib),
+            ("checkpoint_minutes", &w.checkpoint_minutes),
+            ("tokens_per_second", &w.tokens_per_second),
+        ] {
+            if let Some(v) = v {
+                ctx.range_f(key, v, 0.0, false, f64::INFINITY, false);
+            }
+        }
+        if let Some(v) = &w.restart_minutes {
+            ctx.range_f("restart_minutes", v, 0.0, true, f64::INFINITY, false);
+        }
+        if let Some(v) = &w.hours_per_month {
+            ctx.range_f("hours_per_month", v, 0.0, false, 744.0, true);
+        }
+        if let Some(v) = &w.utilization {
+            ctx.range_f("utilization", v, 0.0, false, 1.0, true);
+        }
+        if let Some(fd) = &w.fault_domain {
+            ctx.dns_label("fault domain", fd);
+        }
+        if let Some(m) = &w.model {
+            ctx.range_f(
+                "model.params_billion",
+                &m.params_billion,
+                0.0,
+                false,
+                100_000.0,
+                true,
+            );
+        }
+        if let Some(s) = &w.server {
+            if let Some(u) = &s.gpu_memory_utilization {
+                ctx.range_f("server.gpu_memory_utilization", u, 0.0, false, 1.0, true);
+            }
+            if let Some(tp) = &s.tensor_parallel_size {
+                ctx.range_i("server.tensor_parallel_size", tp, 1, 64);
+            }
+        }
+        if let Some(models) = &w.gpu_models {
+            for m in models.iter() {
+                if catalog.gpu(m.get()).is_none() {
+                    ctx.err(
+                        "plan::unknown-gpu-model",
+                        m.span(),
+                        format!("GPU model `{}` is not in the catalog", m.get()),
+                        "unknown GPU model",
+                        suggest(m.get(), &gpu_names, "GPU models"),
+                    );
+                }
+            }
+        }
+        if let Some(skus) = &w.skus {
+            for s in skus.iter() {
+                check_sku(&mut ctx, s);
+            }
+        }
+    }
+
+    // Pools
+    let pools = unique(&mut ctx, "pool", raw.pool.iter().map(|p| &p.name));
+    let workload_names: Vec<String> = workloads.keys().cloned().collect();
+    for p in &raw.pool {
+        ctx.dns_label("pool name", &p.name);
+        check_sku(&mut ctx, &p.sku);
+        if !plan_regions.iter().any(|r| r == p.region.get()) {
+            ctx.err(
+                "plan::unknown-region",
+                p.region.span(),
+                format!(
+                    "pool region `{}` is not one of the plan's regions",
+                    p.region.get()
+                ),
+                "not in `plan.regions`",
+                suggest(p.region.get(), &plan_regions, "plan regions"),
+            );
+        } else if let Some(pc) = pc {
+            if pc.skus.contains_key(p.sku.get()) && !pc.offered(p.sku.get(), p.region.get()) {
+                ctx.err(
+                    "plan::sku-not-offered",
+                    p.sku.span(),
+                    format!(
+                        "`{}` is not offered in `{}` according to the catalog",
+                        p.sku.get(),
+                        p.region.get()
+                    ),
+                    "not offered in this region",
+                    "pick a region where the SKU is sold (`gpuplan catalog --sku NAME`)".into(),
+                );
+            }
+        }
+        ctx.count("nodes", &p.nodes, 0, 1000);
+        if let Some(layout) = &p.mig_layout {
+            for (_, n) in layout.iter() {
+                ctx.range_i("mig_layout count", n, 1, 7);
+            }
+        }
+        for w in &p.workloads {
+            if !workloads.contains_key(w.get()) {
+                ctx.err(
+                    "plan::unknown-reference",
+                    w.span(),
+                    format!(
+                        "pool `{}` names workload `{}`, which the plan does not define",
+                        p.name.get(),
+                        w.get()
+                    ),
+                    "no such workload",
+                    suggest(w.get(), &workload_names, "workloads"),
+                );
+            }
+        }
+    }
+
+    // Quota
+    for q in &raw.quota {
+        if !known_regions.iter().any(|k| k == q.region.get()) {
+            ctx.err(
+                "plan::unknown-region",
+                q.region.span(),
+                format!(
+                    "quota region `{}` is not in the {provider} catalog",
+                    q.region.get()
+                ),
+                "unknown region",
+                suggest(q.region.get(), &known_regions, "regions"),
+            );
+        }
+        ctx.range_f("vcpus", &q.vcpus, 0.0, true, f64::INFINITY, false);
+    }
+
+    // Decisions
+    let fault_domains: Vec<String> = raw
+        .workload
+        .iter()
+        .filter_map(|w| w.fault_domain.as_ref().map(|f| f.get().clone()))
+        .collect();
+    let decisions = unique(
+        &mut ctx,
+        "decision for fault domain",
+        raw.decision.iter().map(|d| &d.fault_domain),
+    );
+    for d in &raw.decision {
+        date_of(&mut ctx, "date", &d.date);
+        if !fault_domains.iter().any(|f| f == d.fault_domain.get()) {
+            ctx.err(
+                "plan::unknown-reference",
+                d.fault_domain.span(),
+                format!(
+                    "decision for fault domain `{}`, which no workload names",
+                    d.fault_domain.get()
+                ),
+                "no workload has this `fault_domain`",
+                suggest(d.fault_domain.get(), &fault_domains, "fault domains"),
+            );
+        }
+        for (key, v) in [("decided_by", &d.decided_by), ("reason", &d.reason)] {
+            if v.trim().is_empty() {
+                ctx.err(
+                    "plan::empty-value",
+                    v.span(),
+                    format!("`{key}` is empty"),
+                    "empty",
+                    format!("a decision needs `{key}`: accountability is the point"),
+                );
+            }
+        }
+    }
+
+    // Allows
+    let rule_ids: Vec<String> = rules::RULES.iter().map(|r| r.id().to_owned()).collect();
+    let pool_names: Vec<String> = pools.keys().cloned().collect();
+    for a in &raw.allow {
+        if !rule_ids.iter().any(|r| r == a.rule.get()) {
+            ctx.err(
+                "plan::unknown-rule",
+                a.rule.span(),
+                format!("`{}` is not a gpuplan rule", a.rule.get()),
+                "unknown rule id",
+                suggest(a.rule.get(), &rule_ids, "rules"),
+            );
+        }
+        match (&a.workload, &a.pool) {
+            (Some(w), None) if !workloads.contains_key(w.get()) => ctx.err(
+                "plan::unknown-reference",
+                w.span(),
+                format!("allow names workload `{}`, which the plan does not define", w.get()),
+                "no such workload",
+                suggest(w.get(), &workload_names, "workloads"),
+            ),
+            (None, Some(p)) if !pools.contains_key(p.get()) => ctx.err(
+                "plan::unknown-reference",
+                p.span(),
+                format!("allow names pool `{}`, which the plan does not define", p.get()),
+                "no such pool",
+                suggest(p.get(), &pool_names, "pools"),
+            ),
+            (Some(w), Some(_)) => ctx.err(
+                "plan::conflicting-keys",
+                w.span(),
+                "an allow names both a workload and a pool".into(),
+                "one target per allow",
+                "write one `[[allow]]` per workload or pool".into(),
+            ),
+            (None, None) => ctx.err(
+                "plan::missing-key",
+                a.rule.span(),
+                "an allow must name the `workload` or `pool` it applies to".into(),
+                "applies to nothing",
+                "add `workload = \"...\"` or `pool = \"...\"`; plan-wide suppressions are not allowed".into(),
+            ),
+            _ => {}
+        }
+        for (key, v) in [("reason", &a.reason), ("approved_by", &a.approved_by)] {
+            if v.trim().is_empty() {
+                ctx.err(
+                    "plan::empty-value",
+                    v.span(),
+                    format!("`{key}` is empty"),
+                    "empty",
+                    format!("a suppression needs `{key}`"),
+                );
+            }
+        }
+        if let Some(e) = &a.expires {
+            date_of(&mut ctx, "expires", e);
+        }
+    }
+
+    if ctx.diags.is_empty() {
+        Ok(Plan {
+            file,
+            raw,
+            workloads,
+            pools,
+            decisions,
+        })
+    } else {
+        Err(ctx.diags)
+    }
+}
+
+/// The date an allow expires, if it has a valid one (validated above).
+pub fn allow_expiry(a: &super::raw::Allow) -> Option<Date> {
+    let dt = &a.expires.as_ref()?.get().0;
+    let d = dt.date.as_ref()?;
+    Date::new(i32::from(d.year), d.month, d.day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns1123_labels() {
+        assert_eq!(dns1123_problem("chat-api"), None);
+        assert!(dns1123_problem("Chat").is_some());
+        assert!(dns1123_problem("-a").is_some());
+        assert!(dns1123_problem(&"a".repeat(64)).is_some());
+        assert!(dns1123_problem("").is_some());
+        assert!(dns1123_problem("a\"b").is_some());
+    }
+}

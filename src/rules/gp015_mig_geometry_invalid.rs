@@ -1,0 +1,88 @@
+use indexmap::IndexMap;
+
+use super::{Cx, Rule};
+use crate::mig;
+
+declare_rule! {
+    /// # GP015 mig-geometry-invalid
+    ///
+    /// ## What it does
+    /// Flags a pool `mig_profile` the pool's GPU does not have, and a `mig_layout` that cannot
+    /// be placed on one GPU: an unknown profile, more instances than the profile allows, more
+    /// compute slices than the GPU has, or no placement at the allowed start indices without
+    /// overlapping memory slices (checked exactly, not as a sum of slices).
+    ///
+    /// ## Why is this bad?
+    /// mig-parted or AKS refuses the geometry and the node never advertises the slices, or
+    /// the profile name is one of another GPU's (`3g.20gb` is an A100-40GB profile; the 80 GB
+    /// cards call it `3g.40gb`). Geometry is fixed when the pool is created; changing it means
+    /// reprovisioning.
+    ///
+    /// ## Example
+    /// ```toml
+    /// sku = "Standard_NC24ads_A100_v4"          # A100 80GB
+    /// mig_layout = { "3g.40gb" = 2, "1g.10gb" = 1 }   # 7 compute slices, but no memory left
+    /// ```
+    /// Use instead: `{ "4g.40gb" = 1, "3g.40gb" = 1 }` or `{ "3g.40gb" = 1, "2g.20gb" = 2 }`;
+    /// `gpuplan catalog --gpu A100-80GB` lists profiles and placements.
+    ///
+    /// ## Source
+    /// NVIDIA MIG User Guide: profiles and `nvidia-smi mig -lgipp` placements (reference §1).
+    pub struct MigGeometryInvalid { id: "GP015", name: "mig-geometry-invalid", severity: Error }
+}
+
+impl Rule for MigGeometryInvalid {
+    fn check(&self, cx: &mut Cx<'_>) {
+        for pool in cx.plan.pools() {
+            let Some(gpu) = cx.pool_gpu(pool) else {
+                continue;
+            };
+            let Some(spec) = &gpu.mig else { continue }; // no MIG at all: GP004
+            let profiles = || {
+                spec.profiles
+                    .iter()
+                    .map(|p| format!("`{}`", p.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            if let Some(p) = &pool.mig_profile {
+                if spec.profile(p.get()).is_none() {
+                    cx.push(
+                        cx.finding(
+                            p.span(),
+                            format!("`{}` has no MIG profile `{}`", gpu.name, p.get()),
+                        )
+                        .label("unknown profile for this GPU")
+                        .help(format!("{} profiles: {}", gpu.name, profiles()))
+                        .pool(pool.name.get()),
+                    );
+                }
+            }
+            if let Some(layout) = &pool.mig_layout {
+                let l: IndexMap<String, u32> = layout
+                    .iter()
+                    .map(|(k, v)| (k.clone(), u32::try_from(*v.get()).unwrap_or(0)))
+                    .collect();
+                if let Err(e) = mig::check(spec, &l) {
+                    let help = match e {
+                        mig::LayoutError::UnknownProfile(_) => format!("{} profiles: {}", gpu.name, profiles()),
+                        _ => "run `gpuplan catalog --gpu NAME` for the profiles and their placements, or let `gpuplan recommend` choose the layout".into(),
+                    };
+                    cx.push(
+                        cx.finding(
+                            layout.span(),
+                            format!(
+                                "MIG layout of pool `{}` cannot be placed on one {}: {e}",
+                                pool.name.get(),
+                                gpu.name
+                            ),
+                        )
+                        .label("invalid layout")
+                        .help(help)
+                        .pool(pool.name.get()),
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+use super::{Cx, Rule};
+use crate::engine::cost::{pool_month, usd};
+
+declare_rule! {
+    /// # GP017 budget-exceeded
+    ///
+    /// ## What it does
+    /// Adds up the monthly cost of the declared pools at their maximum size (what the plan
+    /// can be billed: node price for the pool's capacity type x nodes x hours) and flags a
+    /// total above `plan.monthly_budget`. Without declared pools the recommended fleet's cost
+    /// is what counts (`gpuplan recommend`).
+    ///
+    /// ## Why is this bad?
+    /// GPU spend moves in steps of thousands a month per node; a pull request that raises
+    /// `nodes.max` can double the bill without anyone reading a number.
+    ///
+    /// ## Example
+    /// ```toml
+    /// [plan]
+    /// monthly_budget = 20000
+    /// # one pool of 1 x Standard_ND96isr_H100_v5 on-demand: $71,773.60 a month
+    /// ```
+    /// Use instead: raise the budget deliberately, or lower `nodes.max` / move work to spot.
+    ///
+    /// ## Source
+    /// Catalog prices (providers/); context article (an idle 8-GPU H100 node is ~$72k/month).
+    pub struct BudgetExceeded { id: "GP017", name: "budget-exceeded", severity: Error }
+}
+
+impl Rule for BudgetExceeded {
+    fn check(&self, cx: &mut Cx<'_>) {
+        let Some(budget) = cx.plan.monthly_budget() else {
+            return;
+        };
+        let hours = cx.hours(None);
+        let mut total = 0.0;
+        let mut parts = Vec::new();
+        for pool in cx.plan.pools() {
+            if let Some((c, _)) = pool_month(
+                cx.catalog,
+                cx.plan.provider(),
+                pool,
+                pool.nodes().max(),
+                hours,
+            ) {
+                total += c;
+                parts.push((pool.name.get().as_str(), c));
+            }
+        }
+        if total <= *budget.get() {
+            return;
+        }
+        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let top = parts
+            .iter()
+            .take(3)
+            .map(|(n, c)| format!("`{n}` {}", usd(*c)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        cx.push(
+            cx.finding(budget.span(), format!("declared pools can cost {} a month at their maximum size, {} over the budget of {} (largest: {top})", usd(total), usd(total - budget.get()), usd(*budget.get())))
+                .label("monthly budget")
+                .help("lower `nodes.max`, move interruptible work to spot, or raise the budget deliberately"),
+        );
+    }
+}

@@ -1,0 +1,82 @@
+use super::{Cx, Rule};
+use crate::plan::raw::Sharing;
+
+declare_rule! {
+    /// # GP027 sharing-setting-contradiction
+    ///
+    /// ## What it does
+    /// Flags sharing settings the device plugin rejects or that contradict the pool's mode:
+    /// `time_slicing_replicas` below 2; replicas set on a pool that is not time-sliced or MPS,
+    /// or missing on one that is; MIG geometry on a pool that is not MIG, or a MIG pool with
+    /// neither `mig_profile` nor `mig_layout` (or both); a workload whose `sharing` differs
+    /// from the pool it lands on.
+    ///
+    /// ## Why is this bad?
+    /// The device plugin refuses `replicas < 2` ("number of replicas must be >= 2") and the
+    /// node advertises no GPUs; the other cases deploy something other than what the plan
+    /// says, so every cost and isolation figure derived from it is wrong.
+    ///
+    /// ## Example
+    /// ```toml
+    /// sharing = "time-slicing"
+    /// time_slicing_replicas = 1
+    /// ```
+    /// Use instead: `time_slicing_replicas = 2` or more, or `sharing = "dedicated"`.
+    ///
+    /// ## Source
+    /// NVIDIA k8s-device-plugin api/config/v1/replicas.go (reference §7).
+    pub struct SharingSettingContradiction { id: "GP027", name: "sharing-setting-contradiction", severity: Error }
+}
+
+impl Rule for SharingSettingContradiction {
+    fn check(&self, cx: &mut Cx<'_>) {
+        for pool in cx.plan.pools() {
+            let name = pool.name.get();
+            let sharing = pool.sharing();
+            let shared = matches!(sharing, Sharing::TimeSlicing | Sharing::Mps);
+            let mut report = |span, msg: String, help: &str| {
+                let d = cx
+                    .finding(span, msg)
+                    .label("contradicts the pool's sharing")
+                    .help(help.to_owned())
+                    .pool(name);
+                cx.push(d);
+            };
+            match &pool.time_slicing_replicas {
+                Some(r) if *r.get() < 2 => report(r.span(), format!("`time_slicing_replicas = {}` on pool `{name}`: the device plugin requires at least 2", r.get()), "set 2 or more, or use `sharing = \"dedicated\"`"),
+                Some(r) if !shared => report(r.span(), format!("pool `{name}` sets `time_slicing_replicas` but its sharing is `{}`", sharing.as_str()), "remove it, or set `sharing = \"time-slicing\"` (or \"mps\")"),
+                None if shared => report(pool.sharing.as_ref().map_or(pool.name.span(), |s| s.span()), format!("pool `{name}` is `{}` but sets no `time_slicing_replicas`", sharing.as_str()), "set `time_slicing_replicas` (2 or more)"),
+                _ => {}
+            }
+            let mig_span = pool
+                .mig_profile
+                .as_ref()
+                .map(|m| m.span())
+                .or_else(|| pool.mig_layout.as_ref().map(|m| m.span()));
+            match (sharing, mig_span.clone()) {
+                (Sharing::Mig, None) => report(pool.sharing.as_ref().map_or(pool.name.span(), |s| s.span()), format!("MIG pool `{name}` has neither `mig_profile` nor `mig_layout`"), "set the geometry: `mig_profile` (uniform) or `mig_layout` (per GPU)"),
+                (Sharing::Mig, Some(_)) if pool.mig_profile.is_some() && pool.mig_layout.is_some() => report(mig_span.clone().unwrap_or(pool.name.span()), format!("pool `{name}` sets both `mig_profile` and `mig_layout`"), "keep one: `mig_profile` for a uniform geometry, `mig_layout` for a per-GPU layout"),
+                (Sharing::Mps, Some(_)) => {} // GP005
+                (s, Some(span)) if s != Sharing::Mig => report(span, format!("pool `{name}` sets MIG geometry but its sharing is `{}`", s.as_str()), "set `sharing = \"mig\"` or remove the geometry"),
+                _ => {}
+            }
+            for w in cx.plan.pool_workloads(pool) {
+                let ws = w.sharing();
+                let fits = ws == sharing
+                    || (ws == Sharing::SharedServer
+                        && matches!(sharing, Sharing::Dedicated | Sharing::Mig));
+                if fits || (ws == Sharing::Mps && sharing == Sharing::Mig) {
+                    continue; // MPS on MIG is GP005
+                }
+                let d = cx
+                    .finding(w.sharing.as_ref().map_or(w.name.span(), |s| s.span()), format!("`{}` expects `{}` but pool `{name}` is `{}`", w.name.get(), ws.as_str(), sharing.as_str()))
+                    .label("workload sharing")
+                    .also(pool.name.span(), "pool")
+                    .help("make the workload's `sharing` match the pool, or move it to a pool of its kind")
+                    .workload(w.name.get())
+                    .pool(name);
+                cx.push(d);
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Source files and the conversion of byte offsets into the line and column users see.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use miette::NamedSource;
+
+/// A file as read, shared by every diagnostic that points into it.
+#[derive(Debug)]
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+    named: NamedSource<String>,
+    line_starts: Vec<usize>,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Arc<Self> {
+        let name = name.into();
+        let text = text.into();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        let named = NamedSource::new(name.clone(), text.clone()).with_language("toml");
+        Arc::new(Self {
+            name,
+            text,
+            named,
+            line_starts,
+        })
+    }
+
+    pub fn named(&self) -> &NamedSource<String> {
+        &self.named
+    }
+
+    /// 1-based line and column (in characters) of a byte offset; offsets past the end
+    /// clamp to the end so a span from any parser is always printable.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.line_starts[line];
+        let col = self
+            .text
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count());
+        (line + 1, col + 1)
+    }
+
+    /// Clamp a span to the text and to char boundaries, so labels never split a character.
+    pub fn clamp(&self, span: Range<usize>) -> Range<usize> {
+        let mut start = span.start.min(self.text.len());
+        let mut end = span.end.clamp(start, self.text.len());
+        while !self.text.is_char_boundary(start) {
+            start -= 1;
+        }
+        while !self.text.is_char_boundary(end) {
+            end += 1;
+        }
+        start..end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_from_one_and_in_characters() {
+        let f = SourceFile::new("p.toml", "a = 1\nbé = 2\n");
+        assert_eq!(f.line_col(0), (1, 1));
+        assert_eq!(f.line_col(6), (2, 1));
+        // `=` on line 2 comes after the two characters `bé` and a space (4 bytes)
+        assert_eq!(f.line_col(10), (2, 4));
+        assert_eq!(f.line_col(10_000), (3, 1));
+    }
+
+    #[test]
+    fn clamp_keeps_char_boundaries() {
+        let f = SourceFile::new("p.toml", "é");
+        assert_eq!(f.clamp(1..1), 0..2);
+        assert_eq!(f.clamp(0..1), 0..2);
+    }
+}
