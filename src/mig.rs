@@ -132,11 +132,11 @@ pub fn check(spec: &MigSpec, layout: &IndexMap<String, u32>) -> Result<(), Layou
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::plan::raw::Provider;
     use proptest::prelude::*;
 
     fn spec(gpu: &str) -> MigSpec {
-        let c = Catalog::embedded(&[Provider::Azure]).expect("embedded catalog loads");
+        static CATALOG: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+        let c = CATALOG.get_or_init(|| Catalog::embedded(&[]).expect("embedded catalog loads"));
         c.gpu(gpu).and_then(|g| g.mig.clone()).expect("MIG GPU")
     }
 
@@ -187,7 +187,11 @@ mod tests {
             check(&s, &layout(&[("3g.40gb", 2), ("1g.10gb", 1)])),
             Err(LayoutError::NoPlacement)
         );
-        assert!(check(&s, &layout(&[("4g.40gb", 1), ("2g.20gb", 1), ("1g.10gb", 1)])).is_ok());
+        assert!(check(
+            &s,
+            &layout(&[("4g.40gb", 1), ("2g.20gb", 1), ("1g.10gb", 1)])
+        )
+        .is_ok());
         // 1g.20gb is double memory: four use all 8 memory slices, a 2g cannot join.
         assert_eq!(
             check(&s, &layout(&[("1g.20gb", 4), ("2g.20gb", 1)])),

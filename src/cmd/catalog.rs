@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::catalog::{Catalog, GpuModel, ProviderCatalog, Sku};
 use crate::cli::{CatalogArgs, Format, Global, ProviderArg};
-use crate::engine::cost::usd;
+use crate::engine::cost::rate as usd;
 use crate::exit;
 use crate::output::Out;
 use crate::plan::raw::Provider;

@@ -1,6 +1,6 @@
 use super::{num, Cx, Rule};
 use crate::diag::Severity;
-use crate::engine::cost::usd;
+use crate::engine::cost::rate;
 use crate::engine::spot::assess;
 use crate::plan::raw::Capacity;
 
@@ -73,8 +73,8 @@ impl Rule for GangOnSpot {
                 let prices = match (a.on_demand, a.spot, a.break_even) {
                     (Some(o), Some(s), Some(b)) => format!(
                         "on-demand {}/h vs spot {}/h: break-even waste {}x",
-                        usd(o),
-                        usd(s),
+                        rate(o),
+                        rate(s),
                         num(b)
                     ),
                     _ => "no spot price in the catalog, so the break-even is unknown".to_owned(),

@@ -1,5 +1,5 @@
 use super::{num, Cx, Rule};
-use crate::engine::cost::{node_hour, usd};
+use crate::engine::cost::{node_hour, rate, usd};
 use crate::engine::spot::assess;
 use crate::plan::raw::{Capacity, Kind};
 
@@ -58,7 +58,7 @@ impl Rule for CheaperChoiceExists {
                 let saving = (here.usd - price) * nodes * hours;
                 if saving >= 1.0 {
                     cx.push(
-                        cx.finding(pool.region.span(), format!("`{}` {cap} costs {}/h in `{region}` vs {}/h here: {} a month less at {} nodes", pool.sku.get(), usd(price), usd(here.usd), usd(saving), num(nodes), cap = cap.as_str()))
+                        cx.finding(pool.region.span(), format!("`{}` {cap} costs {}/h in `{region}` vs {}/h here: {} a month less at {} nodes", pool.sku.get(), rate(price), rate(here.usd), usd(saving), num(nodes), cap = cap.as_str()))
                             .label("a cheaper plan region exists")
                             .help(format!("move the pool to `{region}` if latency and data residency allow"))
                             .pool(pool.name.get()),
@@ -97,7 +97,7 @@ impl Rule for CheaperChoiceExists {
             let saving = (here.usd - spot * e.waste_factor) * nodes * hours;
             if saving >= 1.0 {
                 cx.push(
-                    cx.finding(pool.capacity.as_ref().map_or(pool.name.span(), |c| c.span()), format!("every workload on `{}` is interruptible and checkpointed: spot at {}/h with an expected waste of {}x (break-even {}x) saves about {} a month", pool.name.get(), usd(spot), num(e.waste_factor), num(be), usd(saving)))
+                    cx.finding(pool.capacity.as_ref().map_or(pool.name.span(), |c| c.span()), format!("every workload on `{}` is interruptible and checkpointed: spot at {}/h with an expected waste of {}x (break-even {}x) saves about {} a month", pool.name.get(), rate(spot), num(e.waste_factor), num(be), usd(saving)))
                         .label("on-demand")
                         .help("set `capacity = \"spot\"` for this pool")
                         .pool(pool.name.get()),

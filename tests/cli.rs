@@ -1,0 +1,375 @@
+//! The binary as users run it: exit codes, formats, bad input, every subcommand.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn gpuplan() -> Command {
+    let mut c = Command::cargo_bin("gpuplan").expect("binary");
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUPLAN_TODAY", "2026-12-02")
+        .env("NO_COLOR", "1")
+        .env_remove("GPUPLAN_CATALOG");
+    c
+}
+
+#[test]
+fn clean_examples_pass() {
+    gpuplan()
+        .args([
+            "check",
+            "plans/azure-inference.toml",
+            "plans/aws-training.toml",
+        ])
+        .assert()
+        .code(0);
+    gpuplan()
+        .args(["check", "plans/minimal.toml"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn trap_laden_example_fails_with_located_findings() {
+    let out = gpuplan()
+        .args(["check", "--format", "json", "plans/mixed-estate.toml"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
+    assert_eq!(v["schema"], "gpuplan.findings/v1");
+    let rules: Vec<&str> = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap_or(""))
+        .collect();
+    for r in [
+        "GP001", "GP003", "GP007", "GP009", "GP010", "GP011", "GP012", "GP013", "GP015", "GP016",
+        "GP017", "GP018", "GP021", "GP025", "GP026",
+    ] {
+        assert!(rules.contains(&r), "{r} missing from {rules:?}");
+    }
+    let gp001 = v["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["rule"] == "GP001"))
+        .expect("GP001")
+        .clone();
+    assert_eq!(
+        (gp001["line"].as_u64(), gp001["column"].as_u64()),
+        (Some(63), Some(25))
+    );
+    assert_eq!(gp001["file"], "plans/mixed-estate.toml");
+    assert_eq!(gp001["pool"], "shared-t4");
+    insta::assert_json_snapshot!("mixed_estate_findings", v);
+}
+
+#[test]
+fn expired_allow_does_not_suppress() {
+    let out = gpuplan()
+        .args(["check", "--format", "json", "plans/mixed-estate.toml"])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let gp025 = v["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["rule"] == "GP025"))
+        .expect("GP025")
+        .clone();
+    assert!(gp025.get("suppressed").is_none());
+    // Before the expiry date the same allow suppresses it.
+    let out = gpuplan()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--today",
+            "2026-10-01",
+            "plans/mixed-estate.toml",
+        ])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let gp025 = v["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["rule"] == "GP025"))
+        .expect("GP025")
+        .clone();
+    assert_eq!(gp025["suppressed"]["approved_by"], "data-lead");
+}
+
+#[test]
+fn deny_warnings_and_rule_levels() {
+    gpuplan()
+        .args(["check", "plans/aws-training.toml", "--deny", "warnings"])
+        .assert()
+        .code(1);
+    gpuplan()
+        .args(["check", "plans/aws-training.toml", "-D", "GP024"])
+        .assert()
+        .code(1);
+    gpuplan()
+        .args([
+            "check",
+            "plans/aws-training.toml",
+            "--deny",
+            "warnings",
+            "-A",
+            "GP024",
+            "-A",
+            "GP022",
+        ])
+        .assert()
+        .code(0);
+    gpuplan()
+        .args(["check", "plans/aws-training.toml", "-D", "GP999"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown rule `GP999`"));
+}
+
+#[test]
+fn several_files_in_one_call() {
+    gpuplan()
+        .args(["check", "plans/minimal.toml", "plans/mixed-estate.toml"])
+        .assert()
+        .code(1);
+    gpuplan()
+        .args([
+            "check",
+            "plans/minimal.toml",
+            "tests/fixtures/bad/unknown_key.toml",
+        ])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn bad_input_gets_exit_2_and_a_location() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bad");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 20);
+    let mut summary = Vec::new();
+    for path in names {
+        let rel = path
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .expect("rel")
+            .display()
+            .to_string();
+        let out = gpuplan()
+            .args(["check", "--format", "json", &rel])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{rel}");
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("json even for bad input");
+        let e = &v["errors"][0];
+        assert_eq!(e["file"], rel.as_str());
+        assert!(
+            e["line"].as_u64().is_some() && e["column"].as_u64().is_some(),
+            "{rel}"
+        );
+        assert!(e["help"].is_string(), "{rel} has no help");
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+            "{rel} panicked"
+        );
+        summary.push(format!(
+            "{}: {}:{}:{} {} — {}",
+            path.file_name().unwrap_or_default().to_string_lossy(),
+            e["line"],
+            e["column"],
+            e["rule"].as_str().unwrap_or(""),
+            e["message"].as_str().unwrap_or(""),
+            e["help"].as_str().unwrap_or("")
+        ));
+    }
+    insta::assert_snapshot!("bad_input", summary.join("\n"));
+}
+
+#[test]
+fn unknown_key_says_did_you_mean_with_a_caret() {
+    gpuplan()
+        .args(["check", "tests/fixtures/bad/unknown_key.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean `gpu_memory_gib`?"))
+        .stderr(predicate::str::contains(
+            "tests/fixtures/bad/unknown_key.toml:13:1",
+        ));
+}
+
+#[test]
+fn huge_file_is_refused_without_reading_it_all() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("big.toml");
+    let line = "# padding padding padding padding padding padding padding padding padding\n";
+    std::fs::write(&p, line.repeat(50 * 1024 * 1024 / line.len())).expect("write");
+    gpuplan()
+        .arg("check")
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("larger than 8 MiB"));
+}
+
+#[test]
+fn missing_file_and_stdin() {
+    gpuplan()
+        .args(["check", "plans/nope.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot read"));
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/minimal.toml"))
+            .expect("read");
+    gpuplan()
+        .args(["check", "-"])
+        .write_stdin(text)
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn explain_prints_rule_docs() {
+    gpuplan()
+        .args(["explain", "GP001"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("## Why is this bad?"))
+        .stdout(predicate::str::contains("per-instance"));
+    gpuplan()
+        .args(["explain", "gang-on-spot"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("-ln(1 - p) / 730"));
+    gpuplan()
+        .args(["explain", "GP0001"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean"));
+    let out = gpuplan()
+        .args(["explain", "--all", "--format", "json"])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v.as_array().map(Vec::len), Some(28));
+}
+
+#[test]
+fn catalog_lists_and_shows_with_sources() {
+    gpuplan()
+        .args(["catalog"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Standard_ND96isr_H100_v5"))
+        .stdout(predicate::str::contains("SkyPilot"));
+    gpuplan()
+        .args(["catalog", "--sku", "Standard_ND96isr_H100_v5"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("8 x H100-80GB"))
+        .stdout(predicate::str::contains("$98.32"))
+        .stdout(predicate::str::contains("$18.1695"));
+    gpuplan()
+        .args(["catalog", "--gpu", "A100-80GB"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("3g.40gb"))
+        .stdout(predicate::str::contains("{0,4}"));
+    gpuplan()
+        .args(["catalog", "--gpu", "L4"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("MIG: not supported"));
+    gpuplan()
+        .args(["catalog", "--sku", "p5.48xlarge", "--format", "json"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("\"spot_band\": \">20%\""));
+    gpuplan()
+        .args(["catalog", "--gpu", "A100-81GB"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn schema_is_json_schema_of_the_plan() {
+    let out = gpuplan().arg("schema").output().expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(v["$schema"]
+        .as_str()
+        .is_some_and(|s| s.contains("json-schema.org")));
+    assert!(v["definitions"]["Workload"]["properties"]["gpu_memory_gib"].is_object());
+    assert_eq!(v["definitions"]["Workload"]["additionalProperties"], false);
+}
+
+#[test]
+fn init_writes_a_plan_that_checks() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for provider in ["azure", "aws"] {
+        let p = dir.path().join(format!("{provider}.toml"));
+        gpuplan()
+            .arg("init")
+            .arg(&p)
+            .args(["--provider", provider])
+            .assert()
+            .code(0);
+        gpuplan().arg("check").arg(&p).assert().code(0);
+        gpuplan()
+            .arg("init")
+            .arg(&p)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("already exists"));
+    }
+}
+
+#[test]
+fn catalog_override_directory_is_used_and_validated() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");
+    for entry in [
+        "sources.toml",
+        "gpus.toml",
+        "assumptions.toml",
+        "azure/skus.toml",
+        "azure/prices.csv",
+        "azure/prices-retail.csv",
+    ] {
+        let to = dir.path().join(entry);
+        std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(src.join(entry), &to).expect("copy");
+    }
+    gpuplan()
+        .args(["check", "plans/minimal.toml", "--catalog"])
+        .arg(dir.path())
+        .assert()
+        .code(0);
+    std::fs::write(dir.path().join("gpus.toml"), "[meta]\nas_of = 1\n").expect("write");
+    gpuplan()
+        .args(["check", "plans/minimal.toml", "--catalog"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("gpus.toml"));
+}
+
+#[test]
+fn help_and_completions() {
+    let out = gpuplan().arg("--help").output().expect("runs");
+    insta::assert_snapshot!("help", String::from_utf8_lossy(&out.stdout));
+    gpuplan()
+        .args(["completions", "bash"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("gpuplan"));
+    gpuplan().arg("frobnicate").assert().code(2);
+}

@@ -1,0 +1,121 @@
+//! Every rule on its fixtures: `fires.toml` must produce the rule, `near_miss.toml` must not.
+//! The rendered findings of each `fires.toml` are snapshotted.
+
+use std::path::Path;
+
+use gpuplan::catalog::Catalog;
+use gpuplan::diag::output;
+use gpuplan::plan::raw::Provider;
+use gpuplan::plan::{self, Date};
+use gpuplan::rules::{self, Levels, RULES};
+
+const TODAY: Date = Date {
+    year: 2026,
+    month: 12,
+    day: 2,
+};
+
+fn findings(path: &Path, catalog: &Catalog) -> Vec<gpuplan::diag::Diag> {
+    let text = std::fs::read_to_string(path).expect("fixture readable");
+    let file = gpuplan::source::SourceFile::new(
+        path.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap_or(path)
+            .display()
+            .to_string(),
+        text,
+    );
+    let p = match plan::load_and_validate(file, catalog) {
+        Ok(p) => p,
+        Err(e) => panic!(
+            "{} does not load: {}",
+            path.display(),
+            output::human(&e, false)
+        ),
+    };
+    rules::check(&p, catalog, TODAY, &Levels::default())
+}
+
+#[test]
+fn every_rule_fires_on_its_fixture_and_not_on_its_near_miss() {
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules");
+    for rule in RULES {
+        let id = rule.id();
+        let fires = findings(&dir.join(id).join("fires.toml"), &catalog);
+        let ours: Vec<_> = fires.iter().filter(|d| d.code == id).cloned().collect();
+        assert!(!ours.is_empty(), "{id} did not fire on its fixture");
+        for d in &ours {
+            let (line, col) = d.line_col();
+            assert!(line > 1 && col >= 1, "{id} finding has no real location");
+            assert!(d.help.is_some(), "{id} finding has no help");
+        }
+        insta::assert_snapshot!(format!("{id}_fires"), output::human(&ours, false));
+
+        let near = findings(&dir.join(id).join("near_miss.toml"), &catalog);
+        let wrong: Vec<_> = near
+            .iter()
+            .filter(|d| d.code == id)
+            .map(|d| d.message.clone())
+            .collect();
+        assert!(wrong.is_empty(), "{id} fired on its near miss: {wrong:?}");
+    }
+}
+
+#[test]
+fn rule_docs_have_the_required_sections() {
+    for rule in RULES {
+        let docs = rules::docs_text(*rule);
+        for section in [
+            "## What it does",
+            "## Why is this bad?",
+            "## Example",
+            "## Source",
+        ] {
+            assert!(docs.contains(section), "{} lacks `{section}`", rule.id());
+        }
+        assert!(
+            docs.starts_with(&format!("# {} {}", rule.id(), rule.name())),
+            "{} docs title",
+            rule.id()
+        );
+        assert!(
+            docs.contains("Use instead"),
+            "{} has no `Use instead`",
+            rule.id()
+        );
+    }
+}
+
+#[test]
+fn ids_are_contiguous_and_names_describe_the_pattern() {
+    for (i, rule) in RULES.iter().enumerate() {
+        assert_eq!(rule.id(), format!("GP{:03}", i + 1));
+        for bad in ["use-", "avoid-", "prefer-", "no-"] {
+            assert!(
+                !rule.name().starts_with(bad),
+                "{} is named after its fix",
+                rule.id()
+            );
+        }
+    }
+    let list: Vec<String> = RULES
+        .iter()
+        .map(|r| format!("{} {} {}", r.id(), r.name(), r.default_severity()))
+        .collect();
+    insta::assert_snapshot!("rule_list", list.join("\n"));
+}
+
+#[test]
+fn example_gang_of_64_in_the_top_band_must_not_be_spot() {
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules/GP009/fires.toml");
+    let f = findings(&path, &catalog);
+    let gp009 = f.iter().find(|d| d.code == "GP009").expect("GP009");
+    assert_eq!(
+        gp009.severity,
+        gpuplan::diag::Severity::Error,
+        "{}",
+        gp009.message
+    );
+    assert!(gp009.message.contains("spot costs more than on-demand"));
+}
