@@ -263,37 +263,34 @@ fn explain_prints_rule_docs() {
     assert_eq!(v.as_array().map(Vec::len), Some(28));
 }
 
+/// Run with `args`, expect exit 0 and every needle in stdout.
+fn stdout_has(args: &[&str], needles: &[&str]) {
+    let out = gpuplan()
+        .args(args)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    for n in needles {
+        assert!(text.contains(n), "`gpuplan {}` lacks `{n}`", args.join(" "));
+    }
+}
+
 #[test]
 fn catalog_lists_and_shows_with_sources() {
-    gpuplan()
-        .args(["catalog"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("Standard_ND96isr_H100_v5"))
-        .stdout(predicate::str::contains("SkyPilot"));
-    gpuplan()
-        .args(["catalog", "--sku", "Standard_ND96isr_H100_v5"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("8 x H100-80GB"))
-        .stdout(predicate::str::contains("$98.32"))
-        .stdout(predicate::str::contains("$18.1695"));
-    gpuplan()
-        .args(["catalog", "--gpu", "A100-80GB"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("3g.40gb"))
-        .stdout(predicate::str::contains("{0,4}"));
-    gpuplan()
-        .args(["catalog", "--gpu", "L4"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("MIG: not supported"));
-    gpuplan()
-        .args(["catalog", "--sku", "p5.48xlarge", "--format", "json"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("\"spot_band\": \">20%\""));
+    stdout_has(&["catalog"], &["Standard_ND96isr_H100_v5", "SkyPilot"]);
+    stdout_has(
+        &["catalog", "--sku", "Standard_ND96isr_H100_v5"],
+        &["8 x H100-80GB", "$98.32", "$18.1695"],
+    );
+    stdout_has(&["catalog", "--gpu", "A100-80GB"], &["3g.40gb", "{0,4}"]);
+    stdout_has(&["catalog", "--gpu", "L4"], &["MIG: not supported"]);
+    stdout_has(
+        &["catalog", "--sku", "p5.48xlarge", "--format", "json"],
+        &["\"spot_band\": \">20%\""],
+    );
     gpuplan()
         .args(["catalog", "--gpu", "A100-81GB"])
         .assert()
