@@ -75,16 +75,16 @@ impl Ctx<'_> {
         }
     }
 
-    fn count(&mut self, key: &str, v: &Sp<Count>, min_floor: i64, max_cap: i64) {
+    /// `fixed_min` bounds a plain integer; `min_floor` the `min` of a range.
+    fn count(&mut self, key: &str, v: &Sp<Count>, fixed_min: i64, min_floor: i64, max_cap: i64) {
         match *v.get() {
-            Count::Fixed(n) if n < min_floor.max(1) || n > max_cap => self.err(
+            Count::Fixed(n) if n < fixed_min || n > max_cap => self.err(
                 "plan::out-of-range",
                 v.span(),
                 format!("`{key} = {n}` is out of range"),
                 "out of range",
                 format!(
-                    "`{key}` must be from {} to {max_cap}, or `{{ min = .., max = .. }}`",
-                    min_floor.max(1)
+                    "`{key}` must be from {fixed_min} to {max_cap}, or `{{ min = .., max = .. }}`"
                 ),
             ),
             Count::Range { min, max }
@@ -274,7 +274,7 @@ pub(super) fn validate(
         ctx.dns_label("workload name", &w.name);
         ctx.dns_label("team", &w.team);
         if let Some(r) = &w.replicas {
-            ctx.count("replicas", r, 0, 100_000);
+            ctx.count("replicas", r, 1, 0, 100_000);
         }
         if let Some(n) = &w.nodes {
             ctx.range_i("nodes", n, 1, 4096);
@@ -392,7 +392,7 @@ pub(super) fn validate(
                 );
             }
         }
-        ctx.count("nodes", &p.nodes, 0, 1000);
+        ctx.count("nodes", &p.nodes, 0, 0, 1000);
         if let Some(layout) = &p.mig_layout {
             for (_, n) in layout.iter() {
                 ctx.range_i("mig_layout count", n, 1, 7);
