@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::catalog::{Catalog, GpuModel, ProviderCatalog, Sku};
 use crate::cli::{CatalogArgs, Format, Global, ProviderArg};
-use crate::engine::cost::rate as usd;
+use crate::engine::cost::rate;
 use crate::exit;
 use crate::output::Out;
 use crate::plan::raw::Provider;
@@ -206,11 +206,11 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> String {
         let od = p
             .on_demand
             .as_ref()
-            .map_or("-".into(), |x| usd(x.usd_per_hour));
+            .map_or("-".into(), |x| rate(x.usd_per_hour));
         let sp = p
             .spot
             .as_ref()
-            .map_or("unknown".into(), |x| usd(x.usd_per_hour));
+            .map_or("unknown".into(), |x| rate(x.usd_per_hour));
         let band = pc.band(&s.name, r).map_or(
             if s.provider == Provider::Azure {
                 "unknown"
@@ -303,7 +303,7 @@ fn overview_text(c: &Catalog, region: Option<&str>) -> String {
             let sp = prices
                 .filter_map(|p| p.spot.as_ref().map(|x| x.usd_per_hour))
                 .fold(f64::INFINITY, f64::min);
-            let f = |x: f64| if x.is_finite() { usd(x) } else { "-".into() };
+            let f = |x: f64| if x.is_finite() { rate(x) } else { "-".into() };
             let _ = writeln!(
                 t,
                 "  {:<28} {:>4} {:<16} {:>5} {:>8}  {:>12} {:>12}{}",
