@@ -333,6 +333,18 @@ fn load_gpus(file: &Arc<SourceFile>) -> Result<IndexMap<String, GpuModel>, Catal
                 .collect(),
         });
         if let Some(m) = &mig {
+            // Placements are bit masks over memory slices (mig.rs): keep them within a u32.
+            if m.memory_slices == 0 || m.memory_slices > 31 || m.compute_slices == 0 {
+                let at = file.text.find(&format!("\"{}\"", g.name)).unwrap_or(0);
+                return Err(invalid(
+                    file,
+                    at..at + g.name.len() + 2,
+                    format!(
+                        "`{}`: MIG needs 1-31 memory slices and at least one compute slice",
+                        g.name
+                    ),
+                ));
+            }
             // A placement must fit inside the GPU; otherwise every layout check below is wrong.
             for p in &m.profiles {
                 if p.starts
