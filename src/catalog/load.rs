@@ -347,10 +347,9 @@ fn load_gpus(file: &Arc<SourceFile>) -> Result<IndexMap<String, GpuModel>, Catal
             }
             // A placement must fit inside the GPU; otherwise every layout check below is wrong.
             for p in &m.profiles {
-                if p.starts
-                    .iter()
-                    .any(|s| s + p.memory_slices > m.memory_slices)
-                    || p.compute > m.compute_slices
+                if p.starts.iter().any(|s| {
+                    u16::from(*s) + u16::from(p.memory_slices) > u16::from(m.memory_slices)
+                }) || p.compute > m.compute_slices
                     || p.compute == 0
                     || p.memory_slices == 0
                 {
