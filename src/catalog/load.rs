@@ -248,6 +248,13 @@ fn invalid(file: &Arc<SourceFile>, span: std::ops::Range<usize>, msg: String) ->
     CatalogError::Invalid(vec![catalog_diag(file, span, msg)])
 }
 
+/// An error pointing at the first `"name"` in the file: where that entry is defined.
+fn invalid_at_name(file: &Arc<SourceFile>, name: &str, msg: String) -> CatalogError {
+    let quoted = format!("\"{name}\"");
+    let at = file.text.find(&quoted).unwrap_or(0);
+    invalid(file, at..at + quoted.len(), msg)
+}
+
 fn date(file: &Arc<SourceFile>, s: &str) -> Result<Date, CatalogError> {
     Date::parse(s).ok_or_else(|| {
         let at = file.text.find(s).unwrap_or(0);
@@ -335,10 +342,9 @@ fn load_gpus(file: &Arc<SourceFile>) -> Result<IndexMap<String, GpuModel>, Catal
         if let Some(m) = &mig {
             // Placements are bit masks over memory slices (mig.rs): keep them within a u32.
             if m.memory_slices == 0 || m.memory_slices > 31 || m.compute_slices == 0 {
-                let at = file.text.find(&format!("\"{}\"", g.name)).unwrap_or(0);
-                return Err(invalid(
+                return Err(invalid_at_name(
                     file,
-                    at..at + g.name.len() + 2,
+                    &g.name,
                     format!(
                         "`{}`: MIG needs 1-31 memory slices and at least one compute slice",
                         g.name
@@ -353,10 +359,9 @@ fn load_gpus(file: &Arc<SourceFile>) -> Result<IndexMap<String, GpuModel>, Catal
                     || p.compute == 0
                     || p.memory_slices == 0
                 {
-                    let at = file.text.find(&format!("\"{}\"", p.name)).unwrap_or(0);
-                    return Err(invalid(
+                    return Err(invalid_at_name(
                         file,
-                        at..at + p.name.len() + 2,
+                        &p.name,
                         format!(
                             "MIG profile `{}` of `{}` does not fit the GPU's slices",
                             p.name, g.name
@@ -420,11 +425,10 @@ fn load_provider(
     let parsed: SkusFile = toml_file(&skus_file)?;
     let mut pc = ProviderCatalog::default();
     for s in parsed.sku {
-        let at = skus_file.text.find(&format!("\"{}\"", s.name)).unwrap_or(0);
         if catalog.gpu(&s.gpu_model).is_none() {
-            return Err(invalid(
+            return Err(invalid_at_name(
                 &skus_file,
-                at..at + s.name.len() + 2,
+                &s.name,
                 format!("SKU `{}` names unknown GPU model `{}`", s.name, s.gpu_model),
             ));
         }
@@ -433,10 +437,13 @@ fn load_provider(
             "infiniband" => InterNode::Infiniband,
             "efa" => InterNode::Efa,
             other => {
-                return Err(invalid(
+                return Err(invalid_at_name(
                     &skus_file,
-                    at..at,
-                    format!("`inter_node = \"{other}\"`: expected none, infiniband or efa"),
+                    &s.name,
+                    format!(
+                        "SKU `{}`: `inter_node = \"{other}\"`, expected none, infiniband or efa",
+                        s.name
+                    ),
                 ))
             }
         };
