@@ -192,7 +192,17 @@ pub fn check(plan: &Plan, catalog: &Catalog, today: Date, levels: &Levels) -> Ve
     }
     let mut out = cx.out;
     apply_allows(plan, today, &mut out);
-    apply_levels(levels, &mut out);
+    let mut levels = levels.clone();
+    if let Some(cfg) = &plan.raw.rules {
+        for id in &cfg.deny {
+            // The command line has the last word over the plan.
+            levels
+                .overrides
+                .entry(id.get().clone())
+                .or_insert(Level::Deny);
+        }
+    }
+    apply_levels(&levels, &mut out);
     crate::diag::sort(&mut out);
     out
 }

@@ -132,6 +132,24 @@ fn deny_warnings_and_rule_levels() {
 }
 
 #[test]
+fn plan_can_raise_rule_levels_and_the_command_line_wins() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("plan.toml");
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/aws-training.toml"),
+    )
+    .expect("read");
+    std::fs::write(&p, format!("{base}\n[rules]\ndeny = [\"GP024\"]\n")).expect("write");
+    gpuplan().arg("check").arg(&p).assert().code(1);
+    gpuplan()
+        .arg("check")
+        .arg(&p)
+        .args(["-W", "GP024"])
+        .assert()
+        .code(0);
+}
+
+#[test]
 fn several_files_in_one_call() {
     gpuplan()
         .args(["check", "plans/minimal.toml", "plans/mixed-estate.toml"])

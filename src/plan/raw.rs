@@ -68,6 +68,16 @@ pub struct RawPlan {
     /// Suppressed findings, each with a reason, an approver and optionally an expiry date.
     #[serde(default)]
     pub allow: Vec<Sp<Allow>>,
+    /// Rule levels this plan raises (lowering one is done only through `[[allow]]`).
+    pub rules: Option<Sp<RuleLevels>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleLevels {
+    /// Rule ids reported as errors in this plan, e.g. `["GP007", "GP012"]`.
+    #[serde(default)]
+    pub deny: Vec<Sp<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

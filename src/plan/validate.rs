@@ -530,6 +530,20 @@ pub(super) fn validate(
         }
     }
 
+    if let Some(levels) = &raw.rules {
+        for id in &levels.deny {
+            if !rule_ids.iter().any(|r| r == id.get()) {
+                ctx.err(
+                    "plan::unknown-rule",
+                    id.span(),
+                    format!("`{}` is not a gpuplan rule", id.get()),
+                    "unknown rule id",
+                    suggest(id.get(), &rule_ids, "rules"),
+                );
+            }
+        }
+    }
+
     if ctx.diags.is_empty() {
         Ok(Plan {
             file,
