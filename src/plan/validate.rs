@@ -27,6 +27,23 @@ impl Ctx<'_> {
         );
     }
 
+    /// Report `v` unless it is one of `known`, suggesting the closest; true when it is known.
+    fn member(
+        &mut self,
+        code: &str,
+        v: &Sp<String>,
+        known: &[String],
+        msg: String,
+        label: &str,
+        what: &str,
+    ) -> bool {
+        let found = known.iter().any(|k| k == v.get());
+        if !found {
+            self.err(code, v.span(), msg, label, suggest(v.get(), known, what));
+        }
+        found
+    }
+
     fn dns_label(&mut self, what: &str, v: &Sp<String>) {
         if let Some(why) = dns1123_problem(v.get()) {
             self.err(
@@ -229,15 +246,14 @@ pub(super) fn validate(
     }
     unique(&mut ctx, "region", meta.regions.iter());
     for r in meta.regions.iter() {
-        if !known_regions.iter().any(|k| k == r.get()) {
-            ctx.err(
-                "plan::unknown-region",
-                r.span(),
-                format!("region `{}` is not in the {provider} catalog", r.get()),
-                "unknown region",
-                suggest(r.get(), &known_regions, "regions"),
-            );
-        }
+        ctx.member(
+            "plan::unknown-region",
+            r,
+            &known_regions,
+            format!("region `{}` is not in the {provider} catalog", r.get()),
+            "unknown region",
+            "regions",
+        );
     }
     if let Some(h) = &meta.hours_per_month {
         ctx.range_f("hours_per_month", h, 0.0, false, 744.0, true);
@@ -366,30 +382,31 @@ pub(super) fn validate(
     for p in &raw.pool {
         ctx.dns_label("pool name", &p.name);
         check_sku(&mut ctx, &p.sku);
-        if !plan_regions.iter().any(|r| r == p.region.get()) {
-            ctx.err(
-                "plan::unknown-region",
-                p.region.span(),
-                format!(
-                    "pool region `{}` is not one of the plan's regions",
-                    p.region.get()
-                ),
-                "not in `plan.regions`",
-                suggest(p.region.get(), &plan_regions, "plan regions"),
-            );
-        } else if let Some(pc) = pc {
-            if pc.skus.contains_key(p.sku.get()) && !pc.offered(p.sku.get(), p.region.get()) {
-                ctx.err(
-                    "plan::sku-not-offered",
-                    p.sku.span(),
-                    format!(
-                        "`{}` is not offered in `{}` according to the catalog",
-                        p.sku.get(),
-                        p.region.get()
-                    ),
-                    "not offered in this region",
-                    "pick a region where the SKU is sold (`gpuplan catalog --sku NAME`)".into(),
-                );
+        if ctx.member(
+            "plan::unknown-region",
+            &p.region,
+            &plan_regions,
+            format!(
+                "pool region `{}` is not one of the plan's regions",
+                p.region.get()
+            ),
+            "not in `plan.regions`",
+            "plan regions",
+        ) {
+            if let Some(pc) = pc {
+                if pc.skus.contains_key(p.sku.get()) && !pc.offered(p.sku.get(), p.region.get()) {
+                    ctx.err(
+                        "plan::sku-not-offered",
+                        p.sku.span(),
+                        format!(
+                            "`{}` is not offered in `{}` according to the catalog",
+                            p.sku.get(),
+                            p.region.get()
+                        ),
+                        "not offered in this region",
+                        "pick a region where the SKU is sold (`gpuplan catalog --sku NAME`)".into(),
+                    );
+                }
             }
         }
         ctx.count("nodes", &p.nodes, 0, 0, 1000);
@@ -417,18 +434,17 @@ pub(super) fn validate(
 
     // Quota
     for q in &raw.quota {
-        if !known_regions.iter().any(|k| k == q.region.get()) {
-            ctx.err(
-                "plan::unknown-region",
-                q.region.span(),
-                format!(
-                    "quota region `{}` is not in the {provider} catalog",
-                    q.region.get()
-                ),
-                "unknown region",
-                suggest(q.region.get(), &known_regions, "regions"),
-            );
-        }
+        ctx.member(
+            "plan::unknown-region",
+            &q.region,
+            &known_regions,
+            format!(
+                "quota region `{}` is not in the {provider} catalog",
+                q.region.get()
+            ),
+            "unknown region",
+            "regions",
+        );
         ctx.range_f("vcpus", &q.vcpus, 0.0, true, f64::INFINITY, false);
     }
 
@@ -445,18 +461,17 @@ pub(super) fn validate(
     );
     for d in &raw.decision {
         date_of(&mut ctx, "date", &d.date);
-        if !fault_domains.iter().any(|f| f == d.fault_domain.get()) {
-            ctx.err(
-                "plan::unknown-reference",
-                d.fault_domain.span(),
-                format!(
-                    "decision for fault domain `{}`, which no workload names",
-                    d.fault_domain.get()
-                ),
-                "no workload has this `fault_domain`",
-                suggest(d.fault_domain.get(), &fault_domains, "fault domains"),
-            );
-        }
+        ctx.member(
+            "plan::unknown-reference",
+            &d.fault_domain,
+            &fault_domains,
+            format!(
+                "decision for fault domain `{}`, which no workload names",
+                d.fault_domain.get()
+            ),
+            "no workload has this `fault_domain`",
+            "fault domains",
+        );
         for (key, v) in [("decided_by", &d.decided_by), ("reason", &d.reason)] {
             if v.trim().is_empty() {
                 ctx.err(
@@ -474,15 +489,14 @@ pub(super) fn validate(
     let rule_ids: Vec<String> = rules::RULES.iter().map(|r| r.id().to_owned()).collect();
     let pool_names: Vec<String> = pools.keys().cloned().collect();
     for a in &raw.allow {
-        if !rule_ids.iter().any(|r| r == a.rule.get()) {
-            ctx.err(
-                "plan::unknown-rule",
-                a.rule.span(),
-                format!("`{}` is not a gpuplan rule", a.rule.get()),
-                "unknown rule id",
-                suggest(a.rule.get(), &rule_ids, "rules"),
-            );
-        }
+        ctx.member(
+            "plan::unknown-rule",
+            &a.rule,
+            &rule_ids,
+            format!("`{}` is not a gpuplan rule", a.rule.get()),
+            "unknown rule id",
+            "rules",
+        );
         match (&a.workload, &a.pool) {
             (Some(w), None) if !workloads.contains_key(w.get()) => ctx.err(
                 "plan::unknown-reference",
@@ -532,15 +546,14 @@ pub(super) fn validate(
 
     if let Some(levels) = &raw.rules {
         for id in &levels.deny {
-            if !rule_ids.iter().any(|r| r == id.get()) {
-                ctx.err(
-                    "plan::unknown-rule",
-                    id.span(),
-                    format!("`{}` is not a gpuplan rule", id.get()),
-                    "unknown rule id",
-                    suggest(id.get(), &rule_ids, "rules"),
-                );
-            }
+            ctx.member(
+                "plan::unknown-rule",
+                id,
+                &rule_ids,
+                format!("`{}` is not a gpuplan rule", id.get()),
+                "unknown rule id",
+                "rules",
+            );
         }
     }
 
