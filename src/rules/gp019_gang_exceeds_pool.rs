@@ -74,16 +74,15 @@ impl Rule for GangExceedsPool {
                     );
                     continue;
                 }
-                for _ in 0..w.replicas().max().max(1) {
-                    gangs.push((w.name.get().as_str(), gang));
-                }
+                // (workload, nodes per gang, concurrent gangs)
+                gangs.push((w.name.get().as_str(), gang, w.replicas().max().max(1)));
             }
-            let total: i64 = gangs.iter().map(|g| g.1).sum();
-            if gangs.len() >= 2 && total > max_nodes {
-                let mut names: Vec<&str> = gangs.iter().map(|g| g.0).collect();
-                names.dedup();
+            let count: i64 = gangs.iter().map(|g| g.2).sum();
+            let total: i64 = gangs.iter().map(|g| g.1 * g.2).sum();
+            if count >= 2 && total > max_nodes {
+                let names: Vec<&str> = gangs.iter().map(|g| g.0).collect();
                 cx.push(
-                    cx.finding(pool.nodes.span(), format!("pool `{}` holds {max_nodes} nodes but its {} gangs ({}) need {total} together: partially admitted gangs can hold nodes and deadlock", pool.name.get(), gangs.len(), names.join(", ")))
+                    cx.finding(pool.nodes.span(), format!("pool `{}` holds {max_nodes} nodes but its {} gangs ({}) need {total} together: partially admitted gangs can hold nodes and deadlock", pool.name.get(), count, names.join(", ")))
                         .label("pool size")
                         .help("admit gangs all-or-nothing with Kueue, and size the pool for the gangs that must run at once")
                         .pool(pool.name.get()),
