@@ -10,6 +10,8 @@
 
 use indexmap::IndexMap;
 
+pub mod pack;
+
 use crate::catalog::{MigProfile, MigSpec};
 
 /// Why a layout cannot be placed.
