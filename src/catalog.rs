@@ -94,6 +94,8 @@ pub struct Sku {
     pub nvlink: bool,
     pub inter_node: InterNode,
     pub retired: bool,
+    /// Arm host CPUs (AWS Graviton): images must be built for arm64.
+    pub arm64: bool,
     pub note: Option<String>,
 }
 
@@ -182,6 +184,11 @@ pub struct Assumptions {
     pub stale_after_days: i64,
     pub low_utilization: f64,
     pub min_kv_cache_share: f64,
+    /// Share of a node's vCPUs / RAM that pods can request.
+    pub allocatable_cpu_share: f64,
+    pub allocatable_memory_share: f64,
+    /// Memory left free on a time-sliced GPU when setting per-instance caps.
+    pub time_slicing_memory_headroom: f64,
 }
 
 /// The whole catalog.

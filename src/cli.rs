@@ -42,6 +42,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Print a rule's documentation
     Explain(ExplainArgs),
+    /// Recommend node pools, SKUs, MIG geometry and capacity types, with costs (exit 1 when the plan cannot be met)
+    Recommend(RecommendArgs),
     /// List or show what the catalog knows: GPU models, SKUs, prices with their dates and sources
     Catalog(CatalogArgs),
     /// Print the JSON Schema of the plan format (for editor completion)
@@ -83,6 +85,22 @@ pub struct CheckArgs {
     /// Evaluate dates (allow expiry, data age) as of this day, YYYY-MM-DD (default: today, or GPUPLAN_TODAY)
     #[arg(long, value_name = "DATE")]
     pub today: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Human,
+    Json,
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct RecommendArgs {
+    /// Plan file (`-` reads standard input)
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

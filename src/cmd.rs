@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod check;
 pub mod explain;
 pub mod init;
+pub mod recommend;
 pub mod schema;
 
 use crate::catalog::{Catalog, CatalogError};

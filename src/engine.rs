@@ -3,4 +3,5 @@
 
 pub mod cost;
 pub mod memory;
+pub mod recommend;
 pub mod spot;

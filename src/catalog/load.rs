@@ -180,6 +180,8 @@ struct SkuEntry {
     inter_node: String,
     #[serde(default)]
     retired: bool,
+    /// `arm64` for Graviton-based instances; x86_64 when absent.
+    cpu_architecture: Option<String>,
     note: Option<String>,
 }
 
@@ -192,6 +194,15 @@ struct AssumptionsFile {
     restart: RestartEntry,
     server_default: Vec<ServerDefault>,
     check: CheckEntry,
+    recommend: RecommendEntry,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecommendEntry {
+    allocatable_cpu_share: f64,
+    allocatable_memory_share: f64,
+    time_slicing_memory_headroom: f64,
 }
 
 #[derive(Deserialize)]
@@ -412,6 +423,9 @@ fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError>
         stale_after_days: a.check.stale_after_days,
         low_utilization: a.check.low_utilization,
         min_kv_cache_share: a.check.min_kv_cache_share,
+        allocatable_cpu_share: a.recommend.allocatable_cpu_share,
+        allocatable_memory_share: a.recommend.allocatable_memory_share,
+        time_slicing_memory_headroom: a.recommend.time_slicing_memory_headroom,
     })
 }
 
@@ -463,6 +477,7 @@ fn load_provider(
                 nvlink: s.nvlink,
                 inter_node,
                 retired: s.retired,
+                arm64: s.cpu_architecture.as_deref() == Some("arm64"),
                 note: s.note,
             },
         );
@@ -606,6 +621,24 @@ fn load_retail_overrides(
                 entry.spot = price;
                 entry.spot_zones = vec![(String::new(), v)];
             }
+            // Reservation rows carry the price of the whole term (Retail Prices API): 365 or
+            // 3 x 365 days of 24 hours.
+            "reservation-1y" | "reservation-3y" => {
+                let hours = if kind == "reservation-1y" {
+                    8760.0
+                } else {
+                    26_280.0
+                };
+                let hourly = price.map(|p| Price {
+                    usd_per_hour: p.usd_per_hour / hours,
+                    source: p.source,
+                });
+                if kind == "reservation-1y" {
+                    entry.reserved_1y = hourly;
+                } else {
+                    entry.reserved_3y = hourly;
+                }
+            }
             other => {
                 let at = rec
                     .position()
@@ -613,7 +646,7 @@ fn load_retail_overrides(
                 return Err(invalid(
                     file,
                     at..at,
-                    format!("price kind `{other}`: expected consumption or spot"),
+                    format!("price kind `{other}`: expected consumption, spot, reservation-1y or reservation-3y"),
                 ));
             }
         }

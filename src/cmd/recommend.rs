@@ -1,0 +1,395 @@
+//! `gpuplan recommend PLAN`: the recommended pools as a table with a why-line each, as JSON
+//! (`gpuplan.recommendation/v1`) or as Markdown for a pull request or review document.
+
+use std::fmt::Write as _;
+
+use crate::cli::{Global, RecommendArgs, ReportFormat};
+use crate::engine::cost::usd;
+use crate::engine::recommend::{self, RecPool, Recommendation};
+use crate::exit;
+use crate::output::Out;
+use crate::plan;
+
+pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
+    let started = std::time::Instant::now();
+    let file = match plan::load::read(&args.plan) {
+        Ok(f) => f,
+        Err(d) => {
+            out.stderr(&crate::diag::output::human(&[*d], out.color));
+            return exit::INPUT;
+        }
+    };
+    let raw = match plan::load::parse(&file) {
+        Ok(r) => r,
+        Err(ds) => {
+            out.stderr(&crate::diag::output::human(&ds, out.color));
+            return exit::INPUT;
+        }
+    };
+    let provider = *raw.plan.provider.get();
+    let catalog = match super::load_catalog(g, &[provider], out) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let p = match plan::validate_raw(file, raw, &catalog) {
+        Ok(p) => p,
+        Err(ds) => {
+            out.stderr(&crate::diag::output::human(&ds, out.color));
+            return exit::INPUT;
+        }
+    };
+    let rec = recommend::recommend(&p, &catalog);
+    match args.format {
+        ReportFormat::Json => out.stdout(&json(&rec)),
+        ReportFormat::Human => out.stdout(&human(&rec)),
+        ReportFormat::Markdown => out.stdout(&markdown(&rec)),
+    }
+    for u in &rec.unsatisfied {
+        out.stderr(&format!("error: {}\n", u.message));
+    }
+    for f in rec.findings.iter().filter(|f| f.severity == "error") {
+        out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
+    }
+    if out.verbose {
+        out.detail(&format!(
+            "resources: {:.3} s wall, peak RSS {}",
+            started.elapsed().as_secs_f64(),
+            peak_rss().map_or("unknown".to_owned(), |kb| format!(
+                "{:.1} MB",
+                kb as f64 / 1024.0
+            ))
+        ));
+    }
+    if rec.unsatisfiable() {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    }
+}
+
+/// Peak resident memory of this process in KiB (Linux `VmHWM`).
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+pub fn json(rec: &Recommendation) -> String {
+    let mut s = serde_json::to_string_pretty(rec).unwrap_or_else(|e| {
+        // Serialising plain structs of strings and numbers cannot fail; say so if it does.
+        format!("{{\"error\": \"{e}\"}}")
+    });
+    s.push('\n');
+    s
+}
+
+fn sharing_cell(p: &RecPool) -> String {
+    match (p.sharing, &p.mig_layout, p.time_slicing_replicas) {
+        ("mig", Some(l), _) => format!(
+            "mig {}",
+            l.iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        ),
+        ("mig", None, _) => format!("mig mixed ({} layouts)", p.mig_configs.len()),
+        (s, _, Some(r)) => format!("{s} x{r}"),
+        (s, _, None) => s.to_owned(),
+    }
+}
+
+fn nodes_cell(p: &RecPool) -> String {
+    if p.nodes.min == p.nodes.max {
+        p.nodes.max.to_string()
+    } else {
+        format!("{}-{}", p.nodes.min, p.nodes.max)
+    }
+}
+
+pub fn human(rec: &Recommendation) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}: {} pool(s), {} a month expected, {} at maximum  [{}: {}]",
+        rec.plan,
+        rec.pools.len(),
+        usd(rec.total_monthly_cost_usd),
+        usd(rec.total_monthly_cost_at_max_usd),
+        rec.provider,
+        rec.regions.join(" > ")
+    );
+    if !rec.pools.is_empty() {
+        let header = [
+            "POOL",
+            "REGION",
+            "SKU",
+            "GPU",
+            "NODES",
+            "CAPACITY",
+            "SHARING",
+            "COST/MONTH",
+        ];
+        let rows: Vec<[String; 8]> = rec
+            .pools
+            .iter()
+            .map(|p| {
+                [
+                    p.name.clone(),
+                    p.region.clone(),
+                    p.sku.clone(),
+                    format!("{} x{}", p.gpu_model, p.gpus_per_node),
+                    nodes_cell(p),
+                    p.capacity.to_owned(),
+                    sharing_cell(p),
+                    usd(p.monthly_cost_usd),
+                ]
+            })
+            .collect();
+        let mut widths = header.map(str::len);
+        for r in &rows {
+            for (w, c) in widths.iter_mut().zip(r) {
+                *w = (*w).max(c.len());
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut l = String::new();
+            for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+                if i == cells.len() - 1 {
+                    let _ = write!(l, "{c:>w$}");
+                } else {
+                    let _ = write!(l, "{c:<w$}  ");
+                }
+            }
+            l.trim_end().to_owned()
+        };
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{}", line(&header.map(str::to_owned)));
+        for (p, r) in rec.pools.iter().zip(&rows) {
+            let _ = writeln!(o, "{}", line(r));
+            let _ = writeln!(o, "  workloads: {}", p.workloads.join(", "));
+            if !p.mig_configs.is_empty() {
+                for c in &p.mig_configs {
+                    let _ = writeln!(
+                        o,
+                        "  mig config {}: {} on {} GPU(s)",
+                        c.name,
+                        c.layout
+                            .iter()
+                            .map(|(k, v)| format!("{k} x{v}"))
+                            .collect::<Vec<_>>()
+                            .join(" + "),
+                        c.gpus
+                    );
+                }
+            }
+            if let Some(u) = p.gpu_memory_utilization {
+                let _ = writeln!(
+                    o,
+                    "  serving: gpu_memory_utilization = {} per instance",
+                    crate::rules::num(u)
+                );
+            }
+            let _ = writeln!(o, "  why: {}", p.why);
+            for a in &p.considered {
+                match (a.monthly_cost_usd, a.delta_usd) {
+                    (Some(c), Some(d)) => {
+                        let _ = writeln!(
+                            o,
+                            "  considered: {} {} {}: {} ({}{}; {})",
+                            a.sku,
+                            a.region,
+                            a.capacity,
+                            usd(c),
+                            if d >= 0.0 { "+" } else { "" },
+                            usd(d),
+                            a.note
+                        );
+                    }
+                    _ => {
+                        let _ = writeln!(
+                            o,
+                            "  considered: {} {} {}: {}",
+                            a.sku, a.region, a.capacity, a.note
+                        );
+                    }
+                }
+            }
+            for c in &p.capacity_options {
+                let _ = writeln!(
+                    o,
+                    "  option: {} {}: {}",
+                    c.capacity,
+                    usd(c.monthly_cost_usd),
+                    c.note
+                );
+            }
+        }
+    }
+    if !rec.teams.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "Cost per team (namespace):");
+        for t in &rec.teams {
+            let _ = writeln!(o, "  {:<24} {:>14}", t.team, usd(t.monthly_cost_usd));
+        }
+        let _ = writeln!(o, "Cost per workload:");
+        for w in &rec.workloads {
+            let tokens = w
+                .usd_per_million_tokens
+                .map(|x| format!("  ({} per 1M tokens)", crate::engine::cost::rate(x)))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "  {:<24} {:>14}  {}{tokens}",
+                w.workload,
+                usd(w.monthly_cost_usd),
+                w.pool.as_deref().unwrap_or("(not placed)")
+            );
+        }
+    }
+    if let Some(c) = &rec.comparison {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "Today's declared pools: {} a month; recommended {}; {} {}",
+            usd(c.today_monthly_cost_usd),
+            usd(c.recommended_monthly_cost_usd),
+            if c.saving_usd >= 0.0 {
+                "saving"
+            } else {
+                "extra"
+            },
+            usd(c.saving_usd.abs())
+        );
+        for ch in &c.changes {
+            let _ = writeln!(
+                o,
+                "  {}: {}; {}",
+                ch.declared_pool,
+                ch.today_monthly_cost_usd.map_or("no price".to_owned(), usd),
+                ch.note
+            );
+        }
+    }
+    if !rec.unsatisfied.is_empty() || !rec.findings.is_empty() {
+        let _ = writeln!(o);
+        for u in &rec.unsatisfied {
+            let _ = writeln!(o, "unsatisfied [{}]: {}", u.constraint, u.message);
+        }
+        for f in &rec.findings {
+            let _ = writeln!(o, "{}[{}]: {}", f.severity, f.rule, f.message);
+        }
+    }
+    let _ = writeln!(o);
+    for d in &rec.data {
+        let _ = writeln!(o, "data: {} as of {}", d.file, d.as_of);
+    }
+    o
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn markdown(rec: &Recommendation) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "### gpuplan recommendation: `{}`", rec.plan);
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "**{}** a month expected ({} at maximum), {} pool(s), {} in {}.",
+        usd(rec.total_monthly_cost_usd),
+        usd(rec.total_monthly_cost_at_max_usd),
+        rec.pools.len(),
+        rec.provider,
+        rec.regions.join(", ")
+    );
+    let _ = writeln!(o);
+    if !rec.pools.is_empty() {
+        let _ = writeln!(
+            o,
+            "| pool | region | SKU | nodes | capacity | sharing | cost/month |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---:|");
+        for p in &rec.pools {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | `{}` ({} x{}) | {} | {} | {} | {} |",
+                p.name,
+                p.region,
+                p.sku,
+                p.gpu_model,
+                p.gpus_per_node,
+                nodes_cell(p),
+                p.capacity,
+                md_escape(&sharing_cell(p)),
+                usd(p.monthly_cost_usd)
+            );
+        }
+        let _ = writeln!(o);
+        for p in &rec.pools {
+            let _ = writeln!(
+                o,
+                "- **`{}`** ({}): {}",
+                p.name,
+                p.workloads.join(", "),
+                md_escape(&p.why)
+            );
+            for a in &p.considered {
+                let cost = match (a.monthly_cost_usd, a.delta_usd) {
+                    (Some(c), Some(d)) => {
+                        format!("{} ({}{})", usd(c), if d >= 0.0 { "+" } else { "" }, usd(d))
+                    }
+                    _ => "-".to_owned(),
+                };
+                let _ = writeln!(
+                    o,
+                    "  - considered `{}` {} {}: {}; {}",
+                    a.sku,
+                    a.region,
+                    a.capacity,
+                    cost,
+                    md_escape(&a.note)
+                );
+            }
+        }
+        let _ = writeln!(o);
+    }
+    if !rec.teams.is_empty() {
+        let _ = writeln!(o, "| team | cost/month |");
+        let _ = writeln!(o, "|---|---:|");
+        for t in &rec.teams {
+            let _ = writeln!(o, "| {} | {} |", t.team, usd(t.monthly_cost_usd));
+        }
+        let _ = writeln!(o);
+    }
+    if let Some(c) = &rec.comparison {
+        let _ = writeln!(
+            o,
+            "Today's declared pools cost {}; the recommendation {} ({} {}).",
+            usd(c.today_monthly_cost_usd),
+            usd(c.recommended_monthly_cost_usd),
+            if c.saving_usd >= 0.0 {
+                "saving"
+            } else {
+                "extra"
+            },
+            usd(c.saving_usd.abs())
+        );
+        let _ = writeln!(o);
+    }
+    for u in &rec.unsatisfied {
+        let _ = writeln!(o, "- :x: **{}**: {}", u.constraint, md_escape(&u.message));
+    }
+    for f in &rec.findings {
+        let _ = writeln!(
+            o,
+            "- **{}** `{}`: {}",
+            f.severity,
+            f.rule,
+            md_escape(&f.message)
+        );
+    }
+    o
+}

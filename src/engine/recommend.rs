@@ -1,0 +1,1374 @@
+//! `gpuplan recommend`: the cheapest fleet that honours every constraint of a plan.
+//!
+//! 1. Each workload's demand ([`demand`]) is matched against every SKU and region of the
+//!    plan ([`candidate`]); a SKU that cannot run it is rejected with the constraint that
+//!    failed.
+//! 2. Each workload takes the candidate and capacity type with the lowest expected monthly
+//!    cost (ties: the plan's region order, then catalog order).
+//! 3. Workloads that chose the same SKU, region, capacity type and sharing settings, and may
+//!    share a pool (their [`demand::Segment`]), form one pool. With `mig_manager = "aks"` a pool
+//!    has one MIG profile, and profiles are merged upwards when that saves nodes.
+//! 4. Each pool is packed: MIG instances onto GPUs optimally ([`crate::mig::pack`]), then
+//!    replicas or prepared GPUs onto nodes ([`pack`]); the minimum covers the warm floor, the
+//!    maximum the peak.
+//! 5. Costs per pool, workload and team, the alternatives considered, and today's declared
+//!    pools for comparison.
+
+pub mod candidate;
+pub mod demand;
+pub mod pack;
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use crate::catalog::{Catalog, GpuModel, Sku};
+use crate::engine::spot::HOURS_PER_MONTH_BASE;
+use crate::plan::raw::{Capacity, MigManager, Provider, Sharing};
+use crate::plan::Plan;
+use candidate::{Candidate, Constraint, Fit, Rate};
+use demand::{Demand, Segment};
+use pack::{Item, NodeCap};
+
+pub const SCHEMA: &str = "gpuplan.recommendation/v1";
+
+/// The answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recommendation {
+    pub schema: &'static str,
+    pub plan: String,
+    pub provider: String,
+    pub regions: Vec<String>,
+    /// Expected monthly cost: floors all month, peaks for the workloads' hours.
+    pub total_monthly_cost_usd: f64,
+    /// Every pool at its maximum for the whole month (what `monthly_budget` is held to).
+    pub total_monthly_cost_at_max_usd: f64,
+    pub pools: Vec<RecPool>,
+    pub workloads: Vec<WorkloadCost>,
+    pub teams: Vec<TeamCost>,
+    pub unsatisfied: Vec<Unsatisfied>,
+    pub comparison: Option<Comparison>,
+    pub findings: Vec<Finding>,
+    pub data: Vec<DataUsed>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Nodes {
+    pub min: u32,
+    pub max: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RecPool {
+    pub name: String,
+    pub provider: String,
+    pub region: String,
+    pub sku: String,
+    pub gpu_model: String,
+    pub gpus_per_node: u32,
+    pub nodes: Nodes,
+    pub capacity: &'static str,
+    pub sharing: &'static str,
+    pub segment: &'static str,
+    /// Per-GPU MIG layout when every GPU carries the same one.
+    pub mig_layout: Option<IndexMap<String, u32>>,
+    /// Named per-GPU layouts with how many GPUs carry each (mixed MIG, gpu-operator).
+    pub mig_configs: Vec<MigConfig>,
+    pub time_slicing_replicas: Option<u32>,
+    /// The memory cap each inference server on a shared GPU must set.
+    pub gpu_memory_utilization: Option<f64>,
+    pub workloads: Vec<String>,
+    pub monthly_cost_usd: f64,
+    pub monthly_cost_at_max_usd: f64,
+    pub usd_per_node_hour: f64,
+    /// Spot pools: paid node-hours per useful node-hour (interruptions and restarts).
+    pub spot_waste_factor: Option<f64>,
+    pub gpus: Nodes,
+    pub stranded: Option<Stranded>,
+    pub labels: IndexMap<String, String>,
+    pub taints: Vec<String>,
+    pub why: String,
+    pub considered: Vec<Alternative>,
+    pub capacity_options: Vec<CapacityOption>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MigConfig {
+    pub name: String,
+    pub layout: IndexMap<String, u32>,
+    pub gpus: u32,
+}
+
+/// Capacity that is paid for and not used at peak.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stranded {
+    /// MIG compute slices left unconfigured or unused.
+    pub mig_compute_slices: u32,
+    pub mig_memory_slices: u32,
+    /// Time-sliced shares or whole GPUs nothing is placed on.
+    pub gpu_units: u32,
+    pub optimal_packing: bool,
+    pub packing_lower_bound_gpus: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Alternative {
+    pub sku: String,
+    pub region: String,
+    pub capacity: &'static str,
+    pub monthly_cost_usd: Option<f64>,
+    pub delta_usd: Option<f64>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityOption {
+    pub capacity: &'static str,
+    pub monthly_cost_usd: f64,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadCost {
+    pub workload: String,
+    pub team: String,
+    pub pool: Option<String>,
+    pub monthly_cost_usd: f64,
+    pub usd_per_million_tokens: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TeamCost {
+    pub team: String,
+    pub monthly_cost_usd: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Unsatisfied {
+    pub workload: String,
+    pub constraint: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub today_monthly_cost_usd: f64,
+    pub recommended_monthly_cost_usd: f64,
+    pub saving_usd: f64,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    pub declared_pool: String,
+    pub today_monthly_cost_usd: Option<f64>,
+    pub moves_to: Vec<String>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub severity: &'static str,
+    pub message: String,
+    pub workload: Option<String>,
+    pub pool: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DataUsed {
+    pub file: String,
+    pub as_of: String,
+    pub source: String,
+}
+
+impl Recommendation {
+    /// The plan cannot be met: a workload has no SKU, or budget or quota is exceeded.
+    pub fn unsatisfiable(&self) -> bool {
+        !self.unsatisfied.is_empty() || self.findings.iter().any(|f| f.severity == "error")
+    }
+}
+
+/// A workload's choice: where, and on what capacity.
+struct Choice<'p, 'c> {
+    d: Demand<'p>,
+    c: Candidate<'c>,
+    rate: Rate,
+    /// Every candidate the workload had (for alternatives).
+    all: Vec<Candidate<'c>>,
+}
+
+/// Expected monthly cost of one workload on a candidate at a rate, from its node share (a
+/// perfect packing); used to choose, not to report.
+fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: f64) -> f64 {
+    let share = c.node_share * f64::from(d.gang.max(1));
+    let floor = f64::from(d.floor);
+    let burst = f64::from(d.peak - d.floor);
+    match r.capacity {
+        Capacity::Reserved1y | Capacity::Reserved3y => {
+            share * (floor * r.usd * HOURS_PER_MONTH_BASE + burst * c.on_demand * d.hours)
+        }
+        _ => share * r.usd * r.waste * (floor * plan_hours + burst * d.hours),
+    }
+}
+
+fn best_choice<'c>(
+    d: &Demand<'_>,
+    all: &[Candidate<'c>],
+    plan_hours: f64,
+) -> Option<(usize, Rate)> {
+    let mut best: Option<(f64, usize, usize, Rate)> = None;
+    for (i, c) in all.iter().enumerate() {
+        for r in c.rates(d) {
+            let cost = estimate(d, c, &r, plan_hours);
+            let better = match &best {
+                None => true,
+                // Cheaper by more than a cent; on a tie the preferred region, then the
+                // simpler commitment (on-demand before spot before reservations).
+                Some((bc, _, rank, br)) => {
+                    cost < bc - 0.005
+                        || ((cost - bc).abs() <= 0.005
+                            && (c.region_rank, cap_order(r.capacity))
+                                < (*rank, cap_order(br.capacity)))
+                }
+            };
+            if better {
+                best = Some((cost, i, c.region_rank, r));
+            }
+        }
+    }
+    best.map(|(_, i, _, r)| (i, r))
+}
+
+fn cap_order(c: Capacity) -> u8 {
+    match c {
+        Capacity::OnDemand => 0,
+        Capacity::Spot => 1,
+        Capacity::Reserved1y => 2,
+        Capacity::Reserved3y => 3,
+        Capacity::CapacityReservation => 4,
+    }
+}
+
+/// The sharing settings that split pools: the fit without the replica-specific parts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum FitKey {
+    Whole,
+    Mig(Option<String>),
+    Shared(u32),
+    Server,
+}
+
+fn fit_key(fit: &Fit, mig_manager: MigManager) -> FitKey {
+    match fit {
+        Fit::Whole { .. } => FitKey::Whole,
+        Fit::Mig { profile } => FitKey::Mig(match mig_manager {
+            MigManager::Aks => Some(profile.name.clone()),
+            MigManager::GpuOperator => None,
+        }),
+        Fit::Shared { replicas } if *replicas <= 1 => FitKey::Whole,
+        Fit::Shared { replicas } => FitKey::Shared(*replicas),
+        Fit::Server { .. } => FitKey::Server,
+    }
+}
+
+type PoolKey = (Segment, String, String, Capacity, Sharing, FitKey);
+
+/// The MIG manager in effect: the plan's, else AKS's managed MIG on Azure and the GPU
+/// Operator's mig-manager elsewhere (EKS has no managed MIG).
+pub fn mig_manager(plan: &Plan) -> MigManager {
+    plan.mig_manager().unwrap_or(match plan.provider() {
+        Provider::Azure => MigManager::Aks,
+        Provider::Aws => MigManager::GpuOperator,
+    })
+}
+
+/// The whole recommendation for a plan.
+pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
+    let plan_hours = plan.hours_per_month();
+    let mm = mig_manager(plan);
+    let mut unsatisfied = Vec::new();
+    let mut choices: Vec<Choice<'_, '_>> = Vec::new();
+    for d in demand::demands(plan, catalog) {
+        if d.peak == 0 {
+            continue;
+        }
+        match candidate::candidates(plan, catalog, &d) {
+            Err(rejections) => unsatisfied.push(explain_rejections(plan, &d, &rejections)),
+            Ok(all) => {
+                if let Some((i, rate)) = best_choice(&d, &all, plan_hours) {
+                    let c = all[i].clone();
+                    choices.push(Choice { d, c, rate, all });
+                }
+            }
+        }
+    }
+
+    // Group into pools.
+    let mut groups: BTreeMap<PoolKey, Vec<usize>> = BTreeMap::new();
+    for (i, ch) in choices.iter().enumerate() {
+        let key = (
+            ch.d.segment,
+            ch.c.sku.name.clone(),
+            ch.c.region.clone(),
+            ch.rate.capacity,
+            pool_sharing(&ch.c.fit),
+            fit_key(&ch.c.fit, mm),
+        );
+        groups.entry(key).or_default().push(i);
+    }
+    if mm == MigManager::Aks {
+        merge_aks_profiles(&mut groups, &mut choices, catalog, plan_hours);
+    }
+
+    let mut pools = Vec::new();
+    let mut workload_pool: IndexMap<String, (String, f64)> = IndexMap::new();
+    for (key, members) in &groups {
+        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+        let built = build(&ms, key.3, catalog, mm, plan_hours);
+        let mut pool = describe(plan, catalog, key, &ms, &built, plan_hours, mm);
+        pool.considered = alternatives(&ms, key, &built, catalog, mm, plan_hours);
+        // Split the pool's cost over its workloads by the node-hours each asks for.
+        let weights: Vec<f64> = ms
+            .iter()
+            .map(|m| m.c.node_share * f64::from(m.d.gang.max(1)) * m.d.replica_hours(plan_hours))
+            .collect();
+        let total_w: f64 = weights.iter().sum();
+        for (m, wgt) in ms.iter().zip(&weights) {
+            let share = if total_w > 0.0 {
+                wgt / total_w
+            } else {
+                1.0 / ms.len() as f64
+            };
+            workload_pool.insert(m.d.name.to_owned(), (pool.name.clone(), built.cost * share));
+        }
+        pools.push(pool);
+    }
+    name_pools(&mut pools, &mut workload_pool);
+
+    let mut workloads = Vec::new();
+    let mut teams: BTreeMap<String, f64> = BTreeMap::new();
+    for w in plan.workloads() {
+        let (pool, cost) = workload_pool
+            .get(w.name.get().as_str())
+            .map_or((None, 0.0), |(p, c)| (Some(p.clone()), *c));
+        let tokens = w.tokens_per_second.as_ref().map(|t| *t.get());
+        let replica_hours = choices
+            .iter()
+            .find(|c| c.d.name == w.name.get())
+            .map(|c| c.d.replica_hours(plan_hours));
+        let per_million = match (tokens, replica_hours) {
+            (Some(t), Some(h)) if t > 0.0 && h > 0.0 => Some(cost / (t * 3600.0 * h / 1e6)),
+            _ => None,
+        };
+        *teams.entry(w.team.get().clone()).or_default() += cost;
+        workloads.push(WorkloadCost {
+            workload: w.name.get().clone(),
+            team: w.team.get().clone(),
+            pool,
+            monthly_cost_usd: cents(cost),
+            usd_per_million_tokens: per_million.map(|x| (x * 10_000.0).round() / 10_000.0),
+        });
+    }
+    let total: f64 = pools.iter().map(|p| p.monthly_cost_usd).sum();
+    let at_max: f64 = pools.iter().map(|p| p.monthly_cost_at_max_usd).sum();
+    let mut findings = Vec::new();
+    if let Some(b) = plan.monthly_budget() {
+        if at_max > *b.get() {
+            findings.push(Finding {
+                rule: "GP017",
+                severity: "error",
+                message: format!(
+                    "the recommended pools cost {} a month at their maximum size, above the budget of {}",
+                    crate::engine::cost::usd(at_max),
+                    crate::engine::cost::usd(*b.get())
+                ),
+                workload: None,
+                pool: None,
+            });
+        }
+    }
+    findings.extend(quota_findings(plan, catalog, &pools));
+    for p in &pools {
+        if let Some(s) = &p.stranded {
+            if !s.optimal_packing {
+                findings.push(Finding {
+                    rule: "mig-packing",
+                    severity: "note",
+                    message: format!(
+                        "the MIG packing of `{}` was not proven optimal within the search budget: {} GPUs, lower bound {}",
+                        p.name,
+                        p.gpus.max,
+                        s.packing_lower_bound_gpus.unwrap_or(0)
+                    ),
+                    workload: None,
+                    pool: Some(p.name.clone()),
+                });
+            }
+        }
+    }
+    let comparison = compare(plan, catalog, &pools, total, plan_hours);
+    Recommendation {
+        schema: SCHEMA,
+        plan: plan.name().to_owned(),
+        provider: plan.provider().as_str().to_owned(),
+        regions: plan.regions().map(str::to_owned).collect(),
+        total_monthly_cost_usd: cents(total),
+        total_monthly_cost_at_max_usd: cents(at_max),
+        pools,
+        workloads,
+        teams: teams
+            .into_iter()
+            .map(|(team, c)| TeamCost {
+                team,
+                monthly_cost_usd: cents(c),
+            })
+            .collect(),
+        unsatisfied,
+        comparison,
+        findings,
+        data: catalog
+            .sources_for(plan.provider())
+            .map(|s| DataUsed {
+                file: s.file.clone(),
+                as_of: s.as_of.to_string(),
+                source: s.source.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn cents(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn pool_sharing(fit: &Fit) -> Sharing {
+    match fit {
+        Fit::Whole { .. } | Fit::Server { .. } => Sharing::Dedicated,
+        Fit::Shared { replicas } if *replicas <= 1 => Sharing::Dedicated,
+        Fit::Mig { .. } => Sharing::Mig,
+        // MPS and time-slicing both come out as `Shared`; the workload says which.
+        Fit::Shared { .. } => Sharing::TimeSlicing,
+    }
+}
+
+/// Why no SKU fits: the constraint that rejected the candidates that got furthest.
+fn explain_rejections(
+    plan: &Plan,
+    d: &Demand<'_>,
+    rejections: &[crate::engine::recommend::candidate::Rejection],
+) -> Unsatisfied {
+    let regions: Vec<&str> = plan.regions().collect();
+    let deepest = rejections.iter().map(|r| r.constraint).max();
+    let Some(constraint) = deepest else {
+        return Unsatisfied {
+            workload: d.name.to_owned(),
+            constraint: "catalog",
+            message: format!(
+                "no SKU of {} in the catalog can be considered for `{}`",
+                plan.provider(),
+                d.name
+            ),
+        };
+    };
+    let examples: Vec<&str> = rejections
+        .iter()
+        .filter(|r| r.constraint == constraint)
+        .map(|r| r.detail.as_str())
+        .take(2)
+        .collect();
+    Unsatisfied {
+        workload: d.name.to_owned(),
+        constraint: constraint.as_str(),
+        message: format!(
+            "no SKU in {} can run `{}`: {} ({})",
+            regions.join(", "),
+            d.name,
+            constraint.as_str(),
+            examples.join("; ")
+        ),
+    }
+}
+
+/// What a pool comes to once packed.
+#[derive(Debug, Clone)]
+struct Built {
+    nodes_min: u32,
+    nodes_max: u32,
+    cost: f64,
+    cost_at_max: f64,
+    usd_per_node_hour: f64,
+    waste: f64,
+    mig_layout: Option<IndexMap<String, u32>>,
+    mig_configs: Vec<MigConfig>,
+    ts_replicas: Option<u32>,
+    stranded: Option<Stranded>,
+}
+
+/// Nodes for some replica counts, with the MIG geometry that got them there.
+struct Packed {
+    nodes: u32,
+    layout: Option<IndexMap<String, u32>>,
+    configs: Vec<MigConfig>,
+    stranded: Option<Stranded>,
+}
+
+/// Node count for the given replica counts (one per member).
+fn nodes_for(
+    ms: &[&Choice<'_, '_>],
+    counts: &[u32],
+    sku: &Sku,
+    gpu: &GpuModel,
+    catalog: &Catalog,
+    mm: MigManager,
+) -> Packed {
+    let (cpu, mem) = candidate::allocatable(sku, catalog);
+    let per_node = sku.gpu_count.max(1);
+    // Gangs take whole nodes and never share them.
+    let mut gang_nodes = 0u32;
+    let mut items: Vec<(Item, u32)> = Vec::new();
+    let mut mig_demand: IndexMap<String, Vec<(usize, u32)>> = IndexMap::new();
+    let mut server: Vec<(u32, f64, f64, u32)> = Vec::new();
+    let mut ts_replicas = None;
+    for (k, (m, &n)) in ms.iter().zip(counts).enumerate() {
+        if n == 0 {
+            continue;
+        }
+        if m.d.gang > 1 {
+            gang_nodes += n * m.d.gang;
+            continue;
+        }
+        match &m.c.fit {
+            Fit::Whole { gpus } => items.push((
+                Item {
+                    units: *gpus,
+                    cpu: m.d.cpu,
+                    mem: m.d.memory_gib,
+                },
+                n,
+            )),
+            Fit::Shared { replicas } => {
+                ts_replicas = Some(*replicas);
+                items.push((
+                    Item {
+                        units: 1,
+                        cpu: m.d.cpu,
+                        mem: m.d.memory_gib,
+                    },
+                    n,
+                ));
+            }
+            Fit::Server { share } => server.push((
+                ((share * 1000.0).ceil() as u32).clamp(1, 1000),
+                m.d.cpu,
+                m.d.memory_gib,
+                n,
+            )),
+            Fit::Mig { profile } => mig_demand
+                .entry(profile.name.clone())
+                .or_default()
+                .push((k, n)),
+        }
+    }
+    let mut layout = None;
+    let mut configs = Vec::new();
+    let mut stranded = None;
+    let units_per_node = match ts_replicas {
+        Some(r) if r > 1 => r * per_node,
+        _ => per_node,
+    };
+    let mut nodes = gang_nodes;
+    let mut free_units = 0;
+    if !items.is_empty() {
+        let (n, free) = pack::nodes(
+            &items,
+            NodeCap {
+                units: units_per_node,
+                cpu,
+                mem,
+            },
+        );
+        nodes += n;
+        free_units += free;
+    }
+    if !server.is_empty() {
+        let gpus = pack::server_gpus(&server);
+        let (n, free) = pack::nodes(
+            &pack::group(gpus),
+            NodeCap {
+                units: per_node,
+                cpu,
+                mem,
+            },
+        );
+        nodes += n;
+        free_units += free;
+    }
+    if !mig_demand.is_empty() {
+        if let Some(spec) = gpu.mig.as_ref() {
+            let demand: IndexMap<String, u32> = mig_demand
+                .iter()
+                .map(|(p, v)| (p.clone(), v.iter().map(|x| x.1).sum()))
+                .collect();
+            let packing = match mm {
+                // One profile per pool: as many instances per GPU as place.
+                MigManager::Aks => uniform_packing(spec, &demand),
+                MigManager::GpuOperator => crate::mig::pack::pack(spec, &demand).ok(),
+            };
+            if let Some(p) = packing {
+                // Host resources of the replicas that land on each GPU.
+                let mut queues: IndexMap<String, Vec<(usize, u32)>> = mig_demand.clone();
+                let mut gpu_items = Vec::new();
+                for l in &p.gpus {
+                    let (mut c, mut mm_) = (0.0, 0.0);
+                    for (prof, &cnt) in l {
+                        let q = queues.get_mut(prof);
+                        let mut left = cnt;
+                        if let Some(q) = q {
+                            while left > 0 {
+                                let Some(front) = q.first_mut() else { break };
+                                let take = front.1.min(left);
+                                c += ms[front.0].d.cpu * f64::from(take);
+                                mm_ += ms[front.0].d.memory_gib * f64::from(take);
+                                front.1 -= take;
+                                left -= take;
+                                if front.1 == 0 {
+                                    q.remove(0);
+                                }
+                            }
+                        }
+                    }
+                    gpu_items.push(Item {
+                        units: 1,
+                        cpu: c,
+                        mem: mm_,
+                    });
+                }
+                let (n, free) = pack::nodes(
+                    &pack::group(gpu_items),
+                    NodeCap {
+                        units: per_node,
+                        cpu,
+                        mem,
+                    },
+                );
+                nodes += n;
+                free_units += free;
+                let (sc, sm) = p.stranded(spec);
+                let distinct = distinct_layouts(&p.gpus);
+                if distinct.len() == 1 {
+                    layout = distinct.first().map(|(l, _)| l.clone());
+                }
+                configs = distinct
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (l, g))| MigConfig {
+                        name: format!("layout-{}", i + 1),
+                        layout: l,
+                        gpus: g,
+                    })
+                    .collect();
+                stranded = Some(Stranded {
+                    mig_compute_slices: sc,
+                    mig_memory_slices: sm,
+                    gpu_units: free_units,
+                    optimal_packing: p.optimal,
+                    packing_lower_bound_gpus: Some(p.lower_bound),
+                });
+            }
+        }
+    }
+    if stranded.is_none() {
+        stranded = Some(Stranded {
+            mig_compute_slices: 0,
+            mig_memory_slices: 0,
+            gpu_units: free_units,
+            optimal_packing: true,
+            packing_lower_bound_gpus: None,
+        });
+    } else if let Some(s) = stranded.as_mut() {
+        s.gpu_units = free_units;
+    }
+    Packed {
+        nodes,
+        layout,
+        configs,
+        stranded,
+    }
+}
+
+fn distinct_layouts(gpus: &[IndexMap<String, u32>]) -> Vec<(IndexMap<String, u32>, u32)> {
+    let mut out: Vec<(IndexMap<String, u32>, u32)> = Vec::new();
+    for g in gpus {
+        match out.iter_mut().find(|(l, _)| l == g) {
+            Some((_, n)) => *n += 1,
+            None => out.push((g.clone(), 1)),
+        }
+    }
+    out
+}
+
+/// AKS: every GPU of the pool carries the same profile, as many as place on one GPU.
+fn uniform_packing(
+    spec: &crate::catalog::MigSpec,
+    demand: &IndexMap<String, u32>,
+) -> Option<crate::mig::pack::Packing> {
+    let (profile, &n) = demand.iter().next()?;
+    let p = spec.profile(profile)?;
+    let mut per_gpu = 0u32;
+    for k in 1..=u32::from(p.max_count) {
+        if crate::mig::check(spec, &IndexMap::from([(profile.clone(), k)])).is_ok() {
+            per_gpu = k;
+        }
+    }
+    if per_gpu == 0 {
+        return None;
+    }
+    let full = n / per_gpu;
+    let rest = n % per_gpu;
+    let mut gpus = vec![IndexMap::from([(profile.clone(), per_gpu)]); full as usize];
+    if rest > 0 {
+        gpus.push(IndexMap::from([(profile.clone(), rest)]));
+    }
+    Some(crate::mig::pack::Packing {
+        lower_bound: n.div_ceil(per_gpu),
+        gpus,
+        optimal: true,
+    })
+}
+
+fn build(
+    ms: &[&Choice<'_, '_>],
+    capacity: Capacity,
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+) -> Built {
+    let first = &ms[0].c;
+    let peaks: Vec<u32> = ms.iter().map(|m| m.d.peak).collect();
+    let floors: Vec<u32> = ms.iter().map(|m| m.d.floor).collect();
+    let Packed {
+        nodes: nodes_max,
+        layout,
+        configs,
+        stranded,
+    } = nodes_for(ms, &peaks, first.sku, first.gpu, catalog, mm);
+    let nodes_min = nodes_for(ms, &floors, first.sku, first.gpu, catalog, mm).nodes;
+    let nodes_min = nodes_min.min(nodes_max);
+    let burst_hours = ms
+        .iter()
+        .filter(|m| m.d.peak > m.d.floor)
+        .map(|m| m.d.hours)
+        .fold(0.0, f64::max);
+    let od = first.on_demand;
+    // Spot waste differs by workload (gang, checkpoints): weight it by node-hours asked.
+    let (mut wsum, mut wtot) = (0.0, 0.0);
+    for m in ms {
+        let h = m.c.node_share * f64::from(m.d.gang.max(1)) * m.d.replica_hours(plan_hours);
+        wsum += m.rate.waste * h;
+        wtot += h;
+    }
+    let waste = if wtot > 0.0 { wsum / wtot } else { 1.0 };
+    let rate = ms[0].rate.usd;
+    let floor_h = f64::from(nodes_min) * plan_hours;
+    let burst_h = f64::from(nodes_max - nodes_min) * burst_hours;
+    let (cost, cost_at_max) = match capacity {
+        Capacity::Reserved1y | Capacity::Reserved3y => (
+            f64::from(nodes_min) * rate * HOURS_PER_MONTH_BASE + burst_h * od,
+            f64::from(nodes_min) * rate * HOURS_PER_MONTH_BASE
+                + f64::from(nodes_max - nodes_min) * od * plan_hours,
+        ),
+        Capacity::Spot => (
+            rate * waste * (floor_h + burst_h),
+            rate * f64::from(nodes_max) * plan_hours,
+        ),
+        _ => (
+            rate * (floor_h + burst_h),
+            rate * f64::from(nodes_max) * plan_hours,
+        ),
+    };
+    let ts = ms.iter().find_map(|m| match m.c.fit {
+        Fit::Shared { replicas } if replicas > 1 => Some(replicas),
+        _ => None,
+    });
+    Built {
+        nodes_min,
+        nodes_max,
+        cost,
+        // Restarts can make spot work need more node-hours than a month of the maximum.
+        cost_at_max: cost_at_max.max(cost),
+        usd_per_node_hour: rate,
+        waste,
+        mig_layout: layout,
+        mig_configs: configs,
+        ts_replicas: ts,
+        stranded,
+    }
+}
+
+/// AKS pools carry one MIG profile. Where workloads of one segment chose different profiles
+/// on the same SKU, region and capacity, run them all on the largest profile when that needs
+/// fewer nodes than separate pools.
+fn merge_aks_profiles(
+    groups: &mut BTreeMap<PoolKey, Vec<usize>>,
+    choices: &mut [Choice<'_, '_>],
+    catalog: &Catalog,
+    plan_hours: f64,
+) {
+    let mut families: BTreeMap<(Segment, String, String, Capacity), Vec<PoolKey>> = BTreeMap::new();
+    for key in groups.keys() {
+        if let FitKey::Mig(Some(_)) = &key.5 {
+            families
+                .entry((key.0, key.1.clone(), key.2.clone(), key.3))
+                .or_default()
+                .push(key.clone());
+        }
+    }
+    for keys in families.into_values().filter(|k| k.len() > 1) {
+        let members: Vec<usize> = keys.iter().flat_map(|k| groups[k].clone()).collect();
+        let separate: f64 = keys
+            .iter()
+            .map(|k| {
+                let ms: Vec<&Choice<'_, '_>> = groups[k].iter().map(|&i| &choices[i]).collect();
+                build(&ms, k.3, catalog, MigManager::Aks, plan_hours).cost
+            })
+            .sum();
+        // The largest profile (memory slices, then compute) holds every member.
+        let Some(big) = members
+            .iter()
+            .filter_map(|&i| match &choices[i].c.fit {
+                Fit::Mig { profile } => Some(profile.clone()),
+                _ => None,
+            })
+            .max_by_key(|p| (p.memory_slices, p.compute))
+        else {
+            continue;
+        };
+        let mut upsized: Vec<Choice<'_, '_>> = Vec::new();
+        for &i in &members {
+            let ch = &choices[i];
+            let mut c = ch.c.clone();
+            c.fit = Fit::Mig {
+                profile: big.clone(),
+            };
+            let (ca, ma) = candidate::allocatable(c.sku, catalog);
+            c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
+            upsized.push(Choice {
+                d: ch.d.clone(),
+                c,
+                rate: ch.rate.clone(),
+                all: Vec::new(),
+            });
+        }
+        let refs: Vec<&Choice<'_, '_>> = upsized.iter().collect();
+        let merged = build(&refs, keys[0].3, catalog, MigManager::Aks, plan_hours).cost;
+        if merged + 0.005 < separate {
+            for k in &keys {
+                groups.remove(k);
+            }
+            let key = (
+                keys[0].0,
+                keys[0].1.clone(),
+                keys[0].2.clone(),
+                keys[0].3,
+                Sharing::Mig,
+                FitKey::Mig(Some(big.name.clone())),
+            );
+            for (&i, up) in members.iter().zip(upsized) {
+                choices[i].c = up.c;
+            }
+            groups.insert(key, members);
+        }
+    }
+}
+
+fn describe(
+    plan: &Plan,
+    catalog: &Catalog,
+    key: &PoolKey,
+    ms: &[&Choice<'_, '_>],
+    b: &Built,
+    plan_hours: f64,
+    mm: MigManager,
+) -> RecPool {
+    let c = &ms[0].c;
+    let segment = key.0;
+    let sharing = match key.4 {
+        Sharing::TimeSlicing if ms.iter().all(|m| m.d.sharing == Sharing::Mps) => Sharing::Mps,
+        s => s,
+    };
+    let mut labels = IndexMap::new();
+    labels.insert("gpuplan.io/segment".to_owned(), segment.as_str().to_owned());
+    labels.insert("gpuplan.io/capacity".to_owned(), key.3.as_str().to_owned());
+    let mut taints = vec![format!(
+        "gpuplan.io/segment={}:NoSchedule",
+        segment.as_str()
+    )];
+    taints.push("nvidia.com/gpu=present:NoSchedule".to_owned());
+    if key.3 == Capacity::Spot {
+        taints.push(match plan.provider() {
+            Provider::Azure => "kubernetes.azure.com/scalesetpriority=spot:NoSchedule".to_owned(),
+            Provider::Aws => "gpuplan.io/spot=true:NoSchedule".to_owned(),
+        });
+    }
+    let gpu_mem_util = b.ts_replicas.map(|n| {
+        let h = catalog.assumptions.time_slicing_memory_headroom;
+        ((1.0 - h) / f64::from(n) * 100.0).floor() / 100.0
+    });
+    let why = why_line(plan, catalog, ms, b, key, plan_hours, mm, gpu_mem_util);
+    let per_node = c.sku.gpu_count;
+    let mut capacity_options = Vec::new();
+    if ms.iter().any(|m| m.d.w.user_facing()) && b.nodes_min > 0 {
+        capacity_options.push(CapacityOption {
+            capacity: Capacity::CapacityReservation.as_str(),
+            monthly_cost_usd: cents(f64::from(b.nodes_min) * c.on_demand * HOURS_PER_MONTH_BASE),
+            note: format!(
+                "reserve the floor of {} node(s) so a scale-up or node repair cannot stock out ({}); billed at the on-demand rate for every hour of the month whether used or not",
+                b.nodes_min,
+                match plan.provider() {
+                    Provider::Azure => "Azure capacity reservation group",
+                    Provider::Aws => "EC2 On-Demand Capacity Reservation",
+                },
+            ),
+        });
+    }
+    RecPool {
+        name: String::new(),
+        provider: plan.provider().as_str().to_owned(),
+        region: c.region.clone(),
+        sku: c.sku.name.clone(),
+        gpu_model: c.gpu.name.clone(),
+        gpus_per_node: per_node,
+        nodes: Nodes {
+            min: b.nodes_min,
+            max: b.nodes_max,
+        },
+        capacity: key.3.as_str(),
+        sharing: sharing.as_str(),
+        segment: segment.as_str(),
+        mig_layout: b.mig_layout.clone(),
+        mig_configs: if b.mig_layout.is_some() {
+            Vec::new()
+        } else {
+            b.mig_configs.clone()
+        },
+        time_slicing_replicas: b.ts_replicas,
+        gpu_memory_utilization: gpu_mem_util,
+        workloads: ms.iter().map(|m| m.d.name.to_owned()).collect(),
+        monthly_cost_usd: cents(b.cost),
+        monthly_cost_at_max_usd: cents(b.cost_at_max),
+        usd_per_node_hour: b.usd_per_node_hour,
+        spot_waste_factor: (key.3 == Capacity::Spot).then(|| (b.waste * 1000.0).round() / 1000.0),
+        gpus: Nodes {
+            min: b.nodes_min * per_node,
+            max: b.nodes_max * per_node,
+        },
+        stranded: b.stranded.clone(),
+        labels,
+        taints,
+        why,
+        considered: Vec::new(),
+        capacity_options,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn why_line(
+    plan: &Plan,
+    catalog: &Catalog,
+    ms: &[&Choice<'_, '_>],
+    b: &Built,
+    key: &PoolKey,
+    plan_hours: f64,
+    mm: MigManager,
+    gpu_mem_util: Option<f64>,
+) -> String {
+    use crate::engine::cost::rate as r;
+    let c = &ms[0].c;
+    let n_candidates: usize = ms.iter().map(|m| m.all.len()).max().unwrap_or(0);
+    let mut parts = vec![format!(
+        "cheapest expected cost of {n_candidates} SKU/region candidates that fit: {} x {} per node at {}/h in {}",
+        c.sku.gpu_count,
+        c.gpu.name,
+        r(c.on_demand),
+        c.region
+    )];
+    match &c.fit {
+        Fit::Mig { profile } => parts.push(match mm {
+            MigManager::Aks => format!(
+                "MIG `{}` on every GPU (mig_manager = aks: one profile per pool)",
+                profile.name
+            ),
+            MigManager::GpuOperator => format!(
+                "MIG layouts packed optimally (mig_manager = gpu-operator): {} GPU(s){}",
+                b.nodes_max * c.sku.gpu_count,
+                b.stranded
+                    .as_ref()
+                    .map(|s| format!(
+                        ", {} compute slice(s) stranded",
+                        s.mig_compute_slices
+                    ))
+                    .unwrap_or_default()
+            ),
+        }),
+        Fit::Shared { replicas } if *replicas > 1 => parts.push(format!(
+            "{} time-sliced replicas per GPU (compute share and memory); each server caps memory at {} so the caps add up to {} of the card",
+            replicas,
+            gpu_mem_util.map_or("-".into(), crate::rules::num),
+            crate::rules::num(1.0 - catalog.assumptions.time_slicing_memory_headroom)
+        )),
+        Fit::Server { .. } => parts.push(
+            "one server process hosts the shares of a GPU; the device plugin sees whole GPUs".into(),
+        ),
+        _ => {}
+    }
+    if ms.iter().any(|m| m.d.gang > 1) {
+        parts.push(format!(
+            "gangs take whole nodes; the pool holds the largest gang ({} nodes)",
+            ms.iter().map(|m| m.d.gang).max().unwrap_or(1)
+        ));
+    }
+    let cap = key.3;
+    let spot_detail = |m: &Choice<'_, '_>| -> String {
+        match &m.c.spot {
+            Some(q) => {
+                let a = &q.assessment;
+                let band = a
+                    .band
+                    .as_ref()
+                    .map_or("unknown".to_owned(), |b| b.label.clone());
+                match (&q.effective, a.economics, a.break_even) {
+                    (Ok(_), Some(e), Some(be)) => format!(
+                        "spot waste {:.4}x paid per useful hour vs break-even {:.2}x (on-demand {} / spot {}; band {band} = {}% of nodes a month, gang {}, checkpoint {} min, restart {} min{})",
+                        e.waste_factor,
+                        be,
+                        r(a.on_demand.unwrap_or(0.0)),
+                        r(a.spot.unwrap_or(0.0)),
+                        crate::rules::num(a.monthly_interruption.unwrap_or(0.0) * 100.0),
+                        m.d.gang,
+                        crate::rules::num(a.checkpoint_minutes.unwrap_or(0.0)),
+                        crate::rules::num(a.restart_minutes),
+                        if a.restart_is_default { ", default" } else { "" }
+                    ),
+                    (Ok(eff), _, Some(be)) => format!(
+                        "spot {}/useful hour vs on-demand {} (break-even {:.2}x; band {band}; stateless: only the restart is lost)",
+                        r(*eff),
+                        r(a.on_demand.unwrap_or(0.0)),
+                        be
+                    ),
+                    (Err(why), _, _) => format!("spot not open: {why}"),
+                    _ => "spot not assessed".to_owned(),
+                }
+            }
+            None => "no spot price".to_owned(),
+        }
+    };
+    match cap {
+        Capacity::Spot => parts.push(format!("spot: {}", spot_detail(ms[0]))),
+        Capacity::OnDemand => {
+            let m = ms[0];
+            parts.push(format!("on-demand; {}", spot_detail(m)));
+            if m.c.reserved_1y.is_none() && m.c.reserved_3y.is_none() && b.nodes_min > 0 {
+                parts.push("no reserved price in the catalog (refresh live data)".into());
+            }
+        }
+        Capacity::Reserved1y | Capacity::Reserved3y => {
+            let m = ms[0];
+            parts.push(format!(
+                "{} for the floor of {} node(s): they run {} of {} h a month, above the reserved/on-demand price ratio {:.2}; nodes above the floor on-demand",
+                cap.as_str(),
+                b.nodes_min,
+                crate::rules::num(plan_hours),
+                crate::rules::num(HOURS_PER_MONTH_BASE),
+                m.rate.usd / m.c.on_demand
+            ));
+        }
+        Capacity::CapacityReservation => {}
+    }
+    let _ = plan;
+    parts.join("; ")
+}
+
+/// Other SKUs, regions and capacity types every workload of the pool could use, cheapest
+/// first, with their cost delta; and the capacity types that were closed, with why.
+fn alternatives(
+    ms: &[&Choice<'_, '_>],
+    key: &PoolKey,
+    chosen: &Built,
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+) -> Vec<Alternative> {
+    // (sku, region) every member has a candidate for.
+    let mut common: Vec<(String, String)> = ms[0]
+        .all
+        .iter()
+        .map(|c| (c.sku.name.clone(), c.region.clone()))
+        .collect();
+    common.retain(|(s, r)| {
+        ms.iter()
+            .all(|m| m.all.iter().any(|c| &c.sku.name == s && &c.region == r))
+    });
+    let mut options: Vec<(f64, String, String, Rate)> = Vec::new();
+    for (s, r) in &common {
+        let first = ms[0]
+            .all
+            .iter()
+            .find(|c| &c.sku.name == s && &c.region == r);
+        let Some(first) = first else { continue };
+        for rate in first.rates(&ms[0].d) {
+            if s == &key.1 && r == &key.2 && rate.capacity == key.3 {
+                continue;
+            }
+            // Every member must accept this capacity type here.
+            let mut est = 0.0;
+            let mut ok = true;
+            for m in ms {
+                let Some(c) = m.all.iter().find(|c| &c.sku.name == s && &c.region == r) else {
+                    ok = false;
+                    break;
+                };
+                match c
+                    .rates(&m.d)
+                    .into_iter()
+                    .find(|x| x.capacity == rate.capacity)
+                {
+                    Some(x) => est += estimate(&m.d, c, &x, plan_hours),
+                    None => ok = false,
+                }
+            }
+            if ok {
+                options.push((est, s.clone(), r.clone(), rate));
+            }
+        }
+    }
+    options.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut out = Vec::new();
+    for (_, s, r, rate) in options.into_iter().take(3) {
+        let members: Vec<Choice<'_, '_>> = ms
+            .iter()
+            .filter_map(|m| {
+                let c = m.all.iter().find(|c| c.sku.name == s && c.region == r)?;
+                let rt = c
+                    .rates(&m.d)
+                    .into_iter()
+                    .find(|x| x.capacity == rate.capacity)?;
+                Some(Choice {
+                    d: m.d.clone(),
+                    c: c.clone(),
+                    rate: rt,
+                    all: Vec::new(),
+                })
+            })
+            .collect();
+        let refs: Vec<&Choice<'_, '_>> = members.iter().collect();
+        let b = build(&refs, rate.capacity, catalog, mm, plan_hours);
+        out.push(Alternative {
+            sku: s,
+            region: r,
+            capacity: rate.capacity.as_str(),
+            monthly_cost_usd: Some(cents(b.cost)),
+            delta_usd: Some(cents(b.cost - chosen.cost)),
+            note: format!("{} node(s) at peak", b.nodes_max),
+        });
+    }
+    // Spot that was not open, once per pool.
+    if key.3 != Capacity::Spot {
+        if let Some(why) = ms.iter().find_map(|m| match &m.c.spot {
+            Some(q) => q.effective.as_ref().err().cloned(),
+            None => None,
+        }) {
+            out.push(Alternative {
+                sku: key.1.clone(),
+                region: key.2.clone(),
+                capacity: Capacity::Spot.as_str(),
+                monthly_cost_usd: None,
+                delta_usd: None,
+                note: format!("not considered: {why}"),
+            });
+        }
+    }
+    out
+}
+
+/// DNS-1123 names from what a pool is: segment, GPU, sharing, capacity; numbered on clashes.
+fn name_pools(pools: &mut [RecPool], workload_pool: &mut IndexMap<String, (String, f64)>) {
+    let regions: std::collections::BTreeSet<&str> =
+        pools.iter().map(|p| p.region.as_str()).collect();
+    let multi_region = regions.len() > 1;
+    let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+    let mut renames = Vec::new();
+    for p in pools.iter_mut() {
+        let gpu: String = p
+            .gpu_model
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let mut name = format!("{}-{}-{}", p.segment, gpu, p.sharing);
+        if p.capacity == "spot" {
+            name.push_str("-spot");
+        }
+        if multi_region {
+            name.push('-');
+            name.push_str(&p.region);
+        }
+        let mut name: String = name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        name.truncate(60);
+        let name_trim = name.trim_matches('-').to_owned();
+        let n = seen.entry(name_trim.clone()).or_insert(0);
+        *n += 1;
+        let final_name = if *n > 1 {
+            format!("{name_trim}-{n}")
+        } else {
+            name_trim
+        };
+        renames.push((p.workloads.clone(), final_name.clone()));
+        p.name = final_name;
+    }
+    for (ws, name) in renames {
+        for w in ws {
+            if let Some(e) = workload_pool.get_mut(&w) {
+                e.0 = name.clone();
+            }
+        }
+    }
+}
+
+fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
+    let mut need: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for p in pools {
+        let Some(sku) = catalog.sku(plan.provider(), &p.sku) else {
+            continue;
+        };
+        let family = if p.capacity == "spot" {
+            sku.spot_quota().to_owned()
+        } else {
+            sku.quota_family.clone()
+        };
+        *need.entry((p.region.clone(), family)).or_default() +=
+            f64::from(p.nodes.max) * f64::from(sku.vcpus);
+    }
+    let mut out = Vec::new();
+    for ((region, family), vcpus) in need {
+        if let Some(q) = plan
+            .raw
+            .quota
+            .iter()
+            .find(|q| q.region.get() == &region && q.family.get() == &family)
+        {
+            if vcpus > *q.vcpus.get() {
+                out.push(Finding {
+                    rule: "GP014",
+                    severity: "error",
+                    message: format!(
+                        "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {}: request more quota or lower the peaks",
+                        crate::rules::num(vcpus),
+                        crate::rules::num(*q.vcpus.get())
+                    ),
+                    workload: None,
+                    pool: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Today's declared pools against the recommendation.
+fn compare(
+    plan: &Plan,
+    catalog: &Catalog,
+    pools: &[RecPool],
+    recommended: f64,
+    plan_hours: f64,
+) -> Option<Comparison> {
+    if plan.pools().is_empty() {
+        return None;
+    }
+    let mut today = 0.0;
+    let mut changes = Vec::new();
+    for p in plan.pools() {
+        let burst_hours = plan
+            .pool_workloads(p)
+            .map(|w| {
+                w.hours_per_month
+                    .as_ref()
+                    .map_or(plan_hours, |h| *h.get())
+                    .min(plan_hours)
+            })
+            .fold(0.0, f64::max);
+        let price = crate::engine::cost::node_hour(
+            catalog,
+            plan.provider(),
+            p.sku.get(),
+            p.region.get(),
+            p.capacity(),
+        );
+        let n = p.nodes();
+        let cost = price.as_ref().map(|h| {
+            let (min, max) = (n.min().max(0) as f64, n.max().max(0) as f64);
+            h.usd * (min * plan_hours + (max - min) * burst_hours)
+        });
+        today += cost.unwrap_or(0.0);
+        let mut moves: Vec<String> = Vec::new();
+        for w in &p.workloads {
+            if let Some(rp) = pools.iter().find(|rp| rp.workloads.contains(w.get())) {
+                if !moves.contains(&rp.name) {
+                    moves.push(rp.name.clone());
+                }
+            }
+        }
+        let note = match (&cost, moves.is_empty()) {
+            (None, _) => format!(
+                "no price for `{}` in {} in the catalog",
+                p.sku.get(),
+                p.region.get()
+            ),
+            (Some(_), true) => "no workload needs it: delete the pool".to_owned(),
+            (Some(_), false) => format!(
+                "its workloads move to {}",
+                moves
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        changes.push(Change {
+            declared_pool: p.name.get().clone(),
+            today_monthly_cost_usd: cost.map(cents),
+            moves_to: moves,
+            note,
+        });
+    }
+    Some(Comparison {
+        today_monthly_cost_usd: cents(today),
+        recommended_monthly_cost_usd: cents(recommended),
+        saving_usd: cents(today - recommended),
+        changes,
+    })
+}
+
+/// The constraint names, for documentation and tests.
+pub fn constraint_names() -> Vec<&'static str> {
+    [
+        Constraint::SkuAllowList,
+        Constraint::GpuModelAllowList,
+        Constraint::Region,
+        Constraint::GpusPerNode,
+        Constraint::Mig,
+        Constraint::GpuMemory,
+        Constraint::HostCpu,
+        Constraint::HostMemory,
+        Constraint::Interconnect,
+        Constraint::Quota,
+    ]
+    .iter()
+    .map(|c| c.as_str())
+    .collect()
+}

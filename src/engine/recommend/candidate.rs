@@ -1,0 +1,511 @@
+//! Which SKU and region can run a workload, how much of a node one replica takes there, and
+//! what each capacity type would cost. A SKU that cannot run it is rejected with the
+//! constraint that failed, so an unsatisfiable plan says why.
+
+use serde::Serialize;
+
+use super::demand::Demand;
+use crate::catalog::{Catalog, GpuModel, InterNode, MigProfile, Sku};
+use crate::engine::spot;
+use crate::plan::raw::{Capacity, Kind, Sharing};
+use crate::plan::Plan;
+
+/// The constraints a SKU is held to, in the order they are tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Constraint {
+    SkuAllowList,
+    GpuModelAllowList,
+    Region,
+    GpusPerNode,
+    Mig,
+    GpuMemory,
+    HostCpu,
+    HostMemory,
+    Interconnect,
+    Quota,
+}
+
+impl Constraint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Constraint::SkuAllowList => "sku allow-list",
+            Constraint::GpuModelAllowList => "gpu model allow-list",
+            Constraint::Region => "region",
+            Constraint::GpusPerNode => "gpus per node",
+            Constraint::Mig => "mig",
+            Constraint::GpuMemory => "gpu memory",
+            Constraint::HostCpu => "host cpu",
+            Constraint::HostMemory => "host memory",
+            Constraint::Interconnect => "interconnect",
+            Constraint::Quota => "quota",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Rejection {
+    pub constraint: Constraint,
+    pub detail: String,
+}
+
+/// How a replica sits on a GPU of this SKU.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fit {
+    /// `gpus` whole GPUs per replica.
+    Whole { gpus: u32 },
+    /// One MIG instance of this profile.
+    Mig { profile: MigProfile },
+    /// One of `replicas` equal time-sliced (or MPS) shares of a GPU.
+    Shared { replicas: u32 },
+    /// A share of one GPU inside a server process that hosts several models.
+    Server { share: f64 },
+}
+
+/// A capacity type with its price per node-hour and, for spot, the restart arithmetic.
+#[derive(Debug, Clone)]
+pub struct Rate {
+    pub capacity: Capacity,
+    /// Price per node-hour.
+    pub usd: f64,
+    /// Paid hours per useful hour (spot restarts); 1 otherwise.
+    pub waste: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Candidate<'c> {
+    pub sku: &'c Sku,
+    pub gpu: &'c GpuModel,
+    pub region: String,
+    /// Position of the region in the plan's preference order.
+    pub region_rank: usize,
+    pub fit: Fit,
+    /// Share of one node a replica takes (the most of GPU, vCPU and RAM); a gang member
+    /// takes a whole node.
+    pub node_share: f64,
+    pub on_demand: f64,
+    pub spot: Option<SpotQuote>,
+    pub reserved_1y: Option<f64>,
+    pub reserved_3y: Option<f64>,
+}
+
+/// Spot for one workload on one SKU and region, or why it is not an option.
+#[derive(Debug, Clone)]
+pub struct SpotQuote {
+    pub assessment: spot::Assessment,
+    /// Expected spot cost per useful node-hour (price x waste), when known.
+    pub effective: Result<f64, String>,
+}
+
+/// Allocatable vCPUs and RAM of a node.
+pub fn allocatable(sku: &Sku, catalog: &Catalog) -> (f64, f64) {
+    let a = &catalog.assumptions;
+    (
+        f64::from(sku.vcpus) * a.allocatable_cpu_share,
+        sku.memory_gib * a.allocatable_memory_share,
+    )
+}
+
+/// The smallest MIG profile that holds a replica's memory and compute share (media-engine
+/// variants are left to plans that ask for them by name).
+pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>) -> Option<&'g MigProfile> {
+    let mig = gpu.mig.as_ref()?;
+    let compute_need = if d.gpus >= 1 && d.share >= 1.0 {
+        f64::from(mig.compute_slices)
+    } else {
+        d.share * f64::from(mig.compute_slices)
+    };
+    mig.profiles
+        .iter()
+        .filter(|p| !p.name.contains('+') && !p.name.contains("-me"))
+        .filter(|p| d.memory_need.is_none_or(|m| p.memory_gib + 1e-9 >= m))
+        .filter(|p| f64::from(p.compute) + 1e-9 >= compute_need)
+        .min_by(|a, b| {
+            (a.memory_slices, a.compute)
+                .cmp(&(b.memory_slices, b.compute))
+                .then(a.name.cmp(&b.name))
+        })
+}
+
+/// Equal shares per GPU that keep each replica's compute share and memory.
+pub fn shared_replicas(gpu: &GpuModel, d: &Demand<'_>, headroom: f64) -> u32 {
+    let by_compute = (1.0 / d.share.max(1e-6) + 1e-9).floor();
+    let by_memory = d.memory_need.map_or(f64::INFINITY, |m| {
+        ((1.0 - headroom) * gpu.memory_gib / m.max(1e-6)).floor()
+    });
+    by_compute.min(by_memory).clamp(1.0, 1024.0) as u32
+}
+
+/// Every (SKU, region) that can run `d`, or the rejections when none can.
+pub fn candidates<'c>(
+    plan: &Plan,
+    catalog: &'c Catalog,
+    d: &Demand<'_>,
+) -> Result<Vec<Candidate<'c>>, Vec<Rejection>> {
+    let Some(pc) = catalog.provider(plan.provider()) else {
+        return Err(vec![Rejection {
+            constraint: Constraint::Region,
+            detail: format!("the catalog has no data for {}", plan.provider()),
+        }]);
+    };
+    let regions: Vec<&str> = plan.regions().collect();
+    let mut out = Vec::new();
+    let mut rejected = Vec::new();
+    for sku in pc.skus.values() {
+        let Some(gpu) = catalog.sku_gpu(sku) else {
+            continue;
+        };
+        // Retired sizes, partitioned GPUs, Arm hosts (arm64 images) and accelerators without
+        // the NVIDIA device plugin are never proposed unless the plan names them.
+        let named =
+            d.w.skus
+                .as_ref()
+                .is_some_and(|l| l.iter().any(|s| s.get() == &sku.name))
+                || d.w.gpu_models.as_ref().is_some_and(|l| {
+                    l.iter()
+                        .any(|m| catalog.gpu(m.get()).is_some_and(|g| g.name == gpu.name))
+                });
+        if !named && (sku.retired || sku.arm64 || sku.gpu_partition < 1.0 || !gpu.is_nvidia()) {
+            continue;
+        }
+        for (rank, region) in regions.iter().enumerate() {
+            match candidate(plan, catalog, d, sku, gpu, region) {
+                Ok(mut c) => {
+                    c.region_rank = rank;
+                    out.push(c);
+                }
+                Err(r) => rejected.push(r),
+            }
+        }
+    }
+    if out.is_empty() {
+        Err(rejected)
+    } else {
+        Ok(out)
+    }
+}
+
+fn reject(constraint: Constraint, detail: String) -> Rejection {
+    Rejection { constraint, detail }
+}
+
+fn candidate<'c>(
+    plan: &Plan,
+    catalog: &'c Catalog,
+    d: &Demand<'_>,
+    sku: &'c Sku,
+    gpu: &'c GpuModel,
+    region: &str,
+) -> Result<Candidate<'c>, Rejection> {
+    let w = d.w;
+    if let Some(list) = &w.skus {
+        if !list.iter().any(|s| s.get() == &sku.name) {
+            return Err(reject(
+                Constraint::SkuAllowList,
+                format!("`{}` is not in the workload's `skus`", sku.name),
+            ));
+        }
+    }
+    if let Some(list) = &w.gpu_models {
+        if !list
+            .iter()
+            .any(|m| catalog.gpu(m.get()).is_some_and(|g| g.name == gpu.name))
+        {
+            return Err(reject(
+                Constraint::GpuModelAllowList,
+                format!("{} is not in the workload's `gpu_models`", gpu.name),
+            ));
+        }
+    }
+    let pc = catalog.provider(plan.provider());
+    let prices = pc.and_then(|p| p.price(&sku.name, region));
+    let Some(on_demand) = prices
+        .and_then(|p| p.on_demand.as_ref())
+        .map(|p| p.usd_per_hour)
+    else {
+        return Err(reject(
+            Constraint::Region,
+            format!("`{}` has no price in {region} in the catalog", sku.name),
+        ));
+    };
+    let per_node = sku.gpu_count;
+    if d.gpus > per_node {
+        return Err(reject(
+            Constraint::GpusPerNode,
+            format!(
+                "a replica needs {} GPUs on one node and `{}` has {per_node}",
+                d.gpus, sku.name
+            ),
+        ));
+    }
+    let headroom = catalog.assumptions.time_slicing_memory_headroom;
+    let fit = match d.sharing {
+        Sharing::Mig => {
+            if gpu.mig.is_none() {
+                return Err(reject(Constraint::Mig, format!("{} has no MIG", gpu.name)));
+            }
+            match mig_profile(gpu, d) {
+                Some(p) => Fit::Mig { profile: p.clone() },
+                None => {
+                    return Err(reject(
+                        Constraint::GpuMemory,
+                        format!(
+                            "no MIG profile of {} holds {} GiB",
+                            gpu.name,
+                            crate::rules::num(d.memory_need.unwrap_or(0.0))
+                        ),
+                    ))
+                }
+            }
+        }
+        Sharing::TimeSlicing | Sharing::Mps if d.gpus <= 1 => {
+            if let Some(m) = d.memory_need {
+                if m > gpu.memory_gib * (1.0 - headroom) {
+                    return Err(reject(
+                        Constraint::GpuMemory,
+                        format!(
+                            "a replica needs {} GiB and one {} has {} GiB",
+                            crate::rules::num(m),
+                            gpu.name,
+                            gpu.memory_gib
+                        ),
+                    ));
+                }
+            }
+            Fit::Shared {
+                replicas: shared_replicas(gpu, d, headroom),
+            }
+        }
+        Sharing::SharedServer if d.gpus <= 1 => {
+            let mem_share = d.memory_need.map_or(0.0, |m| m / gpu.memory_gib);
+            if mem_share > 1.0 {
+                return Err(reject(
+                    Constraint::GpuMemory,
+                    format!(
+                        "a replica needs {} GiB and one {} has {} GiB",
+                        crate::rules::num(d.memory_need.unwrap_or(0.0)),
+                        gpu.name,
+                        gpu.memory_gib
+                    ),
+                ));
+            }
+            Fit::Server {
+                share: d.share.min(1.0).max(mem_share),
+            }
+        }
+        _ => {
+            let n = d.gpus.max(1);
+            if let Some(m) = d.memory_need {
+                if m > gpu.memory_gib * f64::from(n) {
+                    return Err(reject(
+                        Constraint::GpuMemory,
+                        format!(
+                            "a replica needs {} GiB and {n} x {} have {} GiB",
+                            crate::rules::num(m),
+                            gpu.name,
+                            gpu.memory_gib * f64::from(n)
+                        ),
+                    ));
+                }
+            }
+            Fit::Whole { gpus: n }
+        }
+    };
+    let (cpu_alloc, mem_alloc) = allocatable(sku, catalog);
+    if d.cpu > cpu_alloc {
+        return Err(reject(
+            Constraint::HostCpu,
+            format!(
+                "a replica needs {} vCPUs and `{}` has {} allocatable",
+                crate::rules::num(d.cpu),
+                sku.name,
+                crate::rules::num(cpu_alloc)
+            ),
+        ));
+    }
+    if d.memory_gib > mem_alloc {
+        return Err(reject(
+            Constraint::HostMemory,
+            format!(
+                "a replica needs {} GiB of RAM and `{}` has {} allocatable",
+                crate::rules::num(d.memory_gib),
+                sku.name,
+                crate::rules::num(mem_alloc)
+            ),
+        ));
+    }
+    if d.gang > 1
+        && w.kind() == Kind::Training
+        && (!sku.nvlink || sku.inter_node == InterNode::None)
+    {
+        return Err(reject(
+            Constraint::Interconnect,
+            format!(
+                "a {}-node gang needs NVLink and InfiniBand/EFA; `{}` has {}",
+                d.gang,
+                sku.name,
+                match (sku.nvlink, sku.inter_node) {
+                    (false, InterNode::None) => "neither".to_owned(),
+                    (true, _) => "NVLink only".to_owned(),
+                    (false, i) => format!("{} but no NVLink", i.as_str()),
+                }
+            ),
+        ));
+    }
+    let node_share = node_share(&fit, sku, gpu, d, cpu_alloc, mem_alloc);
+    // A workload that alone needs more on-demand vCPUs than a known quota cannot be placed
+    // there; when spot is open to it, the separate spot quota may still hold it.
+    let peak_nodes = (node_share * f64::from(d.peak)).ceil();
+    let family = &sku.quota_family;
+    if let Some(q) = plan
+        .raw
+        .quota
+        .iter()
+        .find(|q| q.region.get() == region && q.family.get() == family)
+    {
+        let need = peak_nodes * f64::from(sku.vcpus);
+        if need > *q.vcpus.get() && d.spot_closed.is_some() {
+            return Err(reject(
+                Constraint::Quota,
+                format!(
+                    "{} vCPUs of `{family}` needed in {region}, quota {}",
+                    crate::rules::num(need),
+                    crate::rules::num(*q.vcpus.get())
+                ),
+            ));
+        }
+    }
+    let spot = prices.map(|p| spot_quote(catalog, plan, d, sku, region, p.spot.is_some()));
+    Ok(Candidate {
+        sku,
+        gpu,
+        region: region.to_owned(),
+        region_rank: 0,
+        fit,
+        node_share,
+        on_demand,
+        spot,
+        reserved_1y: prices
+            .and_then(|p| p.reserved_1y.as_ref())
+            .map(|p| p.usd_per_hour),
+        reserved_3y: prices
+            .and_then(|p| p.reserved_3y.as_ref())
+            .map(|p| p.usd_per_hour),
+    })
+}
+
+/// The share of a node one replica takes: its GPUs (or slice, or share), vCPUs or RAM,
+/// whichever is largest. Gang members each take a whole node.
+pub fn node_share(
+    fit: &Fit,
+    sku: &Sku,
+    gpu: &GpuModel,
+    d: &Demand<'_>,
+    cpu_alloc: f64,
+    mem_alloc: f64,
+) -> f64 {
+    if d.gang > 1 {
+        return 1.0;
+    }
+    let per_node = f64::from(sku.gpu_count.max(1));
+    let gpu = match fit {
+        Fit::Whole { gpus } => f64::from(*gpus) / per_node,
+        Fit::Mig { profile } => {
+            // The bound a perfect packing reaches: compute or memory slices, whichever binds.
+            let (c, m) = gpu.mig.as_ref().map_or((7.0, 8.0), |s| {
+                (f64::from(s.compute_slices), f64::from(s.memory_slices))
+            });
+            (f64::from(profile.compute) / c)
+                .max(f64::from(profile.memory_slices) / m)
+                .min(1.0)
+                / per_node
+        }
+        Fit::Shared { replicas } => 1.0 / (f64::from(*replicas) * per_node),
+        Fit::Server { share } => share / per_node,
+    };
+    let cpu = if cpu_alloc > 0.0 {
+        d.cpu / cpu_alloc
+    } else {
+        0.0
+    };
+    let mem = if mem_alloc > 0.0 {
+        d.memory_gib / mem_alloc
+    } else {
+        0.0
+    };
+    gpu.max(cpu).max(mem)
+}
+
+fn spot_quote(
+    catalog: &Catalog,
+    plan: &Plan,
+    d: &Demand<'_>,
+    sku: &Sku,
+    region: &str,
+    has_price: bool,
+) -> SpotQuote {
+    let assessment = spot::assess(catalog, plan.provider(), d.w, &sku.name, region);
+    let effective = if let Some(why) = &d.spot_closed {
+        Err(why.clone())
+    } else if !has_price {
+        Err(format!("no spot price for `{}` in {region}", sku.name))
+    } else {
+        match (assessment.spot, assessment.monthly_interruption) {
+            (Some(price), Some(p)) => {
+                // Stateless work loses only the restart; checkpointed work also the part of
+                // an interval since the last checkpoint.
+                let c = d.checkpoint_minutes.unwrap_or(1.0);
+                let e = spot::economics(p, d.gang, c, assessment.restart_minutes);
+                Ok(price * e.waste_factor)
+            }
+            (_, None) => Err(format!(
+                "the eviction band of `{}` in {region} is unknown (refresh live data)",
+                sku.name
+            )),
+            (None, _) => Err(format!("no spot price for `{}` in {region}", sku.name)),
+        }
+    };
+    SpotQuote {
+        assessment,
+        effective,
+    }
+}
+
+impl Candidate<'_> {
+    /// The capacity types open to this workload here, each with its node-hour price.
+    pub fn rates(&self, d: &Demand<'_>) -> Vec<Rate> {
+        let mut out = vec![Rate {
+            capacity: Capacity::OnDemand,
+            usd: self.on_demand,
+            waste: 1.0,
+        }];
+        if let Some(SpotQuote {
+            effective: Ok(eff),
+            assessment,
+        }) = &self.spot
+        {
+            if let Some(price) = assessment.spot {
+                out.push(Rate {
+                    capacity: Capacity::Spot,
+                    usd: price,
+                    waste: eff / price,
+                });
+            }
+        }
+        if d.floor > 0 {
+            for (cap, r) in [
+                (Capacity::Reserved1y, self.reserved_1y),
+                (Capacity::Reserved3y, self.reserved_3y),
+            ] {
+                if let Some(usd) = r {
+                    out.push(Rate {
+                        capacity: cap,
+                        usd,
+                        waste: 1.0,
+                    });
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,166 @@
+//! What each workload asks of the fleet, in the recommender's terms: its segment (which pools
+//! it may share), the shape of one replica, its warm floor and peak, and whether spot is open
+//! to it.
+
+use serde::Serialize;
+
+use crate::catalog::Catalog;
+use crate::plan::raw::{Kind, Sharing, Sp, Workload};
+use crate::plan::Plan;
+
+/// Which workloads may share a node pool. Training stays apart from inference, and what a
+/// person waits on stays apart from queued work, through taints on the pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Segment {
+    /// User-facing inference.
+    Serving,
+    /// Inference nobody waits on (offline, internal).
+    Inference,
+    /// Notebooks and other interactive, user-facing non-inference work.
+    Interactive,
+    Training,
+    /// Batch jobs and evaluations.
+    Batch,
+}
+
+impl Segment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Segment::Serving => "serving",
+            Segment::Inference => "inference",
+            Segment::Interactive => "interactive",
+            Segment::Training => "training",
+            Segment::Batch => "batch",
+        }
+    }
+
+    pub fn of(w: &Workload) -> Segment {
+        match (w.kind(), w.user_facing()) {
+            (Kind::Training, _) => Segment::Training,
+            (Kind::Inference, true) => Segment::Serving,
+            (Kind::Inference, false) => Segment::Inference,
+            (Kind::Notebook, _) | (_, true) => Segment::Interactive,
+            (Kind::Batch | Kind::Evaluation, false) => Segment::Batch,
+        }
+    }
+}
+
+/// One workload's demand.
+#[derive(Debug, Clone)]
+pub struct Demand<'p> {
+    pub w: &'p Sp<Workload>,
+    pub name: &'p str,
+    pub team: &'p str,
+    pub segment: Segment,
+    pub sharing: Sharing,
+    /// Whole GPUs per replica (0 when the replica takes a share of one GPU).
+    pub gpus: u32,
+    /// GPU compute per replica: whole GPUs, or the share of one.
+    pub share: f64,
+    /// GPU memory one replica needs, GiB, when known.
+    pub memory_need: Option<f64>,
+    pub cpu: f64,
+    pub memory_gib: f64,
+    /// Gang size: replicas that start together, one per node.
+    pub gang: u32,
+    /// Replicas kept warm all month (the pool's minimum covers them).
+    pub floor: u32,
+    /// Replicas at peak.
+    pub peak: u32,
+    /// Hours a month the replicas above the floor run.
+    pub hours: f64,
+    /// Why spot capacity is closed to this workload, if it is.
+    pub spot_closed: Option<String>,
+    /// Minutes of work lost per interruption besides the restart (half a checkpoint interval
+    /// is the expectation; the spot model integrates it). `None` for stateless work.
+    pub checkpoint_minutes: Option<f64>,
+}
+
+impl Demand<'_> {
+    /// Replica-hours a month: the floor all month, the rest for the workload's hours.
+    pub fn replica_hours(&self, plan_hours: f64) -> f64 {
+        f64::from(self.floor) * plan_hours + f64::from(self.peak - self.floor) * self.hours
+    }
+}
+
+pub fn demands<'p>(plan: &'p Plan, catalog: &Catalog) -> Vec<Demand<'p>> {
+    plan.workloads()
+        .iter()
+        .map(|w| demand(plan, catalog, w))
+        .collect()
+}
+
+fn demand<'p>(plan: &'p Plan, _catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<'p> {
+    let plan_hours = plan.hours_per_month();
+    let hours = w
+        .hours_per_month
+        .as_ref()
+        .map_or(plan_hours, |h| *h.get())
+        .min(plan_hours);
+    let r = w.replicas();
+    let peak = u32::try_from(r.max().max(0)).unwrap_or(u32::MAX);
+    let kind = w.kind();
+    // Queued work may drop to nothing between jobs; so may anything marked scale_to_zero or
+    // that does not run all month. A person waiting on it keeps one replica warm regardless.
+    let mut floor = if matches!(kind, Kind::Batch | Kind::Evaluation)
+        || w.scale_to_zero()
+        || hours < plan_hours
+    {
+        0
+    } else {
+        u32::try_from(r.min().max(0)).unwrap_or(0)
+    };
+    if w.user_facing() {
+        floor = floor.max(1);
+    }
+    let floor = floor.min(peak);
+    let sharing = w.sharing();
+    let gpus = u32::try_from(w.gpus().max(0)).unwrap_or(0);
+    let share = match (&w.gpu_fraction, sharing) {
+        (Some(f), _) => *f.get(),
+        // A whole-GPU replica that agrees to time-share lends what it does not use.
+        (None, Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer) if gpus <= 1 => {
+            w.utilization().unwrap_or(1.0).clamp(0.01, 1.0)
+        }
+        _ => f64::from(gpus.max(1)),
+    };
+    let checkpoint = w.checkpoint_minutes.as_ref().map(|c| *c.get());
+    let spot_closed = if w.user_facing() {
+        Some(format!(
+            "`{}` is user-facing: an interruption is an outage",
+            w.name.get()
+        ))
+    } else if !w.interruptible() {
+        Some(format!("`{}` is not `interruptible`", w.name.get()))
+    } else if checkpoint.is_none() && matches!(kind, Kind::Training | Kind::Batch) {
+        Some(format!(
+            "`{}` has no `checkpoint_minutes`: an interruption loses all its work",
+            w.name.get()
+        ))
+    } else {
+        None
+    };
+    Demand {
+        w,
+        name: w.name.get(),
+        team: w.team.get(),
+        segment: Segment::of(w),
+        sharing,
+        gpus: if w.gpu_fraction.is_some() && w.gpus.is_none() {
+            0
+        } else {
+            gpus.max(1)
+        },
+        share,
+        memory_need: w.memory_need_gib(),
+        cpu: w.cpu.as_ref().map_or(0.0, |c| *c.get()),
+        memory_gib: w.memory_gib.as_ref().map_or(0.0, |m| *m.get()),
+        gang: u32::try_from(w.gang().max(1)).unwrap_or(1),
+        floor,
+        peak,
+        hours,
+        spot_closed,
+        checkpoint_minutes: checkpoint,
+    }
+}
