@@ -108,6 +108,8 @@ pub struct Stranded {
     pub mig_memory_slices: u32,
     /// Time-sliced shares or whole GPUs nothing is placed on.
     pub gpu_units: u32,
+    /// MIG instances configured (AKS creates all a profile allows) that no replica uses.
+    pub mig_unused_instances: u32,
     pub optimal_packing: bool,
     pub packing_lower_bound_gpus: Option<u32>,
 }
@@ -472,12 +474,13 @@ fn explain_rejections(
             ),
         };
     };
-    let examples: Vec<&str> = rejections
-        .iter()
-        .filter(|r| r.constraint == constraint)
-        .map(|r| r.detail.as_str())
-        .take(2)
-        .collect();
+    let mut examples: Vec<&str> = Vec::new();
+    for r in rejections.iter().filter(|r| r.constraint == constraint) {
+        if !examples.contains(&r.detail.as_str()) {
+            examples.push(&r.detail);
+        }
+    }
+    examples.truncate(3);
     Unsatisfied {
         workload: d.name.to_owned(),
         constraint: constraint.as_str(),
@@ -669,10 +672,13 @@ fn nodes_for(
                         gpus: g,
                     })
                     .collect();
+                let configured: u32 = p.gpus.iter().flat_map(|l| l.values()).sum();
+                let used: u32 = demand.values().sum();
                 stranded = Some(Stranded {
                     mig_compute_slices: sc,
                     mig_memory_slices: sm,
                     gpu_units: free_units,
+                    mig_unused_instances: configured.saturating_sub(used),
                     optimal_packing: p.optimal,
                     packing_lower_bound_gpus: Some(p.lower_bound),
                 });
@@ -684,6 +690,7 @@ fn nodes_for(
             mig_compute_slices: 0,
             mig_memory_slices: 0,
             gpu_units: free_units,
+            mig_unused_instances: 0,
             optimal_packing: true,
             packing_lower_bound_gpus: None,
         });
@@ -725,12 +732,9 @@ fn uniform_packing(
     if per_gpu == 0 {
         return None;
     }
-    let full = n / per_gpu;
-    let rest = n % per_gpu;
-    let mut gpus = vec![IndexMap::from([(profile.clone(), per_gpu)]); full as usize];
-    if rest > 0 {
-        gpus.push(IndexMap::from([(profile.clone(), rest)]));
-    }
+    // AKS creates every instance the profile allows on each GPU; the ones no replica uses
+    // are stranded (counted by the caller).
+    let gpus = vec![IndexMap::from([(profile.clone(), per_gpu)]); n.div_ceil(per_gpu) as usize];
     Some(crate::mig::pack::Packing {
         lower_bound: n.div_ceil(per_gpu),
         gpus,
@@ -959,7 +963,7 @@ fn describe(
         monthly_cost_usd: cents(b.cost),
         monthly_cost_at_max_usd: cents(b.cost_at_max),
         usd_per_node_hour: b.usd_per_node_hour,
-        spot_waste_factor: (key.3 == Capacity::Spot).then(|| (b.waste * 1000.0).round() / 1000.0),
+        spot_waste_factor: (key.3 == Capacity::Spot).then(|| (b.waste * 1e6).round() / 1e6),
         gpus: Nodes {
             min: b.nodes_min * per_node,
             max: b.nodes_max * per_node,
@@ -1372,3 +1376,6 @@ pub fn constraint_names() -> Vec<&'static str> {
     .map(|c| c.as_str())
     .collect()
 }
+
+#[cfg(test)]
+mod tests;

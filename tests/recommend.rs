@@ -1,0 +1,186 @@
+//! `gpuplan recommend` as users run it: formats, exit codes, snapshots of the rendered answer.
+
+use assert_cmd::Command;
+
+fn gpuplan() -> Command {
+    let mut c = Command::cargo_bin("gpuplan").expect("binary");
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUPLAN_TODAY", "2026-12-02")
+        .env("NO_COLOR", "1")
+        .env_remove("GPUPLAN_CATALOG");
+    c
+}
+
+fn stdout(args: &[&str], code: i32) -> String {
+    let out = gpuplan()
+        .args(args)
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// Example plans and the exit code `recommend` gives them: mixed-estate is over budget and
+/// asks for a 70B model on one GPU, on purpose.
+const EXAMPLES: [(&str, i32); 4] = [
+    ("azure-inference", 0),
+    ("aws-training", 0),
+    ("mixed-estate", 1),
+    ("minimal", 0),
+];
+
+#[test]
+fn examples_render_in_every_format() {
+    for (name, code) in EXAMPLES {
+        let path = format!("plans/{name}.toml");
+        let human = stdout(&["recommend", &path], code);
+        insta::assert_snapshot!(format!("{name}_human"), human);
+        let md = stdout(&["recommend", "--format", "markdown", &path], code);
+        insta::assert_snapshot!(format!("{name}_markdown"), md);
+        let json = stdout(&["recommend", "--format", "json", &path], code);
+        let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+        insta::assert_json_snapshot!(format!("{name}_json"), v);
+    }
+}
+
+#[test]
+fn json_follows_the_contract() {
+    let json = stdout(
+        &[
+            "recommend",
+            "--format",
+            "json",
+            "plans/azure-inference.toml",
+        ],
+        0,
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["schema"], "gpuplan.recommendation/v1");
+    assert_eq!(v["plan"], "azure-inference");
+    assert!(v["total_monthly_cost_usd"].as_f64().is_some());
+    let pools = v["pools"].as_array().expect("pools");
+    assert!(!pools.is_empty());
+    for p in pools {
+        for key in [
+            "name",
+            "provider",
+            "region",
+            "sku",
+            "gpu_model",
+            "gpus_per_node",
+            "nodes",
+            "capacity",
+            "sharing",
+            "mig_layout",
+            "time_slicing_replicas",
+            "workloads",
+            "monthly_cost_usd",
+        ] {
+            assert!(p.get(key).is_some(), "pool lacks `{key}`: {p}");
+        }
+        assert!(p["nodes"]["min"].as_u64() <= p["nodes"]["max"].as_u64());
+    }
+    let sum: f64 = pools
+        .iter()
+        .map(|p| p["monthly_cost_usd"].as_f64().unwrap_or(0.0))
+        .sum();
+    let total = v["total_monthly_cost_usd"].as_f64().unwrap_or(0.0);
+    assert!((sum - total).abs() < 0.05, "{sum} vs {total}");
+    assert!(v["findings"].as_array().is_some());
+}
+
+#[test]
+fn same_input_same_bytes() {
+    let a = stdout(
+        &["recommend", "--format", "json", "plans/mixed-estate.toml"],
+        1,
+    );
+    let b = stdout(
+        &["recommend", "--format", "json", "plans/mixed-estate.toml"],
+        1,
+    );
+    assert_eq!(a, b);
+}
+
+#[test]
+fn unsatisfiable_plan_exits_1_and_names_the_constraint() {
+    let plan = r#"version = 1
+[plan]
+name = "too-big"
+owner = "o"
+provider = "aws"
+regions = ["us-east-1"]
+
+[[workload]]
+name = "giant"
+team = "t"
+kind = "inference"
+gpus = 1
+gpu_memory_gib = 400
+"#;
+    let out = gpuplan()
+        .args(["recommend", "-"])
+        .write_stdin(plan)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gpu memory"), "{err}");
+    assert!(err.contains("giant"), "{err}");
+}
+
+#[test]
+fn budget_below_the_recommendation_exits_1() {
+    let plan = r#"version = 1
+[plan]
+name = "tight"
+owner = "o"
+provider = "azure"
+regions = ["eastus"]
+monthly_budget = 100
+
+[[workload]]
+name = "api"
+team = "t"
+kind = "inference"
+user_facing = true
+"#;
+    let out = gpuplan()
+        .args(["recommend", "--format", "json", "-"])
+        .write_stdin(plan)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["findings"][0]["rule"], "GP017");
+}
+
+#[test]
+fn invalid_plan_exits_2_with_a_location() {
+    let out = gpuplan()
+        .args(["recommend", "-"])
+        .write_stdin(
+            "version = 1\n[plan]\nname = \"x\"\nowner = \"o\"\nprovider = \"gcp\"\nregions = []\n",
+        )
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("5:12") || err.contains(":5:"), "{err}");
+}
+
+#[test]
+fn verbose_reports_time_and_memory() {
+    let out = gpuplan()
+        .args(["recommend", "--verbose", "plans/minimal.toml"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("peak RSS"), "{err}");
+}
