@@ -16,6 +16,7 @@
 
 pub mod candidate;
 pub mod demand;
+mod improve;
 pub mod pack;
 
 use std::collections::BTreeMap;
@@ -253,6 +254,41 @@ fn cap_order(c: Capacity) -> u8 {
     }
 }
 
+/// The (candidate, rate) a choice holds, as an index into its candidates.
+fn pick_of(ch: &Choice<'_, '_>) -> (usize, Rate) {
+    let i = ch
+        .all
+        .iter()
+        .position(|c| c.sku.name == ch.c.sku.name && c.region == ch.c.region)
+        .unwrap_or(0);
+    (i, ch.rate.clone())
+}
+
+fn apply(choices: &mut [Choice<'_, '_>], picks: &[(usize, Rate)]) {
+    for (ch, (i, rate)) in choices.iter_mut().zip(picks) {
+        ch.c = ch.all[*i].clone();
+        ch.rate = rate.clone();
+    }
+}
+
+/// Workloads that chose the same SKU, region, capacity and sharing settings, and may share
+/// nodes, form one pool.
+fn group(choices: &[Choice<'_, '_>], mm: MigManager) -> BTreeMap<PoolKey, Vec<usize>> {
+    let mut groups: BTreeMap<PoolKey, Vec<usize>> = BTreeMap::new();
+    for (i, ch) in choices.iter().enumerate() {
+        let key = (
+            ch.d.segment,
+            ch.c.sku.name.clone(),
+            ch.c.region.clone(),
+            ch.rate.capacity,
+            pool_sharing(&ch.c.fit),
+            fit_key(&ch.c.fit, mm),
+        );
+        groups.entry(key).or_default().push(i);
+    }
+    groups
+}
+
 /// The sharing settings that split pools: the fit without the replica-specific parts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum FitKey {
@@ -307,19 +343,49 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
         }
     }
 
-    // Group into pools.
-    let mut groups: BTreeMap<PoolKey, Vec<usize>> = BTreeMap::new();
-    for (i, ch) in choices.iter().enumerate() {
-        let key = (
-            ch.d.segment,
-            ch.c.sku.name.clone(),
-            ch.c.region.clone(),
-            ch.rate.capacity,
-            pool_sharing(&ch.c.fit),
-            fit_key(&ch.c.fit, mm),
-        );
-        groups.entry(key).or_default().push(i);
+    // Three ways to choose, each packed for real; the cheapest fleet wins. Choosing alone
+    // is exact for plans whose workloads never share a pool; the local searches let
+    // workloads move to where they complement each other (see `improve`).
+    let greedy: Vec<(usize, Rate)> = choices.iter().map(|ch| pick_of(ch)).collect();
+    let cache = BuildCache::default();
+    let mut best: Option<(f64, Vec<(usize, Rate)>)> = None;
+    for strategy in [
+        None,
+        Some(improve::Objective::Fluid),
+        Some(improve::Objective::Whole),
+    ] {
+        let picks = match strategy {
+            None => greedy.clone(),
+            Some(objective) => {
+                let mut opts: Vec<improve::Options<'_, '_>> = choices
+                    .iter()
+                    .zip(&greedy)
+                    .map(|(ch, g)| improve::Options::new(&ch.d, &ch.all, g))
+                    .collect();
+                improve::improve(&mut opts, catalog, plan_hours, mm, objective);
+                opts.iter().map(|o| o.options[o.pick].clone()).collect()
+            }
+        };
+        apply(&mut choices, &picks);
+        let mut groups = group(&choices, mm);
+        if mm == MigManager::Aks {
+            merge_aks_profiles(&mut groups, &mut choices, catalog, plan_hours);
+        }
+        let cost: f64 = groups
+            .iter()
+            .map(|(key, members)| {
+                let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+                build_cached(&cache, &ms, key.3, catalog, mm, plan_hours).cost
+            })
+            .sum();
+        if best.as_ref().is_none_or(|(b, _)| cost < b - 0.005) {
+            best = Some((cost, picks));
+        }
     }
+    if let Some((_, picks)) = best {
+        apply(&mut choices, &picks);
+    }
+    let mut groups = group(&choices, mm);
     if mm == MigManager::Aks {
         merge_aks_profiles(&mut groups, &mut choices, catalog, plan_hours);
     }
@@ -328,7 +394,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     let mut workload_pool: IndexMap<String, (String, f64)> = IndexMap::new();
     for (key, members) in &groups {
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        let built = build(&ms, key.3, catalog, mm, plan_hours);
+        let built = build(&ms, key.3, catalog, mm, plan_hours, true);
         let mut pool = describe(plan, catalog, key, &ms, &built, plan_hours, mm);
         pool.considered = alternatives(&ms, key, &built, catalog, mm, plan_hours);
         // Split the pool's cost over its workloads by the node-hours each asks for.
@@ -525,6 +591,7 @@ fn nodes_for(
     gpu: &GpuModel,
     catalog: &Catalog,
     mm: MigManager,
+    thorough: bool,
 ) -> Packed {
     let (cpu, mem) = candidate::allocatable(sku, catalog);
     let per_node = sku.gpu_count.max(1);
@@ -591,6 +658,7 @@ fn nodes_for(
                 cpu,
                 mem,
             },
+            thorough,
         );
         nodes += n;
         free_units += free;
@@ -604,6 +672,7 @@ fn nodes_for(
                 cpu,
                 mem,
             },
+            thorough,
         );
         nodes += n;
         free_units += free;
@@ -655,6 +724,7 @@ fn nodes_for(
                         cpu,
                         mem,
                     },
+                    thorough,
                 );
                 nodes += n;
                 free_units += free;
@@ -742,12 +812,44 @@ fn uniform_packing(
     })
 }
 
+/// Packings already computed, by what determines them: the pool and its members' choices.
+type BuildCache = std::cell::RefCell<std::collections::HashMap<String, Built>>;
+
+fn build_key(ms: &[&Choice<'_, '_>], capacity: Capacity) -> String {
+    let mut k = format!("{capacity:?}");
+    for m in ms {
+        k.push_str(&format!(
+            "|{}:{}:{}:{:?}:{}",
+            m.d.name, m.c.sku.name, m.c.region, m.c.fit, m.rate.usd
+        ));
+    }
+    k
+}
+
+fn build_cached(
+    cache: &BuildCache,
+    ms: &[&Choice<'_, '_>],
+    capacity: Capacity,
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+) -> Built {
+    let key = build_key(ms, capacity);
+    if let Some(b) = cache.borrow().get(&key) {
+        return b.clone();
+    }
+    let b = build(ms, capacity, catalog, mm, plan_hours, false);
+    cache.borrow_mut().insert(key, b.clone());
+    b
+}
+
 fn build(
     ms: &[&Choice<'_, '_>],
     capacity: Capacity,
     catalog: &Catalog,
     mm: MigManager,
     plan_hours: f64,
+    thorough: bool,
 ) -> Built {
     let first = &ms[0].c;
     let peaks: Vec<u32> = ms.iter().map(|m| m.d.peak).collect();
@@ -757,8 +859,14 @@ fn build(
         layout,
         configs,
         stranded,
-    } = nodes_for(ms, &peaks, first.sku, first.gpu, catalog, mm);
-    let nodes_min = nodes_for(ms, &floors, first.sku, first.gpu, catalog, mm).nodes;
+    } = nodes_for(ms, &peaks, first.sku, first.gpu, catalog, mm, thorough);
+    let nodes_min = if floors == peaks {
+        nodes_max
+    } else if floors.iter().all(|&f| f == 0) {
+        0
+    } else {
+        nodes_for(ms, &floors, first.sku, first.gpu, catalog, mm, thorough).nodes
+    };
     let nodes_min = nodes_min.min(nodes_max);
     let burst_hours = ms
         .iter()
@@ -835,7 +943,7 @@ fn merge_aks_profiles(
             .iter()
             .map(|k| {
                 let ms: Vec<&Choice<'_, '_>> = groups[k].iter().map(|&i| &choices[i]).collect();
-                build(&ms, k.3, catalog, MigManager::Aks, plan_hours).cost
+                build(&ms, k.3, catalog, MigManager::Aks, plan_hours, false).cost
             })
             .sum();
         // The largest profile (memory slices, then compute) holds every member.
@@ -866,7 +974,15 @@ fn merge_aks_profiles(
             });
         }
         let refs: Vec<&Choice<'_, '_>> = upsized.iter().collect();
-        let merged = build(&refs, keys[0].3, catalog, MigManager::Aks, plan_hours).cost;
+        let merged = build(
+            &refs,
+            keys[0].3,
+            catalog,
+            MigManager::Aks,
+            plan_hours,
+            false,
+        )
+        .cost;
         if merged + 0.005 < separate {
             for k in &keys {
                 groups.remove(k);
@@ -1167,7 +1283,7 @@ fn alternatives(
             })
             .collect();
         let refs: Vec<&Choice<'_, '_>> = members.iter().collect();
-        let b = build(&refs, rate.capacity, catalog, mm, plan_hours);
+        let b = build(&refs, rate.capacity, catalog, mm, plan_hours, false);
         out.push(Alternative {
             sku: s,
             region: r,

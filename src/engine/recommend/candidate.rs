@@ -394,8 +394,10 @@ fn candidate<'c>(
     })
 }
 
-/// The share of a node one replica takes: its GPUs (or slice, or share), vCPUs or RAM,
-/// whichever is largest. Gang members each take a whole node.
+/// The share of a node one replica takes when a node holds only replicas like it: one over
+/// how many fit (GPUs, or slices, or shares; vCPUs; RAM), counted in whole replicas. Three
+/// 12-vCPU replicas fit in 43.2 allocatable vCPUs, not 3.6, and the fourth GPU of the node
+/// is paid for either way. Gang members each take a whole node.
 pub fn node_share(
     fit: &Fit,
     sku: &Sku,
@@ -407,33 +409,35 @@ pub fn node_share(
     if d.gang > 1 {
         return 1.0;
     }
+    const EPS: f64 = 1e-9;
     let per_node = f64::from(sku.gpu_count.max(1));
-    let gpu = match fit {
-        Fit::Whole { gpus } => f64::from(*gpus) / per_node,
+    let by_gpu = match fit {
+        Fit::Whole { gpus } => (per_node / f64::from((*gpus).max(1)) + EPS).floor(),
         Fit::Mig { profile } => {
-            // The bound a perfect packing reaches: compute or memory slices, whichever binds.
-            let (c, m) = gpu.mig.as_ref().map_or((7.0, 8.0), |s| {
-                (f64::from(s.compute_slices), f64::from(s.memory_slices))
+            let per_gpu = gpu.mig.as_ref().map_or(1.0, |s| {
+                f64::from(profile.max_count)
+                    .min((f64::from(s.compute_slices) / f64::from(profile.compute.max(1))).floor())
+                    .min(
+                        (f64::from(s.memory_slices) / f64::from(profile.memory_slices.max(1)))
+                            .floor(),
+                    )
             });
-            (f64::from(profile.compute) / c)
-                .max(f64::from(profile.memory_slices) / m)
-                .min(1.0)
-                / per_node
+            per_gpu.max(1.0) * per_node
         }
-        Fit::Shared { replicas } => 1.0 / (f64::from(*replicas) * per_node),
-        Fit::Server { share } => share / per_node,
+        Fit::Shared { replicas } => f64::from((*replicas).max(1)) * per_node,
+        Fit::Server { share } => (1.0 / share.max(EPS) + EPS).floor().max(1.0) * per_node,
     };
-    let cpu = if cpu_alloc > 0.0 {
-        d.cpu / cpu_alloc
+    let by_cpu = if d.cpu > 0.0 {
+        (cpu_alloc / d.cpu + EPS).floor()
     } else {
-        0.0
+        f64::INFINITY
     };
-    let mem = if mem_alloc > 0.0 {
-        d.memory_gib / mem_alloc
+    let by_mem = if d.memory_gib > 0.0 {
+        (mem_alloc / d.memory_gib + EPS).floor()
     } else {
-        0.0
+        f64::INFINITY
     };
-    gpu.max(cpu).max(mem)
+    1.0 / by_gpu.min(by_cpu).min(by_mem).max(1.0)
 }
 
 fn spot_quote(

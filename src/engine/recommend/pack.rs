@@ -36,9 +36,228 @@ impl NodeCap {
     }
 }
 
-/// Nodes needed for `groups` of identical items (item, how many), first fit decreasing.
-/// Returns the node count and the GPU units left unused on them.
-pub fn nodes(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
+/// Nodes needed for `groups` of identical items (item, how many): the better of first fit
+/// decreasing and a node-at-a-time dot-product fill. Returns the node count and the GPU
+/// units left unused on them.
+///
+/// `thorough` adds the pattern search, which finds better fillings where a node holds a
+/// handful of replicas and costs more time; the final pools get it, comparisons do not.
+pub fn nodes(groups: &[(Item, u32)], cap: NodeCap, thorough: bool) -> (u32, u32) {
+    let mut best = first_fit_decreasing(groups, cap);
+    let dp = dot_product(groups, cap);
+    if dp.0 < best.0 {
+        best = dp;
+    }
+    // Patterns pay off where a node holds a handful of replicas; with dozens of time-sliced
+    // shares per node the search only exhausts its budget.
+    if thorough && cap.units <= 16 {
+        let p = patterns(groups, cap);
+        if p.0 < best.0 {
+            best = p;
+        }
+    }
+    best
+}
+
+/// Search nodes one pattern search may expand.
+const PATTERN_BUDGET: u32 = 20_000;
+
+/// Sequential pattern fill (the cutting-stock "sequential heuristic procedure"): find the
+/// filling of one node that best uses the resources the remaining replicas need most, by a
+/// bounded depth-first search over replica kinds, then repeat it while the counts allow.
+pub fn patterns(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
+    const EPS: f64 = 1e-9;
+    let caps = [
+        f64::from(cap.units.max(1)),
+        cap.cpu.max(EPS),
+        cap.mem.max(EPS),
+    ];
+    let kinds: Vec<([f64; 3], u32)> = groups
+        .iter()
+        .filter(|g| g.1 > 0)
+        .map(|g| {
+            (
+                [
+                    f64::from(g.0.units) / caps[0],
+                    g.0.cpu / caps[1],
+                    g.0.mem / caps[2],
+                ],
+                g.0.units,
+            )
+        })
+        .collect();
+    let mut left: Vec<u32> = groups.iter().filter(|g| g.1 > 0).map(|g| g.1).collect();
+    let (mut nodes, mut free) = (0u32, 0u32);
+    while left.iter().any(|&c| c > 0) {
+        let mut total = [0.0f64; 3];
+        for (k, (n, _)) in kinds.iter().enumerate() {
+            for d in 0..3 {
+                total[d] += n[d] * f64::from(left[k]);
+            }
+        }
+        let sum: f64 = total.iter().sum::<f64>().max(EPS);
+        let w = total.map(|t| t / sum);
+        let mut search = PatternSearch {
+            kinds: &kinds,
+            left: &left,
+            w,
+            units: cap.units,
+            best: (0.0, Vec::new()),
+            cur: Vec::new(),
+            budget: PATTERN_BUDGET,
+        };
+        search.dfs(0, [0.0; 3], 0);
+        let pattern = search.best.1;
+        if pattern.is_empty() {
+            // A replica larger than a node: it gets one alone, so the count stays honest.
+            if let Some(k) = left.iter().position(|&c| c > 0) {
+                left[k] -= 1;
+                nodes += 1;
+            }
+            continue;
+        }
+        let mut per: Vec<u32> = vec![0; kinds.len()];
+        for &k in &pattern {
+            per[k] += 1;
+        }
+        let reps = per
+            .iter()
+            .zip(&left)
+            .filter(|(p, _)| **p > 0)
+            .map(|(p, l)| l / p)
+            .min()
+            .unwrap_or(1)
+            .max(1);
+        let used: u32 = pattern.iter().map(|&k| kinds[k].1).sum();
+        for (k, p) in per.iter().enumerate() {
+            left[k] -= p * reps;
+        }
+        nodes += reps;
+        free += reps * cap.units.saturating_sub(used);
+    }
+    (nodes, free)
+}
+
+struct PatternSearch<'a> {
+    kinds: &'a [([f64; 3], u32)],
+    left: &'a [u32],
+    w: [f64; 3],
+    units: u32,
+    best: (f64, Vec<usize>),
+    cur: Vec<usize>,
+    budget: u32,
+}
+
+impl PatternSearch<'_> {
+    fn score(&self, used: [f64; 3]) -> f64 {
+        (0..3).map(|d| self.w[d] * used[d].min(1.0)).sum()
+    }
+
+    /// Kinds are added in non-decreasing index order, so each multiset is seen once.
+    fn dfs(&mut self, from: usize, used: [f64; 3], units: u32) {
+        if self.budget == 0 {
+            return;
+        }
+        self.budget -= 1;
+        let s = self.score(used);
+        if s > self.best.0 + 1e-12 {
+            self.best = (s, self.cur.clone());
+        }
+        for k in from..self.kinds.len() {
+            let taken = self.cur.iter().filter(|&&c| c == k).count() as u32;
+            if taken >= self.left[k] {
+                continue;
+            }
+            let (n, u) = self.kinds[k];
+            if units + u > self.units || used[1] + n[1] > 1.0 + 1e-9 || used[2] + n[2] > 1.0 + 1e-9
+            {
+                continue;
+            }
+            self.cur.push(k);
+            self.dfs(
+                k,
+                [used[0] + n[0], used[1] + n[1], used[2] + n[2]],
+                units + u,
+            );
+            self.cur.pop();
+        }
+    }
+}
+
+/// Fill one node at a time; each step adds the item that best matches what the node has
+/// left, weighting each resource by how much of it the remaining items still need (after
+/// Panigrahy et al., "Heuristics for Vector Bin Packing", the DotProduct rule). Where GPU,
+/// vCPU and RAM are all nearly full across the pool, this pairs CPU-heavy replicas with
+/// CPU-light ones, which first fit decreasing does not.
+pub fn dot_product(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
+    const EPS: f64 = 1e-9;
+    let caps = [
+        f64::from(cap.units.max(1)),
+        cap.cpu.max(EPS),
+        cap.mem.max(EPS),
+    ];
+    let norm = |i: &Item| {
+        [
+            f64::from(i.units) / caps[0],
+            i.cpu / caps[1],
+            i.mem / caps[2],
+        ]
+    };
+    let items: Vec<([f64; 3], Item)> = groups
+        .iter()
+        .filter(|g| g.1 > 0)
+        .map(|g| (norm(&g.0), g.0))
+        .collect();
+    let mut left: Vec<u32> = groups.iter().filter(|g| g.1 > 0).map(|g| g.1).collect();
+    let mut total = [0.0f64; 3];
+    for ((n, _), &c) in items.iter().zip(&left) {
+        for d in 0..3 {
+            total[d] += n[d] * f64::from(c);
+        }
+    }
+    let (mut nodes, mut free) = (0u32, 0u32);
+    while left.iter().any(|&c| c > 0) {
+        nodes += 1;
+        let mut res = [1.0f64, 1.0, 1.0];
+        let mut units_left = cap.units;
+        loop {
+            let mut best: Option<(f64, usize)> = None;
+            for (k, (n, it)) in items.iter().enumerate() {
+                if left[k] == 0
+                    || it.units > units_left
+                    || n[1] > res[1] + EPS
+                    || n[2] > res[2] + EPS
+                {
+                    continue;
+                }
+                let score: f64 = (0..3).map(|d| total[d] * n[d] * res[d]).sum();
+                if best.is_none_or(|(b, _)| score > b + EPS) {
+                    best = Some((score, k));
+                }
+            }
+            let Some((_, k)) = best else { break };
+            let (n, it) = &items[k];
+            left[k] -= 1;
+            units_left -= it.units;
+            for d in 0..3 {
+                res[d] -= n[d];
+                total[d] -= n[d];
+            }
+        }
+        if units_left == cap.units {
+            // Nothing fits an empty node: the item is larger than a node; place it alone so
+            // the count stays honest rather than looping.
+            if let Some(k) = left.iter().position(|&c| c > 0) {
+                left[k] -= 1;
+            }
+        }
+        free += units_left;
+    }
+    (nodes, free)
+}
+
+/// First fit decreasing by the largest share an item takes.
+pub fn first_fit_decreasing(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
     let mut order: Vec<&(Item, u32)> = groups.iter().filter(|g| g.1 > 0).collect();
     order.sort_by(|a, b| {
         cap.dominant(&b.0)
@@ -153,7 +372,7 @@ mod tests {
                 2,
             ),
         ];
-        assert_eq!(nodes(&g, CAP), (2, 0));
+        assert_eq!(nodes(&g, CAP, true), (2, 0));
     }
 
     #[test]
@@ -167,7 +386,38 @@ mod tests {
             4,
         )];
         // two replicas of 40 vCPUs fit in 86.4: 2 nodes, 6 GPUs idle on each
-        assert_eq!(nodes(&g, CAP), (2, 12));
+        assert_eq!(nodes(&g, CAP, true), (2, 12));
+    }
+
+    #[test]
+    fn dot_product_pairs_heavy_with_light() {
+        // 4 GPUs and 48 vCPUs a node: 20-vCPU and 4-vCPU replicas pair up two and two
+        // (48 vCPUs), where largest-first puts two heavy ones together and strands GPUs.
+        let cap = NodeCap {
+            units: 4,
+            cpu: 48.0,
+            mem: 1000.0,
+        };
+        let g = [
+            (
+                Item {
+                    units: 1,
+                    cpu: 20.0,
+                    mem: 1.0,
+                },
+                8,
+            ),
+            (
+                Item {
+                    units: 1,
+                    cpu: 4.0,
+                    mem: 1.0,
+                },
+                8,
+            ),
+        ];
+        assert_eq!(dot_product(&g, cap).0, 4);
+        assert_eq!(nodes(&g, cap, true).0, 4);
     }
 
     #[test]
@@ -188,8 +438,14 @@ mod tests {
                 .collect();
             let total: u32 = groups.iter().map(|g| g.1).sum();
             let units: u32 = groups.iter().map(|g| g.0.units * g.1).sum();
-            let (n, free) = nodes(&groups, CAP);
+            let (n, free) = nodes(&groups, CAP, true);
             prop_assert!(n <= total);
+            let (d, dfree) = dot_product(&groups, CAP);
+            prop_assert!(d <= total);
+            prop_assert_eq!(d * CAP.units - dfree, units);
+            let (p, pfree) = patterns(&groups, CAP);
+            prop_assert!(p <= total);
+            prop_assert_eq!(p * CAP.units - pfree, units);
             prop_assert_eq!(n * CAP.units - free, units);
             prop_assert!(n >= units.div_ceil(CAP.units));
         }

@@ -1,0 +1,244 @@
+//! A plan built from the openb production trace (Weng et al., "Beware of Fragmentation:
+//! Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX ATC 2023;
+//! alibaba/clusterdata cluster-trace-gpu-v2023), and the lower bounds a recommendation for it
+//! is measured against. Shared by `benches/recommend.rs` and `tests/quality.rs`.
+
+use std::collections::BTreeMap;
+
+use gpuplan::catalog::Catalog;
+use gpuplan::engine::recommend::candidate::{self, Fit};
+use gpuplan::engine::recommend::demand;
+use gpuplan::plan::Plan;
+
+pub const TRACE: &str = include_str!("data/openb_pod_list_default.csv");
+
+/// Pod shape: GPUs, thousandths of a GPU, vCPU thousandths, RAM MiB, QoS class.
+type Shape = (u32, u32, u32, u32, String);
+
+/// Every GPU pod of the trace, identical shapes grouped into one workload whose replicas are
+/// the pods of that shape. Latency-sensitive pods (LS) are user-facing inference; the rest
+/// are interruptible batch with 30-minute checkpoints. A pod asking for a share of a GPU
+/// (`gpu_milli` < 1000) is time-sliced, in a fault domain someone decided on.
+pub fn plan_text(provider: &str, regions: &[&str]) -> String {
+    let mut shapes: BTreeMap<Shape, u32> = BTreeMap::new();
+    for line in TRACE.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() < 7 {
+            continue;
+        }
+        let num = |i: usize| f[i].parse::<u32>().unwrap_or(0);
+        if num(3) == 0 {
+            continue;
+        }
+        *shapes
+            .entry((num(3), num(4), num(1), num(2), f[6].to_owned()))
+            .or_default() += 1;
+    }
+    let regions = regions
+        .iter()
+        .map(|r| format!("\"{r}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut s = format!(
+        "version = 1\n\n[plan]\nname = \"openb\"\nowner = \"bench\"\nprovider = \"{provider}\"\nregions = [{regions}]\n"
+    );
+    for (i, ((gpus, milli, cpu, mem, qos), count)) in shapes.iter().enumerate() {
+        let ls = qos == "LS";
+        s.push_str(&format!(
+            "\n[[workload]]\nname = \"s{i:03}\"\nteam = \"{}\"\nkind = \"{}\"\nuser_facing = {ls}\nreplicas = {count}\n",
+            qos.to_ascii_lowercase(),
+            if ls { "inference" } else { "batch" },
+        ));
+        // A few pods request no CPU or RAM: the plan then says nothing.
+        if *cpu > 0 {
+            s.push_str(&format!("cpu = {}\n", f64::from(*cpu) / 1000.0));
+        }
+        if *mem > 0 {
+            s.push_str(&format!(
+                "memory_gib = {}\n",
+                (f64::from(*mem) / 1024.0 * 1000.0).round() / 1000.0
+            ));
+        }
+        if !ls {
+            s.push_str("interruptible = true\ncheckpoint_minutes = 30\n");
+        }
+        if *milli < 1000 {
+            s.push_str(&format!(
+                "gpu_fraction = {}\nsharing = \"time-slicing\"\nfault_domain = \"shared-gpus\"\n",
+                f64::from(*milli) / 1000.0
+            ));
+        } else {
+            s.push_str(&format!("gpus = {gpus}\n"));
+        }
+    }
+    s.push_str("\n[[decision]]\nfault_domain = \"shared-gpus\"\ndecided_by = \"bench\"\ndate = 2026-11-02\nreason = \"the trace's own cluster shares GPUs between these pods\"\n");
+    s
+}
+
+/// Lower bounds on what any fleet for the plan needs.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// GPUs the pods ask for, shares summed (no fleet can have fewer).
+    pub demand_gpus: f64,
+    /// GPUs with the device plugin's granularity: a time-sliced replica holds one of `N`
+    /// equal shares, and `N` can be at most `1 / gpu_fraction`.
+    pub slot_gpus: f64,
+    /// The LP relaxation of the fleet problem: replicas split freely over every candidate
+    /// SKU, region and capacity type, nodes fractional, GPU/vCPU/RAM capacity constraints per
+    /// candidate, spot priced without restart waste.
+    pub lp_cost: Option<f64>,
+    /// The same LP with counting cuts, still a valid bound: on one node, at most `j`
+    /// replicas can each take more than `1/(j+1)` of its vCPUs (or RAM), since `j+1` of
+    /// them would not fit. Every integer fleet satisfies them; the plain LP does not.
+    pub lp_cut_cost: Option<f64>,
+}
+
+/// The bounds; `with_cuts` also solves the tighter LP (slower; the bench reports it).
+pub fn bounds(plan: &Plan, catalog: &Catalog, with_cuts: bool) -> Bounds {
+    // Workloads no SKU can run are reported by the recommender; the bounds cover the rest.
+    let demands: Vec<_> = demand::demands(plan, catalog)
+        .into_iter()
+        .filter(|d| candidate::candidates(plan, catalog, d).is_ok())
+        .collect();
+    let mut demand_gpus = 0.0;
+    let mut slot_gpus = 0.0;
+    for d in &demands {
+        let peak = f64::from(d.peak) * f64::from(d.gang);
+        demand_gpus += d.share * peak;
+        slot_gpus += if d.gpus == 0 || d.share < 1.0 {
+            peak / (1.0 / d.share + 1e-9).floor().max(1.0)
+        } else {
+            f64::from(d.gpus) * peak
+        };
+    }
+    Bounds {
+        demand_gpus,
+        slot_gpus,
+        lp_cost: lp(plan, catalog, &demands, false),
+        lp_cut_cost: if with_cuts {
+            lp(plan, catalog, &demands, true)
+        } else {
+            None
+        },
+    }
+}
+
+/// One kind of node in the LP: a node-count variable, its capacities and price, and each
+/// replica variable that may use it with what one replica takes.
+struct NodeKind {
+    n: microlp::Variable,
+    caps: [f64; 3],
+    usd: f64,
+    /// (replica variable, GPU units, vCPUs, RAM per gang member, gang size)
+    uses: Vec<(microlp::Variable, [f64; 3], f64)>,
+}
+
+type NodeKey = (demand::Segment, String, String, &'static str, String);
+
+fn lp(plan: &Plan, catalog: &Catalog, demands: &[demand::Demand<'_>], cuts: bool) -> Option<f64> {
+    use microlp::{ComparisonOp, OptimizationDirection, Problem};
+    let hours = plan.hours_per_month();
+    let mut p = Problem::new(OptimizationDirection::Minimize);
+    // Per (segment, sku, region, capacity, sharing): segments never share nodes in the
+    // recommender, and the device plugin's sharing is node-wide with one replica count per
+    // node (gpu-sharing reference §4), so neither do different sharing settings.
+    let mut kinds: BTreeMap<NodeKey, NodeKind> = BTreeMap::new();
+    for d in demands {
+        if d.peak == 0 {
+            continue;
+        }
+        let cands = candidate::candidates(plan, catalog, d).ok()?;
+        let mut xs = Vec::new();
+        for c in &cands {
+            let (cpu, mem) = candidate::allocatable(c.sku, catalog);
+            let units = match &c.fit {
+                _ if d.gang > 1 => f64::from(c.sku.gpu_count),
+                Fit::Whole { gpus } => f64::from(*gpus),
+                Fit::Shared { replicas } => 1.0 / f64::from(*replicas),
+                Fit::Server { share } => *share,
+                Fit::Mig { profile } => {
+                    let spec = c.gpu.mig.as_ref()?;
+                    (f64::from(profile.compute) / f64::from(spec.compute_slices))
+                        .max(f64::from(profile.memory_slices) / f64::from(spec.memory_slices))
+                }
+            };
+            let sharing = match &c.fit {
+                Fit::Shared { replicas } if *replicas > 1 => format!("shared-{replicas}"),
+                Fit::Mig { profile } => format!("mig-{}", profile.name),
+                Fit::Server { .. } => "server".to_owned(),
+                _ => "whole".to_owned(),
+            };
+            for r in c.rates(d) {
+                let key = (
+                    d.segment,
+                    c.sku.name.clone(),
+                    c.region.clone(),
+                    r.capacity.as_str(),
+                    sharing.clone(),
+                );
+                let kind = kinds.entry(key).or_insert_with(|| NodeKind {
+                    n: p.add_var(r.usd * hours, (0.0, f64::INFINITY)),
+                    caps: [f64::from(c.sku.gpu_count), cpu, mem],
+                    usd: r.usd,
+                    uses: Vec::new(),
+                });
+                let x = p.add_var(0.0, (0.0, f64::INFINITY));
+                kind.uses
+                    .push((x, [units, d.cpu, d.memory_gib], f64::from(d.gang)));
+                xs.push((x, 1.0));
+            }
+        }
+        p.add_constraint(xs, ComparisonOp::Eq, f64::from(d.peak));
+    }
+    for kind in kinds.values() {
+        for dim in 0..3 {
+            let mut terms: Vec<(microlp::Variable, f64)> = kind
+                .uses
+                .iter()
+                .map(|(x, need, gang)| (*x, need[dim] * gang))
+                .collect();
+            terms.push((kind.n, -kind.caps[dim]));
+            p.add_constraint(terms, ComparisonOp::Le, 0.0);
+        }
+        if !cuts {
+            continue;
+        }
+        for dim in 1..3 {
+            let mut last: Option<Vec<usize>> = None;
+            for j in 1..=16u32 {
+                let limit = kind.caps[dim] / f64::from(j + 1);
+                let set: Vec<usize> = (0..kind.uses.len())
+                    .filter(|&i| kind.uses[i].1[dim] > limit + 1e-9)
+                    .collect();
+                if set.is_empty() || last.as_ref() == Some(&set) {
+                    last = Some(set);
+                    continue;
+                }
+                // A replica of a gang is `gang` members, one per node.
+                let mut terms: Vec<(microlp::Variable, f64)> = set
+                    .iter()
+                    .map(|&i| (kind.uses[i].0, kind.uses[i].2))
+                    .collect();
+                terms.push((kind.n, -f64::from(j)));
+                p.add_constraint(terms, ComparisonOp::Le, 0.0);
+                last = Some(set);
+            }
+        }
+    }
+    let solution = match p.solve().ok()? {
+        microlp::SolveOutcome::Solution(s) => s,
+        microlp::SolveOutcome::Interrupted(_) => return None,
+    };
+    if std::env::var_os("GPUPLAN_LP_DEBUG").is_some() {
+        let mut by_segment: BTreeMap<demand::Segment, f64> = BTreeMap::new();
+        for (k, kind) in &kinds {
+            let n = solution[kind.n];
+            if n > 1e-6 {
+                eprintln!("LP {k:?}: {n:.2} nodes");
+            }
+            *by_segment.entry(k.0).or_default() += n * kind.usd * hours;
+        }
+        eprintln!("LP by segment {by_segment:?}");
+    }
+    Some(solution.objective())
+}

@@ -1,0 +1,134 @@
+//! `cargo bench --bench recommend`: `gpuplan recommend` on the whole openb production trace
+//! (7,064 GPU pods grouped into workloads by shape). Reports, per provider:
+//! - GPUs provisioned against the demand and the device-plugin slot bound;
+//! - monthly cost against the LP relaxation bound (solved here with microlp);
+//! - wall time of the recommendation in-process and of the whole process, with its peak RSS;
+//! - as the baseline measured in the same run, plain TOML parsing of the same plan text, so
+//!   the time figures compare across machines as ratios.
+
+#[path = "openb.rs"]
+mod openb;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gpuplan::catalog::Catalog;
+use gpuplan::engine::recommend::recommend;
+use gpuplan::plan::{self, raw::Provider};
+use gpuplan::source::SourceFile;
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn time<F: FnMut()>(runs: usize, mut f: F) -> Duration {
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn main() {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for (provider, regions) in [
+        (Provider::Azure, ["eastus", "westus3"]),
+        (Provider::Aws, ["us-east-1", "us-west-2"]),
+    ] {
+        let text = openb::plan_text(provider.as_str(), &regions);
+        let catalog = Catalog::embedded(&[provider]).expect("catalog");
+        let p = plan::load_and_validate(SourceFile::new("openb.toml", text.clone()), &catalog)
+            .expect("openb plan is valid");
+
+        let baseline = time(50, || {
+            let v: toml::Table = toml::from_str(&text).expect("toml");
+            std::hint::black_box(v);
+        });
+        let mut r = None;
+        let rec = time(10, || r = Some(recommend(&p, &catalog)));
+        let r = r.expect("ran");
+        let t = Instant::now();
+        let b = openb::bounds(&p, &catalog, true);
+        let lp_time = t.elapsed();
+
+        let dir = std::env::temp_dir().join(format!("gpuplan-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp");
+        let path = dir.join("openb.toml");
+        std::fs::write(&path, &text).expect("write");
+        let mut rss = String::new();
+        let process = time(5, || {
+            let out = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
+                .args(["recommend", "--verbose", "--format", "json"])
+                .arg(&path)
+                .output()
+                .expect("run");
+            let err = String::from_utf8_lossy(&out.stderr);
+            if let Some(l) = err.lines().find(|l| l.starts_with("resources:")) {
+                rss = l.to_owned();
+            }
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+
+        let gpus: u32 = r.pools.iter().map(|p| p.gpus.max).sum();
+        let pods: u32 = p
+            .workloads()
+            .iter()
+            .map(|w| w.replicas().max() as u32)
+            .sum();
+        println!(
+            "== openb on {provider}: {} workloads, {pods} pods, {} unsatisfied, {} pools",
+            p.workloads().len(),
+            r.unsatisfied.len(),
+            r.pools.len()
+        );
+        println!(
+            "GPUs      provisioned {gpus}  demand {:.1} ({:+.2}%)  slot bound {:.1} ({:+.2}%)",
+            b.demand_gpus,
+            (f64::from(gpus) / b.demand_gpus - 1.0) * 100.0,
+            b.slot_gpus,
+            (f64::from(gpus) / b.slot_gpus - 1.0) * 100.0
+        );
+        match b.lp_cost {
+            Some(lp) => println!(
+                "cost      {:.2}/month  LP bound {lp:.2} ({:+.2}%)",
+                r.total_monthly_cost_usd,
+                (r.total_monthly_cost_usd / lp - 1.0) * 100.0
+            ),
+            None => println!(
+                "cost      {:.2}/month  LP did not solve",
+                r.total_monthly_cost_usd
+            ),
+        }
+        if let Some(cut) = b.lp_cut_cost {
+            println!(
+                "          LP with counting cuts {cut:.2} ({:+.2}%)",
+                (r.total_monthly_cost_usd / cut - 1.0) * 100.0
+            );
+        }
+        let x = |d: Duration| d.as_secs_f64() / baseline.as_secs_f64();
+        println!(
+            "baseline  toml parse of the plan   {:9.3} ms    1.00x",
+            ms(baseline)
+        );
+        println!(
+            "recommend in-process               {:9.3} ms {:8.2}x",
+            ms(rec),
+            x(rec)
+        );
+        println!(
+            "process   gpuplan recommend        {:9.3} ms {:8.2}x  ({rss})",
+            ms(process),
+            x(process)
+        );
+        println!(
+            "bound     LP relaxation (microlp)  {:9.3} ms {:8.2}x",
+            ms(lp_time),
+            x(lp_time)
+        );
+    }
+}
