@@ -110,7 +110,8 @@ pub enum DenyWhat {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// Rule id (GP001) or name (timeslice-memory-oversubscribed)
+    /// Rule id (GP001) or name (timeslice-memory-oversubscribed), or `recommend` for the
+    /// recommender's model and assumptions
     #[arg(required_unless_present = "all")]
     pub rule: Option<String>,
     /// Every rule

@@ -184,3 +184,16 @@ fn verbose_reports_time_and_memory() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("peak RSS"), "{err}");
 }
+
+#[test]
+fn explain_states_the_model_and_its_assumptions() {
+    let text = stdout(&["explain", "recommend"], 0);
+    for needle in [
+        "hazard 4.886e-4 per node-hour",
+        "35 min for one node, 95 min for a 64-node gang",
+        "5.41x",
+        "gpu memory",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
+    }
+}

@@ -25,6 +25,22 @@ fn doc(r: &dyn Rule) -> RuleDoc {
 }
 
 pub fn run(args: &ExplainArgs, out: &Out) -> u8 {
+    if args
+        .rule
+        .as_deref()
+        .is_some_and(|r| r.eq_ignore_ascii_case("recommend"))
+    {
+        return match crate::catalog::Catalog::embedded(&[]) {
+            Ok(c) => {
+                out.stdout(&crate::engine::recommend::model_text(&c));
+                exit::OK
+            }
+            Err(e) => {
+                out.stderr(&format!("error: {e}\n"));
+                exit::INPUT
+            }
+        };
+    }
     let selected: Vec<&dyn Rule> = if args.all {
         RULES.to_vec()
     } else {

@@ -1160,12 +1160,13 @@ fn why_line(
                     .map_or("unknown".to_owned(), |b| b.label.clone());
                 match (&q.effective, a.economics, a.break_even) {
                     (Ok(_), Some(e), Some(be)) => format!(
-                        "spot waste {:.4}x paid per useful hour vs break-even {:.2}x (on-demand {} / spot {}; band {band} = {}% of nodes a month, gang {}, checkpoint {} min, restart {} min{})",
+                        "spot waste {:.4}x paid per useful hour vs break-even {:.2}x (on-demand {} / spot {}; band {band} = {}% of nodes a month, hazard {:.2e}/node-hour, gang {}, checkpoint {} min, restart {} min{})",
                         e.waste_factor,
                         be,
                         r(a.on_demand.unwrap_or(0.0)),
                         r(a.spot.unwrap_or(0.0)),
                         crate::rules::num(a.monthly_interruption.unwrap_or(0.0) * 100.0),
+                        e.node_hazard,
                         m.d.gang,
                         crate::rules::num(a.checkpoint_minutes.unwrap_or(0.0)),
                         crate::rules::num(a.restart_minutes),
@@ -1472,6 +1473,99 @@ fn compare(
         saving_usd: cents(today - recommended),
         changes,
     })
+}
+
+/// The recommender's model and every assumption it makes, with the values in force
+/// (`gpuplan explain recommend`).
+pub fn model_text(catalog: &Catalog) -> String {
+    use std::fmt::Write as _;
+    let a = &catalog.assumptions;
+    let mut o = String::from(
+        "# How `gpuplan recommend` decides\n\n\
+         ## Constraints a SKU is held to, in this order\n",
+    );
+    for c in constraint_names() {
+        let _ = writeln!(o, "- {c}");
+    }
+    o.push_str(
+        "\nA workload no SKU satisfies is reported with the constraint that rejected the \
+         candidates that got furthest, and the command exits 1.\n\n\
+         ## Pools\n\
+         Training, user-facing inference (serving), other inference, interactive work \
+         (notebooks) and batch/evaluation never share a pool; each pool is tainted \
+         `gpuplan.io/segment=<segment>:NoSchedule`. Within a segment, workloads that chose the \
+         same SKU, region, capacity type and sharing settings share a pool: time-slicing and \
+         MPS are node-wide with one replica count per node, and with `mig_manager = \"aks\"` \
+         a pool carries one MIG profile (merged upwards when that needs fewer nodes). Gangs \
+         take whole nodes. The minimum covers the warm floor (user-facing workloads keep at \
+         least one replica; batch and evaluation, `scale_to_zero` and workloads that do not \
+         run all month drop to zero), the maximum covers the peak.\n\n\
+         ## Choosing\n\
+         Each workload first takes the candidate and capacity type with the lowest expected \
+         monthly cost (ties: the plan's region order, then on-demand before spot before \
+         reservations). Two local searches then move one workload at a time to where it \
+         complements the others; all three answers are packed for real and the cheapest \
+         fleet is kept. MIG instances are packed onto GPUs optimally (branch and bound, \
+         proven by a lower bound); replicas onto nodes by the best of first fit decreasing, a \
+         dot-product fill and a pattern search.\n\n",
+    );
+    let _ = writeln!(
+        o,
+        "## Assumptions (providers/assumptions.toml)\n\
+         - pods may request {}% of a node's vCPUs and {}% of its RAM (kubelet and system \
+         reservations, GPU Operator DaemonSets)\n\
+         - time-sliced and MPS instances share a GPU equally; their memory caps add up to {} of \
+         the card (`server.gpu_memory_utilization` = {} / replicas, rounded down)\n\
+         - cost: the floor runs every hour of the plan, nodes above it for the workloads' \
+         `hours_per_month`; spot node-hours are divided by the useful-work fraction\n\
+         - spot is closed to user-facing workloads, to workloads that are not `interruptible`, \
+         and to training or batch without `checkpoint_minutes`\n\
+         - spot interruptions are a Poisson process per node; a gang dies when any node goes",
+        crate::rules::num(a.allocatable_cpu_share * 100.0),
+        crate::rules::num(a.allocatable_memory_share * 100.0),
+        crate::rules::num(1.0 - a.time_slicing_memory_headroom),
+        crate::rules::num(1.0 - a.time_slicing_memory_headroom),
+    );
+    for (i, aws, azure, p) in &a.band_monthly_interruption {
+        let h = -(1.0 - p).ln() / HOURS_PER_MONTH_BASE;
+        let _ = writeln!(
+            o,
+            "  - band {i} (AWS `{aws}`, Azure `{azure}`): {}% of nodes interrupted a month, hazard {:.3e} per node-hour",
+            crate::rules::num(p * 100.0),
+            h
+        );
+    }
+    let _ = writeln!(
+        o,
+        "- restart time when the plan gives no `restart_minutes`: {} x (1 + log2(gang nodes)) \
+         + {} + {} minutes (re-acquire every node of the gang, pull the image, load weights): \
+         {} min for one node, {} min for a 64-node gang\n\
+         - expected wall time per checkpoint interval C with restart R at gang hazard λ: \
+         e^(λR) (e^(λC) - 1) / λ; stateless work loses only the restart\n\
+         - spot wins while paid hours per useful hour stay below the break-even on-demand / \
+         spot price (the 8 x H100 example: $98.32 / $18.17 = 5.41x)\n\
+         - reservations (1 or 3 years) cover the floor when it runs more of the month than \
+         the reserved / on-demand price ratio; they never exceed the floor (GP023). No \
+         reserved prices are embedded: a refreshed catalog brings them\n\
+         - a capacity reservation for a user-facing floor is offered as an option, priced at \
+         the on-demand rate for every hour of the month",
+        crate::rules::num(a.node_acquire_minutes),
+        crate::rules::num(a.image_pull_minutes),
+        crate::rules::num(a.weight_load_minutes),
+        crate::rules::num(crate::engine::spot::default_restart_minutes(
+            1,
+            a.node_acquire_minutes,
+            a.image_pull_minutes,
+            a.weight_load_minutes
+        )),
+        crate::rules::num(crate::engine::spot::default_restart_minutes(
+            64,
+            a.node_acquire_minutes,
+            a.image_pull_minutes,
+            a.weight_load_minutes
+        )),
+    );
+    o
 }
 
 /// The constraint names, for documentation and tests.
