@@ -265,9 +265,17 @@ pub fn human(rec: &Recommendation) -> String {
         for ch in &c.changes {
             let _ = writeln!(
                 o,
-                "  {}: {}; {}",
+                "  {}: {} today, {} recommended{}; {}",
                 ch.declared_pool,
                 ch.today_monthly_cost_usd.map_or("no price".to_owned(), usd),
+                usd(ch.recommended_monthly_cost_usd),
+                ch.saving_usd
+                    .map(|s| format!(
+                        " ({} {})",
+                        if s >= 0.0 { "saving" } else { "extra" },
+                        usd(s.abs())
+                    ))
+                    .unwrap_or_default(),
                 ch.note
             );
         }
@@ -377,6 +385,23 @@ pub fn markdown(rec: &Recommendation) -> String {
             },
             usd(c.saving_usd.abs())
         );
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "| declared pool | today | recommended | saving | change |"
+        );
+        let _ = writeln!(o, "|---|---:|---:|---:|---|");
+        for ch in &c.changes {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} |",
+                ch.declared_pool,
+                ch.today_monthly_cost_usd.map_or("-".to_owned(), usd),
+                usd(ch.recommended_monthly_cost_usd),
+                ch.saving_usd.map_or("-".to_owned(), usd),
+                md_escape(&ch.note)
+            );
+        }
         let _ = writeln!(o);
     }
     for u in &rec.unsatisfied {

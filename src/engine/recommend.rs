@@ -166,6 +166,9 @@ pub struct Comparison {
 pub struct Change {
     pub declared_pool: String,
     pub today_monthly_cost_usd: Option<f64>,
+    /// What the declared pool's workloads cost in the recommended pools.
+    pub recommended_monthly_cost_usd: f64,
+    pub saving_usd: Option<f64>,
     pub moves_to: Vec<String>,
     pub note: String,
 }
@@ -476,7 +479,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
             }
         }
     }
-    let comparison = compare(plan, catalog, &pools, total, plan_hours);
+    let comparison = compare(plan, catalog, &pools, &workloads, total, plan_hours);
     Recommendation {
         schema: SCHEMA,
         plan: plan.name().to_owned(),
@@ -1405,6 +1408,7 @@ fn compare(
     plan: &Plan,
     catalog: &Catalog,
     pools: &[RecPool],
+    workload_costs: &[WorkloadCost],
     recommended: f64,
     plan_hours: f64,
 ) -> Option<Comparison> {
@@ -1460,9 +1464,17 @@ fn compare(
                     .join(", ")
             ),
         };
+        // What the pool's workloads cost where they are recommended to run.
+        let recommended_here: f64 = workload_costs
+            .iter()
+            .filter(|w| p.workloads.iter().any(|x| x.get() == &w.workload))
+            .map(|w| w.monthly_cost_usd)
+            .sum();
         changes.push(Change {
             declared_pool: p.name.get().clone(),
             today_monthly_cost_usd: cost.map(cents),
+            recommended_monthly_cost_usd: cents(recommended_here),
+            saving_usd: cost.map(|c| cents(c - recommended_here)),
             moves_to: moves,
             note,
         });
