@@ -78,7 +78,7 @@ fn check(provider: Provider, regions: &[&str], limits: Limits) {
 
 #[test]
 fn openb_on_azure_is_within_targets() {
-    // measured: GPUs +3.5% over the slot bound, cost +1.05% over the LP bound
+    // measured: GPUs +3.2% over the slot bound, cost +1.04% over the LP bound
     check(
         Provider::Azure,
         &["eastus", "westus3"],
@@ -91,7 +91,7 @@ fn openb_on_azure_is_within_targets() {
 
 #[test]
 fn openb_on_aws_is_within_targets() {
-    // measured: GPUs +5.0% over the slot bound, cost +4.7% over the LP bound
+    // measured: GPUs +4.5% over the slot bound, cost +4.35% over the LP bound
     check(
         Provider::Aws,
         &["us-east-1", "us-west-2"],

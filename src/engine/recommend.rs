@@ -392,6 +392,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     if mm == MigManager::Aks {
         merge_aks_profiles(&mut groups, &mut choices, catalog, plan_hours);
     }
+    merge_pools(&mut groups, &mut choices, catalog, mm, plan_hours, &cache);
 
     let mut pools = Vec::new();
     let mut workload_pool: IndexMap<String, (String, f64)> = IndexMap::new();
@@ -919,6 +920,99 @@ fn build(
         mig_configs: configs,
         ts_replicas: ts,
         stranded,
+    }
+}
+
+/// A merge found: its saving, the pool folded, the pool it joins, and each moved workload's
+/// new candidate and rate.
+type Merge<'c> = (f64, PoolKey, PoolKey, Vec<(usize, Candidate<'c>, Rate)>);
+
+/// Fold one pool into another of the same segment and capacity type where the packed fleet
+/// gets cheaper: its workloads move to the other pool's SKU and region (bigger nodes pack
+/// better), or time-sliced replicas join a pool with fewer, larger shares per GPU (one node
+/// fewer of rounding). Repeats while a merge saves money; each merge removes a pool.
+fn merge_pools(
+    groups: &mut BTreeMap<PoolKey, Vec<usize>>,
+    choices: &mut [Choice<'_, '_>],
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+    cache: &BuildCache,
+) {
+    let cost_of = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
+        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+        build_cached(cache, &ms, key.3, catalog, mm, plan_hours).cost
+    };
+    loop {
+        let keys: Vec<PoolKey> = groups.keys().cloned().collect();
+        let mut best: Option<Merge<'_>> = None;
+        for a in &keys {
+            for b in &keys {
+                if a == b || a.0 != b.0 || a.3 != b.3 || a.4 != b.4 {
+                    continue;
+                }
+                // The replicas of `a`, re-homed on `b`'s SKU and region with `b`'s sharing.
+                let mut moved = Vec::new();
+                for &i in &groups[a] {
+                    let ch = &choices[i];
+                    let Some(c) = ch.all.iter().find(|c| c.sku.name == b.1 && c.region == b.2)
+                    else {
+                        break;
+                    };
+                    let mut c = c.clone();
+                    match (&c.fit, &b.5) {
+                        (Fit::Shared { replicas }, FitKey::Shared(n)) if replicas >= n => {
+                            c.fit = Fit::Shared { replicas: *n };
+                        }
+                        _ if fit_key(&c.fit, mm) == b.5 => {}
+                        _ => break,
+                    }
+                    let (ca, ma) = candidate::allocatable(c.sku, catalog);
+                    c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
+                    let Some(rate) = c.rates(&ch.d).into_iter().find(|r| r.capacity == b.3) else {
+                        break;
+                    };
+                    moved.push((i, c, rate));
+                }
+                if moved.len() != groups[a].len() {
+                    continue;
+                }
+                let before = cost_of(choices, a, &groups[a]) + cost_of(choices, b, &groups[b]);
+                let mut trial: Vec<Choice<'_, '_>> = Vec::new();
+                for &i in &groups[b] {
+                    trial.push(Choice {
+                        d: choices[i].d.clone(),
+                        c: choices[i].c.clone(),
+                        rate: choices[i].rate.clone(),
+                        all: Vec::new(),
+                    });
+                }
+                for (i, c, rate) in &moved {
+                    trial.push(Choice {
+                        d: choices[*i].d.clone(),
+                        c: c.clone(),
+                        rate: rate.clone(),
+                        all: Vec::new(),
+                    });
+                }
+                let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
+                let after = build_cached(cache, &refs, b.3, catalog, mm, plan_hours).cost;
+                let saving = before - after;
+                if saving > 0.005 && best.as_ref().is_none_or(|x| saving > x.0) {
+                    best = Some((saving, a.clone(), b.clone(), moved));
+                }
+            }
+        }
+        let Some((_, a, b, moved)) = best else { break };
+        for (i, c, rate) in moved {
+            choices[i].c = c;
+            choices[i].rate = rate;
+        }
+        if let Some(members) = groups.remove(&a) {
+            if let Some(target) = groups.get_mut(&b) {
+                target.extend(members);
+            }
+        }
     }
 }
 
