@@ -393,6 +393,15 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
         merge_aks_profiles(&mut groups, &mut choices, catalog, plan_hours);
     }
     merge_pools(&mut groups, &mut choices, catalog, mm, plan_hours, &cache);
+    repair_quota(
+        plan,
+        catalog,
+        &mut groups,
+        &mut choices,
+        mm,
+        plan_hours,
+        &cache,
+    );
 
     let mut pools = Vec::new();
     let mut workload_pool: IndexMap<String, (String, f64)> = IndexMap::new();
@@ -417,7 +426,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
         }
         pools.push(pool);
     }
-    name_pools(&mut pools, &mut workload_pool);
+    name_pools(&mut pools, &mut workload_pool, plan.regions().count() > 1);
 
     let mut workloads = Vec::new();
     let mut teams: BTreeMap<String, f64> = BTreeMap::new();
@@ -923,6 +932,146 @@ fn build(
     }
 }
 
+/// The quota bucket a pool draws on: region and VM family (Azure) or quota code (AWS); spot
+/// capacity has its own.
+fn bucket(ch: &Choice<'_, '_>, capacity: Capacity) -> (String, String) {
+    let family = if capacity == Capacity::Spot {
+        ch.c.sku.spot_quota().to_owned()
+    } else {
+        ch.c.sku.quota_family.clone()
+    };
+    (ch.c.region.clone(), family)
+}
+
+/// vCPUs each known quota bucket reaches at the pools' maximum.
+fn bucket_use(
+    groups: &BTreeMap<PoolKey, Vec<usize>>,
+    choices: &[Choice<'_, '_>],
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+    cache: &BuildCache,
+) -> BTreeMap<(String, String), f64> {
+    let mut used: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for (key, members) in groups {
+        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+        let b = build_cached(cache, &ms, key.3, catalog, mm, plan_hours);
+        *used.entry(bucket(ms[0], key.3)).or_default() +=
+            f64::from(b.nodes_max) * f64::from(ms[0].c.sku.vcpus);
+    }
+    used
+}
+
+/// Known quota is a hard limit: while a bucket is over it, move the one workload whose move
+/// to another region or VM family costs least, without pushing the destination over its
+/// own quota. What cannot be moved stays, and GP014 reports it.
+fn repair_quota(
+    plan: &Plan,
+    catalog: &Catalog,
+    groups: &mut BTreeMap<PoolKey, Vec<usize>>,
+    choices: &mut [Choice<'_, '_>],
+    mm: MigManager,
+    plan_hours: f64,
+    cache: &BuildCache,
+) {
+    let quota = |b: &(String, String)| {
+        plan.raw
+            .quota
+            .iter()
+            .find(|q| q.region.get() == &b.0 && q.family.get() == &b.1)
+            .map(|q| *q.vcpus.get())
+    };
+    let cost = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
+        if members.is_empty() {
+            return 0.0;
+        }
+        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+        build_cached(cache, &ms, key.3, catalog, mm, plan_hours).cost
+    };
+    // Each round moves one workload; the bound keeps a plan with no way out finite.
+    for _ in 0..choices.len().max(1) * 2 {
+        let used = bucket_use(groups, choices, catalog, mm, plan_hours, cache);
+        let Some(over) = used
+            .iter()
+            .find(|(b, v)| quota(b).is_some_and(|q| **v > q + 1e-9))
+            .map(|(b, _)| b.clone())
+        else {
+            return;
+        };
+        let mut best: Option<(f64, usize, PoolKey, PoolKey, Candidate<'_>, Rate)> = None;
+        for (key, members) in groups.iter() {
+            if bucket(&choices[members[0]], key.3) != over {
+                continue;
+            }
+            for &i in members {
+                let ch = &choices[i];
+                let rest: Vec<usize> = members.iter().copied().filter(|&j| j != i).collect();
+                let leave = cost(choices, key, members) - cost(choices, key, &rest);
+                for c in &ch.all {
+                    let Some(rate) = c.rates(&ch.d).into_iter().find(|r| r.capacity == key.3)
+                    else {
+                        continue;
+                    };
+                    let trial = Choice {
+                        d: ch.d.clone(),
+                        c: c.clone(),
+                        rate: rate.clone(),
+                        all: Vec::new(),
+                    };
+                    let dest_bucket = bucket(&trial, key.3);
+                    if dest_bucket == over {
+                        continue;
+                    }
+                    let dest = (
+                        ch.d.segment,
+                        c.sku.name.clone(),
+                        c.region.clone(),
+                        rate.capacity,
+                        pool_sharing(&c.fit),
+                        fit_key(&c.fit, mm),
+                    );
+                    let others = groups.get(&dest).cloned().unwrap_or_default();
+                    let mut with: Vec<&Choice<'_, '_>> =
+                        others.iter().map(|&j| &choices[j]).collect();
+                    with.push(&trial);
+                    let after = build_cached(cache, &with, dest.3, catalog, mm, plan_hours);
+                    let before = cost(choices, &dest, &others);
+                    if let Some(q) = quota(&dest_bucket) {
+                        let before_nodes = if others.is_empty() {
+                            0
+                        } else {
+                            let ms: Vec<&Choice<'_, '_>> =
+                                others.iter().map(|&j| &choices[j]).collect();
+                            build_cached(cache, &ms, dest.3, catalog, mm, plan_hours).nodes_max
+                        };
+                        let extra = f64::from(after.nodes_max - before_nodes.min(after.nodes_max))
+                            * f64::from(c.sku.vcpus);
+                        if used.get(&dest_bucket).copied().unwrap_or(0.0) + extra > q + 1e-9 {
+                            continue;
+                        }
+                    }
+                    let delta = after.cost - before - leave;
+                    if best.as_ref().is_none_or(|b| delta < b.0 - 0.005) {
+                        best = Some((delta, i, key.clone(), dest, c.clone(), rate));
+                    }
+                }
+            }
+        }
+        let Some((_, i, from, to, c, rate)) = best else {
+            return;
+        };
+        choices[i].c = c;
+        choices[i].rate = rate;
+        if let Some(m) = groups.get_mut(&from) {
+            m.retain(|&j| j != i);
+            if m.is_empty() {
+                groups.remove(&from);
+            }
+        }
+        groups.entry(to).or_default().push(i);
+    }
+}
+
 /// A merge found: its saving, the pool folded, the pool it joins, and each moved workload's
 /// new candidate and rate.
 type Merge<'c> = (f64, PoolKey, PoolKey, Vec<(usize, Candidate<'c>, Rate)>);
@@ -1411,10 +1560,13 @@ fn alternatives(
 }
 
 /// DNS-1123 names from what a pool is: segment, GPU, sharing, capacity; numbered on clashes.
-fn name_pools(pools: &mut [RecPool], workload_pool: &mut IndexMap<String, (String, f64)>) {
-    let regions: std::collections::BTreeSet<&str> =
-        pools.iter().map(|p| p.region.as_str()).collect();
-    let multi_region = regions.len() > 1;
+/// Names depend on the plan, not on the answer: a plan with several regions always gets
+/// the region in its pool names, so a change that moves one pool renames no other.
+fn name_pools(
+    pools: &mut [RecPool],
+    workload_pool: &mut IndexMap<String, (String, f64)>,
+    multi_region: bool,
+) {
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     let mut renames = Vec::new();
     for p in pools.iter_mut() {

@@ -470,3 +470,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn known_quota_routes_a_workload_to_another_region() {
+    // Two 24-vCPU nodes fit a 48-vCPU quota in eastus; the third workload goes to westus3.
+    let mut text = head(
+        "azure",
+        "\"eastus\", \"westus3\"",
+        "[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCADSA100v4Family\"\nvcpus = 48\n",
+    );
+    for name in ["a", "b", "c"] {
+        text.push_str(&format!(
+            "\n[[workload]]\nname = \"{name}\"\nteam = \"t\"\nkind = \"inference\"\nuser_facing = true\nskus = [\"Standard_NC24ads_A100_v4\"]\n"
+        ));
+    }
+    let r = rec(&text);
+    assert!(
+        !r.findings.iter().any(|f| f.rule == "GP014"),
+        "{:#?}",
+        r.findings
+    );
+    let east: u32 = r
+        .pools
+        .iter()
+        .filter(|p| p.region == "eastus")
+        .map(|p| p.nodes.max * 24)
+        .sum();
+    assert!(east <= 48, "{east} vCPUs in eastus");
+    assert!(r.pools.iter().any(|p| p.region == "westus3"));
+    assert!(!r.unsatisfiable());
+}
