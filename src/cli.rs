@@ -44,6 +44,8 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Recommend node pools, SKUs, MIG geometry and capacity types, with costs (exit 1 when the plan cannot be met)
     Recommend(RecommendArgs),
+    /// Compare two versions of a plan: what changed and what it does to the recommended cost
+    Diff(DiffArgs),
     /// List or show what the catalog knows: GPU models, SKUs, prices with their dates and sources
     Catalog(CatalogArgs),
     /// Print the JSON Schema of the plan format (for editor completion)
@@ -63,13 +65,42 @@ pub enum Format {
     Json,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// Annotated source snippets
+    Human,
+    /// `gpuplan.findings/v1`
+    Json,
+    /// SARIF 2.1.0 for code scanning
+    Sarif,
+    /// GitHub Actions annotations (`::error file=...`)
+    Github,
+    /// A pull-request comment
+    Markdown,
+}
+
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// Plan files (`-` reads standard input)
     #[arg(required = true, value_name = "PLAN")]
     pub plans: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    pub format: CheckFormat,
+    /// Report only findings this baseline does not record (the rest show as suppressed)
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Record today's findings as the baseline (written atomically) and exit 0
+    #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
+    pub write_baseline: Option<PathBuf>,
+    /// SARIF: where the rule documentation lives; each rule links to URL#gpNNN
+    #[arg(long, value_name = "URL", env = "GPUPLAN_DOCS_URL")]
+    pub docs_url: Option<String>,
+    /// Markdown: prefix for links to plan lines, e.g. https://github.com/OWNER/REPO/blob/SHA/
+    #[arg(long, value_name = "URL")]
+    pub link_base: Option<String>,
+    /// Markdown: the plan before the change; the comment states the recommended cost delta
+    #[arg(long, value_name = "PLAN")]
+    pub base: Option<PathBuf>,
     /// Treat a class of findings as errors (`--deny warnings`)
     #[arg(long, value_enum, value_name = "WHAT")]
     pub deny: Vec<DenyWhat>,
@@ -101,6 +132,21 @@ pub struct RecommendArgs {
     pub plan: PathBuf,
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// BASE and HEAD plan files, or only HEAD with `--base-ref`
+    #[arg(required = true, num_args = 1..=2, value_name = "PLAN")]
+    pub plans: Vec<PathBuf>,
+    /// Read the base version of HEAD from git at this revision (e.g. `origin/main`)
+    #[arg(long, value_name = "REF")]
+    pub base_ref: Option<String>,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+    /// Exit 1 when the recommended monthly cost rises by more than this: `10%` or `500` (USD)
+    #[arg(long, value_name = "LIMIT")]
+    pub fail_on_increase: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

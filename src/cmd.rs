@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod diff;
 pub mod explain;
 pub mod init;
 pub mod recommend;

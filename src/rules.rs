@@ -118,6 +118,27 @@ pub fn docs_text(rule: &dyn Rule) -> String {
         .to_owned()
 }
 
+/// One `## Heading` section of a rule's documentation, without the heading.
+pub fn docs_section(rule: &dyn Rule, heading: &str) -> String {
+    let text = docs_text(rule);
+    let marker = format!("## {heading}");
+    let Some(start) = text.find(&marker) else {
+        return String::new();
+    };
+    let body = &text[start + marker.len()..];
+    let end = body.find("\n## ").unwrap_or(body.len());
+    body[..end].trim().to_owned()
+}
+
+/// The first sentence of what a rule does, on one line.
+pub fn summary_line(rule: &dyn Rule) -> String {
+    let what = docs_section(rule, "What it does").replace('\n', " ");
+    match what.find(". ") {
+        Some(i) => what[..=i].to_owned(),
+        None => what,
+    }
+}
+
 /// What a rule sees, and where it reports.
 pub struct Cx<'a> {
     pub plan: &'a Plan,

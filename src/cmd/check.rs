@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::cli::{CheckArgs, DenyWhat, Format, Global};
-use crate::diag::{output, Diag};
+use crate::cli::{CheckArgs, CheckFormat, DenyWhat, Global};
+use crate::diag::{baseline, github, markdown, output, sarif, Diag};
 use crate::exit;
 use crate::output::Out;
 use crate::plan::{self, Date};
@@ -75,17 +75,82 @@ pub fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
     }
 
     let mut findings = Vec::new();
+    let mut heads = Vec::new();
     for (file, raw) in parsed {
         match plan::validate_raw(file, raw, &catalog) {
             Err(ds) => errors.extend(ds),
-            Ok(p) => findings.extend(rules::check(&p, &catalog, today, &levels)),
+            Ok(p) => {
+                findings.extend(rules::check(&p, &catalog, today, &levels));
+                heads.push(p);
+            }
         }
     }
     crate::diag::sort(&mut errors);
 
+    if let Some(path) = &args.write_baseline {
+        if !errors.is_empty() {
+            out.stderr(&output::human(&errors, out.color));
+            out.stderr("error: the baseline was not written: fix the input first\n");
+            return exit::INPUT;
+        }
+        let b = baseline::build(&findings);
+        if let Err(e) = crate::output::write_atomic(path, baseline::to_json(&b).as_bytes()) {
+            out.stderr(&format!(
+                "error: cannot write the baseline `{}`: {e}\n",
+                path.display()
+            ));
+            return exit::INPUT;
+        }
+        out.info(&format!(
+            "wrote {} finding(s) to the baseline `{}`",
+            b.findings.len(),
+            path.display()
+        ));
+        return exit::OK;
+    }
+    if let Some(path) = &args.baseline {
+        match baseline::read(path) {
+            Ok(b) => {
+                let n = baseline::apply(&mut findings, &b, path);
+                out.detail(&format!("{n} finding(s) are in the baseline"));
+            }
+            Err(e) => {
+                out.stderr(&format!("error: {e}\n"));
+                return exit::INPUT;
+            }
+        }
+    }
+
     match args.format {
-        Format::Json => out.stdout(&output::json(&findings, &errors)),
-        Format::Human => {
+        CheckFormat::Json => out.stdout(&output::json(&findings, &errors)),
+        CheckFormat::Sarif => {
+            out.stdout(&sarif::sarif(&findings, &errors, args.docs_url.as_deref()))
+        }
+        CheckFormat::Github => {
+            out.stdout(&github::annotations(&findings, &errors));
+            out.info(&output::summary(&findings, args.plans.len()));
+        }
+        CheckFormat::Markdown => {
+            let delta = match (&args.base, heads.as_slice()) {
+                (Some(base), [head]) => match super::diff::cost_delta_line(g, base, head, out) {
+                    Ok(line) => Some(line),
+                    Err(code) => return code,
+                },
+                (Some(_), _) => {
+                    out.stderr("error: `--base` compares one plan; give exactly one PLAN\n");
+                    return exit::INPUT;
+                }
+                (None, _) => None,
+            };
+            out.stdout(&markdown::comment(
+                &findings,
+                &errors,
+                args.plans.len(),
+                args.link_base.as_deref(),
+                delta.as_deref(),
+            ));
+        }
+        CheckFormat::Human => {
             if !errors.is_empty() {
                 out.stderr(&output::human(&errors, out.color));
             }

@@ -1,0 +1,99 @@
+//! A pull-request comment: a summary line, findings grouped by severity with links to the
+//! plan's lines, and (when a base plan is given) the cost delta.
+
+use std::fmt::Write as _;
+
+use super::{Diag, Severity};
+
+fn md(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// `link_base`: a URL prefix for file links, such as
+/// `https://github.com/OWNER/REPO/blob/SHA/`; without it links are relative paths.
+pub fn comment(
+    findings: &[Diag],
+    errors: &[Diag],
+    files: usize,
+    link_base: Option<&str>,
+    cost_delta: Option<&str>,
+) -> String {
+    let mut o = String::new();
+    let summary = super::output::summary(findings, files);
+    let icon = if errors.is_empty() && !findings.iter().any(Diag::is_blocking) {
+        ":white_check_mark:"
+    } else {
+        ":x:"
+    };
+    let _ = writeln!(o, "### {icon} gpuplan check: {summary}");
+    let _ = writeln!(o);
+    if let Some(delta) = cost_delta {
+        let _ = writeln!(o, "{delta}");
+        let _ = writeln!(o);
+    }
+    let link = |d: &Diag| {
+        let (line, col) = d.line_col();
+        let label = format!("{}:{line}:{col}", d.file.name);
+        let target = format!(
+            "{}{}#L{line}",
+            link_base.unwrap_or(""),
+            d.file.name.trim_start_matches("./")
+        );
+        format!("[`{label}`]({target})")
+    };
+    if !errors.is_empty() {
+        let _ = writeln!(o, "#### Input errors");
+        for d in errors {
+            let _ = writeln!(o, "- {} `{}`: {}", link(d), d.code, md(&d.message));
+        }
+        let _ = writeln!(o);
+    }
+    for (sev, title) in [
+        (Severity::Error, "Errors"),
+        (Severity::Warning, "Warnings"),
+        (Severity::Note, "Notes"),
+    ] {
+        let these: Vec<&Diag> = findings
+            .iter()
+            .filter(|d| d.severity == sev && d.suppressed.is_none())
+            .collect();
+        if these.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "#### {title} ({})", these.len());
+        for d in these {
+            let name = crate::rules::by_id(&d.code).map_or("", |r| r.name());
+            let _ = writeln!(
+                o,
+                "- {} **{}** `{name}`: {}",
+                link(d),
+                d.code,
+                md(&d.message)
+            );
+        }
+        let _ = writeln!(o);
+    }
+    let suppressed: Vec<&Diag> = findings.iter().filter(|d| d.suppressed.is_some()).collect();
+    if !suppressed.is_empty() {
+        let _ = writeln!(
+            o,
+            "<details><summary>{} suppressed finding(s)</summary>\n",
+            suppressed.len()
+        );
+        for d in suppressed {
+            if let Some(s) = &d.suppressed {
+                let _ = writeln!(
+                    o,
+                    "- {} **{}** ({}: {}): {}",
+                    link(d),
+                    d.code,
+                    s.kind,
+                    md(&s.justification),
+                    md(&d.message)
+                );
+            }
+        }
+        let _ = writeln!(o, "\n</details>");
+    }
+    o
+}

@@ -1,0 +1,135 @@
+//! SARIF 2.1.0 for code scanning (GitHub, GitLab, Azure DevOps): one rule per GP id with its
+//! documentation, results at the plan file's line and column, stable fingerprints, and
+//! findings suppressed by an `[[allow]]` or the baseline under `suppressions`.
+
+use serde_json::{json, Value};
+
+use super::{baseline, Diag, Severity};
+use crate::rules::{self, RULES};
+
+const SCHEMA: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    }
+}
+
+/// `docs_url`: where the rule documentation lives (e.g. the README's rules table); each rule
+/// links to `{docs_url}#gpNNN`. Without it rules carry their full help text only.
+pub fn sarif(findings: &[Diag], errors: &[Diag], docs_url: Option<&str>) -> String {
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|r| {
+            let mut rule = json!({
+                "id": r.id(),
+                "name": r.name(),
+                "shortDescription": { "text": rules::summary_line(*r) },
+                "fullDescription": { "text": rules::docs_section(*r, "What it does").replace('\n', " ") },
+                "help": {
+                    "text": rules::docs_text(*r),
+                    "markdown": rules::docs_text(*r),
+                },
+                "defaultConfiguration": { "level": level(r.default_severity()) },
+                "properties": { "tags": ["gpu", "capacity"] },
+            });
+            if let Some(base) = docs_url {
+                rule["helpUri"] = json!(format!("{base}#{}", r.id().to_ascii_lowercase()));
+            }
+            rule
+        })
+        .collect();
+    let fingerprints = baseline::fingerprints(findings);
+    let results: Vec<Value> = findings
+        .iter()
+        .zip(&fingerprints)
+        .map(|(d, fp)| {
+            let mut r = json!({
+                "ruleId": d.code,
+                "level": level(d.severity),
+                "message": { "text": d.message },
+                "locations": [location(d)],
+                "partialFingerprints": { "gpuplan/v1": fp },
+            });
+            if let Some(i) = RULES.iter().position(|x| x.id() == d.code) {
+                r["ruleIndex"] = json!(i);
+            }
+            if let Some(s) = &d.suppressed {
+                let mut just = s.justification.clone();
+                if !s.approved_by.is_empty() {
+                    just.push_str(&format!(" (approved by {})", s.approved_by));
+                }
+                r["suppressions"] = json!([{
+                    // An [[allow]] lives in the plan file itself; a baseline outside it.
+                    "kind": if s.kind == "allow" { "inSource" } else { "external" },
+                    "status": "accepted",
+                    "justification": just,
+                }]);
+            }
+            r
+        })
+        .collect();
+    let notifications: Vec<Value> = errors
+        .iter()
+        .map(|d| {
+            json!({
+                "level": "error",
+                "message": { "text": d.message },
+                "descriptor": { "id": d.code },
+                "locations": [location(d)],
+            })
+        })
+        .collect();
+    let doc = json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": {
+                "name": "gpuplan",
+                "version": env!("CARGO_PKG_VERSION"),
+                "semanticVersion": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "invocations": [{
+                "executionSuccessful": errors.is_empty(),
+                "toolExecutionNotifications": notifications,
+            }],
+            "originalUriBaseIds": { "%SRCROOT%": { "description": { "text": "the directory gpuplan ran in" } } },
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+        }],
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+fn location(d: &Diag) -> Value {
+    let (line, col) = d.line_col();
+    let (end_line, end_col) = d.file.line_col(d.span.end);
+    // Same-line spans of zero width still need an end column past the start.
+    let end_col = if end_line == line {
+        end_col.max(col + 1)
+    } else {
+        end_col
+    };
+    json!({
+        "physicalLocation": {
+            "artifactLocation": { "uri": uri(&d.file.name), "uriBaseId": "%SRCROOT%" },
+            "region": {
+                "startLine": line,
+                "startColumn": col,
+                "endLine": end_line.max(line),
+                "endColumn": end_col,
+            },
+        }
+    })
+}
+
+/// A relative path as a URI reference: forward slashes, no `./`, spaces and `%` escaped.
+fn uri(path: &str) -> String {
+    let p = path.replace('\\', "/");
+    let p = p.strip_prefix("./").unwrap_or(&p);
+    p.replace('%', "%25").replace(' ', "%20")
+}

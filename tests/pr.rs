@@ -1,0 +1,426 @@
+//! The pull-request workflow: SARIF that validates against the OASIS schema, GitHub
+//! annotations, the Markdown comment, the baseline, and `diff` with its guardrail.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn gpuplan() -> Command {
+    let mut c = Command::cargo_bin("gpuplan").expect("binary");
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUPLAN_TODAY", "2026-12-02")
+        .env("NO_COLOR", "1")
+        .env_remove("GPUPLAN_CATALOG")
+        .env_remove("GPUPLAN_DOCS_URL");
+    c
+}
+
+fn run(c: &mut Command, code: i32) -> (String, String) {
+    let out = c.assert().code(code).get_output().clone();
+    (
+        String::from_utf8(out.stdout).expect("utf-8"),
+        String::from_utf8(out.stderr).expect("utf-8"),
+    )
+}
+
+fn schema() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/conformance/sarif-schema-2.1.0.json"),
+    )
+    .expect("schema");
+    let v: Value = serde_json::from_str(&text).expect("schema json");
+    jsonschema::validator_for(&v).expect("valid schema")
+}
+
+const EXAMPLES: [(&str, i32); 4] = [
+    ("azure-inference", 0),
+    ("aws-training", 0),
+    ("mixed-estate", 1),
+    ("minimal", 0),
+];
+
+#[test]
+fn sarif_of_every_example_validates() {
+    let validator = schema();
+    for (name, code) in EXAMPLES {
+        let path = format!("plans/{name}.toml");
+        let (out, _) = run(gpuplan().args(["check", "--format", "sarif", &path]), code);
+        let v: Value = serde_json::from_str(&out).expect("json");
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+        let run = &v["runs"][0];
+        assert_eq!(
+            run["tool"]["driver"]["rules"].as_array().map(Vec::len),
+            Some(28)
+        );
+        for r in run["results"].as_array().expect("results") {
+            let loc = &r["locations"][0]["physicalLocation"];
+            assert_eq!(loc["artifactLocation"]["uri"], path.as_str());
+            assert!(loc["region"]["startLine"].as_u64().is_some_and(|l| l >= 1));
+            assert!(r["partialFingerprints"]["gpuplan/v1"].is_string());
+        }
+    }
+}
+
+/// mixed-estate with its `[[allow]]` still in force.
+fn with_live_allow(dir: &Path) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/mixed-estate.toml"),
+    )
+    .expect("example");
+    let live = text.replace("expires = 2026-10-31", "expires = 2027-10-31");
+    assert_ne!(live, text);
+    std::fs::write(dir.join("plan.toml"), live).expect("write");
+}
+
+#[test]
+fn sarif_reports_allows_as_suppressions_and_links_rules() {
+    let dir = tempfile::tempdir().expect("tmp");
+    with_live_allow(dir.path());
+    let (out, _) = run(
+        gpuplan()
+            .current_dir(dir.path())
+            .args(["check", "--format", "sarif", "plan.toml"])
+            .env("GPUPLAN_DOCS_URL", "https://example.org/gpuplan/README.md"),
+        1,
+    );
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert!(schema().is_valid(&v));
+    let suppressed: Vec<&Value> = v["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter(|r| r.get("suppressions").is_some())
+        .collect();
+    assert!(!suppressed.is_empty());
+    assert_eq!(suppressed[0]["suppressions"][0]["kind"], "inSource");
+    assert!(suppressed[0]["suppressions"][0]["justification"]
+        .as_str()
+        .is_some_and(|j| j.contains("approved by")));
+    assert_eq!(
+        v["runs"][0]["tool"]["driver"]["rules"][0]["helpUri"],
+        "https://example.org/gpuplan/README.md#gp001"
+    );
+}
+
+#[test]
+fn invalid_plan_in_sarif_is_a_tool_notification() {
+    let (out, _) = run(
+        gpuplan()
+            .args(["check", "--format", "sarif", "-"])
+            .write_stdin("version = 2\n"),
+        2,
+    );
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert!(schema().is_valid(&v));
+    assert_eq!(v["runs"][0]["invocations"][0]["executionSuccessful"], false);
+}
+
+#[test]
+fn github_annotations_point_at_lines() {
+    let (out, _) = run(
+        gpuplan().args(["check", "--format", "github", "plans/mixed-estate.toml"]),
+        1,
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert!(
+            l.starts_with("::error file=plans/mixed-estate.toml,line=")
+                || l.starts_with("::warning file=plans/mixed-estate.toml,line=")
+                || l.starts_with("::notice file=plans/mixed-estate.toml,line="),
+            "{l}"
+        );
+        assert!(!l.contains('\r'));
+    }
+    assert!(out.contains(",line=63,col=25,"), "GP001 at 63:25:\n{out}");
+    assert!(out.contains("title=GP001 timeslice-memory-oversubscribed::"));
+}
+
+#[test]
+fn markdown_comment_groups_by_severity_with_the_cost_delta() {
+    let (out, _) = run(
+        gpuplan().args([
+            "check",
+            "--format",
+            "markdown",
+            "--link-base",
+            "https://github.com/o/r/blob/abc/",
+            "--base",
+            "plans/azure-inference.toml",
+            "plans/azure-inference.toml",
+        ]),
+        0,
+    );
+    insta::assert_snapshot!("check_markdown_clean", out);
+    let dir = tempfile::tempdir().expect("tmp");
+    with_live_allow(dir.path());
+    let (out, _) = run(
+        gpuplan()
+            .current_dir(dir.path())
+            .args(["check", "--format", "markdown", "plan.toml"]),
+        1,
+    );
+    assert!(out.starts_with("### :x: gpuplan check: failed"));
+    assert!(out.contains("#### Errors ("));
+    assert!(out.contains("#### Warnings ("));
+    assert!(
+        out.contains("[`plan.toml:63:25`](plan.toml#L63) **GP001**"),
+        "{out}"
+    );
+    assert!(out.contains("1 suppressed finding(s)"), "{out}");
+}
+
+#[test]
+fn baseline_hides_known_findings_and_reports_new_ones() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/mixed-estate.toml"),
+    )
+    .expect("example");
+    std::fs::write(&plan, &text).expect("write");
+    let base = dir.path().join("gpuplan-baseline.json");
+    let cmd = |args: &[&str]| {
+        let mut c = gpuplan();
+        c.current_dir(dir.path()).args(args);
+        c
+    };
+    let (_, err) = run(
+        &mut cmd(&[
+            "check",
+            "--write-baseline",
+            "gpuplan-baseline.json",
+            "plan.toml",
+        ]),
+        0,
+    );
+    // mixed-estate: 20 findings, the expired allow's warning among them
+    assert!(err.contains("wrote 20 finding(s)"), "{err}");
+    let b: Value =
+        serde_json::from_str(&std::fs::read_to_string(&base).expect("baseline")).expect("json");
+    assert_eq!(b["schema"], "gpuplan.baseline/v1");
+    // Everything known: nothing blocks.
+    let (out, _) = run(
+        &mut cmd(&[
+            "check",
+            "--format",
+            "json",
+            "--baseline",
+            "gpuplan-baseline.json",
+            "plan.toml",
+        ]),
+        0,
+    );
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert!(v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .all(|f| f.get("suppressed").is_some()));
+    // A new problem is reported, and only it.
+    let worse = text.replace(
+        "kind = \"training\"",
+        "kind = \"training\"\nuser_facing = true",
+    );
+    std::fs::write(&plan, worse).expect("write");
+    let (out, _) = run(
+        &mut cmd(&[
+            "check",
+            "--format",
+            "json",
+            "--baseline",
+            "gpuplan-baseline.json",
+            "plan.toml",
+        ]),
+        1,
+    );
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let new: Vec<&Value> = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f.get("suppressed").is_none())
+        .collect();
+    assert!(!new.is_empty());
+    assert!(new.iter().all(|f| f["workload"] == "pretrain"), "{new:#?}");
+    // A broken baseline is an input error.
+    std::fs::write(&base, "{\"schema\": \"other\"}").expect("write");
+    run(
+        &mut cmd(&["check", "--baseline", "gpuplan-baseline.json", "plan.toml"]),
+        2,
+    );
+}
+
+/// The same plan re-serialised by the TOML library (other formatting, no comments) with its
+/// workloads and pools in reverse order.
+fn reformatted(text: &str) -> String {
+    let mut t: toml::Table = toml::from_str(text).expect("toml");
+    for key in ["workload", "pool"] {
+        if let Some(toml::Value::Array(a)) = t.get_mut(key) {
+            a.reverse();
+        }
+    }
+    toml::to_string_pretty(&t).expect("serialise")
+}
+
+fn fingerprints(dir: &Path, code: i32) -> Vec<String> {
+    let (out, _) = run(
+        gpuplan()
+            .current_dir(dir)
+            .args(["check", "--format", "sarif", "plan.toml"]),
+        code,
+    );
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let mut fps: Vec<String> = v["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            r["partialFingerprints"]["gpuplan/v1"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    fps.sort();
+    fps
+}
+
+#[test]
+fn fingerprints_survive_reformatting_and_reordering() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/mixed-estate.toml"),
+    )
+    .expect("example");
+    let (a, b) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    std::fs::write(a.path().join("plan.toml"), &text).expect("write");
+    let other = reformatted(&text);
+    assert_ne!(other, text);
+    std::fs::write(b.path().join("plan.toml"), &other).expect("write");
+    let (fa, fb) = (fingerprints(a.path(), 1), fingerprints(b.path(), 1));
+    assert!(fa.len() > 10);
+    assert_eq!(fa, fb);
+}
+
+fn total(path: &str) -> f64 {
+    let (out, _) = run(gpuplan().args(["recommend", "--format", "json", path]), 0);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    v["total_monthly_cost_usd"].as_f64().expect("total")
+}
+
+#[test]
+fn diff_of_two_revisions_shows_the_delta_and_honours_the_guardrail() {
+    let base = "plans/azure-inference.toml";
+    let head = "tests/fixtures/diff/azure-inference-head.toml";
+    let (out, _) = run(gpuplan().args(["diff", "--format", "json", base, head]), 0);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["schema"], "gpuplan.diff/v1");
+    let expected = total(head) - total(base);
+    assert!(
+        (v["delta_usd"].as_f64().unwrap_or(0.0) - expected).abs() < 0.02,
+        "{v:#}"
+    );
+    assert!(expected > 0.0, "the head revision adds capacity");
+    assert_eq!(
+        v["workloads"]["added"],
+        serde_json::json!(["translation-api"])
+    );
+    assert_eq!(
+        v["workloads"]["removed"],
+        serde_json::json!(["nightly-eval"])
+    );
+    assert_eq!(v["workloads"]["changed"][0]["name"], "chat-api");
+    assert_eq!(
+        v["workloads"]["changed"][0]["keys"],
+        serde_json::json!(["replicas"])
+    );
+    let (human, _) = run(gpuplan().args(["diff", base, head]), 0);
+    insta::assert_snapshot!("diff_human", human);
+    let (md, _) = run(
+        gpuplan().args(["diff", "--format", "markdown", base, head]),
+        0,
+    );
+    insta::assert_snapshot!("diff_markdown", md);
+    // guardrails: a 1% limit trips, a generous amount does not, a bad limit is a usage error
+    let (_, err) = run(
+        gpuplan().args(["diff", "--fail-on-increase", "1%", base, head]),
+        1,
+    );
+    assert!(err.contains("past `--fail-on-increase 1%`"), "{err}");
+    run(
+        gpuplan().args(["diff", "--fail-on-increase", "1000000", base, head]),
+        0,
+    );
+    run(
+        gpuplan().args(["diff", "--fail-on-increase", "lots", base, head]),
+        2,
+    );
+    // going back is a saving: never over a limit
+    run(
+        gpuplan().args(["diff", "--fail-on-increase", "0", head, base]),
+        0,
+    );
+}
+
+#[test]
+fn diff_reads_the_base_from_git() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let git = |args: &[&str]| {
+        let s = std::process::Command::new("git")
+            .current_dir(dir.path())
+            .args(["-c", "user.email=ci@example.org", "-c", "user.name=ci"])
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            s.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&s.stderr)
+        );
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    git(&["init", "-q"]);
+    std::fs::create_dir_all(dir.path().join("plans")).expect("mkdir");
+    let plan = dir.path().join("plans/plan.toml");
+    std::fs::copy(root.join("plans/azure-inference.toml"), &plan).expect("copy");
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "base"]);
+    std::fs::copy(
+        root.join("tests/fixtures/diff/azure-inference-head.toml"),
+        &plan,
+    )
+    .expect("copy");
+    let (out, _) = run(
+        gpuplan().current_dir(dir.path()).args([
+            "diff",
+            "--format",
+            "json",
+            "--base-ref",
+            "HEAD",
+            "plans/plan.toml",
+        ]),
+        0,
+    );
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["base"]["source"], "HEAD:plans/plan.toml");
+    assert_eq!(
+        v["workloads"]["added"],
+        serde_json::json!(["translation-api"])
+    );
+    let (_, err) = run(
+        gpuplan().current_dir(dir.path()).args([
+            "diff",
+            "--base-ref",
+            "no-such-ref",
+            "plans/plan.toml",
+        ]),
+        2,
+    );
+    assert!(err.contains("cannot read"), "{err}");
+}
