@@ -44,6 +44,8 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Recommend node pools, SKUs, MIG geometry and capacity types, with costs (exit 1 when the plan cannot be met)
     Recommend(RecommendArgs),
+    /// Write Terraform, Helm values, Kueue objects and serving settings for the recommended pools
+    Render(RenderArgs),
     /// Compare two versions of a plan: what changed and what it does to the recommended cost
     Diff(DiffArgs),
     /// List or show what the catalog knows: GPU models, SKUs, prices with their dates and sources
@@ -132,6 +134,25 @@ pub struct RecommendArgs {
     pub plan: PathBuf,
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Plan file (`-` reads standard input)
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
+    /// Output directory (created if missing; only gpuplan's files in it are replaced)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Templates overriding the built-in ones (same layout as `templates/render/`)
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Exit 1 when the files on disk differ from what would be rendered; write nothing
+    #[arg(long)]
+    pub check: bool,
+    /// Also reserve capacity for user-facing floors (Azure capacity reservation groups, EC2 On-Demand Capacity Reservations)
+    #[arg(long)]
+    pub capacity_reservations: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ pub mod diff;
 pub mod explain;
 pub mod init;
 pub mod recommend;
+pub mod render;
 pub mod schema;
 
 use crate::catalog::{Catalog, CatalogError};

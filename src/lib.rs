@@ -12,6 +12,7 @@ pub mod engine;
 pub mod mig;
 pub mod output;
 pub mod plan;
+pub mod render;
 pub mod rules;
 pub mod source;
 
@@ -28,6 +29,7 @@ pub fn run(cli: cli::Cli) -> u8 {
     match cli.command {
         cli::Command::Check(args) => cmd::check::run(&cli.global, &args, &out),
         cli::Command::Recommend(args) => cmd::recommend::run(&cli.global, &args, &out),
+        cli::Command::Render(args) => cmd::render::run(&cli.global, &args, &out),
         cli::Command::Diff(args) => cmd::diff::run(&cli.global, &args, &out),
         cli::Command::Explain(args) => cmd::explain::run(&args, &out),
         cli::Command::Catalog(args) => cmd::catalog::run(&cli.global, &args, &out),

@@ -1,0 +1,249 @@
+//! `gpuplan render`: the recommended pools as files for the real tools: a Terraform root
+//! module (azurerm 4.x node pools or aws_eks_node_group), Helm values for the NVIDIA GPU
+//! Operator (mig-parted and device-plugin sharing configs), Kueue objects, serving settings
+//! and a README. Templates are handlebars files (`templates/render/`, overridable with
+//! `--templates DIR`) fed a typed view model; strings reach them through escaping helpers,
+//! never the default HTML escaping.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use handlebars::{
+    Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason,
+};
+
+pub mod escape;
+pub mod view;
+
+/// Library failures of rendering: templates and files.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("template `{name}`: {message}")]
+    Template { name: String, message: String },
+    #[error("cannot read template `{}`: {source}", path.display())]
+    ReadTemplate {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write `{}`: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One output: its path under the output directory, its template, and how it is finished.
+struct Output_ {
+    path: &'static str,
+    template: &'static str,
+    embedded: &'static str,
+    hcl: bool,
+}
+
+const AZURE: Output_ = Output_ {
+    path: "terraform/main.tf",
+    template: "terraform/azure.tf.hbs",
+    embedded: include_str!("../templates/render/terraform/azure.tf.hbs"),
+    hcl: true,
+};
+const AWS: Output_ = Output_ {
+    path: "terraform/main.tf",
+    template: "terraform/aws.tf.hbs",
+    embedded: include_str!("../templates/render/terraform/aws.tf.hbs"),
+    hcl: true,
+};
+const COMMON: [Output_; 4] = [
+    Output_ {
+        path: "helm/gpu-operator-values.yaml",
+        template: "helm/gpu-operator-values.yaml.hbs",
+        embedded: include_str!("../templates/render/helm/gpu-operator-values.yaml.hbs"),
+        hcl: false,
+    },
+    Output_ {
+        path: "kueue/kueue.yaml",
+        template: "kueue/kueue.yaml.hbs",
+        embedded: include_str!("../templates/render/kueue/kueue.yaml.hbs"),
+        hcl: false,
+    },
+    Output_ {
+        path: "serving/values.yaml",
+        template: "serving/values.yaml.hbs",
+        embedded: include_str!("../templates/render/serving/values.yaml.hbs"),
+        hcl: false,
+    },
+    Output_ {
+        path: "README.md",
+        template: "README.md.hbs",
+        embedded: include_str!("../templates/render/README.md.hbs"),
+        hcl: false,
+    },
+];
+
+fn one_string(h: &Helper<'_>, name: &'static str) -> Result<String, RenderErrorReason> {
+    let v = h
+        .param(0)
+        .ok_or(RenderErrorReason::ParamNotFoundForIndex(name, 0))?
+        .value();
+    Ok(match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+fn hcl_helper(
+    h: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    out.write(&escape::hcl_string(&one_string(h, "hcl")?))?;
+    Ok(())
+}
+
+fn yaml_helper(
+    h: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    out.write(&escape::yaml_string(&one_string(h, "yaml")?))?;
+    Ok(())
+}
+
+/// The registry: strict (a missing field is an error), no HTML escaping, the helpers `hcl`
+/// and `yaml` that quote a value for the target language.
+fn registry() -> Handlebars<'static> {
+    let mut hb = Handlebars::new();
+    hb.set_strict_mode(true);
+    hb.register_escape_fn(handlebars::no_escape);
+    hb.register_helper("hcl", Box::new(hcl_helper));
+    hb.register_helper("yaml", Box::new(yaml_helper));
+    hb
+}
+
+fn template_text(o: &Output_, dir: Option<&Path>) -> Result<String, RenderError> {
+    match dir {
+        None => Ok(o.embedded.to_owned()),
+        Some(d) => {
+            let path = d.join(o.template);
+            if path.exists() {
+                std::fs::read_to_string(&path)
+                    .map_err(|source| RenderError::ReadTemplate { path, source })
+            } else {
+                // A template directory may override some outputs and keep the rest.
+                Ok(o.embedded.to_owned())
+            }
+        }
+    }
+}
+
+/// Every output file (relative path -> content), rendered in memory.
+pub fn render(
+    v: &view::View,
+    templates: Option<&Path>,
+) -> Result<BTreeMap<String, String>, RenderError> {
+    let hb = registry();
+    let tf = if v.provider == "aws" { AWS } else { AZURE };
+    let mut out = BTreeMap::new();
+    for o in std::iter::once(&tf).chain(COMMON.iter()) {
+        let text = template_text(o, templates)?;
+        let rendered = hb
+            .render_template(&text, v)
+            .map_err(|e| RenderError::Template {
+                name: o.template.to_owned(),
+                message: e.to_string(),
+            })?;
+        let finished = if o.hcl {
+            escape::hcl_fmt(&rendered)
+        } else {
+            tidy(&rendered)
+        };
+        out.insert(o.path.to_owned(), finished);
+    }
+    Ok(out)
+}
+
+/// Trailing spaces off, runs of blank lines folded to one, one final newline.
+fn tidy(text: &str) -> String {
+    let mut out = String::new();
+    let mut blank = 0;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            blank += 1;
+            if blank > 1 {
+                continue;
+            }
+        } else {
+            blank = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+/// Files under `dir` that differ from what would be written (missing ones included).
+pub fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(rel, content)| {
+            std::fs::read_to_string(dir.join(rel)).map_or(true, |on_disk| &on_disk != *content)
+        })
+        .map(|(rel, _)| rel.clone())
+        .collect()
+}
+
+/// Write every file, all or nothing as far as the file system allows: each goes to a
+/// temporary file beside its target first; only when all are written are they renamed into
+/// place. A failure before that removes the temporaries and leaves the old output intact.
+pub fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<(), RenderError> {
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let cleanup = |staged: &[(PathBuf, PathBuf)]| {
+        for (tmp, _) in staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+    };
+    for (rel, content) in files {
+        let target = dir.join(rel);
+        let parent = target.parent().unwrap_or(dir).to_owned();
+        if let Err(source) = std::fs::create_dir_all(&parent) {
+            cleanup(&staged);
+            return Err(RenderError::Write {
+                path: parent,
+                source,
+            });
+        }
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = parent.join(format!(".{name}.gpuplan-{}.tmp", std::process::id()));
+        let result = (|| {
+            use std::io::Write as _;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(content.as_bytes())?;
+            f.sync_all()
+        })();
+        staged.push((tmp.clone(), target.clone()));
+        if let Err(source) = result {
+            cleanup(&staged);
+            return Err(RenderError::Write { path: tmp, source });
+        }
+    }
+    for (i, (tmp, target)) in staged.iter().enumerate() {
+        if let Err(source) = std::fs::rename(tmp, target) {
+            cleanup(&staged[i..]);
+            return Err(RenderError::Write {
+                path: target.clone(),
+                source,
+            });
+        }
+    }
+    Ok(())
+}
