@@ -1,0 +1,534 @@
+//! `gpuplan render`: snapshots of every output, and conformance with the real tools: HCL that
+//! parses with the provider's real attribute names, Helm values with the chart's real keys,
+//! mig-parted and device-plugin configs those tools accept, Kueue objects that validate
+//! against the CRD schemas. `.ci/run` also parses the Terraform with HashiCorp's own parser.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn gpuplan() -> Command {
+    let mut c = Command::cargo_bin("gpuplan").expect("binary");
+    c.current_dir(root())
+        .env("GPUPLAN_TODAY", "2026-12-02")
+        .env("NO_COLOR", "1")
+        .env_remove("GPUPLAN_CATALOG");
+    c
+}
+
+/// The plans that render, with the name their snapshots carry.
+const PLANS: [(&str, &str); 4] = [
+    ("azure-inference", "plans/azure-inference.toml"),
+    ("aws-training", "plans/aws-training.toml"),
+    ("minimal", "plans/minimal.toml"),
+    ("operator-mig", "tests/fixtures/render/operator-mig.toml"),
+];
+
+fn render_to(plan: &str, out: &Path, extra: &[&str]) -> BTreeMap<String, String> {
+    gpuplan()
+        .args(["render", plan, "--out"])
+        .arg(out)
+        .args(extra)
+        .assert()
+        .code(0);
+    let mut files = BTreeMap::new();
+    collect(out, out, &mut files);
+    files
+}
+
+fn collect(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+    for e in std::fs::read_dir(dir).expect("dir") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            collect(base, &p, out);
+        } else {
+            let rel = p
+                .strip_prefix(base)
+                .expect("under base")
+                .to_string_lossy()
+                .replace('\\', "/");
+            out.insert(rel, std::fs::read_to_string(&p).expect("utf-8"));
+        }
+    }
+}
+
+fn rendered(plan: &str, extra: &[&str]) -> BTreeMap<String, String> {
+    let dir = tempfile::tempdir().expect("tmp");
+    render_to(plan, dir.path(), extra)
+}
+
+#[test]
+fn every_output_is_snapshotted() {
+    for (name, plan) in PLANS {
+        for (file, text) in rendered(plan, &[]) {
+            insta::assert_snapshot!(format!("{name}__{}", file.replace('/', "_")), text);
+        }
+    }
+    let files = rendered("plans/azure-inference.toml", &["--capacity-reservations"]);
+    insta::assert_snapshot!(
+        "azure-inference__reservations_main.tf",
+        files["terraform/main.tf"]
+    );
+    let files = rendered("plans/aws-training.toml", &["--capacity-reservations"]);
+    insta::assert_snapshot!(
+        "aws-training__reservations_main.tf",
+        files["terraform/main.tf"]
+    );
+}
+
+#[test]
+fn output_is_byte_identical_run_to_run() {
+    for (_, plan) in PLANS {
+        assert_eq!(rendered(plan, &[]), rendered(plan, &[]));
+    }
+}
+
+fn lines_of(path: &str) -> BTreeSet<String> {
+    std::fs::read_to_string(root().join("tests/fixtures/conformance").join(path))
+        .expect("fixture")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Argument names listed as "* `name` - (Required|Optional)" in a provider doc page.
+fn doc_args(path: &str) -> BTreeSet<String> {
+    std::fs::read_to_string(root().join("tests/fixtures/conformance").join(path))
+        .expect("fixture")
+        .lines()
+        .filter(|l| l.contains("(Required)") || l.contains("(Optional)"))
+        .filter_map(|l| l.strip_prefix("* `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every attribute and block name of a body, nested ones as `block.name`.
+fn names(body: &hcl_edit::structure::Body, prefix: &str, out: &mut Vec<String>) {
+    for s in body.iter() {
+        match s {
+            hcl_edit::structure::Structure::Attribute(a) => {
+                out.push(format!("{prefix}{}", a.key.as_str()));
+            }
+            hcl_edit::structure::Structure::Block(b) => {
+                let n = format!("{prefix}{}", b.ident.as_str());
+                out.push(n.clone());
+                names(&b.body, &format!("{n}."), out);
+            }
+        }
+    }
+}
+
+const META: [&str; 6] = [
+    "provider",
+    "lifecycle",
+    "lifecycle.ignore_changes",
+    "count",
+    "for_each",
+    "depends_on",
+];
+
+#[test]
+fn terraform_parses_and_uses_the_providers_attribute_names() {
+    let mut allowed: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    allowed.insert(
+        "azurerm_kubernetes_cluster_node_pool",
+        lines_of("azurerm_node_pool_args.txt"),
+    );
+    allowed.insert(
+        "aws_eks_node_group",
+        lines_of("aws_eks_node_group_args.txt"),
+    );
+    let mut reservation = doc_args("capacity_reservation.html.markdown");
+    // the `sku` block's arguments
+    reservation.extend(["sku.name".to_owned(), "sku.capacity".to_owned()]);
+    allowed.insert("azurerm_capacity_reservation", reservation);
+    allowed.insert(
+        "azurerm_capacity_reservation_group",
+        doc_args("capacity_reservation_group.html.markdown"),
+    );
+    allowed.insert(
+        "aws_ec2_capacity_reservation",
+        doc_args("ec2_capacity_reservation.html.markdown"),
+    );
+    let mut seen = BTreeSet::new();
+    for (_, plan) in PLANS {
+        let files = rendered(plan, &["--capacity-reservations"]);
+        let tf = &files["terraform/main.tf"];
+        let body: hcl_edit::structure::Body =
+            tf.parse().unwrap_or_else(|e| panic!("{plan}: {e}\n{tf}"));
+        for s in body.iter() {
+            let hcl_edit::structure::Structure::Block(b) = s else {
+                continue;
+            };
+            if b.ident.as_str() != "resource" {
+                continue;
+            }
+            let kind = b
+                .labels
+                .first()
+                .map(|l| l.as_str().to_owned())
+                .unwrap_or_default();
+            let Some(ok) = allowed.get(kind.as_str()) else {
+                panic!("{plan}: unexpected resource type `{kind}`");
+            };
+            seen.insert(kind.clone());
+            let mut got = Vec::new();
+            names(&b.body, "", &mut got);
+            for n in got {
+                assert!(
+                    ok.contains(&n) || META.contains(&n.as_str()),
+                    "{plan}: `{kind}` has no argument `{n}`"
+                );
+            }
+        }
+    }
+    for kind in allowed.keys() {
+        assert!(seen.contains(*kind), "no plan rendered a `{kind}`");
+    }
+}
+
+fn yaml(text: &str) -> serde_yaml::Value {
+    serde_yaml::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn json(v: &serde_yaml::Value) -> Value {
+    serde_json::to_value(v).expect("yaml as json")
+}
+
+/// Key paths of a mapping; below `data` the chart takes free-form content.
+fn key_paths(v: &serde_yaml::Value, prefix: &str, out: &mut Vec<String>) {
+    if let serde_yaml::Value::Mapping(m) = v {
+        for (k, val) in m {
+            let k = k.as_str().unwrap_or_default();
+            let path = if prefix.is_empty() {
+                k.to_owned()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            out.push(path.clone());
+            if k != "data" {
+                key_paths(val, &path, out);
+            }
+        }
+    }
+}
+
+fn lookup<'a>(v: &'a serde_yaml::Value, path: &str) -> Option<&'a serde_yaml::Value> {
+    path.split('.').try_fold(v, |cur, k| cur.get(k))
+}
+
+#[test]
+fn helm_values_use_the_charts_keys_and_tools_accept_the_configs() {
+    let chart = yaml(
+        &std::fs::read_to_string(
+            root().join("tests/fixtures/conformance/gpu-operator-values.yaml"),
+        )
+        .expect("chart"),
+    );
+    let catalog = gpuplan::catalog::Catalog::embedded(&[]).expect("catalog");
+    let a100 = catalog
+        .gpu("A100-40GB")
+        .and_then(|g| g.mig.clone())
+        .expect("A100 MIG");
+    let mut mig_configs_seen = 0;
+    for (_, plan) in PLANS {
+        let files = rendered(plan, &[]);
+        let values = yaml(&files["helm/gpu-operator-values.yaml"]);
+        let mut paths = Vec::new();
+        key_paths(&values, "", &mut paths);
+        for p in &paths {
+            assert!(
+                lookup(&chart, p).is_some(),
+                "{plan}: the chart has no value `{p}`"
+            );
+        }
+        // device plugin configs (k8s-device-plugin api/config/v1 rules)
+        let data = lookup(&values, "devicePlugin.config.data").expect("device plugin data");
+        let default = lookup(&values, "devicePlugin.config.default").and_then(|v| v.as_str());
+        assert!(
+            default.is_some_and(|d| data.get(d).is_some()),
+            "the default config exists"
+        );
+        for (name, text) in data.as_mapping().expect("map") {
+            let cfg = yaml(text.as_str().expect("a config is a string"));
+            let top: Vec<&str> = cfg
+                .as_mapping()
+                .expect("map")
+                .keys()
+                .filter_map(|k| k.as_str())
+                .collect();
+            for k in &top {
+                assert!(
+                    ["version", "flags", "resources", "sharing", "imex"].contains(k),
+                    "{name:?}: `{k}`"
+                );
+            }
+            assert_eq!(cfg["version"].as_str(), Some("v1"));
+            if let Some(sharing) = cfg.get("sharing") {
+                for kind in ["timeSlicing", "mps"] {
+                    let Some(s) = sharing.get(kind) else { continue };
+                    let res = s["resources"].as_sequence().expect("resources");
+                    assert!(!res.is_empty());
+                    for r in res {
+                        assert_eq!(r["name"].as_str(), Some("nvidia.com/gpu"));
+                        assert!(
+                            r["replicas"].as_u64().is_some_and(|n| n >= 2),
+                            "replicas >= 2"
+                        );
+                    }
+                    assert_eq!(s["failRequestsGreaterThanOne"].as_bool(), Some(true));
+                }
+            }
+        }
+        // mig-parted config (NVIDIA/mig-parted api/spec/v1 rules, and placeable layouts)
+        let Some(text) =
+            lookup(&values, "migManager.config.data").and_then(|d| d.get("config.yaml"))
+        else {
+            continue;
+        };
+        let cfg = yaml(text.as_str().expect("string"));
+        let m = cfg.as_mapping().expect("map");
+        assert!(m
+            .keys()
+            .all(|k| ["version", "mig-configs"].contains(&k.as_str().unwrap_or(""))));
+        assert_eq!(cfg["version"].as_str(), Some("v1"));
+        let configs = cfg["mig-configs"].as_mapping().expect("mig-configs");
+        assert!(!configs.is_empty());
+        let default = lookup(&values, "migManager.config.default")
+            .and_then(|v| v.as_str())
+            .expect("default");
+        assert!(configs.get(default).is_some());
+        for (name, entries) in configs {
+            let entries = entries.as_sequence().expect("entries");
+            assert!(!entries.is_empty(), "{name:?}");
+            for e in entries {
+                let devices = &e["devices"];
+                assert!(
+                    devices.as_str() == Some("all")
+                        || devices
+                            .as_sequence()
+                            .is_some_and(|s| s.iter().all(|d| d.as_u64().is_some())),
+                    "{name:?}: devices {devices:?}"
+                );
+                let enabled = e["mig-enabled"].as_bool().expect("mig-enabled is a bool");
+                let devs = e.get("mig-devices");
+                if !enabled {
+                    assert!(devs.is_none_or(|d| d.as_mapping().is_some_and(|m| m.is_empty())));
+                    continue;
+                }
+                mig_configs_seen += 1;
+                let layout: indexmap::IndexMap<String, u32> = devs
+                    .and_then(|d| d.as_mapping())
+                    .expect("mig-devices")
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().unwrap_or("").to_owned(),
+                            v.as_u64().unwrap_or(0) as u32,
+                        )
+                    })
+                    .collect();
+                assert!(
+                    gpuplan::mig::check(&a100, &layout).is_ok(),
+                    "{name:?}: {layout:?} cannot be placed"
+                );
+            }
+        }
+    }
+    assert!(
+        mig_configs_seen >= 5,
+        "the operator-mig fixture renders its layouts"
+    );
+}
+
+fn crd_schema(file: &str) -> jsonschema::Validator {
+    let crd = yaml(
+        &std::fs::read_to_string(root().join("tests/fixtures/conformance").join(file))
+            .expect("crd"),
+    );
+    let version = crd["spec"]["versions"]
+        .as_sequence()
+        .and_then(|vs| vs.iter().find(|v| v["name"].as_str() == Some("v1beta1")))
+        .expect("v1beta1");
+    jsonschema::validator_for(&json(&version["schema"]["openAPIV3Schema"])).expect("schema")
+}
+
+#[test]
+fn kueue_objects_validate_against_the_crds() {
+    let schemas: BTreeMap<&str, jsonschema::Validator> = [
+        (
+            "ResourceFlavor",
+            crd_schema("kueue.x-k8s.io_resourceflavors.yaml"),
+        ),
+        (
+            "ClusterQueue",
+            crd_schema("kueue.x-k8s.io_clusterqueues.yaml"),
+        ),
+        ("LocalQueue", crd_schema("kueue.x-k8s.io_localqueues.yaml")),
+    ]
+    .into_iter()
+    .collect();
+    let mut kinds = BTreeSet::new();
+    for (_, plan) in PLANS {
+        let files = rendered(plan, &[]);
+        for doc in serde_yaml::Deserializer::from_str(&files["kueue/kueue.yaml"]) {
+            let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).expect("yaml document");
+            if v.is_null() {
+                continue;
+            }
+            let kind = v["kind"].as_str().expect("kind").to_owned();
+            assert_eq!(v["apiVersion"].as_str(), Some("kueue.x-k8s.io/v1beta1"));
+            let errors: Vec<String> = schemas[kind.as_str()]
+                .iter_errors(&json(&v))
+                .map(|e| format!("{} at {}", e, e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{plan}: {kind}: {errors:#?}");
+            // every flavor of a queue lists every covered resource (Kueue's own rule)
+            if kind == "ClusterQueue" {
+                for g in v["spec"]["resourceGroups"].as_sequence().expect("groups") {
+                    let covered: Vec<&str> = g["coveredResources"]
+                        .as_sequence()
+                        .expect("covered")
+                        .iter()
+                        .filter_map(|r| r.as_str())
+                        .collect();
+                    for f in g["flavors"].as_sequence().expect("flavors") {
+                        let got: Vec<&str> = f["resources"]
+                            .as_sequence()
+                            .expect("resources")
+                            .iter()
+                            .filter_map(|r| r["name"].as_str())
+                            .collect();
+                        assert_eq!(got, covered);
+                    }
+                }
+            }
+            kinds.insert(kind);
+        }
+        let serving = yaml(&files["serving/values.yaml"]);
+        assert!(serving.is_mapping());
+    }
+    assert_eq!(kinds.len(), 3);
+}
+
+#[test]
+fn check_reports_drift_and_a_failed_render_leaves_the_old_output() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("out");
+    let first = render_to("plans/azure-inference.toml", &out, &[]);
+    gpuplan()
+        .args(["render", "plans/azure-inference.toml", "--check", "--out"])
+        .arg(&out)
+        .assert()
+        .code(0);
+    let tf = out.join("terraform/main.tf");
+    std::fs::write(&tf, "# edited by hand\n").expect("write");
+    let o = gpuplan()
+        .args(["render", "plans/azure-inference.toml", "--check", "--out"])
+        .arg(&out)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("terraform/main.tf"));
+    assert_eq!(
+        std::fs::read_to_string(&tf).expect("read"),
+        "# edited by hand\n",
+        "--check writes nothing"
+    );
+    // A template that fails: nothing is replaced.
+    let templates = dir.path().join("templates");
+    std::fs::create_dir_all(templates.join("kueue")).expect("mkdir");
+    std::fs::write(
+        templates.join("kueue/kueue.yaml.hbs"),
+        "{{no_such_field}}\n",
+    )
+    .expect("write");
+    gpuplan()
+        .args(["render", "plans/minimal.toml", "--templates"])
+        .arg(&templates)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(2);
+    assert_eq!(
+        std::fs::read_to_string(&tf).expect("read"),
+        "# edited by hand\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("helm/gpu-operator-values.yaml")).expect("read"),
+        first["helm/gpu-operator-values.yaml"]
+    );
+    // A working override is used; the other templates stay built in.
+    std::fs::write(
+        templates.join("kueue/kueue.yaml.hbs"),
+        "# {{plan}} on {{provider}}\n",
+    )
+    .expect("write");
+    let files = render_to(
+        "plans/minimal.toml",
+        &out,
+        &["--templates", templates.to_str().expect("utf-8")],
+    );
+    assert_eq!(files["kueue/kueue.yaml"], "# minimal on azure\n");
+    assert!(files["terraform/main.tf"].contains("azurerm_kubernetes_cluster_node_pool"));
+}
+
+#[test]
+fn names_that_try_to_break_out_are_refused_before_rendering() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (key, bad) in [
+        ("team", "a\\\"}\\n${file(\\\"/etc/passwd\\\")}"),
+        ("name", "x: y\\n- z"),
+    ] {
+        let plan = format!(
+            "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\n{}team = \"t\"\nkind = \"inference\"\n",
+            if key == "name" {
+                format!("name = \"{bad}\"\n").replace("team = \"t\"\n", "")
+            } else {
+                format!("name = \"w\"\nteam = \"{bad}\"\n")
+            }
+        );
+        let plan = if key == "team" {
+            plan.replace("team = \"t\"\n", "")
+        } else {
+            plan
+        };
+        let out: PathBuf = dir.path().join(format!("out-{key}"));
+        let o = gpuplan()
+            .args(["render", "-", "--out"])
+            .arg(&out)
+            .write_stdin(plan.clone())
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("DNS-1123"),
+            "{plan}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!out.exists(), "nothing is written");
+    }
+}
+
+#[test]
+fn an_unsatisfiable_plan_renders_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("out");
+    gpuplan()
+        .args(["render", "plans/mixed-estate.toml", "--out"])
+        .arg(&out)
+        .assert()
+        .code(1);
+    assert!(!out.exists());
+}
