@@ -150,6 +150,9 @@ pub struct RenderArgs {
     /// Exit 1 when the files on disk differ from what would be rendered; write nothing
     #[arg(long)]
     pub check: bool,
+    /// Render the plan's declared `[[pool]]` entries instead of the recommendation
+    #[arg(long)]
+    pub declared: bool,
     /// Also reserve capacity for user-facing floors (Azure capacity reservation groups, EC2 On-Demand Capacity Reservations)
     #[arg(long)]
     pub capacity_reservations: bool,

@@ -532,3 +532,46 @@ fn an_unsatisfiable_plan_renders_nothing() {
         .code(1);
     assert!(!out.exists());
 }
+
+#[test]
+fn declared_pools_render_through_the_same_templates() {
+    for plan in [
+        "plans/azure-inference.toml",
+        "plans/aws-training.toml",
+        "plans/mixed-estate.toml",
+        "plans/minimal.toml",
+    ] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let declared = dir.path().join("declared");
+        let o = gpuplan()
+            .args(["render", plan, "--declared", "--out"])
+            .arg(&declared)
+            .output()
+            .expect("run");
+        if plan.ends_with("minimal.toml") {
+            // no [[pool]] to render
+            assert_eq!(o.status.code(), Some(2));
+            continue;
+        }
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let mut files = BTreeMap::new();
+        collect(&declared, &declared, &mut files);
+        let _: hcl_edit::structure::Body = files["terraform/main.tf"].parse().expect("hcl");
+        for f in ["helm/gpu-operator-values.yaml", "serving/values.yaml"] {
+            let _ = yaml(&files[f]);
+        }
+        if plan.ends_with("azure-inference.toml") {
+            insta::assert_snapshot!(
+                "azure-inference__declared_main.tf",
+                files["terraform/main.tf"]
+            );
+            // the declared time-sliced pool gets caps that agree with its 4 replicas
+            assert!(files["helm/gpu-operator-values.yaml"].contains("replicas: 4"));
+        }
+    }
+}

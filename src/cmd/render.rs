@@ -34,7 +34,15 @@ pub fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
             return exit::INPUT;
         }
     };
-    let rec = recommend::recommend(&p, &catalog);
+    let rec = if args.declared {
+        if p.pools().is_empty() {
+            out.stderr("error: `--declared`: the plan declares no `[[pool]]`\n");
+            return exit::INPUT;
+        }
+        recommend::declared(&p, &catalog)
+    } else {
+        recommend::recommend(&p, &catalog)
+    };
     if rec.unsatisfiable() {
         for u in &rec.unsatisfied {
             out.stderr(&format!("error: {}\n", u.message));

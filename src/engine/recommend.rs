@@ -15,6 +15,7 @@
 //!    pools for comparison.
 
 pub mod candidate;
+mod declared;
 pub mod demand;
 mod improve;
 pub mod pack;
@@ -31,6 +32,8 @@ use crate::plan::Plan;
 use candidate::{Candidate, Constraint, Fit, Rate};
 use demand::{Demand, Segment};
 use pack::{Item, NodeCap};
+
+pub use declared::declared;
 
 pub const SCHEMA: &str = "gpuplan.recommendation/v1";
 

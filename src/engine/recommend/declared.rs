@@ -1,0 +1,153 @@
+//! The plan's own `[[pool]]` entries in the recommendation's shape, so `render --declared`
+//! writes today's (or a pull request's) pools through the same templates.
+
+use indexmap::IndexMap;
+
+use super::demand::Segment;
+use super::{cents, Nodes, RecPool, Recommendation, SCHEMA};
+use crate::catalog::Catalog;
+use crate::plan::raw::{Capacity, Provider, Sharing};
+use crate::plan::Plan;
+
+pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
+    let hours = plan.hours_per_month();
+    let headroom = catalog.assumptions.time_slicing_memory_headroom;
+    let mut pools = Vec::new();
+    for sp in plan.pools() {
+        let p = sp.get();
+        let sku = catalog.sku(plan.provider(), p.sku.get());
+        let segment = plan
+            .pool_workloads(p)
+            .map(|w| Segment::of(w))
+            .min()
+            .unwrap_or(Segment::Batch);
+        let burst_hours = plan
+            .pool_workloads(p)
+            .map(|w| {
+                w.hours_per_month
+                    .as_ref()
+                    .map_or(hours, |h| *h.get())
+                    .min(hours)
+            })
+            .fold(0.0, f64::max);
+        let (min, max) = (
+            u32::try_from(p.nodes().min().max(0)).unwrap_or(0),
+            u32::try_from(p.nodes().max().max(0)).unwrap_or(0),
+        );
+        let price = crate::engine::cost::node_hour(
+            catalog,
+            plan.provider(),
+            p.sku.get(),
+            p.region.get(),
+            p.capacity(),
+        )
+        .map_or(0.0, |h| h.usd);
+        let gpus_per_node = sku.map_or(0, |s| s.gpu_count);
+        let mig_layout: Option<IndexMap<String, u32>> = match (&p.mig_profile, &p.mig_layout) {
+            (_, Some(l)) => Some(
+                l.iter()
+                    .map(|(k, v)| (k.clone(), u32::try_from(*v.get()).unwrap_or(0)))
+                    .collect(),
+            ),
+            (Some(profile), None) => {
+                let per_gpu = sku
+                    .and_then(|s| catalog.sku_gpu(s))
+                    .and_then(|g| g.mig.as_ref())
+                    .map_or(1, |spec| {
+                        (1..=7u32)
+                            .take_while(|&k| {
+                                crate::mig::check(
+                                    spec,
+                                    &IndexMap::from([(profile.get().clone(), k)]),
+                                )
+                                .is_ok()
+                            })
+                            .last()
+                            .unwrap_or(1)
+                    });
+                Some(IndexMap::from([(profile.get().clone(), per_gpu)]))
+            }
+            (None, None) => None,
+        };
+        let ts = p
+            .time_slicing_replicas
+            .as_ref()
+            .map(|r| u32::try_from(*r.get()).unwrap_or(2))
+            .filter(|_| matches!(p.sharing(), Sharing::TimeSlicing | Sharing::Mps));
+        let mut labels = IndexMap::new();
+        labels.insert("gpuplan.io/segment".to_owned(), segment.as_str().to_owned());
+        labels.insert(
+            "gpuplan.io/capacity".to_owned(),
+            p.capacity().as_str().to_owned(),
+        );
+        let mut taints = vec![
+            format!("gpuplan.io/segment={}:NoSchedule", segment.as_str()),
+            "nvidia.com/gpu=present:NoSchedule".to_owned(),
+        ];
+        if p.capacity() == Capacity::Spot {
+            taints.push(match plan.provider() {
+                Provider::Azure => {
+                    "kubernetes.azure.com/scalesetpriority=spot:NoSchedule".to_owned()
+                }
+                Provider::Aws => "gpuplan.io/spot=true:NoSchedule".to_owned(),
+            });
+        }
+        let cost = price * (f64::from(min) * hours + f64::from(max - min.min(max)) * burst_hours);
+        pools.push(RecPool {
+            name: p.name.get().clone(),
+            provider: plan.provider().as_str().to_owned(),
+            region: p.region.get().clone(),
+            sku: p.sku.get().clone(),
+            gpu_model: sku.map_or(String::new(), |s| s.gpu_model.clone()),
+            gpus_per_node,
+            nodes: Nodes { min, max },
+            capacity: p.capacity().as_str(),
+            sharing: p.sharing().as_str(),
+            segment: segment.as_str(),
+            mig_layout,
+            mig_configs: Vec::new(),
+            time_slicing_replicas: ts,
+            gpu_memory_utilization: ts
+                .map(|n| ((1.0 - headroom) / f64::from(n) * 100.0).floor() / 100.0),
+            workloads: p.workloads.iter().map(|w| w.get().clone()).collect(),
+            monthly_cost_usd: cents(cost),
+            monthly_cost_at_max_usd: cents(price * f64::from(max) * hours),
+            usd_per_node_hour: price,
+            spot_waste_factor: None,
+            gpus: Nodes {
+                min: min * gpus_per_node,
+                max: max * gpus_per_node,
+            },
+            stranded: None,
+            labels,
+            taints,
+            why: "declared in the plan".to_owned(),
+            considered: Vec::new(),
+            capacity_options: Vec::new(),
+        });
+    }
+    let total: f64 = pools.iter().map(|p| p.monthly_cost_usd).sum();
+    let at_max: f64 = pools.iter().map(|p| p.monthly_cost_at_max_usd).sum();
+    Recommendation {
+        schema: SCHEMA,
+        plan: plan.name().to_owned(),
+        provider: plan.provider().as_str().to_owned(),
+        regions: plan.regions().map(str::to_owned).collect(),
+        total_monthly_cost_usd: cents(total),
+        total_monthly_cost_at_max_usd: cents(at_max),
+        pools,
+        workloads: Vec::new(),
+        teams: Vec::new(),
+        unsatisfied: Vec::new(),
+        comparison: None,
+        findings: Vec::new(),
+        data: catalog
+            .sources_for(plan.provider())
+            .map(|s| super::DataUsed {
+                file: s.file.clone(),
+                as_of: s.as_of.to_string(),
+                source: s.source.clone(),
+            })
+            .collect(),
+    }
+}
