@@ -87,6 +87,9 @@ pub struct Bounds {
     /// SKU, region and capacity type, nodes fractional, GPU/vCPU/RAM capacity constraints per
     /// candidate, spot priced without restart waste.
     pub lp_cost: Option<f64>,
+    /// GPUs no fleet can go below once every constraint counts: the same LP, minimising
+    /// GPUs instead of cost (vCPU and RAM per node, segments, node-wide sharing).
+    pub lp_gpus: Option<f64>,
     /// The same LP with counting cuts, still a valid bound: on one node, at most `j`
     /// replicas can each take more than `1/(j+1)` of its vCPUs (or RAM), since `j+1` of
     /// them would not fit. Every integer fleet satisfies them; the plain LP does not.
@@ -114,9 +117,10 @@ pub fn bounds(plan: &Plan, catalog: &Catalog, with_cuts: bool) -> Bounds {
     Bounds {
         demand_gpus,
         slot_gpus,
-        lp_cost: lp(plan, catalog, &demands, false),
+        lp_cost: lp(plan, catalog, &demands, false, Objective::Cost),
+        lp_gpus: lp(plan, catalog, &demands, false, Objective::Gpus),
         lp_cut_cost: if with_cuts {
-            lp(plan, catalog, &demands, true)
+            lp(plan, catalog, &demands, true, Objective::Cost)
         } else {
             None
         },
@@ -135,7 +139,19 @@ struct NodeKind {
 
 type NodeKey = (demand::Segment, String, String, &'static str, String);
 
-fn lp(plan: &Plan, catalog: &Catalog, demands: &[demand::Demand<'_>], cuts: bool) -> Option<f64> {
+#[derive(Clone, Copy, PartialEq)]
+enum Objective {
+    Cost,
+    Gpus,
+}
+
+fn lp(
+    plan: &Plan,
+    catalog: &Catalog,
+    demands: &[demand::Demand<'_>],
+    cuts: bool,
+    objective: Objective,
+) -> Option<f64> {
     use microlp::{ComparisonOp, OptimizationDirection, Problem};
     let hours = plan.hours_per_month();
     let mut p = Problem::new(OptimizationDirection::Minimize);
@@ -177,7 +193,13 @@ fn lp(plan: &Plan, catalog: &Catalog, demands: &[demand::Demand<'_>], cuts: bool
                     sharing.clone(),
                 );
                 let kind = kinds.entry(key).or_insert_with(|| NodeKind {
-                    n: p.add_var(r.usd * hours, (0.0, f64::INFINITY)),
+                    n: p.add_var(
+                        match objective {
+                            Objective::Cost => r.usd * hours,
+                            Objective::Gpus => f64::from(c.sku.gpu_count),
+                        },
+                        (0.0, f64::INFINITY),
+                    ),
                     caps: [f64::from(c.sku.gpu_count), cpu, mem],
                     usd: r.usd,
                     uses: Vec::new(),

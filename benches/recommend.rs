@@ -93,6 +93,12 @@ fn main() {
             b.slot_gpus,
             (f64::from(gpus) / b.slot_gpus - 1.0) * 100.0
         );
+        if let Some(g) = b.lp_gpus {
+            println!(
+                "          GPU LP bound (every constraint) {g:.1} ({:+.2}%)",
+                (f64::from(gpus) / g - 1.0) * 100.0
+            );
+        }
         match b.lp_cost {
             Some(lp) => println!(
                 "cost      {:.2}/month  LP bound {lp:.2} ({:+.2}%)",

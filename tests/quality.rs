@@ -52,6 +52,9 @@ fn check(provider: Provider, regions: &[&str], limits: Limits) {
     eprintln!("ours by segment {by_segment:?}");
     let gpus: u32 = r.pools.iter().map(|p| p.gpus.max).sum();
     let plain = b.lp_cost.expect("the LP relaxation solves");
+    let gpu_bound = b.lp_gpus.expect("the GPU LP solves");
+    eprintln!("GPU LP bound {gpu_bound:.1}");
+    assert!(f64::from(gpus) >= gpu_bound - 1e-6);
     assert!(b.lp_cut_cost.is_none(), "cuts are the bench's");
     eprintln!(
         "{provider}: {gpus} GPUs (demand {:.1}, slot bound {:.1}); cost {:.2} vs LP {plain:.2}",
