@@ -46,6 +46,8 @@ pub enum Command {
     Recommend(RecommendArgs),
     /// Write Terraform, Helm values, Kueue objects and serving settings for the recommended pools
     Render(RenderArgs),
+    /// Review allocated against used GPU-seconds from Prometheus or files: idle, stalled, what to change
+    Review(ReviewArgs),
     /// Compare two versions of a plan: what changed and what it does to the recommended cost
     Diff(DiffArgs),
     /// List or show what the catalog knows: GPU models, SKUs, prices with their dates and sources
@@ -156,6 +158,69 @@ pub struct RenderArgs {
     /// Also reserve capacity for user-facing floors (Azure capacity reservation groups, EC2 On-Demand Capacity Reservations)
     #[arg(long)]
     pub capacity_reservations: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReviewFormat {
+    Markdown,
+    Json,
+    /// A self-contained page with charts
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// Plan file (`-` reads standard input)
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
+    /// Prometheus (or Thanos/Mimir) base URL
+    #[arg(long, value_name = "URL", env = "GPUPLAN_PROMETHEUS_URL")]
+    pub prometheus: Option<String>,
+    /// Bearer token for Prometheus
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "GPUPLAN_PROMETHEUS_TOKEN",
+        hide_env_values = true
+    )]
+    pub bearer_token: Option<String>,
+    /// Basic auth for Prometheus, USER:PASSWORD
+    #[arg(
+        long,
+        value_name = "USER:PASSWORD",
+        env = "GPUPLAN_PROMETHEUS_BASIC_AUTH",
+        hide_env_values = true
+    )]
+    pub basic_auth: Option<String>,
+    /// Seconds to wait for Prometheus per request
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub timeout: u64,
+    /// Telemetry as CSV: timestamp,namespace,pod,allocated_gpus,used_gpus[,tokens_total][,app]
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Telemetry in the Prometheus text or OpenMetrics format
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
+    /// Start of the window (RFC 3339 or Unix seconds)
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End of the window (default: now for Prometheus, the data's end for files)
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Length of the window ending at `--to` (default 90d for Prometheus)
+    #[arg(long, value_name = "DURATION")]
+    pub window: Option<String>,
+    /// Sampling step (default: chosen from the window, or the files' interval)
+    #[arg(long, value_name = "DURATION")]
+    pub step: Option<String>,
+    /// A pod allocated with near-zero activity this long is stalled
+    #[arg(long, default_value = "2h", value_name = "DURATION")]
+    pub stalled_after: String,
+    #[arg(long, value_enum, default_value_t = ReviewFormat::Markdown)]
+    pub format: ReviewFormat,
+    /// Write the report here (atomically) instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ pub mod explain;
 pub mod init;
 pub mod recommend;
 pub mod render;
+pub mod review;
 pub mod schema;
 
 use crate::catalog::{Catalog, CatalogError};

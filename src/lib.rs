@@ -13,6 +13,7 @@ pub mod mig;
 pub mod output;
 pub mod plan;
 pub mod render;
+pub mod review;
 pub mod rules;
 pub mod source;
 
@@ -30,6 +31,7 @@ pub fn run(cli: cli::Cli) -> u8 {
         cli::Command::Check(args) => cmd::check::run(&cli.global, &args, &out),
         cli::Command::Recommend(args) => cmd::recommend::run(&cli.global, &args, &out),
         cli::Command::Render(args) => cmd::render::run(&cli.global, &args, &out),
+        cli::Command::Review(args) => cmd::review::run(&cli.global, &args, &out),
         cli::Command::Diff(args) => cmd::diff::run(&cli.global, &args, &out),
         cli::Command::Explain(args) => cmd::explain::run(&args, &out),
         cli::Command::Catalog(args) => cmd::catalog::run(&cli.global, &args, &out),

@@ -1,0 +1,170 @@
+//! `gpuplan review PLAN`: allocated against used GPU-seconds from Prometheus or files.
+
+use crate::cli::{Global, ReviewArgs, ReviewFormat};
+use crate::engine::recommend;
+use crate::exit;
+use crate::output::Out;
+use crate::plan;
+use crate::review::{self, files, prometheus, telemetry};
+
+fn input_error(out: &Out, msg: &str) -> u8 {
+    out.stderr(&format!("error: {msg}\n"));
+    exit::INPUT
+}
+
+pub fn run(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
+    let step = match args.step.as_deref().map(telemetry::parse_duration) {
+        Some(None) => return input_error(out, "`--step`: expected a duration such as 60s or 5m"),
+        Some(Some(s)) => Some(s),
+        None => None,
+    };
+    let Some(stalled_after) = telemetry::parse_duration(&args.stalled_after) else {
+        return input_error(out, "`--stalled-after`: expected a duration such as 2h");
+    };
+    let file = match plan::load::read(&args.plan) {
+        Ok(f) => f,
+        Err(d) => {
+            out.stderr(&crate::diag::output::human(&[*d], out.color));
+            return exit::INPUT;
+        }
+    };
+    let raw = match plan::load::parse(&file) {
+        Ok(r) => r,
+        Err(ds) => {
+            out.stderr(&crate::diag::output::human(&ds, out.color));
+            return exit::INPUT;
+        }
+    };
+    let catalog = match super::load_catalog(g, &[*raw.plan.provider.get()], out) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let p = match plan::validate_raw(file, raw, &catalog) {
+        Ok(p) => p,
+        Err(ds) => {
+            out.stderr(&crate::diag::output::human(&ds, out.color));
+            return exit::INPUT;
+        }
+    };
+    let sources = [
+        args.prometheus.is_some(),
+        args.csv.is_some(),
+        args.metrics.is_some(),
+    ];
+    if sources.iter().filter(|s| **s).count() != 1 {
+        return input_error(
+            out,
+            "give one telemetry source: `--prometheus URL`, `--csv FILE` or `--metrics FILE`",
+        );
+    }
+    let parse_t = |s: &Option<String>, what: &str| -> Result<Option<i64>, String> {
+        match s {
+            None => Ok(None),
+            Some(v) => telemetry::parse_time(v)
+                .map(Some)
+                .ok_or_else(|| format!("`--{what} {v}`: expected RFC 3339 or Unix seconds")),
+        }
+    };
+    let (from, to) = match (parse_t(&args.from, "from"), parse_t(&args.to, "to")) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(e), _) | (_, Err(e)) => return input_error(out, &e),
+    };
+    let window = match args.window.as_deref().map(telemetry::parse_duration) {
+        Some(None) => return input_error(out, "`--window`: expected a duration such as 90d"),
+        Some(w) => w,
+        None => None,
+    };
+    let mut t = if let Some(url) = &args.prometheus {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let to = to.unwrap_or(now);
+        let from = from.unwrap_or(to - window.unwrap_or(90 * 86_400));
+        if from >= to {
+            return input_error(out, "the window is empty: `--from` must come before `--to`");
+        }
+        let client = prometheus::Client {
+            base: url.clone(),
+            bearer: args.bearer_token.clone(),
+            basic: args
+                .basic_auth
+                .as_deref()
+                .and_then(|s| s.split_once(':'))
+                .map(|(u, p)| (u.to_owned(), p.to_owned())),
+            timeout: std::time::Duration::from_secs(args.timeout),
+        };
+        let step = step.unwrap_or_else(|| prometheus::step_for(to - from));
+        match client.fetch(from, to, step) {
+            Ok(t) => t,
+            Err(e) => return input_error(out, &e),
+        }
+    } else {
+        let (path, csv) = match (&args.csv, &args.metrics) {
+            (Some(p), _) => (p, true),
+            (_, Some(p)) => (p, false),
+            _ => return input_error(out, "no telemetry source"),
+        };
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => return input_error(out, &format!("cannot read `{}`: {e}", path.display())),
+        };
+        let name = path.display().to_string();
+        let parsed = if csv {
+            files::read_csv(&name, &text, step)
+        } else {
+            files::read_exposition(&name, &text, step)
+        };
+        match parsed {
+            Ok(mut t) => {
+                if let Some(f) = from {
+                    t.from = f;
+                }
+                if let Some(x) = to {
+                    t.to = x;
+                } else if let (Some(w), Some(_)) = (window, from) {
+                    t.to = t.from + w;
+                }
+                t
+            }
+            Err(e) => return input_error(out, &e),
+        }
+    };
+    t.clip();
+    if t.pods.is_empty() {
+        return input_error(
+            out,
+            &format!(
+                "no GPU samples between {} and {}: nothing to review",
+                telemetry::format_time(t.from),
+                telemetry::format_time(t.to)
+            ),
+        );
+    }
+    let rec = recommend::recommend(&p, &catalog);
+    let r = review::analyse(
+        &p,
+        &rec,
+        &catalog,
+        &t,
+        &review::Settings {
+            stalled_after,
+            quiet_below: 0.05,
+            low_utilization: catalog.assumptions.low_utilization,
+        },
+    );
+    let text = match args.format {
+        ReviewFormat::Json => review::json(&r),
+        ReviewFormat::Markdown => review::markdown(&r),
+        ReviewFormat::Html => review::html(&r),
+    };
+    match &args.out {
+        Some(path) => {
+            if let Err(e) = crate::output::write_atomic(path, text.as_bytes()) {
+                return input_error(out, &format!("cannot write `{}`: {e}", path.display()));
+            }
+            out.info(&format!("wrote the review to `{}`", path.display()));
+        }
+        None => out.stdout(&text),
+    }
+    exit::OK
+}

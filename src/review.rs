@@ -1,0 +1,359 @@
+//! `gpuplan review PLAN`: the quarterly capacity review from real telemetry. The first
+//! number is GPU-seconds allocated against GPU-seconds used, per team (namespace) and
+//! workload: utilisation percent and memory graphs mislead (vLLM holds 92% of memory busy or
+//! idle; SM activity 0.2 is a fifth of the card all the time or all of it a fifth of the time).
+
+use std::fmt::Write as _;
+
+pub mod analysis;
+pub mod files;
+pub mod prometheus;
+pub mod telemetry;
+
+pub use analysis::{analyse, Review, Settings};
+
+fn usd(x: f64) -> String {
+    crate::engine::cost::usd(x)
+}
+
+fn hours(gpu_seconds: f64) -> String {
+    format!("{:.1}", gpu_seconds / 3600.0)
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".to_owned(), |e| format!("{:.1}%", e * 100.0))
+}
+
+pub fn json(r: &Review) -> String {
+    serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
+}
+
+fn md(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn markdown(r: &Review) -> String {
+    let mut o = String::new();
+    let (a, u): (f64, f64) = r.teams.iter().fold((0.0, 0.0), |(a, u), t| {
+        (a + t.allocated_gpu_seconds, u + t.used_gpu_seconds)
+    });
+    let idle: f64 = r.teams.iter().map(|t| t.idle_cost_usd).sum();
+    let _ = writeln!(o, "# GPU capacity review: `{}`", r.plan);
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{} to {} ({}). **{} GPU-hours allocated, {} used ({}); the idle part cost {}.**",
+        r.window.from,
+        r.window.to,
+        r.source,
+        hours(a),
+        hours(u),
+        pct((a > 0.0).then(|| u / a)),
+        usd(idle)
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "## Teams\n\n| team | GPU-h allocated | GPU-h used | efficiency | idle cost |\n|---|---:|---:|---:|---:|");
+    for t in &r.teams {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            t.team,
+            hours(t.allocated_gpu_seconds),
+            hours(t.used_gpu_seconds),
+            pct(t.efficiency),
+            usd(t.idle_cost_usd)
+        );
+    }
+    let _ = writeln!(o, "\n## Workloads\n\n| workload | team | GPU-h allocated | GPU-h used | efficiency | planned | idle cost | $/1M tokens |\n|---|---|---:|---:|---:|---:|---:|---:|");
+    for w in &r.workloads {
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            w.workload,
+            w.team,
+            hours(w.allocated_gpu_seconds),
+            hours(w.used_gpu_seconds),
+            pct(w.efficiency),
+            pct(w.planned_utilization),
+            usd(w.idle_cost_usd),
+            w.usd_per_million_tokens
+                .map_or("-".to_owned(), crate::engine::cost::rate)
+        );
+    }
+    if !r.recommendations.is_empty() {
+        let _ = writeln!(o, "\n## What to change\n");
+        for a in &r.recommendations {
+            let _ = writeln!(
+                o,
+                "- **{}** (saves {} over the window): {}. Change: `{}`",
+                a.kind,
+                usd(a.saving_usd),
+                md(&a.message),
+                md(&a.change)
+            );
+        }
+    }
+    if !r.stalled.is_empty() {
+        let _ = writeln!(o, "\n## Stalled pods\n\n| pod | workload | since | hours | GPUs |\n|---|---|---|---:|---:|");
+        for s in &r.stalled {
+            let _ = writeln!(
+                o,
+                "| `{}/{}` | {} | {} | {:.1} | {} |",
+                s.team,
+                s.pod,
+                s.workload.as_deref().unwrap_or("-"),
+                s.since,
+                s.seconds as f64 / 3600.0,
+                s.allocated_gpus
+            );
+        }
+    }
+    if !r.idle_pools.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Idle pool floors\n\n| pool | idle GPU-h | cost |\n|---|---:|---:|"
+        );
+        for p in &r.idle_pools {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} |",
+                p.pool,
+                hours(p.idle_gpu_seconds),
+                usd(p.idle_cost_usd)
+            );
+        }
+    }
+    if !r.reservations.is_empty() {
+        let _ = writeln!(o, "\n## Reservation fill\n\n| pool | reserved GPU-h | used by workloads | fill |\n|---|---:|---:|---:|");
+        for f in &r.reservations {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} |",
+                f.pool,
+                hours(f.reserved_gpu_seconds),
+                hours(f.allocated_gpu_seconds),
+                pct(Some(f.fill))
+            );
+        }
+    }
+    if !r.unmatched.is_empty() {
+        let _ = writeln!(o, "\n## Usage no workload of the plan claims\n\n| pod | GPU-h allocated | GPU-h used |\n|---|---:|---:|");
+        for m in &r.unmatched {
+            let _ = writeln!(
+                o,
+                "| `{}/{}` | {} | {} |",
+                m.namespace,
+                m.pod,
+                hours(m.allocated_gpu_seconds),
+                hours(m.used_gpu_seconds)
+            );
+        }
+    }
+    o
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+];
+
+/// Allocated (dashed) against used (solid) GPUs over time, one colour per team.
+fn timeline_svg(r: &Review) -> String {
+    let (w, h, pad) = (760.0, 260.0, 40.0);
+    let mut tmin = i64::MAX;
+    let mut tmax = i64::MIN;
+    let mut ymax: f64 = 0.0;
+    for pts in r.timeline.values() {
+        for (t, a, u) in pts {
+            tmin = tmin.min(*t);
+            tmax = tmax.max(*t);
+            ymax = ymax.max(*a).max(*u);
+        }
+    }
+    if tmin > tmax || ymax <= 0.0 {
+        return String::new();
+    }
+    let span = (tmax - tmin).max(1) as f64;
+    let x = |t: i64| pad + (t - tmin) as f64 / span * (w - 2.0 * pad);
+    let y = |v: f64| h - pad - v / ymax * (h - 2.0 * pad);
+    let mut s = format!(
+        "<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"GPUs allocated and used per team\"><line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/><text x=\"4\" y=\"{}\" font-size=\"11\">{ymax:.0} GPUs</text>",
+        h - pad,
+        w - pad,
+        h - pad,
+        pad - 6.0
+    );
+    for (i, (team, pts)) in r.timeline.iter().enumerate() {
+        let c = PALETTE[i % PALETTE.len()];
+        for (dash, pick) in [(true, 1usize), (false, 2usize)] {
+            let path: Vec<String> = pts
+                .iter()
+                .map(|(t, a, u)| format!("{:.1},{:.1}", x(*t), y(if pick == 1 { *a } else { *u })))
+                .collect();
+            let _ = write!(
+                s,
+                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{} points=\"{}\"/>",
+                if dash {
+                    " stroke-dasharray=\"5 4\""
+                } else {
+                    ""
+                },
+                path.join(" ")
+            );
+        }
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"{c}\">{} (dashed: allocated, solid: used)</text>",
+            pad + 4.0,
+            pad + 14.0 * i as f64,
+            esc(team)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Horizontal bars, largest first.
+fn bars_svg(label: &str, rows: &[(String, f64)], fmt: &dyn Fn(f64) -> String) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let max = rows.iter().map(|r| r.1).fold(0.0, f64::max).max(1e-9);
+    let h = 24.0 * rows.len() as f64 + 10.0;
+    let mut s = format!(
+        "<svg viewBox=\"0 0 760 {h}\" role=\"img\" aria-label=\"{}\">",
+        esc(label)
+    );
+    for (i, (name, v)) in rows.iter().enumerate() {
+        let y = 5.0 + 24.0 * i as f64;
+        let len = v / max * 420.0;
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{}\" font-size=\"12\">{}</text><rect x=\"230\" y=\"{y}\" width=\"{len:.1}\" height=\"16\" fill=\"#d62728\"/><text x=\"{:.1}\" y=\"{}\" font-size=\"12\">{}</text>",
+            y + 12.0,
+            esc(name),
+            236.0 + len,
+            y + 12.0,
+            esc(&fmt(*v))
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// A self-contained page: numbers first, then the three charts, then the tables.
+pub fn html(r: &Review) -> String {
+    let mut idle: Vec<(String, f64)> = r
+        .idle_pools
+        .iter()
+        .map(|p| (p.pool.clone(), p.idle_cost_usd))
+        .chain(
+            r.teams
+                .iter()
+                .map(|t| (format!("team {}", t.team), t.idle_cost_usd)),
+        )
+        .filter(|x| x.1 > 0.0)
+        .collect();
+    idle.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut buckets = [0u32; 5];
+    for w in &r.workloads {
+        if let Some(e) = w.efficiency {
+            buckets[((e * 5.0) as usize).min(4)] += 1;
+        }
+    }
+    let hist: Vec<(String, f64)> = buckets
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                format!("{}-{}% efficient", i * 20, i * 20 + 20),
+                f64::from(*n),
+            )
+        })
+        .collect();
+    let body = markdown_to_html(&markdown(r));
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>GPU capacity review: {plan}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}h2{{margin-top:2em}}svg{{width:100%;height:auto;background:#fafafa}}</style></head>\n<body>\n<h2>Allocated against used GPUs, per team</h2>\n{timeline}\n<h2>Idle cost</h2>\n{idle}\n<h2>Workload efficiency</h2>\n{hist}\n{body}\n</body></html>\n",
+        plan = esc(&r.plan),
+        timeline = timeline_svg(r),
+        idle = bars_svg("idle cost", &idle, &|v| usd(v)),
+        hist = bars_svg("workloads by efficiency", &hist, &|v| format!("{v:.0} workload(s)")),
+    )
+}
+
+/// The Markdown report as HTML: headings, paragraphs, lists and pipe tables (the subset the
+/// report uses), text escaped.
+fn markdown_to_html(md: &str) -> String {
+    let mut o = String::new();
+    let mut in_table = false;
+    let mut in_list = false;
+    let inline = |s: &str| {
+        let e = esc(s);
+        let mut out = String::new();
+        for (i, part) in e.split('`').enumerate() {
+            if i % 2 == 1 {
+                let _ = write!(out, "<code>{part}</code>");
+            } else {
+                let bolded: Vec<&str> = part.split("**").collect();
+                for (j, b) in bolded.iter().enumerate() {
+                    if j % 2 == 1 {
+                        let _ = write!(out, "<strong>{b}</strong>");
+                    } else {
+                        out.push_str(b);
+                    }
+                }
+            }
+        }
+        out
+    };
+    for line in md.lines() {
+        if !line.starts_with('|') && in_table {
+            o.push_str("</table>\n");
+            in_table = false;
+        }
+        if !line.starts_with("- ") && in_list {
+            o.push_str("</ul>\n");
+            in_list = false;
+        }
+        if let Some(h) = line.strip_prefix("## ") {
+            let _ = writeln!(o, "<h2>{}</h2>", inline(h));
+        } else if let Some(h) = line.strip_prefix("# ") {
+            let _ = writeln!(o, "<h1>{}</h1>", inline(h));
+        } else if line.starts_with("|---") {
+            continue;
+        } else if line.starts_with('|') {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            let tag = if in_table { "td" } else { "th" };
+            if !in_table {
+                o.push_str("<table>\n");
+                in_table = true;
+            }
+            o.push_str("<tr>");
+            for c in cells {
+                let _ = write!(o, "<{tag}>{}</{tag}>", inline(c.trim()));
+            }
+            o.push_str("</tr>\n");
+        } else if let Some(item) = line.strip_prefix("- ") {
+            if !in_list {
+                o.push_str("<ul>\n");
+                in_list = true;
+            }
+            let _ = writeln!(o, "<li>{}</li>", inline(item));
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(o, "<p>{}</p>", inline(line));
+        }
+    }
+    if in_table {
+        o.push_str("</table>\n");
+    }
+    if in_list {
+        o.push_str("</ul>\n");
+    }
+    o
+}

@@ -1,0 +1,309 @@
+//! Telemetry from files, for teams without a reachable Prometheus.
+//!
+//! **CSV** (header required; extra columns ignored):
+//! `timestamp,namespace,pod,allocated_gpus,used_gpus[,tokens_total][,app]`: one row per pod
+//! and sample; `timestamp` RFC 3339 or Unix seconds; `used_gpus` is the engine-active
+//! fraction summed over the pod's GPUs (0.5 = half of one GPU busy); `tokens_total` a counter.
+//!
+//! **Prometheus text / OpenMetrics**: samples of
+//! `kube_pod_container_resource_requests{resource="nvidia_com_gpu",namespace,pod}`,
+//! `DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace|namespace,exported_pod|pod,...}` and
+//! `vllm:generation_tokens_total{namespace,pod}`, each with a timestamp (seconds in
+//! OpenMetrics, which ends with `# EOF`; milliseconds in the Prometheus text format).
+//!
+//! Samples are expected at a fixed interval: the step is the smallest gap between two
+//! samples of one pod, unless given.
+
+use std::collections::BTreeMap;
+
+use super::telemetry::{parse_time, Telemetry};
+
+fn err(file: &str, line: usize, msg: impl std::fmt::Display) -> String {
+    format!("{file}:{line}: {msg}")
+}
+
+pub fn read_csv(file: &str, text: &str, step: Option<i64>) -> Result<Telemetry, String> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let header = rdr
+        .headers()
+        .map_err(|e| err(file, 1, format!("not CSV: {e}")))?
+        .clone();
+    let col = |name: &str| header.iter().position(|h| h.trim() == name);
+    let need = |name: &str| {
+        col(name).ok_or_else(|| {
+            err(
+                file,
+                1,
+                format!("no `{name}` column (expected timestamp,namespace,pod,allocated_gpus,used_gpus)"),
+            )
+        })
+    };
+    let (c_t, c_ns, c_pod, c_alloc, c_used) = (
+        need("timestamp")?,
+        need("namespace")?,
+        need("pod")?,
+        need("allocated_gpus")?,
+        need("used_gpus")?,
+    );
+    let (c_tok, c_app) = (col("tokens_total"), col("app"));
+    let mut t = Telemetry {
+        source: format!("CSV {file}"),
+        ..Telemetry::default()
+    };
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line() as usize);
+            err(file, line, format!("not CSV: {e}"))
+        })?;
+        let line = rec.position().map_or(0, |p| p.line() as usize);
+        let field = |c: usize, what: &str| {
+            rec.get(c)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| err(file, line, format!("`{what}` is empty")))
+        };
+        let num = |c: usize, what: &str| -> Result<f64, String> {
+            let s = field(c, what)?;
+            s.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| {
+                    err(
+                        file,
+                        line,
+                        format!("`{what}` = `{s}`: expected a number >= 0"),
+                    )
+                })
+        };
+        let ts = field(c_t, "timestamp")?;
+        let time = parse_time(ts).ok_or_else(|| {
+            err(
+                file,
+                line,
+                format!("timestamp `{ts}`: expected RFC 3339 or Unix seconds"),
+            )
+        })?;
+        let (ns, pod) = (field(c_ns, "namespace")?, field(c_pod, "pod")?);
+        let (alloc, used) = (num(c_alloc, "allocated_gpus")?, num(c_used, "used_gpus")?);
+        let tokens = match c_tok.and_then(|c| rec.get(c)).map(str::trim) {
+            Some(s) if !s.is_empty() => Some(num(c_tok.unwrap_or(0), "tokens_total")?),
+            _ => None,
+        };
+        let app = c_app
+            .and_then(|c| rec.get(c))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+        let p = t.pod_mut(ns, pod);
+        *p.allocated.entry(time).or_default() += alloc;
+        *p.used.entry(time).or_default() += used;
+        if let Some(tok) = tokens {
+            *p.tokens.entry(time).or_default() += tok;
+        }
+        if app.is_some() {
+            p.app = app;
+        }
+    }
+    finish(t, file, step)
+}
+
+/// Labels of one exposition line: `{a="x",b="y"}`, with `\"`, `\\` and `\n` escapes.
+fn labels(s: &str) -> Option<(BTreeMap<String, String>, &str)> {
+    let mut out = BTreeMap::new();
+    let mut rest = s.strip_prefix('{')?;
+    loop {
+        rest = rest.trim_start_matches([' ', ',']);
+        if let Some(r) = rest.strip_prefix('}') {
+            return Some((out, r));
+        }
+        let eq = rest.find('=')?;
+        let name = rest[..eq].trim().to_owned();
+        let mut chars = rest[eq + 1..].trim_start().char_indices();
+        let body = rest[eq + 1..].trim_start();
+        if chars.next()?.1 != '"' {
+            return None;
+        }
+        let mut value = String::new();
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in chars {
+            if escaped {
+                value.push(match c {
+                    'n' => '\n',
+                    other => other,
+                });
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                end = Some(i);
+                break;
+            } else {
+                value.push(c);
+            }
+        }
+        rest = &body[end? + 1..];
+        out.insert(name, value);
+    }
+}
+
+pub fn read_exposition(file: &str, text: &str, step: Option<i64>) -> Result<Telemetry, String> {
+    // OpenMetrics timestamps are seconds; the Prometheus text format's are milliseconds.
+    let openmetrics = text.lines().any(|l| l.trim() == "# EOF");
+    let mut t = Telemetry {
+        source: format!(
+            "{} {file}",
+            if openmetrics {
+                "OpenMetrics"
+            } else {
+                "Prometheus text"
+            }
+        ),
+        ..Telemetry::default()
+    };
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let name_end = l.find(['{', ' ']).unwrap_or(l.len());
+        let name = &l[..name_end];
+        let (labels, rest) = if l[name_end..].starts_with('{') {
+            labels(&l[name_end..])
+                .ok_or_else(|| err(file, line, "labels: expected {name=\"value\",...}"))?
+        } else {
+            (BTreeMap::new(), &l[name_end..])
+        };
+        let kind = match name {
+            "kube_pod_container_resource_requests" => {
+                if labels.get("resource").map(String::as_str) != Some("nvidia_com_gpu") {
+                    continue;
+                }
+                0
+            }
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => 1,
+            "vllm:generation_tokens_total" | "vllm_generation_tokens_total" => 2,
+            _ => continue,
+        };
+        let mut parts = rest.split_whitespace();
+        let value: f64 = parts
+            .next()
+            .and_then(|v| v.parse().ok())
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| err(file, line, "expected a sample value"))?;
+        let ts = parts.next().ok_or_else(|| {
+            err(
+                file,
+                line,
+                "expected a timestamp after the value (the review needs time series)",
+            )
+        })?;
+        let ts: f64 = ts
+            .parse()
+            .map_err(|_| err(file, line, format!("timestamp `{ts}`: expected a number")))?;
+        let time = if openmetrics { ts } else { ts / 1000.0 }.floor() as i64;
+        // DCGM's own namespace/pod labels name the exporter when exported_* are present.
+        let ns = labels
+            .get("exported_namespace")
+            .or_else(|| labels.get("namespace"))
+            .ok_or_else(|| err(file, line, "no `namespace` or `exported_namespace` label"))?;
+        let pod = labels
+            .get("exported_pod")
+            .or_else(|| labels.get("pod"))
+            .ok_or_else(|| err(file, line, "no `pod` or `exported_pod` label"))?;
+        let (ns, pod) = (ns.clone(), pod.clone());
+        let p = t.pod_mut(&ns, &pod);
+        if let Some(app) = labels.get("label_app_kubernetes_io_name") {
+            p.app = Some(app.clone());
+        }
+        let m = match kind {
+            0 => &mut p.allocated,
+            1 => &mut p.used,
+            _ => &mut p.tokens,
+        };
+        *m.entry(time).or_default() += value.max(0.0);
+    }
+    finish(t, file, step)
+}
+
+/// Infer the step and window, or say why the data cannot be reviewed.
+fn finish(mut t: Telemetry, file: &str, step: Option<i64>) -> Result<Telemetry, String> {
+    let times: Vec<i64> = t
+        .pods
+        .values()
+        .flat_map(|p| p.allocated.keys().chain(p.used.keys()).copied())
+        .collect();
+    let (Some(&min), Some(&max)) = (times.iter().min(), times.iter().max()) else {
+        return Err(format!(
+            "{file}: no GPU samples (kube_pod_container_resource_requests for nvidia_com_gpu, or DCGM_FI_PROF_GR_ENGINE_ACTIVE)"
+        ));
+    };
+    let inferred = t
+        .pods
+        .values()
+        .flat_map(|p| {
+            p.allocated
+                .keys()
+                .zip(p.allocated.keys().skip(1))
+                .map(|(a, b)| b - a)
+        })
+        .filter(|d| *d > 0)
+        .min();
+    t.step = match (step, inferred) {
+        (Some(s), _) => s,
+        (None, Some(s)) => s,
+        (None, None) => {
+            return Err(format!(
+                "{file}: every pod has a single sample: give the sampling interval with `--step`"
+            ))
+        }
+    };
+    t.from = min;
+    t.to = max + t.step;
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_and_exposition_agree() {
+        let csv = "timestamp,namespace,pod,allocated_gpus,used_gpus\n\
+                   0,ml,chat-1,1,0.5\n60,ml,chat-1,1,0.25\n";
+        let a = read_csv("t.csv", csv, None).expect("csv");
+        let om = "# TYPE kube_pod_container_resource_requests gauge\n\
+                  kube_pod_container_resource_requests{namespace=\"ml\",pod=\"chat-1\",resource=\"nvidia_com_gpu\"} 1 0\n\
+                  kube_pod_container_resource_requests{namespace=\"ml\",pod=\"chat-1\",resource=\"nvidia_com_gpu\"} 1 60\n\
+                  DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace=\"ml\",exported_pod=\"chat-1\",namespace=\"gpu-operator\",pod=\"dcgm-x\",gpu=\"0\"} 0.5 0\n\
+                  DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace=\"ml\",exported_pod=\"chat-1\",namespace=\"gpu-operator\",pod=\"dcgm-x\",gpu=\"0\"} 0.25 60\n\
+                  # EOF\n";
+        let b = read_exposition("t.om", om, None).expect("openmetrics");
+        assert_eq!(a.pods, b.pods);
+        assert_eq!((a.from, a.to, a.step), (0, 120, 60));
+    }
+
+    #[test]
+    fn bad_rows_name_the_line() {
+        let e = read_csv(
+            "t.csv",
+            "timestamp,namespace,pod,allocated_gpus,used_gpus\n0,ml,p,x,0\n",
+            None,
+        )
+        .expect_err("bad");
+        assert!(e.starts_with("t.csv:2:"), "{e}");
+        let e = read_csv("t.csv", "time,namespace\n", None).expect_err("bad");
+        assert!(e.contains("no `timestamp` column"), "{e}");
+        let e = read_exposition(
+            "t.prom",
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{pod=\"p\",namespace=\"n\"} 0.5\n",
+            None,
+        )
+        .expect_err("no timestamp");
+        assert!(e.starts_with("t.prom:1:"), "{e}");
+        assert!(read_exposition("t.prom", "# nothing\n", None).is_err());
+    }
+}

@@ -1,0 +1,225 @@
+//! Telemetry from a Prometheus HTTP API (or Thanos / Mimir behind the same API). Each query
+//! is aggregated by pod in Prometheus (`sum by (namespace, pod)`), over a step chosen so a
+//! series stays under Prometheus's 11,000 points; raw per-GPU series never leave the server.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::telemetry::Telemetry;
+
+/// How to reach the server.
+pub struct Client {
+    pub base: String,
+    pub bearer: Option<String>,
+    pub basic: Option<(String, String)>,
+    pub timeout: Duration,
+}
+
+pub const ALLOCATED: &str =
+    "sum by (namespace, pod) (kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"})";
+/// DCGM names the exporter in `namespace`/`pod` when it also sets `exported_*`: those win.
+pub const USED: &str = "sum by (namespace, pod) (label_replace(label_replace(DCGM_FI_PROF_GR_ENGINE_ACTIVE, \"namespace\", \"$1\", \"exported_namespace\", \"(.+)\"), \"pod\", \"$1\", \"exported_pod\", \"(.+)\"))";
+pub const TOKENS: &str = "sum by (namespace, pod) (vllm:generation_tokens_total)";
+
+#[derive(Deserialize)]
+struct Envelope {
+    status: String,
+    data: Option<Data>,
+    #[serde(rename = "errorType")]
+    error_type: Option<String>,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Data {
+    #[serde(rename = "resultType")]
+    result_type: String,
+    result: Vec<Matrix>,
+}
+
+#[derive(Deserialize)]
+struct Matrix {
+    metric: std::collections::BTreeMap<String, String>,
+    values: Vec<(f64, String)>,
+}
+
+/// A step of whole minutes that keeps the window under 11,000 points.
+pub fn step_for(window: i64) -> i64 {
+    let min = (window + 10_999) / 11_000;
+    (min.max(60) + 59) / 60 * 60
+}
+
+impl Client {
+    fn query_range(
+        &self,
+        query: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<Vec<Matrix>, String> {
+        let url = format!("{}/api/v1/query_range", self.base.trim_end_matches('/'));
+        let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut req = agent
+                .get(&url)
+                .query("query", query)
+                .query("start", &start.to_string())
+                .query("end", &end.to_string())
+                .query("step", &step.to_string());
+            if let Some(t) = &self.bearer {
+                req = req.set("Authorization", &format!("Bearer {t}"));
+            } else if let Some((u, p)) = &self.basic {
+                req = req.set(
+                    "Authorization",
+                    &format!("Basic {}", base64(&format!("{u}:{p}"))),
+                );
+            }
+            let resp = req.call();
+            let text = match resp {
+                Ok(r) => r
+                    .into_string()
+                    .map_err(|e| format!("Prometheus at {}: reading the answer: {e}", self.base))?,
+                // Overload and server errors are retried twice, a second apart, then reported.
+                Err(ureq::Error::Status(code, r))
+                    if (code == 429 || code >= 500) && attempt < 3 =>
+                {
+                    let wait = r
+                        .header("Retry-After")
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .unwrap_or(1)
+                        .min(10);
+                    std::thread::sleep(Duration::from_secs(wait));
+                    continue;
+                }
+                Err(ureq::Error::Status(code, r)) => {
+                    let body = r.into_string().unwrap_or_default();
+                    let detail = serde_json::from_str::<Envelope>(&body)
+                        .ok()
+                        .and_then(|e| e.error)
+                        .unwrap_or_else(|| body.chars().take(200).collect());
+                    return Err(format!(
+                        "Prometheus at {} answered HTTP {code}: {detail}",
+                        self.base
+                    ));
+                }
+                Err(ureq::Error::Transport(t)) => {
+                    return Err(format!("cannot reach Prometheus at {}: {t}", self.base));
+                }
+            };
+            let env: Envelope = serde_json::from_str(&text).map_err(|e| {
+                format!(
+                    "Prometheus at {}: not a query_range answer ({e})",
+                    self.base
+                )
+            })?;
+            if env.status != "success" {
+                return Err(format!(
+                    "Prometheus at {} refused the query: {}: {}",
+                    self.base,
+                    env.error_type.unwrap_or_default(),
+                    env.error.unwrap_or_default()
+                ));
+            }
+            let data = env
+                .data
+                .ok_or_else(|| format!("Prometheus at {}: no data in the answer", self.base))?;
+            if data.result_type != "matrix" {
+                return Err(format!(
+                    "Prometheus at {}: expected a matrix, got `{}`",
+                    self.base, data.result_type
+                ));
+            }
+            return Ok(data.result);
+        }
+    }
+
+    /// The window `[from, to)` at `step`: evaluations at from, from + step, ..., to - step.
+    pub fn fetch(&self, from: i64, to: i64, step: i64) -> Result<Telemetry, String> {
+        let end = to - step;
+        if end < from {
+            return Err("the window is shorter than one step".into());
+        }
+        let mut t = Telemetry {
+            from,
+            to,
+            step,
+            source: format!("Prometheus {}", self.base),
+            ..Telemetry::default()
+        };
+        for (i, (query, what)) in [
+            (ALLOCATED, "kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"} (kube-state-metrics)"),
+            (USED, "DCGM_FI_PROF_GR_ENGINE_ACTIVE (dcgm-exporter)"),
+            (TOKENS, "vllm:generation_tokens_total"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let result = self.query_range(query, from, end, step)?;
+            if result.is_empty() && i < 2 {
+                return Err(format!(
+                    "Prometheus at {} has no {what} series between {} and {}: is it scraped, and is the window right?",
+                    self.base,
+                    super::telemetry::format_time(from),
+                    super::telemetry::format_time(to)
+                ));
+            }
+            for m in result {
+                let (Some(ns), Some(pod)) = (m.metric.get("namespace"), m.metric.get("pod")) else {
+                    return Err(format!(
+                        "Prometheus at {}: a {what} series has no namespace/pod labels ({:?})",
+                        self.base, m.metric
+                    ));
+                };
+                let p = t.pod_mut(ns, pod);
+                let series = match i {
+                    0 => &mut p.allocated,
+                    1 => &mut p.used,
+                    _ => &mut p.tokens,
+                };
+                for (ts, v) in m.values {
+                    let v: f64 = v.parse().map_err(|_| format!("Prometheus at {}: sample `{v}` is not a number", self.base))?;
+                    if v.is_finite() {
+                        series.insert(ts.floor() as i64, v);
+                    }
+                }
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Standard base64 (RFC 4648) for the basic-auth header.
+fn base64(s: &str) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let b = s.as_bytes();
+    let mut out = String::new();
+    for c in b.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= c.len() {
+                out.push(T[((n >> shift) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_and_step() {
+        assert_eq!(base64("user:pass"), "dXNlcjpwYXNz");
+        assert_eq!(base64("ab"), "YWI=");
+        assert_eq!(step_for(3600), 60);
+        assert_eq!(step_for(90 * 86_400), 720);
+    }
+}
