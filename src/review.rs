@@ -163,59 +163,68 @@ const PALETTE: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
 ];
 
-/// Allocated (dashed) against used (solid) GPUs over time, one colour per team.
+/// One small chart per team: GPUs allocated as a shaded area, GPUs in use as a line, on a
+/// shared time axis, so the gap between them reads at a glance.
 fn timeline_svg(r: &Review) -> String {
-    let (w, h, pad) = (760.0, 260.0, 40.0);
+    let (w, row, pad_l, pad_r) = (760.0, 84.0, 150.0, 60.0);
     let mut tmin = i64::MAX;
     let mut tmax = i64::MIN;
-    let mut ymax: f64 = 0.0;
     for pts in r.timeline.values() {
-        for (t, a, u) in pts {
+        for (t, _, _) in pts {
             tmin = tmin.min(*t);
             tmax = tmax.max(*t);
-            ymax = ymax.max(*a).max(*u);
         }
     }
-    if tmin > tmax || ymax <= 0.0 {
+    if tmin > tmax || r.timeline.is_empty() {
         return String::new();
     }
     let span = (tmax - tmin).max(1) as f64;
-    let x = |t: i64| pad + (t - tmin) as f64 / span * (w - 2.0 * pad);
-    let y = |v: f64| h - pad - v / ymax * (h - 2.0 * pad);
+    let x = |t: i64| pad_l + (t - tmin) as f64 / span * (w - pad_l - pad_r);
+    let h = row * r.timeline.len() as f64 + 24.0;
     let mut s = format!(
-        "<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"GPUs allocated and used per team\"><line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/><text x=\"4\" y=\"{}\" font-size=\"11\">{ymax:.0} GPUs</text>",
-        h - pad,
-        w - pad,
-        h - pad,
-        pad - 6.0
+        "<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"GPUs allocated and used per team over time\">"
     );
     for (i, (team, pts)) in r.timeline.iter().enumerate() {
+        let top = row * i as f64 + 8.0;
+        let base = top + row - 20.0;
+        let ymax = pts
+            .iter()
+            .map(|p| p.1.max(p.2))
+            .fold(0.0, f64::max)
+            .max(1e-9);
+        let y = |v: f64| base - v / ymax * (row - 30.0);
         let c = PALETTE[i % PALETTE.len()];
-        for (dash, pick) in [(true, 1usize), (false, 2usize)] {
-            let path: Vec<String> = pts
-                .iter()
-                .map(|(t, a, u)| format!("{:.1},{:.1}", x(*t), y(if pick == 1 { *a } else { *u })))
-                .collect();
-            let _ = write!(
-                s,
-                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{} points=\"{}\"/>",
-                if dash {
-                    " stroke-dasharray=\"5 4\""
-                } else {
-                    ""
-                },
-                path.join(" ")
-            );
+        let mut area = format!("{:.1},{base:.1}", x(pts[0].0));
+        for (t, a, _) in pts {
+            let _ = write!(area, " {:.1},{:.1}", x(*t), y(*a));
         }
+        let _ = write!(area, " {:.1},{base:.1}", x(pts[pts.len() - 1].0));
+        let used: Vec<String> = pts
+            .iter()
+            .map(|(t, _, u)| format!("{:.1},{:.1}", x(*t), y(*u)))
+            .collect();
+        let (a_sum, u_sum) = pts.iter().fold((0.0, 0.0), |(a, u), p| (a + p.1, u + p.2));
         let _ = write!(
             s,
-            "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"{c}\">{} (dashed: allocated, solid: used)</text>",
-            pad + 4.0,
-            pad + 14.0 * i as f64,
-            esc(team)
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"13\" font-weight=\"bold\">{}</text><text x=\"0\" y=\"{:.1}\" font-size=\"12\" fill=\"#555\">{} used</text><text x=\"0\" y=\"{:.1}\" font-size=\"11\" fill=\"#777\">peak {ymax:.1} GPUs</text><polygon points=\"{area}\" fill=\"{c}\" fill-opacity=\"0.18\"/><polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.6\" points=\"{}\"/><line x1=\"{pad_l}\" y1=\"{base:.1}\" x2=\"{:.1}\" y2=\"{base:.1}\" stroke=\"#bbb\"/>",
+            top + 20.0,
+            esc(team),
+            top + 36.0,
+            pct((a_sum > 0.0).then(|| u_sum / a_sum)),
+            top + 50.0,
+            used.join(" "),
+            w - pad_r
         );
     }
-    s.push_str("</svg>");
+    let _ = write!(
+        s,
+        "<text x=\"{pad_l}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\" text-anchor=\"end\">{}</text></svg>",
+        h - 4.0,
+        telemetry::format_time(tmin),
+        w - pad_r,
+        h - 4.0,
+        telemetry::format_time(tmax)
+    );
     s
 }
 
@@ -277,13 +286,25 @@ pub fn html(r: &Review) -> String {
             )
         })
         .collect();
-    let body = markdown_to_html(&markdown(r));
+    // The Markdown report: its title and headline first, its tables after the charts.
+    let idle_svg = bars_svg("idle cost", &idle, &|v| usd(v));
+    let hist_svg = bars_svg("workloads by efficiency", &hist, &|v| {
+        format!("{v:.0} workload(s)")
+    });
+    let md = markdown(r);
+    let split = md.find("\n## ").unwrap_or(md.len());
+    let (head, tables) = (
+        markdown_to_html(&md[..split]),
+        markdown_to_html(&md[split..]),
+    );
+    let body = format!("{head}<h2>Allocated (shaded) against used (line), per team</h2>\n{{timeline}}\n<h2>Idle cost</h2>\n{{idle}}\n<h2>Workload efficiency</h2>\n{{hist}}\n{tables}");
     format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>GPU capacity review: {plan}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}h2{{margin-top:2em}}svg{{width:100%;height:auto;background:#fafafa}}</style></head>\n<body>\n<h2>Allocated against used GPUs, per team</h2>\n{timeline}\n<h2>Idle cost</h2>\n{idle}\n<h2>Workload efficiency</h2>\n{hist}\n{body}\n</body></html>\n",
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>GPU capacity review: {plan}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}h2{{margin-top:2em}}svg{{width:100%;height:auto;background:#fafafa}}</style></head>\n<body>\n{body}\n</body></html>\n",
+        body = body
+            .replace("{timeline}", &timeline_svg(r))
+            .replace("{idle}", &idle_svg)
+            .replace("{hist}", &hist_svg),
         plan = esc(&r.plan),
-        timeline = timeline_svg(r),
-        idle = bars_svg("idle cost", &idle, &|v| usd(v)),
-        hist = bars_svg("workloads by efficiency", &hist, &|v| format!("{v:.0} workload(s)")),
     )
 }
 
