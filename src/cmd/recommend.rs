@@ -68,7 +68,7 @@ pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
 }
 
 /// Peak resident memory of this process in KiB (Linux `VmHWM`).
-fn peak_rss() -> Option<u64> {
+pub fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()

@@ -13,6 +13,20 @@ fn input_error(out: &Out, msg: &str) -> u8 {
 }
 
 pub fn run(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
+    let started = std::time::Instant::now();
+    let code = review(g, args, out);
+    out.detail(&format!(
+        "resources: {:.3} s wall, peak RSS {}",
+        started.elapsed().as_secs_f64(),
+        super::recommend::peak_rss().map_or("unknown".to_owned(), |kb| format!(
+            "{:.1} MB",
+            kb as f64 / 1024.0
+        ))
+    ));
+    code
+}
+
+fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
     let step = match args.step.as_deref().map(telemetry::parse_duration) {
         Some(None) => return input_error(out, "`--step`: expected a duration such as 60s or 5m"),
         Some(Some(s)) => Some(s),

@@ -1,0 +1,203 @@
+//! `cargo bench --bench review`: a 90-day review of 1,000 GPUs (1,000 one-GPU pods in ten
+//! teams, hourly samples) against a local Prometheus (Debian's package), loaded with
+//! promtool. Baseline, measured in the same run: parsing the same samples from OpenMetrics
+//! text in-process. Needs `prometheus` and `promtool` on PATH.
+
+use std::fmt::Write as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PODS: usize = 1000;
+const TEAMS: usize = 10;
+const STEP: i64 = 3600;
+const DAYS: i64 = 90;
+/// 2026-06-01T00:00:00Z
+const START: i64 = 1_780_272_000;
+
+fn plan() -> String {
+    let mut s = String::from("version = 1\n[plan]\nname = \"fleet\"\nowner = \"bench\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n");
+    for w in 0..100 {
+        let _ = write!(
+            s,
+            "\n[[workload]]\nname = \"svc-{w:02}\"\nteam = \"team-{}\"\nkind = \"inference\"\nreplicas = 10\nutilization = 0.5\nskus = [\"Standard_NC24ads_A100_v4\"]\n",
+            w % TEAMS
+        );
+    }
+    s
+}
+
+fn openmetrics() -> String {
+    let points = DAYS * 86_400 / STEP;
+    let mut s = String::with_capacity(PODS * points as usize * 2 * 150);
+    s.push_str("# TYPE kube_pod_container_resource_requests gauge\n");
+    for p in 0..PODS {
+        let (w, team) = (p / 10, (p / 10) % TEAMS);
+        for i in 0..points {
+            let _ = writeln!(
+                s,
+                "kube_pod_container_resource_requests{{namespace=\"team-{team}\",pod=\"svc-{w:02}-{p}\",resource=\"nvidia_com_gpu\"}} 1 {}",
+                START + i * STEP
+            );
+        }
+    }
+    s.push_str("# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n");
+    for p in 0..PODS {
+        let (w, team) = (p / 10, (p / 10) % TEAMS);
+        for i in 0..points {
+            // a daily rhythm, and every 50th pod idle for its last week (stalled)
+            let busy = if p % 50 == 0 && i > points - 168 {
+                0.0
+            } else {
+                0.1 + 0.6
+                    * (((i % 24) as f64) / 24.0 * std::f64::consts::PI)
+                        .sin()
+                        .abs()
+            };
+            let _ = writeln!(
+                s,
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",exported_namespace=\"team-{team}\",exported_pod=\"svc-{w:02}-{p}\"}} {busy:.3} {}",
+                START + i * STEP
+            );
+        }
+    }
+    s.push_str("# EOF\n");
+    s
+}
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("gpuplan-review-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let plan_path = dir.join("fleet.toml");
+    std::fs::write(&plan_path, plan()).expect("plan");
+    let t = Instant::now();
+    let text = openmetrics();
+    let generate = t.elapsed();
+    let om = dir.join("fleet.om");
+    std::fs::write(&om, &text).expect("write");
+    let samples = text.lines().filter(|l| !l.starts_with('#')).count();
+
+    // Baseline: the same samples parsed from text in-process.
+    let t = Instant::now();
+    let parsed = gpuplan::review::files::read_exposition("fleet.om", &text, None).expect("parse");
+    let baseline = t.elapsed();
+    drop(text);
+
+    let t = Instant::now();
+    let out = Command::new("promtool")
+        .args(["tsdb", "create-blocks-from", "openmetrics"])
+        .arg(&om)
+        .arg(dir.join("data"))
+        .output()
+        .expect("promtool (Debian package prometheus)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let load = t.elapsed();
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        "global:\n  scrape_interval: 1m\n",
+    )
+    .expect("cfg");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port");
+    let mut server = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg("--storage.tsdb.retention.time=100y")
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus");
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while ureq::get(&format!("{url}/-/ready")).call().is_err() {
+        assert!(Instant::now() < deadline, "prometheus not ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let run = || {
+        let t = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
+            .args([
+                "review",
+                "--verbose",
+                "--format",
+                "json",
+                "--prometheus",
+                &url,
+                "--step",
+                "1h",
+            ])
+            .args([
+                "--from",
+                "2026-06-01T00:00:00Z",
+                "--to",
+                "2026-08-30T00:00:00Z",
+            ])
+            .arg(&plan_path)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        (t.elapsed(), err, v)
+    };
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..3 {
+        let (d, err, v) = run();
+        times.push(d);
+        last = Some((err, v));
+    }
+    times.sort();
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    let (err, v) = last.expect("ran");
+    let rss = err
+        .lines()
+        .find(|l| l.starts_with("resources:"))
+        .unwrap_or("")
+        .to_owned();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let x = |d: Duration| d.as_secs_f64() / baseline.as_secs_f64();
+    println!(
+        "== review of {PODS} GPUs over {DAYS} days, hourly: {samples} samples, {} pods parsed, {} workloads, {} stalled",
+        parsed.pods.len(),
+        v["workloads"].as_array().map_or(0, Vec::len),
+        v["stalled"].as_array().map_or(0, Vec::len)
+    );
+    println!(
+        "baseline  parse the samples from text  {:9.1} ms    1.00x",
+        ms(baseline)
+    );
+    println!(
+        "generate  synthetic OpenMetrics        {:9.1} ms {:8.2}x",
+        ms(generate),
+        x(generate)
+    );
+    println!(
+        "load      promtool create-blocks       {:9.1} ms {:8.2}x",
+        ms(load),
+        x(load)
+    );
+    println!(
+        "review    gpuplan review --prometheus   {:9.1} ms {:8.2}x  (median of 3; {rss})",
+        ms(times[1]),
+        x(times[1])
+    );
+}
