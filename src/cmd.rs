@@ -31,3 +31,35 @@ pub fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Result<Cat
         crate::exit::INPUT
     })
 }
+
+/// Read, parse and validate one plan file, with the catalog for its provider; problems are
+/// printed (file, line, column) and come back as the exit code.
+pub fn load_plan(
+    g: &Global,
+    path: &std::path::Path,
+    out: &Out,
+) -> Result<(crate::plan::Plan, Catalog), u8> {
+    let file = crate::plan::load::read(path).map_err(|d| {
+        out.stderr(&crate::diag::output::human(&[*d], out.color));
+        crate::exit::INPUT
+    })?;
+    validate_file(g, file, out)
+}
+
+/// Parse and validate an already read plan file.
+pub fn validate_file(
+    g: &Global,
+    file: std::sync::Arc<crate::source::SourceFile>,
+    out: &Out,
+) -> Result<(crate::plan::Plan, Catalog), u8> {
+    let raw = crate::plan::load::parse(&file).map_err(|ds| {
+        out.stderr(&crate::diag::output::human(&ds, out.color));
+        crate::exit::INPUT
+    })?;
+    let catalog = load_catalog(g, &[*raw.plan.provider.get()], out)?;
+    let plan = crate::plan::validate_raw(file, raw, &catalog).map_err(|ds| {
+        out.stderr(&crate::diag::output::human(&ds, out.color));
+        crate::exit::INPUT
+    })?;
+    Ok((plan, catalog))
+}

@@ -243,15 +243,7 @@ pub fn compute(base: &Plan, head: &Plan, rb: &Recommendation, rh: &Recommendatio
 
 /// Load, validate and recommend one plan file; errors are printed.
 fn load(g: &Global, file: Arc<SourceFile>, out: &Out) -> Result<(Plan, Recommendation), u8> {
-    let raw = plan::load::parse(&file).map_err(|ds| {
-        out.stderr(&crate::diag::output::human(&ds, out.color));
-        exit::INPUT
-    })?;
-    let catalog = super::load_catalog(g, &[*raw.plan.provider.get()], out)?;
-    let p = plan::validate_raw(file, raw, &catalog).map_err(|ds| {
-        out.stderr(&crate::diag::output::human(&ds, out.color));
-        exit::INPUT
-    })?;
+    let (p, catalog) = super::validate_file(g, file, out)?;
     let r = recommend::recommend(&p, &catalog);
     Ok((p, r))
 }

@@ -8,35 +8,12 @@ use crate::engine::cost::usd;
 use crate::engine::recommend::{self, RecPool, Recommendation};
 use crate::exit;
 use crate::output::Out;
-use crate::plan;
 
 pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
     let started = std::time::Instant::now();
-    let file = match plan::load::read(&args.plan) {
-        Ok(f) => f,
-        Err(d) => {
-            out.stderr(&crate::diag::output::human(&[*d], out.color));
-            return exit::INPUT;
-        }
-    };
-    let raw = match plan::load::parse(&file) {
-        Ok(r) => r,
-        Err(ds) => {
-            out.stderr(&crate::diag::output::human(&ds, out.color));
-            return exit::INPUT;
-        }
-    };
-    let provider = *raw.plan.provider.get();
-    let catalog = match super::load_catalog(g, &[provider], out) {
-        Ok(c) => c,
+    let (p, catalog) = match super::load_plan(g, &args.plan, out) {
+        Ok(x) => x,
         Err(code) => return code,
-    };
-    let p = match plan::validate_raw(file, raw, &catalog) {
-        Ok(p) => p,
-        Err(ds) => {
-            out.stderr(&crate::diag::output::human(&ds, out.color));
-            return exit::INPUT;
-        }
     };
     let rec = recommend::recommend(&p, &catalog);
     match args.format {

@@ -5,34 +5,12 @@ use crate::cli::{Global, RenderArgs};
 use crate::engine::recommend;
 use crate::exit;
 use crate::output::Out;
-use crate::plan;
 use crate::render::{self, view};
 
 pub fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
-    let file = match plan::load::read(&args.plan) {
-        Ok(f) => f,
-        Err(d) => {
-            out.stderr(&crate::diag::output::human(&[*d], out.color));
-            return exit::INPUT;
-        }
-    };
-    let raw = match plan::load::parse(&file) {
-        Ok(r) => r,
-        Err(ds) => {
-            out.stderr(&crate::diag::output::human(&ds, out.color));
-            return exit::INPUT;
-        }
-    };
-    let catalog = match super::load_catalog(g, &[*raw.plan.provider.get()], out) {
-        Ok(c) => c,
+    let (p, catalog) = match super::load_plan(g, &args.plan, out) {
+        Ok(x) => x,
         Err(code) => return code,
-    };
-    let p = match plan::validate_raw(file, raw, &catalog) {
-        Ok(p) => p,
-        Err(ds) => {
-            out.stderr(&crate::diag::output::human(&ds, out.color));
-            return exit::INPUT;
-        }
     };
     let rec = if args.declared {
         if p.pools().is_empty() {

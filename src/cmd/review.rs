@@ -4,7 +4,6 @@ use crate::cli::{Global, ReviewArgs, ReviewFormat};
 use crate::engine::recommend;
 use crate::exit;
 use crate::output::Out;
-use crate::plan;
 use crate::review::{self, files, prometheus, telemetry};
 
 fn input_error(out: &Out, msg: &str) -> u8 {
@@ -35,30 +34,9 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
     let Some(stalled_after) = telemetry::parse_duration(&args.stalled_after) else {
         return input_error(out, "`--stalled-after`: expected a duration such as 2h");
     };
-    let file = match plan::load::read(&args.plan) {
-        Ok(f) => f,
-        Err(d) => {
-            out.stderr(&crate::diag::output::human(&[*d], out.color));
-            return exit::INPUT;
-        }
-    };
-    let raw = match plan::load::parse(&file) {
-        Ok(r) => r,
-        Err(ds) => {
-            out.stderr(&crate::diag::output::human(&ds, out.color));
-            return exit::INPUT;
-        }
-    };
-    let catalog = match super::load_catalog(g, &[*raw.plan.provider.get()], out) {
-        Ok(c) => c,
+    let (p, catalog) = match super::load_plan(g, &args.plan, out) {
+        Ok(x) => x,
         Err(code) => return code,
-    };
-    let p = match plan::validate_raw(file, raw, &catalog) {
-        Ok(p) => p,
-        Err(ds) => {
-            out.stderr(&crate::diag::output::human(&ds, out.color));
-            return exit::INPUT;
-        }
     };
     let sources = [
         args.prometheus.is_some(),
