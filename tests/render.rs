@@ -575,3 +575,74 @@ fn declared_pools_render_through_the_same_templates() {
         }
     }
 }
+
+/// Every argument name a provider doc page lists, at any nesting (`* `name``).
+fn all_doc_names(path: &str) -> BTreeSet<String> {
+    std::fs::read_to_string(root().join("tests/fixtures/conformance").join(path))
+        .expect("fixture")
+        .lines()
+        .filter_map(|l| l.strip_prefix("* `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_declared_capacity_block_gets_its_launch_template() {
+    let files = rendered("tests/fixtures/render/capacity-block.toml", &["--declared"]);
+    let tf = &files["terraform/main.tf"];
+    insta::assert_snapshot!("capacity-block__declared_main.tf", tf);
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    let node_group = lines_of("aws_eks_node_group_args.txt");
+    let template = all_doc_names("launch_template.html.markdown");
+    let mut kinds = BTreeSet::new();
+    for s in body.iter() {
+        let hcl_edit::structure::Structure::Block(b) = s else {
+            continue;
+        };
+        if b.ident.as_str() != "resource" {
+            continue;
+        }
+        let kind = b
+            .labels
+            .first()
+            .map(|l| l.as_str().to_owned())
+            .unwrap_or_default();
+        let mut got = Vec::new();
+        names(&b.body, "", &mut got);
+        for n in &got {
+            let ok = META.contains(&n.as_str())
+                || match kind.as_str() {
+                    "aws_eks_node_group" => node_group.contains(n),
+                    // nested launch-template blocks are documented under their own names
+                    "aws_launch_template" => n
+                        .rsplit('.')
+                        .next()
+                        .is_some_and(|last| template.contains(last)),
+                    other => panic!("unexpected resource `{other}`"),
+                };
+            assert!(ok, "`{kind}` has no argument `{n}`");
+        }
+        kinds.insert(kind);
+    }
+    assert_eq!(kinds.len(), 2);
+    assert!(tf.contains("capacity_type   = \"CAPACITY_BLOCK\""));
+    assert!(tf.contains("market_type = \"capacity-block\""));
+}
+
+#[test]
+fn a_capacity_block_on_azure_is_refused() {
+    let plan = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"training\"\n\n[[pool]]\nname = \"b\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = 1\ncapacity = \"capacity-block\"\nworkloads = [\"w\"]\n";
+    let o = gpuplan()
+        .args(["check", "-"])
+        .write_stdin(plan)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("only AWS sells") && err.contains("18:12"),
+        "{err}"
+    );
+}

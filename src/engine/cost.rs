@@ -24,6 +24,12 @@ pub fn node_hour(
         Capacity::OnDemand | Capacity::CapacityReservation => {
             od.map(|usd| HourlyPrice { usd, caveat: None })
         }
+        // Capacity Blocks are priced per block, apart from on-demand rates (source articles);
+        // the catalog has no block prices.
+        Capacity::CapacityBlock => od.map(|usd| HourlyPrice {
+            usd,
+            caveat: Some("no Capacity Block price in the catalog; on-demand price used".into()),
+        }),
         Capacity::Spot => match &prices.spot {
             Some(p) => Some(HourlyPrice {
                 usd: p.usd_per_hour,

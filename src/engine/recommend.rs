@@ -257,6 +257,7 @@ fn cap_order(c: Capacity) -> u8 {
         Capacity::Reserved1y => 2,
         Capacity::Reserved3y => 3,
         Capacity::CapacityReservation => 4,
+        Capacity::CapacityBlock => 5,
     }
 }
 
@@ -1454,7 +1455,7 @@ fn why_line(
                 m.rate.usd / m.c.on_demand
             ));
         }
-        Capacity::CapacityReservation => {}
+        Capacity::CapacityReservation | Capacity::CapacityBlock => {}
     }
     let _ = plan;
     parts.join("; ")

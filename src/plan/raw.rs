@@ -193,6 +193,8 @@ pub enum Capacity {
     #[serde(rename = "reserved-3y")]
     Reserved3y,
     CapacityReservation,
+    /// An EC2 Capacity Block for ML (AWS only): GPU capacity bought for a fixed window.
+    CapacityBlock,
 }
 
 impl Capacity {
@@ -203,13 +205,17 @@ impl Capacity {
             Capacity::Reserved1y => "reserved-1y",
             Capacity::Reserved3y => "reserved-3y",
             Capacity::CapacityReservation => "capacity-reservation",
+            Capacity::CapacityBlock => "capacity-block",
         }
     }
     /// Capacity paid for whether used or not.
     pub fn is_committed(self) -> bool {
         matches!(
             self,
-            Capacity::Reserved1y | Capacity::Reserved3y | Capacity::CapacityReservation
+            Capacity::Reserved1y
+                | Capacity::Reserved3y
+                | Capacity::CapacityReservation
+                | Capacity::CapacityBlock
         )
     }
 }

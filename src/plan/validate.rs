@@ -409,6 +409,20 @@ pub(super) fn validate(
                 }
             }
         }
+        if let Some(c) = &p.capacity {
+            if *c.get() == crate::plan::raw::Capacity::CapacityBlock
+                && *raw.plan.provider.get() != crate::plan::raw::Provider::Aws
+            {
+                ctx.err(
+                    "plan::capacity-block-not-aws",
+                    c.span(),
+                    "`capacity-block` is an EC2 Capacity Block for ML, which only AWS sells".into(),
+                    "AWS only",
+                    "use `capacity-reservation` (an Azure capacity reservation group) instead"
+                        .into(),
+                );
+            }
+        }
         ctx.count("nodes", &p.nodes, 0, 0, 1000);
         if let Some(layout) = &p.mig_layout {
             for (_, n) in layout.iter() {

@@ -55,6 +55,8 @@ pub struct PoolView {
     pub max: u32,
     pub autoscaled: bool,
     pub spot: bool,
+    /// An EC2 Capacity Block: `CAPACITY_BLOCK` with a launch template targeting it.
+    pub capacity_block: bool,
     pub capacity: String,
     /// AKS managed MIG: `MIG3g` for a `3g.*` profile.
     pub gpu_instance: Option<String>,
@@ -274,6 +276,7 @@ pub fn build(
             max: p.nodes.max,
             autoscaled: p.nodes.min != p.nodes.max,
             spot: p.capacity == "spot",
+            capacity_block: p.capacity == "capacity-block",
             capacity: p.capacity.to_owned(),
             gpu_instance: None,
             labels: labels.clone(),
