@@ -1,7 +1,9 @@
-//! `cargo bench --bench review`: a 90-day review of 1,000 GPUs (1,000 one-GPU pods in ten
-//! teams, hourly samples) against a local Prometheus (Debian's package), loaded with
-//! promtool. Baseline, measured in the same run: parsing the same samples from OpenMetrics
-//! text in-process. Needs `prometheus` and `promtool` on PATH.
+//! `cargo bench --bench review`: reviews of 1,000 GPUs (1,000 one-GPU pods in ten teams,
+//! hourly samples): 90 days from an OpenMetrics file, and 7 days from a local Prometheus
+//! (Debian's package) loaded with promtool. promtool 2.42 re-reads its input for every
+//! two-hour block, so loading 90 days (1,080 blocks) takes over an hour; the Prometheus run
+//! uses the last week of the same fleet. Baseline, measured in the same run: parsing the
+//! 90 days of samples from text in-process. Needs `prometheus` and `promtool` on PATH.
 
 use std::fmt::Write as _;
 use std::process::{Command, Stdio};
@@ -11,6 +13,7 @@ const PODS: usize = 1000;
 const TEAMS: usize = 10;
 const STEP: i64 = 3600;
 const DAYS: i64 = 90;
+const PROMETHEUS_DAYS: i64 = 7;
 /// 2026-06-01T00:00:00Z
 const START: i64 = 1_780_272_000;
 
@@ -26,8 +29,8 @@ fn plan() -> String {
     s
 }
 
-fn openmetrics() -> String {
-    let points = DAYS * 86_400 / STEP;
+fn openmetrics(days: i64) -> String {
+    let points = days * 86_400 / STEP;
     let mut s = String::with_capacity(PODS * points as usize * 2 * 150);
     s.push_str("# TYPE kube_pod_container_resource_requests gauge\n");
     for p in 0..PODS {
@@ -70,7 +73,7 @@ fn main() {
     let plan_path = dir.join("fleet.toml");
     std::fs::write(&plan_path, plan()).expect("plan");
     let t = Instant::now();
-    let text = openmetrics();
+    let text = openmetrics(DAYS);
     let generate = t.elapsed();
     let om = dir.join("fleet.om");
     std::fs::write(&om, &text).expect("write");
@@ -82,10 +85,32 @@ fn main() {
     let baseline = t.elapsed();
     drop(text);
 
+    // The whole 90 days through the file input, as a process.
+    let t = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
+        .args(["review", "--verbose", "--format", "json", "--metrics"])
+        .arg(&om)
+        .arg(&plan_path)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file_review = t.elapsed();
+    let file_rss = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find(|l| l.starts_with("resources:"))
+        .unwrap_or("")
+        .to_owned();
+
+    let week = dir.join("week.om");
+    std::fs::write(&week, openmetrics(PROMETHEUS_DAYS)).expect("write");
     let t = Instant::now();
     let out = Command::new("promtool")
         .args(["tsdb", "create-blocks-from", "openmetrics"])
-        .arg(&om)
+        .arg(&week)
         .arg(dir.join("data"))
         .output()
         .expect("promtool (Debian package prometheus)");
@@ -176,7 +201,7 @@ fn main() {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let x = |d: Duration| d.as_secs_f64() / baseline.as_secs_f64();
     println!(
-        "== review of {PODS} GPUs over {DAYS} days, hourly: {samples} samples, {} pods parsed, {} workloads, {} stalled",
+        "== review of {PODS} GPUs, hourly: {DAYS} days = {samples} samples ({} pods parsed); Prometheus: {PROMETHEUS_DAYS} days, {} workloads, {} stalled",
         parsed.pods.len(),
         v["workloads"].as_array().map_or(0, Vec::len),
         v["stalled"].as_array().map_or(0, Vec::len)
@@ -191,12 +216,17 @@ fn main() {
         x(generate)
     );
     println!(
-        "load      promtool create-blocks       {:9.1} ms {:8.2}x",
+        "review    --metrics, {DAYS} days           {:9.1} ms {:8.2}x  ({file_rss})",
+        ms(file_review),
+        x(file_review)
+    );
+    println!(
+        "load      promtool, {PROMETHEUS_DAYS} days           {:9.1} ms {:8.2}x",
         ms(load),
         x(load)
     );
     println!(
-        "review    gpuplan review --prometheus   {:9.1} ms {:8.2}x  (median of 3; {rss})",
+        "review    --prometheus, {PROMETHEUS_DAYS} days       {:9.1} ms {:8.2}x  (median of 3; {rss})",
         ms(times[1]),
         x(times[1])
     );

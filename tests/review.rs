@@ -415,3 +415,142 @@ fn a_real_prometheus_gives_the_same_numbers() {
         String::from_utf8_lossy(&out.stderr).contains("no kube_pod_container_resource_requests")
     );
 }
+
+/// A one-connection-at-a-time HTTP server on 127.0.0.1 that answers each request with the
+/// next scripted response (status, extra headers, body, delay), then stops. Bounded: it
+/// serves at most `script.len()` requests.
+fn scripted(
+    script: Vec<(u16, &'static str, String, u64)>,
+) -> (String, std::thread::JoinHandle<usize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let handle = std::thread::spawn(move || {
+        let mut served = 0;
+        for (status, headers, body, delay) in script {
+            let Ok((mut conn, _)) = listener.accept() else {
+                break;
+            };
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            std::thread::sleep(Duration::from_millis(delay));
+            let reply = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n{body}",
+                body.len()
+            );
+            let _ = conn.write_all(reply.as_bytes());
+            served += 1;
+        }
+        served
+    });
+    (url, handle)
+}
+
+fn matrix(metric: &str) -> String {
+    format!(
+        "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":[{{\"metric\":{metric},\"values\":[[{START},\"1\"],[{},\"1\"]]}}]}}}}",
+        START + STEP
+    )
+}
+
+fn review_against(url: &str, extra: &[&str], code: i32) -> String {
+    let out = gpuplan()
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--format",
+            "json",
+            "--prometheus",
+            url,
+        ])
+        .args([
+            "--from",
+            "2026-09-01T00:00:00Z",
+            "--to",
+            "2026-09-01T00:02:00Z",
+            "--step",
+            "60s",
+            "--timeout",
+            "2",
+        ])
+        .args(extra)
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    if code == 0 {
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    } else {
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+#[test]
+fn prometheus_faults_are_retried_or_reported() {
+    let pod = "{\"namespace\":\"assistants\",\"pod\":\"chat-api-1\"}";
+    // 503 with Retry-After, then the three answers: retried and used
+    let (url, h) = scripted(vec![
+        (
+            503,
+            "Retry-After: 1\r\n",
+            "{\"status\":\"error\",\"error\":\"busy\"}".into(),
+            0,
+        ),
+        (200, "", matrix(pod), 0),
+        (200, "", matrix(pod), 0),
+        (
+            200,
+            "",
+            "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(),
+            0,
+        ),
+    ]);
+    let out = review_against(&url, &[], 0);
+    assert_eq!(h.join().expect("server"), 4);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(workload(&v, "chat-api")["allocated_gpu_seconds"], 120.0);
+    // a query Prometheus refuses: its own reason is shown
+    let (url, _) = scripted(vec![(
+        400,
+        "",
+        "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"parse error at char 4\"}"
+            .into(),
+        0,
+    )]);
+    let err = review_against(&url, &[], 2);
+    assert!(
+        err.contains("HTTP 400") && err.contains("parse error at char 4"),
+        "{err}"
+    );
+    // a truncated answer
+    let (url, _) = scripted(vec![(
+        200,
+        "",
+        "{\"status\":\"success\",\"data\":{\"resu".into(),
+        0,
+    )]);
+    let err = review_against(&url, &[], 2);
+    assert!(err.contains("not a query_range answer"), "{err}");
+    // a server that keeps failing: three tries, then a clear error
+    let (url, h) = scripted(vec![
+        (500, "", "oops".into(), 0),
+        (500, "", "oops".into(), 0),
+        (500, "", "oops".into(), 0),
+    ]);
+    let err = review_against(&url, &[], 2);
+    assert_eq!(h.join().expect("server"), 3);
+    assert!(err.contains("HTTP 500"), "{err}");
+    // a slow server: the timeout ends it
+    let (url, _) = scripted(vec![(200, "", matrix(pod), 4_000)]);
+    let t = Instant::now();
+    let err = review_against(&url, &[], 2);
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "gave up at the timeout"
+    );
+    assert!(err.contains("Prometheus"), "{err}");
+    // series without the labels the review needs
+    let (url, _) = scripted(vec![(200, "", matrix("{\"job\":\"x\"}"), 0)]);
+    let err = review_against(&url, &[], 2);
+    assert!(err.contains("no namespace/pod labels"), "{err}");
+}

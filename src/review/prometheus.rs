@@ -78,11 +78,17 @@ impl Client {
                 );
             }
             let resp = req.call();
-            let text = match resp {
-                Ok(r) => r
-                    .into_string()
-                    .map_err(|e| format!("Prometheus at {}: reading the answer: {e}", self.base))?,
-                // Overload and server errors are retried twice, a second apart, then reported.
+            let env: Envelope = match resp {
+                // Streamed into the parser: a 90-day answer for a large fleet is far beyond
+                // what reading the body into one string allows.
+                Ok(r) => serde_json::from_reader(r.into_reader()).map_err(|e| {
+                    format!(
+                        "Prometheus at {}: not a query_range answer ({e})",
+                        self.base
+                    )
+                })?,
+                // Overload and server errors are retried twice, honouring Retry-After (at
+                // most 10 s), then reported.
                 Err(ureq::Error::Status(code, r))
                     if (code == 429 || code >= 500) && attempt < 3 =>
                 {
@@ -109,12 +115,6 @@ impl Client {
                     return Err(format!("cannot reach Prometheus at {}: {t}", self.base));
                 }
             };
-            let env: Envelope = serde_json::from_str(&text).map_err(|e| {
-                format!(
-                    "Prometheus at {}: not a query_range answer ({e})",
-                    self.base
-                )
-            })?;
             if env.status != "success" {
                 return Err(format!(
                     "Prometheus at {} refused the query: {}: {}",
