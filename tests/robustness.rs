@@ -1,4 +1,5 @@
-//! No input makes the loader or the checker panic: arbitrary text, and mutations of real plans.
+//! No input makes the loader, the checker, the recommender or the renderer panic: arbitrary
+//! text, and mutations of real plans.
 
 use gpuplan::catalog::Catalog;
 use gpuplan::plan::raw::Provider;
@@ -23,6 +24,38 @@ fn run(text: &str, catalog: &Catalog) {
             // every finding must point inside the file
             assert!(d.span.end <= text.len());
             let _ = gpuplan::diag::output::human(&[d], false);
+        }
+        let declared = gpuplan::engine::recommend::declared(&p, catalog);
+        let recommended = gpuplan::engine::recommend::recommend(&p, catalog);
+        for w in p.workloads().iter().filter(|w| w.replicas().max() > 0) {
+            let name = w.name.get();
+            let pools = recommended
+                .pools
+                .iter()
+                .filter(|x| x.workloads.contains(name))
+                .count();
+            let reported = recommended
+                .unsatisfied
+                .iter()
+                .filter(|u| &u.workload == name)
+                .count();
+            assert_eq!(pools + reported, 1, "`{name}` is placed once or reported");
+        }
+        for rec in [declared, recommended] {
+            for pool in &rec.pools {
+                assert!(pool.nodes.min <= pool.nodes.max, "{}", pool.name);
+            }
+            let v = gpuplan::render::view::build(
+                &p,
+                &rec,
+                catalog,
+                &gpuplan::render::view::Options {
+                    capacity_reservations: true,
+                },
+            );
+            let files = gpuplan::render::render(&v, None).expect("built-in templates render");
+            let tf = &files["terraform/main.tf"];
+            assert!(tf.parse::<hcl_edit::structure::Body>().is_ok(), "{tf}");
         }
     }
 }
