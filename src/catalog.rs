@@ -13,7 +13,7 @@ use crate::source::SourceFile;
 
 mod load;
 
-pub use load::CatalogError;
+pub use load::{embedded_files, CatalogError};
 
 /// One GPU (or other accelerator) model.
 #[derive(Debug, Clone)]
@@ -209,6 +209,12 @@ impl Catalog {
     /// The same files read from a directory laid out like `providers/`.
     pub fn from_dir(dir: &Path, providers: &[Provider]) -> Result<Catalog, CatalogError> {
         load::load(&load::Files::Dir(dir.to_owned()), providers)
+    }
+
+    /// The embedded catalog with the newer files of a refresh cache (`catalog refresh`) in
+    /// place of the embedded ones.
+    pub fn layered(cache: &Path, providers: &[Provider]) -> Result<Catalog, CatalogError> {
+        load::load(&load::Files::Layered(cache.to_owned()), providers)
     }
 
     /// A GPU model by name or alias, case-insensitively.

@@ -24,6 +24,15 @@ pub struct Global {
     /// Print what data was used and where it came from
     #[arg(long, short, global = true)]
     pub verbose: bool,
+    /// Refresh cache (`catalog refresh` writes it; commands use its files while they are newer than the embedded ones). Default: $XDG_CACHE_HOME/gpuplan or ~/.cache/gpuplan
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "GPUPLAN_CACHE",
+        hide_env_values = true
+    )]
+    pub cache: Option<PathBuf>,
     /// Colour: auto follows the terminal and NO_COLOR
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
@@ -256,8 +265,38 @@ pub struct ExplainArgs {
     pub format: Format,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum CatalogAction {
+    /// Fetch today's provider data into the refresh cache
+    Refresh(RefreshArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RefreshArgs {
+    /// Provider to refresh
+    #[arg(long, value_enum)]
+    pub provider: ProviderArg,
+    /// Regions to refresh (repeatable); default: the regions of `--plan`
+    #[arg(long = "region", value_name = "REGION")]
+    pub regions: Vec<String>,
+    /// Take the regions from this plan
+    #[arg(long, value_name = "PLAN")]
+    pub plan: Option<PathBuf>,
+    /// What to refresh: prices, eviction, quota, skus (comma-separated)
+    #[arg(long, value_delimiter = ',', default_value = "prices")]
+    pub only: Vec<String>,
+    /// Print the requests it would make, and make none
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seconds to wait for each request
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub timeout: u64,
+}
+
 #[derive(Debug, Args)]
 pub struct CatalogArgs {
+    #[command(subcommand)]
+    pub action: Option<CatalogAction>,
     /// Only this provider
     #[arg(long, value_enum)]
     pub provider: Option<ProviderArg>,

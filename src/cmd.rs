@@ -6,6 +6,7 @@ pub mod diff;
 pub mod explain;
 pub mod init;
 pub mod recommend;
+pub mod refresh;
 pub mod render;
 pub mod review;
 pub mod schema;
@@ -17,9 +18,17 @@ use crate::plan::raw::Provider;
 
 /// Load the catalog the flags ask for; on failure print why and return the exit code.
 pub fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Result<Catalog, u8> {
-    let result = match &g.catalog {
-        Some(dir) => Catalog::from_dir(dir, providers),
-        None => Catalog::embedded(providers),
+    let cache = g.cache.clone().or_else(crate::live::cache::default_dir);
+    let result = match (&g.catalog, cache) {
+        (Some(dir), _) => Catalog::from_dir(dir, providers),
+        (None, Some(c)) if crate::live::cache::present(&c) => {
+            out.detail(&format!(
+                "catalog: embedded, with the newer files of the refresh cache `{}`",
+                c.display()
+            ));
+            Catalog::layered(&c, providers)
+        }
+        (None, _) => Catalog::embedded(providers),
     };
     result.map_err(|e| {
         match e {

@@ -18,7 +18,8 @@ fn gpuplan() -> Command {
     c.current_dir(root())
         .env("GPUPLAN_TODAY", "2026-12-02")
         .env("NO_COLOR", "1")
-        .env_remove("GPUPLAN_CATALOG");
+        .env_remove("GPUPLAN_CATALOG")
+        .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache");
     c
 }
 

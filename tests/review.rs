@@ -16,6 +16,7 @@ fn gpuplan() -> Command {
         .env("GPUPLAN_TODAY", "2026-12-02")
         .env("NO_COLOR", "1")
         .env_remove("GPUPLAN_CATALOG")
+        .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
         .env_remove("GPUPLAN_PROMETHEUS_URL");
     c
 }

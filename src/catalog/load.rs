@@ -29,10 +29,24 @@ pub enum CatalogError {
 pub(super) enum Files {
     Embedded,
     Dir(PathBuf),
+    /// A refresh cache over the embedded catalog: each file from whichever is newer.
+    Layered(PathBuf),
+}
+
+/// `path -> as_of` of a `sources.toml` text.
+fn dates(text: &str) -> std::collections::BTreeMap<String, String> {
+    toml::from_str::<SourcesFile>(text)
+        .map(|f| f.file.into_iter().map(|e| (e.path, e.as_of)).collect())
+        .unwrap_or_default()
 }
 
 macro_rules! embedded {
     ($($path:literal),* $(,)?) => {
+        /// Every embedded data file, by its path under `providers/`.
+        pub fn embedded_files() -> Vec<(&'static str, &'static str)> {
+            vec![$(($path, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/providers/", $path)))),*]
+        }
+
         fn embedded_file(path: &str) -> Option<&'static str> {
             match path {
                 $($path => Some(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/providers/", $path))),)*
@@ -63,6 +77,55 @@ impl Files {
                     format!("<embedded>/providers/{path}"),
                     text,
                 ))
+            }
+            Files::Layered(dir) => {
+                let cache_sources =
+                    std::fs::read_to_string(dir.join("sources.toml")).unwrap_or_default();
+                let embedded_sources = embedded_file("sources.toml").unwrap_or_default();
+                let (cached, built_in) = (dates(&cache_sources), dates(embedded_sources));
+                let newer = |p: &str| {
+                    cached
+                        .get(p)
+                        .is_some_and(|c| built_in.get(p).is_none_or(|e| c > e))
+                };
+                if path == "sources.toml" {
+                    // The embedded list, with the entries of newer cached files swapped in.
+                    let mut merged: toml::Table =
+                        toml::from_str(embedded_sources).unwrap_or_default();
+                    let cache: toml::Table = toml::from_str(&cache_sources).unwrap_or_default();
+                    if let (Some(toml::Value::Array(files)), Some(toml::Value::Array(cfiles))) =
+                        (merged.get_mut("file"), cache.get("file"))
+                    {
+                        for f in files.iter_mut() {
+                            let p = f
+                                .get("path")
+                                .and_then(|v| v.as_str())
+                                .unwrap_or("")
+                                .to_owned();
+                            if newer(&p) {
+                                if let Some(c) = cfiles.iter().find(|c| {
+                                    c.get("path").and_then(|v| v.as_str()) == Some(p.as_str())
+                                }) {
+                                    *f = c.clone();
+                                }
+                            }
+                        }
+                    }
+                    let text = toml::to_string(&merged).unwrap_or_default();
+                    return Ok(SourceFile::new(
+                        format!("{}/sources.toml (with the embedded catalog)", dir.display()),
+                        text,
+                    ));
+                }
+                if newer(path) {
+                    let p = dir.join(path);
+                    let text = std::fs::read_to_string(&p).map_err(|source| CatalogError::Io {
+                        path: p.display().to_string(),
+                        source,
+                    })?;
+                    return Ok(SourceFile::new(p.display().to_string(), text));
+                }
+                Files::Embedded.read(path)
             }
             Files::Dir(dir) => {
                 let p = dir.join(path);

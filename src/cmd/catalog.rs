@@ -19,6 +19,9 @@ fn provider_of(p: ProviderArg) -> Provider {
 }
 
 pub fn run(g: &Global, args: &CatalogArgs, out: &Out) -> u8 {
+    if let Some(crate::cli::CatalogAction::Refresh(r)) = &args.action {
+        return super::refresh::run(g, r, out);
+    }
     let providers: Vec<Provider> = args
         .provider
         .map_or(Provider::ALL.to_vec(), |p| vec![provider_of(p)]);
