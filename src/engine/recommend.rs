@@ -493,7 +493,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
             }
         }
     }
-    let comparison = compare(plan, catalog, &pools, &workloads, total, plan_hours);
+    let comparison = compare(plan, catalog, &pools, &workloads, total);
     Recommendation {
         schema: SCHEMA,
         plan: plan.name().to_owned(),
@@ -1660,7 +1660,6 @@ fn compare(
     pools: &[RecPool],
     workload_costs: &[WorkloadCost],
     recommended: f64,
-    plan_hours: f64,
 ) -> Option<Comparison> {
     if plan.pools().is_empty() {
         return None;
@@ -1668,27 +1667,7 @@ fn compare(
     let mut today = 0.0;
     let mut changes = Vec::new();
     for p in plan.pools() {
-        let burst_hours = plan
-            .pool_workloads(p)
-            .map(|w| {
-                w.hours_per_month
-                    .as_ref()
-                    .map_or(plan_hours, |h| *h.get())
-                    .min(plan_hours)
-            })
-            .fold(0.0, f64::max);
-        let price = crate::engine::cost::node_hour(
-            catalog,
-            plan.provider(),
-            p.sku.get(),
-            p.region.get(),
-            p.capacity(),
-        );
-        let n = p.nodes();
-        let cost = price.as_ref().map(|h| {
-            let (min, max) = (n.min().max(0) as f64, n.max().max(0) as f64);
-            h.usd * (min * plan_hours + (max - min) * burst_hours)
-        });
+        let cost = declared::pool_month(plan, catalog, p).map(|(c, _)| c);
         today += cost.unwrap_or(0.0);
         let mut moves: Vec<String> = Vec::new();
         for w in &p.workloads {

@@ -6,8 +6,36 @@ use indexmap::IndexMap;
 use super::demand::Segment;
 use super::{cents, Nodes, RecPool, Recommendation, SCHEMA};
 use crate::catalog::Catalog;
-use crate::plan::raw::{Capacity, Provider, Sharing};
+use crate::plan::raw::{Capacity, Pool, Provider, Sharing};
 use crate::plan::Plan;
+
+/// Expected monthly cost of a declared pool and its price per node-hour: the minimum all
+/// month, nodes above it for the longest `hours_per_month` of its workloads.
+pub fn pool_month(plan: &Plan, catalog: &Catalog, p: &Pool) -> Option<(f64, f64)> {
+    let hours = plan.hours_per_month();
+    let burst_hours = plan
+        .pool_workloads(p)
+        .map(|w| {
+            w.hours_per_month
+                .as_ref()
+                .map_or(hours, |h| *h.get())
+                .min(hours)
+        })
+        .fold(0.0, f64::max);
+    let price = crate::engine::cost::node_hour(
+        catalog,
+        plan.provider(),
+        p.sku.get(),
+        p.region.get(),
+        p.capacity(),
+    )?
+    .usd;
+    let (min, max) = (p.nodes().min().max(0) as f64, p.nodes().max().max(0) as f64);
+    Some((
+        price * (min * hours + (max - min).max(0.0) * burst_hours),
+        price,
+    ))
+}
 
 pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
     let hours = plan.hours_per_month();
@@ -21,27 +49,11 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             .map(|w| Segment::of(w))
             .min()
             .unwrap_or(Segment::Batch);
-        let burst_hours = plan
-            .pool_workloads(p)
-            .map(|w| {
-                w.hours_per_month
-                    .as_ref()
-                    .map_or(hours, |h| *h.get())
-                    .min(hours)
-            })
-            .fold(0.0, f64::max);
         let (min, max) = (
             u32::try_from(p.nodes().min().max(0)).unwrap_or(0),
             u32::try_from(p.nodes().max().max(0)).unwrap_or(0),
         );
-        let price = crate::engine::cost::node_hour(
-            catalog,
-            plan.provider(),
-            p.sku.get(),
-            p.region.get(),
-            p.capacity(),
-        )
-        .map_or(0.0, |h| h.usd);
+        let (cost, price) = pool_month(plan, catalog, p).unwrap_or((0.0, 0.0));
         let gpus_per_node = sku.map_or(0, |s| s.gpu_count);
         let mig_layout: Option<IndexMap<String, u32>> = match (&p.mig_profile, &p.mig_layout) {
             (_, Some(l)) => Some(
@@ -92,7 +104,6 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
                 Provider::Aws => "gpuplan.io/spot=true:NoSchedule".to_owned(),
             });
         }
-        let cost = price * (f64::from(min) * hours + f64::from(max - min.min(max)) * burst_hours);
         pools.push(RecPool {
             name: p.name.get().clone(),
             provider: plan.provider().as_str().to_owned(),
