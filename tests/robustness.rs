@@ -48,7 +48,6 @@ fn run(text: &str, catalog: &Catalog) {
             let v = gpuplan::render::view::build(
                 &p,
                 &rec,
-                catalog,
                 &gpuplan::render::view::Options {
                     capacity_reservations: true,
                 },

@@ -34,7 +34,6 @@ pub fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
     let v = view::build(
         &p,
         &rec,
-        &catalog,
         &view::Options {
             capacity_reservations: args.capacity_reservations,
         },

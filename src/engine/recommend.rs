@@ -1286,7 +1286,7 @@ fn describe(
         let h = catalog.assumptions.time_slicing_memory_headroom;
         ((1.0 - h) / f64::from(n) * 100.0).floor() / 100.0
     });
-    let why = why_line(plan, catalog, ms, b, key, plan_hours, mm, gpu_mem_util);
+    let why = why_line(catalog, ms, b, key, plan_hours, mm, gpu_mem_util);
     let per_node = c.sku.gpu_count;
     let mut capacity_options = Vec::new();
     if ms.iter().any(|m| m.d.w.user_facing()) && b.nodes_min > 0 {
@@ -1343,9 +1343,7 @@ fn describe(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn why_line(
-    plan: &Plan,
     catalog: &Catalog,
     ms: &[&Choice<'_, '_>],
     b: &Built,
@@ -1457,7 +1455,6 @@ fn why_line(
         }
         Capacity::CapacityReservation | Capacity::CapacityBlock => {}
     }
-    let _ = plan;
     parts.join("; ")
 }
 

@@ -225,12 +225,7 @@ pub struct Options {
     pub capacity_reservations: bool,
 }
 
-pub fn build(
-    plan: &Plan,
-    rec: &Recommendation,
-    catalog: &crate::catalog::Catalog,
-    opts: &Options,
-) -> View {
+pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
     let mut pools = Vec::new();
     let mut reservations = Vec::new();
     let mut mig_configs = Vec::new();
@@ -436,7 +431,6 @@ pub fn build(
             pools.push(v);
         }
     }
-    let _ = catalog;
 
     // Kueue: one ClusterQueue per team, quotas from the plan's peaks on the pools it uses.
     let mut teams: IndexMap<String, IndexMap<String, IndexMap<String, u32>>> = IndexMap::new();
