@@ -81,7 +81,9 @@ fn main() {
 
     // Baseline: the same samples parsed from text in-process.
     let t = Instant::now();
-    let parsed = gpuplan::review::files::read_exposition("fleet.om", &text, None).expect("parse");
+    let catalog = gpuplan::catalog::Catalog::embedded(&[]).expect("catalog");
+    let parsed =
+        gpuplan::review::files::read_exposition("fleet.om", &text, None, &catalog).expect("parse");
     let baseline = t.elapsed();
     drop(text);
 

@@ -555,3 +555,32 @@ fn prometheus_faults_are_retried_or_reported() {
     let err = review_against(&url, &[], 2);
     assert!(err.contains("no namespace/pod labels"), "{err}");
 }
+
+#[test]
+fn mig_instances_from_prometheus_count_as_their_share() {
+    // one pod holding a 3g.40gb instance (3 of 7 compute slices), half busy
+    let (url, _) = scripted(vec![
+        (
+            200,
+            "",
+            matrix("{\"namespace\":\"search\",\"pod\":\"embeddings-1\",\"resource\":\"nvidia_com_mig_3g_40gb\"}"),
+            0,
+        ),
+        (
+            200,
+            "",
+            format!(
+                "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":[{{\"metric\":{{\"namespace\":\"search\",\"pod\":\"embeddings-1\",\"GPU_I_PROFILE\":\"3g.40gb\"}},\"values\":[[{START},\"0.5\"],[{},\"0.5\"]]}}]}}}}",
+                START + STEP
+            ),
+            0,
+        ),
+        (200, "", "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(), 0),
+    ]);
+    let v: Value = serde_json::from_str(&review_against(&url, &[], 0)).expect("json");
+    let emb = workload(&v, "embeddings");
+    // 2 samples x 60 s x 3/7 allocated; half of it used
+    assert_eq!(emb["allocated_gpu_seconds"], 51.43);
+    assert_eq!(emb["used_gpu_seconds"], 25.71);
+    assert_eq!(emb["efficiency"], 0.5);
+}

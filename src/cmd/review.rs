@@ -86,7 +86,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
             timeout: std::time::Duration::from_secs(args.timeout),
         };
         let step = step.unwrap_or_else(|| prometheus::step_for(to - from));
-        match client.fetch(from, to, step) {
+        match client.fetch(from, to, step, &catalog) {
             Ok(t) => t,
             Err(e) => return input_error(out, &e),
         }
@@ -104,7 +104,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
         let parsed = if csv {
             files::read_csv(&name, &text, step)
         } else {
-            files::read_exposition(&name, &text, step)
+            files::read_exposition(&name, &text, step, &catalog)
         };
         match parsed {
             Ok(mut t) => {

@@ -6,12 +6,13 @@
 //! fraction summed over the pod's GPUs (0.5 = half of one GPU busy); `tokens_total` a counter.
 //!
 //! **Prometheus text / OpenMetrics**: samples of
-//! `kube_pod_container_resource_requests{resource="nvidia_com_gpu",namespace,pod}`,
-//! `DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace|namespace,exported_pod|pod,...}` and
+//! `kube_pod_container_resource_requests{resource="nvidia_com_gpu"|"nvidia_com_mig_<profile>",namespace,pod}`,
+//! `DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace|namespace,exported_pod|pod,GPU_I_PROFILE,...}` and
 //! `vllm:generation_tokens_total{namespace,pod}`, each with a timestamp (seconds in
 //! OpenMetrics, which ends with `# EOF`; milliseconds in the Prometheus text format).
 //!
-//! Samples are expected at a fixed interval: the step is the smallest gap between two
+//! A MIG instance (a `nvidia_com_mig_*` request, or DCGM's `GPU_I_PROFILE`) counts as its
+//! profile's share of a GPU. Samples are expected at a fixed interval: the step is the smallest gap between two
 //! samples of one pod, unless given.
 
 use std::collections::BTreeMap;
@@ -149,7 +150,12 @@ fn labels(s: &str) -> Option<(BTreeMap<String, String>, &str)> {
     }
 }
 
-pub fn read_exposition(file: &str, text: &str, step: Option<i64>) -> Result<Telemetry, String> {
+pub fn read_exposition(
+    file: &str,
+    text: &str,
+    step: Option<i64>,
+    catalog: &crate::catalog::Catalog,
+) -> Result<Telemetry, String> {
     // OpenMetrics timestamps are seconds; the Prometheus text format's are milliseconds.
     let openmetrics = text.lines().any(|l| l.trim() == "# EOF");
     let mut t = Telemetry {
@@ -177,15 +183,36 @@ pub fn read_exposition(file: &str, text: &str, step: Option<i64>) -> Result<Tele
         } else {
             (BTreeMap::new(), &l[name_end..])
         };
-        let kind = match name {
+        let (kind, weight) = match name {
             "kube_pod_container_resource_requests" => {
-                if labels.get("resource").map(String::as_str) != Some("nvidia_com_gpu") {
+                let resource = labels.get("resource").map_or("", String::as_str);
+                if resource != "nvidia_com_gpu" && !resource.starts_with("nvidia_com_mig_") {
                     continue;
                 }
-                0
+                let w = super::telemetry::resource_share(catalog, resource).ok_or_else(|| {
+                    err(
+                        file,
+                        line,
+                        format!("resource `{resource}`: no such MIG profile in the catalog"),
+                    )
+                })?;
+                (0, w)
             }
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => 1,
-            "vllm:generation_tokens_total" | "vllm_generation_tokens_total" => 2,
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => {
+                // On a MIG instance the activity is of the instance, not the GPU.
+                let w = match labels.get("GPU_I_PROFILE").filter(|p| !p.is_empty()) {
+                    Some(p) => super::telemetry::mig_share(catalog, p).ok_or_else(|| {
+                        err(
+                            file,
+                            line,
+                            format!("GPU_I_PROFILE `{p}`: no such MIG profile in the catalog"),
+                        )
+                    })?,
+                    None => 1.0,
+                };
+                (1, w)
+            }
+            "vllm:generation_tokens_total" | "vllm_generation_tokens_total" => (2, 1.0),
             _ => continue,
         };
         let mut parts = rest.split_whitespace();
@@ -224,7 +251,7 @@ pub fn read_exposition(file: &str, text: &str, step: Option<i64>) -> Result<Tele
             1 => &mut p.used,
             _ => &mut p.tokens,
         };
-        *m.entry(time).or_default() += value.max(0.0);
+        *m.entry(time).or_default() += value.max(0.0) * weight;
     }
     finish(t, file, step)
 }
@@ -281,7 +308,7 @@ mod tests {
                   DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace=\"ml\",exported_pod=\"chat-1\",namespace=\"gpu-operator\",pod=\"dcgm-x\",gpu=\"0\"} 0.5 0\n\
                   DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace=\"ml\",exported_pod=\"chat-1\",namespace=\"gpu-operator\",pod=\"dcgm-x\",gpu=\"0\"} 0.25 60\n\
                   # EOF\n";
-        let b = read_exposition("t.om", om, None).expect("openmetrics");
+        let b = read_exposition("t.om", om, None, catalog()).expect("openmetrics");
         assert_eq!(a.pods, b.pods);
         assert_eq!((a.from, a.to, a.step), (0, 120, 60));
     }
@@ -301,9 +328,31 @@ mod tests {
             "t.prom",
             "DCGM_FI_PROF_GR_ENGINE_ACTIVE{pod=\"p\",namespace=\"n\"} 0.5\n",
             None,
+            catalog(),
         )
         .expect_err("no timestamp");
         assert!(e.starts_with("t.prom:1:"), "{e}");
-        assert!(read_exposition("t.prom", "# nothing\n", None).is_err());
+        assert!(read_exposition("t.prom", "# nothing\n", None, catalog()).is_err());
+    }
+
+    fn catalog() -> &'static crate::catalog::Catalog {
+        static C: std::sync::OnceLock<crate::catalog::Catalog> = std::sync::OnceLock::new();
+        C.get_or_init(|| crate::catalog::Catalog::embedded(&[]).expect("catalog"))
+    }
+
+    #[test]
+    fn mig_instances_count_as_their_share_of_a_gpu() {
+        let om = "kube_pod_container_resource_requests{namespace=\"ml\",pod=\"e-1\",resource=\"nvidia_com_mig_3g_40gb\"} 1 0\n\
+                  kube_pod_container_resource_requests{namespace=\"ml\",pod=\"e-1\",resource=\"nvidia_com_mig_3g_40gb\"} 1 60\n\
+                  DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace=\"ml\",exported_pod=\"e-1\",GPU_I_PROFILE=\"3g.40gb\"} 0.5 0\n\
+                  DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_namespace=\"ml\",exported_pod=\"e-1\",GPU_I_PROFILE=\"3g.40gb\"} 0.5 60\n\
+                  # EOF\n";
+        let t = read_exposition("t.om", om, None, catalog()).expect("openmetrics");
+        let p = &t.pods[&("ml".to_owned(), "e-1".to_owned())];
+        assert!((p.allocated[&0] - 3.0 / 7.0).abs() < 1e-12);
+        assert!((p.used[&60] - 1.5 / 7.0).abs() < 1e-12);
+        let bad = om.replace("3g_40gb", "9g_99gb");
+        let e = read_exposition("t.om", &bad, None, catalog()).expect_err("unknown profile");
+        assert!(e.contains("no such MIG profile"), "{e}");
     }
 }

@@ -16,10 +16,13 @@ pub struct Client {
     pub timeout: Duration,
 }
 
+/// Whole GPUs, and MIG instances of the mixed strategy kept apart by resource so each counts
+/// as its profile's share.
 pub const ALLOCATED: &str =
-    "sum by (namespace, pod) (kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"})";
+    "sum by (namespace, pod, resource) (kube_pod_container_resource_requests{resource=~\"nvidia_com_gpu|nvidia_com_mig_.*\"})";
 /// DCGM names the exporter in `namespace`/`pod` when it also sets `exported_*`: those win.
-pub const USED: &str = "sum by (namespace, pod) (label_replace(label_replace(DCGM_FI_PROF_GR_ENGINE_ACTIVE, \"namespace\", \"$1\", \"exported_namespace\", \"(.+)\"), \"pod\", \"$1\", \"exported_pod\", \"(.+)\"))";
+/// Kept apart by `GPU_I_PROFILE`: on a MIG instance the activity is of the instance.
+pub const USED: &str = "sum by (namespace, pod, GPU_I_PROFILE) (label_replace(label_replace(DCGM_FI_PROF_GR_ENGINE_ACTIVE, \"namespace\", \"$1\", \"exported_namespace\", \"(.+)\"), \"pod\", \"$1\", \"exported_pod\", \"(.+)\"))";
 pub const TOKENS: &str = "sum by (namespace, pod) (vllm:generation_tokens_total)";
 
 #[derive(Deserialize)]
@@ -137,7 +140,13 @@ impl Client {
     }
 
     /// The window `[from, to)` at `step`: evaluations at from, from + step, ..., to - step.
-    pub fn fetch(&self, from: i64, to: i64, step: i64) -> Result<Telemetry, String> {
+    pub fn fetch(
+        &self,
+        from: i64,
+        to: i64,
+        step: i64,
+        catalog: &crate::catalog::Catalog,
+    ) -> Result<Telemetry, String> {
         let end = to - step;
         if end < from {
             return Err("the window is shorter than one step".into());
@@ -173,6 +182,21 @@ impl Client {
                         self.base, m.metric
                     ));
                 };
+                let weight = match i {
+                    0 => {
+                        let r = m.metric.get("resource").map_or("nvidia_com_gpu", String::as_str);
+                        super::telemetry::resource_share(catalog, r).ok_or_else(|| {
+                            format!("Prometheus at {}: resource `{r}`: no such MIG profile in the catalog", self.base)
+                        })?
+                    }
+                    1 => match m.metric.get("GPU_I_PROFILE").filter(|p| !p.is_empty()) {
+                        Some(p) => super::telemetry::mig_share(catalog, p).ok_or_else(|| {
+                            format!("Prometheus at {}: GPU_I_PROFILE `{p}`: no such MIG profile in the catalog", self.base)
+                        })?,
+                        None => 1.0,
+                    },
+                    _ => 1.0,
+                };
                 let p = t.pod_mut(ns, pod);
                 let series = match i {
                     0 => &mut p.allocated,
@@ -182,7 +206,7 @@ impl Client {
                 for (ts, v) in m.values {
                     let v: f64 = v.parse().map_err(|_| format!("Prometheus at {}: sample `{v}` is not a number", self.base))?;
                     if v.is_finite() {
-                        series.insert(ts.floor() as i64, v);
+                        *series.entry(ts.floor() as i64).or_default() += v * weight;
                     }
                 }
             }

@@ -58,6 +58,33 @@ impl Telemetry {
     }
 }
 
+/// The share of one GPU a MIG profile holds (its compute slices of the GPU's), from the
+/// catalog's MIG tables: `3g.40gb` is 3/7 of an A100 or H100.
+pub fn mig_share(catalog: &crate::catalog::Catalog, profile: &str) -> Option<f64> {
+    catalog.gpus.values().find_map(|g| {
+        let spec = g.mig.as_ref()?;
+        let p = spec.profile(profile)?;
+        Some(f64::from(p.compute) / f64::from(spec.compute_slices.max(1)))
+    })
+}
+
+/// How many GPUs one unit of a requested resource is: `nvidia_com_gpu` one, a MIG resource
+/// of the mixed strategy (`nvidia_com_mig_3g_40gb`, kube-state-metrics' spelling of
+/// `nvidia.com/mig-3g.40gb`) its profile's share; `None` for other resources or an unknown
+/// profile.
+pub fn resource_share(catalog: &crate::catalog::Catalog, resource: &str) -> Option<f64> {
+    if resource == "nvidia_com_gpu" {
+        return Some(1.0);
+    }
+    let rest = resource.strip_prefix("nvidia_com_mig_")?;
+    let (slices, memory) = rest.split_once('_')?;
+    let profile = match memory.strip_suffix("_me") {
+        Some(m) => format!("{slices}.{m}+me"),
+        None => format!("{slices}.{memory}"),
+    };
+    mig_share(catalog, &profile)
+}
+
 /// `90d`, `12h`, `30m`, `45s`, `2w` in seconds.
 pub fn parse_duration(s: &str) -> Option<i64> {
     let s = s.trim();
