@@ -647,3 +647,37 @@ fn a_capacity_block_on_azure_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn numbered_pools_keep_their_own_kueue_quotas() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n\
+         [[workload]]\nname = \"small\"\nteam = \"t\"\nkind = \"inference\"\nuser_facing = true\nreplicas = 3\nskus = [\"Standard_NC4as_T4_v3\"]\n\n\
+         [[workload]]\nname = \"wide\"\nteam = \"t\"\nkind = \"inference\"\nuser_facing = true\nreplicas = 2\ngpus = 4\nskus = [\"Standard_NC64as_T4_v3\"]\n",
+    )
+    .expect("write");
+    let files = rendered(plan.to_str().expect("utf-8"), &[]);
+    let kueue = &files["kueue/kueue.yaml"];
+    let cq = serde_yaml::Deserializer::from_str(kueue)
+        .map(|d| <serde_yaml::Value as serde::Deserialize>::deserialize(d).expect("doc"))
+        .find(|v| v["kind"].as_str() == Some("ClusterQueue"))
+        .expect("cluster queue");
+    let flavors = cq["spec"]["resourceGroups"][0]["flavors"]
+        .as_sequence()
+        .expect("flavors");
+    let quota: BTreeMap<&str, u64> = flavors
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap_or(""),
+                f["resources"][0]["nominalQuota"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(quota.len(), 2, "{quota:?}");
+    assert_eq!(quota.get("serving-t4-dedicated"), Some(&3), "{quota:?}");
+    assert_eq!(quota.get("serving-t4-dedicated-2"), Some(&8), "{quota:?}");
+}

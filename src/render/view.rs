@@ -232,6 +232,8 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
     let mut sharing_configs = Vec::new();
     let mut flavors = Vec::new();
     let mut any_operator_mig = false;
+    // The rendered node pools of each recommended pool (one, or one per MIG node filling).
+    let mut rendered: IndexMap<String, Vec<String>> = IndexMap::new();
     for (i, p) in rec.pools.iter().enumerate() {
         let mut labels: Vec<KeyValue> = p
             .labels
@@ -406,6 +408,10 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
         } else {
             views.push(base);
         }
+        rendered.insert(
+            p.name.clone(),
+            views.iter().map(|v| v.name.clone()).collect(),
+        );
         for mut v in views {
             if opts.capacity_reservations && !p.capacity_options.is_empty() && v.min > 0 {
                 let ident = format!("{}_reservation", v.ident);
@@ -458,11 +464,7 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
                     .collect(),
             };
             for r in resources {
-                let flavor_names: Vec<String> = pools
-                    .iter()
-                    .filter(|v| v.name == p.name || v.name.starts_with(&format!("{}-", p.name)))
-                    .map(|v| v.name.clone())
-                    .collect();
+                let flavor_names = rendered.get(&p.name).cloned().unwrap_or_default();
                 for f in flavor_names {
                     *teams
                         .entry(wl.team.get().clone())
