@@ -125,6 +125,19 @@ fn search(items: &[&MigProfile], i: usize, used: u32, chosen: &mut Vec<u8>) -> b
     false
 }
 
+/// How many instances of one profile place on one GPU (0 when the GPU lacks the profile):
+/// what AKS creates per GPU for a `gpu_instance`, and the most a uniform layout holds.
+pub fn per_gpu(spec: &MigSpec, profile: &str) -> u32 {
+    let Some(p) = spec.profile(profile) else {
+        return 0;
+    };
+    // Placeability only gets harder with more instances: the last count that places is it.
+    (1..=u32::from(p.max_count))
+        .take_while(|&k| check(spec, &IndexMap::from([(profile.to_owned(), k)])).is_ok())
+        .last()
+        .unwrap_or(0)
+}
+
 /// Whether a layout fits; the reason when it does not.
 pub fn check(spec: &MigSpec, layout: &IndexMap<String, u32>) -> Result<(), LayoutError> {
     place(spec, layout).map(|_| ())
@@ -211,6 +224,15 @@ mod tests {
             check(&s, &layout(&[("3g.20gb", 1)])),
             Err(LayoutError::UnknownProfile(_))
         ));
+    }
+
+    #[test]
+    fn per_gpu_counts_what_places() {
+        let s = spec("A100-80GB");
+        assert_eq!(per_gpu(&s, "3g.40gb"), 2);
+        assert_eq!(per_gpu(&s, "1g.20gb"), 4);
+        assert_eq!(per_gpu(&s, "7g.80gb"), 1);
+        assert_eq!(per_gpu(&s, "3g.20gb"), 0);
     }
 
     #[test]

@@ -809,13 +809,7 @@ fn uniform_packing(
     demand: &IndexMap<String, u32>,
 ) -> Option<crate::mig::pack::Packing> {
     let (profile, &n) = demand.iter().next()?;
-    let p = spec.profile(profile)?;
-    let mut per_gpu = 0u32;
-    for k in 1..=u32::from(p.max_count) {
-        if crate::mig::check(spec, &IndexMap::from([(profile.clone(), k)])).is_ok() {
-            per_gpu = k;
-        }
-    }
+    let per_gpu = crate::mig::per_gpu(spec, profile);
     if per_gpu == 0 {
         return None;
     }

@@ -414,14 +414,10 @@ pub fn node_share(
     let by_gpu = match fit {
         Fit::Whole { gpus } => (per_node / f64::from((*gpus).max(1)) + EPS).floor(),
         Fit::Mig { profile } => {
-            let per_gpu = gpu.mig.as_ref().map_or(1.0, |s| {
-                f64::from(profile.max_count)
-                    .min((f64::from(s.compute_slices) / f64::from(profile.compute.max(1))).floor())
-                    .min(
-                        (f64::from(s.memory_slices) / f64::from(profile.memory_slices.max(1)))
-                            .floor(),
-                    )
-            });
+            let per_gpu = gpu
+                .mig
+                .as_ref()
+                .map_or(1.0, |s| f64::from(crate::mig::per_gpu(s, &profile.name)));
             per_gpu.max(1.0) * per_node
         }
         Fit::Shared { replicas } => f64::from((*replicas).max(1)) * per_node,

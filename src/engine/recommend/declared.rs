@@ -65,18 +65,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
                 let per_gpu = sku
                     .and_then(|s| catalog.sku_gpu(s))
                     .and_then(|g| g.mig.as_ref())
-                    .map_or(1, |spec| {
-                        (1..=7u32)
-                            .take_while(|&k| {
-                                crate::mig::check(
-                                    spec,
-                                    &IndexMap::from([(profile.get().clone(), k)]),
-                                )
-                                .is_ok()
-                            })
-                            .last()
-                            .unwrap_or(1)
-                    });
+                    .map_or(1, |spec| crate::mig::per_gpu(spec, profile.get()).max(1));
                 Some(IndexMap::from([(profile.get().clone(), per_gpu)]))
             }
             (None, None) => None,
