@@ -9,6 +9,7 @@ pub mod cli;
 pub mod cmd;
 pub mod diag;
 pub mod engine;
+pub mod http;
 pub mod live;
 pub mod mig;
 pub mod output;

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::http::Failure;
+
 /// The public endpoint; `GPUPLAN_AZURE_PRICES_URL` points elsewhere (proxies, tests).
 pub const DEFAULT_URL: &str = "https://prices.azure.com/api/retail/prices";
 const API_VERSION: &str = "2023-01-01-preview";
@@ -123,51 +125,26 @@ pub struct Client {
 impl Client {
     fn get(&self, url: &str) -> Result<Page, String> {
         let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
-        for attempt in 1..=3 {
+        let request = || {
             self.requests.set(self.requests.get() + 1);
-            match agent.get(url).call() {
-                Ok(r) => {
-                    return serde_json::from_reader(r.into_reader()).map_err(|e| {
-                        format!(
-                            "Azure Retail Prices at {}: not a price page ({e})",
-                            self.base
-                        )
-                    })
-                }
-                Err(ureq::Error::Status(code, r))
-                    if (code == 429 || code >= 500) && attempt < 3 =>
-                {
-                    let wait = r
-                        .header("Retry-After")
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .unwrap_or(attempt as u64)
-                        .min(10);
-                    std::thread::sleep(Duration::from_secs(wait));
-                }
-                Err(ureq::Error::Status(code, r)) => {
-                    let body: String = r
-                        .into_string()
-                        .unwrap_or_default()
-                        .chars()
-                        .take(200)
-                        .collect();
-                    return Err(format!(
-                        "Azure Retail Prices at {} answered HTTP {code}: {body}",
-                        self.base
-                    ));
-                }
-                Err(ureq::Error::Transport(t)) => {
-                    return Err(format!(
-                        "cannot reach Azure Retail Prices at {}: {t}",
-                        self.base
-                    ));
-                }
+            agent.get(url)
+        };
+        crate::http::get_json(request).map_err(|f| match f {
+            Failure::Decode(e) => {
+                format!(
+                    "Azure Retail Prices at {}: not a price page ({e})",
+                    self.base
+                )
             }
-        }
-        Err(format!(
-            "Azure Retail Prices at {}: no answer after 3 tries",
-            self.base
-        ))
+            Failure::Status(code, body) => format!(
+                "Azure Retail Prices at {} answered HTTP {code}: {}",
+                self.base,
+                body.chars().take(200).collect::<String>()
+            ),
+            Failure::Transport(t) => {
+                format!("cannot reach Azure Retail Prices at {}: {t}", self.base)
+            }
+        })
     }
 
     /// Every price row of the N-series sizes in one region.

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::http::Failure;
+
 use serde::Deserialize;
 
 use super::telemetry::Telemetry;
@@ -63,80 +65,64 @@ impl Client {
     ) -> Result<Vec<Matrix>, String> {
         let url = format!("{}/api/v1/query_range", self.base.trim_end_matches('/'));
         let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let mut req = agent
+        let request = || {
+            let req = agent
                 .get(&url)
                 .query("query", query)
                 .query("start", &start.to_string())
                 .query("end", &end.to_string())
                 .query("step", &step.to_string());
             if let Some(t) = &self.bearer {
-                req = req.set("Authorization", &format!("Bearer {t}"));
+                req.set("Authorization", &format!("Bearer {t}"))
             } else if let Some((u, p)) = &self.basic {
-                req = req.set(
+                req.set(
                     "Authorization",
                     &format!("Basic {}", base64(&format!("{u}:{p}"))),
-                );
+                )
+            } else {
+                req
             }
-            let resp = req.call();
-            let env: Envelope = match resp {
-                // Streamed into the parser: a 90-day answer for a large fleet is far beyond
-                // what reading the body into one string allows.
-                Ok(r) => serde_json::from_reader(r.into_reader()).map_err(|e| {
-                    format!(
-                        "Prometheus at {}: not a query_range answer ({e})",
-                        self.base
-                    )
-                })?,
-                // Overload and server errors are retried twice, honouring Retry-After (at
-                // most 10 s), then reported.
-                Err(ureq::Error::Status(code, r))
-                    if (code == 429 || code >= 500) && attempt < 3 =>
-                {
-                    let wait = r
-                        .header("Retry-After")
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .unwrap_or(1)
-                        .min(10);
-                    std::thread::sleep(Duration::from_secs(wait));
-                    continue;
-                }
-                Err(ureq::Error::Status(code, r)) => {
-                    let body = r.into_string().unwrap_or_default();
-                    let detail = serde_json::from_str::<Envelope>(&body)
-                        .ok()
-                        .and_then(|e| e.error)
-                        .unwrap_or_else(|| body.chars().take(200).collect());
-                    return Err(format!(
-                        "Prometheus at {} answered HTTP {code}: {detail}",
-                        self.base
-                    ));
-                }
-                Err(ureq::Error::Transport(t)) => {
-                    return Err(format!("cannot reach Prometheus at {}: {t}", self.base));
-                }
-            };
-            if env.status != "success" {
+        };
+        let env: Envelope = match crate::http::get_json(request) {
+            Ok(env) => env,
+            Err(Failure::Decode(e)) => {
                 return Err(format!(
-                    "Prometheus at {} refused the query: {}: {}",
-                    self.base,
-                    env.error_type.unwrap_or_default(),
-                    env.error.unwrap_or_default()
+                    "Prometheus at {}: not a query_range answer ({e})",
+                    self.base
+                ))
+            }
+            Err(Failure::Status(code, body)) => {
+                let detail = serde_json::from_str::<Envelope>(&body)
+                    .ok()
+                    .and_then(|e| e.error)
+                    .unwrap_or_else(|| body.chars().take(200).collect());
+                return Err(format!(
+                    "Prometheus at {} answered HTTP {code}: {detail}",
+                    self.base
                 ));
             }
-            let data = env
-                .data
-                .ok_or_else(|| format!("Prometheus at {}: no data in the answer", self.base))?;
-            if data.result_type != "matrix" {
-                return Err(format!(
-                    "Prometheus at {}: expected a matrix, got `{}`",
-                    self.base, data.result_type
-                ));
+            Err(Failure::Transport(t)) => {
+                return Err(format!("cannot reach Prometheus at {}: {t}", self.base));
             }
-            return Ok(data.result);
+        };
+        if env.status != "success" {
+            return Err(format!(
+                "Prometheus at {} refused the query: {}: {}",
+                self.base,
+                env.error_type.unwrap_or_default(),
+                env.error.unwrap_or_default()
+            ));
         }
+        let data = env
+            .data
+            .ok_or_else(|| format!("Prometheus at {}: no data in the answer", self.base))?;
+        if data.result_type != "matrix" {
+            return Err(format!(
+                "Prometheus at {}: expected a matrix, got `{}`",
+                self.base, data.result_type
+            ));
+        }
+        Ok(data.result)
     }
 
     /// The window `[from, to)` at `step`: evaluations at from, from + step, ..., to - step.

@@ -1,0 +1,48 @@
+//! HTTP GET for gpuplan's clients (Prometheus, provider price APIs): overload and server
+//! errors retried a bounded number of times, JSON answers streamed into the parser.
+
+use serde::de::DeserializeOwned;
+
+/// Why a GET gave no answer.
+pub enum Failure {
+    /// A final error status, with its body for the caller's message.
+    Status(u16, String),
+    /// No connection, a timeout, a broken transfer.
+    Transport(String),
+    /// An answer that is not the JSON expected (truncated, another shape).
+    Decode(String),
+}
+
+/// Tries in all for 429 and 5xx.
+const TRIES: u32 = 3;
+
+/// GET `request()` (called once per try, so it can count or sign each one) and parse the JSON
+/// answer. 429 and 5xx are retried, waiting `Retry-After` seconds, else the try's number of
+/// seconds, and never more than 10.
+pub fn get_json<T: DeserializeOwned>(request: impl Fn() -> ureq::Request) -> Result<T, Failure> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match request().call() {
+            // Streamed: a large answer is far beyond what reading it into one string allows.
+            Ok(r) => {
+                return serde_json::from_reader(r.into_reader())
+                    .map_err(|e| Failure::Decode(e.to_string()))
+            }
+            Err(ureq::Error::Status(code, r))
+                if (code == 429 || code >= 500) && attempt < TRIES =>
+            {
+                let wait = r
+                    .header("Retry-After")
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(u64::from(attempt))
+                    .min(10);
+                std::thread::sleep(std::time::Duration::from_secs(wait));
+            }
+            Err(ureq::Error::Status(code, r)) => {
+                return Err(Failure::Status(code, r.into_string().unwrap_or_default()))
+            }
+            Err(ureq::Error::Transport(t)) => return Err(Failure::Transport(t.to_string())),
+        }
+    }
+}
