@@ -665,34 +665,14 @@ fn nodes_for(
         Some(r) if r > 1 => r * per_node,
         _ => per_node,
     };
-    let mut nodes = gang_nodes;
-    let mut free_units = 0;
+    // What goes onto nodes, with the GPU units a node offers it: replicas (time-sliced shares
+    // or whole GPUs), and GPUs prepared by a shared server or a MIG layout.
+    let mut batches: Vec<(Vec<(Item, u32)>, u32)> = Vec::new();
     if !items.is_empty() {
-        let (n, free) = pack::nodes(
-            &items,
-            NodeCap {
-                units: units_per_node,
-                cpu,
-                mem,
-            },
-            thorough,
-        );
-        nodes += n;
-        free_units += free;
+        batches.push((items, units_per_node));
     }
     if !server.is_empty() {
-        let gpus = pack::server_gpus(&server);
-        let (n, free) = pack::nodes(
-            &pack::group(gpus),
-            NodeCap {
-                units: per_node,
-                cpu,
-                mem,
-            },
-            thorough,
-        );
-        nodes += n;
-        free_units += free;
+        batches.push((pack::group(pack::server_gpus(&server)), per_node));
     }
     if !mig_demand.is_empty() {
         if let Some(spec) = gpu.mig.as_ref() {
@@ -734,17 +714,7 @@ fn nodes_for(
                         mem: mm_,
                     });
                 }
-                let (n, free) = pack::nodes(
-                    &pack::group(gpu_items),
-                    NodeCap {
-                        units: per_node,
-                        cpu,
-                        mem,
-                    },
-                    thorough,
-                );
-                nodes += n;
-                free_units += free;
+                batches.push((pack::group(gpu_items), per_node));
                 let (sc, sm) = p.stranded(spec);
                 let distinct = distinct_layouts(&p.gpus);
                 if distinct.len() == 1 {
@@ -764,7 +734,7 @@ fn nodes_for(
                 stranded = Some(Stranded {
                     mig_compute_slices: sc,
                     mig_memory_slices: sm,
-                    gpu_units: free_units,
+                    gpu_units: 0,
                     mig_unused_instances: configured.saturating_sub(used),
                     optimal_packing: p.optimal,
                     packing_lower_bound_gpus: Some(p.lower_bound),
@@ -772,18 +742,32 @@ fn nodes_for(
             }
         }
     }
-    if stranded.is_none() {
-        stranded = Some(Stranded {
+    let mut nodes = gang_nodes;
+    let mut free_units = 0;
+    for (groups, units) in &batches {
+        let (n, free) = pack::nodes(
+            groups,
+            NodeCap {
+                units: *units,
+                cpu,
+                mem,
+            },
+            thorough,
+        );
+        nodes += n;
+        free_units += free;
+    }
+    let stranded = Some(Stranded {
+        gpu_units: free_units,
+        ..stranded.unwrap_or(Stranded {
             mig_compute_slices: 0,
             mig_memory_slices: 0,
-            gpu_units: free_units,
+            gpu_units: 0,
             mig_unused_instances: 0,
             optimal_packing: true,
             packing_lower_bound_gpus: None,
-        });
-    } else if let Some(s) = stranded.as_mut() {
-        s.gpu_units = free_units;
-    }
+        })
+    });
     Packed {
         nodes,
         layout,
