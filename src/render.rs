@@ -79,37 +79,31 @@ const COMMON: [Output_; 4] = [
     },
 ];
 
-fn one_string(h: &Helper<'_>, name: &'static str) -> Result<String, RenderErrorReason> {
-    let v = h
-        .param(0)
-        .ok_or(RenderErrorReason::ParamNotFoundForIndex(name, 0))?
-        .value();
-    Ok(match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
-}
-
-fn hcl_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    out.write(&escape::hcl_string(&one_string(h, "hcl")?))?;
-    Ok(())
-}
-
-fn yaml_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    out.write(&escape::yaml_string(&one_string(h, "yaml")?))?;
-    Ok(())
+/// A helper that writes its one parameter quoted by `quote`.
+fn quoting(
+    name: &'static str,
+    quote: fn(&str) -> String,
+) -> impl Fn(
+    &Helper<'_>,
+    &Handlebars<'_>,
+    &Context,
+    &mut RenderContext<'_, '_>,
+    &mut dyn Output,
+) -> HelperResult
+       + Send
+       + Sync {
+    move |h, _, _, _, out| {
+        let v = h
+            .param(0)
+            .ok_or(RenderErrorReason::ParamNotFoundForIndex(name, 0))?
+            .value();
+        let text = match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.write(&quote(&text))?;
+        Ok(())
+    }
 }
 
 /// The registry: strict (a missing field is an error), no HTML escaping, the helpers `hcl`
@@ -118,8 +112,8 @@ fn registry() -> Handlebars<'static> {
     let mut hb = Handlebars::new();
     hb.set_strict_mode(true);
     hb.register_escape_fn(handlebars::no_escape);
-    hb.register_helper("hcl", Box::new(hcl_helper));
-    hb.register_helper("yaml", Box::new(yaml_helper));
+    hb.register_helper("hcl", Box::new(quoting("hcl", escape::hcl_string)));
+    hb.register_helper("yaml", Box::new(quoting("yaml", escape::yaml_string)));
     hb
 }
 

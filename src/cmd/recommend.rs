@@ -62,6 +62,15 @@ pub fn json(rec: &Recommendation) -> String {
     s
 }
 
+/// `saving $1.00` or `extra $1.00`.
+fn saving(x: f64) -> String {
+    format!(
+        "{} {}",
+        if x >= 0.0 { "saving" } else { "extra" },
+        usd(x.abs())
+    )
+}
+
 fn sharing_cell(p: &RecPool) -> String {
     match (p.sharing, &p.mig_layout, p.time_slicing_replicas) {
         ("mig", Some(l), _) => format!(
@@ -229,15 +238,10 @@ pub fn human(rec: &Recommendation) -> String {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            "Today's declared pools: {} a month; recommended {}; {} {}",
+            "Today's declared pools: {} a month; recommended {}; {}",
             usd(c.today_monthly_cost_usd),
             usd(c.recommended_monthly_cost_usd),
-            if c.saving_usd >= 0.0 {
-                "saving"
-            } else {
-                "extra"
-            },
-            usd(c.saving_usd.abs())
+            saving(c.saving_usd)
         );
         for ch in &c.changes {
             let _ = writeln!(
@@ -247,11 +251,7 @@ pub fn human(rec: &Recommendation) -> String {
                 ch.today_monthly_cost_usd.map_or("no price".to_owned(), usd),
                 usd(ch.recommended_monthly_cost_usd),
                 ch.saving_usd
-                    .map(|s| format!(
-                        " ({} {})",
-                        if s >= 0.0 { "saving" } else { "extra" },
-                        usd(s.abs())
-                    ))
+                    .map(|s| format!(" ({})", saving(s)))
                     .unwrap_or_default(),
                 ch.note
             );
@@ -352,15 +352,10 @@ pub fn markdown(rec: &Recommendation) -> String {
     if let Some(c) = &rec.comparison {
         let _ = writeln!(
             o,
-            "Today's declared pools cost {}; the recommendation {} ({} {}).",
+            "Today's declared pools cost {}; the recommendation {} ({}).",
             usd(c.today_monthly_cost_usd),
             usd(c.recommended_monthly_cost_usd),
-            if c.saving_usd >= 0.0 {
-                "saving"
-            } else {
-                "extra"
-            },
-            usd(c.saving_usd.abs())
+            saving(c.saving_usd)
         );
         let _ = writeln!(o);
         let _ = writeln!(
