@@ -2,9 +2,14 @@
 //! production trace (Weng et al., ATC'23). Reports medians and, as the baseline measured in the
 //! same run, plain TOML parsing of the same text, so figures compare across machines.
 
+#[path = "timing.rs"]
+mod timing;
+
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use timing::time;
 
 use gpuplan::catalog::Catalog;
 use gpuplan::plan::raw::Provider;
@@ -84,23 +89,6 @@ fn plan_from_trace() -> String {
     }
     s.push_str("\n[[decision]]\nfault_domain = \"shared\"\ndecided_by = \"bench\"\ndate = 2026-11-02\nreason = \"benchmark\"\n");
     s
-}
-
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
-}
-
-fn time<F: FnMut()>(runs: usize, mut f: F) -> Duration {
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
 }
 
 fn main() {

@@ -9,30 +9,18 @@
 #[path = "openb.rs"]
 mod openb;
 
+#[path = "timing.rs"]
+mod timing;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use timing::time;
 
 use gpuplan::catalog::Catalog;
 use gpuplan::engine::recommend::recommend;
 use gpuplan::plan::{self, raw::Provider};
 use gpuplan::source::SourceFile;
-
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
-}
-
-fn time<F: FnMut()>(runs: usize, mut f: F) -> Duration {
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
-}
 
 fn main() {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;

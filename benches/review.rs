@@ -67,6 +67,31 @@ fn openmetrics(days: i64) -> String {
     s
 }
 
+/// `gpuplan review --verbose --format json ARGS PLAN` as a process: its wall time, the
+/// `resources:` line it reports (time and peak RSS) and its JSON.
+fn review_process(args: &[&str], plan: &std::path::Path) -> (Duration, String, serde_json::Value) {
+    let t = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
+        .args(["review", "--verbose", "--format", "json"])
+        .args(args)
+        .arg(plan)
+        .output()
+        .expect("run");
+    let elapsed = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let rss = err
+        .lines()
+        .find(|l| l.starts_with("resources:"))
+        .unwrap_or("")
+        .to_owned();
+    (
+        elapsed,
+        rss,
+        serde_json::from_slice(&out.stdout).expect("json"),
+    )
+}
+
 fn main() {
     let dir = std::env::temp_dir().join(format!("gpuplan-review-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
@@ -88,24 +113,8 @@ fn main() {
     drop(text);
 
     // The whole 90 days through the file input, as a process.
-    let t = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
-        .args(["review", "--verbose", "--format", "json", "--metrics"])
-        .arg(&om)
-        .arg(&plan_path)
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let file_review = t.elapsed();
-    let file_rss = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .find(|l| l.starts_with("resources:"))
-        .unwrap_or("")
-        .to_owned();
+    let (file_review, file_rss, _) =
+        review_process(&["--metrics", om.to_str().expect("utf-8")], &plan_path);
 
     let week = dir.join("week.om");
     std::fs::write(&week, openmetrics(PROMETHEUS_DAYS)).expect("write");
@@ -152,54 +161,34 @@ fn main() {
         assert!(Instant::now() < deadline, "prometheus not ready");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The week that was loaded.
     let run = || {
-        let t = Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
-            .args([
-                "review",
-                "--verbose",
-                "--format",
-                "json",
+        review_process(
+            &[
                 "--prometheus",
                 &url,
                 "--step",
                 "1h",
-            ])
-            .args([
                 "--from",
                 "2026-06-01T00:00:00Z",
                 "--to",
-                "2026-08-30T00:00:00Z",
-            ])
-            .arg(&plan_path)
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        (t.elapsed(), err, v)
+                "2026-06-08T00:00:00Z",
+            ],
+            &plan_path,
+        )
     };
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..3 {
-        let (d, err, v) = run();
+        let (d, rss, v) = run();
         times.push(d);
-        last = Some((err, v));
+        last = Some((rss, v));
     }
     times.sort();
     let _ = server.kill();
     let _ = server.wait();
     let _ = std::fs::remove_dir_all(&dir);
-    let (err, v) = last.expect("ran");
-    let rss = err
-        .lines()
-        .find(|l| l.starts_with("resources:"))
-        .unwrap_or("")
-        .to_owned();
+    let (rss, v) = last.expect("ran");
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let x = |d: Duration| d.as_secs_f64() / baseline.as_secs_f64();
     println!(
