@@ -12,6 +12,8 @@ pub mod telemetry;
 
 pub use analysis::{analyse, Review, Settings};
 
+use crate::diag::markdown::md;
+
 fn usd(x: f64) -> String {
     crate::engine::cost::usd(x)
 }
@@ -26,10 +28,6 @@ fn pct(x: Option<f64>) -> String {
 
 pub fn json(r: &Review) -> String {
     serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
-}
-
-fn md(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
 }
 
 pub fn markdown(r: &Review) -> String {

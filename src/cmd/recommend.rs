@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::cli::{Global, RecommendArgs, ReportFormat};
+use crate::diag::markdown::md;
 use crate::engine::cost::usd;
 use crate::engine::recommend::{self, RecPool, Recommendation};
 use crate::exit;
@@ -273,10 +274,6 @@ pub fn human(rec: &Recommendation) -> String {
     o
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
 pub fn markdown(rec: &Recommendation) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "### gpuplan recommendation: `{}`", rec.plan);
@@ -308,7 +305,7 @@ pub fn markdown(rec: &Recommendation) -> String {
                 p.gpus_per_node,
                 nodes_cell(p),
                 p.capacity,
-                md_escape(&sharing_cell(p)),
+                md(&sharing_cell(p)),
                 usd(p.monthly_cost_usd)
             );
         }
@@ -319,7 +316,7 @@ pub fn markdown(rec: &Recommendation) -> String {
                 "- **`{}`** ({}): {}",
                 p.name,
                 p.workloads.join(", "),
-                md_escape(&p.why)
+                md(&p.why)
             );
             for a in &p.considered {
                 let cost = match (a.monthly_cost_usd, a.delta_usd) {
@@ -335,7 +332,7 @@ pub fn markdown(rec: &Recommendation) -> String {
                     a.region,
                     a.capacity,
                     cost,
-                    md_escape(&a.note)
+                    md(&a.note)
                 );
             }
         }
@@ -371,22 +368,16 @@ pub fn markdown(rec: &Recommendation) -> String {
                 ch.today_monthly_cost_usd.map_or("-".to_owned(), usd),
                 usd(ch.recommended_monthly_cost_usd),
                 ch.saving_usd.map_or("-".to_owned(), usd),
-                md_escape(&ch.note)
+                md(&ch.note)
             );
         }
         let _ = writeln!(o);
     }
     for u in &rec.unsatisfied {
-        let _ = writeln!(o, "- :x: **{}**: {}", u.constraint, md_escape(&u.message));
+        let _ = writeln!(o, "- :x: **{}**: {}", u.constraint, md(&u.message));
     }
     for f in &rec.findings {
-        let _ = writeln!(
-            o,
-            "- **{}** `{}`: {}",
-            f.severity,
-            f.rule,
-            md_escape(&f.message)
-        );
+        let _ = writeln!(o, "- **{}** `{}`: {}", f.severity, f.rule, md(&f.message));
     }
     o
 }

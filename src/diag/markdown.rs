@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use super::{Diag, Severity};
 
-fn md(s: &str) -> String {
+/// Text made safe for one Markdown table cell or list line: `|` escaped, lines joined.
+pub fn md(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
