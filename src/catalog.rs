@@ -139,6 +139,47 @@ pub struct SpotBand {
     pub source: Arc<str>,
 }
 
+/// A quota bucket's limit read from the provider (`catalog refresh`), in vCPUs.
+#[derive(Debug, Clone)]
+pub struct QuotaLimit {
+    /// The family (Azure) or quota code (AWS) as the provider spells it.
+    pub family: String,
+    pub limit: f64,
+    /// vCPUs in use when fetched, where the provider reports it (Azure usages).
+    pub used: Option<f64>,
+    pub source: Arc<str>,
+}
+
+impl QuotaLimit {
+    /// Where the limit came from, with the use at the time when known.
+    pub fn describe(&self) -> String {
+        match self.used {
+            Some(u) => format!("{}, {} in use then", self.source, crate::rules::num(u)),
+            None => self.source.to_string(),
+        }
+    }
+}
+
+/// Whether this account can deploy a SKU in a region (`catalog refresh`).
+#[derive(Debug, Clone)]
+pub struct Availability {
+    pub zones: Vec<String>,
+    /// Why the SKU cannot be deployed in the region (e.g. `NotAvailableForSubscription`,
+    /// `not offered`), or `None` when it can.
+    pub restriction: Option<String>,
+    pub source: Arc<str>,
+}
+
+/// Quota buckets compare case-insensitively, ignoring spaces, `-` and `_`: Azure usages spell
+/// `standardNCADSA100v4Family` where resource SKUs spell `StandardNCADSA100v4Family`.
+pub fn quota_key(family: &str) -> String {
+    family
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-' | '_'))
+        .collect::<String>()
+        .to_lowercase()
+}
+
 /// Where a data file came from and how old it is.
 #[derive(Debug, Clone)]
 pub struct DataSource {
@@ -158,6 +199,10 @@ pub struct ProviderCatalog {
     pub prices: IndexMap<(String, String), RegionPrices>,
     /// (sku, region) -> band
     pub spot_bands: IndexMap<(String, String), SpotBand>,
+    /// (region, `quota_key(family)`) -> limit; only from a refresh (quota is per account).
+    pub quotas: IndexMap<(String, String), QuotaLimit>,
+    /// (sku, region) -> availability; only from a refresh.
+    pub availability: IndexMap<(String, String), Availability>,
 }
 
 impl ProviderCatalog {
@@ -169,6 +214,15 @@ impl ProviderCatalog {
     }
     pub fn offered(&self, sku: &str, region: &str) -> bool {
         self.price(sku, region).is_some()
+    }
+    /// Why this account cannot deploy `sku` in `region`, when a refresh found a reason.
+    pub fn restriction(&self, sku: &str, region: &str) -> Option<&str> {
+        self.availability
+            .get(&(sku.to_owned(), region.to_owned()))
+            .and_then(|a| a.restriction.as_deref())
+    }
+    pub fn quota(&self, region: &str, family: &str) -> Option<&QuotaLimit> {
+        self.quotas.get(&(region.to_owned(), quota_key(family)))
     }
 }
 
@@ -247,6 +301,28 @@ impl Catalog {
             .iter()
             .find(|b| b.0 == index)
             .map(|b| b.3)
+    }
+
+    /// The quota known for a bucket: the plan's `[[quota]]` entry when it has one (a stated
+    /// limit, e.g. an increase already granted), else the limit a refresh read from the
+    /// provider. Returns the limit and where it came from.
+    pub fn known_quota(
+        &self,
+        plan_quota: &[crate::plan::raw::Sp<crate::plan::raw::Quota>],
+        provider: Provider,
+        region: &str,
+        family: &str,
+    ) -> Option<(f64, String)> {
+        if let Some(q) = plan_quota
+            .iter()
+            .find(|q| q.region.get() == region && quota_key(q.family.get()) == quota_key(family))
+        {
+            return Some((*q.vcpus.get(), "the plan's [[quota]]".to_owned()));
+        }
+        self.providers
+            .get(&provider)?
+            .quota(region, family)
+            .map(|q| (q.limit, q.describe()))
     }
 
     /// Default per-instance memory cap for an engine (`vllm` → 0.92).

@@ -282,9 +282,31 @@ pub struct RefreshArgs {
     /// Take the regions from this plan
     #[arg(long, value_name = "PLAN")]
     pub plan: Option<PathBuf>,
-    /// What to refresh: prices, eviction, quota, skus (comma-separated)
-    #[arg(long, value_delimiter = ',', default_value = "prices")]
+    /// Refresh only these: prices, eviction, quota, skus (comma-separated; default all four).
+    /// Prices need no credentials on Azure
+    #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Azure subscription for quota and SKU availability
+    #[arg(
+        long,
+        env = "AZURE_SUBSCRIPTION_ID",
+        value_name = "ID",
+        hide_env_values = true
+    )]
+    pub subscription: Option<String>,
+    /// Azure Resource Manager endpoint (sovereign clouds, proxies)
+    #[arg(long, env = "GPUPLAN_AZURE_MANAGEMENT_URL", value_name = "URL")]
+    pub management_url: Option<String>,
+    /// Azure Retail Prices endpoint
+    #[arg(long, env = "GPUPLAN_AZURE_PRICES_URL", value_name = "URL")]
+    pub prices_url: Option<String>,
+    /// AWS Price List Query API endpoint (EC2 and Service Quotas endpoints follow the SDK's
+    /// AWS_ENDPOINT_URL_EC2 / AWS_ENDPOINT_URL_SERVICE_QUOTAS)
+    #[arg(long, env = "GPUPLAN_AWS_PRICING_URL", value_name = "URL")]
+    pub pricing_url: Option<String>,
+    /// AWS Spot Instance Advisor data file
+    #[arg(long, env = "GPUPLAN_AWS_SPOT_ADVISOR_URL", value_name = "URL")]
+    pub spot_advisor_url: Option<String>,
     /// Print the requests it would make, and make none
     #[arg(long)]
     pub dry_run: bool,

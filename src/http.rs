@@ -17,13 +17,28 @@ pub enum Failure {
 const TRIES: u32 = 3;
 
 /// GET `request()` (called once per try, so it can count or sign each one) and parse the JSON
-/// answer. 429 and 5xx are retried, waiting `Retry-After` seconds, else the try's number of
-/// seconds, and never more than 10.
+/// answer.
 pub fn get_json<T: DeserializeOwned>(request: impl Fn() -> ureq::Request) -> Result<T, Failure> {
+    send_json(request, None)
+}
+
+/// Send `request()` (with `body` as JSON when given) and parse the JSON answer. 429 and 5xx
+/// are retried, waiting `Retry-After` seconds, else the try's number of seconds, and never
+/// more than 10.
+pub fn send_json<T: DeserializeOwned>(
+    request: impl Fn() -> ureq::Request,
+    body: Option<&serde_json::Value>,
+) -> Result<T, Failure> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match request().call() {
+        let sent = match body {
+            Some(b) => request()
+                .set("Content-Type", "application/json")
+                .send_string(&b.to_string()),
+            None => request().call(),
+        };
+        match sent {
             // Streamed: a large answer is far beyond what reading it into one string allows.
             Ok(r) => {
                 return serde_json::from_reader(r.into_reader())
@@ -44,5 +59,17 @@ pub fn get_json<T: DeserializeOwned>(request: impl Fn() -> ureq::Request) -> Res
             }
             Err(ureq::Error::Transport(t)) => return Err(Failure::Transport(t.to_string())),
         }
+    }
+}
+
+/// A failure as one line naming the service (`what`, e.g. "Azure Retail Prices at URL").
+pub fn describe(what: &str, f: Failure) -> String {
+    match f {
+        Failure::Decode(e) => format!("{what}: not the answer expected ({e})"),
+        Failure::Status(code, body) => format!(
+            "{what} answered HTTP {code}: {}",
+            body.chars().take(200).collect::<String>()
+        ),
+        Failure::Transport(t) => format!("cannot reach {what}: {t}"),
     }
 }

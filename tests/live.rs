@@ -178,6 +178,8 @@ fn refresh_follows_paging_with_one_query_and_changes_the_recommendation() {
         .args([
             "catalog",
             "refresh",
+            "--only",
+            "prices",
             "--provider",
             "azure",
             "--region",
@@ -192,7 +194,7 @@ fn refresh_follows_paging_with_one_query_and_changes_the_recommendation() {
     assert_eq!(asked.len(), 2, "{asked:?}");
     assert!(asked[0].contains("$filter=serviceName%20eq%20%27Virtual%20Machines%27%20and%20armRegionName%20eq%20%27eastus%27"), "{asked:?}");
     assert!(asked[1].contains("$skip=1000"));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(2 request(s))"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wrote azure/prices-retail.csv"));
     let csv = std::fs::read_to_string(cache.join("azure/prices-retail.csv")).expect("cache");
     assert!(
         csv.contains("Standard_ND96isr_H100_v5,eastus,consumption,90,"),
@@ -238,6 +240,8 @@ fn a_429_is_waited_out_and_the_dry_run_asks_nothing() {
         .args([
             "catalog",
             "refresh",
+            "--only",
+            "prices",
             "--provider",
             "azure",
             "--region",
@@ -250,6 +254,8 @@ fn a_429_is_waited_out_and_the_dry_run_asks_nothing() {
         .args([
             "catalog",
             "refresh",
+            "--only",
+            "prices",
             "--provider",
             "azure",
             "--region",
@@ -277,6 +283,8 @@ fn faults_leave_the_cache_as_it_was() {
         .args([
             "catalog",
             "refresh",
+            "--only",
+            "prices",
             "--provider",
             "azure",
             "--region",
@@ -306,7 +314,7 @@ fn faults_leave_the_cache_as_it_was() {
                 .collect(),
         ),
         (
-            "not a price page",
+            "not the answer expected",
             vec![(
                 200,
                 "",
@@ -314,7 +322,7 @@ fn faults_leave_the_cache_as_it_was() {
             )],
         ),
         (
-            "not a price page",
+            "not the answer expected",
             vec![(
                 200,
                 "",
@@ -334,6 +342,8 @@ fn faults_leave_the_cache_as_it_was() {
             .args([
                 "catalog",
                 "refresh",
+                "--only",
+                "prices",
                 "--provider",
                 "azure",
                 "--region",
@@ -355,21 +365,24 @@ fn faults_leave_the_cache_as_it_was() {
 }
 
 #[test]
-fn what_is_not_built_says_so() {
+fn an_unknown_part_is_refused_before_any_request() {
     let dir = tempfile::tempdir().expect("tmp");
     let cache = dir.path().join("cache");
-    for args in [
-        ["--provider", "aws", "--only", "prices"],
-        ["--provider", "azure", "--only", "eviction"],
-    ] {
-        let out = gpuplan(&cache, "http://127.0.0.1:9/x")
-            .args(["catalog", "refresh", "--region", "eastus"])
-            .args(args)
-            .assert()
-            .code(2)
-            .get_output()
-            .clone();
-        assert!(String::from_utf8_lossy(&out.stderr).contains("not built yet"));
-    }
+    let out = gpuplan(&cache, "http://127.0.0.1:9/x")
+        .args([
+            "catalog",
+            "refresh",
+            "--region",
+            "eastus",
+            "--provider",
+            "azure",
+        ])
+        .args(["--only", "prices,evictions"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("`--only evictions`: expected prices, eviction, quota or skus"));
     assert!(!cache.exists());
 }

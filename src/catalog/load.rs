@@ -69,6 +69,21 @@ embedded!(
 );
 
 impl Files {
+    /// A file only a refresh writes (per-account data has no embedded copy): `None` when
+    /// this catalog has none.
+    fn optional(&self, path: &str) -> Result<Option<Arc<SourceFile>>, CatalogError> {
+        let present = match self {
+            Files::Embedded => embedded_file(path).is_some(),
+            Files::Dir(dir) => dir.join(path).is_file(),
+            Files::Layered(dir) => embedded_file(path).is_some() || dir.join(path).is_file(),
+        };
+        if present {
+            self.read(path).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
     fn read(&self, path: &str) -> Result<Arc<SourceFile>, CatalogError> {
         match self {
             Files::Embedded => {
@@ -108,6 +123,18 @@ impl Files {
                                 }) {
                                     *f = c.clone();
                                 }
+                            }
+                        }
+                    }
+                    // Files only a refresh writes (quota, availability, ...) have no
+                    // embedded entry: they join the list.
+                    if let (Some(toml::Value::Array(files)), Some(toml::Value::Array(cfiles))) =
+                        (merged.get_mut("file"), cache.get("file"))
+                    {
+                        for c in cfiles {
+                            let p = c.get("path").and_then(|v| v.as_str()).unwrap_or("");
+                            if embedded_file(p).is_none() && dir.join(p).is_file() {
+                                files.push(c.clone());
                             }
                         }
                     }
@@ -351,6 +378,9 @@ pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, Cat
             "prices" => "prices",
             "spot-bands" => "spot-bands",
             "assumptions" => "assumptions",
+            "quota" => "quota",
+            "availability" => "availability",
+            "shapes" => "shapes",
             other => {
                 return Err(invalid(
                     &sources_file,
@@ -554,6 +584,23 @@ fn load_provider(
     if p == Provider::Aws {
         let advisor = files.read("aws/spot-advisor.json")?;
         load_advisor(&advisor, &mut pc)?;
+        if let Some(f) = files.optional("aws/prices-live.csv")? {
+            load_retail_overrides(&f, &mut pc)?;
+        }
+        if let Some(f) = files.optional("aws/instance-types.csv")? {
+            load_shapes(&f, &mut pc)?;
+        }
+    }
+    if p == Provider::Azure {
+        if let Some(f) = files.optional("azure/spot-eviction.csv")? {
+            load_eviction(&f, &mut pc, catalog)?;
+        }
+    }
+    if let Some(f) = files.optional(&format!("{dir}/quota.csv"))? {
+        load_quota(&f, &mut pc)?;
+    }
+    if let Some(f) = files.optional(&format!("{dir}/availability.csv"))? {
+        load_availability(&f, &mut pc)?;
     }
     let mut regions: Vec<String> = pc.prices.keys().map(|(_, r)| r.clone()).collect();
     regions.sort();
@@ -746,6 +793,192 @@ fn load_advisor(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), 
                     source: Arc::clone(&source),
                 },
             );
+        }
+    }
+    Ok(())
+}
+
+/// The records of a refreshed CSV file with its named columns, each record with its byte
+/// offset for errors.
+fn records(
+    file: &Arc<SourceFile>,
+    columns: &[&str],
+) -> Result<Vec<(usize, Vec<String>)>, CatalogError> {
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
+    let idx = columns
+        .iter()
+        .map(|c| {
+            headers
+                .iter()
+                .position(|h| h == *c)
+                .ok_or_else(|| invalid(file, 0..0, format!("missing CSV column `{c}`")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let at = rec
+            .position()
+            .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
+        out.push((
+            at,
+            idx.iter()
+                .map(|&i| rec.get(i).unwrap_or("").trim().to_owned())
+                .collect(),
+        ));
+    }
+    Ok(out)
+}
+
+fn number(file: &Arc<SourceFile>, at: usize, raw: &str, what: &str) -> Result<f64, CatalogError> {
+    match raw.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(invalid(file, at..at, format!("`{raw}` is not {what}"))),
+    }
+}
+
+fn row_source(file: &Arc<SourceFile>, source: &str, captured: &str) -> Arc<str> {
+    Arc::from(format!("{} ({source}, captured {captured})", file.name))
+}
+
+/// `quota.csv`: region, family, limit_vcpus, used_vcpus, captured, source.
+fn load_quota(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), CatalogError> {
+    let cols = [
+        "region",
+        "family",
+        "limit_vcpus",
+        "used_vcpus",
+        "captured",
+        "source",
+    ];
+    for (at, r) in records(file, &cols)? {
+        let limit = number(file, at, &r[2], "a vCPU limit")?;
+        // AWS Service Quotas reports no usage.
+        let used = match r[3].as_str() {
+            "" => None,
+            u => Some(number(file, at, u, "a vCPU count")?),
+        };
+        pc.quotas.insert(
+            (r[0].clone(), super::quota_key(&r[1])),
+            super::QuotaLimit {
+                family: r[1].clone(),
+                limit,
+                used,
+                source: row_source(file, &r[5], &r[4]),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// `availability.csv`: sku, region, zones (space-separated), restriction, captured, source.
+fn load_availability(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), CatalogError> {
+    let cols = [
+        "sku",
+        "region",
+        "zones",
+        "restriction",
+        "captured",
+        "source",
+    ];
+    for (_, r) in records(file, &cols)? {
+        pc.availability.insert(
+            (r[0].clone(), r[1].clone()),
+            super::Availability {
+                zones: r[2].split_whitespace().map(str::to_owned).collect(),
+                restriction: Some(r[3].clone()).filter(|x| !x.is_empty()),
+                source: row_source(file, &r[5], &r[4]),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// `azure/spot-eviction.csv`: sku, region, band (`0-5` … `20+`), spot_usd_per_hour, captured,
+/// source. A band replaces the catalog's "unknown"; a spot price replaces the retail one.
+fn load_eviction(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    catalog: &Catalog,
+) -> Result<(), CatalogError> {
+    let cols = [
+        "sku",
+        "region",
+        "band",
+        "spot_usd_per_hour",
+        "captured",
+        "source",
+    ];
+    for (at, r) in records(file, &cols)? {
+        let source = row_source(file, &r[5], &r[4]);
+        if !r[2].is_empty() {
+            let Some(b) = catalog
+                .assumptions
+                .band_monthly_interruption
+                .iter()
+                .find(|b| b.2 == r[2])
+            else {
+                return Err(invalid(
+                    file,
+                    at..at,
+                    format!(
+                        "eviction band `{}`: expected 0-5, 5-10, 10-15, 15-20 or 20+",
+                        r[2]
+                    ),
+                ));
+            };
+            pc.spot_bands.insert(
+                (r[0].clone(), r[1].clone()),
+                SpotBand {
+                    index: b.0,
+                    label: r[2].clone(),
+                    savings_pct: None,
+                    source: Arc::clone(&source),
+                },
+            );
+        }
+        if !r[3].is_empty() {
+            let v = number(file, at, &r[3], "a price in USD per hour")?;
+            let entry = pc.prices.entry((r[0].clone(), r[1].clone())).or_default();
+            entry.spot = Some(Price {
+                usd_per_hour: v,
+                source,
+            });
+            entry.spot_zones = vec![(String::new(), v)];
+        }
+    }
+    Ok(())
+}
+
+/// `aws/instance-types.csv` (DescribeInstanceTypes): sku, gpu_count, vcpus, memory_mib, efa,
+/// captured, source. The provider's own shape replaces the catalog's.
+fn load_shapes(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), CatalogError> {
+    let cols = [
+        "sku",
+        "gpu_count",
+        "vcpus",
+        "memory_mib",
+        "efa",
+        "captured",
+        "source",
+    ];
+    for (at, r) in records(file, &cols)? {
+        let Some(sku) = pc.skus.get_mut(&r[0]) else {
+            continue;
+        };
+        let whole = |raw: &str, what: &str| -> Result<u32, CatalogError> {
+            raw.parse::<u32>()
+                .map_err(|_| invalid(file, at..at, format!("`{raw}` is not {what}")))
+        };
+        // Fractional-GPU sizes report one GPU; their share stays the catalog's.
+        if !r[1].is_empty() && sku.gpu_partition >= 1.0 {
+            sku.gpu_count = whole(&r[1], "a GPU count")?;
+        }
+        sku.vcpus = whole(&r[2], "a vCPU count")?;
+        sku.memory_gib = number(file, at, &r[3], "a memory size in MiB")? / 1024.0;
+        if r[4] == "true" && sku.inter_node == InterNode::None {
+            sku.inter_node = InterNode::Efa;
         }
     }
     Ok(())

@@ -149,6 +149,12 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
                 "reserved_1y_usd_per_hour": p.reserved_1y.as_ref().map(|x| x.usd_per_hour),
                 "reserved_3y_usd_per_hour": p.reserved_3y.as_ref().map(|x| x.usd_per_hour),
                 "spot_band": band.map(|b| b.label.clone()),
+                "spot_band_source": band.map(|b| b.source.to_string()),
+                // Per-account data, present after `catalog refresh`.
+                "zones": pc.availability.get(&(s.name.clone(), r.clone())).map(|a| a.zones.clone()),
+                "restriction": pc.restriction(&s.name, r),
+                "quota_vcpus": pc.quota(r, &s.quota_family).map(|q| q.limit),
+                "spot_quota_vcpus": pc.quota(r, s.spot_quota()).map(|q| q.limit),
             })
         })
         .collect();
@@ -225,12 +231,15 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> String {
         );
         let _ = writeln!(
             t,
-            "  {r:<16} {od:>12} {sp:>12} {band:>8}  {}",
+            "  {r:<16} {od:>12} {sp:>12} {band:>8}  {}{}",
             if p.reserved_1y.is_some() {
                 "yes"
             } else {
                 "no figures"
-            }
+            },
+            pc.restriction(&s.name, r)
+                .map(|why| format!("  not deployable here: {why}"))
+                .unwrap_or_default()
         );
     }
     t.push_str("sources:\n");
@@ -244,8 +253,8 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> String {
             src.file, src.kind, src.as_of, src.source
         );
     }
-    if s.provider == Provider::Azure {
-        t.push_str("Azure spot eviction bands need a live SpotResources query; reserved prices need a live Retail Prices query.\n");
+    if s.provider == Provider::Azure && pc.spot_bands.is_empty() {
+        t.push_str("Azure spot eviction bands need a live SpotResources query (`gpuplan catalog refresh --provider azure --only eviction`).\n");
     }
     t
 }

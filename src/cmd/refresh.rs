@@ -1,38 +1,101 @@
-//! `gpuplan catalog refresh`: today's provider data into the refresh cache.
+//! `gpuplan catalog refresh`: today's provider data into the refresh cache. Every request of
+//! a refresh runs (at most `CONCURRENCY` at a time) before anything is written; one failure
+//! and the cache keeps its previous content.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::cli::{Global, ProviderArg, RefreshArgs};
 use crate::exit;
-use crate::live::{azure_prices, cache};
+use crate::live::{aws, azure_mgmt, azure_prices, cache};
 use crate::output::Out;
+
+/// Requests in flight at once: below Resource Graph's 15 per 5 s per tenant with room for
+/// the retries.
+pub const CONCURRENCY: usize = 8;
+
+pub const PARTS: [&str; 4] = ["prices", "eviction", "quota", "skus"];
+
+/// One unit of work: a label for the progress bar and what it fetches.
+pub struct Task {
+    pub label: String,
+    pub run: Pin<Box<dyn Future<Output = Result<Vec<cache::Entry>, String>> + Send>>,
+}
+
+/// What a refresh of one provider needs to know.
+pub struct Scope {
+    pub regions: Vec<String>,
+    /// The catalog's current (non-retired, x86) SKUs: what eviction and availability are
+    /// asked about.
+    pub skus: Vec<String>,
+    pub parts: Vec<&'static str>,
+    pub timeout: Duration,
+    pub today: String,
+    /// The cache directory, for the rows of regions not refreshed now.
+    pub dir: std::path::PathBuf,
+}
+
+impl Scope {
+    pub fn wants(&self, part: &str) -> bool {
+        self.parts.contains(&part)
+    }
+
+    /// The previous text of a cached file: the cache's, else the embedded one, else empty.
+    pub fn previous(&self, path: &str) -> String {
+        if cache::present(&self.dir) {
+            if let Ok(t) = std::fs::read_to_string(self.dir.join(path)) {
+                return t;
+            }
+        }
+        crate::catalog::embedded_files()
+            .into_iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, t)| t.to_owned())
+            .unwrap_or_default()
+    }
+}
 
 pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
     let fail = |msg: String| {
         out.stderr(&format!("error: {msg}\n"));
         exit::INPUT
     };
+    let mut parts: Vec<&'static str> = Vec::new();
     for what in &args.only {
-        match (args.provider, what.as_str()) {
-            (ProviderArg::Azure, "prices") => {}
-            (_, "prices" | "eviction" | "quota" | "skus") => {
+        match PARTS.iter().find(|p| **p == what.trim()) {
+            Some(p) => parts.push(p),
+            None => {
                 return fail(format!(
-                    "refreshing `{what}` for {} is not built yet: only Azure prices are (the embedded data stays in use)",
-                    match args.provider {
-                        ProviderArg::Azure => "azure",
-                        ProviderArg::Aws => "aws",
-                    }
-                ))
-            }
-            (_, other) => {
-                return fail(format!(
-                    "`--only {other}`: expected prices, eviction, quota or skus"
+                    "`--only {what}`: expected prices, eviction, quota or skus"
                 ))
             }
         }
     }
+    if parts.is_empty() {
+        parts = PARTS.to_vec();
+    }
+    parts.sort();
+    parts.dedup();
     let mut regions = args.regions.clone();
+    let provider = match args.provider {
+        ProviderArg::Azure => crate::plan::raw::Provider::Azure,
+        ProviderArg::Aws => crate::plan::raw::Provider::Aws,
+    };
     if let Some(path) = &args.plan {
         match super::load_plan(g, path, out) {
-            Ok((p, _)) => regions.extend(p.regions().map(str::to_owned)),
+            Ok((p, _)) => {
+                if p.provider() != provider {
+                    return fail(format!(
+                        "`{}` is a {} plan; refresh it with `--provider {}`",
+                        path.display(),
+                        p.provider(),
+                        p.provider()
+                    ));
+                }
+                regions.extend(p.regions().map(str::to_owned));
+            }
             Err(code) => return code,
         }
     }
@@ -41,72 +104,401 @@ pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
     if regions.is_empty() {
         return fail("give the regions to refresh: `--region REGION` or `--plan PLAN`".into());
     }
-    let base = std::env::var("GPUPLAN_AZURE_PRICES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| azure_prices::DEFAULT_URL.to_owned());
-    if args.dry_run {
-        for r in &regions {
-            out.stdout(&format!("GET {}\n", azure_prices::url(&base, r)));
-        }
-        return exit::OK;
-    }
+    let catalog = match crate::catalog::Catalog::embedded(&[provider]) {
+        Ok(c) => c,
+        Err(e) => return fail(e.to_string()),
+    };
+    let skus: Vec<String> = catalog
+        .provider(provider)
+        .map(|pc| {
+            pc.skus
+                .values()
+                .filter(|s| !s.retired && !s.arm64)
+                .map(|s| s.name.clone())
+                .collect()
+        })
+        .unwrap_or_default();
     let Some(dir) = g.cache.clone().or_else(cache::default_dir) else {
         return fail("no cache directory: give `--cache DIR` (or set GPUPLAN_CACHE)".into());
     };
-    let client = azure_prices::Client {
-        base: base.clone(),
-        timeout: std::time::Duration::from_secs(args.timeout),
-        requests: std::cell::Cell::new(0),
+    let scope = Scope {
+        regions,
+        skus,
+        parts,
+        timeout: Duration::from_secs(args.timeout),
+        today: crate::plan::Date::today().to_string(),
+        dir: dir.clone(),
     };
-    let mut rows = Vec::new();
-    for r in &regions {
-        out.info(&format!("fetching Azure retail prices for {r}"));
-        match client.region(r) {
-            Ok(mut x) => {
-                if x.is_empty() {
-                    return fail(format!(
-                        "Azure Retail Prices at {base} has no GPU (N-series) prices for `{r}`: is the region name right? The cache is unchanged"
-                    ));
-                }
-                rows.append(&mut x);
-            }
-            Err(e) => return fail(format!("{e}; the cache is unchanged")),
+    let plan = match args.provider {
+        ProviderArg::Azure => azure(args, &scope),
+        ProviderArg::Aws => aws::plan(args, &scope),
+    };
+    let (requests, tasks) = match plan {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    if args.dry_run {
+        for r in requests {
+            out.stdout(&format!("{r}\n"));
         }
+        return exit::OK;
     }
-    let today = crate::plan::Date::today().to_string();
-    // Rows of regions not refreshed now are kept from the cache, else from the embedded file.
-    let previous = if cache::present(&dir) {
-        std::fs::read_to_string(dir.join("azure/prices-retail.csv")).ok()
-    } else {
-        None
-    }
-    .unwrap_or_else(|| {
-        crate::catalog::embedded_files()
-            .into_iter()
-            .find(|(p, _)| *p == "azure/prices-retail.csv")
-            .map(|(_, t)| t.to_owned())
-            .unwrap_or_default()
-    });
-    let source = format!("Azure Retail Prices API ({base})");
-    let text = cache::retail_csv(&previous, &rows, &regions, &today, &source);
-    let entry = cache::Entry {
-        path: "azure/prices-retail.csv",
-        kind: "prices",
-        provider: "azure",
-        source: format!("{source}, fetched {today}"),
-        licence: "public price list",
-        text,
+    let entries = match execute(tasks, out) {
+        Ok(e) => e,
+        Err(e) => return fail(format!("{e}; the cache is unchanged")),
     };
-    if let Err(e) = cache::write(&dir, &[entry], &today) {
+    if let Err(e) = cache::write(&dir, &entries, &scope.today) {
         return fail(format!("cannot write the cache `{}`: {e}", dir.display()));
     }
+    for e in &entries {
+        out.info(&format!(
+            "wrote {} ({} row(s) now)",
+            e.path,
+            e.text.lines().count().saturating_sub(1)
+        ));
+    }
     out.info(&format!(
-        "wrote {} price row(s) for {} to `{}` ({} request(s))",
-        rows.len(),
-        regions.join(", "),
-        dir.display(),
-        client.requests.get()
+        "refreshed {} for {} into `{}`",
+        scope.parts.join(", "),
+        scope.regions.join(", "),
+        dir.display()
     ));
     exit::OK
+}
+
+/// Run every task, `CONCURRENCY` at a time, with a progress bar on stderr (hidden when stderr
+/// is not a terminal or with `--quiet`). The first error wins; nothing is kept from the others.
+fn execute(tasks: Vec<Task>, out: &Out) -> Result<Vec<cache::Entry>, String> {
+    use futures::StreamExt;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let bar = if out.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::with_draw_target(
+            Some(tasks.len() as u64),
+            indicatif::ProgressDrawTarget::stderr(),
+        )
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let bar = Arc::new(bar);
+    let results: Vec<Result<Vec<cache::Entry>, String>> = rt.block_on(async {
+        futures::stream::iter(tasks.into_iter().map(|t| {
+            let bar = Arc::clone(&bar);
+            async move {
+                bar.set_message(t.label.clone());
+                let r = t.run.await;
+                bar.inc(1);
+                r
+            }
+        }))
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await
+    });
+    bar.finish_and_clear();
+    let mut entries = Vec::new();
+    for r in results {
+        entries.extend(r?);
+    }
+    // Tasks finish in any order; the cache is written in one.
+    entries.sort_by(|a, b| a.path.cmp(b.path));
+    Ok(entries)
+}
+
+fn url_or(flag: &Option<String>, default: &str) -> String {
+    flag.clone()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}
+
+/// The Azure requests (for `--dry-run`) and tasks of a refresh.
+fn azure(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
+    let prices_base = url_or(&args.prices_url, azure_prices::DEFAULT_URL);
+    let mgmt = url_or(&args.management_url, azure_mgmt::DEFAULT_URL);
+    let needs_mgmt = scope.wants("quota") || scope.wants("skus") || scope.wants("eviction");
+    let subscription = args.subscription.clone().filter(|s| !s.is_empty());
+    let sub_needed = scope.wants("quota") || scope.wants("skus");
+    if sub_needed && subscription.is_none() && !args.dry_run {
+        return Err(
+            "quota and SKU availability are per subscription: give `--subscription ID` or set AZURE_SUBSCRIPTION_ID (or refresh `--only prices,eviction`)"
+                .into(),
+        );
+    }
+    let sub = subscription.unwrap_or_else(|| "SUBSCRIPTION_ID".into());
+    let mut requests = Vec::new();
+    for r in &scope.regions {
+        if scope.wants("prices") {
+            requests.push(format!("GET {}", azure_prices::url(&prices_base, r)));
+        }
+        if scope.wants("quota") {
+            requests.push(format!("GET {}", azure_mgmt::usages_url(&mgmt, &sub, r)));
+        }
+        if scope.wants("skus") {
+            requests.push(format!("GET {}", azure_mgmt::skus_url(&mgmt, &sub, r)));
+        }
+    }
+    if scope.wants("eviction") {
+        for q in [
+            azure_mgmt::eviction_query(&scope.regions, &scope.skus),
+            azure_mgmt::spot_price_query(&scope.regions, &scope.skus),
+        ] {
+            requests.push(format!("POST {} {q}", azure_mgmt::graph_url(&mgmt)));
+        }
+    }
+    if args.dry_run {
+        return Ok((requests, Vec::new()));
+    }
+    let mut tasks = Vec::new();
+    if scope.wants("prices") {
+        let client = Arc::new(azure_prices::Client {
+            base: prices_base.clone(),
+            timeout: scope.timeout,
+            requests: Default::default(),
+        });
+        let (regions, previous, today) = (
+            scope.regions.clone(),
+            scope.previous("azure/prices-retail.csv"),
+            scope.today.clone(),
+        );
+        tasks.push(Task {
+            label: "Azure retail prices".into(),
+            run: Box::pin(async move {
+                let mut rows = Vec::new();
+                for r in &regions {
+                    let c = Arc::clone(&client);
+                    let region = r.clone();
+                    let mut x = tokio::task::spawn_blocking(move || c.region(&region))
+                        .await
+                        .map_err(|e| e.to_string())??;
+                    if x.is_empty() {
+                        return Err(format!(
+                            "Azure Retail Prices at {} has no GPU (N-series) prices for `{r}`: is the region name right?",
+                            client.base
+                        ));
+                    }
+                    rows.append(&mut x);
+                }
+                let source = format!("Azure Retail Prices API ({})", client.base);
+                Ok(vec![cache::Entry {
+                    path: "azure/prices-retail.csv",
+                    kind: "prices",
+                    provider: "azure",
+                    source: format!("{source}, fetched {today}"),
+                    licence: "public price list",
+                    text: cache::retail_csv(&previous, &rows, &regions, &today, &source),
+                }])
+            }),
+        });
+    }
+    if !needs_mgmt {
+        return Ok((requests, tasks));
+    }
+    let client = Arc::new(azure_mgmt::Client::new(&mgmt, &sub, scope.timeout)?);
+    let source = format!("Azure Resource Manager ({mgmt}), subscription scope");
+    if scope.wants("quota") {
+        let (c, regions, previous, today, source) = (
+            Arc::clone(&client),
+            scope.regions.clone(),
+            scope.previous("azure/quota.csv"),
+            scope.today.clone(),
+            source.clone(),
+        );
+        tasks.push(Task {
+            label: "Azure compute usages".into(),
+            run: Box::pin(async move {
+                let mut rows = Vec::new();
+                for r in &regions {
+                    for q in c.usages(r).await? {
+                        rows.push(vec![
+                            q.region,
+                            q.family,
+                            q.limit.to_string(),
+                            q.used.to_string(),
+                            today.clone(),
+                            "Microsoft.Compute usages 2024-07-01".into(),
+                        ]);
+                    }
+                }
+                Ok(vec![quota_entry(
+                    "azure", &previous, &regions, &rows, &source, &today,
+                )])
+            }),
+        });
+    }
+    if scope.wants("skus") {
+        let (c, regions, previous, today, skus, source) = (
+            Arc::clone(&client),
+            scope.regions.clone(),
+            scope.previous("azure/availability.csv"),
+            scope.today.clone(),
+            scope.skus.clone(),
+            source.clone(),
+        );
+        tasks.push(Task {
+            label: "Azure resource SKUs".into(),
+            run: Box::pin(async move {
+                let mut rows = Vec::new();
+                for r in &regions {
+                    let found = c.skus(r, &skus).await?;
+                    // A catalog SKU the region does not list is not offered there.
+                    for s in &skus {
+                        let row = match found.iter().find(|a| &a.sku == s) {
+                            Some(a) => vec![
+                                a.sku.clone(),
+                                a.region.clone(),
+                                a.zones
+                                    .iter()
+                                    .filter(|z| !a.restricted_zones.contains(z))
+                                    .cloned()
+                                    .collect::<Vec<_>>()
+                                    .join(" "),
+                                a.restriction.clone(),
+                            ],
+                            None => vec![s.clone(), r.clone(), String::new(), "not offered".into()],
+                        };
+                        rows.push(
+                            row.into_iter()
+                                .chain([today.clone(), "Microsoft.Compute skus 2021-07-01".into()])
+                                .collect(),
+                        );
+                    }
+                }
+                Ok(vec![availability_entry(
+                    "azure", &previous, &regions, &rows, &source, &today,
+                )])
+            }),
+        });
+    }
+    if scope.wants("eviction") {
+        let (c, regions, previous, today, skus) = (
+            Arc::clone(&client),
+            scope.regions.clone(),
+            scope.previous("azure/spot-eviction.csv"),
+            scope.today.clone(),
+            scope.skus.clone(),
+        );
+        tasks.push(Task {
+            label: "Azure Resource Graph SpotResources".into(),
+            run: Box::pin(async move {
+                let found = c.eviction(&regions, &skus).await?;
+                let rows: Vec<Vec<String>> = found
+                    .into_iter()
+                    .map(|e| {
+                        vec![
+                            e.sku,
+                            e.region,
+                            e.band.unwrap_or_default(),
+                            e.spot_usd_per_hour
+                                .map(|p| p.to_string())
+                                .unwrap_or_default(),
+                            today.clone(),
+                            "Resource Graph SpotResources (eviction rate: trailing 28 days)".into(),
+                        ]
+                    })
+                    .collect();
+                Ok(vec![cache::Entry {
+                    path: "azure/spot-eviction.csv",
+                    kind: "spot-bands",
+                    provider: "azure",
+                    source: format!(
+                        "Azure Resource Graph SpotResources ({}), fetched {today}",
+                        azure_mgmt::graph_url(c.endpoint())
+                    ),
+                    licence: "provider data of the account that fetched it",
+                    text: cache::merge_csv(
+                        &previous,
+                        &[
+                            "sku",
+                            "region",
+                            "band",
+                            "spot_usd_per_hour",
+                            "captured",
+                            "source",
+                        ],
+                        1,
+                        &regions,
+                        &rows,
+                    ),
+                }])
+            }),
+        });
+    }
+    Ok((requests, tasks))
+}
+
+pub fn quota_entry(
+    provider: &'static str,
+    previous: &str,
+    regions: &[String],
+    rows: &[Vec<String>],
+    source: &str,
+    today: &str,
+) -> cache::Entry {
+    cache::Entry {
+        path: if provider == "azure" {
+            "azure/quota.csv"
+        } else {
+            "aws/quota.csv"
+        },
+        kind: "quota",
+        provider,
+        source: format!("{source}, fetched {today}"),
+        licence: "provider data of the account that fetched it",
+        text: cache::merge_csv(
+            previous,
+            &[
+                "region",
+                "family",
+                "limit_vcpus",
+                "used_vcpus",
+                "captured",
+                "source",
+            ],
+            0,
+            regions,
+            rows,
+        ),
+    }
+}
+
+pub fn availability_entry(
+    provider: &'static str,
+    previous: &str,
+    regions: &[String],
+    rows: &[Vec<String>],
+    source: &str,
+    today: &str,
+) -> cache::Entry {
+    cache::Entry {
+        path: if provider == "azure" {
+            "azure/availability.csv"
+        } else {
+            "aws/availability.csv"
+        },
+        kind: "availability",
+        provider,
+        source: format!("{source}, fetched {today}"),
+        licence: "provider data of the account that fetched it",
+        text: cache::merge_csv(
+            previous,
+            &[
+                "sku",
+                "region",
+                "zones",
+                "restriction",
+                "captured",
+                "source",
+            ],
+            1,
+            regions,
+            rows,
+        ),
+    }
 }

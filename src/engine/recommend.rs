@@ -957,11 +957,9 @@ fn repair_quota(
     cache: &BuildCache,
 ) {
     let quota = |b: &(String, String)| {
-        plan.raw
-            .quota
-            .iter()
-            .find(|q| q.region.get() == &b.0 && q.family.get() == &b.1)
-            .map(|q| *q.vcpus.get())
+        catalog
+            .known_quota(&plan.raw.quota, plan.provider(), &b.0, &b.1)
+            .map(|q| q.0)
     };
     let cost = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
         if members.is_empty() {
@@ -1604,20 +1602,17 @@ fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Find
     }
     let mut out = Vec::new();
     for ((region, family), vcpus) in need {
-        if let Some(q) = plan
-            .raw
-            .quota
-            .iter()
-            .find(|q| q.region.get() == &region && q.family.get() == &family)
+        if let Some((limit, from)) =
+            catalog.known_quota(&plan.raw.quota, plan.provider(), &region, &family)
         {
-            if vcpus > *q.vcpus.get() {
+            if vcpus > limit {
                 out.push(Finding {
                     rule: "GP014",
                     severity: "error",
                     message: format!(
-                        "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {}: request more quota or lower the peaks",
+                        "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {} (from {from}): request more quota or lower the peaks",
                         crate::rules::num(vcpus),
-                        crate::rules::num(*q.vcpus.get())
+                        crate::rules::num(limit)
                     ),
                     workload: None,
                     pool: None,

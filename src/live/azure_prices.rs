@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::http::Failure;
-
 /// The public endpoint; `GPUPLAN_AZURE_PRICES_URL` points elsewhere (proxies, tests).
 pub const DEFAULT_URL: &str = "https://prices.azure.com/api/retail/prices";
 const API_VERSION: &str = "2023-01-01-preview";
@@ -119,32 +117,19 @@ pub struct Client {
     pub base: String,
     pub timeout: Duration,
     /// Requests made, for tests and `--verbose`.
-    pub requests: std::cell::Cell<usize>,
+    pub requests: std::sync::atomic::AtomicUsize,
 }
 
 impl Client {
     fn get(&self, url: &str) -> Result<Page, String> {
         let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
         let request = || {
-            self.requests.set(self.requests.get() + 1);
+            self.requests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             agent.get(url)
         };
-        crate::http::get_json(request).map_err(|f| match f {
-            Failure::Decode(e) => {
-                format!(
-                    "Azure Retail Prices at {}: not a price page ({e})",
-                    self.base
-                )
-            }
-            Failure::Status(code, body) => format!(
-                "Azure Retail Prices at {} answered HTTP {code}: {}",
-                self.base,
-                body.chars().take(200).collect::<String>()
-            ),
-            Failure::Transport(t) => {
-                format!("cannot reach Azure Retail Prices at {}: {t}", self.base)
-            }
-        })
+        crate::http::get_json(request)
+            .map_err(|f| crate::http::describe(&format!("Azure Retail Prices at {}", self.base), f))
     }
 
     /// Every price row of the N-series sizes in one region.

@@ -23,9 +23,44 @@ pub fn present(dir: &Path) -> bool {
     dir.join("sources.toml").is_file()
 }
 
-fn csv_field(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
+/// A refreshed CSV file: `header`, then the previous file's rows for regions not refreshed
+/// now (column `region_col`), then `rows`. Written with the csv crate, so any field may hold
+/// commas or quotes.
+pub fn merge_csv(
+    previous: &str,
+    header: &[&str],
+    region_col: usize,
+    regions: &[String],
+    rows: &[Vec<String>],
+) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    let _ = w.write_record(header);
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(previous.as_bytes());
+    for rec in rdr.records().flatten() {
+        let region = rec.get(region_col).unwrap_or("");
+        if rec.len() == header.len() && !regions.iter().any(|r| r == region) {
+            let _ = w.write_record(&rec);
+        }
+    }
+    for r in rows {
+        let _ = w.write_record(r);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
+
+pub const PRICE_HEADER: [&str; 7] = [
+    "armSkuName",
+    "armRegionName",
+    "kind",
+    "retailPrice",
+    "unitOfMeasure",
+    "captured",
+    "source",
+];
 
 /// The `prices-retail.csv` text: fetched rows for the refreshed regions, and the previous
 /// rows of every other region.
@@ -36,27 +71,21 @@ pub fn retail_csv(
     fetched: &str,
     source: &str,
 ) -> String {
-    let mut out =
-        String::from("armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\n");
-    for line in previous.lines().skip(1) {
-        let region = line.split(',').nth(1).unwrap_or("");
-        if !line.trim().is_empty() && !regions.iter().any(|r| r == region) {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    for r in rows {
-        out.push_str(&format!(
-            "{},{},{},{},{},{fetched},{}\n",
-            r.sku,
-            r.region,
-            r.kind,
-            r.price,
-            csv_field(&r.unit),
-            csv_field(&format!("{source} ({})", r.note))
-        ));
-    }
-    out
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.sku.clone(),
+                r.region.clone(),
+                r.kind.to_owned(),
+                r.price.to_string(),
+                r.unit.clone(),
+                fetched.to_owned(),
+                format!("{source} ({})", r.note),
+            ]
+        })
+        .collect();
+    merge_csv(previous, &PRICE_HEADER, 1, regions, &rows)
 }
 
 /// One refreshed file and how `sources.toml` describes it.

@@ -1,6 +1,7 @@
 use indexmap::IndexMap;
 
 use super::{num, Cx, Rule};
+use crate::catalog::quota_key;
 use crate::plan::raw::Capacity;
 
 declare_rule! {
@@ -10,7 +11,8 @@ declare_rule! {
     /// Adds up the vCPUs the declared pools can reach at their maximum size, per region and
     /// quota bucket (Azure VM family such as `standardNCADSA100v4Family`, or the regional
     /// `lowPriorityCores` for spot; AWS quota code such as `L-417A185B`, or the separate spot
-    /// code `L-7212CCBC`), and flags a total above the known `[[quota]]`.
+    /// code `L-7212CCBC`), and flags a total above the known quota: the plan's `[[quota]]`, else the limit
+    /// `gpuplan catalog refresh` read from the provider (compute usages, Service Quotas).
     ///
     /// ## Why is this bad?
     /// The autoscaler asks for a node, the provider refuses, and the pods stay Pending exactly
@@ -32,17 +34,10 @@ declare_rule! {
     pub struct QuotaExceeded { id: "GP014", name: "quota-exceeded", severity: Error }
 }
 
-/// Azure spells family names differently in usages and SKU listings.
-fn norm(s: &str) -> String {
-    s.chars()
-        .filter(|c| !matches!(c, ' ' | '-' | '_'))
-        .collect::<String>()
-        .to_lowercase()
-}
-
 impl Rule for QuotaExceeded {
     fn check(&self, cx: &mut Cx<'_>) {
-        let mut need: IndexMap<(String, String), (f64, Vec<&str>)> = IndexMap::new();
+        // (region, bucket) -> (vCPUs at max size, the bucket as the SKU names it, pools)
+        let mut need: IndexMap<(String, String), (f64, String, Vec<&str>)> = IndexMap::new();
         for pool in cx.plan.pools() {
             let Some(sku) = cx.pool_sku(pool) else {
                 continue;
@@ -53,33 +48,60 @@ impl Rule for QuotaExceeded {
                 sku.quota_family.as_str()
             };
             let e = need
-                .entry((pool.region.get().clone(), norm(family)))
-                .or_default();
+                .entry((pool.region.get().clone(), quota_key(family)))
+                .or_insert_with(|| (0.0, family.to_owned(), Vec::new()));
             e.0 += f64::from(sku.vcpus) * pool.nodes().max() as f64;
-            e.1.push(pool.name.get());
+            e.2.push(pool.name.get());
         }
-        for q in &cx.plan.raw.quota {
-            let key = (q.region.get().clone(), norm(q.family.get()));
-            let Some((vcpus, pools)) = need.get(&key) else {
-                continue;
+        for ((region, key), (vcpus, family, pools)) in &need {
+            // The plan's stated quota, at its own line; else the one a refresh read from the
+            // provider, at the first pool's nodes.
+            let stated = cx
+                .plan
+                .raw
+                .quota
+                .iter()
+                .find(|q| q.region.get() == region && quota_key(q.family.get()) == *key);
+            let (limit, span, from, family) = match stated {
+                Some(q) => (
+                    *q.vcpus.get(),
+                    q.vcpus.span(),
+                    String::new(),
+                    q.family.get().as_str(),
+                ),
+                None => {
+                    let Some(q) = cx
+                        .catalog
+                        .provider(cx.plan.provider())
+                        .and_then(|pc| pc.quota(region, family))
+                    else {
+                        continue;
+                    };
+                    let Some(first) = cx.plan.pool(pools[0]) else {
+                        continue;
+                    };
+                    (
+                        q.limit,
+                        first.nodes.span(),
+                        format!(" read from the provider ({})", q.describe()),
+                        family.as_str(),
+                    )
+                }
             };
-            let limit = *q.vcpus.get();
             if *vcpus <= limit {
                 continue;
             }
             let mut d = cx
                 .finding(
-                    q.vcpus.span(),
+                    span,
                     format!(
-                        "pools {} can reach {} vCPUs of `{}` in `{}`, above the quota of {}",
+                        "pools {} can reach {} vCPUs of `{family}` in `{region}`, above the quota of {}{from}",
                         pools
                             .iter()
                             .map(|p| format!("`{p}`"))
                             .collect::<Vec<_>>()
                             .join(", "),
                         num(*vcpus),
-                        q.family.get(),
-                        q.region.get(),
                         num(limit)
                     ),
                 )
@@ -100,15 +122,17 @@ impl Rule for QuotaExceeded {
 
 #[cfg(test)]
 mod tests {
+    use crate::catalog::quota_key;
+
     #[test]
     fn family_names_compare_loosely() {
         assert_eq!(
-            super::norm("StandardNCADSA100v4Family"),
-            super::norm("standardNCADSA100v4Family")
+            quota_key("StandardNCADSA100v4Family"),
+            quota_key("standardNCADSA100v4Family")
         );
         assert_eq!(
-            super::norm("standard NCASv3_T4 Family"),
-            super::norm("standardNCASv3T4Family")
+            quota_key("standard NCASv3_T4 Family"),
+            quota_key("standardNCASv3T4Family")
         );
     }
 }

@@ -228,6 +228,15 @@ fn candidate<'c>(
             format!("`{}` has no price in {region} in the catalog", sku.name),
         ));
     };
+    if let Some(why) = pc.and_then(|p| p.restriction(&sku.name, region)) {
+        return Err(reject(
+            Constraint::Region,
+            format!(
+                "`{}` cannot be deployed in {region} by this account: {why} (catalog refresh)",
+                sku.name
+            ),
+        ));
+    }
     let per_node = sku.gpu_count;
     if d.gpus > per_node {
         return Err(reject(
@@ -357,20 +366,17 @@ fn candidate<'c>(
     // there; when spot is open to it, the separate spot quota may still hold it.
     let peak_nodes = (node_share * f64::from(d.peak)).ceil();
     let family = &sku.quota_family;
-    if let Some(q) = plan
-        .raw
-        .quota
-        .iter()
-        .find(|q| q.region.get() == region && q.family.get() == family)
+    if let Some((limit, from)) =
+        catalog.known_quota(&plan.raw.quota, plan.provider(), region, family)
     {
         let need = peak_nodes * f64::from(sku.vcpus);
-        if need > *q.vcpus.get() && d.spot_closed.is_some() {
+        if need > limit && d.spot_closed.is_some() {
             return Err(reject(
                 Constraint::Quota,
                 format!(
-                    "{} vCPUs of `{family}` needed in {region}, quota {}",
+                    "{} vCPUs of `{family}` needed in {region}, quota {} (from {from})",
                     crate::rules::num(need),
-                    crate::rules::num(*q.vcpus.get())
+                    crate::rules::num(limit)
                 ),
             ));
         }

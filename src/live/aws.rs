@@ -1,0 +1,768 @@
+//! AWS data through the SDK's default credential chain and endpoint settings
+//! (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_EC2`, `AWS_ENDPOINT_URL_SERVICE_QUOTAS`):
+//! - prices: on-demand and standard reserved (1y/3y) rows from the Price List Query API
+//!   (`GetProducts`, one filtered query per region, `GPUPLAN_AWS_PRICING_URL`), and the
+//!   current spot price per zone (`DescribeSpotPriceHistory` from now);
+//! - skus: which zones offer each instance type (`DescribeInstanceTypeOfferings`) and its
+//!   shape (`DescribeInstanceTypes`: GPUs, vCPUs, memory, EFA);
+//! - quota: the on-demand and spot vCPU quotas of every family the catalog's GPU types use
+//!   (Service Quotas `GetServiceQuota`);
+//! - eviction: the public Spot Instance Advisor file (`GPUPLAN_AWS_SPOT_ADVISOR_URL`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::cli::RefreshArgs;
+use crate::cmd::refresh::{availability_entry, quota_entry, Scope, Task};
+use crate::live::cache;
+
+pub const PRICING_URL: &str = "https://api.pricing.us-east-1.amazonaws.com";
+pub const SPOT_ADVISOR_URL: &str =
+    "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json";
+/// More pages than this is a paging loop, not data.
+pub const MAX_PAGES: usize = 50;
+/// DescribeInstanceTypes takes at most 100 instance types a call.
+const TYPES_PER_CALL: usize = 100;
+
+fn sdk_err<E: std::error::Error + 'static>(what: &str, e: &E) -> String {
+    // The SDK's Display is terse ("service error"); its sources say what went wrong. Never
+    // includes the request (credentials are in its headers).
+    let mut msg = format!("{what}: {e}");
+    let mut src = e.source();
+    while let Some(s) = src {
+        let s_text = s.to_string();
+        if !msg.contains(&s_text) {
+            msg.push_str(&format!(": {s_text}"));
+        }
+        src = s.source();
+    }
+    msg
+}
+
+/// The SDK configuration of one region: default credential chain, standard retries (3 tries,
+/// backoff, 429/5xx/throttling), a timeout per try and per operation.
+async fn config(region: &str, timeout: Duration) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region.to_owned()))
+        .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
+        .timeout_config(
+            aws_config::timeout::TimeoutConfig::builder()
+                .operation_attempt_timeout(timeout)
+                .operation_timeout(timeout * 3)
+                .build(),
+        )
+        .load()
+        .await
+}
+
+/// Guards a paging loop: stops a chain that repeats or never ends.
+struct Pages {
+    what: String,
+    n: usize,
+    last: Option<String>,
+}
+
+impl Pages {
+    fn new(what: String) -> Pages {
+        Pages {
+            what,
+            n: 0,
+            last: None,
+        }
+    }
+    /// The token to send next, `None` at the end, or an error for a loop.
+    fn next(&mut self, token: Option<&str>) -> Result<Option<String>, String> {
+        let Some(t) = token.filter(|t| !t.is_empty()) else {
+            return Ok(None);
+        };
+        self.n += 1;
+        if self.n >= MAX_PAGES {
+            return Err(format!(
+                "{}: more than {MAX_PAGES} pages; the NextToken chain does not end",
+                self.what
+            ));
+        }
+        if self.last.as_deref() == Some(t) {
+            return Err(format!(
+                "{}: the same NextToken came back twice; paging stopped",
+                self.what
+            ));
+        }
+        self.last = Some(t.to_owned());
+        Ok(Some(t.to_owned()))
+    }
+}
+
+/// The current spot price of each type in each zone (DescribeSpotPriceHistory from now
+/// returns the price in force).
+pub async fn spot_prices(
+    conf: &aws_config::SdkConfig,
+    region: &str,
+    types: &[String],
+) -> Result<BTreeMap<String, Vec<(String, f64)>>, String> {
+    use aws_sdk_ec2::types::InstanceType;
+    let ec2 = aws_sdk_ec2::Client::new(conf);
+    let what = format!("EC2 DescribeSpotPriceHistory in {region}");
+    let mut pages = Pages::new(what.clone());
+    let mut token: Option<String> = None;
+    let mut out: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
+    loop {
+        let r = ec2
+            .describe_spot_price_history()
+            .set_instance_types(Some(
+                types
+                    .iter()
+                    .map(|t| InstanceType::from(t.as_str()))
+                    .collect(),
+            ))
+            .product_descriptions("Linux/UNIX")
+            .start_time(aws_sdk_ec2::primitives::DateTime::from(
+                std::time::SystemTime::now(),
+            ))
+            .set_next_token(token.clone())
+            .send()
+            .await
+            .map_err(|e| sdk_err(&what, &e))?;
+        for p in r.spot_price_history() {
+            let (Some(ty), Some(price), Some(zone)) = (
+                p.instance_type().map(|t| t.as_str().to_owned()),
+                p.spot_price(),
+                p.availability_zone(),
+            ) else {
+                return Err(format!(
+                    "{what}: an entry without instanceType, spotPrice or availabilityZone"
+                ));
+            };
+            let price: f64 = price
+                .parse()
+                .map_err(|_| format!("{what}: spotPrice `{price}` is not a number"))?;
+            let zones = out.entry(ty).or_default();
+            // The newest entry per zone comes first; later ones are older prices.
+            if !zones.iter().any(|(z, _)| z == zone) {
+                zones.push((zone.to_owned(), price));
+            }
+        }
+        match pages.next(r.next_token())? {
+            Some(t) => token = Some(t),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// The zones of `region` that offer each type.
+pub async fn offerings(
+    conf: &aws_config::SdkConfig,
+    region: &str,
+    types: &[String],
+) -> Result<BTreeMap<String, Vec<String>>, String> {
+    use aws_sdk_ec2::types::{Filter, LocationType};
+    let ec2 = aws_sdk_ec2::Client::new(conf);
+    let what = format!("EC2 DescribeInstanceTypeOfferings in {region}");
+    let mut pages = Pages::new(what.clone());
+    let mut token: Option<String> = None;
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    loop {
+        let r = ec2
+            .describe_instance_type_offerings()
+            .location_type(LocationType::AvailabilityZone)
+            .filters(
+                Filter::builder()
+                    .name("instance-type")
+                    .set_values(Some(types.to_vec()))
+                    .build(),
+            )
+            .set_next_token(token.clone())
+            .send()
+            .await
+            .map_err(|e| sdk_err(&what, &e))?;
+        for o in r.instance_type_offerings() {
+            if let (Some(ty), Some(zone)) = (o.instance_type(), o.location()) {
+                let zones = out.entry(ty.as_str().to_owned()).or_default();
+                zones.push(zone.to_owned());
+                zones.sort();
+                zones.dedup();
+            }
+        }
+        match pages.next(r.next_token())? {
+            Some(t) => token = Some(t),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// An instance type's shape as EC2 describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    pub sku: String,
+    pub gpus: Option<i32>,
+    pub vcpus: i32,
+    pub memory_mib: i64,
+    pub efa: bool,
+}
+
+pub async fn shapes(
+    conf: &aws_config::SdkConfig,
+    region: &str,
+    types: &[String],
+) -> Result<Vec<Shape>, String> {
+    use aws_sdk_ec2::types::InstanceType;
+    let ec2 = aws_sdk_ec2::Client::new(conf);
+    let what = format!("EC2 DescribeInstanceTypes in {region}");
+    let mut out = Vec::new();
+    for chunk in types.chunks(TYPES_PER_CALL) {
+        let mut pages = Pages::new(what.clone());
+        let mut token: Option<String> = None;
+        loop {
+            let r = ec2
+                .describe_instance_types()
+                .set_instance_types(Some(
+                    chunk
+                        .iter()
+                        .map(|t| InstanceType::from(t.as_str()))
+                        .collect(),
+                ))
+                .set_next_token(token.clone())
+                .send()
+                .await
+                .map_err(|e| sdk_err(&what, &e))?;
+            for t in r.instance_types() {
+                let Some(sku) = t.instance_type().map(|t| t.as_str().to_owned()) else {
+                    continue;
+                };
+                let (Some(vcpus), Some(memory_mib)) = (
+                    t.v_cpu_info().and_then(|v| v.default_v_cpus()),
+                    t.memory_info().and_then(|m| m.size_in_mib()),
+                ) else {
+                    return Err(format!(
+                        "{what}: `{sku}` has no vCpuInfo/defaultVCpus or memoryInfo/sizeInMiB"
+                    ));
+                };
+                let gpus = t
+                    .gpu_info()
+                    .map(|g| g.gpus().iter().filter_map(|d| d.count()).sum::<i32>());
+                out.push(Shape {
+                    sku,
+                    gpus,
+                    vcpus,
+                    memory_mib,
+                    efa: t
+                        .network_info()
+                        .and_then(|n| n.efa_supported())
+                        .unwrap_or(false),
+                });
+            }
+            match pages.next(r.next_token())? {
+                Some(t) => token = Some(t),
+                None => break,
+            }
+        }
+    }
+    out.sort_by(|a, b| a.sku.cmp(&b.sku));
+    out.dedup_by(|a, b| a.sku == b.sku);
+    Ok(out)
+}
+
+/// The value of each quota code in `region`, in vCPUs.
+pub async fn quotas(
+    conf: &aws_config::SdkConfig,
+    region: &str,
+    codes: &[String],
+) -> Result<Vec<(String, f64)>, String> {
+    let sq = aws_sdk_servicequotas::Client::new(conf);
+    let mut out = Vec::new();
+    for code in codes {
+        let what = format!("Service Quotas GetServiceQuota ec2/{code} in {region}");
+        let r = sq
+            .get_service_quota()
+            .service_code("ec2")
+            .quota_code(code)
+            .send()
+            .await
+            .map_err(|e| sdk_err(&what, &e))?;
+        let Some(v) = r.quota().and_then(|q| q.value()) else {
+            return Err(format!("{what}: the answer has no Quota.Value"));
+        };
+        out.push((code.clone(), v));
+    }
+    Ok(out)
+}
+
+/// On-demand and standard reserved prices of `types` in `region` from the Price List Query
+/// API. Reserved rows hold the whole term's cost (upfront fee plus hourly charge over the
+/// term), the lowest of the standard purchase options, like Azure's reservation rows.
+pub async fn list_prices(
+    conf: &aws_config::SdkConfig,
+    endpoint: &str,
+    region: &str,
+    types: &[String],
+) -> Result<Vec<(String, &'static str, f64, String)>, String> {
+    use aws_sdk_pricing::types::{Filter, FilterType};
+    let pconf = aws_sdk_pricing::config::Builder::from(conf)
+        .endpoint_url(endpoint)
+        // The Price List Query API lives in us-east-1 (and ap-south-1), whatever the region priced.
+        .region(aws_sdk_pricing::config::Region::new("us-east-1"))
+        .build();
+    let pricing = aws_sdk_pricing::Client::from_conf(pconf);
+    let what = format!("AWS Price List GetProducts for {region}");
+    let filter = |field: &str, value: &str, ty: FilterType| {
+        Filter::builder()
+            .r#type(ty)
+            .field(field)
+            .value(value)
+            .build()
+            .map_err(|e| format!("{what}: {e}"))
+    };
+    let filters = vec![
+        filter("regionCode", region, FilterType::TermMatch)?,
+        filter("operatingSystem", "Linux", FilterType::TermMatch)?,
+        filter("tenancy", "Shared", FilterType::TermMatch)?,
+        filter("preInstalledSw", "NA", FilterType::TermMatch)?,
+        filter("capacitystatus", "Used", FilterType::TermMatch)?,
+        filter("licenseModel", "No License required", FilterType::TermMatch)?,
+        filter("instanceType", &types.join(","), FilterType::AnyOf)?,
+    ];
+    let mut pages = Pages::new(what.clone());
+    let mut token: Option<String> = None;
+    let mut out = Vec::new();
+    loop {
+        let r = pricing
+            .get_products()
+            .service_code("AmazonEC2")
+            .format_version("aws_v1")
+            .set_filters(Some(filters.clone()))
+            .max_results(100)
+            .set_next_token(token.clone())
+            .send()
+            .await
+            .map_err(|e| sdk_err(&what, &e))?;
+        for item in r.price_list() {
+            out.extend(parse_product(item).map_err(|e| format!("{what}: {e}"))?);
+        }
+        match pages.next(r.next_token())? {
+            Some(t) => token = Some(t),
+            None => break,
+        }
+    }
+    out.retain(|(sku, ..)| types.contains(sku));
+    out.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)).then(a.2.total_cmp(&b.2)));
+    // One price per (type, kind): the lowest.
+    out.dedup_by(|b, a| a.0 == b.0 && a.1 == b.1);
+    Ok(out)
+}
+
+/// One `PriceList` entry (a JSON document in a string): (type, kind, USD, note) rows.
+pub fn parse_product(text: &str) -> Result<Vec<(String, &'static str, f64, String)>, String> {
+    use serde_json::Value;
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| format!("a PriceList entry is not JSON ({e})"))?;
+    let Some(sku) = v
+        .pointer("/product/attributes/instanceType")
+        .and_then(Value::as_str)
+    else {
+        return Err("a PriceList entry without product.attributes.instanceType".into());
+    };
+    let usd = |d: &Value| -> Option<(String, f64)> {
+        let unit = d.get("unit")?.as_str()?.to_owned();
+        let p = d
+            .pointer("/pricePerUnit/USD")?
+            .as_str()?
+            .parse::<f64>()
+            .ok()?;
+        Some((unit, p))
+    };
+    let mut out = Vec::new();
+    if let Some(terms) = v.pointer("/terms/OnDemand").and_then(Value::as_object) {
+        for t in terms.values() {
+            for d in t
+                .get("priceDimensions")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|m| m.values())
+            {
+                if let Some((unit, p)) = usd(d).filter(|(u, p)| u == "Hrs" && *p > 0.0) {
+                    out.push((
+                        sku.to_owned(),
+                        "consumption",
+                        p,
+                        format!("OnDemand, per {unit}"),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(terms) = v.pointer("/terms/Reserved").and_then(Value::as_object) {
+        for t in terms.values() {
+            let attr = |k: &str| {
+                t.pointer(&format!("/termAttributes/{k}"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            };
+            let (kind, hours) = match attr("LeaseContractLength") {
+                "1yr" => ("reservation-1y", 8760.0),
+                "3yr" => ("reservation-3y", 26_280.0),
+                _ => continue,
+            };
+            if attr("OfferingClass") != "standard" {
+                continue;
+            }
+            let mut total = 0.0;
+            for d in t
+                .get("priceDimensions")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|m| m.values())
+            {
+                match usd(d) {
+                    Some((u, p)) if u == "Hrs" => total += p * hours,
+                    Some((u, p)) if u == "Quantity" => total += p,
+                    _ => {}
+                }
+            }
+            if total > 0.0 {
+                out.push((
+                    sku.to_owned(),
+                    kind,
+                    total,
+                    format!("Reserved standard {}, whole term", attr("PurchaseOption")),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The Spot Instance Advisor file cut to `types` (Linux), in the file's own format.
+pub fn advisor_cut(text: &str, types: &[String]) -> Result<String, String> {
+    use serde_json::{Map, Value};
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| format!("the Spot Instance Advisor file is not JSON ({e})"))?;
+    let (Some(ranges), Some(regions)) = (
+        v.get("ranges").filter(|r| r.is_array()),
+        v.get("spot_advisor").and_then(Value::as_object),
+    ) else {
+        return Err("the Spot Instance Advisor file has no `ranges` or `spot_advisor`".into());
+    };
+    let mut out = Map::new();
+    if let Some(g) = v.get("global_rate") {
+        out.insert("global_rate".into(), g.clone());
+    }
+    out.insert("ranges".into(), ranges.clone());
+    let mut it = Map::new();
+    if let Some(all) = v.get("instance_types").and_then(Value::as_object) {
+        for t in types {
+            if let Some(x) = all.get(t) {
+                it.insert(t.clone(), x.clone());
+            }
+        }
+    }
+    out.insert("instance_types".into(), Value::Object(it));
+    let mut sa = Map::new();
+    let mut names: Vec<&String> = regions.keys().collect();
+    names.sort();
+    for region in names {
+        let Some(linux) = regions[region].get("Linux").and_then(Value::as_object) else {
+            continue;
+        };
+        let mut kept = Map::new();
+        for t in types {
+            if let Some(e) = linux.get(t) {
+                if e.get("r").and_then(Value::as_u64).is_none() {
+                    return Err(format!(
+                        "the Spot Instance Advisor entry for {t} in {region} has no band index `r`"
+                    ));
+                }
+                kept.insert(t.clone(), e.clone());
+            }
+        }
+        if !kept.is_empty() {
+            let mut os = Map::new();
+            os.insert("Linux".into(), Value::Object(kept));
+            sa.insert(region.clone(), Value::Object(os));
+        }
+    }
+    if sa.is_empty() {
+        return Err(
+            "the Spot Instance Advisor file lists none of the catalog's instance types".into(),
+        );
+    }
+    out.insert("spot_advisor".into(), Value::Object(sa));
+    serde_json::to_string_pretty(&Value::Object(out)).map_err(|e| e.to_string())
+}
+
+fn url_or(flag: &Option<String>, default: &str) -> String {
+    flag.clone()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}
+
+/// The quota codes of the catalog's types: (code, on-demand or spot).
+fn quota_codes(scope: &Scope) -> Vec<String> {
+    let Ok(c) = crate::catalog::Catalog::embedded(&[crate::plan::raw::Provider::Aws]) else {
+        return Vec::new();
+    };
+    let mut codes: Vec<String> = scope
+        .skus
+        .iter()
+        .filter_map(|s| c.sku(crate::plan::raw::Provider::Aws, s))
+        .flat_map(|s| [s.quota_family.clone(), s.spot_quota().to_owned()])
+        .filter(|c| c.starts_with("L-"))
+        .collect();
+    codes.sort();
+    codes.dedup();
+    codes
+}
+
+/// The AWS requests (for `--dry-run`) and tasks of a refresh.
+pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
+    let pricing_url = url_or(&args.pricing_url, PRICING_URL);
+    let advisor_url = url_or(&args.spot_advisor_url, SPOT_ADVISOR_URL);
+    let codes = quota_codes(scope);
+    let mut requests = Vec::new();
+    for r in &scope.regions {
+        if scope.wants("prices") {
+            requests.push(format!(
+                "POST {pricing_url} GetProducts AmazonEC2 regionCode={r} instanceType ANY_OF {} types (paged)",
+                scope.skus.len()
+            ));
+            requests.push(format!(
+                "POST ec2.{r} DescribeSpotPriceHistory Linux/UNIX from now, {} types (paged)",
+                scope.skus.len()
+            ));
+        }
+        if scope.wants("skus") {
+            requests.push(format!(
+                "POST ec2.{r} DescribeInstanceTypeOfferings availability-zone, {} types (paged)",
+                scope.skus.len()
+            ));
+            requests.push(format!(
+                "POST ec2.{r} DescribeInstanceTypes, {} call(s) of up to {TYPES_PER_CALL} types",
+                scope.skus.len().div_ceil(TYPES_PER_CALL)
+            ));
+        }
+        if scope.wants("quota") {
+            for c in &codes {
+                requests.push(format!("POST servicequotas.{r} GetServiceQuota ec2/{c}"));
+            }
+        }
+    }
+    if scope.wants("eviction") {
+        requests.push(format!("GET {advisor_url}"));
+    }
+    if args.dry_run {
+        return Ok((requests, Vec::new()));
+    }
+    let mut tasks = Vec::new();
+    let today = scope.today.clone();
+    if scope.wants("prices") {
+        let (regions, types, previous, today, timeout, url) = (
+            scope.regions.clone(),
+            scope.skus.clone(),
+            scope.previous("aws/prices-live.csv"),
+            today.clone(),
+            scope.timeout,
+            pricing_url.clone(),
+        );
+        tasks.push(Task {
+            label: "AWS prices".into(),
+            run: Box::pin(async move {
+                let mut rows = Vec::new();
+                for r in &regions {
+                    let conf = config(r, timeout).await;
+                    for (sku, kind, p, note) in list_prices(&conf, &url, r, &types).await? {
+                        rows.push(vec![
+                            sku,
+                            r.clone(),
+                            kind.to_owned(),
+                            p.to_string(),
+                            if kind == "consumption" { "1 Hour" } else { "term" }.to_owned(),
+                            today.clone(),
+                            format!("AWS Price List GetProducts ({note})"),
+                        ]);
+                    }
+                    for (sku, zones) in spot_prices(&conf, r, &types).await? {
+                        if let Some((zone, p)) =
+                            zones.iter().min_by(|a, b| a.1.total_cmp(&b.1))
+                        {
+                            rows.push(vec![
+                                sku,
+                                r.clone(),
+                                "spot".into(),
+                                p.to_string(),
+                                "1 Hour".into(),
+                                today.clone(),
+                                format!(
+                                    "EC2 DescribeSpotPriceHistory Linux/UNIX (lowest of {} zone(s): {zone})",
+                                    zones.len()
+                                ),
+                            ]);
+                        }
+                    }
+                }
+                rows.sort();
+                Ok(vec![cache::Entry {
+                    path: "aws/prices-live.csv",
+                    kind: "prices",
+                    provider: "aws",
+                    source: format!(
+                        "AWS Price List Query API ({url}) and EC2 DescribeSpotPriceHistory, fetched {today}"
+                    ),
+                    licence: "public price list",
+                    text: cache::merge_csv(&previous, &cache::PRICE_HEADER, 1, &regions, &rows),
+                }])
+            }),
+        });
+    }
+    if scope.wants("skus") {
+        let (regions, types, prev_av, prev_sh, today, timeout) = (
+            scope.regions.clone(),
+            scope.skus.clone(),
+            scope.previous("aws/availability.csv"),
+            scope.previous("aws/instance-types.csv"),
+            today.clone(),
+            scope.timeout,
+        );
+        tasks.push(Task {
+            label: "AWS instance types".into(),
+            run: Box::pin(async move {
+                let mut avail = Vec::new();
+                let mut shape_rows: BTreeMap<String, Vec<String>> = BTreeMap::new();
+                for r in &regions {
+                    let conf = config(r, timeout).await;
+                    let offered = offerings(&conf, r, &types).await?;
+                    for t in &types {
+                        let (zones, why) = match offered.get(t) {
+                            Some(z) => (z.join(" "), String::new()),
+                            None => (String::new(), "not offered".to_owned()),
+                        };
+                        avail.push(vec![
+                            t.clone(),
+                            r.clone(),
+                            zones,
+                            why,
+                            today.clone(),
+                            "EC2 DescribeInstanceTypeOfferings".into(),
+                        ]);
+                    }
+                    let listed: Vec<String> = types
+                        .iter()
+                        .filter(|t| offered.contains_key(*t))
+                        .cloned()
+                        .collect();
+                    if listed.is_empty() {
+                        continue;
+                    }
+                    for s in shapes(&conf, r, &listed).await? {
+                        shape_rows.insert(
+                            s.sku.clone(),
+                            vec![
+                                s.sku,
+                                s.gpus.map(|g| g.to_string()).unwrap_or_default(),
+                                s.vcpus.to_string(),
+                                s.memory_mib.to_string(),
+                                s.efa.to_string(),
+                                today.clone(),
+                                format!("EC2 DescribeInstanceTypes in {r}"),
+                            ],
+                        );
+                    }
+                }
+                let source = "EC2 (DescribeInstanceTypeOfferings, DescribeInstanceTypes)";
+                let shapes_text = cache::merge_csv(
+                    &prev_sh,
+                    &[
+                        "sku",
+                        "gpu_count",
+                        "vcpus",
+                        "memory_mib",
+                        "efa",
+                        "captured",
+                        "source",
+                    ],
+                    0,
+                    &shape_rows.keys().cloned().collect::<Vec<_>>(),
+                    &shape_rows.into_values().collect::<Vec<_>>(),
+                );
+                Ok(vec![
+                    availability_entry("aws", &prev_av, &regions, &avail, source, &today),
+                    cache::Entry {
+                        path: "aws/instance-types.csv",
+                        kind: "shapes",
+                        provider: "aws",
+                        source: format!("EC2 DescribeInstanceTypes, fetched {today}"),
+                        licence: "provider data",
+                        text: shapes_text,
+                    },
+                ])
+            }),
+        });
+    }
+    if scope.wants("quota") {
+        let (regions, previous, today, timeout) = (
+            scope.regions.clone(),
+            scope.previous("aws/quota.csv"),
+            today.clone(),
+            scope.timeout,
+        );
+        tasks.push(Task {
+            label: "AWS Service Quotas".into(),
+            run: Box::pin(async move {
+                let mut rows = Vec::new();
+                for r in &regions {
+                    let conf = config(r, timeout).await;
+                    for (code, v) in quotas(&conf, r, &codes).await? {
+                        rows.push(vec![
+                            r.clone(),
+                            code,
+                            v.to_string(),
+                            String::new(),
+                            today.clone(),
+                            "Service Quotas GetServiceQuota (usage not reported)".into(),
+                        ]);
+                    }
+                }
+                Ok(vec![quota_entry(
+                    "aws",
+                    &previous,
+                    &regions,
+                    &rows,
+                    "AWS Service Quotas",
+                    &today,
+                )])
+            }),
+        });
+    }
+    if scope.wants("eviction") {
+        let (types, today, timeout, url) = (
+            scope.skus.clone(),
+            today.clone(),
+            scope.timeout,
+            advisor_url.clone(),
+        );
+        tasks.push(Task {
+            label: "AWS Spot Instance Advisor".into(),
+            run: Box::pin(async move {
+                let u = url.clone();
+                let text = tokio::task::spawn_blocking(move || {
+                    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+                    crate::http::get_json::<serde_json::Value>(|| agent.get(&u))
+                        .map(|v| v.to_string())
+                        .map_err(|f| {
+                            crate::http::describe(&format!("Spot Instance Advisor at {u}"), f)
+                        })
+                })
+                .await
+                .map_err(|e| e.to_string())??;
+                let cut = advisor_cut(&text, &types)?;
+                Ok(vec![cache::Entry {
+                    path: "aws/spot-advisor.json",
+                    kind: "spot-bands",
+                    provider: "aws",
+                    source: format!("AWS Spot Instance Advisor data ({url}), cut to the catalog's instance types, Linux, fetched {today}"),
+                    licence: "AWS public data",
+                    text: cut,
+                }])
+            }),
+        });
+    }
+    Ok((requests, tasks))
+}
