@@ -128,6 +128,8 @@ pub struct RegionPrices {
     pub spot_zones: Vec<(String, f64)>,
     pub reserved_1y: Option<Price>,
     pub reserved_3y: Option<Price>,
+    /// AWS Capacity Block for ML, per instance-hour (from a refresh).
+    pub capacity_block: Option<Price>,
 }
 
 /// A spot interruption (eviction) band for a SKU in a region.

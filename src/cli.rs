@@ -97,6 +97,10 @@ pub struct CheckArgs {
     /// Plan files (`-` reads standard input)
     #[arg(required = true, value_name = "PLAN")]
     pub plans: Vec<PathBuf>,
+    /// Refresh the plan's provider data first (`catalog refresh --plan PLAN`: prices, eviction,
+    /// and quota and SKUs where credentials allow); a failed refresh stops the command
+    #[arg(long)]
+    pub live: bool,
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     pub format: CheckFormat,
     /// Report only findings this baseline does not record (the rest show as suppressed)
@@ -143,6 +147,10 @@ pub struct RecommendArgs {
     /// Plan file (`-` reads standard input)
     #[arg(value_name = "PLAN")]
     pub plan: PathBuf,
+    /// Refresh the plan's provider data first (`catalog refresh --plan PLAN`); a failed
+    /// refresh stops the command
+    #[arg(long)]
+    pub live: bool,
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
 }

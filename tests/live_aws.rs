@@ -126,6 +126,21 @@ fn instance_types(r: &Req) -> Resp {
     Resp::xml(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><DescribeInstanceTypesResponse xmlns=\"{NS}\"><requestId>r-4</requestId><instanceTypeSet>{items}</instanceTypeSet></DescribeInstanceTypesResponse>"))
 }
 
+fn capacity_blocks(r: &Req) -> Resp {
+    assert_eq!(r.form("InstanceCount").as_deref(), Some("1"));
+    assert_eq!(r.form("CapacityDurationHours").as_deref(), Some("24"));
+    let reg = region(r);
+    let offer = |fee: &str, zone: &str| {
+        format!("<item><capacityBlockOfferingId>cbr-{zone}</capacityBlockOfferingId><instanceType>p5.48xlarge</instanceType><availabilityZone>{reg}{zone}</availabilityZone><instanceCount>1</instanceCount><startDate>2026-12-09T11:30:00.000Z</startDate><endDate>2026-12-10T11:30:00.000Z</endDate><capacityBlockDurationHours>24</capacityBlockDurationHours><upfrontFee>{fee}</upfrontFee><currencyCode>USD</currencyCode><tenancy>default</tenancy></item>")
+    };
+    let items = if r.form("InstanceType").as_deref() == Some("p5.48xlarge") && reg == "us-east-1" {
+        offer("900.00", "a") + &offer("755.1360", "b")
+    } else {
+        String::new()
+    };
+    Resp::xml(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><DescribeCapacityBlockOfferingsResponse xmlns=\"{NS}\"><requestId>r-5</requestId><capacityBlockOfferingSet>{items}</capacityBlockOfferingSet></DescribeCapacityBlockOfferingsResponse>"))
+}
+
 fn quota(r: &Req) -> Resp {
     let v: serde_json::Value = serde_json::from_str(&r.body).expect("json body");
     assert_eq!(v["ServiceCode"], "ec2");
@@ -228,6 +243,7 @@ fn healthy(r: &Req, _: &[Req]) -> Resp {
         Some("DescribeSpotPriceHistory") => spot_history(r),
         Some("DescribeInstanceTypeOfferings") => offerings(r),
         Some("DescribeInstanceTypes") => instance_types(r),
+        Some("DescribeCapacityBlockOfferings") => capacity_blocks(r),
         other => panic!("unexpected request {other:?}: {}", r.body),
     }
 }
@@ -337,7 +353,13 @@ fn a_full_refresh_counts_its_requests_writes_every_file_and_changes_the_answers(
     assert_eq!(quota_calls % 2, 0);
     assert!((8..=30).contains(&(quota_calls / 2)), "{quota_calls}");
     assert_eq!(n(&|r| r.target == "/spot-advisor-data.json"), 1);
-    assert_eq!(reqs.len(), 2 + 4 + 2 + 2 + quota_calls + 1);
+    // One Capacity Block query per block-capable type (8-GPU P sizes, Trainium) and region.
+    let blocks = n(&action("DescribeCapacityBlockOfferings"));
+    assert!(blocks >= 2 && blocks % 2 == 0, "{blocks}");
+    assert!(reqs
+        .iter()
+        .any(|r| r.form("InstanceType").as_deref() == Some("p5.48xlarge")));
+    assert_eq!(reqs.len(), 2 + 4 + 2 + 2 + quota_calls + 1 + blocks);
 
     let cached = files(&cache);
     let get = |name: &str| {
@@ -553,4 +575,45 @@ fn the_dry_run_lists_requests_and_makes_none() {
     assert!(text.contains(&format!("GET {}/spot-advisor-data.json", mock.url)));
     assert!(mock.requests().is_empty());
     assert!(!dir.path().join("cache").exists());
+}
+
+#[test]
+fn live_refreshes_before_recommending_and_a_failed_refresh_stops_the_command() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let mock = Mock::start(healthy);
+    let out = gpuplan(&cache, &mock.url)
+        .args([
+            "recommend",
+            "--live",
+            "--format",
+            "json",
+            "tests/fixtures/live/aws-minimal.toml",
+        ])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
+    // Offline the answer is g4dn.xlarge; the live data says it is not offered in us-east-1.
+    assert_ne!(v["pools"][0]["sku"], "g4dn.xlarge");
+    assert!(
+        mock.count(|r| r.form("Action").as_deref() == Some("DescribeInstanceTypeOfferings")) == 1
+    );
+    assert!(cache.join("aws/availability.csv").is_file());
+
+    let broken = Mock::start(|_, _| Resp::new(500, "text/plain", "down"));
+    let out = gpuplan(&dir.path().join("other"), &broken.url)
+        .args(["check", "--live", "tests/fixtures/live/aws-minimal.toml"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(
+        out.stdout.is_empty(),
+        "no check output after a failed refresh"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the cache is unchanged"));
+    assert!(!dir.path().join("other").exists());
 }

@@ -727,6 +727,7 @@ fn load_retail_overrides(
             .or_default();
         match kind {
             "consumption" => entry.on_demand = price,
+            "capacity-block" => entry.capacity_block = price,
             "spot" => {
                 entry.spot = price;
                 entry.spot_zones = vec![(String::new(), v)];
@@ -756,7 +757,7 @@ fn load_retail_overrides(
                 return Err(invalid(
                     file,
                     at..at,
-                    format!("price kind `{other}`: expected consumption, spot, reservation-1y or reservation-3y"),
+                    format!("price kind `{other}`: expected consumption, spot, capacity-block, reservation-1y or reservation-3y"),
                 ));
             }
         }

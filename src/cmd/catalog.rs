@@ -148,6 +148,7 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
                 "spot_source": p.spot.as_ref().map(|x| x.source.to_string()),
                 "reserved_1y_usd_per_hour": p.reserved_1y.as_ref().map(|x| x.usd_per_hour),
                 "reserved_3y_usd_per_hour": p.reserved_3y.as_ref().map(|x| x.usd_per_hour),
+                "capacity_block_usd_per_hour": p.capacity_block.as_ref().map(|x| x.usd_per_hour),
                 "spot_band": band.map(|b| b.label.clone()),
                 "spot_band_source": band.map(|b| b.source.to_string()),
                 // Per-account data, present after `catalog refresh`.

@@ -29,6 +29,13 @@ fn levels(args: &CheckArgs) -> Result<Levels, String> {
 }
 
 pub fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
+    if args.live {
+        for p in &args.plans {
+            if let Err(code) = super::refresh::live(g, p, out) {
+                return code;
+            }
+        }
+    }
     let levels = match levels(args) {
         Ok(l) => l,
         Err(e) => {

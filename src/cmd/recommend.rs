@@ -12,6 +12,11 @@ use crate::output::Out;
 
 pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
     let started = std::time::Instant::now();
+    if args.live {
+        if let Err(code) = super::refresh::live(g, &args.plan, out) {
+            return code;
+        }
+    }
     let (p, catalog) = match super::load_plan(g, &args.plan, out) {
         Ok(x) => x,
         Err(code) => return code,

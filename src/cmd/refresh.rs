@@ -57,6 +57,46 @@ impl Scope {
     }
 }
 
+/// `--live` on `check` and `recommend`: refresh what the plan uses before reading it. Azure
+/// quota and SKU availability need a subscription; without one they are skipped, and said so.
+pub fn live(g: &Global, plan: &std::path::Path, out: &Out) -> Result<(), u8> {
+    if plan.as_os_str() == "-" {
+        out.stderr("error: `--live` needs a plan file, not standard input\n");
+        return Err(exit::INPUT);
+    }
+    let (p, _) = super::load_plan(g, plan, out)?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let provider = match p.provider() {
+        crate::plan::raw::Provider::Azure => ProviderArg::Azure,
+        crate::plan::raw::Provider::Aws => ProviderArg::Aws,
+    };
+    let subscription = env("AZURE_SUBSCRIPTION_ID");
+    let only: Vec<String> = match (provider, &subscription) {
+        (ProviderArg::Azure, None) => {
+            out.info("--live: no AZURE_SUBSCRIPTION_ID, so quota and SKU availability stay as cached; refreshing prices and eviction bands");
+            vec!["prices".into(), "eviction".into()]
+        }
+        _ => Vec::new(),
+    };
+    let args = RefreshArgs {
+        provider,
+        regions: Vec::new(),
+        plan: Some(plan.to_owned()),
+        only,
+        dry_run: false,
+        timeout: 30,
+        subscription,
+        management_url: env("GPUPLAN_AZURE_MANAGEMENT_URL"),
+        prices_url: env("GPUPLAN_AZURE_PRICES_URL"),
+        pricing_url: env("GPUPLAN_AWS_PRICING_URL"),
+        spot_advisor_url: env("GPUPLAN_AWS_SPOT_ADVISOR_URL"),
+    };
+    match run(g, &args, out) {
+        exit::OK => Ok(()),
+        code => Err(code),
+    }
+}
+
 pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
     let fail = |msg: String| {
         out.stderr(&format!("error: {msg}\n"));

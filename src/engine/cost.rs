@@ -25,11 +25,20 @@ pub fn node_hour(
             od.map(|usd| HourlyPrice { usd, caveat: None })
         }
         // Capacity Blocks are priced per block, apart from on-demand rates (source articles);
-        // the catalog has no block prices.
-        Capacity::CapacityBlock => od.map(|usd| HourlyPrice {
-            usd,
-            caveat: Some("no Capacity Block price in the catalog; on-demand price used".into()),
-        }),
+        // only a refresh (DescribeCapacityBlockOfferings) knows them.
+        Capacity::CapacityBlock => match &prices.capacity_block {
+            Some(p) => Some(HourlyPrice {
+                usd: p.usd_per_hour,
+                caveat: None,
+            }),
+            None => od.map(|usd| HourlyPrice {
+                usd,
+                caveat: Some(
+                    "no Capacity Block price in the catalog (`catalog refresh --provider aws`); on-demand price used"
+                        .into(),
+                ),
+            }),
+        },
         Capacity::Spot => match &prices.spot {
             Some(p) => Some(HourlyPrice {
                 usd: p.usd_per_hour,

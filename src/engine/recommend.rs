@@ -525,7 +525,8 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
 }
 
 fn cents(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    // `+ 0.0` turns -0.0 (a saving of nothing, rounded) into 0.0, so JSON never says "-0.0".
+    (x * 100.0).round() / 100.0 + 0.0
 }
 
 fn pool_sharing(fit: &Fit) -> Sharing {

@@ -2,7 +2,8 @@
 //! (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_EC2`, `AWS_ENDPOINT_URL_SERVICE_QUOTAS`):
 //! - prices: on-demand and standard reserved (1y/3y) rows from the Price List Query API
 //!   (`GetProducts`, one filtered query per region, `GPUPLAN_AWS_PRICING_URL`), and the
-//!   current spot price per zone (`DescribeSpotPriceHistory` from now);
+//!   current spot price per zone (`DescribeSpotPriceHistory` from now), and the price per
+//!   instance-hour of a one-day Capacity Block (`DescribeCapacityBlockOfferings`);
 //! - skus: which zones offer each instance type (`DescribeInstanceTypeOfferings`) and its
 //!   shape (`DescribeInstanceTypes`: GPUs, vCPUs, memory, EFA);
 //! - quota: the on-demand and spot vCPU quotas of every family the catalog's GPU types use
@@ -262,6 +263,95 @@ pub async fn shapes(
     Ok(out)
 }
 
+/// Instance types sold as EC2 Capacity Blocks for ML: the 8-GPU P sizes and Trainium.
+pub fn capacity_block_types(scope: &Scope) -> Vec<String> {
+    let Ok(c) = crate::catalog::Catalog::embedded(&[crate::plan::raw::Provider::Aws]) else {
+        return Vec::new();
+    };
+    scope
+        .skus
+        .iter()
+        .filter(|s| {
+            c.sku(crate::plan::raw::Provider::Aws, s).is_some_and(|k| {
+                (k.quota_family == "L-417A185B" && k.gpu_count == 8)
+                    || k.quota_family == "L-2C3B7624"
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+/// Hours of the block priced: one day, the shortest block AWS sells.
+pub const BLOCK_HOURS: i32 = 24;
+
+/// The lowest price per instance-hour of a one-instance, one-day Capacity Block of each type
+/// (upfront fee / (instances x hours)), with the offering's zone and start.
+pub async fn capacity_blocks(
+    conf: &aws_config::SdkConfig,
+    region: &str,
+    types: &[String],
+) -> Result<Vec<(String, f64, String)>, String> {
+    let ec2 = aws_sdk_ec2::Client::new(conf);
+    let mut out = Vec::new();
+    for ty in types {
+        let what = format!("EC2 DescribeCapacityBlockOfferings {ty} in {region}");
+        let mut pages = Pages::new(what.clone());
+        let mut token: Option<String> = None;
+        let mut best: Option<(f64, String)> = None;
+        loop {
+            let r = ec2
+                .describe_capacity_block_offerings()
+                .instance_type(ty)
+                .instance_count(1)
+                .capacity_duration_hours(BLOCK_HOURS)
+                .set_next_token(token.clone())
+                .send()
+                .await
+                .map_err(|e| sdk_err(&what, &e))?;
+            for o in r.capacity_block_offerings() {
+                if o.currency_code().is_some_and(|c| c != "USD") {
+                    continue;
+                }
+                let (Some(fee), Some(n), Some(h)) = (
+                    o.upfront_fee(),
+                    o.instance_count(),
+                    o.capacity_block_duration_hours(),
+                ) else {
+                    return Err(format!(
+                        "{what}: an offering without upfrontFee, instanceCount or capacityBlockDurationHours"
+                    ));
+                };
+                let fee: f64 = fee
+                    .parse()
+                    .map_err(|_| format!("{what}: upfrontFee `{fee}` is not a number"))?;
+                if n <= 0 || h <= 0 {
+                    continue;
+                }
+                let hourly = fee / f64::from(n) / f64::from(h);
+                if best.as_ref().is_none_or(|b| hourly < b.0) {
+                    best = Some((
+                        hourly,
+                        format!(
+                            "{} instance(s) x {h} h from {} in {}",
+                            n,
+                            o.start_date().map(|d| d.to_string()).unwrap_or_default(),
+                            o.availability_zone().unwrap_or("?")
+                        ),
+                    ));
+                }
+            }
+            match pages.next(r.next_token())? {
+                Some(t) => token = Some(t),
+                None => break,
+            }
+        }
+        if let Some((p, note)) = best {
+            out.push((ty.clone(), p, note));
+        }
+    }
+    Ok(out)
+}
+
 /// The value of each quota code in `region`, in vCPUs.
 pub async fn quotas(
     conf: &aws_config::SdkConfig,
@@ -517,6 +607,7 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
     let pricing_url = url_or(&args.pricing_url, PRICING_URL);
     let advisor_url = url_or(&args.spot_advisor_url, SPOT_ADVISOR_URL);
     let codes = quota_codes(scope);
+    let block_types = capacity_block_types(scope);
     let mut requests = Vec::new();
     for r in &scope.regions {
         if scope.wants("prices") {
@@ -528,6 +619,11 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
                 "POST ec2.{r} DescribeSpotPriceHistory Linux/UNIX from now, {} types (paged)",
                 scope.skus.len()
             ));
+            for t in &block_types {
+                requests.push(format!(
+                    "POST ec2.{r} DescribeCapacityBlockOfferings {t} x1 for {BLOCK_HOURS} h (paged)"
+                ));
+            }
         }
         if scope.wants("skus") {
             requests.push(format!(
@@ -554,13 +650,14 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
     let mut tasks = Vec::new();
     let today = scope.today.clone();
     if scope.wants("prices") {
-        let (regions, types, previous, today, timeout, url) = (
+        let (regions, types, previous, today, timeout, url, block_types) = (
             scope.regions.clone(),
             scope.skus.clone(),
             scope.previous("aws/prices-live.csv"),
             today.clone(),
             scope.timeout,
             pricing_url.clone(),
+            block_types.clone(),
         );
         tasks.push(Task {
             label: "AWS prices".into(),
@@ -577,6 +674,17 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
                             if kind == "consumption" { "1 Hour" } else { "term" }.to_owned(),
                             today.clone(),
                             format!("AWS Price List GetProducts ({note})"),
+                        ]);
+                    }
+                    for (sku, p, note) in capacity_blocks(&conf, r, &block_types).await? {
+                        rows.push(vec![
+                            sku,
+                            r.clone(),
+                            "capacity-block".into(),
+                            p.to_string(),
+                            "1 Hour".into(),
+                            today.clone(),
+                            format!("EC2 DescribeCapacityBlockOfferings, lowest per instance-hour: {note}"),
                         ]);
                     }
                     for (sku, zones) in spot_prices(&conf, r, &types).await? {

@@ -73,7 +73,7 @@ impl Rule for StaleProviderData {
             cx.push(
                 cx.finding(cx.plan.raw.plan.provider.span(), format!("{kind} data `{file}` is from {as_of}, {age} days old (limit {limit})"))
                     .label("provider data used")
-                    .help("load newer provider data with `--catalog DIR`, or record the accepted age with an `[[allow]]`"),
+                    .help("fetch today's data with `gpuplan catalog refresh --plan PLAN` (or run with `--live`), load newer files with `--catalog DIR`, or record the accepted age with an `[[allow]]`"),
             );
         }
     }
