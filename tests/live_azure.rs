@@ -558,3 +558,38 @@ fn quota_without_a_subscription_is_refused_before_any_request() {
         .code(0);
     assert_eq!(mock.requests().len(), 1);
 }
+
+#[test]
+fn the_plan_names_the_subscription_when_no_flag_or_variable_does() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/minimal.toml"))
+            .expect("plan")
+            .replace(
+                "regions = [\"eastus\"]",
+                &format!("regions = [\"eastus\"]\nsubscription = \"{SUB}\""),
+            );
+    std::fs::write(&plan, text).expect("write");
+    let mock = Mock::start(healthy);
+    gpuplan(&dir.path().join("cache"), &mock.url)
+        .env_remove("AZURE_SUBSCRIPTION_ID")
+        .args([
+            "catalog",
+            "refresh",
+            "--provider",
+            "azure",
+            "--only",
+            "quota",
+            "--plan",
+        ])
+        .arg(&plan)
+        .assert()
+        .code(0);
+    assert_eq!(
+        mock.count(|r| r.target.starts_with(&format!(
+            "/subscriptions/{SUB}/providers/Microsoft.Compute/locations/eastus/usages"
+        ))),
+        2
+    );
+}

@@ -71,9 +71,10 @@ pub fn live(g: &Global, plan: &std::path::Path, out: &Out) -> Result<(), u8> {
         crate::plan::raw::Provider::Aws => ProviderArg::Aws,
     };
     let subscription = env("AZURE_SUBSCRIPTION_ID");
-    let only: Vec<String> = match (provider, &subscription) {
-        (ProviderArg::Azure, None) => {
-            out.info("--live: no AZURE_SUBSCRIPTION_ID, so quota and SKU availability stay as cached; refreshing prices and eviction bands");
+    let known = subscription.is_some() || p.raw.plan.subscription.is_some();
+    let only: Vec<String> = match (provider, known) {
+        (ProviderArg::Azure, false) => {
+            out.info("--live: no subscription (AZURE_SUBSCRIPTION_ID or `[plan] subscription`), so quota and SKU availability stay as cached; refreshing prices and eviction bands");
             vec!["prices".into(), "eviction".into()]
         }
         _ => Vec::new(),
@@ -119,6 +120,7 @@ pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
     parts.sort();
     parts.dedup();
     let mut regions = args.regions.clone();
+    let mut plan_subscription = None;
     let provider = match args.provider {
         ProviderArg::Azure => crate::plan::raw::Provider::Azure,
         ProviderArg::Aws => crate::plan::raw::Provider::Aws,
@@ -135,6 +137,7 @@ pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
                     ));
                 }
                 regions.extend(p.regions().map(str::to_owned));
+                plan_subscription = p.raw.plan.subscription.as_ref().map(|s| s.get().clone());
             }
             Err(code) => return code,
         }
@@ -170,7 +173,7 @@ pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
         dir: dir.clone(),
     };
     let plan = match args.provider {
-        ProviderArg::Azure => azure(args, &scope),
+        ProviderArg::Azure => azure(args, plan_subscription, &scope),
         ProviderArg::Aws => aws::plan(args, &scope),
     };
     let (requests, tasks) = match plan {
@@ -259,15 +262,23 @@ fn url_or(flag: &Option<String>, default: &str) -> String {
 }
 
 /// The Azure requests (for `--dry-run`) and tasks of a refresh.
-fn azure(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
+fn azure(
+    args: &RefreshArgs,
+    plan_subscription: Option<String>,
+    scope: &Scope,
+) -> Result<(Vec<String>, Vec<Task>), String> {
     let prices_base = url_or(&args.prices_url, azure_prices::DEFAULT_URL);
     let mgmt = url_or(&args.management_url, azure_mgmt::DEFAULT_URL);
     let needs_mgmt = scope.wants("quota") || scope.wants("skus") || scope.wants("eviction");
-    let subscription = args.subscription.clone().filter(|s| !s.is_empty());
+    let subscription = args
+        .subscription
+        .clone()
+        .filter(|s| !s.is_empty())
+        .or(plan_subscription);
     let sub_needed = scope.wants("quota") || scope.wants("skus");
     if sub_needed && subscription.is_none() && !args.dry_run {
         return Err(
-            "quota and SKU availability are per subscription: give `--subscription ID` or set AZURE_SUBSCRIPTION_ID (or refresh `--only prices,eviction`)"
+            "quota and SKU availability are per subscription: give `--subscription ID`, set AZURE_SUBSCRIPTION_ID or `[plan] subscription` (or refresh `--only prices,eviction`)"
                 .into(),
         );
     }

@@ -95,6 +95,9 @@ pub struct PlanMeta {
     pub hours_per_month: Option<Sp<f64>>,
     /// Monthly budget in USD; a plan that costs more is an error (GP017).
     pub monthly_budget: Option<Sp<f64>>,
+    /// Azure subscription ID whose quota and SKU availability `catalog refresh --plan` reads
+    /// (a flag or `AZURE_SUBSCRIPTION_ID` takes precedence).
+    pub subscription: Option<Sp<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]

@@ -261,6 +261,27 @@ pub(super) fn validate(
     if let Some(b) = &meta.monthly_budget {
         ctx.range_f("monthly_budget", b, 0.0, false, f64::INFINITY, false);
     }
+    if let Some(sub) = &meta.subscription {
+        let guid = sub.get().split('-').map(str::len).collect::<Vec<_>>() == [8, 4, 4, 4, 12]
+            && sub.get().chars().all(|c| c == '-' || c.is_ascii_hexdigit());
+        if *meta.provider.get() != crate::plan::raw::Provider::Azure {
+            ctx.err(
+                "plan::subscription-not-azure",
+                sub.span(),
+                "`subscription` is an Azure subscription ID; AWS accounts come from the credential chain".into(),
+                "Azure only",
+                "remove `subscription`; the AWS SDK's default chain picks the account".into(),
+            );
+        } else if !guid {
+            ctx.err(
+                "plan::invalid-subscription",
+                sub.span(),
+                format!("subscription `{}` is not a subscription ID", sub.get()),
+                "expected a GUID",
+                "an Azure subscription ID looks like 00000000-0000-0000-0000-000000000000 (`az account show --query id`)".into(),
+            );
+        }
+    }
     if let Some(c) = &raw.cluster {
         if let Some(n) = &c.name {
             ctx.dns_label("cluster name", n);
