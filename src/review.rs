@@ -121,6 +121,27 @@ pub fn markdown(r: &Review) -> String {
             );
         }
     }
+    if !r.idle_nodes.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Nodes with unrequested GPUs\n\n| node | pool | empty (h) | idle GPU-h | cost |\n|---|---|---:|---:|---:|"
+        );
+        for n in &r.idle_nodes {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {:.1} | {} | {} |",
+                n.node,
+                match (&n.pool, &n.pool_label) {
+                    (Some(p), _) => format!("`{p}`"),
+                    (None, Some(l)) => format!("`{l}` (not in the plan)"),
+                    (None, None) => "unlabelled".to_owned(),
+                },
+                n.empty_seconds as f64 / 3600.0,
+                hours(n.idle_gpu_seconds),
+                n.idle_cost_usd.map_or("price unknown".to_owned(), usd)
+            );
+        }
+    }
     if !r.reservations.is_empty() {
         let _ = writeln!(o, "\n## Reservation fill\n\n| pool | reserved GPU-h | used by workloads | fill |\n|---|---:|---:|---:|");
         for f in &r.reservations {

@@ -53,13 +53,53 @@ const PODS: [Pod; 5] = [
     ("mystery-job-1", "research", 2.0, |_| 1.0),
 ];
 
+/// Nodes: name, pool label, allocatable GPUs. The notebook pod runs on `aks-notebooks-1`,
+/// the mystery job on `gpu-node-x`; `aks-notebooks-2` hosts nothing.
+const NODES: [(&str, Option<&str>, f64); 3] = [
+    ("aks-notebooks-1", Some("notebooks"), 1.0),
+    ("aks-notebooks-2", Some("notebooks"), 1.0),
+    ("gpu-node-x", None, 4.0),
+];
+
+fn node_of(pod: &str) -> Option<&'static str> {
+    match pod {
+        "research-notebooks-0" => Some("aks-notebooks-1"),
+        "mystery-job-1" => Some("gpu-node-x"),
+        _ => None,
+    }
+}
+
 fn openmetrics() -> String {
     let mut s = String::from("# TYPE kube_pod_container_resource_requests gauge\n");
     for (pod, ns, alloc, _) in PODS {
+        let node = node_of(pod)
+            .map(|n| format!(",node=\"{n}\""))
+            .unwrap_or_default();
         for i in 0..POINTS {
             let _ = writeln!(
                 s,
-                "kube_pod_container_resource_requests{{namespace=\"{ns}\",pod=\"{pod}\",container=\"main\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} {alloc} {}",
+                "kube_pod_container_resource_requests{{namespace=\"{ns}\",pod=\"{pod}\",container=\"main\"{node},resource=\"nvidia_com_gpu\",unit=\"integer\"}} {alloc} {}",
+                START + i * STEP
+            );
+        }
+    }
+    s.push_str("# TYPE kube_node_status_allocatable gauge\n");
+    for (node, _, gpus) in NODES {
+        for i in 0..POINTS {
+            let _ = writeln!(
+                s,
+                "kube_node_status_allocatable{{node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} {gpus} {}",
+                START + i * STEP
+            );
+        }
+    }
+    s.push_str("# TYPE kube_node_labels gauge\n");
+    for (node, pool, _) in NODES {
+        let Some(pool) = pool else { continue };
+        for i in 0..POINTS {
+            let _ = writeln!(
+                s,
+                "kube_node_labels{{node=\"{node}\",label_kubernetes_azure_com_agentpool=\"{pool}\"}} 1 {}",
                 START + i * STEP
             );
         }
@@ -182,6 +222,25 @@ fn assert_ground_truth(v: &Value) {
     assert!(kinds.contains(&"reap-stalled"), "{kinds:?}");
 }
 
+/// Node-level idle, worked out by hand from `NODES`: `aks-notebooks-2` offered one T4 for
+/// six hours with nothing on it (the notebooks pool's Standard_NC4as_T4_v3 at $0.526/h:
+/// $3.16); `gpu-node-x` offered four GPUs to a two-GPU job (43,200 GPU-s idle, no plan pool,
+/// so no price); `aks-notebooks-1` was fully requested and is not listed.
+fn assert_idle_nodes(v: &Value) {
+    let nodes = v["idle_nodes"].as_array().expect("idle_nodes");
+    assert_eq!(nodes.len(), 2, "{nodes:#?}");
+    assert_eq!(nodes[0]["node"], "aks-notebooks-2");
+    assert_eq!(nodes[0]["pool"], "notebooks");
+    assert_eq!(nodes[0]["empty_seconds"], 21_600);
+    assert_eq!(nodes[0]["idle_gpu_seconds"], 21_600.0);
+    assert_eq!(nodes[0]["idle_cost_usd"], 3.16);
+    assert_eq!(nodes[1]["node"], "gpu-node-x");
+    assert_eq!(nodes[1]["pool"], Value::Null);
+    assert_eq!(nodes[1]["empty_seconds"], 0);
+    assert_eq!(nodes[1]["idle_gpu_seconds"], 43_200.0);
+    assert_eq!(nodes[1]["idle_cost_usd"], Value::Null);
+}
+
 #[test]
 fn files_give_the_hand_computed_numbers() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -189,6 +248,7 @@ fn files_give_the_hand_computed_numbers() {
     std::fs::write(&om, openmetrics()).expect("write");
     let a = review(&["--metrics", om.to_str().expect("utf-8")]);
     assert_ground_truth(&a);
+    assert_idle_nodes(&a);
     let c = dir.path().join("gpu.csv");
     std::fs::write(&c, csv()).expect("write");
     let b = review(&["--csv", c.to_str().expect("utf-8")]);
@@ -382,6 +442,7 @@ fn a_real_prometheus_gives_the_same_numbers() {
         "60s",
     ]);
     assert_ground_truth(&from_server);
+    assert_idle_nodes(&from_server);
     let from_file = review(&[
         "--metrics",
         dir.path().join("gpu.om").to_str().expect("utf-8"),
@@ -391,6 +452,7 @@ fn a_real_prometheus_gives_the_same_numbers() {
         "workloads",
         "stalled",
         "idle_pools",
+        "idle_nodes",
         "unmatched",
         "recommendations",
     ] {
@@ -505,9 +567,16 @@ fn prometheus_faults_are_retried_or_reported() {
             "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(),
             0,
         ),
+        // no node metrics: the review has no node section, and asks nothing more
+        (
+            200,
+            "",
+            "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(),
+            0,
+        ),
     ]);
     let out = review_against(&url, &[], 0);
-    assert_eq!(h.join().expect("server"), 4);
+    assert_eq!(h.join().expect("server"), 5);
     let v: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(workload(&v, "chat-api")["allocated_gpu_seconds"], 120.0);
     // a query Prometheus refuses: its own reason is shown
@@ -576,8 +645,10 @@ fn mig_instances_from_prometheus_count_as_their_share() {
             0,
         ),
         (200, "", "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(), 0),
+        (200, "", "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(), 0),
     ]);
     let v: Value = serde_json::from_str(&review_against(&url, &[], 0)).expect("json");
+    assert_eq!(v["idle_nodes"], serde_json::json!([]));
     let emb = workload(&v, "embeddings");
     // 2 samples x 60 s x 3/7 allocated; half of it used
     assert_eq!(emb["allocated_gpu_seconds"], 51.43);

@@ -22,6 +22,8 @@ pub struct Review {
     pub workloads: Vec<WorkloadRow>,
     pub stalled: Vec<Stalled>,
     pub idle_pools: Vec<IdlePool>,
+    /// Nodes with GPUs nobody requested (needs node metrics; empty otherwise).
+    pub idle_nodes: Vec<IdleNode>,
     pub reservations: Vec<ReservationFill>,
     pub unmatched: Vec<Unmatched>,
     pub recommendations: Vec<Advice>,
@@ -77,6 +79,21 @@ pub struct IdlePool {
     pub idle_cost_usd: f64,
 }
 
+/// A node that was paid for while its GPUs sat unrequested.
+#[derive(Debug, Serialize)]
+pub struct IdleNode {
+    pub node: String,
+    /// The node's pool label, and the plan pool it matched (by name, as AKS shortens it).
+    pub pool_label: Option<String>,
+    pub pool: Option<String>,
+    /// Seconds the node was up with no GPU requested on it at all.
+    pub empty_seconds: i64,
+    /// GPU-seconds it offered that no pod requested.
+    pub idle_gpu_seconds: f64,
+    /// At the matched pool's price; `None` when the node matches no plan pool.
+    pub idle_cost_usd: Option<f64>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct ReservationFill {
     pub pool: String,
@@ -120,6 +137,107 @@ fn round(x: f64) -> f64 {
 
 fn ratio(used: f64, alloc: f64) -> Option<f64> {
     (alloc > 0.0).then(|| (used / alloc * 10_000.0).round() / 10_000.0)
+}
+
+/// A node pool label against a plan pool name: equal ignoring case and anything but letters
+/// and digits, or the pool's first 12 of those (AKS pool names are at most 12 characters).
+fn pool_matches(label: &str, pool: &str) -> bool {
+    let norm = |s: &str| {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect::<String>()
+    };
+    let (l, p) = (norm(label), norm(pool));
+    !l.is_empty() && (l == p || (l.len() == 12 && p.starts_with(&l)))
+}
+
+/// Per node: GPU-seconds offered and not requested, and time with nothing requested at all;
+/// costed at the matched plan pool's price per GPU. A node empty for more than a day of the
+/// window is advice: the autoscaler is not removing it, or the pool floor holds it.
+fn idle_nodes(
+    plan: &Plan,
+    catalog: &crate::catalog::Catalog,
+    t: &Telemetry,
+    step: i64,
+    advice: &mut Vec<Advice>,
+) -> Vec<IdleNode> {
+    let mut out = Vec::new();
+    for (name, n) in &t.nodes {
+        let mut idle = 0.0;
+        let mut empty = 0;
+        for (ts, cap) in &n.capacity {
+            if *cap <= 0.0 {
+                continue;
+            }
+            let alloc = n.allocated.get(ts).copied().unwrap_or(0.0);
+            idle += (cap - alloc).max(0.0) * step as f64;
+            if alloc <= 0.0 {
+                empty += step;
+            }
+        }
+        if idle <= 0.0 {
+            continue;
+        }
+        let pool = n
+            .pool
+            .as_deref()
+            .and_then(|l| plan.pools().iter().find(|p| pool_matches(l, p.name.get())));
+        let price = pool.and_then(|p| {
+            let gpus = f64::from(catalog.sku(plan.provider(), p.sku.get())?.gpu_count);
+            crate::engine::cost::node_hour(
+                catalog,
+                plan.provider(),
+                p.sku.get(),
+                p.region.get(),
+                p.capacity(),
+            )
+            .map(|h| h.usd / gpus.max(1.0) / 3600.0)
+        });
+        let cost = price.map(|p| round(idle * p));
+        if empty >= 86_400 {
+            let days = empty as f64 / 86_400.0;
+            advice.push(Advice {
+                kind: "empty-node",
+                workload: None,
+                pool: pool.map(|p| p.name.get().clone()),
+                saving_usd: price.map_or(0.0, |p| {
+                    round(empty as f64 * p * n.capacity.values().copied().fold(0.0, f64::max))
+                }),
+                message: format!(
+                    "node `{name}`{} ran {days:.1} day(s) with no GPU requested",
+                    n.pool
+                        .as_deref()
+                        .map(|l| format!(" (pool `{l}`)"))
+                        .unwrap_or_default()
+                ),
+                change: match pool {
+                    Some(p) if p.nodes().min() > 0 => format!(
+                        "[[pool]] name = \"{}\": lower nodes.min (now {}) or let the autoscaler remove empty nodes",
+                        p.name.get(),
+                        p.nodes().min()
+                    ),
+                    _ => "check the cluster autoscaler's scale-down (scale-down-unneeded-time, pods that block eviction)".into(),
+                },
+            });
+        }
+        out.push(IdleNode {
+            node: name.clone(),
+            pool_label: n.pool.clone(),
+            pool: pool.map(|p| p.name.get().clone()),
+            empty_seconds: empty,
+            idle_gpu_seconds: round(idle),
+            idle_cost_usd: cost,
+        });
+    }
+    out.sort_by(|a, b| {
+        b.idle_cost_usd
+            .unwrap_or(0.0)
+            .total_cmp(&a.idle_cost_usd.unwrap_or(0.0))
+            .then(b.idle_gpu_seconds.total_cmp(&a.idle_gpu_seconds))
+            .then(a.node.cmp(&b.node))
+    });
+    out
 }
 
 /// Which workload a pod belongs to: its team's namespace, and the workload's name as the
@@ -388,6 +506,7 @@ pub fn analyse(
             });
         }
     }
+    let idle_nodes = idle_nodes(plan, catalog, t, step, &mut advice);
     for (ns, (a, u)) in ns_totals {
         let team = teams.entry(ns).or_default();
         team.0 = a;
@@ -421,6 +540,7 @@ pub fn analyse(
         workloads,
         stalled,
         idle_pools,
+        idle_nodes,
         reservations,
         unmatched,
         recommendations: advice,
@@ -428,5 +548,21 @@ pub fn analyse(
             .into_iter()
             .map(|(team, pts)| (team, pts.into_iter().map(|(t, (a, u))| (t, a, u)).collect()))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pool_matches;
+
+    #[test]
+    fn node_pool_labels_match_plan_pools_as_aks_shortens_them() {
+        assert!(pool_matches("notebooks", "notebooks"));
+        assert!(pool_matches("servemig", "serve-mig"));
+        // AKS keeps 12 lowercase letters and digits
+        assert!(pool_matches("inferencea10", "inference-a100-spot"));
+        assert!(!pool_matches("inference", "inference-a100-spot"));
+        assert!(!pool_matches("", "x"));
+        assert!(!pool_matches("gpu", "cpu"));
     }
 }

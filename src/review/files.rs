@@ -213,6 +213,21 @@ pub fn read_exposition(
                 (1, w)
             }
             "vllm:generation_tokens_total" | "vllm_generation_tokens_total" => (2, 1.0),
+            "kube_node_status_allocatable" => {
+                let resource = labels.get("resource").map_or("", String::as_str);
+                if resource != "nvidia_com_gpu" && !resource.starts_with("nvidia_com_mig_") {
+                    continue;
+                }
+                let w = super::telemetry::resource_share(catalog, resource).ok_or_else(|| {
+                    err(
+                        file,
+                        line,
+                        format!("resource `{resource}`: no such MIG profile in the catalog"),
+                    )
+                })?;
+                (3, w)
+            }
+            "kube_node_labels" => (4, 1.0),
             _ => continue,
         };
         let mut parts = rest.split_whitespace();
@@ -232,6 +247,27 @@ pub fn read_exposition(
             .parse()
             .map_err(|_| err(file, line, format!("timestamp `{ts}`: expected a number")))?;
         let time = if openmetrics { ts } else { ts / 1000.0 }.floor() as i64;
+        if kind >= 3 {
+            let node = labels
+                .get("node")
+                .ok_or_else(|| err(file, line, format!("`{name}` without a `node` label")))?;
+            let n = t.node_mut(node);
+            if kind == 3 {
+                *n.capacity.entry(time).or_default() += value.max(0.0) * weight;
+            } else if let Some(pool) = super::telemetry::POOL_LABELS
+                .iter()
+                .find_map(|k| labels.get(*k).filter(|v| !v.is_empty()))
+            {
+                n.pool = Some(pool.clone());
+            }
+            continue;
+        }
+        // Requests carry the node their pod runs on (kube-state-metrics 2.x).
+        if kind == 0 {
+            if let Some(node) = labels.get("node").filter(|n| !n.is_empty()) {
+                *t.node_mut(node).allocated.entry(time).or_default() += value.max(0.0) * weight;
+            }
+        }
         // DCGM's own namespace/pod labels name the exporter when exported_* are present.
         let ns = labels
             .get("exported_namespace")

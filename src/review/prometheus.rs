@@ -26,6 +26,13 @@ pub const ALLOCATED: &str =
 /// Kept apart by `GPU_I_PROFILE`: on a MIG instance the activity is of the instance.
 pub const USED: &str = "sum by (namespace, pod, GPU_I_PROFILE) (label_replace(label_replace(DCGM_FI_PROF_GR_ENGINE_ACTIVE, \"namespace\", \"$1\", \"exported_namespace\", \"(.+)\"), \"pod\", \"$1\", \"exported_pod\", \"(.+)\"))";
 pub const TOKENS: &str = "sum by (namespace, pod) (vllm:generation_tokens_total)";
+/// GPUs each node offers, and what pods on it request; summed in the server per node.
+pub const NODE_CAPACITY: &str =
+    "sum by (node, resource) (kube_node_status_allocatable{resource=~\"nvidia_com_gpu|nvidia_com_mig_.*\"})";
+pub const NODE_ALLOCATED: &str =
+    "sum by (node, resource) (kube_pod_container_resource_requests{resource=~\"nvidia_com_gpu|nvidia_com_mig_.*\",node!=\"\"})";
+/// A node's pool, from whichever pool label kube-state-metrics was allowed to export.
+pub const NODE_POOL: &str = "max by (node, label_kubernetes_azure_com_agentpool, label_agentpool, label_eks_amazonaws_com_nodegroup, label_karpenter_sh_nodepool) (kube_node_labels)";
 
 #[derive(Deserialize)]
 struct Envelope {
@@ -197,7 +204,70 @@ impl Client {
                 }
             }
         }
+        self.fetch_nodes(&mut t, from, end, step, catalog)?;
         Ok(t)
+    }
+
+    /// Node capacity, requests per node and pool labels. Optional: a server without
+    /// `kube_node_status_allocatable` gives a review without the node section.
+    fn fetch_nodes(
+        &self,
+        t: &mut Telemetry,
+        from: i64,
+        end: i64,
+        step: i64,
+        catalog: &crate::catalog::Catalog,
+    ) -> Result<(), String> {
+        let capacity = self.query_range(NODE_CAPACITY, from, end, step)?;
+        if capacity.is_empty() {
+            return Ok(());
+        }
+        let allocated = self.query_range(NODE_ALLOCATED, from, end, step)?;
+        for (i, result) in [capacity, allocated].into_iter().enumerate() {
+            for m in result {
+                let Some(node) = m.metric.get("node") else {
+                    continue;
+                };
+                let r = m
+                    .metric
+                    .get("resource")
+                    .map_or("nvidia_com_gpu", String::as_str);
+                let w = super::telemetry::resource_share(catalog, r).ok_or_else(|| {
+                    format!(
+                        "Prometheus at {}: resource `{r}`: no such MIG profile in the catalog",
+                        self.base
+                    )
+                })?;
+                let n = t.node_mut(node);
+                let series = if i == 0 {
+                    &mut n.capacity
+                } else {
+                    &mut n.allocated
+                };
+                for (ts, v) in m.values {
+                    let v: f64 = v.parse().map_err(|_| {
+                        format!("Prometheus at {}: sample `{v}` is not a number", self.base)
+                    })?;
+                    if v.is_finite() {
+                        *series.entry(ts.floor() as i64).or_default() += v * w;
+                    }
+                }
+            }
+        }
+        for m in self.query_range(NODE_POOL, from, end, step)? {
+            let (Some(node), Some(pool)) = (
+                m.metric.get("node"),
+                super::telemetry::POOL_LABELS
+                    .iter()
+                    .find_map(|k| m.metric.get(*k).filter(|v| !v.is_empty())),
+            ) else {
+                continue;
+            };
+            if let Some(n) = t.nodes.get_mut(node) {
+                n.pool = Some(pool.clone());
+            }
+        }
+        Ok(())
     }
 }
 

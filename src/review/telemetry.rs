@@ -2,7 +2,8 @@
 //! (`kube_pod_container_resource_requests{resource="nvidia_com_gpu"}`), the GPUs in use
 //! (`DCGM_FI_PROF_GR_ENGINE_ACTIVE` summed over the pod's GPUs or MIG instances: 0.2 on one
 //! GPU is a fifth of a GPU busy) and, where the server exports it, a generated-token counter
-//! (`vllm:generation_tokens_total`).
+//! (`vllm:generation_tokens_total`). Per node, where exported: GPUs offered
+//! (`kube_node_status_allocatable`), GPUs requested by pods on it, and its pool label.
 //!
 //! Inputs: a Prometheus server (see `prometheus`), a CSV export, or the Prometheus text /
 //! OpenMetrics exposition format. A sample stands for the step that starts at its time.
@@ -21,6 +22,25 @@ pub struct PodSeries {
     pub tokens: BTreeMap<i64, f64>,
 }
 
+/// One node's GPUs, keyed by time: what the node offers (`kube_node_status_allocatable`) and
+/// what pods on it request (`kube_pod_container_resource_requests`, by its `node` label).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeSeries {
+    /// The node pool / node group label (`kube_node_labels`), when exported.
+    pub pool: Option<String>,
+    pub capacity: BTreeMap<i64, f64>,
+    pub allocated: BTreeMap<i64, f64>,
+}
+
+/// Node labels that name a node's pool: AKS, EKS managed node groups, Karpenter, in the
+/// `label_` form kube-state-metrics exports them in (`--metric-labels-allowlist`).
+pub const POOL_LABELS: [&str; 4] = [
+    "label_kubernetes_azure_com_agentpool",
+    "label_agentpool",
+    "label_eks_amazonaws_com_nodegroup",
+    "label_karpenter_sh_nodepool",
+];
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Telemetry {
     /// Inclusive start and exclusive end of the window, Unix seconds.
@@ -30,6 +50,8 @@ pub struct Telemetry {
     pub step: i64,
     /// By (namespace, pod).
     pub pods: BTreeMap<(String, String), PodSeries>,
+    /// By node name; empty when the source has no node metrics.
+    pub nodes: BTreeMap<String, NodeSeries>,
     /// Where the numbers came from, for the report.
     pub source: String,
 }
@@ -55,6 +77,16 @@ impl Telemetry {
         }
         self.pods
             .retain(|_, p| !p.allocated.is_empty() || !p.used.is_empty());
+        for n in self.nodes.values_mut() {
+            for m in [&mut n.capacity, &mut n.allocated] {
+                m.retain(|t, _| *t >= from && *t < to);
+            }
+        }
+        self.nodes.retain(|_, n| !n.capacity.is_empty());
+    }
+
+    pub fn node_mut(&mut self, node: &str) -> &mut NodeSeries {
+        self.nodes.entry(node.to_owned()).or_default()
     }
 }
 
