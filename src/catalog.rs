@@ -205,6 +205,8 @@ pub struct ProviderCatalog {
     pub quotas: IndexMap<(String, String), QuotaLimit>,
     /// (sku, region) -> availability; only from a refresh.
     pub availability: IndexMap<(String, String), Availability>,
+    /// (GPU model, region) -> AWS spot placement score 1-10 and its source; only from a refresh.
+    pub spot_placement: IndexMap<(String, String), (u8, Arc<str>)>,
 }
 
 impl ProviderCatalog {

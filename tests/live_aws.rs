@@ -141,6 +141,20 @@ fn capacity_blocks(r: &Req) -> Resp {
     Resp::xml(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><DescribeCapacityBlockOfferingsResponse xmlns=\"{NS}\"><requestId>r-5</requestId><capacityBlockOfferingSet>{items}</capacityBlockOfferingSet></DescribeCapacityBlockOfferingsResponse>"))
 }
 
+fn placement(r: &Req) -> Resp {
+    let types = list(r, "InstanceType");
+    assert!(types.len() >= 3, "{types:?}");
+    assert_eq!(r.form("TargetCapacity").as_deref(), Some("1"));
+    let items: String = list(r, "RegionName")
+        .iter()
+        .map(|reg| {
+            let score = if reg == "us-west-2" { 9 } else { 3 };
+            format!("<item><region>{reg}</region><score>{score}</score></item>")
+        })
+        .collect();
+    Resp::xml(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><GetSpotPlacementScoresResponse xmlns=\"{NS}\"><requestId>r-6</requestId><spotPlacementScoreSet>{items}</spotPlacementScoreSet></GetSpotPlacementScoresResponse>"))
+}
+
 fn quota(r: &Req) -> Resp {
     let v: serde_json::Value = serde_json::from_str(&r.body).expect("json body");
     assert_eq!(v["ServiceCode"], "ec2");
@@ -244,6 +258,7 @@ fn healthy(r: &Req, _: &[Req]) -> Resp {
         Some("DescribeInstanceTypeOfferings") => offerings(r),
         Some("DescribeInstanceTypes") => instance_types(r),
         Some("DescribeCapacityBlockOfferings") => capacity_blocks(r),
+        Some("GetSpotPlacementScores") => placement(r),
         other => panic!("unexpected request {other:?}: {}", r.body),
     }
 }
@@ -359,7 +374,13 @@ fn a_full_refresh_counts_its_requests_writes_every_file_and_changes_the_answers(
     assert!(reqs
         .iter()
         .any(|r| r.form("InstanceType").as_deref() == Some("p5.48xlarge")));
-    assert_eq!(reqs.len(), 2 + 4 + 2 + 2 + quota_calls + 1 + blocks);
+    // One placement-score query per GPU model with three or more types, both regions at once.
+    let scores = n(&action("GetSpotPlacementScores"));
+    assert!(scores >= 3, "{scores}");
+    assert_eq!(
+        reqs.len(),
+        2 + 4 + 2 + 2 + quota_calls + 1 + blocks + scores
+    );
 
     let cached = files(&cache);
     let get = |name: &str| {
@@ -407,6 +428,15 @@ fn a_full_refresh_counts_its_requests_writes_every_file_and_changes_the_answers(
     assert!(
         quota.contains("us-west-2,L-3819A6DF,8,,2026-12-02,"),
         "{quota}"
+    );
+    let placement = get("aws/spot-placement.csv");
+    assert!(
+        placement.contains("L40S,us-west-2,9,2026-12-02,"),
+        "{placement}"
+    );
+    assert!(
+        placement.contains("L40S,us-east-1,3,2026-12-02,"),
+        "{placement}"
     );
     let advisor = get("aws/spot-advisor.json");
     assert!(advisor.contains("g6e.xlarge") && !advisor.contains("m5.large"));

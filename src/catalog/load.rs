@@ -590,6 +590,26 @@ fn load_provider(
         if let Some(f) = files.optional("aws/instance-types.csv")? {
             load_shapes(&f, &mut pc)?;
         }
+        if let Some(f) = files.optional("aws/spot-placement.csv")? {
+            let cols = ["gpu_model", "region", "score", "captured", "source"];
+            for (at, r) in records(&f, &cols)? {
+                let score = r[2]
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|s| (1..=10).contains(s))
+                    .ok_or_else(|| {
+                        invalid(
+                            &f,
+                            at..at,
+                            format!("`{}` is not a placement score (1-10)", r[2]),
+                        )
+                    })?;
+                pc.spot_placement.insert(
+                    (r[0].clone(), r[1].clone()),
+                    (score, row_source(&f, &r[4], &r[3])),
+                );
+            }
+        }
     }
     if p == Provider::Azure {
         if let Some(f) = files.optional("azure/spot-eviction.csv")? {

@@ -156,6 +156,7 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
                 "restriction": pc.restriction(&s.name, r),
                 "quota_vcpus": pc.quota(r, &s.quota_family).map(|q| q.limit),
                 "spot_quota_vcpus": pc.quota(r, s.spot_quota()).map(|q| q.limit),
+                "spot_placement_score": pc.spot_placement.get(&(s.gpu_model.clone(), r.clone())).map(|x| x.0),
             })
         })
         .collect();

@@ -8,7 +8,8 @@
 //!   shape (`DescribeInstanceTypes`: GPUs, vCPUs, memory, EFA);
 //! - quota: the on-demand and spot vCPU quotas of every family the catalog's GPU types use
 //!   (Service Quotas `GetServiceQuota`);
-//! - eviction: the public Spot Instance Advisor file (`GPUPLAN_AWS_SPOT_ADVISOR_URL`).
+//! - eviction: the public Spot Instance Advisor file (`GPUPLAN_AWS_SPOT_ADVISOR_URL`), and
+//!   spot placement scores per region for each GPU model's types (`GetSpotPlacementScores`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -352,6 +353,70 @@ pub async fn capacity_blocks(
     Ok(out)
 }
 
+/// Spot placement scores (1-10) per region for each GPU model's instance types taken
+/// together, for one instance: how likely a spot request for that GPU succeeds. AWS scores a
+/// request of one or two types low whatever the capacity, so only GPU models with three or
+/// more types are asked about.
+pub async fn placement_scores(
+    conf: &aws_config::SdkConfig,
+    regions: &[String],
+    groups: &[(String, Vec<String>)],
+) -> Result<Vec<(String, String, i32)>, String> {
+    use aws_sdk_ec2::types::TargetCapacityUnitType;
+    let ec2 = aws_sdk_ec2::Client::new(conf);
+    let mut out = Vec::new();
+    for (model, types) in groups {
+        let what = format!("EC2 GetSpotPlacementScores for {model}");
+        let mut pages = Pages::new(what.clone());
+        let mut token: Option<String> = None;
+        loop {
+            let r = ec2
+                .get_spot_placement_scores()
+                .set_instance_types(Some(types.clone()))
+                .target_capacity(1)
+                .target_capacity_unit_type(TargetCapacityUnitType::Units)
+                .single_availability_zone(false)
+                .set_region_names(Some(regions.to_vec()))
+                .set_next_token(token.clone())
+                .send()
+                .await
+                .map_err(|e| sdk_err(&what, &e))?;
+            for sc in r.spot_placement_scores() {
+                let (Some(region), Some(score)) = (sc.region(), sc.score()) else {
+                    return Err(format!("{what}: a score without region or score"));
+                };
+                if !(1..=10).contains(&score) {
+                    return Err(format!(
+                        "{what}: score {score} for {region}, expected 1 to 10"
+                    ));
+                }
+                out.push((model.clone(), region.to_owned(), score));
+            }
+            match pages.next(r.next_token())? {
+                Some(t) => token = Some(t),
+                None => break,
+            }
+        }
+    }
+    out.sort();
+    out.dedup_by(|b, a| a.0 == b.0 && a.1 == b.1);
+    Ok(out)
+}
+
+/// The catalog's types grouped by GPU model, for placement scores: models with 3+ types.
+fn placement_groups(scope: &Scope) -> Vec<(String, Vec<String>)> {
+    let Ok(c) = crate::catalog::Catalog::embedded(&[crate::plan::raw::Provider::Aws]) else {
+        return Vec::new();
+    };
+    let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for s in &scope.skus {
+        if let Some(k) = c.sku(crate::plan::raw::Provider::Aws, s) {
+            by.entry(k.gpu_model.clone()).or_default().push(s.clone());
+        }
+    }
+    by.into_iter().filter(|(_, t)| t.len() >= 3).collect()
+}
+
 /// The value of each quota code in `region`, in vCPUs.
 pub async fn quotas(
     conf: &aws_config::SdkConfig,
@@ -641,8 +706,17 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
             }
         }
     }
+    let groups = placement_groups(scope);
     if scope.wants("eviction") {
         requests.push(format!("GET {advisor_url}"));
+        for (model, types) in &groups {
+            requests.push(format!(
+                "POST ec2.{} GetSpotPlacementScores {model} ({} types) x1 in {}",
+                scope.regions[0],
+                types.len(),
+                scope.regions.join(", ")
+            ));
+        }
     }
     if args.dry_run {
         return Ok((requests, Vec::new()));
@@ -840,11 +914,13 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
         });
     }
     if scope.wants("eviction") {
-        let (types, today, timeout, url) = (
+        let (types, today, timeout, url, regions, previous_placement) = (
             scope.skus.clone(),
             today.clone(),
             scope.timeout,
             advisor_url.clone(),
+            scope.regions.clone(),
+            scope.previous("aws/spot-placement.csv"),
         );
         tasks.push(Task {
             label: "AWS Spot Instance Advisor".into(),
@@ -861,14 +937,48 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
                 .await
                 .map_err(|e| e.to_string())??;
                 let cut = advisor_cut(&text, &types)?;
-                Ok(vec![cache::Entry {
-                    path: "aws/spot-advisor.json",
-                    kind: "spot-bands",
-                    provider: "aws",
-                    source: format!("AWS Spot Instance Advisor data ({url}), cut to the catalog's instance types, Linux, fetched {today}"),
-                    licence: "AWS public data",
-                    text: cut,
-                }])
+                let conf = config(&regions[0], timeout).await;
+                let rows: Vec<Vec<String>> = placement_scores(&conf, &regions, &groups)
+                    .await?
+                    .into_iter()
+                    .map(|(model, region, score)| {
+                        let n = groups
+                            .iter()
+                            .find(|g| g.0 == model)
+                            .map_or(0, |g| g.1.len());
+                        vec![
+                            model,
+                            region,
+                            score.to_string(),
+                            today.clone(),
+                            format!("EC2 GetSpotPlacementScores, 1 instance of any of {n} types"),
+                        ]
+                    })
+                    .collect();
+                Ok(vec![
+                    cache::Entry {
+                        path: "aws/spot-advisor.json",
+                        kind: "spot-bands",
+                        provider: "aws",
+                        source: format!("AWS Spot Instance Advisor data ({url}), cut to the catalog's instance types, Linux, fetched {today}"),
+                        licence: "AWS public data",
+                        text: cut,
+                    },
+                    cache::Entry {
+                        path: "aws/spot-placement.csv",
+                        kind: "spot-bands",
+                        provider: "aws",
+                        source: format!("EC2 GetSpotPlacementScores, fetched {today}"),
+                        licence: "provider data of the account that fetched it",
+                        text: cache::merge_csv(
+                            &previous_placement,
+                            &["gpu_model", "region", "score", "captured", "source"],
+                            1,
+                            &regions,
+                            &rows,
+                        ),
+                    },
+                ])
             }),
         });
     }
