@@ -172,6 +172,50 @@ pub struct Availability {
     pub source: Arc<str>,
 }
 
+/// The columns of the files `catalog refresh` writes and the loader reads: one definition of
+/// each format.
+pub mod columns {
+    /// `{provider}/quota.csv`, region in column 0.
+    pub const QUOTA: [&str; 6] = [
+        "region",
+        "family",
+        "limit_vcpus",
+        "used_vcpus",
+        "captured",
+        "source",
+    ];
+    /// `{provider}/availability.csv`, region in column 1.
+    pub const AVAILABILITY: [&str; 6] = [
+        "sku",
+        "region",
+        "zones",
+        "restriction",
+        "captured",
+        "source",
+    ];
+    /// `azure/spot-eviction.csv`, region in column 1.
+    pub const EVICTION: [&str; 6] = [
+        "sku",
+        "region",
+        "band",
+        "spot_usd_per_hour",
+        "captured",
+        "source",
+    ];
+    /// `aws/instance-types.csv`, keyed by SKU.
+    pub const SHAPES: [&str; 7] = [
+        "sku",
+        "gpu_count",
+        "vcpus",
+        "memory_mib",
+        "efa",
+        "captured",
+        "source",
+    ];
+    /// `aws/spot-placement.csv`, region in column 1.
+    pub const PLACEMENT: [&str; 5] = ["gpu_model", "region", "score", "captured", "source"];
+}
+
 /// Quota buckets compare case-insensitively, ignoring spaces, `-` and `_`: Azure usages spell
 /// `standardNCADSA100v4Family` where resource SKUs spell `StandardNCADSA100v4Family`.
 pub fn quota_key(family: &str) -> String {

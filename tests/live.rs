@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
+mod common;
+
 use assert_cmd::Command;
 
 fn gpuplan(cache: &Path, url: &str) -> Command {
@@ -145,25 +147,6 @@ fn pool_sku(cache: &Path, url: &str) -> String {
     v["pools"][0]["sku"].as_str().expect("sku").to_owned()
 }
 
-fn snapshot(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(snapshot(&p));
-            } else {
-                out.push((
-                    p.display().to_string(),
-                    std::fs::read_to_string(&p).unwrap_or_default(),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn refresh_follows_paging_with_one_query_and_changes_the_recommendation() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -293,7 +276,7 @@ fn faults_leave_the_cache_as_it_was() {
         .assert()
         .code(0);
     h.join().expect("server");
-    let good = snapshot(&cache);
+    let good = common::tree(&cache);
     let cases: Vec<(&str, Script)> = vec![
         (
             "HTTP 500",
@@ -360,7 +343,7 @@ fn faults_leave_the_cache_as_it_was() {
             err.contains(needle) && err.contains("cache is unchanged"),
             "{needle}: {err}"
         );
-        assert_eq!(snapshot(&cache), good, "{needle}: the cache changed");
+        assert_eq!(common::tree(&cache), good, "{needle}: the cache changed");
     }
 }
 

@@ -152,25 +152,6 @@ fn healthy(r: &Req, earlier: &[Req]) -> Resp {
     Resp::new(404, "application/json", "{}")
 }
 
-fn files(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(files(&p));
-            } else {
-                out.push((
-                    p.display().to_string(),
-                    std::fs::read_to_string(&p).unwrap_or_default(),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn refresh(cache: &Path, mock: &Mock) -> assert_cmd::assert::Assert {
     gpuplan(cache, &mock.url)
         .args([
@@ -242,7 +223,7 @@ fn a_full_refresh_counts_its_requests_writes_every_file_and_changes_the_answers(
         skus.target
     );
 
-    let cached = files(&cache);
+    let cached = common::tree(&cache);
     let get = |name: &str| {
         cached
             .iter()
@@ -355,18 +336,13 @@ fn a_full_refresh_counts_its_requests_writes_every_file_and_changes_the_answers(
 /// Run a refresh against `handler` over a cache that already holds a healthy refresh; the
 /// refresh must fail with `expect` in its message and leave every cached file as it was.
 fn fails_and_keeps(handler: impl Fn(&Req, &[Req]) -> Resp + Send + Sync + 'static, expect: &str) {
-    let dir = tempfile::tempdir().expect("tmp");
-    let cache = dir.path().join("cache");
-    let good = Mock::start(healthy);
-    refresh(&cache, &good).code(0);
-    let before = files(&cache);
-    let bad = Mock::start(handler);
-    let out = refresh(&cache, &bad).code(2).get_output().clone();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(expect), "expected `{expect}` in: {err}");
-    assert!(err.contains("the cache is unchanged"), "{err}");
-    assert!(!err.contains(SECRET) && !err.contains(TOKEN), "{err}");
-    assert_eq!(files(&cache), before);
+    common::fails_and_keeps(
+        refresh,
+        Mock::start(healthy),
+        Mock::start(handler),
+        expect,
+        &[SECRET, TOKEN],
+    );
 }
 
 #[test]

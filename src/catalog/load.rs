@@ -591,8 +591,7 @@ fn load_provider(
             load_shapes(&f, &mut pc)?;
         }
         if let Some(f) = files.optional("aws/spot-placement.csv")? {
-            let cols = ["gpu_model", "region", "score", "captured", "source"];
-            for (at, r) in records(&f, &cols)? {
+            for (at, r) in records(&f, &super::columns::PLACEMENT)? {
                 let score = r[2]
                     .parse::<u8>()
                     .ok()
@@ -865,15 +864,7 @@ fn row_source(file: &Arc<SourceFile>, source: &str, captured: &str) -> Arc<str> 
 
 /// `quota.csv`: region, family, limit_vcpus, used_vcpus, captured, source.
 fn load_quota(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), CatalogError> {
-    let cols = [
-        "region",
-        "family",
-        "limit_vcpus",
-        "used_vcpus",
-        "captured",
-        "source",
-    ];
-    for (at, r) in records(file, &cols)? {
+    for (at, r) in records(file, &super::columns::QUOTA)? {
         let limit = number(file, at, &r[2], "a vCPU limit")?;
         // AWS Service Quotas reports no usage.
         let used = match r[3].as_str() {
@@ -895,15 +886,7 @@ fn load_quota(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), Ca
 
 /// `availability.csv`: sku, region, zones (space-separated), restriction, captured, source.
 fn load_availability(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), CatalogError> {
-    let cols = [
-        "sku",
-        "region",
-        "zones",
-        "restriction",
-        "captured",
-        "source",
-    ];
-    for (_, r) in records(file, &cols)? {
+    for (_, r) in records(file, &super::columns::AVAILABILITY)? {
         pc.availability.insert(
             (r[0].clone(), r[1].clone()),
             super::Availability {
@@ -923,15 +906,7 @@ fn load_eviction(
     pc: &mut ProviderCatalog,
     catalog: &Catalog,
 ) -> Result<(), CatalogError> {
-    let cols = [
-        "sku",
-        "region",
-        "band",
-        "spot_usd_per_hour",
-        "captured",
-        "source",
-    ];
-    for (at, r) in records(file, &cols)? {
+    for (at, r) in records(file, &super::columns::EVICTION)? {
         let source = row_source(file, &r[5], &r[4]);
         if !r[2].is_empty() {
             let Some(b) = catalog
@@ -975,16 +950,7 @@ fn load_eviction(
 /// `aws/instance-types.csv` (DescribeInstanceTypes): sku, gpu_count, vcpus, memory_mib, efa,
 /// captured, source. The provider's own shape replaces the catalog's.
 fn load_shapes(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), CatalogError> {
-    let cols = [
-        "sku",
-        "gpu_count",
-        "vcpus",
-        "memory_mib",
-        "efa",
-        "captured",
-        "source",
-    ];
-    for (at, r) in records(file, &cols)? {
+    for (at, r) in records(file, &super::columns::SHAPES)? {
         let Some(sku) = pc.skus.get_mut(&r[0]) else {
             continue;
         };

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::catalog::columns;
 use crate::cli::{Global, ProviderArg, RefreshArgs};
 use crate::exit;
 use crate::live::{aws, azure_mgmt, azure_prices, cache};
@@ -255,7 +256,8 @@ fn execute(tasks: Vec<Task>, out: &Out) -> Result<Vec<cache::Entry>, String> {
     Ok(entries)
 }
 
-fn url_or(flag: &Option<String>, default: &str) -> String {
+/// A flag's URL (clap fills it from its environment variable), else the public endpoint.
+pub fn url_or(flag: &Option<String>, default: &str) -> String {
     flag.clone()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| default.to_owned())
@@ -377,8 +379,16 @@ fn azure(
                         ]);
                     }
                 }
-                Ok(vec![quota_entry(
-                    "azure", &previous, &regions, &rows, &source, &today,
+                Ok(vec![account_csv(
+                    "azure/quota.csv",
+                    "quota",
+                    "azure",
+                    &columns::QUOTA,
+                    &previous,
+                    &regions,
+                    &rows,
+                    &source,
+                    &today,
                 )])
             }),
         });
@@ -421,8 +431,16 @@ fn azure(
                         );
                     }
                 }
-                Ok(vec![availability_entry(
-                    "azure", &previous, &regions, &rows, &source, &today,
+                Ok(vec![account_csv(
+                    "azure/availability.csv",
+                    "availability",
+                    "azure",
+                    &columns::AVAILABILITY,
+                    &previous,
+                    &regions,
+                    &rows,
+                    &source,
+                    &today,
                 )])
             }),
         });
@@ -454,102 +472,47 @@ fn azure(
                         ]
                     })
                     .collect();
-                Ok(vec![cache::Entry {
-                    path: "azure/spot-eviction.csv",
-                    kind: "spot-bands",
-                    provider: "azure",
-                    source: format!(
-                        "Azure Resource Graph SpotResources ({}), fetched {today}",
+                Ok(vec![account_csv(
+                    "azure/spot-eviction.csv",
+                    "spot-bands",
+                    "azure",
+                    &columns::EVICTION,
+                    &previous,
+                    &regions,
+                    &rows,
+                    &format!(
+                        "Azure Resource Graph SpotResources ({})",
                         azure_mgmt::graph_url(c.endpoint())
                     ),
-                    licence: "provider data of the account that fetched it",
-                    text: cache::merge_csv(
-                        &previous,
-                        &[
-                            "sku",
-                            "region",
-                            "band",
-                            "spot_usd_per_hour",
-                            "captured",
-                            "source",
-                        ],
-                        1,
-                        &regions,
-                        &rows,
-                    ),
-                }])
+                    &today,
+                )])
             }),
         });
     }
     Ok((requests, tasks))
 }
 
-pub fn quota_entry(
+/// A refreshed per-account CSV file (`quota.csv`, `availability.csv`): `rows` for the
+/// refreshed regions, the previous rows of the others.
+#[allow(clippy::too_many_arguments)]
+pub fn account_csv(
+    path: &'static str,
+    kind: &'static str,
     provider: &'static str,
+    columns: &[&str],
     previous: &str,
     regions: &[String],
     rows: &[Vec<String>],
     source: &str,
     today: &str,
 ) -> cache::Entry {
+    let region_col = columns.iter().position(|c| *c == "region").unwrap_or(0);
     cache::Entry {
-        path: if provider == "azure" {
-            "azure/quota.csv"
-        } else {
-            "aws/quota.csv"
-        },
-        kind: "quota",
+        path,
+        kind,
         provider,
         source: format!("{source}, fetched {today}"),
         licence: "provider data of the account that fetched it",
-        text: cache::merge_csv(
-            previous,
-            &[
-                "region",
-                "family",
-                "limit_vcpus",
-                "used_vcpus",
-                "captured",
-                "source",
-            ],
-            0,
-            regions,
-            rows,
-        ),
-    }
-}
-
-pub fn availability_entry(
-    provider: &'static str,
-    previous: &str,
-    regions: &[String],
-    rows: &[Vec<String>],
-    source: &str,
-    today: &str,
-) -> cache::Entry {
-    cache::Entry {
-        path: if provider == "azure" {
-            "azure/availability.csv"
-        } else {
-            "aws/availability.csv"
-        },
-        kind: "availability",
-        provider,
-        source: format!("{source}, fetched {today}"),
-        licence: "provider data of the account that fetched it",
-        text: cache::merge_csv(
-            previous,
-            &[
-                "sku",
-                "region",
-                "zones",
-                "restriction",
-                "captured",
-                "source",
-            ],
-            1,
-            regions,
-            rows,
-        ),
+        text: cache::merge_csv(previous, columns, region_col, regions, rows),
     }
 }

@@ -14,8 +14,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::catalog::columns;
 use crate::cli::RefreshArgs;
-use crate::cmd::refresh::{availability_entry, quota_entry, Scope, Task};
+use crate::cmd::refresh::{account_csv, url_or, Scope, Task};
 use crate::live::cache;
 
 pub const PRICING_URL: &str = "https://api.pricing.us-east-1.amazonaws.com";
@@ -644,12 +645,6 @@ pub fn advisor_cut(text: &str, types: &[String]) -> Result<String, String> {
     serde_json::to_string_pretty(&Value::Object(out)).map_err(|e| e.to_string())
 }
 
-fn url_or(flag: &Option<String>, default: &str) -> String {
-    flag.clone()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| default.to_owned())
-}
-
 /// The quota codes of the catalog's types: (code, on-demand or spot).
 fn quota_codes(scope: &Scope) -> Vec<String> {
     let Ok(c) = crate::catalog::Catalog::embedded(&[crate::plan::raw::Provider::Aws]) else {
@@ -851,21 +846,23 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
                 let source = "EC2 (DescribeInstanceTypeOfferings, DescribeInstanceTypes)";
                 let shapes_text = cache::merge_csv(
                     &prev_sh,
-                    &[
-                        "sku",
-                        "gpu_count",
-                        "vcpus",
-                        "memory_mib",
-                        "efa",
-                        "captured",
-                        "source",
-                    ],
+                    &columns::SHAPES,
                     0,
                     &shape_rows.keys().cloned().collect::<Vec<_>>(),
                     &shape_rows.into_values().collect::<Vec<_>>(),
                 );
                 Ok(vec![
-                    availability_entry("aws", &prev_av, &regions, &avail, source, &today),
+                    account_csv(
+                        "aws/availability.csv",
+                        "availability",
+                        "aws",
+                        &columns::AVAILABILITY,
+                        &prev_av,
+                        &regions,
+                        &avail,
+                        source,
+                        &today,
+                    ),
                     cache::Entry {
                         path: "aws/instance-types.csv",
                         kind: "shapes",
@@ -902,8 +899,11 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
                         ]);
                     }
                 }
-                Ok(vec![quota_entry(
+                Ok(vec![account_csv(
+                    "aws/quota.csv",
+                    "quota",
                     "aws",
+                    &columns::QUOTA,
                     &previous,
                     &regions,
                     &rows,
@@ -964,20 +964,17 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
                         licence: "AWS public data",
                         text: cut,
                     },
-                    cache::Entry {
-                        path: "aws/spot-placement.csv",
-                        kind: "spot-bands",
-                        provider: "aws",
-                        source: format!("EC2 GetSpotPlacementScores, fetched {today}"),
-                        licence: "provider data of the account that fetched it",
-                        text: cache::merge_csv(
-                            &previous_placement,
-                            &["gpu_model", "region", "score", "captured", "source"],
-                            1,
-                            &regions,
-                            &rows,
-                        ),
-                    },
+                    account_csv(
+                        "aws/spot-placement.csv",
+                        "spot-bands",
+                        "aws",
+                        &columns::PLACEMENT,
+                        &previous_placement,
+                        &regions,
+                        &rows,
+                        "EC2 GetSpotPlacementScores",
+                        &today,
+                    ),
                 ])
             }),
         });

@@ -115,21 +115,13 @@ impl Client {
     pub async fn usages(&self, region: &str) -> Result<Vec<QuotaRow>, String> {
         let what = format!("compute usages for {region}");
         self.timed(&what, async {
-            let mut pages = self
+            let pages = self
                 .compute
                 .usage_client()
                 .list(region, self.subscription.as_str())
                 .into_stream();
             let mut out = Vec::new();
-            let mut n = 0;
-            while let Some(page) = per_request(self.timeout, &what, pages.next()).await? {
-                n += 1;
-                if n > MAX_PAGES {
-                    return Err(format!(
-                        "{what}: more than {MAX_PAGES} pages; the nextLink chain does not end"
-                    ));
-                }
-                let page = page.map_err(|e| describe(&what, &e))?;
+            for page in all_pages(self.timeout, &what, pages).await? {
                 for u in page.value {
                     let Some(family) = u.name.value else { continue };
                     out.push(QuotaRow {
@@ -150,22 +142,14 @@ impl Client {
     pub async fn skus(&self, region: &str, wanted: &[String]) -> Result<Vec<Availability>, String> {
         let what = format!("resource SKUs for {region}");
         self.timed(&what, async {
-            let mut pages = self
+            let pages = self
                 .compute
                 .resource_skus_client()
                 .list(self.subscription.as_str())
                 .filter(format!("location eq '{region}'"))
                 .into_stream();
             let mut out = Vec::new();
-            let mut n = 0;
-            while let Some(page) = per_request(self.timeout, &what, pages.next()).await? {
-                n += 1;
-                if n > MAX_PAGES {
-                    return Err(format!(
-                        "{what}: more than {MAX_PAGES} pages; the nextLink chain does not end"
-                    ));
-                }
-                let page = page.map_err(|e| describe(&what, &e))?;
+            for page in all_pages(self.timeout, &what, pages).await? {
                 for s in page.value {
                     if s.resource_type.as_deref() != Some("virtualMachines") {
                         continue;
@@ -365,15 +349,26 @@ fn kind_of(v: &serde_json::Value) -> &'static str {
     }
 }
 
-/// Each page's request gets the per-request timeout.
-async fn per_request<T>(
+/// Every page of a `nextLink`-paged listing, each request within `timeout`; a chain past
+/// `MAX_PAGES` is a loop, not data.
+async fn all_pages<T>(
     timeout: Duration,
     what: &str,
-    f: impl std::future::Future<Output = Option<T>>,
-) -> Result<Option<T>, String> {
-    tokio::time::timeout(timeout, f)
+    mut pages: impl futures::Stream<Item = azure_core::Result<T>> + Unpin,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    while let Some(page) = tokio::time::timeout(timeout, pages.next())
         .await
-        .map_err(|_| format!("{what}: no answer within {} s", timeout.as_secs()))
+        .map_err(|_| format!("{what}: no answer within {} s", timeout.as_secs()))?
+    {
+        if out.len() == MAX_PAGES {
+            return Err(format!(
+                "{what}: more than {MAX_PAGES} pages; the nextLink chain does not end"
+            ));
+        }
+        out.push(page.map_err(|e| describe(what, &e))?);
+    }
+    Ok(out)
 }
 
 /// An azure_core error as one line: the HTTP status and the service's error code when there

@@ -1,1 +1,47 @@
 pub mod mock;
+
+/// Every file under `dir` with its text, sorted: what a failed refresh must leave unchanged.
+#[allow(dead_code)]
+pub fn tree(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(tree(&p));
+            } else {
+                out.push((
+                    p.display().to_string(),
+                    std::fs::read_to_string(&p).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A refresh (`run(cache, server)`) that succeeds against `good`, then fails against `bad`:
+/// its error names `expect`, says the cache is unchanged, shows none of `secrets`, and every
+/// cached file is as it was.
+#[allow(dead_code)]
+pub fn fails_and_keeps(
+    run: impl Fn(&std::path::Path, &mock::Mock) -> assert_cmd::assert::Assert,
+    good: mock::Mock,
+    bad: mock::Mock,
+    expect: &str,
+    secrets: &[&str],
+) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    run(&cache, &good).code(0);
+    let before = tree(&cache);
+    let out = run(&cache, &bad).code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(expect), "expected `{expect}` in: {err}");
+    assert!(err.contains("the cache is unchanged"), "{err}");
+    for s in secrets {
+        assert!(!err.contains(s), "{err}");
+    }
+    assert_eq!(tree(&cache), before);
+}
