@@ -184,7 +184,9 @@ pub fn read_exposition(
             (BTreeMap::new(), &l[name_end..])
         };
         let (kind, weight) = match name {
-            "kube_pod_container_resource_requests" => {
+            "kube_pod_container_resource_requests" | "kube_node_status_allocatable" => {
+                // GPUs, or MIG instances at their profile's share of a GPU; other resources
+                // (CPU, memory) are not the review's.
                 let resource = labels.get("resource").map_or("", String::as_str);
                 if resource != "nvidia_com_gpu" && !resource.starts_with("nvidia_com_mig_") {
                     continue;
@@ -196,7 +198,14 @@ pub fn read_exposition(
                         format!("resource `{resource}`: no such MIG profile in the catalog"),
                     )
                 })?;
-                (0, w)
+                (
+                    if name == "kube_node_status_allocatable" {
+                        3
+                    } else {
+                        0
+                    },
+                    w,
+                )
             }
             "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => {
                 // On a MIG instance the activity is of the instance, not the GPU.
@@ -213,20 +222,6 @@ pub fn read_exposition(
                 (1, w)
             }
             "vllm:generation_tokens_total" | "vllm_generation_tokens_total" => (2, 1.0),
-            "kube_node_status_allocatable" => {
-                let resource = labels.get("resource").map_or("", String::as_str);
-                if resource != "nvidia_com_gpu" && !resource.starts_with("nvidia_com_mig_") {
-                    continue;
-                }
-                let w = super::telemetry::resource_share(catalog, resource).ok_or_else(|| {
-                    err(
-                        file,
-                        line,
-                        format!("resource `{resource}`: no such MIG profile in the catalog"),
-                    )
-                })?;
-                (3, w)
-            }
             "kube_node_labels" => (4, 1.0),
             _ => continue,
         };
