@@ -164,7 +164,15 @@ fn main() {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("port");
-    let mut server = Command::new("prometheus")
+    // Killed however the bench ends, so a failed run leaves no server behind.
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let server = Command::new("prometheus")
         .arg(format!(
             "--config.file={}",
             dir.join("prometheus.yml").display()
@@ -178,6 +186,7 @@ fn main() {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
+        .map(Server)
         .expect("prometheus");
     let url = format!("http://127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -185,11 +194,14 @@ fn main() {
         assert!(Instant::now() < deadline, "prometheus not ready");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The server reads 1,080 two-hour blocks for the 90 days: give each query time.
     let run = |to: &str| {
         review_process(
             &[
                 "--prometheus",
                 &url,
+                "--timeout",
+                "900",
                 "--step",
                 "1h",
                 "--from",
@@ -210,8 +222,7 @@ fn main() {
         last = Some((rss, v));
     }
     times.sort();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
     let (rss, v) = last.expect("ran");
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
