@@ -36,6 +36,9 @@ pub struct Scope {
     pub today: String,
     /// The cache directory, for the rows of regions not refreshed now.
     pub dir: std::path::PathBuf,
+    /// The embedded catalog of the provider refreshed: the SKUs, quota codes and GPU models
+    /// to ask about.
+    pub catalog: crate::catalog::Catalog,
 }
 
 impl Scope {
@@ -172,6 +175,7 @@ pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
         timeout: Duration::from_secs(args.timeout),
         today: crate::plan::Date::today().to_string(),
         dir: dir.clone(),
+        catalog,
     };
     let plan = match args.provider {
         ProviderArg::Azure => azure(args, plan_subscription, &scope),

@@ -267,9 +267,7 @@ pub async fn shapes(
 
 /// Instance types sold as EC2 Capacity Blocks for ML: the 8-GPU P sizes and Trainium.
 pub fn capacity_block_types(scope: &Scope) -> Vec<String> {
-    let Ok(c) = crate::catalog::Catalog::embedded(&[crate::plan::raw::Provider::Aws]) else {
-        return Vec::new();
-    };
+    let c = &scope.catalog;
     scope
         .skus
         .iter()
@@ -406,9 +404,7 @@ pub async fn placement_scores(
 
 /// The catalog's types grouped by GPU model, for placement scores: models with 3+ types.
 fn placement_groups(scope: &Scope) -> Vec<(String, Vec<String>)> {
-    let Ok(c) = crate::catalog::Catalog::embedded(&[crate::plan::raw::Provider::Aws]) else {
-        return Vec::new();
-    };
+    let c = &scope.catalog;
     let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in &scope.skus {
         if let Some(k) = c.sku(crate::plan::raw::Provider::Aws, s) {
@@ -645,11 +641,9 @@ pub fn advisor_cut(text: &str, types: &[String]) -> Result<String, String> {
     serde_json::to_string_pretty(&Value::Object(out)).map_err(|e| e.to_string())
 }
 
-/// The quota codes of the catalog's types: (code, on-demand or spot).
+/// The on-demand and spot quota codes of the catalog's types.
 fn quota_codes(scope: &Scope) -> Vec<String> {
-    let Ok(c) = crate::catalog::Catalog::embedded(&[crate::plan::raw::Provider::Aws]) else {
-        return Vec::new();
-    };
+    let c = &scope.catalog;
     let mut codes: Vec<String> = scope
         .skus
         .iter()
