@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Child, Command as Process};
 use std::time::{Duration, Instant};
 
+mod common;
+
 use assert_cmd::Command;
 use serde_json::Value;
 
@@ -654,4 +656,78 @@ fn mig_instances_from_prometheus_count_as_their_share() {
     assert_eq!(emb["allocated_gpu_seconds"], 51.43);
     assert_eq!(emb["used_gpu_seconds"], 25.71);
     assert_eq!(emb["efficiency"], 0.5);
+}
+
+#[test]
+fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
+    // One pod holding one GPU, fully busy, for eight days at an hourly step: each query is
+    // split into a week and a day, and the pieces join into one series.
+    let mock = common::mock::Mock::start(|r, _| {
+        let q = |k: &str| {
+            r.target
+                .split(['?', '&'])
+                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (start, end): (i64, i64) = (
+            q("start").parse().unwrap_or(0),
+            q("end").parse().unwrap_or(0),
+        );
+        let query = q("query");
+        let pod = query.contains("kube_pod_container_resource_requests") && !query.contains("node")
+            || query.contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE");
+        let result = if pod {
+            let values: Vec<String> = (0..)
+                .map(|i| start + i * 3600)
+                .take_while(|t| *t <= end)
+                .map(|t| format!("[{t},\"1\"]"))
+                .collect();
+            format!(
+                "[{{\"metric\":{{\"namespace\":\"assistants\",\"pod\":\"chat-api-1\"}},\"values\":[{}]}}]",
+                values.join(",")
+            )
+        } else {
+            "[]".to_owned()
+        };
+        common::mock::Resp::json(format!(
+            "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":{result}}}}}"
+        ))
+    });
+    let out = gpuplan()
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--format",
+            "json",
+            "--prometheus",
+            &mock.url,
+            "--from",
+            "2026-09-01T00:00:00Z",
+            "--to",
+            "2026-09-09T00:00:00Z",
+            "--step",
+            "1h",
+        ])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).expect("json");
+    let chat = workload(&v, "chat-api");
+    assert_eq!(chat["allocated_gpu_seconds"], 8.0 * 86_400.0);
+    assert_eq!(chat["used_gpu_seconds"], 8.0 * 86_400.0);
+    // allocated, used, tokens, node capacity: two pieces each
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 8, "{reqs:#?}");
+    let first = reqs
+        .iter()
+        .find(|r| r.target.contains("end=1788822000"))
+        .expect("a first piece ending after 7 days less one step");
+    assert!(
+        first.target.contains("start=1788220800"),
+        "{}",
+        first.target
+    );
 }

@@ -62,7 +62,45 @@ pub fn step_for(window: i64) -> i64 {
     (min.max(60) + 59) / 60 * 60
 }
 
+/// The longest stretch one query asks for. Prometheus evaluates a range query in one go under
+/// its own timeout (2 minutes by default); a quarter of a large fleet over many small blocks
+/// does not fit, so long windows are asked for a week at a time and joined, as Thanos's and
+/// Mimir's query frontends split them.
+pub const SPLIT_SECONDS: i64 = 7 * 86_400;
+
 impl Client {
+    /// `query` over `[start, end]` at `step`, in consecutive pieces of at most
+    /// `SPLIT_SECONDS`; each series' values joined in time order.
+    fn query_split(
+        &self,
+        query: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<Vec<Matrix>, String> {
+        let per = (SPLIT_SECONDS / step).max(1);
+        let mut out: Vec<Matrix> = Vec::new();
+        let mut index: std::collections::BTreeMap<
+            std::collections::BTreeMap<String, String>,
+            usize,
+        > = Default::default();
+        let mut from = start;
+        while from <= end {
+            let to = (from + (per - 1) * step).min(end);
+            for m in self.query_range(query, from, to, step)? {
+                match index.get(&m.metric) {
+                    Some(&i) => out[i].values.extend(m.values),
+                    None => {
+                        index.insert(m.metric.clone(), out.len());
+                        out.push(m);
+                    }
+                }
+            }
+            from = to + step;
+        }
+        Ok(out)
+    }
+
     fn query_range(
         &self,
         query: &str,
@@ -159,7 +197,7 @@ impl Client {
         .into_iter()
         .enumerate()
         {
-            let result = self.query_range(query, from, end, step)?;
+            let result = self.query_split(query, from, end, step)?;
             if result.is_empty() && i < 2 {
                 return Err(format!(
                     "Prometheus at {} has no {what} series between {} and {}: is it scraped, and is the window right?",
@@ -218,11 +256,11 @@ impl Client {
         step: i64,
         catalog: &crate::catalog::Catalog,
     ) -> Result<(), String> {
-        let capacity = self.query_range(NODE_CAPACITY, from, end, step)?;
+        let capacity = self.query_split(NODE_CAPACITY, from, end, step)?;
         if capacity.is_empty() {
             return Ok(());
         }
-        let allocated = self.query_range(NODE_ALLOCATED, from, end, step)?;
+        let allocated = self.query_split(NODE_ALLOCATED, from, end, step)?;
         for (i, result) in [capacity, allocated].into_iter().enumerate() {
             for m in result {
                 let Some(node) = m.metric.get("node") else {
@@ -254,7 +292,7 @@ impl Client {
                 }
             }
         }
-        for m in self.query_range(NODE_POOL, from, end, step)? {
+        for m in self.query_split(NODE_POOL, from, end, step)? {
             let (Some(node), Some(pool)) = (
                 m.metric.get("node"),
                 super::telemetry::POOL_LABELS
