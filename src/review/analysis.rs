@@ -183,17 +183,7 @@ fn idle_nodes(
             .pool
             .as_deref()
             .and_then(|l| plan.pools().iter().find(|p| pool_matches(l, p.name.get())));
-        let price = pool.and_then(|p| {
-            let gpus = f64::from(catalog.sku(plan.provider(), p.sku.get())?.gpu_count);
-            crate::engine::cost::node_hour(
-                catalog,
-                plan.provider(),
-                p.sku.get(),
-                p.region.get(),
-                p.capacity(),
-            )
-            .map(|h| h.usd / gpus.max(1.0) / 3600.0)
-        });
+        let price = pool.and_then(|p| pool_gpu_second(plan, catalog, p));
         let cost = price.map(|p| round(idle * p));
         if empty >= 86_400 {
             let days = empty as f64 / 86_400.0;
@@ -273,6 +263,24 @@ fn increase(m: &BTreeMap<i64, f64>) -> f64 {
         .sum()
 }
 
+/// Price of one GPU-second of a declared pool: its node price for its capacity type over its
+/// GPUs.
+fn pool_gpu_second(
+    plan: &Plan,
+    catalog: &crate::catalog::Catalog,
+    pool: &crate::plan::raw::Pool,
+) -> Option<f64> {
+    let price = crate::engine::cost::node_hour(
+        catalog,
+        plan.provider(),
+        pool.sku.get(),
+        pool.region.get(),
+        pool.capacity(),
+    )?;
+    let gpus = catalog.sku(plan.provider(), pool.sku.get())?.gpu_count;
+    (gpus > 0).then(|| price.usd / f64::from(gpus) / 3600.0)
+}
+
 /// Price of one GPU-second for a workload: its declared pool when it runs on one (that is
 /// what is paid today), else its recommended pool.
 fn gpu_second_price(
@@ -282,15 +290,7 @@ fn gpu_second_price(
     workload: &str,
 ) -> Option<f64> {
     if let Some(pool) = plan.workload_pools(workload).next() {
-        let price = crate::engine::cost::node_hour(
-            catalog,
-            plan.provider(),
-            pool.sku.get(),
-            pool.region.get(),
-            pool.capacity(),
-        )?;
-        let gpus = catalog.sku(plan.provider(), pool.sku.get())?.gpu_count;
-        return (gpus > 0).then(|| price.usd / f64::from(gpus) / 3600.0);
+        return pool_gpu_second(plan, catalog, pool);
     }
     rec.pools
         .iter()
@@ -462,14 +462,7 @@ pub fn analyse(
             .filter_map(|w| by_workload.get(w.get().as_str()))
             .map(|x| x.0)
             .sum();
-        let price = crate::engine::cost::node_hour(
-            catalog,
-            plan.provider(),
-            p.sku.get(),
-            p.region.get(),
-            p.capacity(),
-        )
-        .map_or(0.0, |h| h.usd / gpus.max(1.0) / 3600.0);
+        let price = pool_gpu_second(plan, catalog, p).unwrap_or(0.0);
         let idle = (floor - held).max(0.0);
         if idle > 0.0 {
             let nodes_idle = (idle / window_s / gpus.max(1.0)).floor();
