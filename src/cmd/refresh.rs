@@ -317,7 +317,6 @@ fn azure(
         let client = Arc::new(azure_prices::Client {
             base: prices_base.clone(),
             timeout: scope.timeout,
-            requests: Default::default(),
         });
         let (regions, previous, today) = (
             scope.regions.clone(),

@@ -56,8 +56,6 @@ pub struct Client {
     credential: Arc<dyn TokenCredential>,
     compute: azure_mgmt_compute::Client,
     timeout: Duration,
-    /// HTTP requests made through ureq (Resource Graph), for the request count.
-    pub graph_requests: std::sync::atomic::AtomicUsize,
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> String {
@@ -91,7 +89,6 @@ impl Client {
             credential,
             compute,
             timeout,
-            graph_requests: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -295,11 +292,9 @@ impl Client {
                 body["subscriptions"] = serde_json::json!([self.subscription]);
             }
             let (url, token, timeout) = (url.clone(), token.to_owned(), self.timeout);
-            let counter = &self.graph_requests;
             let page: Result<GraphPage, crate::http::Failure> = tokio::task::block_in_place(|| {
                 crate::http::send_json(
                     || {
-                        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         ureq::post(&url)
                             .timeout(timeout)
                             .set("Authorization", &format!("Bearer {token}"))

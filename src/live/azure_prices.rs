@@ -116,18 +116,12 @@ fn classify(i: &Item) -> Option<&'static str> {
 pub struct Client {
     pub base: String,
     pub timeout: Duration,
-    /// Requests made, for tests and `--verbose`.
-    pub requests: std::sync::atomic::AtomicUsize,
 }
 
 impl Client {
     fn get(&self, url: &str) -> Result<Page, String> {
         let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
-        let request = || {
-            self.requests
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            agent.get(url)
-        };
+        let request = || agent.get(url);
         crate::http::get_json(request)
             .map_err(|f| crate::http::describe(&format!("Azure Retail Prices at {}", self.base), f))
     }
