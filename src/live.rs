@@ -8,3 +8,55 @@ pub mod aws;
 pub mod azure_mgmt;
 pub mod azure_prices;
 pub mod cache;
+
+/// A listing longer than this many pages is a paging loop, not data: no provider answer
+/// gpuplan asks for runs past a few pages.
+pub const MAX_PAGES: usize = 50;
+
+/// The continuation token of a paged listing (`NextToken`, `$skipToken`), guarded: a token
+/// that comes back unchanged, or a chain past `MAX_PAGES`, is an error, not more requests.
+pub struct Pages {
+    what: String,
+    /// The token's name in the API, for messages.
+    name: &'static str,
+    n: usize,
+    token: Option<String>,
+}
+
+impl Pages {
+    pub fn new(what: &str, name: &'static str) -> Pages {
+        Pages {
+            what: what.to_owned(),
+            name,
+            n: 0,
+            token: None,
+        }
+    }
+
+    /// The token to send with the next request: none for the first page.
+    pub fn token(&self) -> Option<String> {
+        self.token.clone()
+    }
+
+    /// Take the token an answer gave: `Ok(true)` when another page follows.
+    pub fn advance(&mut self, next: Option<&str>) -> Result<bool, String> {
+        let Some(t) = next.filter(|t| !t.is_empty()) else {
+            return Ok(false);
+        };
+        self.n += 1;
+        if self.n >= MAX_PAGES {
+            return Err(format!(
+                "{}: more than {MAX_PAGES} pages; the {} chain does not end",
+                self.what, self.name
+            ));
+        }
+        if self.token.as_deref() == Some(t) {
+            return Err(format!(
+                "{}: the same {} came back twice; paging stopped",
+                self.what, self.name
+            ));
+        }
+        self.token = Some(t.to_owned());
+        Ok(true)
+    }
+}

@@ -17,13 +17,11 @@ use std::time::Duration;
 use crate::catalog::columns;
 use crate::cli::RefreshArgs;
 use crate::cmd::refresh::{account_csv, url_or, Scope, Task};
-use crate::live::cache;
+use crate::live::{cache, Pages};
 
 pub const PRICING_URL: &str = "https://api.pricing.us-east-1.amazonaws.com";
 pub const SPOT_ADVISOR_URL: &str =
     "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json";
-/// More pages than this is a paging loop, not data.
-pub const MAX_PAGES: usize = 50;
 /// DescribeInstanceTypes takes at most 100 instance types a call.
 const TYPES_PER_CALL: usize = 100;
 
@@ -58,44 +56,6 @@ async fn config(region: &str, timeout: Duration) -> aws_config::SdkConfig {
         .await
 }
 
-/// Guards a paging loop: stops a chain that repeats or never ends.
-struct Pages {
-    what: String,
-    n: usize,
-    last: Option<String>,
-}
-
-impl Pages {
-    fn new(what: String) -> Pages {
-        Pages {
-            what,
-            n: 0,
-            last: None,
-        }
-    }
-    /// The token to send next, `None` at the end, or an error for a loop.
-    fn next(&mut self, token: Option<&str>) -> Result<Option<String>, String> {
-        let Some(t) = token.filter(|t| !t.is_empty()) else {
-            return Ok(None);
-        };
-        self.n += 1;
-        if self.n >= MAX_PAGES {
-            return Err(format!(
-                "{}: more than {MAX_PAGES} pages; the NextToken chain does not end",
-                self.what
-            ));
-        }
-        if self.last.as_deref() == Some(t) {
-            return Err(format!(
-                "{}: the same NextToken came back twice; paging stopped",
-                self.what
-            ));
-        }
-        self.last = Some(t.to_owned());
-        Ok(Some(t.to_owned()))
-    }
-}
-
 /// The current spot price of each type in each zone (DescribeSpotPriceHistory from now
 /// returns the price in force).
 pub async fn spot_prices(
@@ -106,8 +66,7 @@ pub async fn spot_prices(
     use aws_sdk_ec2::types::InstanceType;
     let ec2 = aws_sdk_ec2::Client::new(conf);
     let what = format!("EC2 DescribeSpotPriceHistory in {region}");
-    let mut pages = Pages::new(what.clone());
-    let mut token: Option<String> = None;
+    let mut pages = Pages::new(&what, "NextToken");
     let mut out: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
     loop {
         let r = ec2
@@ -122,7 +81,7 @@ pub async fn spot_prices(
             .start_time(aws_sdk_ec2::primitives::DateTime::from(
                 std::time::SystemTime::now(),
             ))
-            .set_next_token(token.clone())
+            .set_next_token(pages.token())
             .send()
             .await
             .map_err(|e| sdk_err(&what, &e))?;
@@ -145,9 +104,8 @@ pub async fn spot_prices(
                 zones.push((zone.to_owned(), price));
             }
         }
-        match pages.next(r.next_token())? {
-            Some(t) => token = Some(t),
-            None => return Ok(out),
+        if !pages.advance(r.next_token())? {
+            return Ok(out);
         }
     }
 }
@@ -161,8 +119,7 @@ pub async fn offerings(
     use aws_sdk_ec2::types::{Filter, LocationType};
     let ec2 = aws_sdk_ec2::Client::new(conf);
     let what = format!("EC2 DescribeInstanceTypeOfferings in {region}");
-    let mut pages = Pages::new(what.clone());
-    let mut token: Option<String> = None;
+    let mut pages = Pages::new(&what, "NextToken");
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     loop {
         let r = ec2
@@ -174,7 +131,7 @@ pub async fn offerings(
                     .set_values(Some(types.to_vec()))
                     .build(),
             )
-            .set_next_token(token.clone())
+            .set_next_token(pages.token())
             .send()
             .await
             .map_err(|e| sdk_err(&what, &e))?;
@@ -186,9 +143,8 @@ pub async fn offerings(
                 zones.dedup();
             }
         }
-        match pages.next(r.next_token())? {
-            Some(t) => token = Some(t),
-            None => return Ok(out),
+        if !pages.advance(r.next_token())? {
+            return Ok(out);
         }
     }
 }
@@ -213,8 +169,7 @@ pub async fn shapes(
     let what = format!("EC2 DescribeInstanceTypes in {region}");
     let mut out = Vec::new();
     for chunk in types.chunks(TYPES_PER_CALL) {
-        let mut pages = Pages::new(what.clone());
-        let mut token: Option<String> = None;
+        let mut pages = Pages::new(&what, "NextToken");
         loop {
             let r = ec2
                 .describe_instance_types()
@@ -224,7 +179,7 @@ pub async fn shapes(
                         .map(|t| InstanceType::from(t.as_str()))
                         .collect(),
                 ))
-                .set_next_token(token.clone())
+                .set_next_token(pages.token())
                 .send()
                 .await
                 .map_err(|e| sdk_err(&what, &e))?;
@@ -254,9 +209,8 @@ pub async fn shapes(
                         .unwrap_or(false),
                 });
             }
-            match pages.next(r.next_token())? {
-                Some(t) => token = Some(t),
-                None => break,
+            if !pages.advance(r.next_token())? {
+                break;
             }
         }
     }
@@ -295,8 +249,7 @@ pub async fn capacity_blocks(
     let mut out = Vec::new();
     for ty in types {
         let what = format!("EC2 DescribeCapacityBlockOfferings {ty} in {region}");
-        let mut pages = Pages::new(what.clone());
-        let mut token: Option<String> = None;
+        let mut pages = Pages::new(&what, "NextToken");
         let mut best: Option<(f64, String)> = None;
         loop {
             let r = ec2
@@ -304,7 +257,7 @@ pub async fn capacity_blocks(
                 .instance_type(ty)
                 .instance_count(1)
                 .capacity_duration_hours(BLOCK_HOURS)
-                .set_next_token(token.clone())
+                .set_next_token(pages.token())
                 .send()
                 .await
                 .map_err(|e| sdk_err(&what, &e))?;
@@ -340,9 +293,8 @@ pub async fn capacity_blocks(
                     ));
                 }
             }
-            match pages.next(r.next_token())? {
-                Some(t) => token = Some(t),
-                None => break,
+            if !pages.advance(r.next_token())? {
+                break;
             }
         }
         if let Some((p, note)) = best {
@@ -366,8 +318,7 @@ pub async fn placement_scores(
     let mut out = Vec::new();
     for (model, types) in groups {
         let what = format!("EC2 GetSpotPlacementScores for {model}");
-        let mut pages = Pages::new(what.clone());
-        let mut token: Option<String> = None;
+        let mut pages = Pages::new(&what, "NextToken");
         loop {
             let r = ec2
                 .get_spot_placement_scores()
@@ -376,7 +327,7 @@ pub async fn placement_scores(
                 .target_capacity_unit_type(TargetCapacityUnitType::Units)
                 .single_availability_zone(false)
                 .set_region_names(Some(regions.to_vec()))
-                .set_next_token(token.clone())
+                .set_next_token(pages.token())
                 .send()
                 .await
                 .map_err(|e| sdk_err(&what, &e))?;
@@ -391,9 +342,8 @@ pub async fn placement_scores(
                 }
                 out.push((model.clone(), region.to_owned(), score));
             }
-            match pages.next(r.next_token())? {
-                Some(t) => token = Some(t),
-                None => break,
+            if !pages.advance(r.next_token())? {
+                break;
             }
         }
     }
@@ -473,8 +423,7 @@ pub async fn list_prices(
         filter("licenseModel", "No License required", FilterType::TermMatch)?,
         filter("instanceType", &types.join(","), FilterType::AnyOf)?,
     ];
-    let mut pages = Pages::new(what.clone());
-    let mut token: Option<String> = None;
+    let mut pages = Pages::new(&what, "NextToken");
     let mut out = Vec::new();
     loop {
         let r = pricing
@@ -483,16 +432,15 @@ pub async fn list_prices(
             .format_version("aws_v1")
             .set_filters(Some(filters.clone()))
             .max_results(100)
-            .set_next_token(token.clone())
+            .set_next_token(pages.token())
             .send()
             .await
             .map_err(|e| sdk_err(&what, &e))?;
         for item in r.price_list() {
             out.extend(parse_product(item).map_err(|e| format!("{what}: {e}"))?);
         }
-        match pages.next(r.next_token())? {
-            Some(t) => token = Some(t),
-            None => break,
+        if !pages.advance(r.next_token())? {
+            break;
         }
     }
     out.retain(|(sku, ..)| types.contains(sku));

@@ -11,13 +11,12 @@ use azure_core::auth::TokenCredential;
 use futures::StreamExt;
 use serde::Deserialize;
 
+use super::{Pages, MAX_PAGES};
+
 /// The public cloud's Resource Manager; `GPUPLAN_AZURE_MANAGEMENT_URL` points elsewhere
 /// (sovereign clouds, proxies, tests).
 pub const DEFAULT_URL: &str = "https://management.azure.com";
 const GRAPH_API_VERSION: &str = "2021-03-01";
-/// A region lists a few hundred usages and a few thousand SKUs per page set; more pages
-/// than this is a paging loop, not data.
-pub const MAX_PAGES: usize = 50;
 
 /// One quota bucket: a VM family, `lowPriorityCores` or `cores`, in vCPUs.
 #[derive(Debug, Clone, PartialEq)]
@@ -281,11 +280,11 @@ impl Client {
     async fn graph(&self, token: &str, query: &str, what: &str) -> Result<Vec<Row>, String> {
         let url = graph_url(self.endpoint.as_str());
         let mut rows = Vec::new();
-        let mut skip: Option<String> = None;
-        for _ in 0..MAX_PAGES {
+        let mut pages = Pages::new(&format!("Resource Graph {what}"), "$skipToken");
+        loop {
             let mut options = serde_json::json!({"resultFormat": "objectArray", "$top": 1000});
-            if let Some(s) = &skip {
-                options["$skipToken"] = serde_json::Value::String(s.clone());
+            if let Some(s) = pages.token() {
+                options["$skipToken"] = serde_json::Value::String(s);
             }
             let mut body = serde_json::json!({"query": query, "options": options});
             if !self.subscription.is_empty() {
@@ -317,19 +316,10 @@ impl Client {
                 serde_json::Value::Object(m) => Some(Row(m)),
                 _ => None,
             }));
-            match page.skip_token.filter(|s| !s.is_empty()) {
-                Some(next) if Some(&next) == skip.as_ref() => {
-                    return Err(format!(
-                        "Resource Graph {what}: the same $skipToken came back twice; paging stopped"
-                    ))
-                }
-                Some(next) => skip = Some(next),
-                None => return Ok(rows),
+            if !pages.advance(page.skip_token.as_deref())? {
+                return Ok(rows);
             }
         }
-        Err(format!(
-            "Resource Graph {what}: more than {MAX_PAGES} pages; the $skipToken chain does not end"
-        ))
     }
 }
 

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::MAX_PAGES;
+
 /// The public endpoint; `GPUPLAN_AZURE_PRICES_URL` points elsewhere (proxies, tests).
 pub const DEFAULT_URL: &str = "https://prices.azure.com/api/retail/prices";
 const API_VERSION: &str = "2023-01-01-preview";
-/// A region has a few thousand N-series rows (1,000 a page): more pages than this is a loop.
-pub const MAX_PAGES: usize = 50;
 
 #[derive(Debug, Deserialize)]
 struct Page {
