@@ -12,6 +12,7 @@
 //!   spot placement scores per region for each GPU model's types (`GetSpotPlacementScores`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::columns;
@@ -54,6 +55,32 @@ async fn config(region: &str, timeout: Duration) -> aws_config::SdkConfig {
         )
         .load()
         .await
+}
+
+/// One SDK configuration per region, loaded on first use and shared by every task, so the
+/// credential chain is resolved (and its credentials cached) once per region, not per task.
+pub struct Configs {
+    timeout: Duration,
+    loaded: tokio::sync::Mutex<BTreeMap<String, aws_config::SdkConfig>>,
+}
+
+impl Configs {
+    pub fn new(timeout: Duration) -> Configs {
+        Configs {
+            timeout,
+            loaded: Default::default(),
+        }
+    }
+
+    pub async fn get(&self, region: &str) -> aws_config::SdkConfig {
+        let mut loaded = self.loaded.lock().await;
+        if let Some(c) = loaded.get(region) {
+            return c.clone();
+        }
+        let c = config(region, self.timeout).await;
+        loaded.insert(region.to_owned(), c.clone());
+        c
+    }
 }
 
 /// The current spot price of each type in each zone (DescribeSpotPriceHistory from now
@@ -532,10 +559,8 @@ pub fn parse_product(text: &str) -> Result<Vec<(String, &'static str, f64, Strin
 }
 
 /// The Spot Instance Advisor file cut to `types` (Linux), in the file's own format.
-pub fn advisor_cut(text: &str, types: &[String]) -> Result<String, String> {
+pub fn advisor_cut(v: &serde_json::Value, types: &[String]) -> Result<String, String> {
     use serde_json::{Map, Value};
-    let v: Value = serde_json::from_str(text)
-        .map_err(|e| format!("the Spot Instance Advisor file is not JSON ({e})"))?;
     let (Some(ranges), Some(regions)) = (
         v.get("ranges").filter(|r| r.is_array()),
         v.get("spot_advisor").and_then(Value::as_object),
@@ -660,60 +685,48 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
     }
     let mut tasks = Vec::new();
     let today = scope.today.clone();
+    let configs = Arc::new(Configs::new(scope.timeout));
     if scope.wants("prices") {
-        let (regions, types, previous, today, timeout, url, block_types) = (
+        let (regions, types, previous, today, configs, url, block_types) = (
             scope.regions.clone(),
             scope.skus.clone(),
             scope.previous("aws/prices-live.csv"),
             today.clone(),
-            scope.timeout,
+            Arc::clone(&configs),
             pricing_url.clone(),
             block_types.clone(),
         );
         tasks.push(Task {
             label: "AWS prices".into(),
             run: Box::pin(async move {
-                let mut rows = Vec::new();
+                let mut rows: Vec<Vec<String>> = Vec::new();
+                // A row of `prices-live.csv`, in the layout of `cache::PRICE_HEADER`.
+                let row = |sku: String, region: &str, kind: &str, usd: f64, unit: &str, note: String| {
+                    vec![sku, region.to_owned(), kind.to_owned(), usd.to_string(), unit.to_owned(), today.clone(), note]
+                };
                 for r in &regions {
-                    let conf = config(r, timeout).await;
+                    let conf = configs.get(r).await;
                     for (sku, kind, p, note) in list_prices(&conf, &url, r, &types).await? {
-                        rows.push(vec![
-                            sku,
-                            r.clone(),
-                            kind.to_owned(),
-                            p.to_string(),
-                            if kind == "consumption" { "1 Hour" } else { "term" }.to_owned(),
-                            today.clone(),
-                            format!("AWS Price List GetProducts ({note})"),
-                        ]);
+                        let unit = if kind == "consumption" { "1 Hour" } else { "term" };
+                        rows.push(row(sku, r, kind, p, unit, format!("AWS Price List GetProducts ({note})")));
                     }
                     for (sku, p, note) in capacity_blocks(&conf, r, &block_types).await? {
-                        rows.push(vec![
+                        rows.push(row(
                             sku,
-                            r.clone(),
-                            "capacity-block".into(),
-                            p.to_string(),
-                            "1 Hour".into(),
-                            today.clone(),
+                            r,
+                            "capacity-block",
+                            p,
+                            "1 Hour",
                             format!("EC2 DescribeCapacityBlockOfferings, lowest per instance-hour: {note}"),
-                        ]);
+                        ));
                     }
                     for (sku, zones) in spot_prices(&conf, r, &types).await? {
-                        if let Some((zone, p)) =
-                            zones.iter().min_by(|a, b| a.1.total_cmp(&b.1))
-                        {
-                            rows.push(vec![
-                                sku,
-                                r.clone(),
-                                "spot".into(),
-                                p.to_string(),
-                                "1 Hour".into(),
-                                today.clone(),
-                                format!(
-                                    "EC2 DescribeSpotPriceHistory Linux/UNIX (lowest of {} zone(s): {zone})",
-                                    zones.len()
-                                ),
-                            ]);
+                        if let Some((zone, p)) = zones.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+                            let note = format!(
+                                "EC2 DescribeSpotPriceHistory Linux/UNIX (lowest of {} zone(s): {zone})",
+                                zones.len()
+                            );
+                            rows.push(row(sku, r, "spot", *p, "1 Hour", note));
                         }
                     }
                 }
@@ -732,13 +745,13 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
         });
     }
     if scope.wants("skus") {
-        let (regions, types, prev_av, prev_sh, today, timeout) = (
+        let (regions, types, prev_av, prev_sh, today, configs) = (
             scope.regions.clone(),
             scope.skus.clone(),
             scope.previous("aws/availability.csv"),
             scope.previous("aws/instance-types.csv"),
             today.clone(),
-            scope.timeout,
+            Arc::clone(&configs),
         );
         tasks.push(Task {
             label: "AWS instance types".into(),
@@ -746,7 +759,7 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
                 let mut avail = Vec::new();
                 let mut shape_rows: BTreeMap<String, Vec<String>> = BTreeMap::new();
                 for r in &regions {
-                    let conf = config(r, timeout).await;
+                    let conf = configs.get(r).await;
                     let offered = offerings(&conf, r, &types).await?;
                     for t in &types {
                         let (zones, why) = match offered.get(t) {
@@ -818,18 +831,18 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
         });
     }
     if scope.wants("quota") {
-        let (regions, previous, today, timeout) = (
+        let (regions, previous, today, configs) = (
             scope.regions.clone(),
             scope.previous("aws/quota.csv"),
             today.clone(),
-            scope.timeout,
+            Arc::clone(&configs),
         );
         tasks.push(Task {
             label: "AWS Service Quotas".into(),
             run: Box::pin(async move {
                 let mut rows = Vec::new();
                 for r in &regions {
-                    let conf = config(r, timeout).await;
+                    let conf = configs.get(r).await;
                     for (code, v) in quotas(&conf, r, &codes).await? {
                         rows.push(vec![
                             r.clone(),
@@ -856,30 +869,30 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
         });
     }
     if scope.wants("eviction") {
-        let (types, today, timeout, url, regions, previous_placement) = (
+        let (types, today, timeout, url, regions, previous_placement, configs) = (
             scope.skus.clone(),
             today.clone(),
             scope.timeout,
             advisor_url.clone(),
             scope.regions.clone(),
             scope.previous("aws/spot-placement.csv"),
+            Arc::clone(&configs),
         );
         tasks.push(Task {
             label: "AWS Spot Instance Advisor".into(),
             run: Box::pin(async move {
                 let u = url.clone();
-                let text = tokio::task::spawn_blocking(move || {
+                let advisor = tokio::task::spawn_blocking(move || {
                     let agent = ureq::AgentBuilder::new().timeout(timeout).build();
                     crate::http::get_json::<serde_json::Value>(|| agent.get(&u))
-                        .map(|v| v.to_string())
                         .map_err(|f| {
                             crate::http::describe(&format!("Spot Instance Advisor at {u}"), f)
                         })
                 })
                 .await
                 .map_err(|e| e.to_string())??;
-                let cut = advisor_cut(&text, &types)?;
-                let conf = config(&regions[0], timeout).await;
+                let cut = advisor_cut(&advisor, &types)?;
+                let conf = configs.get(&regions[0]).await;
                 let rows: Vec<Vec<String>> = placement_scores(&conf, &regions, &groups)
                     .await?
                     .into_iter()
