@@ -417,12 +417,7 @@ fn azure(
                             Some(a) => vec![
                                 a.sku.clone(),
                                 a.region.clone(),
-                                a.zones
-                                    .iter()
-                                    .filter(|z| !a.restricted_zones.contains(z))
-                                    .cloned()
-                                    .collect::<Vec<_>>()
-                                    .join(" "),
+                                a.zones.join(" "),
                                 a.restriction.clone(),
                             ],
                             None => vec![s.clone(), r.clone(), String::new(), "not offered".into()],

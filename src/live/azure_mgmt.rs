@@ -32,11 +32,10 @@ pub struct QuotaRow {
 pub struct Availability {
     pub sku: String,
     pub region: String,
+    /// Zones the subscription can deploy to: the region's zones less Zone restrictions.
     pub zones: Vec<String>,
     /// `NotAvailableForSubscription` or `QuotaId` (a Location restriction), else empty.
     pub restriction: String,
-    /// Zones closed by Zone restrictions.
-    pub restricted_zones: Vec<String>,
 }
 
 /// An eviction band and the latest spot price of a SKU in a region.
@@ -162,7 +161,6 @@ impl Client {
                     let mut zones = info.map(|i| i.zones.clone()).unwrap_or_default();
                     zones.sort();
                     let mut restriction = String::new();
-                    let mut restricted_zones = Vec::new();
                     for r in &s.restrictions {
                         let code = match &r.reason_code {
                             Some(c) => format!("{c:?}"),
@@ -173,20 +171,17 @@ impl Client {
                                 azure_mgmt_compute::models::resource_sku_restrictions::Type::Zone,
                             ) => {
                                 if let Some(i) = &r.restriction_info {
-                                    restricted_zones.extend(i.zones.iter().cloned());
+                                    zones.retain(|z| !i.zones.contains(z));
                                 }
                             }
                             _ => restriction = code,
                         }
                     }
-                    restricted_zones.sort();
-                    restricted_zones.dedup();
                     out.push(Availability {
                         sku: sku.clone(),
                         region: region.to_owned(),
                         zones,
                         restriction,
-                        restricted_zones,
                     });
                 }
             }
