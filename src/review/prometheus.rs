@@ -214,12 +214,7 @@ impl Client {
                     ));
                 };
                 let weight = match i {
-                    0 => {
-                        let r = m.metric.get("resource").map_or("nvidia_com_gpu", String::as_str);
-                        super::telemetry::resource_share(catalog, r).ok_or_else(|| {
-                            format!("Prometheus at {}: resource `{r}`: no such MIG profile in the catalog", self.base)
-                        })?
-                    }
+                    0 => self.resource_weight(&m, catalog)?,
                     1 => match m.metric.get("GPU_I_PROFILE").filter(|p| !p.is_empty()) {
                         Some(p) => super::telemetry::mig_share(catalog, p).ok_or_else(|| {
                             format!("Prometheus at {}: GPU_I_PROFILE `{p}`: no such MIG profile in the catalog", self.base)
@@ -234,16 +229,48 @@ impl Client {
                     1 => &mut p.used,
                     _ => &mut p.tokens,
                 };
-                for (ts, v) in m.values {
-                    let v: f64 = v.parse().map_err(|_| format!("Prometheus at {}: sample `{v}` is not a number", self.base))?;
-                    if v.is_finite() {
-                        *series.entry(ts.floor() as i64).or_default() += v * weight;
-                    }
-                }
+                self.add_samples(series, m.values, weight)?;
             }
         }
         self.fetch_nodes(&mut t, from, end, step, catalog)?;
         Ok(t)
+    }
+
+    /// A series' GPUs per unit: 1 for `nvidia_com_gpu`, a MIG profile's share of its GPU for
+    /// `nvidia_com_mig_*`.
+    fn resource_weight(
+        &self,
+        m: &Matrix,
+        catalog: &crate::catalog::Catalog,
+    ) -> Result<f64, String> {
+        let r = m
+            .metric
+            .get("resource")
+            .map_or("nvidia_com_gpu", String::as_str);
+        super::telemetry::resource_share(catalog, r).ok_or_else(|| {
+            format!(
+                "Prometheus at {}: resource `{r}`: no such MIG profile in the catalog",
+                self.base
+            )
+        })
+    }
+
+    /// Add a series' samples, times `weight`, to `series` by time.
+    fn add_samples(
+        &self,
+        series: &mut std::collections::BTreeMap<i64, f64>,
+        values: Vec<(f64, String)>,
+        weight: f64,
+    ) -> Result<(), String> {
+        for (ts, v) in values {
+            let v: f64 = v.parse().map_err(|_| {
+                format!("Prometheus at {}: sample `{v}` is not a number", self.base)
+            })?;
+            if v.is_finite() {
+                *series.entry(ts.floor() as i64).or_default() += v * weight;
+            }
+        }
+        Ok(())
     }
 
     /// Node capacity, requests per node and pool labels. Optional: a server without
@@ -266,30 +293,14 @@ impl Client {
                 let Some(node) = m.metric.get("node") else {
                     continue;
                 };
-                let r = m
-                    .metric
-                    .get("resource")
-                    .map_or("nvidia_com_gpu", String::as_str);
-                let w = super::telemetry::resource_share(catalog, r).ok_or_else(|| {
-                    format!(
-                        "Prometheus at {}: resource `{r}`: no such MIG profile in the catalog",
-                        self.base
-                    )
-                })?;
+                let w = self.resource_weight(&m, catalog)?;
                 let n = t.node_mut(node);
                 let series = if i == 0 {
                     &mut n.capacity
                 } else {
                     &mut n.allocated
                 };
-                for (ts, v) in m.values {
-                    let v: f64 = v.parse().map_err(|_| {
-                        format!("Prometheus at {}: sample `{v}` is not a number", self.base)
-                    })?;
-                    if v.is_finite() {
-                        *series.entry(ts.floor() as i64).or_default() += v * w;
-                    }
-                }
+                self.add_samples(series, m.values, w)?;
             }
         }
         for m in self.query_split(NODE_POOL, from, end, step)? {
