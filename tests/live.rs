@@ -10,6 +10,18 @@ mod common;
 
 use assert_cmd::Command;
 
+/// Refresh the Azure retail prices of eastus.
+const EASTUS_PRICES: [&str; 8] = [
+    "catalog",
+    "refresh",
+    "--only",
+    "prices",
+    "--provider",
+    "azure",
+    "--region",
+    "eastus",
+];
+
 fn gpuplan(cache: &Path, url: &str) -> Command {
     let mut c = Command::cargo_bin("gpuplan").expect("binary");
     c.current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -158,16 +170,7 @@ fn refresh_follows_paging_with_one_query_and_changes_the_recommendation() {
         (200, "", Box::new(page_two)),
     ]);
     let out = gpuplan(&cache, &url)
-        .args([
-            "catalog",
-            "refresh",
-            "--only",
-            "prices",
-            "--provider",
-            "azure",
-            "--region",
-            "eastus",
-        ])
+        .args(EASTUS_PRICES)
         .assert()
         .code(0)
         .get_output()
@@ -219,19 +222,7 @@ fn a_429_is_waited_out_and_the_dry_run_asks_nothing() {
         (200, "", Box::new(page_one)),
         (200, "", Box::new(page_two)),
     ]);
-    gpuplan(&cache, &url)
-        .args([
-            "catalog",
-            "refresh",
-            "--only",
-            "prices",
-            "--provider",
-            "azure",
-            "--region",
-            "eastus",
-        ])
-        .assert()
-        .code(0);
+    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
     assert_eq!(h.join().expect("server").len(), 3);
     let out = gpuplan(&cache, "http://127.0.0.1:9/x")
         .args([
@@ -262,19 +253,7 @@ fn faults_leave_the_cache_as_it_was() {
         (200, "", Box::new(page_one)),
         (200, "", Box::new(page_two)),
     ]);
-    gpuplan(&cache, &url)
-        .args([
-            "catalog",
-            "refresh",
-            "--only",
-            "prices",
-            "--provider",
-            "azure",
-            "--region",
-            "eastus",
-        ])
-        .assert()
-        .code(0);
+    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
     h.join().expect("server");
     let good = common::tree(&cache);
     let cases: Vec<(&str, Script)> = vec![
@@ -322,18 +301,8 @@ fn faults_leave_the_cache_as_it_was() {
     for (needle, script) in cases {
         let (url, _h) = server(script);
         let out = gpuplan(&cache, &url)
-            .args([
-                "catalog",
-                "refresh",
-                "--only",
-                "prices",
-                "--provider",
-                "azure",
-                "--region",
-                "eastus",
-                "--timeout",
-                "5",
-            ])
+            .args(EASTUS_PRICES)
+            .args(["--timeout", "5"])
             .assert()
             .code(2)
             .get_output()
