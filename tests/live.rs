@@ -23,13 +23,8 @@ const EASTUS_PRICES: [&str; 8] = [
 ];
 
 fn gpuplan(cache: &Path, url: &str) -> Command {
-    let mut c = Command::cargo_bin("gpuplan").expect("binary");
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUPLAN_TODAY", "2026-12-02")
-        .env("NO_COLOR", "1")
-        .env_remove("GPUPLAN_CATALOG")
-        .env("GPUPLAN_CACHE", cache)
-        .env("GPUPLAN_AZURE_PRICES_URL", url);
+    let mut c = common::gpuplan(cache);
+    c.env("GPUPLAN_AZURE_PRICES_URL", url);
     c
 }
 

@@ -16,13 +16,8 @@ const KEY: &str = "AKIDTESTKEY0000000";
 const SECRET: &str = "aws-secret-must-not-leak";
 
 fn gpuplan(cache: &Path, mock: &str) -> Command {
-    let mut c = Command::cargo_bin("gpuplan").expect("binary");
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUPLAN_TODAY", "2026-12-02")
-        .env("NO_COLOR", "1")
-        .env_remove("GPUPLAN_CATALOG")
-        .env("GPUPLAN_CACHE", cache)
-        .env("AWS_ACCESS_KEY_ID", KEY)
+    let mut c = common::gpuplan(cache);
+    c.env("AWS_ACCESS_KEY_ID", KEY)
         .env("AWS_SECRET_ACCESS_KEY", SECRET)
         .env_remove("AWS_SESSION_TOKEN")
         .env_remove("AWS_PROFILE")

@@ -19,28 +19,23 @@ const SECRET: &str = "client-secret-must-not-leak";
 const TOKEN: &str = "eyJ0eXAi.access-token-must-not-leak";
 
 fn gpuplan(cache: &Path, mock: &str) -> Command {
-    let mut c = Command::cargo_bin("gpuplan").expect("binary");
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUPLAN_TODAY", "2026-12-02")
-        .env("NO_COLOR", "1")
-        .env_remove("GPUPLAN_CATALOG")
-        .env("GPUPLAN_CACHE", cache)
-        .env(
-            "GPUPLAN_AZURE_PRICES_URL",
-            format!("{mock}/api/retail/prices"),
-        )
-        .env("GPUPLAN_AZURE_MANAGEMENT_URL", mock)
-        .env("AZURE_AUTHORITY_HOST", mock)
-        .env("AZURE_TENANT_ID", "tenant-1")
-        .env("AZURE_CLIENT_ID", "client-1")
-        .env("AZURE_CLIENT_SECRET", SECRET)
-        .env("AZURE_SUBSCRIPTION_ID", SUB)
-        .env("NO_PROXY", "127.0.0.1")
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("MSI_ENDPOINT")
-        .env_remove("IDENTITY_ENDPOINT")
-        .env_remove("AZURE_FEDERATED_TOKEN_FILE");
+    let mut c = common::gpuplan(cache);
+    c.env(
+        "GPUPLAN_AZURE_PRICES_URL",
+        format!("{mock}/api/retail/prices"),
+    )
+    .env("GPUPLAN_AZURE_MANAGEMENT_URL", mock)
+    .env("AZURE_AUTHORITY_HOST", mock)
+    .env("AZURE_TENANT_ID", "tenant-1")
+    .env("AZURE_CLIENT_ID", "client-1")
+    .env("AZURE_CLIENT_SECRET", SECRET)
+    .env("AZURE_SUBSCRIPTION_ID", SUB)
+    .env("NO_PROXY", "127.0.0.1")
+    .env_remove("HTTP_PROXY")
+    .env_remove("HTTPS_PROXY")
+    .env_remove("MSI_ENDPOINT")
+    .env_remove("IDENTITY_ENDPOINT")
+    .env_remove("AZURE_FEDERATED_TOKEN_FILE");
     c
 }
 

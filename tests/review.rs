@@ -13,13 +13,8 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 fn gpuplan() -> Command {
-    let mut c = Command::cargo_bin("gpuplan").expect("binary");
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUPLAN_TODAY", "2026-12-02")
-        .env("NO_COLOR", "1")
-        .env_remove("GPUPLAN_CATALOG")
-        .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
-        .env_remove("GPUPLAN_PROMETHEUS_URL");
+    let mut c = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"));
+    c.env_remove("GPUPLAN_PROMETHEUS_URL");
     c
 }
 

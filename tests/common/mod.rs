@@ -1,5 +1,18 @@
 pub mod mock;
 
+/// The binary run from the project root on a fixed date, without colour, on the embedded
+/// catalog with `cache` as its refresh cache.
+#[allow(dead_code)]
+pub fn gpuplan(cache: &std::path::Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("gpuplan").expect("binary");
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUPLAN_TODAY", "2026-12-02")
+        .env("NO_COLOR", "1")
+        .env_remove("GPUPLAN_CATALOG")
+        .env("GPUPLAN_CACHE", cache);
+    c
+}
+
 /// Every file under `dir` with its text, sorted: what a failed refresh must leave unchanged.
 #[allow(dead_code)]
 pub fn tree(dir: &std::path::Path) -> Vec<(String, String)> {
