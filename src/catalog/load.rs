@@ -125,12 +125,8 @@ impl Files {
                                 }
                             }
                         }
-                    }
-                    // Files only a refresh writes (quota, availability, ...) have no
-                    // embedded entry: they join the list.
-                    if let (Some(toml::Value::Array(files)), Some(toml::Value::Array(cfiles))) =
-                        (merged.get_mut("file"), cache.get("file"))
-                    {
+                        // Files only a refresh writes (quota, availability, ...) have no
+                        // embedded entry: they join the list.
                         for c in cfiles {
                             let p = c.get("path").and_then(|v| v.as_str()).unwrap_or("");
                             if embedded_file(p).is_none() && dir.join(p).is_file() {
