@@ -72,3 +72,28 @@ pub fn validate_file(
     })?;
     Ok((plan, catalog))
 }
+
+/// With `--verbose`: the command's wall time and the process's peak resident memory, the
+/// figures the benches read.
+pub fn report_resources(out: &Out, started: std::time::Instant) {
+    if !out.verbose {
+        return;
+    }
+    out.detail(&format!(
+        "resources: {:.3} s wall, peak RSS {}",
+        started.elapsed().as_secs_f64(),
+        peak_rss().map_or("unknown".to_owned(), |kb| format!(
+            "{:.1} MB",
+            kb as f64 / 1024.0
+        ))
+    ));
+}
+
+/// Peak resident memory of this process in KiB (Linux `VmHWM`).
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}

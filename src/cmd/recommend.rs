@@ -33,30 +33,12 @@ pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
     for f in rec.findings.iter().filter(|f| f.severity == "error") {
         out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
     }
-    if out.verbose {
-        out.detail(&format!(
-            "resources: {:.3} s wall, peak RSS {}",
-            started.elapsed().as_secs_f64(),
-            peak_rss().map_or("unknown".to_owned(), |kb| format!(
-                "{:.1} MB",
-                kb as f64 / 1024.0
-            ))
-        ));
-    }
+    super::report_resources(out, started);
     if rec.unsatisfiable() {
         exit::FINDINGS
     } else {
         exit::OK
     }
-}
-
-/// Peak resident memory of this process in KiB (Linux `VmHWM`).
-pub fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 pub fn json(rec: &Recommendation) -> String {

@@ -14,14 +14,7 @@ fn input_error(out: &Out, msg: &str) -> u8 {
 pub fn run(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
     let started = std::time::Instant::now();
     let code = review(g, args, out);
-    out.detail(&format!(
-        "resources: {:.3} s wall, peak RSS {}",
-        started.elapsed().as_secs_f64(),
-        super::recommend::peak_rss().map_or("unknown".to_owned(), |kb| format!(
-            "{:.1} MB",
-            kb as f64 / 1024.0
-        ))
-    ));
+    super::report_resources(out, started);
     code
 }
 
