@@ -3,6 +3,8 @@
 //! in decreasing order of the largest share they take, which never splits a replica across
 //! nodes.
 
+mod colgen;
+
 /// What one replica (or one prepared GPU) takes of a node.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Item {
@@ -41,7 +43,9 @@ impl NodeCap {
 /// units left unused on them.
 ///
 /// `thorough` adds the pattern search, which finds better fillings where a node holds a
-/// handful of replicas and costs more time; the final pools get it, comparisons do not.
+/// handful of replicas, and column generation (`colgen`), which lands within a node or two of
+/// the pattern LP's bound; both cost more time, so the final pools get them and comparisons
+/// do not.
 pub fn nodes(groups: &[(Item, u32)], cap: NodeCap, thorough: bool) -> (u32, u32) {
     let mut best = first_fit_decreasing(groups, cap);
     let dp = dot_product(groups, cap);
@@ -54,6 +58,13 @@ pub fn nodes(groups: &[(Item, u32)], cap: NodeCap, thorough: bool) -> (u32, u32)
         let p = patterns(groups, cap);
         if p.0 < best.0 {
             best = p;
+        }
+    }
+    if thorough {
+        if let Some(c) = colgen::pack(groups, cap) {
+            if c.0 < best.0 {
+                best = c;
+            }
         }
     }
     best
