@@ -94,6 +94,10 @@ pub struct Bounds {
     /// replicas can each take more than `1/(j+1)` of its vCPUs (or RAM), since `j+1` of
     /// them would not fit. Every integer fleet satisfies them; the plain LP does not.
     pub lp_cut_cost: Option<f64>,
+    /// GPUs no fleet can go below while its cost stays within 2% of `lp_cost`: the GPU LP
+    /// with that cost as a constraint. Where it exceeds `lp_gpus` by more than 3%, the two
+    /// quality targets cannot both be met by any fleet, fractional or not.
+    pub lp_gpus_within_cost: Option<f64>,
 }
 
 /// The bounds; `with_cuts` also solves the tighter LP (slower; the bench reports it).
@@ -114,11 +118,21 @@ pub fn bounds(plan: &Plan, catalog: &Catalog, with_cuts: bool) -> Bounds {
             f64::from(d.gpus) * peak
         };
     }
+    let lp_cost = lp(plan, catalog, &demands, false, Objective::Cost);
     Bounds {
         demand_gpus,
         slot_gpus,
-        lp_cost: lp(plan, catalog, &demands, false, Objective::Cost),
-        lp_gpus: lp(plan, catalog, &demands, false, Objective::Gpus),
+        lp_cost,
+        lp_gpus: lp(plan, catalog, &demands, false, Objective::Gpus(None)),
+        lp_gpus_within_cost: lp_cost.and_then(|c| {
+            lp(
+                plan,
+                catalog,
+                &demands,
+                false,
+                Objective::Gpus(Some(c * 1.02)),
+            )
+        }),
         lp_cut_cost: if with_cuts {
             lp(plan, catalog, &demands, true, Objective::Cost)
         } else {
@@ -142,7 +156,8 @@ type NodeKey = (demand::Segment, String, String, &'static str, String);
 #[derive(Clone, Copy, PartialEq)]
 enum Objective {
     Cost,
-    Gpus,
+    /// GPUs, with the monthly cost at most the given amount when there is one.
+    Gpus(Option<f64>),
 }
 
 fn lp(
@@ -196,7 +211,7 @@ fn lp(
                     n: p.add_var(
                         match objective {
                             Objective::Cost => r.usd * hours,
-                            Objective::Gpus => f64::from(c.sku.gpu_count),
+                            Objective::Gpus(_) => f64::from(c.sku.gpu_count),
                         },
                         (0.0, f64::INFINITY),
                     ),
@@ -211,6 +226,11 @@ fn lp(
             }
         }
         p.add_constraint(xs, ComparisonOp::Eq, f64::from(d.peak));
+    }
+    if let Objective::Gpus(Some(limit)) = objective {
+        let terms: Vec<(microlp::Variable, f64)> =
+            kinds.values().map(|k| (k.n, k.usd * hours)).collect();
+        p.add_constraint(terms, ComparisonOp::Le, limit);
     }
     for kind in kinds.values() {
         for dim in 0..3 {

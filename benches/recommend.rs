@@ -87,6 +87,12 @@ fn main() {
                 (f64::from(gpus) / g - 1.0) * 100.0
             );
         }
+        if let Some(g) = b.lp_gpus_within_cost {
+            println!(
+                "          GPU LP bound within 2% of the cost bound {g:.1} ({:+.2}%)",
+                (f64::from(gpus) / g - 1.0) * 100.0
+            );
+        }
         match b.lp_cost {
             Some(lp) => println!(
                 "cost      {:.2}/month  LP bound {lp:.2} ({:+.2}%)",

@@ -10,8 +10,8 @@ use gpuplan::plan::{self, raw::Provider};
 use gpuplan::source::SourceFile;
 
 /// How far above its lower bounds a recommendation may come. The issue's targets are 3% of
-/// GPUs over the slot bound and 2% of cost over the LP bound; where a provider's catalog
-/// does not let gpuplan reach them, the limit is the measured level plus a margin, as a
+/// GPUs over the slot bound and 2% of cost over the LP bound; where the cheapest fleet does
+/// not reach one of them, the limit is the measured level plus a small margin, as a
 /// regression guard (closing notes of issue 3 give the figures).
 struct Limits {
     gpus: f64,
@@ -53,7 +53,10 @@ fn check(provider: Provider, regions: &[&str], limits: Limits) {
     let gpus: u32 = r.pools.iter().map(|p| p.gpus.max).sum();
     let plain = b.lp_cost.expect("the LP relaxation solves");
     let gpu_bound = b.lp_gpus.expect("the GPU LP solves");
-    eprintln!("GPU LP bound {gpu_bound:.1}");
+    eprintln!(
+        "GPU LP bound {gpu_bound:.1}; within 2% of the cost bound {:.1}",
+        b.lp_gpus_within_cost.unwrap_or(f64::NAN)
+    );
     assert!(f64::from(gpus) >= gpu_bound - 1e-6);
     assert!(b.lp_cut_cost.is_none(), "cuts are the bench's");
     eprintln!(
@@ -81,12 +84,14 @@ fn check(provider: Provider, regions: &[&str], limits: Limits) {
 
 #[test]
 fn openb_on_azure_is_within_targets() {
-    // measured: GPUs +3.2% over the slot bound, cost +1.04% over the LP bound
+    // measured: GPUs +3.2% over the slot bound, cost +1.04% over the LP bound. The cheapest
+    // fleet strands T4s on CPU-bound time-sliced pools; the GPU LP within 2% of the cost
+    // bound (6,385) buys CPU-rich A10 nodes instead, at a higher cost.
     check(
         Provider::Azure,
         &["eastus", "westus3"],
         Limits {
-            gpus: 1.04,
+            gpus: 1.033,
             cost: 1.02,
         },
     );
@@ -94,13 +99,14 @@ fn openb_on_azure_is_within_targets() {
 
 #[test]
 fn openb_on_aws_is_within_targets() {
-    // measured: GPUs +4.5% over the slot bound, cost +4.35% over the LP bound
+    // measured: GPUs +2.69% over the slot bound, cost +2.00% over the LP bound (the issue's
+    // targets, 3% and 2%, both met).
     check(
         Provider::Aws,
         &["us-east-1", "us-west-2"],
         Limits {
-            gpus: 1.06,
-            cost: 1.055,
+            gpus: 1.03,
+            cost: 1.02,
         },
     );
 }

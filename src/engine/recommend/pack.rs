@@ -195,76 +195,86 @@ impl PatternSearch<'_> {
     }
 }
 
-/// Fill one node at a time; each step adds the item that best matches what the node has
-/// left, weighting each resource by how much of it the remaining items still need (after
+/// Fill one node at a time; each step adds the item that best matches what the node has left,
+/// weighting each resource by how much of it the remaining items still need (after
 /// Panigrahy et al., "Heuristics for Vector Bin Packing", the DotProduct rule). Where GPU,
 /// vCPU and RAM are all nearly full across the pool, this pairs CPU-heavy replicas with
 /// CPU-light ones, which first fit decreasing does not.
 pub fn dot_product(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
-    const EPS: f64 = 1e-9;
-    let caps = [
-        f64::from(cap.units.max(1)),
-        cap.cpu.max(EPS),
-        cap.mem.max(EPS),
-    ];
-    let norm = |i: &Item| {
-        [
-            f64::from(i.units) / caps[0],
-            i.cpu / caps[1],
-            i.mem / caps[2],
-        ]
-    };
-    let items: Vec<([f64; 3], Item)> = groups
-        .iter()
-        .filter(|g| g.1 > 0)
-        .map(|g| (norm(&g.0), g.0))
-        .collect();
+    let kinds: Vec<Item> = groups.iter().filter(|g| g.1 > 0).map(|g| g.0).collect();
     let mut left: Vec<u32> = groups.iter().filter(|g| g.1 > 0).map(|g| g.1).collect();
-    let mut total = [0.0f64; 3];
-    for ((n, _), &c) in items.iter().zip(&left) {
-        for d in 0..3 {
-            total[d] += n[d] * f64::from(c);
-        }
-    }
     let (mut nodes, mut free) = (0u32, 0u32);
     while left.iter().any(|&c| c > 0) {
         nodes += 1;
-        let mut res = [1.0f64, 1.0, 1.0];
-        let mut units_left = cap.units;
-        loop {
-            let mut best: Option<(f64, usize)> = None;
-            for (k, (n, it)) in items.iter().enumerate() {
-                if left[k] == 0
-                    || it.units > units_left
-                    || n[1] > res[1] + EPS
-                    || n[2] > res[2] + EPS
-                {
-                    continue;
-                }
-                let score: f64 = (0..3).map(|d| total[d] * n[d] * res[d]).sum();
-                if best.is_none_or(|(b, _)| score > b + EPS) {
-                    best = Some((score, k));
-                }
-            }
-            let Some((_, k)) = best else { break };
-            let (n, it) = &items[k];
-            left[k] -= 1;
-            units_left -= it.units;
-            for d in 0..3 {
-                res[d] -= n[d];
-                total[d] -= n[d];
-            }
-        }
-        if units_left == cap.units {
+        let p = dot_node(&kinds, &left, cap);
+        let used: u32 = p.iter().zip(&kinds).map(|(n, it)| n * it.units).sum();
+        if p.iter().all(|&n| n == 0) {
             // Nothing fits an empty node: the item is larger than a node; place it alone so
             // the count stays honest rather than looping.
             if let Some(k) = left.iter().position(|&c| c > 0) {
                 left[k] -= 1;
             }
         }
-        free += units_left;
+        for (l, n) in left.iter_mut().zip(&p) {
+            *l -= n;
+        }
+        free += cap.units.saturating_sub(used);
     }
     (nodes, free)
+}
+
+/// One node filled by the DotProduct rule from `left` replicas of each kind: how many of
+/// each it takes.
+fn dot_node(kinds: &[Item], left: &[u32], cap: NodeCap) -> Vec<u32> {
+    const EPS: f64 = 1e-9;
+    let caps = [
+        f64::from(cap.units.max(1)),
+        cap.cpu.max(EPS),
+        cap.mem.max(EPS),
+    ];
+    let norm: Vec<[f64; 3]> = kinds
+        .iter()
+        .map(|i| {
+            [
+                f64::from(i.units) / caps[0],
+                i.cpu / caps[1],
+                i.mem / caps[2],
+            ]
+        })
+        .collect();
+    let mut total = [0.0f64; 3];
+    for (n, &c) in norm.iter().zip(left) {
+        for d in 0..3 {
+            total[d] += n[d] * f64::from(c);
+        }
+    }
+    let mut take = vec![0u32; kinds.len()];
+    let mut res = [1.0f64, 1.0, 1.0];
+    let mut units_left = cap.units;
+    loop {
+        let mut best: Option<(f64, usize)> = None;
+        for (k, (n, it)) in norm.iter().zip(kinds).enumerate() {
+            if take[k] >= left[k]
+                || it.units > units_left
+                || n[1] > res[1] + EPS
+                || n[2] > res[2] + EPS
+            {
+                continue;
+            }
+            let score: f64 = (0..3).map(|d| total[d] * n[d] * res[d]).sum();
+            if best.is_none_or(|(b, _)| score > b + EPS) {
+                best = Some((score, k));
+            }
+        }
+        let Some((_, k)) = best else { break };
+        take[k] += 1;
+        units_left -= kinds[k].units;
+        for d in 0..3 {
+            res[d] -= norm[k][d];
+            total[d] -= norm[k][d];
+        }
+    }
+    take
 }
 
 /// First fit decreasing by the largest share an item takes.

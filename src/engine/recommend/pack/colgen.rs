@@ -13,7 +13,7 @@
 
 use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome};
 
-use super::{Item, NodeCap};
+use super::{dot_node, Item, NodeCap};
 
 const EPS: f64 = 1e-9;
 /// Patterns one LP may add before it settles for what it has.
@@ -96,9 +96,9 @@ impl Packer<'_> {
             // The next LP starts from the patterns this one used; pricing finds the rest.
             patterns = order.into_iter().map(|p| patterns[p].clone()).collect();
         }
-        // What the dives left: one node at a time, each the best filling for what remains.
+        // What the dives left: one node at a time, each the DotProduct filling.
         while left.iter().any(|&n| n > 0) {
-            let p = self.greedy_node(&left);
+            let p = dot_node(self.kinds, &left, self.cap);
             if !self.take(&p, &mut left, &mut nodes) {
                 return None;
             }
@@ -120,93 +120,29 @@ impl Packer<'_> {
         placed
     }
 
-    /// Starting patterns: the nodes a greedy fill builds for `left`, each repeated while the
-    /// counts allow. Each replica added is the one that best matches what the node has left,
-    /// weighting each resource by how much of it the remaining replicas still need (the
-    /// DotProduct rule of Panigrahy et al.); good starting columns save most pricing rounds.
+    /// Starting patterns: the nodes the DotProduct fill builds for `left` (see
+    /// `dot_product`), each repeated while the counts allow; good starting columns save most
+    /// pricing rounds.
     fn seeds(&self, left: &[u32]) -> Vec<Pattern> {
-        let norm = |k: usize| {
-            let it = &self.kinds[k];
-            [
-                f64::from(it.units) / f64::from(self.cap.units.max(1)),
-                it.cpu / self.cap.cpu.max(EPS),
-                it.mem / self.cap.mem.max(EPS),
-            ]
-        };
         let mut left = left.to_vec();
         let mut out: Vec<Pattern> = Vec::new();
         while left.iter().any(|&n| n > 0) {
-            let mut total = [0.0f64; 3];
-            for (k, &n) in left.iter().enumerate() {
-                let s = norm(k);
-                for d in 0..3 {
-                    total[d] += s[d] * f64::from(n);
-                }
-            }
-            let mut p = vec![0u32; self.kinds.len()];
-            let mut room = (self.cap.units, self.cap.cpu, self.cap.mem);
-            loop {
-                let res = [
-                    f64::from(room.0) / f64::from(self.cap.units.max(1)),
-                    room.1 / self.cap.cpu.max(EPS),
-                    room.2 / self.cap.mem.max(EPS),
-                ];
-                let best = (0..self.kinds.len())
-                    .filter(|&k| p[k] < left[k] && self.most(k, room) > 0)
-                    .map(|k| {
-                        let s = norm(k);
-                        ((0..3).map(|d| total[d] * s[d] * res[d]).sum::<f64>(), k)
-                    })
-                    .fold(None, |b: Option<(f64, usize)>, c| match b {
-                        Some(b) if b.0 >= c.0 - EPS => Some(b),
-                        _ => Some(c),
-                    });
-                let Some((_, k)) = best else { break };
-                let it = &self.kinds[k];
-                p[k] += 1;
-                room.0 -= it.units;
-                room.1 -= it.cpu;
-                room.2 -= it.mem;
-            }
-            let reps = (0..p.len())
+            let p = dot_node(self.kinds, &left, self.cap);
+            let Some(reps) = (0..p.len())
                 .filter(|&k| p[k] > 0)
                 .map(|k| left[k] / p[k])
                 .min()
-                .unwrap_or(0)
-                .max(1);
-            if p.iter().all(|&n| n == 0) {
+            else {
                 break;
-            }
+            };
             for (l, &n) in left.iter_mut().zip(&p) {
-                *l -= (n * reps).min(*l);
+                *l -= n * reps;
             }
             if !out.contains(&p) {
                 out.push(p);
             }
         }
         out
-    }
-
-    /// First fit of the largest replicas into one empty node.
-    fn greedy_node(&self, left: &[u32]) -> Pattern {
-        let mut order: Vec<usize> = (0..self.kinds.len()).filter(|&k| left[k] > 0).collect();
-        order.sort_by(|&a, &b| {
-            self.cap
-                .dominant(&self.kinds[b])
-                .total_cmp(&self.cap.dominant(&self.kinds[a]))
-                .then(a.cmp(&b))
-        });
-        let mut p = vec![0; self.kinds.len()];
-        let mut room = (self.cap.units, self.cap.cpu, self.cap.mem);
-        for k in order {
-            let n = self.most(k, room).min(left[k]);
-            let it = &self.kinds[k];
-            p[k] = n;
-            room.0 -= it.units * n;
-            room.1 -= it.cpu * f64::from(n);
-            room.2 -= it.mem * f64::from(n);
-        }
-        p
     }
 
     /// The LP over patterns for `left`, adding priced-out patterns to `patterns`; returns the
