@@ -84,7 +84,7 @@ fn check(provider: Provider, regions: &[&str], limits: Limits) {
 
 #[test]
 fn openb_on_azure_is_within_targets() {
-    // measured: GPUs +3.2% over the slot bound, cost +1.04% over the LP bound. The cheapest
+    // measured: GPUs +3.14% over the slot bound, cost +0.97% over the LP bound. The cheapest
     // fleet strands T4s on CPU-bound time-sliced pools; the GPU LP within 2% of the cost
     // bound (6,385) buys CPU-rich A10 nodes instead, at a higher cost.
     check(
@@ -99,7 +99,7 @@ fn openb_on_azure_is_within_targets() {
 
 #[test]
 fn openb_on_aws_is_within_targets() {
-    // measured: GPUs +2.69% over the slot bound, cost +2.00% over the LP bound (the issue's
+    // measured: GPUs +2.63% over the slot bound, cost +1.96% over the LP bound (the issue's
     // targets, 3% and 2%, both met).
     check(
         Provider::Aws,

@@ -382,7 +382,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
             .iter()
             .map(|(key, members)| {
                 let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-                build_cached(&cache, &ms, key.3, catalog, mm, plan_hours).cost
+                build_cached(&cache, &ms, key.3, catalog, mm, plan_hours, false).cost
             })
             .sum();
         if best.as_ref().is_none_or(|(b, _)| cost < b - 0.005) {
@@ -829,12 +829,13 @@ fn build_cached(
     catalog: &Catalog,
     mm: MigManager,
     plan_hours: f64,
+    thorough: bool,
 ) -> Built {
-    let key = build_key(ms, capacity);
+    let key = format!("{thorough}|{}", build_key(ms, capacity));
     if let Some(b) = cache.borrow().get(&key) {
         return b.clone();
     }
-    let b = build(ms, capacity, catalog, mm, plan_hours, false);
+    let b = build(ms, capacity, catalog, mm, plan_hours, thorough);
     cache.borrow_mut().insert(key, b.clone());
     b
 }
@@ -938,7 +939,7 @@ fn bucket_use(
     let mut used: BTreeMap<(String, String), f64> = BTreeMap::new();
     for (key, members) in groups {
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        let b = build_cached(cache, &ms, key.3, catalog, mm, plan_hours);
+        let b = build_cached(cache, &ms, key.3, catalog, mm, plan_hours, false);
         *used.entry(bucket(ms[0], key.3)).or_default() +=
             f64::from(b.nodes_max) * f64::from(ms[0].c.sku.vcpus);
     }
@@ -967,7 +968,7 @@ fn repair_quota(
             return 0.0;
         }
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        build_cached(cache, &ms, key.3, catalog, mm, plan_hours).cost
+        build_cached(cache, &ms, key.3, catalog, mm, plan_hours, false).cost
     };
     // Each round moves one workload; the bound keeps a plan with no way out finite.
     for _ in 0..choices.len().max(1) * 2 {
@@ -1015,7 +1016,7 @@ fn repair_quota(
                     let mut with: Vec<&Choice<'_, '_>> =
                         others.iter().map(|&j| &choices[j]).collect();
                     with.push(&trial);
-                    let after = build_cached(cache, &with, dest.3, catalog, mm, plan_hours);
+                    let after = build_cached(cache, &with, dest.3, catalog, mm, plan_hours, false);
                     let before = cost(choices, &dest, &others);
                     if let Some(q) = quota(&dest_bucket) {
                         let before_nodes = if others.is_empty() {
@@ -1023,7 +1024,8 @@ fn repair_quota(
                         } else {
                             let ms: Vec<&Choice<'_, '_>> =
                                 others.iter().map(|&j| &choices[j]).collect();
-                            build_cached(cache, &ms, dest.3, catalog, mm, plan_hours).nodes_max
+                            build_cached(cache, &ms, dest.3, catalog, mm, plan_hours, false)
+                                .nodes_max
                         };
                         let extra = f64::from(after.nodes_max - before_nodes.min(after.nodes_max))
                             * f64::from(c.sku.vcpus);
@@ -1061,6 +1063,9 @@ type Merge<'c> = (f64, PoolKey, PoolKey, Vec<(usize, Candidate<'c>, Rate)>);
 /// gets cheaper: its workloads move to the other pool's SKU and region (bigger nodes pack
 /// better), or time-sliced replicas join a pool with fewer, larger shares per GPU (one node
 /// fewer of rounding). Repeats while a merge saves money; each merge removes a pool.
+/// Workloads two pools may hold between them for a merge to be judged by the final packing.
+const THOROUGH_MERGE_MEMBERS: usize = 12;
+
 fn merge_pools(
     groups: &mut BTreeMap<PoolKey, Vec<usize>>,
     choices: &mut [Choice<'_, '_>],
@@ -1069,9 +1074,9 @@ fn merge_pools(
     plan_hours: f64,
     cache: &BuildCache,
 ) {
-    let cost_of = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
+    let cost_of = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize], thorough: bool| {
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        build_cached(cache, &ms, key.3, catalog, mm, plan_hours).cost
+        build_cached(cache, &ms, key.3, catalog, mm, plan_hours, thorough).cost
     };
     loop {
         let keys: Vec<PoolKey> = groups.keys().cloned().collect();
@@ -1107,7 +1112,11 @@ fn merge_pools(
                 if moved.len() != groups[a].len() {
                     continue;
                 }
-                let before = cost_of(choices, a, &groups[a]) + cost_of(choices, b, &groups[b]);
+                // Small pools are compared as they will be packed: a merge often saves only
+                // the node each pool rounds up to, which the quick packers cannot see.
+                let thorough = groups[a].len() + groups[b].len() <= THOROUGH_MERGE_MEMBERS;
+                let before = cost_of(choices, a, &groups[a], thorough)
+                    + cost_of(choices, b, &groups[b], thorough);
                 let mut trial: Vec<Choice<'_, '_>> = Vec::new();
                 for &i in &groups[b] {
                     trial.push(Choice {
@@ -1126,7 +1135,7 @@ fn merge_pools(
                     });
                 }
                 let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
-                let after = build_cached(cache, &refs, b.3, catalog, mm, plan_hours).cost;
+                let after = build_cached(cache, &refs, b.3, catalog, mm, plan_hours, thorough).cost;
                 let saving = before - after;
                 if saving > 0.005 && best.as_ref().is_none_or(|x| saving > x.0) {
                     best = Some((saving, a.clone(), b.clone(), moved));
