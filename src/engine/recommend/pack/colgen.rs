@@ -4,8 +4,8 @@
 //!
 //! A *pattern* is one node's filling: how many replicas of each kind it holds. The LP chooses
 //! how many nodes of each pattern to run so that every replica is placed; new patterns come
-//! from a knapsack over the LP's dual prices. Its optimum bounds every packing from below,
-//! and rounding it (fix whole nodes of its patterns, solve again for what is left) lands
+//! from a knapsack over the LP's dual prices. Once no pattern prices out, its optimum bounds
+//! every packing from below, and rounding it (fix whole nodes of its patterns, solve again for what is left) lands
 //! within a node or two of that bound, where the greedy fills strand a few percent of nodes
 //! on pools whose GPU, vCPU and RAM are all nearly full.
 //!
@@ -25,7 +25,7 @@ const QUICK_BUDGET: u32 = 1000;
 /// LP solves one packing may spend on the nodes rounding leaves over.
 const DIVES: usize = 40;
 /// Kinds above which the LP costs more than it saves; the greedy fills take those pools.
-pub const MAX_KINDS: usize = 120;
+const MAX_KINDS: usize = 120;
 
 /// One node's filling: replicas per kind.
 type Pattern = Vec<u32>;
@@ -255,29 +255,27 @@ impl Packer<'_> {
                 [f64::from(it.units), it.cpu, it.mem]
             })
             .collect();
+        // Worth per unit of each resource, at each position of `order`.
+        let per_unit: Vec<[f64; 3]> = (0..order.len())
+            .map(|i| {
+                std::array::from_fn(|d| {
+                    if size[i][d] <= EPS {
+                        f64::INFINITY
+                    } else {
+                        pi[order[i]] / size[i][d]
+                    }
+                })
+            })
+            .collect();
         // For each resource, positions in `order` by worth per unit of it, best first.
         let by_dim: [Vec<usize>; 3] = std::array::from_fn(|d| {
-            let rate = |i: usize| {
-                if size[i][d] <= EPS {
-                    f64::INFINITY
-                } else {
-                    pi[order[i]] / size[i][d]
-                }
-            };
             let mut v: Vec<usize> = (0..order.len()).collect();
-            v.sort_by(|&a, &b| rate(b).total_cmp(&rate(a)).then(a.cmp(&b)));
+            v.sort_by(|&a, &b| per_unit[b][d].total_cmp(&per_unit[a][d]).then(a.cmp(&b)));
             v
         });
         let mut rate = vec![[0.0f64; 3]; order.len() + 1];
         for i in (0..order.len()).rev() {
-            rate[i] = std::array::from_fn(|d| {
-                let own = if size[i][d] <= EPS {
-                    f64::INFINITY
-                } else {
-                    pi[order[i]] / size[i][d]
-                };
-                own.max(rate[i + 1][d])
-            });
+            rate[i] = std::array::from_fn(|d| per_unit[i][d].max(rate[i + 1][d]));
         }
         let mut s = Search {
             pi,
