@@ -1728,7 +1728,9 @@ pub fn model_text(catalog: &Catalog) -> String {
          complements the others; all three answers are packed for real and the cheapest \
          fleet is kept. MIG instances are packed onto GPUs optimally (branch and bound, \
          proven by a lower bound); replicas onto nodes by the best of first fit decreasing, a \
-         dot-product fill and a pattern search.\n\n",
+         dot-product fill, a pattern search and, for the final pools, column generation (the \
+         pattern LP over GPU units, vCPUs and RAM, rounded by fixing whole nodes). Merges of \
+         small pools are judged by that final packing.\n\n",
     );
     let _ = writeln!(
         o,
