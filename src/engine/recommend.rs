@@ -1059,13 +1059,13 @@ fn repair_quota(
 /// new candidate and rate.
 type Merge<'c> = (f64, PoolKey, PoolKey, Vec<(usize, Candidate<'c>, Rate)>);
 
+/// Workloads two pools may hold between them for a merge to be judged by the final packing.
+const THOROUGH_MERGE_MEMBERS: usize = 12;
+
 /// Fold one pool into another of the same segment and capacity type where the packed fleet
 /// gets cheaper: its workloads move to the other pool's SKU and region (bigger nodes pack
 /// better), or time-sliced replicas join a pool with fewer, larger shares per GPU (one node
 /// fewer of rounding). Repeats while a merge saves money; each merge removes a pool.
-/// Workloads two pools may hold between them for a merge to be judged by the final packing.
-const THOROUGH_MERGE_MEMBERS: usize = 12;
-
 fn merge_pools(
     groups: &mut BTreeMap<PoolKey, Vec<usize>>,
     choices: &mut [Choice<'_, '_>],
