@@ -102,11 +102,7 @@ pub struct Bounds {
 
 /// The bounds; `with_cuts` also solves the tighter LP (slower; the bench reports it).
 pub fn bounds(plan: &Plan, catalog: &Catalog, with_cuts: bool) -> Bounds {
-    // Workloads no SKU can run are reported by the recommender; the bounds cover the rest.
-    let demands: Vec<_> = demand::demands(plan, catalog)
-        .into_iter()
-        .filter(|d| candidate::candidates(plan, catalog, d).is_ok())
-        .collect();
+    let demands = satisfiable(plan, catalog);
     let mut demand_gpus = 0.0;
     let mut slot_gpus = 0.0;
     for d in &demands {
@@ -139,6 +135,27 @@ pub fn bounds(plan: &Plan, catalog: &Catalog, with_cuts: bool) -> Bounds {
             None
         },
     }
+}
+
+/// The fewest GPUs any fleet, fractional or not, can have while costing no more than `cost`
+/// a month: the GPU LP with the cost as a constraint. Given the recommended fleet's cost, it
+/// bounds how many GPUs a recommender that may not spend more could have saved.
+pub fn gpus_at_cost(plan: &Plan, catalog: &Catalog, cost: f64) -> Option<f64> {
+    lp(
+        plan,
+        catalog,
+        &satisfiable(plan, catalog),
+        false,
+        Objective::Gpus(Some(cost)),
+    )
+}
+
+/// Workloads no SKU can run are reported by the recommender; the bounds cover the rest.
+fn satisfiable<'p>(plan: &'p Plan, catalog: &Catalog) -> Vec<demand::Demand<'p>> {
+    demand::demands(plan, catalog)
+        .into_iter()
+        .filter(|d| candidate::candidates(plan, catalog, d).is_ok())
+        .collect()
 }
 
 /// One kind of node in the LP: a node-count variable, its capacities and price, and each

@@ -93,6 +93,12 @@ fn main() {
                 (f64::from(gpus) / g - 1.0) * 100.0
             );
         }
+        if let Some(g) = openb::gpus_at_cost(&p, &catalog, r.total_monthly_cost_usd) {
+            println!(
+                "          GPU LP bound at no more than this fleet's cost {g:.1} ({:+.2}%)",
+                (f64::from(gpus) / g - 1.0) * 100.0
+            );
+        }
         match b.lp_cost {
             Some(lp) => println!(
                 "cost      {:.2}/month  LP bound {lp:.2} ({:+.2}%)",

@@ -70,6 +70,16 @@ fn check(provider: Provider, regions: &[&str], limits: Limits) {
         (limits.gpus - 1.0) * 100.0,
         b.slot_gpus
     );
+    // Against the fewest GPUs a fleet no dearer than ours can have, the 3% holds
+    // on both providers: what remains above the plain GPU bound is bought back in dollars.
+    let at_cost = openb::gpus_at_cost(&p, &catalog, r.total_monthly_cost_usd)
+        .expect("the GPU LP at our cost solves");
+    eprintln!("GPU LP bound at our cost {at_cost:.1}");
+    assert!(f64::from(gpus) >= at_cost - 1e-6);
+    assert!(
+        f64::from(gpus) <= at_cost * 1.03,
+        "{gpus} GPUs, more than 3% above {at_cost:.1}, the fewest any fleet as cheap can have"
+    );
     assert!(
         r.total_monthly_cost_usd >= plain - 0.01,
         "the LP is a lower bound"
