@@ -42,6 +42,18 @@ fn check(provider: Provider, regions: &[&str], limits: Limits) {
             pool.monthly_cost_usd
         );
     }
+    for pool in &r.pools {
+        for a in pool.considered.iter().filter(|a| a.kind == "fewer-gpus") {
+            eprintln!(
+                "  {:<40} fewer GPUs: {} {} {:?} GPUs, {:+.2}",
+                pool.name,
+                a.sku,
+                a.region,
+                a.gpus,
+                a.delta_usd.unwrap_or(f64::NAN)
+            );
+        }
+    }
     let t = std::time::Instant::now();
     let b = openb::bounds(&p, &catalog, false);
     eprintln!("bounds took {:?}", t.elapsed());

@@ -500,3 +500,147 @@ fn known_quota_routes_a_workload_to_another_region() {
     assert!(r.pools.iter().any(|p| p.region == "westus3"));
     assert!(!r.unsatisfiable());
 }
+
+#[test]
+fn a_cpu_bound_time_sliced_pool_lists_the_option_that_idles_fewer_gpus() {
+    // Half a T4 each but 12 vCPUs: four fit a 64-vCPU, four-GPU node by CPU, so half its
+    // GPUs idle. The cheapest fleet keeps them; the option with fewer GPUs is listed with
+    // its price, as packed (two regions, so the next cheapest are all four-GPU T4 nodes).
+    let r = rec(&(head("azure", "\"eastus\", \"westus3\"", "")
+        + r#"
+[[workload]]
+name = "cpu-heavy"
+team = "t"
+kind = "inference"
+replicas = 40
+gpu_fraction = 0.5
+cpu = 12
+memory_gib = 40
+sharing = "time-slicing"
+fault_domain = "fd"
+gpu_models = ["T4", "A10"]
+
+[[decision]]
+fault_domain = "fd"
+decided_by = "x"
+date = 2026-11-02
+reason = "r"
+"#));
+    let p = pool_of(&r, "cpu-heavy");
+    let chosen = p.gpus.max;
+    let idle =
+        p.stranded.as_ref().map_or(0, |s| s.gpu_units) / p.time_slicing_replicas.unwrap_or(1);
+    assert!(idle >= 4, "{p:#?}");
+    let lean = p
+        .considered
+        .iter()
+        .find(|a| a.kind == "fewer-gpus")
+        .unwrap_or_else(|| panic!("no fewer-GPU option: {:#?}", p.considered));
+    let gpus = lean.gpus.expect("packed");
+    assert!(
+        gpus < chosen && 2 * (chosen - gpus) >= idle,
+        "{lean:?} vs {chosen}"
+    );
+    // It costs more, or it would have been chosen.
+    assert!(lean.delta_usd.expect("priced") > 0.0, "{lean:?}");
+    assert!(lean.note.contains("fewer GPUs"), "{}", lean.note);
+    // A pool with nothing idle lists no such option.
+    let r = rec(&(head("azure", "\"eastus\"", "")
+        + r#"
+[[workload]]
+name = "gpu-bound"
+team = "t"
+kind = "inference"
+replicas = 8
+"#));
+    let p = pool_of(&r, "gpu-bound");
+    assert!(
+        p.considered.iter().all(|a| a.kind != "fewer-gpus"),
+        "{:#?}",
+        p.considered
+    );
+}
+
+#[test]
+fn a_pool_moved_elsewhere_keeps_one_time_slicing_setting() {
+    // Sharing is node-wide, so a pool priced somewhere else holds every member at the
+    // fewest shares per GPU any of them needs; priced on its own nine-way split, the
+    // tenth-GPU workload made the alternatives look cheaper than anything that could run.
+    let text = head("azure", "\"eastus\"", "")
+        + r#"
+[[workload]]
+name = "half"
+team = "t"
+kind = "inference"
+replicas = 3
+gpu_fraction = 0.5
+sharing = "time-slicing"
+fault_domain = "fd"
+gpu_models = ["T4"]
+
+[[workload]]
+name = "tenth"
+team = "t"
+kind = "inference"
+replicas = 9
+gpu_fraction = 0.1
+sharing = "time-slicing"
+fault_domain = "fd"
+gpu_models = ["T4"]
+
+[[decision]]
+fault_domain = "fd"
+decided_by = "x"
+date = 2026-11-02
+reason = "r"
+"#;
+    let cat = catalog(Provider::Azure);
+    let plan = crate::plan::load_and_validate(SourceFile::new("t.toml", text), cat)
+        .unwrap_or_else(|_| panic!("valid plan"));
+    let hours = plan.hours_per_month();
+    let choices: Vec<Choice<'_, '_>> = demand::demands(&plan, cat)
+        .into_iter()
+        .map(|d| {
+            let all = candidate::candidates(&plan, cat, &d).expect("candidates");
+            let (i, rate) = best_choice(&d, &all, hours).expect("a choice");
+            Choice {
+                c: all[i].clone(),
+                d,
+                rate,
+                all,
+            }
+        })
+        .collect();
+    let alone = |name: &str| {
+        let ch = choices.iter().find(|c| c.d.name == name).expect("workload");
+        let c = ch
+            .all
+            .iter()
+            .find(|c| c.sku.name == "Standard_NC64as_T4_v3")
+            .expect("candidate");
+        (c.fit.clone(), c.node_share)
+    };
+    assert!(matches!(alone("tenth").0, Fit::Shared { replicas } if replicas > 2));
+    let (to, moved) = rehome::rehomed(
+        &choices,
+        &[0, 1],
+        "Standard_NC64as_T4_v3",
+        "eastus",
+        Capacity::OnDemand,
+        cat,
+        MigManager::Aks,
+    )
+    .expect("both can run there");
+    assert_eq!(to.5, FitKey::Shared(2));
+    for (i, c, _) in &moved {
+        assert!(matches!(c.fit, Fit::Shared { replicas: 2 }), "{:?}", c.fit);
+        // Half of one of the node's four GPUs, whatever the workload asked.
+        assert!(
+            c.node_share >= 0.125 - 1e-9,
+            "{}: {}",
+            choices[*i].d.name,
+            c.node_share
+        );
+    }
+    assert!(alone("tenth").1 < 0.125);
+}
