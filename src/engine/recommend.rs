@@ -500,6 +500,27 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
             }
         }
     }
+    for p in &pools {
+        // Pools are named only now; the option was found while they were built.
+        if let Some(a) = p.considered.iter().find(|a| a.kind == "fewer-gpus") {
+            findings.push(Finding {
+                rule: "idle-gpus",
+                severity: "note",
+                message: format!(
+                    "`{}` runs out of vCPUs or RAM before GPUs: {} GPUs' worth of its {} idle at peak; {} {} would need {} GPUs for {} a month more (kept the cheaper pool)",
+                    p.name,
+                    idle_gpus(p.stranded.as_ref(), p.time_slicing_replicas),
+                    p.gpus.max,
+                    a.sku,
+                    a.region,
+                    a.gpus.unwrap_or(0),
+                    crate::engine::cost::usd(a.delta_usd.unwrap_or(0.0)),
+                ),
+                workload: None,
+                pool: Some(p.name.clone()),
+            });
+        }
+    }
     let comparison = compare(plan, catalog, &pools, &workloads, total);
     Recommendation {
         schema: SCHEMA,
@@ -529,6 +550,12 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
             })
             .collect(),
     }
+}
+
+/// A pool's GPU capacity idle at peak, in whole GPUs (time-sliced shares summed, rounded
+/// down).
+fn idle_gpus(stranded: Option<&Stranded>, ts_replicas: Option<u32>) -> u32 {
+    stranded.map_or(0, |s| s.gpu_units) / ts_replicas.unwrap_or(1).max(1)
 }
 
 fn cents(x: f64) -> f64 {
@@ -1533,9 +1560,7 @@ fn alternatives(
     // already provisions fewer.
     let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
     let chosen_gpus = chosen.nodes_max * first.c.sku.gpu_count;
-    // Idle time-sliced shares, in whole GPUs.
-    let idle =
-        chosen.stranded.as_ref().map_or(0, |s| s.gpu_units) / chosen.ts_replicas.unwrap_or(1);
+    let idle = idle_gpus(chosen.stranded.as_ref(), chosen.ts_replicas);
     let listed_fewer = out.iter().any(|a| a.gpus.is_some_and(|g| g < chosen_gpus));
     // Shown where at least a node's worth of GPUs idles, which rounding alone cannot explain.
     let per_node = first.c.sku.gpu_count.max(1);

@@ -544,6 +544,18 @@ reason = "r"
     // It costs more, or it would have been chosen.
     assert!(lean.delta_usd.expect("priced") > 0.0, "{lean:?}");
     assert!(lean.note.contains("fewer GPUs"), "{}", lean.note);
+    let note = r
+        .findings
+        .iter()
+        .find(|f| f.rule == "idle-gpus")
+        .expect("the idle GPUs are a finding");
+    assert_eq!(note.pool.as_deref(), Some(p.name.as_str()));
+    assert!(
+        note.message
+            .contains(&format!("{idle} GPUs' worth of its {chosen} idle")),
+        "{}",
+        note.message
+    );
     // A pool with nothing idle lists no such option.
     let r = rec(&(head("azure", "\"eastus\"", "")
         + r#"
@@ -559,6 +571,7 @@ replicas = 8
         "{:#?}",
         p.considered
     );
+    assert!(r.findings.iter().all(|f| f.rule != "idle-gpus"));
 }
 
 #[test]
