@@ -1818,7 +1818,10 @@ pub fn model_text(catalog: &Catalog) -> String {
          proven by a lower bound); replicas onto nodes by the best of first fit decreasing, a \
          dot-product fill, a pattern search and, for the final pools, column generation (the \
          pattern LP over GPU units, vCPUs and RAM, rounded by fixing whole nodes). Merges of \
-         small pools are judged by that final packing.\n\n",
+         small pools are judged by that final packing. The fleet is the cheapest, not the one \
+         with the fewest GPUs: a pool whose replicas run out of vCPUs or RAM with a node's \
+         worth of GPUs idle keeps them, and an `idle-gpus` note prices the cheapest way to \
+         fewer GPUs.\n\n",
     );
     let _ = writeln!(
         o,
