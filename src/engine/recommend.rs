@@ -1593,24 +1593,22 @@ fn alternatives(
             })
             .min_by(|a, b| a.0.total_cmp(&b.0).then(a.3.cmp(&b.3)));
         if let Some((_, to, b, gpus)) = best {
-            {
-                let fewer = chosen_gpus - gpus;
-                let delta = b.cost - chosen.cost;
-                out.push(Alternative {
-                    sku: to.1.clone(),
-                    region: to.2.clone(),
-                    capacity: to.3.as_str(),
-                    monthly_cost_usd: Some(cents(b.cost)),
-                    delta_usd: Some(cents(delta)),
-                    gpus: Some(gpus),
-                    kind: "fewer-gpus",
-                    note: format!(
-                        "{} node(s), {gpus} GPU(s) at peak: {fewer} fewer GPUs, {} a month per GPU given back",
-                        b.nodes_max,
-                        crate::engine::cost::usd(delta / f64::from(fewer)),
-                    ),
-                });
-            }
+            let fewer = chosen_gpus - gpus;
+            let delta = b.cost - chosen.cost;
+            out.push(Alternative {
+                sku: to.1.clone(),
+                region: to.2.clone(),
+                capacity: to.3.as_str(),
+                monthly_cost_usd: Some(cents(b.cost)),
+                delta_usd: Some(cents(delta)),
+                gpus: Some(gpus),
+                kind: "fewer-gpus",
+                note: format!(
+                    "{} node(s), {gpus} GPU(s) at peak: {fewer} fewer GPUs, {} a month per GPU given back",
+                    b.nodes_max,
+                    crate::engine::cost::usd(delta / f64::from(fewer)),
+                ),
+            });
         }
     }
     // Spot that was not open, once per pool.
