@@ -1121,26 +1121,20 @@ fn merge_pools(
                     continue;
                 }
                 // The replicas of `a`, re-homed on `b`'s SKU and region with `b`'s sharing.
+                let shares = match b.5 {
+                    FitKey::Shared(n) => Some(n),
+                    _ => None,
+                };
                 let mut moved = Vec::new();
                 for &i in &groups[a] {
-                    let ch = &choices[i];
-                    let Some(c) = ch.all.iter().find(|c| c.sku.name == b.1 && c.region == b.2)
+                    let Some((c, rate)) =
+                        rehome::moved_to(&choices[i], &b.1, &b.2, b.3, shares, catalog)
                     else {
                         break;
                     };
-                    let mut c = c.clone();
-                    match (&c.fit, &b.5) {
-                        (Fit::Shared { replicas }, FitKey::Shared(n)) if replicas >= n => {
-                            c.fit = Fit::Shared { replicas: *n };
-                        }
-                        _ if fit_key(&c.fit, mm) == b.5 => {}
-                        _ => break,
-                    }
-                    let (ca, ma) = candidate::allocatable(c.sku, catalog);
-                    c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
-                    let Some(rate) = c.rates(&ch.d).into_iter().find(|r| r.capacity == b.3) else {
+                    if fit_key(&c.fit, mm) != b.5 {
                         break;
-                    };
+                    }
                     moved.push((i, c, rate));
                 }
                 if moved.len() != groups[a].len() {

@@ -1,5 +1,5 @@
-//! A pool's workloads on another SKU, region or capacity type, as one valid pool: what the
-//! alternatives a pool lists are priced as.
+//! Workloads on another SKU, region or capacity type: a whole pool as one valid pool (what
+//! the alternatives a pool lists are priced as), or one workload joining a pool (merges).
 
 use super::candidate::{self, Candidate, Fit, Rate};
 use super::{fit_key, pool_sharing, Choice, PoolKey};
@@ -22,38 +22,26 @@ pub(super) fn rehomed<'c>(
     catalog: &Catalog,
     mm: MigManager,
 ) -> Option<(PoolKey, Moved<'c>)> {
-    let mut moved: Moved<'c> = Vec::new();
-    for &i in members {
-        let ch = &choices[i];
-        let c = ch
-            .all
-            .iter()
-            .find(|c| c.sku.name == sku && c.region == region)?;
-        let rate = c
-            .rates(&ch.d)
-            .into_iter()
-            .find(|r| r.capacity == capacity)?;
-        moved.push((i, c.clone(), rate));
-    }
-    let shares = moved
+    let shares = members
         .iter()
-        .filter_map(|(_, c, _)| match c.fit {
-            Fit::Shared { replicas } if replicas > 1 => Some(replicas),
-            _ => None,
+        .filter_map(|&i| {
+            let c = choices[i]
+                .all
+                .iter()
+                .find(|c| c.sku.name == sku && c.region == region)?;
+            match c.fit {
+                Fit::Shared { replicas } if replicas > 1 => Some(replicas),
+                _ => None,
+            }
         })
         .min();
-    if let Some(n) = shares {
-        for (i, c, _) in &mut moved {
-            if let Fit::Shared { replicas } = &mut c.fit {
-                if *replicas > n {
-                    *replicas = n;
-                    let d = &choices[*i].d;
-                    let (ca, ma) = candidate::allocatable(c.sku, catalog);
-                    c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, d, ca, ma);
-                }
-            }
-        }
-    }
+    let moved: Moved<'c> = members
+        .iter()
+        .map(|&i| {
+            let (c, rate) = moved_to(&choices[i], sku, region, capacity, shares, catalog)?;
+            Some((i, c, rate))
+        })
+        .collect::<Option<_>>()?;
     let key_of = |i: usize, c: &Candidate<'_>, r: &Rate| -> PoolKey {
         (
             choices[i].d.segment,
@@ -70,4 +58,34 @@ pub(super) fn rehomed<'c>(
         return None;
     }
     Some((to, moved))
+}
+
+/// One workload on a SKU, region and capacity type: its candidate there, with time-sliced
+/// replicas cut to `shares` per GPU where it would take more (fewer, larger shares are
+/// always allowed), and the rate. None when it has no candidate or rate there.
+pub(super) fn moved_to<'c>(
+    ch: &Choice<'_, 'c>,
+    sku: &str,
+    region: &str,
+    capacity: Capacity,
+    shares: Option<u32>,
+    catalog: &Catalog,
+) -> Option<(Candidate<'c>, Rate)> {
+    let mut c = ch
+        .all
+        .iter()
+        .find(|c| c.sku.name == sku && c.region == region)?
+        .clone();
+    if let (Fit::Shared { replicas }, Some(n)) = (&mut c.fit, shares) {
+        if *replicas > n {
+            *replicas = n;
+            let (ca, ma) = candidate::allocatable(c.sku, catalog);
+            c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
+        }
+    }
+    let rate = c
+        .rates(&ch.d)
+        .into_iter()
+        .find(|r| r.capacity == capacity)?;
+    Some((c, rate))
 }
