@@ -257,6 +257,32 @@ fn best_choice<'c>(
     best.map(|(_, i, _, r)| (i, r))
 }
 
+/// Each workload with demand on its cheapest candidate and capacity type alone, and the
+/// workloads no candidate can run, with why.
+fn first_choices<'p, 'c>(
+    plan: &'p Plan,
+    catalog: &'c Catalog,
+    plan_hours: f64,
+) -> (Vec<Choice<'p, 'c>>, Vec<Unsatisfied>) {
+    let mut unsatisfied = Vec::new();
+    let mut choices = Vec::new();
+    for d in demand::demands(plan, catalog) {
+        if d.peak == 0 {
+            continue;
+        }
+        match candidate::candidates(plan, catalog, &d) {
+            Err(rejections) => unsatisfied.push(explain_rejections(plan, &d, &rejections)),
+            Ok(all) => {
+                if let Some((i, rate)) = best_choice(&d, &all, plan_hours) {
+                    let c = all[i].clone();
+                    choices.push(Choice { d, c, rate, all });
+                }
+            }
+        }
+    }
+    (choices, unsatisfied)
+}
+
 fn cap_order(c: Capacity) -> u8 {
     match c {
         Capacity::OnDemand => 0,
@@ -340,22 +366,7 @@ pub fn mig_manager(plan: &Plan) -> MigManager {
 pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     let plan_hours = plan.hours_per_month();
     let mm = mig_manager(plan);
-    let mut unsatisfied = Vec::new();
-    let mut choices: Vec<Choice<'_, '_>> = Vec::new();
-    for d in demand::demands(plan, catalog) {
-        if d.peak == 0 {
-            continue;
-        }
-        match candidate::candidates(plan, catalog, &d) {
-            Err(rejections) => unsatisfied.push(explain_rejections(plan, &d, &rejections)),
-            Ok(all) => {
-                if let Some((i, rate)) = best_choice(&d, &all, plan_hours) {
-                    let c = all[i].clone();
-                    choices.push(Choice { d, c, rate, all });
-                }
-            }
-        }
-    }
+    let (mut choices, unsatisfied) = first_choices(plan, catalog, plan_hours);
 
     // Three ways to choose, each packed for real; the cheapest fleet wins. Choosing alone
     // is exact for plans whose workloads never share a pool; the local searches let

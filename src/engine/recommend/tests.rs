@@ -42,6 +42,15 @@ fn head(provider: &str, regions: &str, extra: &str) -> String {
     )
 }
 
+/// The decision that lets workloads in fault domain `fd` share a GPU.
+const FD_DECISION: &str = r#"
+[[decision]]
+fault_domain = "fd"
+decided_by = "x"
+date = 2026-11-02
+reason = "r"
+"#;
+
 fn pool_of<'a>(r: &'a Recommendation, workload: &str) -> &'a RecPool {
     r.pools
         .iter()
@@ -244,13 +253,7 @@ sharing = "time-slicing"
 server = { engine = "vllm" }
 fault_domain = "fd"
 gpu_models = ["A100-80GB"]
-
-[[decision]]
-fault_domain = "fd"
-decided_by = "x"
-date = 2026-11-02
-reason = "r"
-"#));
+"# + FD_DECISION));
     let p = pool_of(&r, "small-llm");
     assert_eq!(p.time_slicing_replicas, Some(4));
     let u = p.gpu_memory_utilization.expect("cap set");
@@ -519,13 +522,7 @@ memory_gib = 40
 sharing = "time-slicing"
 fault_domain = "fd"
 gpu_models = ["T4", "A10"]
-
-[[decision]]
-fault_domain = "fd"
-decided_by = "x"
-date = 2026-11-02
-reason = "r"
-"#));
+"# + FD_DECISION));
     let p = pool_of(&r, "cpu-heavy");
     let chosen = p.gpus.max;
     let idle =
@@ -600,30 +597,12 @@ gpu_fraction = 0.1
 sharing = "time-slicing"
 fault_domain = "fd"
 gpu_models = ["T4"]
-
-[[decision]]
-fault_domain = "fd"
-decided_by = "x"
-date = 2026-11-02
-reason = "r"
-"#;
+"# + FD_DECISION;
     let cat = catalog(Provider::Azure);
     let plan = crate::plan::load_and_validate(SourceFile::new("t.toml", text), cat)
         .unwrap_or_else(|_| panic!("valid plan"));
-    let hours = plan.hours_per_month();
-    let choices: Vec<Choice<'_, '_>> = demand::demands(&plan, cat)
-        .into_iter()
-        .map(|d| {
-            let all = candidate::candidates(&plan, cat, &d).expect("candidates");
-            let (i, rate) = best_choice(&d, &all, hours).expect("a choice");
-            Choice {
-                c: all[i].clone(),
-                d,
-                rate,
-                all,
-            }
-        })
-        .collect();
+    let (choices, unsatisfied) = first_choices(&plan, cat, plan.hours_per_month());
+    assert!(unsatisfied.is_empty() && choices.len() == 2);
     let alone = |name: &str| {
         let ch = choices.iter().find(|c| c.d.name == name).expect("workload");
         let c = ch
