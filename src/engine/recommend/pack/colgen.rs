@@ -5,9 +5,9 @@
 //! A *pattern* is one node's filling: how many replicas of each kind it holds. The LP chooses
 //! how many nodes of each pattern to run so that every replica is placed; new patterns come
 //! from a knapsack over the LP's dual prices. Once no pattern prices out, its optimum bounds
-//! every packing from below, and rounding it (fix whole nodes of its patterns, solve again for what is left) lands
-//! within a node or two of that bound, where the greedy fills strand a few percent of nodes
-//! on pools whose GPU, vCPU and RAM are all nearly full.
+//! every packing from below, and rounding it (fix whole nodes of its patterns, solve again
+//! for what is left) lands within a node or two of that bound, where the greedy fills strand
+//! a few percent of nodes on pools whose GPU, vCPU and RAM are all nearly full.
 //!
 //! Everything is counted, nothing timed, so the same pool always packs the same way.
 
