@@ -636,3 +636,54 @@ gpu_models = ["T4"]
     }
     assert!(alone("tenth").1 < 0.125);
 }
+
+#[test]
+fn packings_prefetched_side_by_side_equal_the_sequential_ones() {
+    let mut text = head("aws", "\"us-east-1\"", "");
+    for (i, cpu) in [4, 12, 18, 30].iter().enumerate() {
+        text += &format!(
+            "\n[[workload]]\nname = \"w{i}\"\nteam = \"t\"\nkind = \"inference\"\n\
+             replicas = {}\ngpus = 1\ncpu = {cpu}\ngpu_models = [\"T4\"]\n",
+            7 + 5 * i
+        );
+    }
+    let cat = catalog(Provider::Aws);
+    let plan = crate::plan::load_and_validate(SourceFile::new("t.toml", text), cat)
+        .unwrap_or_else(|_| panic!("valid plan"));
+    let hours = plan.hours_per_month();
+    let (choices, _) = first_choices(&plan, cat, hours);
+    let all: Vec<&Choice<'_, '_>> = choices.iter().collect();
+    let sets = [
+        all.clone(),
+        all[..2].to_vec(),
+        all[3..].to_vec(),
+        all.clone(),
+    ];
+    let cache = BuildCache::default();
+    let jobs = sets
+        .iter()
+        .map(|s| (s.clone(), Capacity::OnDemand))
+        .collect();
+    prefetch_thorough(&cache, jobs, cat, MigManager::GpuOperator, hours);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The duplicate set is packed once; a single core packs nothing ahead.
+    assert_eq!(cache.borrow().len(), if cores > 1 { 3 } else { 0 });
+    for set in &sets {
+        let key = format!("true|{}", build_key(set, Capacity::OnDemand));
+        let Some(ahead) = cache.borrow().get(&key).cloned() else {
+            continue;
+        };
+        let now = build(
+            set,
+            Capacity::OnDemand,
+            cat,
+            MigManager::GpuOperator,
+            hours,
+            true,
+        );
+        assert_eq!(
+            (ahead.nodes_min, ahead.nodes_max, ahead.cost.to_bits()),
+            (now.nodes_min, now.nodes_max, now.cost.to_bits())
+        );
+    }
+}
