@@ -286,11 +286,30 @@ pub struct Assumptions {
     pub stale_after_days: i64,
     pub low_utilization: f64,
     pub min_kv_cache_share: f64,
-    /// Share of a node's vCPUs / RAM that pods can request.
-    pub allocatable_cpu_share: f64,
+    /// vCPUs the per-node system DaemonSets request.
+    pub daemonset_cpu: f64,
+    /// The kubelet's kube-reserved CPU per provider: (host vCPUs, millicores) points.
+    pub kube_reserved_cpu: IndexMap<Provider, Vec<(f64, f64)>>,
+    /// Share of a node's RAM that pods can request.
     pub allocatable_memory_share: f64,
     /// Memory left free on a time-sliced GPU when setting per-instance caps.
     pub time_slicing_memory_headroom: f64,
+}
+
+impl Assumptions {
+    /// The kubelet's kube-reserved CPU, in vCPUs, on a host of `vcpus` of `provider`: linear
+    /// between the published points, the last segment's slope beyond them.
+    pub fn kube_reserved_cpu(&self, provider: Provider, vcpus: f64) -> f64 {
+        let Some(pts) = self.kube_reserved_cpu.get(&provider) else {
+            return 0.0;
+        };
+        let seg = pts
+            .windows(2)
+            .position(|w| vcpus <= w[1].0)
+            .unwrap_or(pts.len().saturating_sub(2));
+        let ((x0, y0), (x1, y1)) = (pts[seg], pts[seg + 1]);
+        (y0 + (vcpus - x0) * (y1 - y0) / (x1 - x0)).max(0.0) / 1000.0
+    }
 }
 
 /// The whole catalog.
@@ -394,4 +413,32 @@ pub fn catalog_diag(file: &Arc<SourceFile>, span: std::ops::Range<usize>, msg: S
     Diag::error("catalog::invalid", file, span, msg)
         .label("here")
         .help("fix the catalog file, or run without `--catalog` to use the embedded data")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kube_reserved_cpu_follows_the_published_schedules() {
+        let c = Catalog::embedded(&[Provider::Azure, Provider::Aws]).expect("catalog");
+        let a = &c.assumptions;
+        let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        // AKS: the table's points, a point between them, and its last slope beyond 64 cores.
+        close(a.kube_reserved_cpu(Provider::Azure, 4.0), 0.140);
+        close(a.kube_reserved_cpu(Provider::Azure, 64.0), 0.740);
+        close(a.kube_reserved_cpu(Provider::Azure, 24.0), 0.340);
+        close(a.kube_reserved_cpu(Provider::Azure, 96.0), 1.060);
+        // EKS: 6% of the first core, 1% of the second, 0.5% of the next two, 0.25% after.
+        close(a.kube_reserved_cpu(Provider::Aws, 1.0), 0.060);
+        close(a.kube_reserved_cpu(Provider::Aws, 4.0), 0.080);
+        close(
+            a.kube_reserved_cpu(Provider::Aws, 48.0),
+            0.060 + 0.010 + 0.010 + 44.0 * 0.0025,
+        );
+        close(
+            a.kube_reserved_cpu(Provider::Aws, 192.0),
+            0.080 + 188.0 * 0.0025,
+        );
+    }
 }

@@ -369,6 +369,23 @@ fn catalog_override_directory_is_used_and_validated() {
         .arg(dir.path())
         .assert()
         .code(0);
+    // A kube-reserved schedule whose points do not rise is refused, not interpolated.
+    let assumptions = dir.path().join("assumptions.toml");
+    let text = std::fs::read_to_string(&assumptions).expect("read");
+    let bad = text.replacen(
+        "vcpus = [1, 2, 4, 8, 16, 32, 64]",
+        "vcpus = [1, 2, 4, 8, 16, 64, 32]",
+        1,
+    );
+    assert_ne!(bad, text, "the AKS schedule is in the file");
+    std::fs::write(&assumptions, bad).expect("write");
+    gpuplan()
+        .args(["check", "plans/minimal.toml", "--catalog"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("kube_reserved_cpu for azure"));
+    std::fs::write(&assumptions, text).expect("write");
     std::fs::write(dir.path().join("gpus.toml"), "[meta]\nas_of = 1\n").expect("write");
     gpuplan()
         .args(["check", "plans/minimal.toml", "--catalog"])

@@ -133,6 +133,50 @@ gpu_memory_gib = 400
 }
 
 #[test]
+fn host_cpu_is_what_the_kubelet_leaves() {
+    // A 64-vCPU AKS node keeps 740 m for the kubelet (AKS's published table) and gpuplan
+    // assumes 0.5 vCPU of system DaemonSets: 62.76 vCPUs for pods.
+    let plan = |cpu: &str| {
+        format!(
+            r#"version = 1
+[plan]
+name = "cpu-heavy"
+owner = "o"
+provider = "azure"
+regions = ["eastus"]
+
+[[workload]]
+name = "encoder"
+team = "t"
+kind = "inference"
+gpus = 1
+gpu_models = ["T4"]
+cpu = {cpu}
+"#
+        )
+    };
+    let out = gpuplan()
+        .args(["recommend", "--format", "json", "-"])
+        .write_stdin(plan("62.7"))
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["pools"][0]["sku"], "Standard_NC64as_T4_v3", "{json}");
+    let out = gpuplan()
+        .args(["recommend", "-"])
+        .write_stdin(plan("62.8"))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("host cpu"), "{err}");
+    assert!(err.contains("62.76 allocatable"), "{err}");
+}
+
+#[test]
 fn budget_below_the_recommendation_exits_1() {
     let plan = r#"version = 1
 [plan]
@@ -194,6 +238,7 @@ fn explain_states_the_model_and_its_assumptions() {
         "35 min for one node, 95 min for a 64-node gang",
         "5.41x",
         "gpu memory",
+        "740 m on AKS and 230 m on EKS for a 64-vCPU node",
     ] {
         assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
     }

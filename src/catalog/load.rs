@@ -286,9 +286,18 @@ struct AssumptionsFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecommendEntry {
-    allocatable_cpu_share: f64,
+    daemonset_cpu: f64,
     allocatable_memory_share: f64,
     time_slicing_memory_headroom: f64,
+    kube_reserved_cpu: Vec<KubeReservedEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KubeReservedEntry {
+    provider: Provider,
+    vcpus: Vec<f64>,
+    millicores: Vec<f64>,
 }
 
 #[derive(Deserialize)]
@@ -495,6 +504,44 @@ fn load_gpus(file: &Arc<SourceFile>) -> Result<IndexMap<String, GpuModel>, Catal
 
 fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError> {
     let a: AssumptionsFile = toml_file(file)?;
+    let mut kube_reserved_cpu = IndexMap::new();
+    for k in a.recommend.kube_reserved_cpu {
+        let rising = k.vcpus.windows(2).all(|w| w[0] < w[1]);
+        let sane = k
+            .vcpus
+            .iter()
+            .chain(&k.millicores)
+            .all(|v| v.is_finite() && *v >= 0.0);
+        if k.vcpus.len() < 2 || k.vcpus.len() != k.millicores.len() || !rising || !sane {
+            return Err(invalid(
+                file,
+                0..0,
+                format!(
+                    "kube_reserved_cpu for {}: `vcpus` must rise, with one `millicores` value \
+                     each and at least two points",
+                    k.provider.as_str()
+                ),
+            ));
+        }
+        let pts = k.vcpus.into_iter().zip(k.millicores).collect();
+        if kube_reserved_cpu.insert(k.provider, pts).is_some() {
+            return Err(invalid(
+                file,
+                0..0,
+                format!(
+                    "kube_reserved_cpu for {} is listed twice",
+                    k.provider.as_str()
+                ),
+            ));
+        }
+    }
+    if !(a.recommend.daemonset_cpu.is_finite() && a.recommend.daemonset_cpu >= 0.0) {
+        return Err(invalid(
+            file,
+            0..0,
+            "daemonset_cpu must be 0 or more".into(),
+        ));
+    }
     Ok(Assumptions {
         band_monthly_interruption: a
             .spot_band
@@ -512,7 +559,8 @@ fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError>
         stale_after_days: a.check.stale_after_days,
         low_utilization: a.check.low_utilization,
         min_kv_cache_share: a.check.min_kv_cache_share,
-        allocatable_cpu_share: a.recommend.allocatable_cpu_share,
+        daemonset_cpu: a.recommend.daemonset_cpu,
+        kube_reserved_cpu,
         allocatable_memory_share: a.recommend.allocatable_memory_share,
         time_slicing_memory_headroom: a.recommend.time_slicing_memory_headroom,
     })

@@ -1887,6 +1887,16 @@ fn compare(
 pub fn model_text(catalog: &Catalog) -> String {
     use std::fmt::Write as _;
     let a = &catalog.assumptions;
+    let reserved_64 = |p: Provider| {
+        if a.kube_reserved_cpu.contains_key(&p) {
+            format!(
+                "{} m",
+                crate::rules::num(a.kube_reserved_cpu(p, 64.0) * 1000.0)
+            )
+        } else {
+            "none listed".to_owned()
+        }
+    };
     let mut o = String::from(
         "# How `gpuplan recommend` decides\n\n\
          ## Constraints a SKU is held to, in this order\n",
@@ -1924,8 +1934,10 @@ pub fn model_text(catalog: &Catalog) -> String {
     let _ = writeln!(
         o,
         "## Assumptions (providers/assumptions.toml)\n\
-         - pods may request {}% of a node's vCPUs and {}% of its RAM (kubelet and system \
-         reservations, GPU Operator DaemonSets)\n\
+         - pods may request a node's vCPUs less the kubelet's kube-reserved CPU (the \
+         provider's published schedule: {} on AKS and {} on EKS for a 64-vCPU node) and less \
+         {} vCPU for the system DaemonSets (the GPU Operator's request none by default), and \
+         {}% of its RAM\n\
          - time-sliced and MPS instances share a GPU equally; their memory caps add up to {} of \
          the card (`server.gpu_memory_utilization` = {} / replicas, rounded down)\n\
          - cost: the floor runs every hour of the plan, nodes above it for the workloads' \
@@ -1933,7 +1945,9 @@ pub fn model_text(catalog: &Catalog) -> String {
          - spot is closed to user-facing workloads, to workloads that are not `interruptible`, \
          and to training or batch without `checkpoint_minutes`\n\
          - spot interruptions are a Poisson process per node; a gang dies when any node goes",
-        crate::rules::num(a.allocatable_cpu_share * 100.0),
+        reserved_64(Provider::Azure),
+        reserved_64(Provider::Aws),
+        crate::rules::num(a.daemonset_cpu),
         crate::rules::num(a.allocatable_memory_share * 100.0),
         crate::rules::num(1.0 - a.time_slicing_memory_headroom),
         crate::rules::num(1.0 - a.time_slicing_memory_headroom),

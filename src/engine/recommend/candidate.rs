@@ -100,8 +100,9 @@ pub struct SpotQuote {
 /// Allocatable vCPUs and RAM of a node.
 pub fn allocatable(sku: &Sku, catalog: &Catalog) -> (f64, f64) {
     let a = &catalog.assumptions;
+    let vcpus = f64::from(sku.vcpus);
     (
-        f64::from(sku.vcpus) * a.allocatable_cpu_share,
+        (vcpus - a.kube_reserved_cpu(sku.provider, vcpus) - a.daemonset_cpu).max(0.0),
         sku.memory_gib * a.allocatable_memory_share,
     )
 }
@@ -402,8 +403,8 @@ fn candidate<'c>(
 
 /// The share of a node one replica takes when a node holds only replicas like it: one over
 /// how many fit (GPUs, or slices, or shares; vCPUs; RAM), counted in whole replicas. Three
-/// 12-vCPU replicas fit in 43.2 allocatable vCPUs, not 3.6, and the fourth GPU of the node
-/// is paid for either way. Gang members each take a whole node.
+/// 12-vCPU replicas fit in the 47.3 vCPUs pods may request on a 48-vCPU EKS node, not 3.94,
+/// and the fourth GPU of the node is paid for either way. Gang members each take a whole node.
 pub fn node_share(
     fit: &Fit,
     sku: &Sku,
