@@ -237,7 +237,7 @@ pub struct DataSource {
 }
 
 /// Everything gpuplan knows about one provider.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ProviderCatalog {
     pub skus: IndexMap<String, Sku>,
     pub regions: Vec<String>,
@@ -313,7 +313,7 @@ impl Assumptions {
 }
 
 /// The whole catalog.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Catalog {
     pub gpus: IndexMap<String, GpuModel>,
     pub providers: IndexMap<Provider, ProviderCatalog>,

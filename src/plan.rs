@@ -135,6 +135,13 @@ impl Plan {
             .and_then(|c| c.mig_manager.as_ref())
             .map(|m| *m.get())
     }
+    pub fn daemonset_cpu(&self) -> Option<f64> {
+        self.raw
+            .cluster
+            .as_ref()
+            .and_then(|c| c.daemonset_cpu.as_ref())
+            .map(|v| *v.get())
+    }
     pub fn fail_requests_greater_than_one(&self) -> bool {
         self.raw
             .cluster

@@ -136,7 +136,7 @@ gpu_memory_gib = 400
 fn host_cpu_is_what_the_kubelet_leaves() {
     // A 64-vCPU AKS node keeps 740 m for the kubelet (AKS's published table) and gpuplan
     // assumes 0.5 vCPU of system DaemonSets: 62.76 vCPUs for pods.
-    let plan = |cpu: &str| {
+    let plan = |cpu: &str, cluster: &str| {
         format!(
             r#"version = 1
 [plan]
@@ -144,7 +144,7 @@ name = "cpu-heavy"
 owner = "o"
 provider = "azure"
 regions = ["eastus"]
-
+{cluster}
 [[workload]]
 name = "encoder"
 team = "t"
@@ -155,25 +155,35 @@ cpu = {cpu}
 "#
         )
     };
-    let out = gpuplan()
-        .args(["recommend", "--format", "json", "-"])
-        .write_stdin(plan("62.7"))
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
+    let run = |text: String, code: i32| {
+        gpuplan()
+            .args(["recommend", "--format", "json", "-"])
+            .write_stdin(text)
+            .assert()
+            .code(code)
+            .get_output()
+            .clone()
+    };
+    let out = run(plan("62.7", ""), 0);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(json["pools"][0]["sku"], "Standard_NC64as_T4_v3", "{json}");
-    let out = gpuplan()
-        .args(["recommend", "-"])
-        .write_stdin(plan("62.8"))
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
+    let out = run(plan("62.8", ""), 1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("host cpu"), "{err}");
     assert!(err.contains("62.76 allocatable"), "{err}");
+    // A cluster whose agents ask for 2 vCPUs a node says so, and the same replica no longer fits.
+    let out = run(plan("62.7", "[cluster]\ndaemonset_cpu = 2\n"), 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("61.26 allocatable"), "{err}");
+    let out = run(plan("60", "[cluster]\ndaemonset_cpu = 2\n"), 0);
+    assert!(!out.stdout.is_empty());
+    // Out of range is a located plan error, exit 2.
+    let out = run(plan("60", "[cluster]\ndaemonset_cpu = -1\n"), 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("daemonset_cpu") && err.contains(":8:"),
+        "{err}"
+    );
 }
 
 #[test]

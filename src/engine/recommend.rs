@@ -364,6 +364,21 @@ pub fn mig_manager(plan: &Plan) -> MigManager {
 
 /// The whole recommendation for a plan.
 pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
+    // A plan that states its DaemonSets' CPU overrides the catalog's allowance for it.
+    let own;
+    let catalog = match plan.daemonset_cpu() {
+        Some(v) if v != catalog.assumptions.daemonset_cpu => {
+            own = Catalog {
+                assumptions: crate::catalog::Assumptions {
+                    daemonset_cpu: v,
+                    ..catalog.assumptions.clone()
+                },
+                ..catalog.clone()
+            };
+            &own
+        }
+        _ => catalog,
+    };
     let plan_hours = plan.hours_per_month();
     let mm = mig_manager(plan);
     let (mut choices, unsatisfied) = first_choices(plan, catalog, plan_hours);
@@ -1936,8 +1951,8 @@ pub fn model_text(catalog: &Catalog) -> String {
         "## Assumptions (providers/assumptions.toml)\n\
          - pods may request a node's vCPUs less the kubelet's kube-reserved CPU (the \
          provider's published schedule: {} on AKS and {} on EKS for a 64-vCPU node) and less \
-         {} vCPU for the system DaemonSets (the GPU Operator's request none by default), and \
-         {}% of its RAM\n\
+         {} vCPU for the system DaemonSets (the GPU Operator's request none by default; a \
+         plan's `[cluster] daemonset_cpu` replaces it), and {}% of its RAM\n\
          - time-sliced and MPS instances share a GPU equally; their memory caps add up to {} of \
          the card (`server.gpu_memory_utilization` = {} / replicas, rounded down)\n\
          - cost: the floor runs every hour of the plan, nodes above it for the workloads' \

@@ -133,6 +133,10 @@ pub struct Cluster {
     pub mig_manager: Option<Sp<MigManager>>,
     /// The device plugin's `failRequestsGreaterThanOne` as deployed (plugin default: false).
     pub fail_requests_greater_than_one: Option<Sp<bool>>,
+    /// vCPUs the cluster's DaemonSets request on every GPU node (kube-proxy, CNI and CSI node
+    /// drivers, monitoring and logging agents). The recommender takes it off each node's
+    /// vCPUs with the kubelet's reservation; default in providers/assumptions.toml.
+    pub daemonset_cpu: Option<Sp<f64>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]

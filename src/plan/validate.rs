@@ -286,6 +286,9 @@ pub(super) fn validate(
         if let Some(n) = &c.name {
             ctx.dns_label("cluster name", n);
         }
+        if let Some(v) = &c.daemonset_cpu {
+            ctx.range_f("daemonset_cpu", v, 0.0, true, 64.0, true);
+        }
     }
 
     let plan_regions: Vec<String> = meta.regions.iter().map(|r| r.get().clone()).collect();
