@@ -529,11 +529,23 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     for p in &pools {
         // Pools are named only now; the option was found while they were built.
         if let Some(a) = p.considered.iter().find(|a| a.kind == "fewer-gpus") {
+            // What pods may request on one of its nodes, so the claim can be checked.
+            let room = catalog
+                .sku(plan.provider(), &p.sku)
+                .map(|sku| {
+                    let (cpu, mem) = candidate::allocatable(sku, catalog);
+                    format!(
+                        " ({} vCPUs and {} GiB a node for pods)",
+                        crate::rules::num(cpu),
+                        crate::rules::num(mem)
+                    )
+                })
+                .unwrap_or_default();
             findings.push(Finding {
                 rule: "idle-gpus",
                 severity: "note",
                 message: format!(
-                    "`{}` runs out of vCPUs or RAM before GPUs: {} GPUs' worth of its {} idle at peak; {} {} would need {} GPUs for {} a month more (kept the cheaper pool)",
+                    "`{}` runs out of vCPUs or RAM before GPUs{room}: {} GPUs' worth of its {} idle at peak; {} {} would need {} GPUs for {} a month more (kept the cheaper pool)",
                     p.name,
                     idle_gpus(p.stranded.as_ref(), p.time_slicing_replicas),
                     p.gpus.max,

@@ -506,9 +506,10 @@ fn known_quota_routes_a_workload_to_another_region() {
 
 #[test]
 fn a_cpu_bound_time_sliced_pool_lists_the_option_that_idles_fewer_gpus() {
-    // Half a T4 each but 12 vCPUs: four fit a 64-vCPU, four-GPU node by CPU, so half its
-    // GPUs idle. The cheapest fleet keeps them; the option with fewer GPUs is listed with
-    // its price, as packed (two regions, so the next cheapest are all four-GPU T4 nodes).
+    // Half a T4 each but 12 vCPUs: five fit the 62.76 vCPUs a 64-vCPU, four-GPU node leaves
+    // pods, so 1.5 of its GPUs idle. The cheapest fleet keeps them; the option with fewer
+    // GPUs is listed with its price, as packed (two regions, so the next cheapest are all
+    // four-GPU T4 nodes).
     let r = rec(&(head("azure", "\"eastus\", \"westus3\"", "")
         + r#"
 [[workload]]
@@ -553,6 +554,13 @@ gpu_models = ["T4", "A10"]
         "{}",
         note.message
     );
+    assert!(
+        note.message
+            .contains("(62.76 vCPUs and 396 GiB a node for pods)"),
+        "{}",
+        note.message
+    );
+    assert_eq!(p.nodes.max, 8, "40 replicas, five a node: {p:#?}");
     // A pool with nothing idle lists no such option.
     let r = rec(&(head("azure", "\"eastus\"", "")
         + r#"
