@@ -215,6 +215,19 @@ struct Choice<'p, 'c> {
     all: Vec<Candidate<'c>>,
 }
 
+impl<'p, 'c> Choice<'p, 'c> {
+    /// The same workload on another candidate and rate, as a trial member of a pool (without
+    /// its other candidates, which only the first choice needs).
+    fn with(&self, c: Candidate<'c>, rate: Rate) -> Choice<'p, 'c> {
+        Choice {
+            d: self.d.clone(),
+            c,
+            rate,
+            all: Vec::new(),
+        }
+    }
+}
+
 /// Expected monthly cost of one workload on a candidate at a rate, from its node share (a
 /// perfect packing); used to choose, not to report.
 fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: f64) -> f64 {
@@ -883,8 +896,10 @@ fn uniform_packing(
 /// Packings already computed, by what determines them: the pool and its members' choices.
 type BuildCache = std::cell::RefCell<std::collections::HashMap<String, Built>>;
 
-fn build_key(ms: &[&Choice<'_, '_>], capacity: Capacity) -> String {
-    let mut k = format!("{capacity:?}");
+/// The cache key of a packing: how thoroughly it is packed, the capacity type, and each
+/// member's choice.
+fn build_key(ms: &[&Choice<'_, '_>], capacity: Capacity, thorough: bool) -> String {
+    let mut k = format!("{thorough}|{capacity:?}");
     for m in ms {
         k.push_str(&format!(
             "|{}:{}:{}:{:?}:{}",
@@ -904,7 +919,7 @@ fn prefetch_thorough(
 ) {
     let mut todo: Vec<(String, Vec<&Choice<'_, '_>>, Capacity)> = Vec::new();
     for (ms, capacity) in jobs {
-        let key = format!("true|{}", build_key(&ms, capacity));
+        let key = build_key(&ms, capacity, true);
         if !cache.borrow().contains_key(&key) && todo.iter().all(|t| t.0 != key) {
             todo.push((key, ms, capacity));
         }
@@ -950,7 +965,7 @@ fn build_cached(
     plan_hours: f64,
     thorough: bool,
 ) -> Built {
-    let key = format!("{thorough}|{}", build_key(ms, capacity));
+    let key = build_key(ms, capacity, thorough);
     if let Some(b) = cache.borrow().get(&key) {
         return b.clone();
     }
@@ -1113,12 +1128,7 @@ fn repair_quota(
                     else {
                         continue;
                     };
-                    let trial = Choice {
-                        d: ch.d.clone(),
-                        c: c.clone(),
-                        rate: rate.clone(),
-                        all: Vec::new(),
-                    };
+                    let trial = ch.with(c.clone(), rate.clone());
                     let dest_bucket = bucket(&trial, key.3);
                     if dest_bucket == over {
                         continue;
@@ -1262,20 +1272,11 @@ fn merge_stage(
                 }
                 let mut joined: Vec<Choice<'_, '_>> = Vec::new();
                 for &i in &groups[b] {
-                    joined.push(Choice {
-                        d: choices[i].d.clone(),
-                        c: choices[i].c.clone(),
-                        rate: choices[i].rate.clone(),
-                        all: Vec::new(),
-                    });
+                    let ch = &choices[i];
+                    joined.push(ch.with(ch.c.clone(), ch.rate.clone()));
                 }
                 for (i, c, rate) in &moved {
-                    joined.push(Choice {
-                        d: choices[*i].d.clone(),
-                        c: c.clone(),
-                        rate: rate.clone(),
-                        all: Vec::new(),
-                    });
+                    joined.push(choices[*i].with(c.clone(), rate.clone()));
                 }
                 trials.push((a, b, moved, joined, thorough));
             }
@@ -1363,12 +1364,7 @@ fn merge_aks_profiles(
             };
             let (ca, ma) = candidate::allocatable(c.sku, catalog);
             c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
-            upsized.push(Choice {
-                d: ch.d.clone(),
-                c,
-                rate: ch.rate.clone(),
-                all: Vec::new(),
-            });
+            upsized.push(ch.with(c, ch.rate.clone()));
         }
         let refs: Vec<&Choice<'_, '_>> = upsized.iter().collect();
         let merged = build(
@@ -1653,12 +1649,7 @@ fn alternatives(
     let pack = |to: &PoolKey, moved: &rehome::Moved<'_>| -> (Built, u32) {
         let trial: Vec<Choice<'_, '_>> = moved
             .iter()
-            .map(|(i, c, rate)| Choice {
-                d: choices[*i].d.clone(),
-                c: c.clone(),
-                rate: rate.clone(),
-                all: Vec::new(),
-            })
+            .map(|(i, c, rate)| choices[*i].with(c.clone(), rate.clone()))
             .collect();
         let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
         let b = build(&refs, to.3, catalog, mm, plan_hours, false);

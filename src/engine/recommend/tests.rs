@@ -677,7 +677,7 @@ fn packings_prefetched_side_by_side_equal_the_sequential_ones() {
     // The duplicate set is packed once; a single core packs nothing ahead.
     assert_eq!(cache.borrow().len(), if cores > 1 { 3 } else { 0 });
     for set in &sets {
-        let key = format!("true|{}", build_key(set, Capacity::OnDemand));
+        let key = build_key(set, Capacity::OnDemand, true);
         let Some(ahead) = cache.borrow().get(&key).cloned() else {
             continue;
         };
