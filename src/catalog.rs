@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use crate::core::Provider;
 use crate::diag::Diag;
-use crate::plan::raw::Provider;
 use crate::source::SourceFile;
 
 mod load;
@@ -156,7 +156,7 @@ impl QuotaLimit {
     /// Where the limit came from, with the use at the time when known.
     pub fn describe(&self) -> String {
         match self.used {
-            Some(u) => format!("{}, {} in use then", self.source, crate::rules::num(u)),
+            Some(u) => format!("{}, {} in use then", self.source, crate::core::num(u)),
             None => self.source.to_string(),
         }
     }
@@ -232,7 +232,7 @@ pub struct DataSource {
     pub file: String,
     pub kind: &'static str,
     pub provider: Option<Provider>,
-    pub as_of: crate::plan::Date,
+    pub as_of: crate::core::Date,
     pub source: String,
 }
 
@@ -370,22 +370,13 @@ impl Catalog {
             .map(|b| b.3)
     }
 
-    /// The quota known for a bucket: the plan's `[[quota]]` entry when it has one (a stated
-    /// limit, e.g. an increase already granted), else the limit a refresh read from the
-    /// provider. Returns the limit and where it came from.
-    pub fn known_quota(
+    /// The limit a refresh read from the provider for a quota bucket, and where it came from.
+    pub fn provider_quota(
         &self,
-        plan_quota: &[crate::plan::raw::Sp<crate::plan::raw::Quota>],
         provider: Provider,
         region: &str,
         family: &str,
     ) -> Option<(f64, String)> {
-        if let Some(q) = plan_quota
-            .iter()
-            .find(|q| q.region.get() == region && quota_key(q.family.get()) == quota_key(family))
-        {
-            return Some((*q.vcpus.get(), "the plan's [[quota]]".to_owned()));
-        }
         self.providers
             .get(&provider)?
             .quota(region, family)

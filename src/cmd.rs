@@ -6,6 +6,10 @@ pub mod diff;
 pub mod explain;
 pub mod init;
 pub mod recommend;
+#[cfg(feature = "live")]
+pub mod refresh;
+#[cfg(not(feature = "live"))]
+#[path = "cmd/refresh_off.rs"]
 pub mod refresh;
 pub mod render;
 pub mod review;
@@ -33,11 +37,11 @@ pub fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Result<Cat
     result.map_err(|e| {
         match e {
             CatalogError::Invalid(diags) => {
-                out.stderr(&crate::diag::output::human(&diags, out.color))
+                out.stderr(&crate::report::findings::human(&diags, out.color))
             }
             other => out.stderr(&format!("error: {other}\n")),
         }
-        crate::exit::INPUT
+        crate::core::exit::INPUT
     })
 }
 
@@ -49,8 +53,8 @@ pub fn load_plan(
     out: &Out,
 ) -> Result<(crate::plan::Plan, Catalog), u8> {
     let file = crate::plan::load::read(path).map_err(|d| {
-        out.stderr(&crate::diag::output::human(&[*d], out.color));
-        crate::exit::INPUT
+        out.stderr(&crate::report::findings::human(&[*d], out.color));
+        crate::core::exit::INPUT
     })?;
     validate_file(g, file, out)
 }
@@ -62,13 +66,13 @@ pub fn validate_file(
     out: &Out,
 ) -> Result<(crate::plan::Plan, Catalog), u8> {
     let raw = crate::plan::load::parse(&file).map_err(|ds| {
-        out.stderr(&crate::diag::output::human(&ds, out.color));
-        crate::exit::INPUT
+        out.stderr(&crate::report::findings::human(&ds, out.color));
+        crate::core::exit::INPUT
     })?;
     let catalog = load_catalog(g, &[*raw.plan.provider.get()], out)?;
-    let plan = crate::plan::validate_raw(file, raw, &catalog).map_err(|ds| {
-        out.stderr(&crate::diag::output::human(&ds, out.color));
-        crate::exit::INPUT
+    let plan = crate::rules::validate_plan(file, raw, &catalog).map_err(|ds| {
+        out.stderr(&crate::report::findings::human(&ds, out.color));
+        crate::core::exit::INPUT
     })?;
     Ok((plan, catalog))
 }

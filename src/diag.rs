@@ -10,10 +10,6 @@ use serde::Serialize;
 use crate::source::SourceFile;
 
 pub mod baseline;
-pub mod github;
-pub mod markdown;
-pub mod output;
-pub mod sarif;
 
 /// How serious a finding is. Ordered so that `max()` gives the worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -2,6 +2,7 @@
 //! interruptions waste, how much memory a replica has. Data in, numbers out; no I/O.
 
 pub mod cost;
+pub mod diff;
 pub mod memory;
 pub mod recommend;
 pub mod spot;

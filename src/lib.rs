@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod cli;
 pub mod cmd;
+pub mod core;
 pub mod diag;
 pub mod engine;
 pub mod http;
@@ -15,16 +16,12 @@ pub mod mig;
 pub mod output;
 pub mod plan;
 pub mod render;
+pub mod report;
 pub mod review;
 pub mod rules;
 pub mod source;
 
-/// Exit codes, the same for every command.
-pub mod exit {
-    pub const OK: u8 = 0;
-    pub const FINDINGS: u8 = 1;
-    pub const INPUT: u8 = 2;
-}
+pub use crate::core::exit;
 
 /// Run a parsed command line; returns the process exit code.
 pub fn run(cli: cli::Cli) -> u8 {

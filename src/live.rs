@@ -4,10 +4,14 @@
 //! (`azure_mgmt_compute`), Resource Graph `SpotResources`. AWS: Price List, EC2, Service
 //! Quotas (the SDK), and the Spot Instance Advisor file.
 
+#[cfg(feature = "live")]
 pub mod aws;
+#[cfg(feature = "live")]
 pub mod azure_mgmt;
 pub mod azure_prices;
 pub mod cache;
+#[cfg(feature = "live")]
+pub mod refresh;
 
 /// A listing longer than this many pages is a paging loop, not data: no provider answer
 /// gpuplan asks for runs past a few pages.

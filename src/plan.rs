@@ -2,7 +2,6 @@
 //! means (names, references, ranges, catalog names). Every problem found is reported, with
 //! file, line and column, before any rule runs.
 
-use std::fmt;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -15,87 +14,12 @@ pub mod load;
 pub mod raw;
 mod validate;
 
+pub(crate) use validate::unknown_member;
+
+pub use crate::core::Date;
 use raw::{
     Allow, Capacity, Count, Decision, Kind, MigManager, Pool, Provider, Sharing, Sp, Workload,
 };
-
-/// A calendar date (proleptic Gregorian), for decisions, expiries and data ages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Date {
-    pub year: i32,
-    pub month: u8,
-    pub day: u8,
-}
-
-impl Date {
-    pub fn new(year: i32, month: u8, day: u8) -> Option<Date> {
-        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-        let days = match month {
-            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-            4 | 6 | 9 | 11 => 30,
-            2 if leap => 29,
-            2 => 28,
-            _ => return None,
-        };
-        (1..=days)
-            .contains(&day)
-            .then_some(Date { year, month, day })
-    }
-
-    /// `YYYY-MM-DD`.
-    pub fn parse(s: &str) -> Option<Date> {
-        let mut it = s.trim().splitn(3, '-');
-        let y = it.next()?.parse().ok()?;
-        let m = it.next()?.parse().ok()?;
-        let d = it.next()?.parse().ok()?;
-        Date::new(y, m, d)
-    }
-
-    /// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
-    pub fn days(self) -> i64 {
-        let (m, d) = (i64::from(self.month), i64::from(self.day));
-        let y = i64::from(self.year) - i64::from(m <= 2);
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let mp = (m + 9) % 12;
-        let doy = (153 * mp + 2) / 5 + d - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        era * 146_097 + doe - 719_468
-    }
-
-    pub fn from_days(z: i64) -> Date {
-        let z = z + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-        let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
-        Date { year, month, day }
-    }
-
-    /// Today in UTC, or `GPUPLAN_TODAY` (YYYY-MM-DD) so runs can be reproduced.
-    pub fn today() -> Date {
-        if let Some(d) = std::env::var("GPUPLAN_TODAY")
-            .ok()
-            .and_then(|s| Date::parse(&s))
-        {
-            return d;
-        }
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        Date::from_days(i64::try_from(secs / 86_400).unwrap_or(0))
-    }
-}
-
-impl fmt::Display for Date {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
-    }
-}
 
 /// A plan that parsed and validated: names are unique, references resolve, ranges hold,
 /// SKUs, regions and GPU models exist in the catalog.
@@ -123,7 +47,7 @@ impl Plan {
             .plan
             .hours_per_month
             .as_ref()
-            .map_or(730.0, |h| *h.get())
+            .map_or(crate::core::HOURS_PER_MONTH, |h| *h.get())
     }
     pub fn monthly_budget(&self) -> Option<&Sp<f64>> {
         self.raw.plan.monthly_budget.as_ref()
@@ -259,7 +183,31 @@ impl Pool {
     }
 }
 
-/// Load and validate one plan file; all problems at once on failure.
+impl Plan {
+    /// The quota known for a bucket: the plan's `[[quota]]` entry when it has one (a stated
+    /// limit, e.g. an increase already granted), else the limit a refresh read from the
+    /// provider. Returns the limit and where it came from.
+    pub fn known_quota(
+        &self,
+        catalog: &Catalog,
+        region: &str,
+        family: &str,
+    ) -> Option<(f64, String)> {
+        let key = crate::catalog::quota_key(family);
+        if let Some(q) =
+            self.raw.quota.iter().find(|q| {
+                q.region.get() == region && crate::catalog::quota_key(q.family.get()) == key
+            })
+        {
+            return Some((*q.vcpus.get(), "the plan's [[quota]]".to_owned()));
+        }
+        catalog.provider_quota(self.provider(), region, family)
+    }
+}
+
+/// Load and validate one plan file; all problems at once on failure. The rule ids its
+/// `[[allow]]` and `[rules]` entries name are the registry's to check: `rules::load_plan`
+/// does both.
 pub fn load_and_validate(file: Arc<SourceFile>, catalog: &Catalog) -> Result<Plan, Vec<Diag>> {
     let raw = load::parse(&file)?;
     validate::validate(file, raw, catalog)

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::catalog::{Catalog, GpuModel, Sku};
 use crate::diag::{Diag, Severity, Suppression};
-use crate::plan::raw::{Pool, Sp, Workload};
+use crate::plan::raw::{Pool, RawPlan, Sp, Workload};
 use crate::plan::{Date, Plan};
+use crate::source::SourceFile;
 
 /// Declares a rule's unit struct and its metadata; the doc comment becomes `DOCS`.
 macro_rules! declare_rule {
@@ -137,6 +139,54 @@ pub fn summary_line(rule: &dyn Rule) -> String {
         Some(i) => what[..=i].to_owned(),
         None => what,
     }
+}
+
+/// The rule ids a plan's `[[allow]]` entries and `[rules] deny` name, checked against the
+/// registry: an unknown id is an error at its span, with the closest id suggested.
+pub fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
+    let ids: Vec<String> = RULES.iter().map(|r| r.id().to_owned()).collect();
+    let named = raw
+        .allow
+        .iter()
+        .map(|a| &a.rule)
+        .chain(raw.rules.iter().flat_map(|r| r.deny.iter()));
+    named
+        .filter_map(|id| {
+            crate::plan::unknown_member(
+                file,
+                "plan::unknown-rule",
+                id,
+                &ids,
+                format!("`{}` is not a gpuplan rule", id.get()),
+                "unknown rule id",
+                "rules",
+            )
+        })
+        .collect()
+}
+
+/// Validate a parsed plan: what it means (`plan`) and the rule ids it names (here), every
+/// problem at once.
+pub fn validate_plan(
+    file: Arc<SourceFile>,
+    raw: RawPlan,
+    catalog: &Catalog,
+) -> Result<Plan, Vec<Diag>> {
+    let unknown = validate_entries(&file, &raw);
+    match crate::plan::validate_raw(file, raw, catalog) {
+        Ok(plan) if unknown.is_empty() => Ok(plan),
+        Ok(_) => Err(unknown),
+        Err(mut ds) => {
+            ds.extend(unknown);
+            Err(ds)
+        }
+    }
+}
+
+/// Parse and validate one plan file, rule ids included.
+pub fn load_plan(file: Arc<SourceFile>, catalog: &Catalog) -> Result<Plan, Vec<Diag>> {
+    let raw = crate::plan::load::parse(&file)?;
+    validate_plan(file, raw, catalog)
 }
 
 /// What a rule sees, and where it reports.
@@ -299,11 +349,4 @@ fn apply_levels(levels: &Levels, out: &mut Vec<Diag>) {
             _ => {}
         }
     }
-}
-
-/// `a x b = c` with trimmed decimals, for messages that show their arithmetic.
-pub fn num(x: f64) -> String {
-    let s = format!("{x:.2}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_owned()
 }

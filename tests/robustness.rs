@@ -23,7 +23,7 @@ fn run(text: &str, catalog: &Catalog) {
         ) {
             // every finding must point inside the file
             assert!(d.span.end <= text.len());
-            let _ = gpuplan::diag::output::human(&[d], false);
+            let _ = gpuplan::report::findings::human(&[d], false);
         }
         let declared = gpuplan::engine::recommend::declared(&p, catalog);
         let recommended = gpuplan::engine::recommend::recommend(&p, catalog);

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use gpuplan::catalog::Catalog;
-use gpuplan::diag::output;
 use gpuplan::plan::raw::Provider;
 use gpuplan::plan::{self, Date};
+use gpuplan::report::findings as output;
 use gpuplan::rules::{self, Levels, RULES};
 
 const TODAY: Date = Date {

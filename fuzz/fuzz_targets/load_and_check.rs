@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(raw) = plan::load::parse(&file) else {
         return;
     };
-    if let Ok(p) = plan::validate_raw(file, raw, catalog()) {
+    if let Ok(p) = rules::validate_plan(file, raw, catalog()) {
         let today = Date { year: 2026, month: 12, day: 2 };
         for d in rules::check(&p, catalog(), today, &Levels::default()) {
             assert!(d.span.end <= p.file.text.len());

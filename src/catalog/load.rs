@@ -10,9 +10,9 @@ use super::{
     catalog_diag, Assumptions, Catalog, DataSource, GpuModel, InterNode, MigProfile, MigSpec,
     Price, ProviderCatalog, Sku, SpotBand,
 };
+use crate::core::Date;
+use crate::core::Provider;
 use crate::diag::Diag;
-use crate::plan::raw::Provider;
-use crate::plan::Date;
 use crate::source::SourceFile;
 
 #[derive(Debug, thiserror::Error)]

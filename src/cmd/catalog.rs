@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 
 use crate::catalog::{Catalog, GpuModel, ProviderCatalog, Sku};
 use crate::cli::{CatalogArgs, Format, Global, ProviderArg};
-use crate::engine::cost::rate;
-use crate::exit;
+use crate::core::exit;
+use crate::core::rate;
 use crate::output::Out;
 use crate::plan::raw::Provider;
 

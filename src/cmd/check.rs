@@ -3,10 +3,11 @@
 use std::collections::BTreeSet;
 
 use crate::cli::{CheckArgs, CheckFormat, DenyWhat, Global};
-use crate::diag::{baseline, github, markdown, output, sarif, Diag};
-use crate::exit;
+use crate::core::exit;
+use crate::diag::{baseline, Diag};
 use crate::output::Out;
 use crate::plan::{self, Date};
+use crate::report::{findings as output, github, markdown, sarif};
 use crate::rules::{self, Level, Levels};
 
 fn levels(args: &CheckArgs) -> Result<Levels, String> {
@@ -84,7 +85,7 @@ pub fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
     let mut findings = Vec::new();
     let mut heads = Vec::new();
     for (file, raw) in parsed {
-        match plan::validate_raw(file, raw, &catalog) {
+        match rules::validate_plan(file, raw, &catalog) {
             Err(ds) => errors.extend(ds),
             Ok(p) => {
                 findings.extend(rules::check(&p, &catalog, today, &levels));

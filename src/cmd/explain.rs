@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::cli::{ExplainArgs, Format};
-use crate::exit;
+use crate::core::exit;
 use crate::output::Out;
 use crate::rules::{self, Rule, RULES};
 

@@ -1,7 +1,7 @@
 //! `gpuplan init`: a commented starter plan, from `templates/init/`.
 
 use crate::cli::{InitArgs, ProviderArg};
-use crate::exit;
+use crate::core::exit;
 use crate::output::{write_atomic, Out};
 
 const AZURE: &str = include_str!("../../templates/init/azure.toml");

@@ -2,8 +2,8 @@
 //! objects and serving settings; `--check` reports drift instead of writing.
 
 use crate::cli::{Global, RenderArgs};
+use crate::core::exit;
 use crate::engine::recommend;
-use crate::exit;
 use crate::output::Out;
 use crate::render::{self, view};
 

@@ -1,8 +1,8 @@
 //! `gpuplan review PLAN`: allocated against used GPU-seconds from Prometheus or files.
 
 use crate::cli::{Global, ReviewArgs, ReviewFormat};
+use crate::core::exit;
 use crate::engine::recommend;
-use crate::exit;
 use crate::output::Out;
 use crate::review::{self, files, prometheus, telemetry};
 
@@ -138,9 +138,9 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
         },
     );
     let text = match args.format {
-        ReviewFormat::Json => review::json(&r),
-        ReviewFormat::Markdown => review::markdown(&r),
-        ReviewFormat::Html => review::html(&r),
+        ReviewFormat::Json => crate::report::review::json(&r),
+        ReviewFormat::Markdown => crate::report::review::markdown(&r),
+        ReviewFormat::Html => crate::report::review::html(&r),
     };
     match &args.out {
         Some(path) => {

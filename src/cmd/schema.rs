@@ -1,6 +1,6 @@
 //! `gpuplan schema`: JSON Schema of the plan format, generated from the plan types.
 
-use crate::exit;
+use crate::core::exit;
 use crate::output::Out;
 use crate::plan::raw::RawPlan;
 

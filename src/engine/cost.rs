@@ -97,47 +97,4 @@ pub fn gpus_per_node(sku: &Sku) -> f64 {
     f64::from(sku.gpu_count) * sku.gpu_partition
 }
 
-/// An hourly price: `$0.7866`, `$98.32` (up to 4 decimals, at least 2).
-pub fn rate(x: f64) -> String {
-    let s = format!("{x:.4}");
-    let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
-    let frac = frac.trim_end_matches('0');
-    format!("${whole}.{frac:0<2}")
-}
-
-/// `$12,345.67`.
-pub fn usd(x: f64) -> String {
-    let cents = (x * 100.0).round() as i64;
-    let (whole, frac) = (cents / 100, (cents % 100).abs());
-    let digits = whole.abs().to_string();
-    let mut grouped = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(ch);
-    }
-    format!(
-        "{}${grouped}.{frac:02}",
-        if whole < 0 || x < 0.0 && cents != 0 {
-            "-"
-        } else {
-            ""
-        }
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn usd_groups_thousands() {
-        assert_eq!(usd(71773.6), "$71,773.60");
-        assert_eq!(usd(0.5), "$0.50");
-        assert_eq!(usd(-1234.5), "-$1,234.50");
-        assert_eq!(rate(0.78660), "$0.7866");
-        assert_eq!(rate(98.32), "$98.32");
-        assert_eq!(rate(4.0), "$4.00");
-    }
-}
+pub use crate::core::{rate, usd};

@@ -27,7 +27,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::catalog::{Catalog, GpuModel, Sku};
-use crate::engine::spot::HOURS_PER_MONTH_BASE;
+use crate::core::{cents, HOURS_PER_MONTH};
 use crate::plan::raw::{Capacity, MigManager, Provider, Sharing};
 use crate::plan::Plan;
 use candidate::{Candidate, Constraint, Fit, Rate};
@@ -236,7 +236,7 @@ fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: f64) -> f64
     let burst = f64::from(d.peak - d.floor);
     match r.capacity {
         Capacity::Reserved1y | Capacity::Reserved3y => {
-            share * (floor * r.usd * HOURS_PER_MONTH_BASE + burst * c.on_demand * d.hours)
+            share * (floor * r.usd * HOURS_PER_MONTH + burst * c.on_demand * d.hours)
         }
         _ => share * r.usd * r.waste * (floor * plan_hours + burst * d.hours),
     }
@@ -512,8 +512,8 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
                 severity: "error",
                 message: format!(
                     "the recommended pools cost {} a month at their maximum size, above the budget of {}",
-                    crate::engine::cost::usd(at_max),
-                    crate::engine::cost::usd(*b.get())
+                    crate::core::usd(at_max),
+                    crate::core::usd(*b.get())
                 ),
                 workload: None,
                 pool: None,
@@ -549,8 +549,8 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
                     let (cpu, mem) = candidate::allocatable(sku, catalog);
                     format!(
                         " ({} vCPUs and {} GiB a node for pods)",
-                        crate::rules::num(cpu),
-                        crate::rules::num(mem)
+                        crate::core::num(cpu),
+                        crate::core::num(mem)
                     )
                 })
                 .unwrap_or_default();
@@ -565,7 +565,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
                     a.sku,
                     a.region,
                     a.gpus.unwrap_or(0),
-                    crate::engine::cost::usd(a.delta_usd.unwrap_or(0.0)),
+                    crate::core::usd(a.delta_usd.unwrap_or(0.0)),
                 ),
                 workload: None,
                 pool: Some(p.name.clone()),
@@ -607,11 +607,6 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
 /// down).
 fn idle_gpus(stranded: Option<&Stranded>, ts_replicas: Option<u32>) -> u32 {
     stranded.map_or(0, |s| s.gpu_units) / ts_replicas.unwrap_or(1).max(1)
-}
-
-fn cents(x: f64) -> f64 {
-    // `+ 0.0` turns -0.0 (a saving of nothing, rounded) into 0.0, so JSON never says "-0.0".
-    (x * 100.0).round() / 100.0 + 0.0
 }
 
 fn pool_sharing(fit: &Fit) -> Sharing {
@@ -1018,8 +1013,8 @@ fn build(
     let burst_h = f64::from(nodes_max - nodes_min) * burst_hours;
     let (cost, cost_at_max) = match capacity {
         Capacity::Reserved1y | Capacity::Reserved3y => (
-            f64::from(nodes_min) * rate * HOURS_PER_MONTH_BASE + burst_h * od,
-            f64::from(nodes_min) * rate * HOURS_PER_MONTH_BASE
+            f64::from(nodes_min) * rate * HOURS_PER_MONTH + burst_h * od,
+            f64::from(nodes_min) * rate * HOURS_PER_MONTH
                 + f64::from(nodes_max - nodes_min) * od * plan_hours,
         ),
         Capacity::Spot => (
@@ -1092,11 +1087,7 @@ fn repair_quota(
     plan_hours: f64,
     cache: &BuildCache,
 ) {
-    let quota = |b: &(String, String)| {
-        catalog
-            .known_quota(&plan.raw.quota, plan.provider(), &b.0, &b.1)
-            .map(|q| q.0)
-    };
+    let quota = |b: &(String, String)| plan.known_quota(catalog, &b.0, &b.1).map(|q| q.0);
     let cost = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
         if members.is_empty() {
             return 0.0;
@@ -1435,7 +1426,7 @@ fn describe(
     if ms.iter().any(|m| m.d.w.user_facing()) && b.nodes_min > 0 {
         capacity_options.push(CapacityOption {
             capacity: Capacity::CapacityReservation.as_str(),
-            monthly_cost_usd: cents(f64::from(b.nodes_min) * c.on_demand * HOURS_PER_MONTH_BASE),
+            monthly_cost_usd: cents(f64::from(b.nodes_min) * c.on_demand * HOURS_PER_MONTH),
             note: format!(
                 "reserve the floor of {} node(s) so a scale-up or node repair cannot stock out ({}); billed at the on-demand rate for every hour of the month whether used or not",
                 b.nodes_min,
@@ -1495,7 +1486,7 @@ fn why_line(
     mm: MigManager,
     gpu_mem_util: Option<f64>,
 ) -> String {
-    use crate::engine::cost::rate as r;
+    use crate::core::rate as r;
     let c = &ms[0].c;
     let n_candidates: usize = ms.iter().map(|m| m.all.len()).max().unwrap_or(0);
     let mut parts = vec![format!(
@@ -1526,8 +1517,8 @@ fn why_line(
         Fit::Shared { replicas } if *replicas > 1 => parts.push(format!(
             "{} time-sliced replicas per GPU (compute share and memory); each server caps memory at {} so the caps add up to {} of the card",
             replicas,
-            gpu_mem_util.map_or("-".into(), crate::rules::num),
-            crate::rules::num(1.0 - catalog.assumptions.time_slicing_memory_headroom)
+            gpu_mem_util.map_or("-".into(), crate::core::num),
+            crate::core::num(1.0 - catalog.assumptions.time_slicing_memory_headroom)
         )),
         Fit::Server { .. } => parts.push(
             "one server process hosts the shares of a GPU; the device plugin sees whole GPUs".into(),
@@ -1556,11 +1547,11 @@ fn why_line(
                         be,
                         r(a.on_demand.unwrap_or(0.0)),
                         r(a.spot.unwrap_or(0.0)),
-                        crate::rules::num(a.monthly_interruption.unwrap_or(0.0) * 100.0),
+                        crate::core::num(a.monthly_interruption.unwrap_or(0.0) * 100.0),
                         e.node_hazard,
                         m.d.gang,
-                        crate::rules::num(a.checkpoint_minutes.unwrap_or(0.0)),
-                        crate::rules::num(a.restart_minutes),
+                        crate::core::num(a.checkpoint_minutes.unwrap_or(0.0)),
+                        crate::core::num(a.restart_minutes),
                         if a.restart_is_default { ", default" } else { "" }
                     ),
                     (Ok(eff), _, Some(be)) => format!(
@@ -1591,8 +1582,8 @@ fn why_line(
                 "{} for the floor of {} node(s): they run {} of {} h a month, above the reserved/on-demand price ratio {:.2}; nodes above the floor on-demand",
                 cap.as_str(),
                 b.nodes_min,
-                crate::rules::num(plan_hours),
-                crate::rules::num(HOURS_PER_MONTH_BASE),
+                crate::core::num(plan_hours),
+                crate::core::num(HOURS_PER_MONTH),
                 m.rate.usd / m.c.on_demand
             ));
         }
@@ -1724,7 +1715,7 @@ fn alternatives(
                 note: format!(
                     "{} node(s), {gpus} GPU(s) at peak: {fewer} fewer GPUs, {} a month per GPU given back",
                     b.nodes_max,
-                    crate::engine::cost::usd(delta / f64::from(fewer)),
+                    crate::core::usd(delta / f64::from(fewer)),
                 ),
             });
         }
@@ -1816,17 +1807,15 @@ fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Find
     }
     let mut out = Vec::new();
     for ((region, family), vcpus) in need {
-        if let Some((limit, from)) =
-            catalog.known_quota(&plan.raw.quota, plan.provider(), &region, &family)
-        {
+        if let Some((limit, from)) = plan.known_quota(catalog, &region, &family) {
             if vcpus > limit {
                 out.push(Finding {
                     rule: "GP014",
                     severity: "error",
                     message: format!(
                         "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {} (from {from}): request more quota or lower the peaks",
-                        crate::rules::num(vcpus),
-                        crate::rules::num(limit)
+                        crate::core::num(vcpus),
+                        crate::core::num(limit)
                     ),
                     workload: None,
                     pool: None,
@@ -1909,7 +1898,7 @@ pub fn model_text(catalog: &Catalog) -> String {
         if a.kube_reserved_cpu.contains_key(&p) {
             format!(
                 "{} m",
-                crate::rules::num(a.kube_reserved_cpu(p, 64.0) * 1000.0)
+                crate::core::num(a.kube_reserved_cpu(p, 64.0) * 1000.0)
             )
         } else {
             "none listed".to_owned()
@@ -1965,17 +1954,17 @@ pub fn model_text(catalog: &Catalog) -> String {
          - spot interruptions are a Poisson process per node; a gang dies when any node goes",
         reserved_64(Provider::Azure),
         reserved_64(Provider::Aws),
-        crate::rules::num(a.daemonset_cpu),
-        crate::rules::num(a.allocatable_memory_share * 100.0),
-        crate::rules::num(1.0 - a.time_slicing_memory_headroom),
-        crate::rules::num(1.0 - a.time_slicing_memory_headroom),
+        crate::core::num(a.daemonset_cpu),
+        crate::core::num(a.allocatable_memory_share * 100.0),
+        crate::core::num(1.0 - a.time_slicing_memory_headroom),
+        crate::core::num(1.0 - a.time_slicing_memory_headroom),
     );
     for (i, aws, azure, p) in &a.band_monthly_interruption {
-        let h = -(1.0 - p).ln() / HOURS_PER_MONTH_BASE;
+        let h = crate::engine::spot::node_hazard(*p);
         let _ = writeln!(
             o,
             "  - band {i} (AWS `{aws}`, Azure `{azure}`): {}% of nodes interrupted a month, hazard {:.3e} per node-hour",
-            crate::rules::num(p * 100.0),
+            crate::core::num(p * 100.0),
             h
         );
     }
@@ -1993,16 +1982,16 @@ pub fn model_text(catalog: &Catalog) -> String {
          reserved prices are embedded: a refreshed catalog brings them\n\
          - a capacity reservation for a user-facing floor is offered as an option, priced at \
          the on-demand rate for every hour of the month",
-        crate::rules::num(a.node_acquire_minutes),
-        crate::rules::num(a.image_pull_minutes),
-        crate::rules::num(a.weight_load_minutes),
-        crate::rules::num(crate::engine::spot::default_restart_minutes(
+        crate::core::num(a.node_acquire_minutes),
+        crate::core::num(a.image_pull_minutes),
+        crate::core::num(a.weight_load_minutes),
+        crate::core::num(crate::engine::spot::default_restart_minutes(
             1,
             a.node_acquire_minutes,
             a.image_pull_minutes,
             a.weight_load_minutes
         )),
-        crate::rules::num(crate::engine::spot::default_restart_minutes(
+        crate::core::num(crate::engine::spot::default_restart_minutes(
             64,
             a.node_acquire_minutes,
             a.image_pull_minutes,

@@ -26,7 +26,13 @@ pub struct SpotEconomics {
     pub waste_factor: f64,
 }
 
-pub const HOURS_PER_MONTH_BASE: f64 = 730.0;
+use crate::core::HOURS_PER_MONTH;
+
+/// A node's interruption rate per hour, from the probability `p` that it is interrupted in a
+/// month: `h = -ln(1 - p) / 730`.
+pub fn node_hazard(monthly_interruption: f64) -> f64 {
+    -(1.0 - monthly_interruption.clamp(0.0, 0.999_999)).ln() / HOURS_PER_MONTH
+}
 
 pub fn economics(
     monthly_interruption: f64,
@@ -35,7 +41,7 @@ pub fn economics(
     restart_minutes: f64,
 ) -> SpotEconomics {
     let p = monthly_interruption.clamp(0.0, 0.999_999);
-    let node_hazard = -(1.0 - p).ln() / HOURS_PER_MONTH_BASE;
+    let node_hazard = node_hazard(p);
     let lambda = node_hazard * f64::from(gang.max(1));
     let c = checkpoint_minutes.max(0.0) / 60.0;
     let r = restart_minutes.max(0.0) / 60.0;

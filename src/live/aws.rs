@@ -16,8 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::columns;
-use crate::cli::RefreshArgs;
-use crate::cmd::refresh::{account_csv, url_or, Scope, Task};
+use crate::live::refresh::{account_csv, url_or, Scope, Task};
 use crate::live::{cache, Pages};
 
 pub const PRICING_URL: &str = "https://api.pricing.us-east-1.amazonaws.com";
@@ -630,9 +629,9 @@ fn quota_codes(scope: &Scope) -> Vec<String> {
 }
 
 /// The AWS requests (for `--dry-run`) and tasks of a refresh.
-pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
-    let pricing_url = url_or(&args.pricing_url, PRICING_URL);
-    let advisor_url = url_or(&args.spot_advisor_url, SPOT_ADVISOR_URL);
+pub fn plan(scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
+    let pricing_url = url_or(&scope.endpoints.aws_pricing, PRICING_URL);
+    let advisor_url = url_or(&scope.endpoints.aws_spot_advisor, SPOT_ADVISOR_URL);
     let codes = quota_codes(scope);
     let block_types = capacity_block_types(scope);
     let mut requests = Vec::new();
@@ -680,7 +679,7 @@ pub fn plan(args: &RefreshArgs, scope: &Scope) -> Result<(Vec<String>, Vec<Task>
             ));
         }
     }
-    if args.dry_run {
+    if scope.dry_run {
         return Ok((requests, Vec::new()));
     }
     let mut tasks = Vec::new();

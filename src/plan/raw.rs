@@ -1,7 +1,6 @@
 //! The plan file as written (format version 1): every value a finding may cite keeps its span.
 
 use std::fmt;
-use std::ops::Range;
 
 use indexmap::IndexMap;
 use schemars::gen::SchemaGenerator;
@@ -10,38 +9,7 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-/// A value with the byte range it came from in the plan file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(transparent)]
-pub struct Sp<T>(pub toml::Spanned<T>);
-
-impl<T> Sp<T> {
-    pub fn get(&self) -> &T {
-        self.0.get_ref()
-    }
-    pub fn span(&self) -> Range<usize> {
-        self.0.span()
-    }
-}
-
-impl<T> std::ops::Deref for Sp<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.0.get_ref()
-    }
-}
-
-impl<T: JsonSchema> JsonSchema for Sp<T> {
-    fn is_referenceable() -> bool {
-        false
-    }
-    fn schema_name() -> String {
-        T::schema_name()
-    }
-    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
-        gen.subschema_for::<T>()
-    }
-}
+pub use crate::core::{Capacity, Kind, MigManager, Provider, Sharing, Sp};
 
 /// A gpuplan plan file.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -100,29 +68,6 @@ pub struct PlanMeta {
     pub subscription: Option<Sp<String>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    Azure,
-    Aws,
-}
-
-impl Provider {
-    pub const ALL: [Provider; 2] = [Provider::Azure, Provider::Aws];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Azure => "azure",
-            Provider::Aws => "aws",
-        }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cluster {
@@ -137,94 +82,6 @@ pub struct Cluster {
     /// drivers, monitoring and logging agents). The recommender takes it off each node's
     /// vCPUs with the kubelet's reservation; default in providers/assumptions.toml.
     pub daemonset_cpu: Option<Sp<f64>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum MigManager {
-    Aks,
-    GpuOperator,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Training,
-    Inference,
-    Batch,
-    Notebook,
-    Evaluation,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Training => "training",
-            Kind::Inference => "inference",
-            Kind::Batch => "batch",
-            Kind::Notebook => "notebook",
-            Kind::Evaluation => "evaluation",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Sharing {
-    Dedicated,
-    Mig,
-    TimeSlicing,
-    Mps,
-    SharedServer,
-}
-
-impl Sharing {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Sharing::Dedicated => "dedicated",
-            Sharing::Mig => "mig",
-            Sharing::TimeSlicing => "time-slicing",
-            Sharing::Mps => "mps",
-            Sharing::SharedServer => "shared-server",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Capacity {
-    OnDemand,
-    Spot,
-    #[serde(rename = "reserved-1y")]
-    Reserved1y,
-    #[serde(rename = "reserved-3y")]
-    Reserved3y,
-    CapacityReservation,
-    /// An EC2 Capacity Block for ML (AWS only): GPU capacity bought for a fixed window.
-    CapacityBlock,
-}
-
-impl Capacity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Capacity::OnDemand => "on-demand",
-            Capacity::Spot => "spot",
-            Capacity::Reserved1y => "reserved-1y",
-            Capacity::Reserved3y => "reserved-3y",
-            Capacity::CapacityReservation => "capacity-reservation",
-            Capacity::CapacityBlock => "capacity-block",
-        }
-    }
-    /// Capacity paid for whether used or not.
-    pub fn is_committed(self) -> bool {
-        matches!(
-            self,
-            Capacity::Reserved1y
-                | Capacity::Reserved3y
-                | Capacity::CapacityReservation
-                | Capacity::CapacityBlock
-        )
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]

@@ -10,7 +10,6 @@ use super::raw::{Count, RawPlan, Sp};
 use super::{Date, Plan};
 use crate::catalog::Catalog;
 use crate::diag::Diag;
-use crate::rules;
 use crate::source::SourceFile;
 
 struct Ctx<'a> {
@@ -37,11 +36,13 @@ impl Ctx<'_> {
         label: &str,
         what: &str,
     ) -> bool {
-        let found = known.iter().any(|k| k == v.get());
-        if !found {
-            self.err(code, v.span(), msg, label, suggest(v.get(), known, what));
+        match unknown_member(self.file, code, v, known, msg, label, what) {
+            Some(d) => {
+                self.diags.push(d);
+                false
+            }
+            None => true,
         }
-        found
     }
 
     fn dns_label(&mut self, what: &str, v: &Sp<String>) {
@@ -192,6 +193,26 @@ fn unique<'a>(
         }
     }
     seen.into_iter().map(|(k, (i, _))| (k, i)).collect()
+}
+
+/// An error at `v` unless it is one of `known`, suggesting the closest of them.
+pub(crate) fn unknown_member(
+    file: &Arc<SourceFile>,
+    code: &str,
+    v: &Sp<String>,
+    known: &[String],
+    msg: String,
+    label: &str,
+    what: &str,
+) -> Option<Diag> {
+    if known.iter().any(|k| k == v.get()) {
+        return None;
+    }
+    Some(
+        Diag::error(code, file, v.span(), msg)
+            .label(label)
+            .help(suggest(v.get(), known, what)),
+    )
 }
 
 fn suggest(word: &str, known: &[String], what: &str) -> String {
@@ -523,18 +544,9 @@ pub(super) fn validate(
         }
     }
 
-    // Allows
-    let rule_ids: Vec<String> = rules::RULES.iter().map(|r| r.id().to_owned()).collect();
+    // Allows (the rule registry checks the rule ids they name: `rules::validate_entries`)
     let pool_names: Vec<String> = pools.keys().cloned().collect();
     for a in &raw.allow {
-        ctx.member(
-            "plan::unknown-rule",
-            &a.rule,
-            &rule_ids,
-            format!("`{}` is not a gpuplan rule", a.rule.get()),
-            "unknown rule id",
-            "rules",
-        );
         match (&a.workload, &a.pool) {
             (Some(w), None) if !workloads.contains_key(w.get()) => ctx.err(
                 "plan::unknown-reference",
@@ -579,19 +591,6 @@ pub(super) fn validate(
         }
         if let Some(e) = &a.expires {
             date_of(&mut ctx, "expires", e);
-        }
-    }
-
-    if let Some(levels) = &raw.rules {
-        for id in &levels.deny {
-            ctx.member(
-                "plan::unknown-rule",
-                id,
-                &rule_ids,
-                format!("`{}` is not a gpuplan rule", id.get()),
-                "unknown rule id",
-                "rules",
-            );
         }
     }
 

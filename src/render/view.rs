@@ -280,7 +280,7 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
             taints: taints.clone(),
             reservation: None,
             workloads: p.workloads.join(", "),
-            monthly_cost: crate::engine::cost::usd(p.monthly_cost_usd),
+            monthly_cost: crate::core::usd(p.monthly_cost_usd),
         };
         if p.time_slicing_replicas.is_some() {
             let name = format!("gpuplan-{}", p.name);
@@ -547,7 +547,7 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
                     workload: w.clone(),
                     namespace: wl.team.get().clone(),
                     pool: p.name.clone(),
-                    gpu_memory_utilization: crate::rules::num(util),
+                    gpu_memory_utilization: crate::core::num(util),
                     tensor_parallel_size: gpus_of(plan, w),
                     why,
                 })
@@ -585,6 +585,6 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
         flavors,
         teams,
         serving,
-        total_monthly_cost: crate::engine::cost::usd(rec.total_monthly_cost_usd),
+        total_monthly_cost: crate::core::usd(rec.total_monthly_cost_usd),
     }
 }

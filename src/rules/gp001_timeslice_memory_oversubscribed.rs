@@ -1,4 +1,5 @@
-use super::{num, Cx, Rule};
+use super::{Cx, Rule};
+use crate::core::num;
 use crate::engine::memory::server_cap;
 use crate::plan::raw::Sharing;
 

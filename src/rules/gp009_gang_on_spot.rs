@@ -1,6 +1,7 @@
-use super::{num, Cx, Rule};
+use super::{Cx, Rule};
+use crate::core::num;
+use crate::core::rate;
 use crate::diag::Severity;
-use crate::engine::cost::rate;
 use crate::engine::spot::assess;
 use crate::plan::raw::Capacity;
 

@@ -1,5 +1,6 @@
 use super::{Cx, Rule};
-use crate::engine::cost::{pool_month, usd};
+use crate::core::usd;
+use crate::engine::cost::pool_month;
 
 declare_rule! {
     /// # GP013 pool-without-workloads

@@ -1,7 +1,8 @@
 use indexmap::IndexMap;
 
-use super::{num, Cx, Rule};
+use super::{Cx, Rule};
 use crate::catalog::quota_key;
+use crate::core::num;
 use crate::plan::raw::Capacity;
 
 declare_rule! {

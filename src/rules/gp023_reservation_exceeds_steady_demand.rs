@@ -1,5 +1,7 @@
-use super::{num, Cx, Rule};
-use crate::engine::cost::{gpus_per_node, node_hour, usd};
+use super::{Cx, Rule};
+use crate::core::num;
+use crate::core::usd;
+use crate::engine::cost::{gpus_per_node, node_hour};
 
 declare_rule! {
     /// # GP023 reservation-exceeds-steady-demand

@@ -1,4 +1,5 @@
-use super::{num, Cx, Rule};
+use super::{Cx, Rule};
+use crate::core::num;
 use crate::plan::raw::Sharing;
 
 declare_rule! {

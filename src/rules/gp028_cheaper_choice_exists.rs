@@ -1,5 +1,7 @@
-use super::{num, Cx, Rule};
-use crate::engine::cost::{node_hour, rate, usd};
+use super::{Cx, Rule};
+use crate::core::num;
+use crate::core::{rate, usd};
+use crate::engine::cost::node_hour;
 use crate::engine::spot::assess;
 use crate::plan::raw::{Capacity, Kind};
 

@@ -262,7 +262,7 @@ fn candidate<'c>(
                         format!(
                             "no MIG profile of {} holds {} GiB",
                             gpu.name,
-                            crate::rules::num(d.memory_need.unwrap_or(0.0))
+                            crate::core::num(d.memory_need.unwrap_or(0.0))
                         ),
                     ))
                 }
@@ -275,7 +275,7 @@ fn candidate<'c>(
                         Constraint::GpuMemory,
                         format!(
                             "a replica needs {} GiB and one {} has {} GiB",
-                            crate::rules::num(m),
+                            crate::core::num(m),
                             gpu.name,
                             gpu.memory_gib
                         ),
@@ -293,7 +293,7 @@ fn candidate<'c>(
                     Constraint::GpuMemory,
                     format!(
                         "a replica needs {} GiB and one {} has {} GiB",
-                        crate::rules::num(d.memory_need.unwrap_or(0.0)),
+                        crate::core::num(d.memory_need.unwrap_or(0.0)),
                         gpu.name,
                         gpu.memory_gib
                     ),
@@ -311,7 +311,7 @@ fn candidate<'c>(
                         Constraint::GpuMemory,
                         format!(
                             "a replica needs {} GiB and {n} x {} have {} GiB",
-                            crate::rules::num(m),
+                            crate::core::num(m),
                             gpu.name,
                             gpu.memory_gib * f64::from(n)
                         ),
@@ -327,9 +327,9 @@ fn candidate<'c>(
             Constraint::HostCpu,
             format!(
                 "a replica needs {} vCPUs and `{}` has {} allocatable",
-                crate::rules::num(d.cpu),
+                crate::core::num(d.cpu),
                 sku.name,
-                crate::rules::num(cpu_alloc)
+                crate::core::num(cpu_alloc)
             ),
         ));
     }
@@ -338,9 +338,9 @@ fn candidate<'c>(
             Constraint::HostMemory,
             format!(
                 "a replica needs {} GiB of RAM and `{}` has {} allocatable",
-                crate::rules::num(d.memory_gib),
+                crate::core::num(d.memory_gib),
                 sku.name,
-                crate::rules::num(mem_alloc)
+                crate::core::num(mem_alloc)
             ),
         ));
     }
@@ -367,17 +367,15 @@ fn candidate<'c>(
     // there; when spot is open to it, the separate spot quota may still hold it.
     let peak_nodes = (node_share * f64::from(d.peak)).ceil();
     let family = &sku.quota_family;
-    if let Some((limit, from)) =
-        catalog.known_quota(&plan.raw.quota, plan.provider(), region, family)
-    {
+    if let Some((limit, from)) = plan.known_quota(catalog, region, family) {
         let need = peak_nodes * f64::from(sku.vcpus);
         if need > limit && d.spot_closed.is_some() {
             return Err(reject(
                 Constraint::Quota,
                 format!(
                     "{} vCPUs of `{family}` needed in {region}, quota {} (from {from})",
-                    crate::rules::num(need),
-                    crate::rules::num(limit)
+                    crate::core::num(need),
+                    crate::core::num(limit)
                 ),
             ));
         }

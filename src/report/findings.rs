@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use serde::Serialize;
 
-use super::{Diag, Severity, Suppression};
+use crate::diag::{Diag, Severity, Suppression};
 
 /// Render diagnostics the way a person reads them. `color` follows NO_COLOR and the terminal.
 pub fn human(diags: &[Diag], color: bool) -> String {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Diag, Severity};
+use crate::diag::{Diag, Severity};
 
 /// Text made safe for one Markdown table cell or list line: `|` escaped, lines joined.
 pub fn md(s: &str) -> String {
@@ -20,7 +20,7 @@ pub fn comment(
     cost_delta: Option<&str>,
 ) -> String {
     let mut o = String::new();
-    let summary = super::output::summary(findings, files);
+    let summary = super::findings::summary(findings, files);
     let icon = if errors.is_empty() && !findings.iter().any(Diag::is_blocking) {
         ":white_check_mark:"
     } else {

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::{baseline, Diag, Severity};
+use crate::diag::{baseline, Diag, Severity};
 use crate::rules::{self, RULES};
 
 const SCHEMA: &str =

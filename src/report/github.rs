@@ -1,7 +1,7 @@
 //! GitHub Actions workflow commands: `::error file=…,line=…,col=…,title=…::message`, so
 //! findings show inline on the pull request's diff.
 
-use super::{Diag, Severity};
+use crate::diag::{Diag, Severity};
 
 /// Data (the message) escapes `%`, CR and LF; property values also `:` and `,`.
 pub fn escape_data(s: &str) -> String {

@@ -1,0 +1,247 @@
+//! The shared vocabulary every layer speaks: providers, capacity types, sharing modes,
+//! workload kinds, MIG managers, calendar dates, spanned values and the way numbers, money
+//! and rates are written. It imports nothing from the crate, so any layer may use it.
+
+use std::fmt;
+use std::ops::Range;
+
+use schemars::gen::SchemaGenerator;
+use schemars::schema::Schema;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+pub mod format;
+
+/// Exit codes, the same for every command.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FINDINGS: u8 = 1;
+    pub const INPUT: u8 = 2;
+}
+
+pub use format::{cents, num, rate, usd};
+
+/// Hours in the month every monthly figure is quoted for (8,760 hours a year / 12).
+pub const HOURS_PER_MONTH: f64 = 730.0;
+
+/// A value with the byte range it came from in the plan file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct Sp<T>(pub toml::Spanned<T>);
+
+impl<T> Sp<T> {
+    pub fn get(&self) -> &T {
+        self.0.get_ref()
+    }
+    pub fn span(&self) -> Range<usize> {
+        self.0.span()
+    }
+}
+
+impl<T> std::ops::Deref for Sp<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0.get_ref()
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Sp<T> {
+    fn is_referenceable() -> bool {
+        false
+    }
+    fn schema_name() -> String {
+        T::schema_name()
+    }
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        gen.subschema_for::<T>()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    Azure,
+    Aws,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 2] = [Provider::Azure, Provider::Aws];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Azure => "azure",
+            Provider::Aws => "aws",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MigManager {
+    Aks,
+    GpuOperator,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Training,
+    Inference,
+    Batch,
+    Notebook,
+    Evaluation,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Training => "training",
+            Kind::Inference => "inference",
+            Kind::Batch => "batch",
+            Kind::Notebook => "notebook",
+            Kind::Evaluation => "evaluation",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sharing {
+    Dedicated,
+    Mig,
+    TimeSlicing,
+    Mps,
+    SharedServer,
+}
+
+impl Sharing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::Dedicated => "dedicated",
+            Sharing::Mig => "mig",
+            Sharing::TimeSlicing => "time-slicing",
+            Sharing::Mps => "mps",
+            Sharing::SharedServer => "shared-server",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capacity {
+    OnDemand,
+    Spot,
+    #[serde(rename = "reserved-1y")]
+    Reserved1y,
+    #[serde(rename = "reserved-3y")]
+    Reserved3y,
+    CapacityReservation,
+    /// An EC2 Capacity Block for ML (AWS only): GPU capacity bought for a fixed window.
+    CapacityBlock,
+}
+
+impl Capacity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capacity::OnDemand => "on-demand",
+            Capacity::Spot => "spot",
+            Capacity::Reserved1y => "reserved-1y",
+            Capacity::Reserved3y => "reserved-3y",
+            Capacity::CapacityReservation => "capacity-reservation",
+            Capacity::CapacityBlock => "capacity-block",
+        }
+    }
+    /// Capacity paid for whether used or not.
+    pub fn is_committed(self) -> bool {
+        matches!(
+            self,
+            Capacity::Reserved1y
+                | Capacity::Reserved3y
+                | Capacity::CapacityReservation
+                | Capacity::CapacityBlock
+        )
+    }
+}
+
+/// A calendar date (proleptic Gregorian), for decisions, expiries and data ages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date {
+    pub year: i32,
+    pub month: u8,
+    pub day: u8,
+}
+
+impl Date {
+    pub fn new(year: i32, month: u8, day: u8) -> Option<Date> {
+        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        let days = match month {
+            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            4 | 6 | 9 | 11 => 30,
+            2 if leap => 29,
+            2 => 28,
+            _ => return None,
+        };
+        (1..=days)
+            .contains(&day)
+            .then_some(Date { year, month, day })
+    }
+
+    /// `YYYY-MM-DD`.
+    pub fn parse(s: &str) -> Option<Date> {
+        let mut it = s.trim().splitn(3, '-');
+        let y = it.next()?.parse().ok()?;
+        let m = it.next()?.parse().ok()?;
+        let d = it.next()?.parse().ok()?;
+        Date::new(y, m, d)
+    }
+
+    /// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
+    pub fn days(self) -> i64 {
+        let (m, d) = (i64::from(self.month), i64::from(self.day));
+        let y = i64::from(self.year) - i64::from(m <= 2);
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        era * 146_097 + doe - 719_468
+    }
+
+    pub fn from_days(z: i64) -> Date {
+        let z = z + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+        let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
+        Date { year, month, day }
+    }
+
+    /// Today in UTC, or `GPUPLAN_TODAY` (YYYY-MM-DD) so runs can be reproduced.
+    pub fn today() -> Date {
+        if let Some(d) = std::env::var("GPUPLAN_TODAY")
+            .ok()
+            .and_then(|s| Date::parse(&s))
+        {
+            return d;
+        }
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Date::from_days(i64::try_from(secs / 86_400).unwrap_or(0))
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+    }
+}

@@ -1,0 +1,71 @@
+//! How gpuplan writes numbers: one spelling for plain figures, money and hourly rates, so
+//! a figure reads the same in a finding, a recommendation, a diff and a review.
+
+/// `a x b = c` with trimmed decimals, for messages that show their arithmetic.
+pub fn num(x: f64) -> String {
+    let s = format!("{x:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    // A value that rounds to nothing is written "0", never "-0".
+    if s == "-0" {
+        return "0".to_owned();
+    }
+    s.to_owned()
+}
+
+/// An hourly price: `$0.7866`, `$98.32` (up to 4 decimals, at least 2).
+pub fn rate(x: f64) -> String {
+    let s = format!("{x:.4}");
+    let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
+    let frac = frac.trim_end_matches('0');
+    format!("${whole}.{frac:0<2}")
+}
+
+/// `$12,345.67`.
+pub fn usd(x: f64) -> String {
+    let cents = (x * 100.0).round() as i64;
+    let (whole, frac) = (cents / 100, (cents % 100).abs());
+    let digits = whole.abs().to_string();
+    let mut grouped = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    format!(
+        "{}${grouped}.{frac:02}",
+        if whole < 0 || x < 0.0 && cents != 0 {
+            "-"
+        } else {
+            ""
+        }
+    )
+}
+
+/// A dollar amount rounded to whole cents, as JSON reports carry it.
+pub fn cents(x: f64) -> f64 {
+    // `+ 0.0` turns -0.0 (a saving of nothing, rounded) into 0.0, so JSON never says "-0.0".
+    (x * 100.0).round() / 100.0 + 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usd_groups_thousands() {
+        assert_eq!(usd(71773.6), "$71,773.60");
+        assert_eq!(usd(0.5), "$0.50");
+        assert_eq!(usd(-1234.5), "-$1,234.50");
+        assert_eq!(rate(0.78660), "$0.7866");
+        assert_eq!(rate(98.32), "$98.32");
+        assert_eq!(rate(4.0), "$4.00");
+    }
+
+    #[test]
+    fn nothing_is_never_negative() {
+        assert_eq!(num(-0.001), "0");
+        assert_eq!(num(2.5), "2.5");
+        assert_eq!(cents(-0.001).to_string(), "0");
+    }
+}

@@ -1,0 +1,248 @@
+//! What changed between two versions of a plan: settings, workloads and pools by name and
+//! key, and the recommended monthly cost of each side (`gpuplan.diff/v1`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::core::cents;
+use crate::engine::recommend::Recommendation;
+use crate::plan::Plan;
+
+pub const SCHEMA: &str = "gpuplan.diff/v1";
+
+/// A cost limit on a change: a share of the base cost or an amount.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Guard {
+    Percent(f64),
+    Usd(f64),
+}
+
+impl Guard {
+    pub fn parse(s: &str) -> Result<Guard, String> {
+        let t = s.trim();
+        let bad = || {
+            format!("`--fail-on-increase {s}`: expected a percentage such as `10%` or an amount in USD such as `500`")
+        };
+        if let Some(p) = t.strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|_| bad())?;
+            return (v.is_finite() && v >= 0.0)
+                .then_some(Guard::Percent(v))
+                .ok_or_else(bad);
+        }
+        let v: f64 = t
+            .trim_start_matches('$')
+            .replace(',', "")
+            .parse()
+            .map_err(|_| bad())?;
+        (v.is_finite() && v >= 0.0)
+            .then_some(Guard::Usd(v))
+            .ok_or_else(bad)
+    }
+
+    /// Whether a change from `before` to `after` goes past the limit.
+    pub fn exceeded(self, before: f64, after: f64) -> bool {
+        let delta = after - before;
+        match self {
+            Guard::Usd(limit) => delta > limit + 0.005,
+            Guard::Percent(p) if before > 0.0 => delta / before * 100.0 > p + 1e-9,
+            // Anything from nothing is an infinite increase.
+            Guard::Percent(_) => delta > 0.005,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Side {
+    pub plan: String,
+    pub source: String,
+    pub total_monthly_cost_usd: f64,
+    pub unsatisfied: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct Changes {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<Changed>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Changed {
+    pub name: String,
+    pub keys: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CostLine {
+    pub name: String,
+    pub before_usd: f64,
+    pub after_usd: f64,
+    pub delta_usd: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Diff {
+    pub schema: &'static str,
+    pub base: Side,
+    pub head: Side,
+    pub delta_usd: f64,
+    pub delta_pct: Option<f64>,
+    pub settings: Vec<String>,
+    pub workloads: Changes,
+    pub pools: Changes,
+    pub recommended_pools: Vec<CostLine>,
+    pub teams: Vec<CostLine>,
+    pub guardrail: Option<Guardrail>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Guardrail {
+    pub limit: String,
+    pub exceeded: bool,
+}
+
+/// Named tables of an array (`[[workload]]`, `[[pool]]`) compared by name and key.
+fn compare_tables(base: &toml::Table, head: &toml::Table, key: &str) -> Changes {
+    let named = |t: &toml::Table| -> BTreeMap<String, toml::Table> {
+        t.get(key)
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_table())
+                    .filter_map(|t| {
+                        let n = t.get("name")?.as_str()?.to_owned();
+                        Some((n, t.clone()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (b, h) = (named(base), named(head));
+    let mut c = Changes::default();
+    for (name, ht) in &h {
+        match b.get(name) {
+            None => c.added.push(name.clone()),
+            Some(bt) => {
+                let keys: BTreeSet<&String> = bt.keys().chain(ht.keys()).collect();
+                let changed: Vec<String> = keys
+                    .into_iter()
+                    .filter(|k| bt.get(*k) != ht.get(*k))
+                    .cloned()
+                    .collect();
+                if !changed.is_empty() {
+                    c.changed.push(Changed {
+                        name: name.clone(),
+                        keys: changed,
+                    });
+                }
+            }
+        }
+    }
+    c.removed = b.keys().filter(|n| !h.contains_key(*n)).cloned().collect();
+    c
+}
+
+fn settings(base: &toml::Table, head: &toml::Table) -> Vec<String> {
+    let mut out = Vec::new();
+    for section in ["plan", "cluster", "rules"] {
+        let empty = toml::Table::new();
+        let b = base
+            .get(section)
+            .and_then(|v| v.as_table())
+            .unwrap_or(&empty);
+        let h = head
+            .get(section)
+            .and_then(|v| v.as_table())
+            .unwrap_or(&empty);
+        let keys: BTreeSet<&String> = b.keys().chain(h.keys()).collect();
+        for k in keys {
+            if b.get(k) != h.get(k) {
+                out.push(format!("{section}.{k}"));
+            }
+        }
+    }
+    for array in ["quota", "decision", "allow"] {
+        if base.get(array) != head.get(array) {
+            out.push(format!("[[{array}]]"));
+        }
+    }
+    out
+}
+
+fn lines(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Vec<CostLine> {
+    let names: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    names
+        .into_iter()
+        .map(|n| {
+            let b = before.get(n).copied().unwrap_or(0.0);
+            let a = after.get(n).copied().unwrap_or(0.0);
+            CostLine {
+                name: n.clone(),
+                before_usd: cents(b),
+                after_usd: cents(a),
+                delta_usd: cents(a - b),
+            }
+        })
+        .filter(|l| l.delta_usd.abs() >= 0.005 || l.before_usd == 0.0 || l.after_usd == 0.0)
+        .collect()
+}
+
+fn side(p: &Plan, r: &Recommendation) -> Side {
+    Side {
+        plan: p.name().to_owned(),
+        source: p.file.name.clone(),
+        total_monthly_cost_usd: r.total_monthly_cost_usd,
+        unsatisfied: r.unsatisfied.iter().map(|u| u.workload.clone()).collect(),
+    }
+}
+
+pub fn compute(base: &Plan, head: &Plan, rb: &Recommendation, rh: &Recommendation) -> Diff {
+    let parse = |p: &Plan| toml::from_str::<toml::Table>(&p.file.text).unwrap_or_default();
+    let (tb, th) = (parse(base), parse(head));
+    let pools = |r: &Recommendation| -> BTreeMap<String, f64> {
+        r.pools
+            .iter()
+            .map(|p| (p.name.clone(), p.monthly_cost_usd))
+            .collect()
+    };
+    let teams = |r: &Recommendation| -> BTreeMap<String, f64> {
+        r.teams
+            .iter()
+            .map(|t| (t.team.clone(), t.monthly_cost_usd))
+            .collect()
+    };
+    let delta = rh.total_monthly_cost_usd - rb.total_monthly_cost_usd;
+    Diff {
+        schema: SCHEMA,
+        base: side(base, rb),
+        head: side(head, rh),
+        delta_usd: cents(delta),
+        delta_pct: (rb.total_monthly_cost_usd > 0.0)
+            .then(|| (delta / rb.total_monthly_cost_usd * 10_000.0).round() / 100.0),
+        settings: settings(&tb, &th),
+        workloads: compare_tables(&tb, &th, "workload"),
+        pools: compare_tables(&tb, &th, "pool"),
+        recommended_pools: lines(&pools(rb), &pools(rh)),
+        teams: lines(&teams(rb), &teams(rh)),
+        guardrail: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_parses_percent_and_usd() {
+        assert_eq!(Guard::parse("10%"), Ok(Guard::Percent(10.0)));
+        assert_eq!(Guard::parse("$1,500"), Ok(Guard::Usd(1500.0)));
+        assert!(Guard::parse("ten").is_err());
+        assert!(Guard::parse("-5%").is_err());
+        assert!(Guard::Percent(10.0).exceeded(100.0, 110.01));
+        assert!(!Guard::Percent(10.0).exceeded(100.0, 110.0));
+        assert!(Guard::Usd(50.0).exceeded(100.0, 151.0));
+        assert!(!Guard::Usd(50.0).exceeded(100.0, 90.0));
+        assert!(Guard::Percent(10.0).exceeded(0.0, 1.0));
+    }
+}

@@ -1,0 +1,11 @@
+//! Everything gpuplan prints about findings: the human report (miette), `gpuplan.findings/v1`
+//! JSON, SARIF 2.1.0, GitHub annotations and the Markdown pull-request comment. It sits above
+//! [`crate::rules`] because SARIF and the comment name each rule and link its documentation.
+
+pub mod diff;
+pub mod findings;
+pub mod github;
+pub mod markdown;
+pub mod recommend;
+pub mod review;
+pub mod sarif;

@@ -1,0 +1,170 @@
+//! `gpuplan diff`'s output: the changes and the cost delta as text or a Markdown comment
+//! (JSON is the [`Diff`] itself).
+
+use std::fmt::Write as _;
+
+use crate::core::usd;
+use crate::engine::diff::{Changes, Diff};
+
+pub fn delta_sentence(d: &Diff) -> String {
+    format!(
+        "**Recommended monthly cost:** {} → {} ({}{}{})",
+        usd(d.base.total_monthly_cost_usd),
+        usd(d.head.total_monthly_cost_usd),
+        if d.delta_usd >= 0.0 { "+" } else { "" },
+        usd(d.delta_usd),
+        d.delta_pct
+            .map(|p| format!(", {}{p:.2}%", if p >= 0.0 { "+" } else { "" }))
+            .unwrap_or_default()
+    )
+}
+
+fn changes_text(o: &mut String, what: &str, c: &Changes) {
+    for n in &c.added {
+        let _ = writeln!(o, "  + {what} `{n}`");
+    }
+    for n in &c.removed {
+        let _ = writeln!(o, "  - {what} `{n}`");
+    }
+    for ch in &c.changed {
+        let _ = writeln!(o, "  ~ {what} `{}`: {}", ch.name, ch.keys.join(", "));
+    }
+}
+
+pub fn human(d: &Diff) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} -> {}: recommended {} -> {} a month ({}{}{})",
+        d.base.source,
+        d.head.source,
+        usd(d.base.total_monthly_cost_usd),
+        usd(d.head.total_monthly_cost_usd),
+        if d.delta_usd >= 0.0 { "+" } else { "" },
+        usd(d.delta_usd),
+        d.delta_pct
+            .map(|p| format!(", {p:+.2}%"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Plan changes:");
+    for s in &d.settings {
+        let _ = writeln!(o, "  ~ {s}");
+    }
+    changes_text(&mut o, "workload", &d.workloads);
+    changes_text(&mut o, "declared pool", &d.pools);
+    for (title, ls) in [
+        ("Recommended pools", &d.recommended_pools),
+        ("Teams", &d.teams),
+    ] {
+        if ls.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{title}:");
+        for l in ls {
+            let _ = writeln!(
+                o,
+                "  {:<40} {:>14} -> {:>14}  {}{}",
+                l.name,
+                usd(l.before_usd),
+                usd(l.after_usd),
+                if l.delta_usd >= 0.0 { "+" } else { "" },
+                usd(l.delta_usd)
+            );
+        }
+    }
+    for (label, s) in [("base", &d.base), ("head", &d.head)] {
+        if !s.unsatisfied.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nnote: in the {label}, no SKU satisfies {} (not in its cost)",
+                s.unsatisfied.join(", ")
+            );
+        }
+    }
+    if let Some(gd) = &d.guardrail {
+        let _ = writeln!(
+            o,
+            "\nguardrail --fail-on-increase {}: {}",
+            gd.limit,
+            if gd.exceeded { "exceeded" } else { "within" }
+        );
+    }
+    o
+}
+
+pub fn markdown(d: &Diff) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "### gpuplan diff: `{}`", d.head.plan);
+    let _ = writeln!(o);
+    let _ = writeln!(o, "{}", delta_sentence(d));
+    let _ = writeln!(o);
+    let mut rows = Vec::new();
+    for s in &d.settings {
+        rows.push(format!("| changed | setting | `{s}` |"));
+    }
+    for (what, c) in [("workload", &d.workloads), ("declared pool", &d.pools)] {
+        rows.extend(
+            c.added
+                .iter()
+                .map(|n| format!("| added | {what} | `{n}` |")),
+        );
+        rows.extend(
+            c.removed
+                .iter()
+                .map(|n| format!("| removed | {what} | `{n}` |")),
+        );
+        rows.extend(c.changed.iter().map(|ch| {
+            format!(
+                "| changed | {what} | `{}`: {} |",
+                ch.name,
+                ch.keys.join(", ")
+            )
+        }));
+    }
+    if !rows.is_empty() {
+        let _ = writeln!(o, "| change | what | name |");
+        let _ = writeln!(o, "|---|---|---|");
+        for r in rows {
+            let _ = writeln!(o, "{r}");
+        }
+        let _ = writeln!(o);
+    }
+    for (title, ls) in [
+        ("recommended pool", &d.recommended_pools),
+        ("team", &d.teams),
+    ] {
+        if ls.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "| {title} | before | after | delta |");
+        let _ = writeln!(o, "|---|---:|---:|---:|");
+        for l in ls {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {}{} |",
+                l.name,
+                usd(l.before_usd),
+                usd(l.after_usd),
+                if l.delta_usd >= 0.0 { "+" } else { "" },
+                usd(l.delta_usd)
+            );
+        }
+        let _ = writeln!(o);
+    }
+    if let Some(gd) = &d.guardrail {
+        let _ = writeln!(
+            o,
+            "{} guardrail `--fail-on-increase {}`: {}",
+            if gd.exceeded {
+                ":x:"
+            } else {
+                ":white_check_mark:"
+            },
+            gd.limit,
+            if gd.exceeded { "exceeded" } else { "within" }
+        );
+    }
+    o
+}

@@ -1,0 +1,336 @@
+//! `gpuplan recommend`'s output: the recommended pools as a table with a why-line each, as
+//! JSON (`gpuplan.recommendation/v1`) or as Markdown for a pull request or review document.
+
+use std::fmt::Write as _;
+
+use crate::core::usd;
+use crate::engine::recommend::{RecPool, Recommendation};
+use crate::report::markdown::md;
+
+pub fn json(rec: &Recommendation) -> String {
+    let mut s = serde_json::to_string_pretty(rec).unwrap_or_else(|e| {
+        // Serialising plain structs of strings and numbers cannot fail; say so if it does.
+        format!("{{\"error\": \"{e}\"}}")
+    });
+    s.push('\n');
+    s
+}
+
+/// `saving $1.00` or `extra $1.00`.
+fn saving(x: f64) -> String {
+    format!(
+        "{} {}",
+        if x >= 0.0 { "saving" } else { "extra" },
+        usd(x.abs())
+    )
+}
+
+fn sharing_cell(p: &RecPool) -> String {
+    match (p.sharing, &p.mig_layout, p.time_slicing_replicas) {
+        ("mig", Some(l), _) => format!(
+            "mig {}",
+            l.iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        ),
+        ("mig", None, _) => format!("mig mixed ({} layouts)", p.mig_configs.len()),
+        (s, _, Some(r)) => format!("{s} x{r}"),
+        (s, _, None) => s.to_owned(),
+    }
+}
+
+fn nodes_cell(p: &RecPool) -> String {
+    if p.nodes.min == p.nodes.max {
+        p.nodes.max.to_string()
+    } else {
+        format!("{}-{}", p.nodes.min, p.nodes.max)
+    }
+}
+
+pub fn human(rec: &Recommendation) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}: {} pool(s), {} a month expected, {} at maximum  [{}: {}]",
+        rec.plan,
+        rec.pools.len(),
+        usd(rec.total_monthly_cost_usd),
+        usd(rec.total_monthly_cost_at_max_usd),
+        rec.provider,
+        rec.regions.join(" > ")
+    );
+    if !rec.pools.is_empty() {
+        let header = [
+            "POOL",
+            "REGION",
+            "SKU",
+            "GPU",
+            "NODES",
+            "CAPACITY",
+            "SHARING",
+            "COST/MONTH",
+        ];
+        let rows: Vec<[String; 8]> = rec
+            .pools
+            .iter()
+            .map(|p| {
+                [
+                    p.name.clone(),
+                    p.region.clone(),
+                    p.sku.clone(),
+                    format!("{} x{}", p.gpu_model, p.gpus_per_node),
+                    nodes_cell(p),
+                    p.capacity.to_owned(),
+                    sharing_cell(p),
+                    usd(p.monthly_cost_usd),
+                ]
+            })
+            .collect();
+        let mut widths = header.map(str::len);
+        for r in &rows {
+            for (w, c) in widths.iter_mut().zip(r) {
+                *w = (*w).max(c.len());
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut l = String::new();
+            for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+                if i == cells.len() - 1 {
+                    let _ = write!(l, "{c:>w$}");
+                } else {
+                    let _ = write!(l, "{c:<w$}  ");
+                }
+            }
+            l.trim_end().to_owned()
+        };
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{}", line(&header.map(str::to_owned)));
+        for (p, r) in rec.pools.iter().zip(&rows) {
+            let _ = writeln!(o, "{}", line(r));
+            let _ = writeln!(o, "  workloads: {}", p.workloads.join(", "));
+            if !p.mig_configs.is_empty() {
+                for c in &p.mig_configs {
+                    let _ = writeln!(
+                        o,
+                        "  mig config {}: {} on {} GPU(s)",
+                        c.name,
+                        c.layout
+                            .iter()
+                            .map(|(k, v)| format!("{k} x{v}"))
+                            .collect::<Vec<_>>()
+                            .join(" + "),
+                        c.gpus
+                    );
+                }
+            }
+            if let Some(u) = p.gpu_memory_utilization {
+                let _ = writeln!(
+                    o,
+                    "  serving: gpu_memory_utilization = {} per instance",
+                    crate::core::num(u)
+                );
+            }
+            let _ = writeln!(o, "  why: {}", p.why);
+            for a in &p.considered {
+                match (a.monthly_cost_usd, a.delta_usd) {
+                    (Some(c), Some(d)) => {
+                        let _ = writeln!(
+                            o,
+                            "  considered: {} {} {}: {} ({}{}; {})",
+                            a.sku,
+                            a.region,
+                            a.capacity,
+                            usd(c),
+                            if d >= 0.0 { "+" } else { "" },
+                            usd(d),
+                            a.note
+                        );
+                    }
+                    _ => {
+                        let _ = writeln!(
+                            o,
+                            "  considered: {} {} {}: {}",
+                            a.sku, a.region, a.capacity, a.note
+                        );
+                    }
+                }
+            }
+            for c in &p.capacity_options {
+                let _ = writeln!(
+                    o,
+                    "  option: {} {}: {}",
+                    c.capacity,
+                    usd(c.monthly_cost_usd),
+                    c.note
+                );
+            }
+        }
+    }
+    if !rec.teams.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "Cost per team (namespace):");
+        for t in &rec.teams {
+            let _ = writeln!(o, "  {:<24} {:>14}", t.team, usd(t.monthly_cost_usd));
+        }
+        let _ = writeln!(o, "Cost per workload:");
+        for w in &rec.workloads {
+            let tokens = w
+                .usd_per_million_tokens
+                .map(|x| format!("  ({} per 1M tokens)", crate::core::rate(x)))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "  {:<24} {:>14}  {}{tokens}",
+                w.workload,
+                usd(w.monthly_cost_usd),
+                w.pool.as_deref().unwrap_or("(not placed)")
+            );
+        }
+    }
+    if let Some(c) = &rec.comparison {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "Today's declared pools: {} a month; recommended {}; {}",
+            usd(c.today_monthly_cost_usd),
+            usd(c.recommended_monthly_cost_usd),
+            saving(c.saving_usd)
+        );
+        for ch in &c.changes {
+            let _ = writeln!(
+                o,
+                "  {}: {} today, {} recommended{}; {}",
+                ch.declared_pool,
+                ch.today_monthly_cost_usd.map_or("no price".to_owned(), usd),
+                usd(ch.recommended_monthly_cost_usd),
+                ch.saving_usd
+                    .map(|s| format!(" ({})", saving(s)))
+                    .unwrap_or_default(),
+                ch.note
+            );
+        }
+    }
+    if !rec.unsatisfied.is_empty() || !rec.findings.is_empty() {
+        let _ = writeln!(o);
+        for u in &rec.unsatisfied {
+            let _ = writeln!(o, "unsatisfied [{}]: {}", u.constraint, u.message);
+        }
+        for f in &rec.findings {
+            let _ = writeln!(o, "{}[{}]: {}", f.severity, f.rule, f.message);
+        }
+    }
+    let _ = writeln!(o);
+    for d in &rec.data {
+        let _ = writeln!(o, "data: {} as of {}", d.file, d.as_of);
+    }
+    o
+}
+
+pub fn markdown(rec: &Recommendation) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "### gpuplan recommendation: `{}`", rec.plan);
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "**{}** a month expected ({} at maximum), {} pool(s), {} in {}.",
+        usd(rec.total_monthly_cost_usd),
+        usd(rec.total_monthly_cost_at_max_usd),
+        rec.pools.len(),
+        rec.provider,
+        rec.regions.join(", ")
+    );
+    let _ = writeln!(o);
+    if !rec.pools.is_empty() {
+        let _ = writeln!(
+            o,
+            "| pool | region | SKU | nodes | capacity | sharing | cost/month |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---:|");
+        for p in &rec.pools {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | `{}` ({} x{}) | {} | {} | {} | {} |",
+                p.name,
+                p.region,
+                p.sku,
+                p.gpu_model,
+                p.gpus_per_node,
+                nodes_cell(p),
+                p.capacity,
+                md(&sharing_cell(p)),
+                usd(p.monthly_cost_usd)
+            );
+        }
+        let _ = writeln!(o);
+        for p in &rec.pools {
+            let _ = writeln!(
+                o,
+                "- **`{}`** ({}): {}",
+                p.name,
+                p.workloads.join(", "),
+                md(&p.why)
+            );
+            for a in &p.considered {
+                let cost = match (a.monthly_cost_usd, a.delta_usd) {
+                    (Some(c), Some(d)) => {
+                        format!("{} ({}{})", usd(c), if d >= 0.0 { "+" } else { "" }, usd(d))
+                    }
+                    _ => "-".to_owned(),
+                };
+                let _ = writeln!(
+                    o,
+                    "  - considered `{}` {} {}: {}; {}",
+                    a.sku,
+                    a.region,
+                    a.capacity,
+                    cost,
+                    md(&a.note)
+                );
+            }
+        }
+        let _ = writeln!(o);
+    }
+    if !rec.teams.is_empty() {
+        let _ = writeln!(o, "| team | cost/month |");
+        let _ = writeln!(o, "|---|---:|");
+        for t in &rec.teams {
+            let _ = writeln!(o, "| {} | {} |", t.team, usd(t.monthly_cost_usd));
+        }
+        let _ = writeln!(o);
+    }
+    if let Some(c) = &rec.comparison {
+        let _ = writeln!(
+            o,
+            "Today's declared pools cost {}; the recommendation {} ({}).",
+            usd(c.today_monthly_cost_usd),
+            usd(c.recommended_monthly_cost_usd),
+            saving(c.saving_usd)
+        );
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "| declared pool | today | recommended | saving | change |"
+        );
+        let _ = writeln!(o, "|---|---:|---:|---:|---|");
+        for ch in &c.changes {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} |",
+                ch.declared_pool,
+                ch.today_monthly_cost_usd.map_or("-".to_owned(), usd),
+                usd(ch.recommended_monthly_cost_usd),
+                ch.saving_usd.map_or("-".to_owned(), usd),
+                md(&ch.note)
+            );
+        }
+        let _ = writeln!(o);
+    }
+    for u in &rec.unsatisfied {
+        let _ = writeln!(o, "- :x: **{}**: {}", u.constraint, md(&u.message));
+    }
+    for f in &rec.findings {
+        let _ = writeln!(o, "- **{}** `{}`: {}", f.severity, f.rule, md(&f.message));
+    }
+    o
+}

@@ -1,0 +1,388 @@
+//! `gpuplan review`'s output: the review as Markdown, as a self-contained HTML page with SVG
+//! charts, or as JSON.
+
+use std::fmt::Write as _;
+
+use crate::core::usd;
+use crate::report::markdown::md;
+use crate::review::{telemetry, Review};
+
+fn hours(gpu_seconds: f64) -> String {
+    format!("{:.1}", gpu_seconds / 3600.0)
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".to_owned(), |e| format!("{:.1}%", e * 100.0))
+}
+
+pub fn json(r: &Review) -> String {
+    serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
+}
+
+pub fn markdown(r: &Review) -> String {
+    let mut o = String::new();
+    let (a, u): (f64, f64) = r.teams.iter().fold((0.0, 0.0), |(a, u), t| {
+        (a + t.allocated_gpu_seconds, u + t.used_gpu_seconds)
+    });
+    let idle: f64 = r.teams.iter().map(|t| t.idle_cost_usd).sum();
+    let _ = writeln!(o, "# GPU capacity review: `{}`", r.plan);
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{} to {} ({}). **{} GPU-hours allocated, {} used ({}); the idle part cost {}.**",
+        r.window.from,
+        r.window.to,
+        r.source,
+        hours(a),
+        hours(u),
+        pct((a > 0.0).then(|| u / a)),
+        usd(idle)
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "## Teams\n\n| team | GPU-h allocated | GPU-h used | efficiency | idle cost |\n|---|---:|---:|---:|---:|");
+    for t in &r.teams {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            t.team,
+            hours(t.allocated_gpu_seconds),
+            hours(t.used_gpu_seconds),
+            pct(t.efficiency),
+            usd(t.idle_cost_usd)
+        );
+    }
+    let _ = writeln!(o, "\n## Workloads\n\n| workload | team | GPU-h allocated | GPU-h used | efficiency | planned | idle cost | $/1M tokens |\n|---|---|---:|---:|---:|---:|---:|---:|");
+    for w in &r.workloads {
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            w.workload,
+            w.team,
+            hours(w.allocated_gpu_seconds),
+            hours(w.used_gpu_seconds),
+            pct(w.efficiency),
+            pct(w.planned_utilization),
+            usd(w.idle_cost_usd),
+            w.usd_per_million_tokens
+                .map_or("-".to_owned(), crate::core::rate)
+        );
+    }
+    if !r.recommendations.is_empty() {
+        let _ = writeln!(o, "\n## What to change\n");
+        for a in &r.recommendations {
+            let _ = writeln!(
+                o,
+                "- **{}** (saves {} over the window): {}. Change: `{}`",
+                a.kind,
+                usd(a.saving_usd),
+                md(&a.message),
+                md(&a.change)
+            );
+        }
+    }
+    if !r.stalled.is_empty() {
+        let _ = writeln!(o, "\n## Stalled pods\n\n| pod | workload | since | hours | GPUs |\n|---|---|---|---:|---:|");
+        for s in &r.stalled {
+            let _ = writeln!(
+                o,
+                "| `{}/{}` | {} | {} | {:.1} | {} |",
+                s.team,
+                s.pod,
+                s.workload.as_deref().unwrap_or("-"),
+                s.since,
+                s.seconds as f64 / 3600.0,
+                s.allocated_gpus
+            );
+        }
+    }
+    if !r.idle_pools.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Idle pool floors\n\n| pool | idle GPU-h | cost |\n|---|---:|---:|"
+        );
+        for p in &r.idle_pools {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} |",
+                p.pool,
+                hours(p.idle_gpu_seconds),
+                usd(p.idle_cost_usd)
+            );
+        }
+    }
+    if !r.idle_nodes.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Nodes with unrequested GPUs\n\n| node | pool | empty (h) | idle GPU-h | cost |\n|---|---|---:|---:|---:|"
+        );
+        for n in &r.idle_nodes {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {:.1} | {} | {} |",
+                n.node,
+                match (&n.pool, &n.pool_label) {
+                    (Some(p), _) => format!("`{p}`"),
+                    (None, Some(l)) => format!("`{l}` (not in the plan)"),
+                    (None, None) => "unlabelled".to_owned(),
+                },
+                n.empty_seconds as f64 / 3600.0,
+                hours(n.idle_gpu_seconds),
+                n.idle_cost_usd.map_or("price unknown".to_owned(), usd)
+            );
+        }
+    }
+    if !r.reservations.is_empty() {
+        let _ = writeln!(o, "\n## Reservation fill\n\n| pool | reserved GPU-h | used by workloads | fill |\n|---|---:|---:|---:|");
+        for f in &r.reservations {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} |",
+                f.pool,
+                hours(f.reserved_gpu_seconds),
+                hours(f.allocated_gpu_seconds),
+                pct(Some(f.fill))
+            );
+        }
+    }
+    if !r.unmatched.is_empty() {
+        let _ = writeln!(o, "\n## Usage no workload of the plan claims\n\n| pod | GPU-h allocated | GPU-h used |\n|---|---:|---:|");
+        for m in &r.unmatched {
+            let _ = writeln!(
+                o,
+                "| `{}/{}` | {} | {} |",
+                m.namespace,
+                m.pod,
+                hours(m.allocated_gpu_seconds),
+                hours(m.used_gpu_seconds)
+            );
+        }
+    }
+    o
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+];
+
+/// One small chart per team: GPUs allocated as a shaded area, GPUs in use as a line, on a
+/// shared time axis, so the gap between them reads at a glance.
+fn timeline_svg(r: &Review) -> String {
+    let (w, row, pad_l, pad_r) = (760.0, 84.0, 150.0, 60.0);
+    let mut tmin = i64::MAX;
+    let mut tmax = i64::MIN;
+    for pts in r.timeline.values() {
+        for (t, _, _) in pts {
+            tmin = tmin.min(*t);
+            tmax = tmax.max(*t);
+        }
+    }
+    if tmin > tmax || r.timeline.is_empty() {
+        return String::new();
+    }
+    let span = (tmax - tmin).max(1) as f64;
+    let x = |t: i64| pad_l + (t - tmin) as f64 / span * (w - pad_l - pad_r);
+    let h = row * r.timeline.len() as f64 + 24.0;
+    let mut s = format!(
+        "<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"GPUs allocated and used per team over time\">"
+    );
+    for (i, (team, pts)) in r.timeline.iter().enumerate() {
+        let top = row * i as f64 + 8.0;
+        let base = top + row - 20.0;
+        let ymax = pts
+            .iter()
+            .map(|p| p.1.max(p.2))
+            .fold(0.0, f64::max)
+            .max(1e-9);
+        let y = |v: f64| base - v / ymax * (row - 30.0);
+        let c = PALETTE[i % PALETTE.len()];
+        let mut area = format!("{:.1},{base:.1}", x(pts[0].0));
+        for (t, a, _) in pts {
+            let _ = write!(area, " {:.1},{:.1}", x(*t), y(*a));
+        }
+        let _ = write!(area, " {:.1},{base:.1}", x(pts[pts.len() - 1].0));
+        let used: Vec<String> = pts
+            .iter()
+            .map(|(t, _, u)| format!("{:.1},{:.1}", x(*t), y(*u)))
+            .collect();
+        let (a_sum, u_sum) = pts.iter().fold((0.0, 0.0), |(a, u), p| (a + p.1, u + p.2));
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"13\" font-weight=\"bold\">{}</text><text x=\"0\" y=\"{:.1}\" font-size=\"12\" fill=\"#555\">{} used</text><text x=\"0\" y=\"{:.1}\" font-size=\"11\" fill=\"#777\">peak {ymax:.1} GPUs</text><polygon points=\"{area}\" fill=\"{c}\" fill-opacity=\"0.18\"/><polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.6\" points=\"{}\"/><line x1=\"{pad_l}\" y1=\"{base:.1}\" x2=\"{:.1}\" y2=\"{base:.1}\" stroke=\"#bbb\"/>",
+            top + 20.0,
+            esc(team),
+            top + 36.0,
+            pct((a_sum > 0.0).then(|| u_sum / a_sum)),
+            top + 50.0,
+            used.join(" "),
+            w - pad_r
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{pad_l}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\" text-anchor=\"end\">{}</text></svg>",
+        h - 4.0,
+        telemetry::format_time(tmin),
+        w - pad_r,
+        h - 4.0,
+        telemetry::format_time(tmax)
+    );
+    s
+}
+
+/// Horizontal bars, largest first.
+fn bars_svg(label: &str, rows: &[(String, f64)], fmt: &dyn Fn(f64) -> String) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let max = rows.iter().map(|r| r.1).fold(0.0, f64::max).max(1e-9);
+    let h = 24.0 * rows.len() as f64 + 10.0;
+    let mut s = format!(
+        "<svg viewBox=\"0 0 760 {h}\" role=\"img\" aria-label=\"{}\">",
+        esc(label)
+    );
+    for (i, (name, v)) in rows.iter().enumerate() {
+        let y = 5.0 + 24.0 * i as f64;
+        let len = v / max * 420.0;
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{}\" font-size=\"12\">{}</text><rect x=\"230\" y=\"{y}\" width=\"{len:.1}\" height=\"16\" fill=\"#d62728\"/><text x=\"{:.1}\" y=\"{}\" font-size=\"12\">{}</text>",
+            y + 12.0,
+            esc(name),
+            236.0 + len,
+            y + 12.0,
+            esc(&fmt(*v))
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// A self-contained page: numbers first, then the three charts, then the tables.
+pub fn html(r: &Review) -> String {
+    let mut idle: Vec<(String, f64)> = r
+        .idle_pools
+        .iter()
+        .map(|p| (p.pool.clone(), p.idle_cost_usd))
+        .chain(
+            r.teams
+                .iter()
+                .map(|t| (format!("team {}", t.team), t.idle_cost_usd)),
+        )
+        .filter(|x| x.1 > 0.0)
+        .collect();
+    idle.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut buckets = [0u32; 5];
+    for w in &r.workloads {
+        if let Some(e) = w.efficiency {
+            buckets[((e * 5.0) as usize).min(4)] += 1;
+        }
+    }
+    let hist: Vec<(String, f64)> = buckets
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                format!("{}-{}% efficient", i * 20, i * 20 + 20),
+                f64::from(*n),
+            )
+        })
+        .collect();
+    // The Markdown report: its title and headline first, its tables after the charts.
+    let idle_svg = bars_svg("idle cost", &idle, &|v| usd(v));
+    let hist_svg = bars_svg("workloads by efficiency", &hist, &|v| {
+        format!("{v:.0} workload(s)")
+    });
+    let md = markdown(r);
+    let split = md.find("\n## ").unwrap_or(md.len());
+    let (head, tables) = (
+        markdown_to_html(&md[..split]),
+        markdown_to_html(&md[split..]),
+    );
+    let body = format!("{head}<h2>Allocated (shaded) against used (line), per team</h2>\n{{timeline}}\n<h2>Idle cost</h2>\n{{idle}}\n<h2>Workload efficiency</h2>\n{{hist}}\n{tables}");
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>GPU capacity review: {plan}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}h2{{margin-top:2em}}svg{{width:100%;height:auto;background:#fafafa}}</style></head>\n<body>\n{body}\n</body></html>\n",
+        body = body
+            .replace("{timeline}", &timeline_svg(r))
+            .replace("{idle}", &idle_svg)
+            .replace("{hist}", &hist_svg),
+        plan = esc(&r.plan),
+    )
+}
+
+/// The Markdown report as HTML: headings, paragraphs, lists and pipe tables (the subset the
+/// report uses), text escaped.
+fn markdown_to_html(md: &str) -> String {
+    let mut o = String::new();
+    let mut in_table = false;
+    let mut in_list = false;
+    let inline = |s: &str| {
+        let e = esc(s);
+        let mut out = String::new();
+        for (i, part) in e.split('`').enumerate() {
+            if i % 2 == 1 {
+                let _ = write!(out, "<code>{part}</code>");
+            } else {
+                let bolded: Vec<&str> = part.split("**").collect();
+                for (j, b) in bolded.iter().enumerate() {
+                    if j % 2 == 1 {
+                        let _ = write!(out, "<strong>{b}</strong>");
+                    } else {
+                        out.push_str(b);
+                    }
+                }
+            }
+        }
+        out
+    };
+    for line in md.lines() {
+        if !line.starts_with('|') && in_table {
+            o.push_str("</table>\n");
+            in_table = false;
+        }
+        if !line.starts_with("- ") && in_list {
+            o.push_str("</ul>\n");
+            in_list = false;
+        }
+        if let Some(h) = line.strip_prefix("## ") {
+            let _ = writeln!(o, "<h2>{}</h2>", inline(h));
+        } else if let Some(h) = line.strip_prefix("# ") {
+            let _ = writeln!(o, "<h1>{}</h1>", inline(h));
+        } else if line.starts_with("|---") {
+            continue;
+        } else if line.starts_with('|') {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            let tag = if in_table { "td" } else { "th" };
+            if !in_table {
+                o.push_str("<table>\n");
+                in_table = true;
+            }
+            o.push_str("<tr>");
+            for c in cells {
+                let _ = write!(o, "<{tag}>{}</{tag}>", inline(c.trim()));
+            }
+            o.push_str("</tr>\n");
+        } else if let Some(item) = line.strip_prefix("- ") {
+            if !in_list {
+                o.push_str("<ul>\n");
+                in_list = true;
+            }
+            let _ = writeln!(o, "<li>{}</li>", inline(item));
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(o, "<p>{}</p>", inline(line));
+        }
+    }
+    if in_table {
+        o.push_str("</table>\n");
+    }
+    if in_list {
+        o.push_str("</ul>\n");
+    }
+    o
+}

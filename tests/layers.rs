@@ -1,0 +1,222 @@
+//! The crate's modules depend in one direction:
+//! core → diag → catalog → mig → plan → engine → rules → review/render → report → live →
+//! cli/cmd. This test reads `src/` and fails on any `crate::…` path that points the wrong way,
+//! and on any cycle between top-level modules.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Each top-level module's layer. A module may use its own layer and those below it.
+const LAYERS: &[(&str, u32)] = &[
+    ("core", 0),
+    ("source", 0),
+    ("http", 0),
+    ("diag", 1),
+    ("catalog", 2),
+    ("mig", 3),
+    ("plan", 4),
+    ("engine", 5),
+    ("rules", 6),
+    ("review", 7),
+    ("render", 7),
+    ("report", 8),
+    ("live", 9),
+    ("output", 10),
+    ("cli", 10),
+    ("cmd", 10),
+    ("lib", 11),
+    ("main", 11),
+];
+
+fn layer(module: &str) -> Option<u32> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("src/ is readable")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The code of a line without its `//` comment (doc links name modules without using them).
+fn code(line: &str) -> &str {
+    let mut in_str = false;
+    let b = line.as_bytes();
+    for i in 0..b.len() {
+        match b[i] {
+            b'"' if i == 0 || b[i - 1] != b'\\' => in_str = !in_str,
+            b'/' if !in_str && b.get(i + 1) == Some(&b'/') => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// The top-level modules a source text names through `crate::`.
+fn uses(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let line = code(line);
+        let mut rest = line;
+        while let Some(i) = rest.find("crate::") {
+            let before = rest[..i].chars().last();
+            let after = &rest[i + "crate::".len()..];
+            rest = after;
+            // `$crate::` (macros) and `gpuplan_crate::` are not this crate's paths.
+            if before.is_some_and(|c| c == '$' || c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if name.is_empty() {
+                // `crate::{a, b}`: every name in the braces.
+                if let Some(group) = after.strip_prefix('{') {
+                    for part in group.split('}').next().unwrap_or("").split(',') {
+                        let n: String = part
+                            .trim()
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        if !n.is_empty() {
+                            out.insert(n);
+                        }
+                    }
+                }
+                continue;
+            }
+            out.insert(name);
+        }
+    }
+    out
+}
+
+fn graph() -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut g: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).expect("under src");
+        let top = rel
+            .components()
+            .next()
+            .and_then(|c| c.as_os_str().to_str())
+            .expect("a name")
+            .trim_end_matches(".rs")
+            .to_owned();
+        let text = std::fs::read_to_string(&f).expect("readable");
+        for used in uses(&text) {
+            if used == top {
+                continue;
+            }
+            g.entry(top.clone())
+                .or_default()
+                .entry(used)
+                .or_default()
+                .push(rel.display().to_string());
+        }
+    }
+    g
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    for (from, to) in graph() {
+        assert!(
+            layer(&from).is_some(),
+            "src/{from} has no layer in tests/layers.rs"
+        );
+        for used in to.keys() {
+            assert!(
+                layer(used).is_some(),
+                "`crate::{used}` (used by {from}) has no layer in tests/layers.rs"
+            );
+        }
+    }
+}
+
+#[test]
+fn dependencies_point_down() {
+    let mut wrong = Vec::new();
+    for (from, to) in graph() {
+        let Some(lf) = layer(&from) else { continue };
+        for (used, files) in to {
+            if layer(&used).is_some_and(|lu| lu > lf) {
+                wrong.push(format!(
+                    "{} use crate::{used} (above {from})",
+                    files.join(", ")
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "dependencies that point up:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn no_cycles_between_modules() {
+    let g = graph();
+    // Depth-first search with colours; a grey node reached again closes a cycle.
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
+        colour: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        colour.insert(n.to_owned(), 1);
+        path.push(n.to_owned());
+        for m in g
+            .get(n)
+            .map(|t| t.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+        {
+            match colour.get(&m).copied().unwrap_or(0) {
+                1 => {
+                    let start = path.iter().position(|p| *p == m).unwrap_or(0);
+                    let mut cycle = path[start..].to_vec();
+                    cycle.push(m);
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(&m, g, colour, path) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        colour.insert(n.to_owned(), 2);
+        None
+    }
+    let mut colour = BTreeMap::new();
+    for n in g.keys() {
+        if colour.get(n).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, &g, &mut colour, &mut Vec::new()) {
+                panic!("module cycle: {}", c.join(" → "));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_reader_sees_paths_not_comments() {
+    let text = "use crate::plan::Plan;\n// crate::cmd in a comment\nlet x = \"crate::cli\";\nuse crate::{diag, rules::Cx};\n$crate::rules::X\n";
+    let u = uses(text);
+    assert!(u.contains("plan") && u.contains("diag") && u.contains("rules"));
+    assert!(!u.contains("cmd"), "{u:?}");
+}
