@@ -150,7 +150,7 @@ pub fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
         .iter()
         .map(|a| &a.rule)
         .chain(raw.rules.iter().flat_map(|r| r.deny.iter()));
-    named
+    let mut out: Vec<Diag> = named
         .filter_map(|id| {
             crate::plan::unknown_member(
                 file,
@@ -162,7 +162,30 @@ pub fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
                 "rules",
             )
         })
-        .collect()
+        .collect();
+    for a in &raw.allow {
+        let known = ids.iter().any(|i| i == a.rule.get());
+        if a.workload.is_none()
+            && a.pool.is_none()
+            && known
+            && !PLAN_WIDE.contains(&a.rule.get().as_str())
+        {
+            out.push(
+                Diag::error(
+                    "plan::missing-key",
+                    file,
+                    a.rule.span(),
+                    "an allow must name the `workload` or `pool` it applies to",
+                )
+                .label("applies to nothing")
+                .help(format!(
+                    "add `workload = \"...\"` or `pool = \"...\"`; only the plan-wide rules ({}) take an allow for the whole plan",
+                    PLAN_WIDE.join(", ")
+                )),
+            );
+        }
+    }
+    out
 }
 
 /// Validate a parsed plan: what it means (`plan`) and the rule ids it names (here), every
@@ -263,51 +286,77 @@ pub fn check(plan: &Plan, catalog: &Catalog, today: Date, levels: &Levels) -> Ve
     }
     let mut out = cx.out;
     apply_allows(plan, today, &mut out);
-    let mut levels = levels.clone();
-    if let Some(cfg) = &plan.raw.rules {
-        for id in &cfg.deny {
-            // The command line has the last word over the plan.
-            levels
-                .overrides
-                .entry(id.get().clone())
-                .or_insert(Level::Deny);
-        }
-    }
-    apply_levels(&levels, &mut out);
+    apply_levels(&plan_levels(plan, levels), &mut out);
     crate::diag::sort(&mut out);
     out
+}
+
+/// Rules whose findings are about the plan as a whole (its budget, its data), so an
+/// `[[allow]]` for them names neither a workload nor a pool.
+pub const PLAN_WIDE: &[&str] = &["GP017", "GP022"];
+
+/// What the plan's `[[allow]]` entries say about a finding of `code` on a workload or pool.
+enum Allowed {
+    No,
+    Suppressed(Suppression),
+    /// The allow that matched has expired: the finding stands, and says so at this span.
+    Expired(Date, Range<usize>),
+}
+
+/// The first `[[allow]]` that matches a finding, and the indices of every one that does.
+fn allowed(
+    plan: &Plan,
+    today: Date,
+    code: &str,
+    workload: Option<&str>,
+    pool: Option<&str>,
+    matched: &mut [bool],
+) -> Allowed {
+    let mut verdict = Allowed::No;
+    for (i, a) in plan.allows().iter().enumerate() {
+        let target = match (&a.workload, &a.pool) {
+            (Some(w), _) => workload == Some(w.get().as_str()),
+            (_, Some(p)) => pool == Some(p.get().as_str()),
+            (None, None) => PLAN_WIDE.contains(&code) && workload.is_none() && pool.is_none(),
+        };
+        if a.rule.get() != code || !target {
+            continue;
+        }
+        matched[i] = true;
+        let expiry = crate::plan::validate_allow_expiry(a);
+        verdict = match expiry {
+            Some(e) if e < today => {
+                Allowed::Expired(e, a.expires.as_ref().map_or(a.rule.span(), |x| x.span()))
+            }
+            _ => Allowed::Suppressed(Suppression {
+                kind: "allow",
+                justification: a.reason.get().clone(),
+                approved_by: a.approved_by.get().clone(),
+                expires: expiry.map(|e| e.to_string()),
+            }),
+        };
+    }
+    verdict
 }
 
 fn apply_allows(plan: &Plan, today: Date, out: &mut Vec<Diag>) {
     let mut matched = vec![false; plan.allows().len()];
     for d in out.iter_mut() {
-        for (i, a) in plan.allows().iter().enumerate() {
-            let target = match (&a.workload, &a.pool) {
-                (Some(w), _) => d.workload.as_deref() == Some(w.get().as_str()),
-                (_, Some(p)) => d.pool.as_deref() == Some(p.get().as_str()),
-                _ => false,
-            };
-            if a.rule.get() != &d.code || !target {
-                continue;
+        match allowed(
+            plan,
+            today,
+            &d.code,
+            d.workload.as_deref(),
+            d.pool.as_deref(),
+            &mut matched,
+        ) {
+            Allowed::No => {}
+            Allowed::Expired(e, span) => {
+                *d = d
+                    .clone()
+                    .also(span, format!("the allow for this finding expired on {e}"));
             }
-            matched[i] = true;
-            let expiry = crate::plan::validate_allow_expiry(a);
-            match expiry {
-                Some(e) if e < today => {
-                    let span = a.expires.as_ref().map_or(a.rule.span(), |x| x.span());
-                    *d = d
-                        .clone()
-                        .also(span, format!("the allow for this finding expired on {e}"));
-                }
-                _ => {
-                    d.suppressed = Some(Suppression {
-                        kind: "allow",
-                        justification: a.reason.get().clone(),
-                        approved_by: a.approved_by.get().clone(),
-                        expires: expiry.map(|e| e.to_string()),
-                    });
-                }
-            }
+            Allowed::Suppressed(s) => d.suppressed = Some(s),
         }
     }
     for (i, a) in plan.allows().iter().enumerate() {
@@ -335,6 +384,66 @@ fn apply_allows(plan: &Plan, today: Date, out: &mut Vec<Diag>) {
             out.push(d);
         }
     }
+}
+
+/// The recommender's own findings (its fleet over the budget, over a quota) through the same
+/// `[[allow]]` entries, `[rules] deny` and `-A/-W/-D` levels as `check`'s: an allowed finding
+/// is marked suppressed, an `-A` one dropped, a denied one made an error.
+pub fn settle_recommendation(
+    plan: &Plan,
+    today: Date,
+    levels: &Levels,
+    findings: &mut Vec<crate::engine::recommend::Finding>,
+) {
+    let levels = plan_levels(plan, levels);
+    let mut matched = vec![false; plan.allows().len()];
+    findings.retain(|f| levels.overrides.get(f.rule) != Some(&Level::Allow));
+    for f in findings.iter_mut() {
+        if !f.rule.starts_with("GP") {
+            // Notes of the recommender's own (`mig-packing`, `idle-gpus`) are not rules.
+            continue;
+        }
+        match levels.overrides.get(f.rule) {
+            Some(Level::Deny) => f.severity = "error",
+            Some(Level::Warn) => f.severity = "warning",
+            _ if levels.deny_warnings && f.severity == "warning" => f.severity = "error",
+            _ => {}
+        }
+        match allowed(
+            plan,
+            today,
+            f.rule,
+            f.workload.as_deref(),
+            f.pool.as_deref(),
+            &mut matched,
+        ) {
+            Allowed::Suppressed(s) => {
+                f.suppressed = Some(format!(
+                    "{}, approved by {}",
+                    s.justification, s.approved_by
+                ));
+            }
+            Allowed::Expired(e, _) => {
+                f.message = format!("{} (the allow for this finding expired on {e})", f.message);
+            }
+            Allowed::No => {}
+        }
+    }
+}
+
+/// The command line's levels with the plan's `[rules] deny` under them.
+fn plan_levels(plan: &Plan, levels: &Levels) -> Levels {
+    let mut levels = levels.clone();
+    if let Some(cfg) = &plan.raw.rules {
+        for id in &cfg.deny {
+            // The command line has the last word over the plan.
+            levels
+                .overrides
+                .entry(id.get().clone())
+                .or_insert(Level::Deny);
+        }
+    }
+    levels
 }
 
 fn apply_levels(levels: &Levels, out: &mut Vec<Diag>) {

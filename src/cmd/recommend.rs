@@ -18,7 +18,13 @@ pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let rec = recommend::recommend(&p, &catalog);
+    let mut rec = recommend::recommend(&p, &catalog);
+    crate::rules::settle_recommendation(
+        &p,
+        crate::core::Date::today(),
+        &crate::rules::Levels::default(),
+        &mut rec.findings,
+    );
     match args.format {
         ReportFormat::Json => out.stdout(&json(&rec)),
         ReportFormat::Human => out.stdout(&human(&rec)),
@@ -27,7 +33,11 @@ pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
     for u in &rec.unsatisfied {
         out.stderr(&format!("error: {}\n", u.message));
     }
-    for f in rec.findings.iter().filter(|f| f.severity == "error") {
+    for f in rec
+        .findings
+        .iter()
+        .filter(|f| f.severity == "error" && f.suppressed.is_none())
+    {
         out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
     }
     super::report_resources(out, started);

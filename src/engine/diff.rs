@@ -57,6 +57,10 @@ pub struct Side {
     pub plan: String,
     pub source: String,
     pub total_monthly_cost_usd: f64,
+    /// What the plan's declared `[[pool]]`s cost a month (`engine::cost::declared_pool`), when
+    /// it declares any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_monthly_cost_usd: Option<f64>,
     pub unsatisfied: Vec<String>,
 }
 
@@ -193,6 +197,7 @@ fn side(p: &Plan, r: &Recommendation) -> Side {
         plan: p.name().to_owned(),
         source: p.file.name.clone(),
         total_monthly_cost_usd: r.total_monthly_cost_usd,
+        declared_monthly_cost_usd: r.comparison.as_ref().map(|c| c.today_monthly_cost_usd),
         unsatisfied: r.unsatisfied.iter().map(|u| u.workload.clone()).collect(),
     }
 }

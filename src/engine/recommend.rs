@@ -190,6 +190,9 @@ pub struct Finding {
     pub message: String,
     pub workload: Option<String>,
     pub pool: Option<String>,
+    /// Why the finding is accepted: the `[[allow]]` that matched it (`rules::settle_recommendation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -517,6 +520,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
                 ),
                 workload: None,
                 pool: None,
+                suppressed: None,
             });
         }
     }
@@ -535,6 +539,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
                     ),
                     workload: None,
                     pool: Some(p.name.clone()),
+                    suppressed: None,
                 });
             }
         }
@@ -569,6 +574,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
                 ),
                 workload: None,
                 pool: Some(p.name.clone()),
+                suppressed: None,
             });
         }
     }
@@ -1819,6 +1825,7 @@ fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Find
                     ),
                     workload: None,
                     pool: None,
+                    suppressed: None,
                 });
             }
         }
@@ -1840,7 +1847,7 @@ fn compare(
     let mut today = 0.0;
     let mut changes = Vec::new();
     for p in plan.pools() {
-        let cost = declared::pool_month(plan, catalog, p).map(|(c, _)| c);
+        let cost = crate::engine::cost::declared_pool(plan, catalog, p).map(|c| c.expected);
         today += cost.unwrap_or(0.0);
         let mut moves: Vec<String> = Vec::new();
         for w in &p.workloads {

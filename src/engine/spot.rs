@@ -154,11 +154,11 @@ pub fn assess(
     region: &str,
 ) -> Assessment {
     let pc = catalog.provider(provider);
-    let prices = pc.and_then(|p| p.price(sku, region));
-    let on_demand = prices
-        .and_then(|p| p.on_demand.as_ref())
-        .map(|p| p.usd_per_hour);
-    let spot = prices.and_then(|p| p.spot.as_ref()).map(|p| p.usd_per_hour);
+    let listed = |c: crate::plan::raw::Capacity| {
+        crate::engine::cost::listed(catalog, provider, sku, region, c).map(|p| p.usd_per_hour)
+    };
+    let on_demand = listed(crate::plan::raw::Capacity::OnDemand);
+    let spot = listed(crate::plan::raw::Capacity::Spot);
     let band = pc.and_then(|p| p.band(sku, region)).cloned();
     let monthly_interruption = band
         .as_ref()

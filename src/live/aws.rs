@@ -43,7 +43,12 @@ fn sdk_err<E: std::error::Error + 'static>(what: &str, e: &E) -> String {
 /// The SDK configuration of one region: default credential chain, standard retries (3 tries,
 /// backoff, 429/5xx/throttling), a timeout per try and per operation.
 async fn config(region: &str, timeout: Duration) -> aws_config::SdkConfig {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    let https = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
     aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(https)
         .region(aws_config::Region::new(region.to_owned()))
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
         .timeout_config(

@@ -302,6 +302,10 @@ pub struct Pool {
     pub nodes: Sp<Count>,
     /// on-demand | spot | reserved-1y | reserved-3y | capacity-reservation (default on-demand).
     pub capacity: Option<Sp<Capacity>>,
+    /// The Capacity Block's length in hours (`capacity = "capacity-block"`): 24-hour steps up
+    /// to 14 days, 7-day steps up to 182 days, as EC2 sells them. The block is paid for all of
+    /// it; a block longer than a month is paid every hour of the month.
+    pub block_hours: Option<Sp<f64>>,
     /// dedicated | mig | time-slicing | mps (default dedicated).
     pub sharing: Option<Sp<Sharing>>,
     /// Device plugin replicas per GPU (time-slicing / mps), >= 2.

@@ -468,6 +468,29 @@ pub(super) fn validate(
                 );
             }
         }
+        if let Some(h) = &p.block_hours {
+            let x = *h.get();
+            let sold = x.fract() == 0.0
+                && ((24.0..=336.0).contains(&x) && x % 24.0 == 0.0
+                    || (336.0..=4368.0).contains(&x) && x % 168.0 == 0.0);
+            if p.capacity() != crate::plan::raw::Capacity::CapacityBlock {
+                ctx.err(
+                    "plan::conflicting-keys",
+                    h.span(),
+                    "`block_hours` is the length of a Capacity Block, but this pool is not `capacity = \"capacity-block\"`".into(),
+                    "not a Capacity Block",
+                    "remove `block_hours`, or set `capacity = \"capacity-block\"`".into(),
+                );
+            } else if !sold {
+                ctx.err(
+                    "plan::out-of-range",
+                    h.span(),
+                    format!("`block_hours = {}` is not a Capacity Block length", fmt_num(x)),
+                    "not sold",
+                    "EC2 sells blocks of 24 to 336 hours in 24-hour steps, then up to 4368 hours (182 days) in 168-hour steps".into(),
+                );
+            }
+        }
         ctx.count("nodes", &p.nodes, 0, 0, 1000);
         if let Some(layout) = &p.mig_layout {
             for (_, n) in layout.iter() {
@@ -551,14 +574,20 @@ pub(super) fn validate(
             (Some(w), None) if !workloads.contains_key(w.get()) => ctx.err(
                 "plan::unknown-reference",
                 w.span(),
-                format!("allow names workload `{}`, which the plan does not define", w.get()),
+                format!(
+                    "allow names workload `{}`, which the plan does not define",
+                    w.get()
+                ),
                 "no such workload",
                 suggest(w.get(), &workload_names, "workloads"),
             ),
             (None, Some(p)) if !pools.contains_key(p.get()) => ctx.err(
                 "plan::unknown-reference",
                 p.span(),
-                format!("allow names pool `{}`, which the plan does not define", p.get()),
+                format!(
+                    "allow names pool `{}`, which the plan does not define",
+                    p.get()
+                ),
                 "no such pool",
                 suggest(p.get(), &pool_names, "pools"),
             ),
@@ -569,13 +598,8 @@ pub(super) fn validate(
                 "one target per allow",
                 "write one `[[allow]]` per workload or pool".into(),
             ),
-            (None, None) => ctx.err(
-                "plan::missing-key",
-                a.rule.span(),
-                "an allow must name the `workload` or `pool` it applies to".into(),
-                "applies to nothing",
-                "add `workload = \"...\"` or `pool = \"...\"`; plan-wide suppressions are not allowed".into(),
-            ),
+            // An allow that names neither is the registry's to judge: only plan-wide rules
+            // take one (`rules::validate_entries`).
             _ => {}
         }
         for (key, v) in [("reason", &a.reason), ("approved_by", &a.approved_by)] {

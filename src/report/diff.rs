@@ -31,6 +31,23 @@ fn changes_text(o: &mut String, what: &str, c: &Changes) {
     }
 }
 
+/// The declared pools' monthly cost on each side, when either side declares pools.
+fn declared_line(d: &Diff) -> Option<String> {
+    let (b, h) = (
+        d.base.declared_monthly_cost_usd,
+        d.head.declared_monthly_cost_usd,
+    );
+    if b.is_none() && h.is_none() {
+        return None;
+    }
+    let side = |x: Option<f64>| x.map_or("no pools".to_owned(), usd);
+    Some(format!(
+        "declared pools: {} -> {} a month",
+        side(b),
+        side(h)
+    ))
+}
+
 pub fn human(d: &Diff) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -46,6 +63,9 @@ pub fn human(d: &Diff) -> String {
             .map(|p| format!(", {p:+.2}%"))
             .unwrap_or_default()
     );
+    if let Some(line) = declared_line(d) {
+        let _ = writeln!(o, "{line}");
+    }
     let _ = writeln!(o);
     let _ = writeln!(o, "Plan changes:");
     for s in &d.settings {

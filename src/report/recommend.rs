@@ -218,6 +218,9 @@ pub fn human(rec: &Recommendation) -> String {
         }
         for f in &rec.findings {
             let _ = writeln!(o, "{}[{}]: {}", f.severity, f.rule, f.message);
+            if let Some(s) = &f.suppressed {
+                let _ = writeln!(o, "  (suppressed by an allow: {s})");
+            }
         }
     }
     let _ = writeln!(o);
@@ -330,7 +333,16 @@ pub fn markdown(rec: &Recommendation) -> String {
         let _ = writeln!(o, "- :x: **{}**: {}", u.constraint, md(&u.message));
     }
     for f in &rec.findings {
-        let _ = writeln!(o, "- **{}** `{}`: {}", f.severity, f.rule, md(&f.message));
+        let allowed = f.suppressed.as_ref().map_or(String::new(), |s| {
+            format!(" (suppressed by an allow: {})", md(s))
+        });
+        let _ = writeln!(
+            o,
+            "- **{}** `{}`: {}{allowed}",
+            f.severity,
+            f.rule,
+            md(&f.message)
+        );
     }
     o
 }

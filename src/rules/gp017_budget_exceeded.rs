@@ -1,6 +1,6 @@
 use super::{Cx, Rule};
 use crate::core::usd;
-use crate::engine::cost::pool_month;
+use crate::engine::cost::declared_pool;
 
 declare_rule! {
     /// # GP017 budget-exceeded
@@ -33,17 +33,10 @@ impl Rule for BudgetExceeded {
         let Some(budget) = cx.plan.monthly_budget() else {
             return;
         };
-        let hours = cx.hours(None);
         let mut total = 0.0;
         let mut parts = Vec::new();
         for pool in cx.plan.pools() {
-            if let Some((c, _)) = pool_month(
-                cx.catalog,
-                cx.plan.provider(),
-                pool,
-                pool.nodes().max(),
-                hours,
-            ) {
+            if let Some(c) = declared_pool(cx.plan, cx.catalog, pool).map(|c| c.at_max) {
                 total += c;
                 parts.push((pool.name.get().as_str(), c));
             }

@@ -219,11 +219,11 @@ fn candidate<'c>(
         }
     }
     let pc = catalog.provider(plan.provider());
-    let prices = pc.and_then(|p| p.price(&sku.name, region));
-    let Some(on_demand) = prices
-        .and_then(|p| p.on_demand.as_ref())
-        .map(|p| p.usd_per_hour)
-    else {
+    let listed = |c: Capacity| {
+        crate::engine::cost::listed(catalog, plan.provider(), &sku.name, region, c)
+            .map(|p| p.usd_per_hour)
+    };
+    let Some(on_demand) = listed(Capacity::OnDemand) else {
         return Err(reject(
             Constraint::Region,
             format!("`{}` has no price in {region} in the catalog", sku.name),
@@ -380,7 +380,14 @@ fn candidate<'c>(
             ));
         }
     }
-    let spot = prices.map(|p| spot_quote(catalog, plan, d, sku, region, p.spot.is_some()));
+    let spot = Some(spot_quote(
+        catalog,
+        plan,
+        d,
+        sku,
+        region,
+        listed(Capacity::Spot).is_some(),
+    ));
     Ok(Candidate {
         sku,
         gpu,
@@ -390,12 +397,8 @@ fn candidate<'c>(
         node_share,
         on_demand,
         spot,
-        reserved_1y: prices
-            .and_then(|p| p.reserved_1y.as_ref())
-            .map(|p| p.usd_per_hour),
-        reserved_3y: prices
-            .and_then(|p| p.reserved_3y.as_ref())
-            .map(|p| p.usd_per_hour),
+        reserved_1y: listed(Capacity::Reserved1y),
+        reserved_3y: listed(Capacity::Reserved3y),
     })
 }
 

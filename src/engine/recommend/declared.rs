@@ -6,39 +6,10 @@ use indexmap::IndexMap;
 use super::demand::Segment;
 use super::{cents, Nodes, RecPool, Recommendation, SCHEMA};
 use crate::catalog::Catalog;
-use crate::plan::raw::{Capacity, Pool, Provider, Sharing};
+use crate::plan::raw::{Capacity, Provider, Sharing};
 use crate::plan::Plan;
 
-/// Expected monthly cost of a declared pool and its price per node-hour: the minimum all
-/// month, nodes above it for the longest `hours_per_month` of its workloads.
-pub fn pool_month(plan: &Plan, catalog: &Catalog, p: &Pool) -> Option<(f64, f64)> {
-    let hours = plan.hours_per_month();
-    let burst_hours = plan
-        .pool_workloads(p)
-        .map(|w| {
-            w.hours_per_month
-                .as_ref()
-                .map_or(hours, |h| *h.get())
-                .min(hours)
-        })
-        .fold(0.0, f64::max);
-    let price = crate::engine::cost::node_hour(
-        catalog,
-        plan.provider(),
-        p.sku.get(),
-        p.region.get(),
-        p.capacity(),
-    )?
-    .usd;
-    let (min, max) = (p.nodes().min().max(0) as f64, p.nodes().max().max(0) as f64);
-    Some((
-        price * (min * hours + (max - min).max(0.0) * burst_hours),
-        price,
-    ))
-}
-
 pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
-    let hours = plan.hours_per_month();
     let headroom = catalog.assumptions.time_slicing_memory_headroom;
     let mut pools = Vec::new();
     for sp in plan.pools() {
@@ -53,7 +24,8 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             u32::try_from(p.nodes().min().max(0)).unwrap_or(0),
             u32::try_from(p.nodes().max().max(0)).unwrap_or(0),
         );
-        let (cost, price) = pool_month(plan, catalog, p).unwrap_or((0.0, 0.0));
+        let (cost, at_max, price) = crate::engine::cost::declared_pool(plan, catalog, p)
+            .map_or((0.0, 0.0, 0.0), |c| (c.expected, c.at_max, c.price.usd));
         let gpus_per_node = sku.map_or(0, |s| s.gpu_count);
         let mig_layout: Option<IndexMap<String, u32>> = match (&p.mig_profile, &p.mig_layout) {
             (_, Some(l)) => Some(
@@ -111,7 +83,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
                 .map(|n| ((1.0 - headroom) / f64::from(n) * 100.0).floor() / 100.0),
             workloads: p.workloads.iter().map(|w| w.get().clone()).collect(),
             monthly_cost_usd: cents(cost),
-            monthly_cost_at_max_usd: cents(price * f64::from(max) * hours),
+            monthly_cost_at_max_usd: cents(at_max),
             usd_per_node_hour: price,
             spot_waste_factor: None,
             gpus: Nodes {

@@ -1,0 +1,140 @@
+//! One price function: a declared pool is costed the same way by `check` (GP017's budget),
+//! recommend's comparison with today's pools and `diff`, including the pools whose price is
+//! not an on-demand rate (a Capacity Block, paid for the whole block).
+
+mod common;
+
+use std::path::Path;
+
+/// A refresh cache holding one Capacity Block price, as `catalog refresh --provider aws` writes
+/// it (`aws/prices-live.csv`, dated in `sources.toml`).
+fn cache_with_block_price(dir: &Path, usd_per_instance_hour: f64) {
+    std::fs::create_dir_all(dir.join("aws")).expect("cache dir");
+    std::fs::write(
+        dir.join("sources.toml"),
+        "[[file]]\npath = \"aws/prices-live.csv\"\nkind = \"prices\"\nprovider = \"aws\"\nas_of = \"2026-12-01\"\nsource = \"EC2 DescribeCapacityBlockOfferings (test)\"\nlicence = \"test\"\n",
+    )
+    .expect("sources");
+    std::fs::write(
+        dir.join("aws/prices-live.csv"),
+        format!("armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\np5.48xlarge,us-east-1,capacity-block,{usd_per_instance_hour},1 Hour,2026-12-01,test block offering\n"),
+    )
+    .expect("prices");
+}
+
+fn block_plan(block_hours: Option<u32>, budget: f64) -> String {
+    let hours = block_hours.map_or(String::new(), |h| format!("block_hours = {h}\n"));
+    format!(
+        "version = 1\n\n[plan]\nname = \"block\"\nowner = \"research-infra\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nmonthly_budget = {budget}\n\n\
+         [[workload]]\nname = \"pretrain\"\nteam = \"foundation\"\nkind = \"training\"\nnodes = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\ncheckpoint_minutes = 60\n\n\
+         [[pool]]\nname = \"pretrain-block\"\nsku = \"p5.48xlarge\"\nregion = \"us-east-1\"\nnodes = 4\ncapacity = \"capacity-block\"\n{hours}workloads = [\"pretrain\"]\n"
+    )
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn a_capacity_block_is_costed_at_the_block_price_for_the_blocks_hours_everywhere() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    // $31.464 an instance-hour for 4 instances over a 14-day (336-hour) block.
+    cache_with_block_price(&cache, 31.464);
+    let expected = 31.464 * 4.0 * 336.0;
+    let plan = tmp.path().join("block.toml");
+    std::fs::write(&plan, block_plan(Some(336), 1000.0)).expect("plan");
+
+    // check: GP017 adds the declared pools at their maximum size.
+    let out = common::gpuplan(&cache)
+        .args(["check", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let findings = json(&out);
+    let gp017 = findings["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["rule"] == "GP017")
+        .unwrap_or_else(|| panic!("GP017 fires: {findings}"));
+    let money = "$42,287.62";
+    assert!(
+        gp017["message"].as_str().unwrap_or("").contains(money),
+        "{gp017}"
+    );
+
+    // recommend: today's cost in the comparison.
+    let out = common::gpuplan(&cache)
+        .args(["recommend", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let rec = json(&out);
+    let today = rec["comparison"]["today_monthly_cost_usd"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("a comparison: {rec}"));
+    assert!((today - expected).abs() < 0.01, "{today} vs {expected}");
+
+    // diff: the declared cost of each side.
+    let head = tmp.path().join("head.toml");
+    std::fs::write(&head, block_plan(Some(168), 1000.0)).expect("plan");
+    let out = common::gpuplan(&cache)
+        .args(["diff", "--format", "json"])
+        .arg(&plan)
+        .arg(&head)
+        .output()
+        .expect("runs");
+    let d = json(&out);
+    let base = d["base"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("base");
+    let after = d["head"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("head");
+    assert!((base - expected).abs() < 0.01, "{d}");
+    assert!(
+        (after - expected / 2.0).abs() < 0.01,
+        "a 7-day block costs half: {d}"
+    );
+}
+
+#[test]
+fn a_length_ec2_does_not_sell_is_refused_and_a_block_without_one_is_costed_for_the_month() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    cache_with_block_price(&cache, 31.464);
+    let plan = tmp.path().join("block.toml");
+    std::fs::write(&plan, block_plan(Some(100), 1e9)).expect("plan");
+    let out = common::gpuplan(&cache)
+        .arg("check")
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`block_hours = 100` is not a Capacity Block length"),
+        "{err}"
+    );
+    assert!(err.contains("block.toml:25:15"), "located: {err}");
+
+    std::fs::write(&plan, block_plan(None, 1e9)).expect("plan");
+    let out = common::gpuplan(&cache)
+        .args(["recommend", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let rec = json(&out);
+    // Without `block_hours` the block is costed for the plan's month (730 hours).
+    let today = rec["comparison"]["today_monthly_cost_usd"]
+        .as_f64()
+        .expect("today");
+    assert!((today - 31.464 * 4.0 * 730.0).abs() < 0.01, "{today}");
+}
