@@ -132,13 +132,34 @@ pub fn docs_section(rule: &dyn Rule, heading: &str) -> String {
     body[..end].trim().to_owned()
 }
 
-/// The first sentence of what a rule does, on one line.
+/// The first sentence of what a rule does, on one line. A sentence ends at a full stop and a
+/// space; an ellipsis (`{ min = 0, ... }`) does not end one.
 pub fn summary_line(rule: &dyn Rule) -> String {
     let what = docs_section(rule, "What it does").replace('\n', " ");
-    match what.find(". ") {
+    let b = what.as_bytes();
+    let end = (1..b.len().saturating_sub(1))
+        .find(|&i| b[i] == b'.' && b[i + 1] == b' ' && b[i - 1] != b'.');
+    match end {
         Some(i) => what[..=i].to_owned(),
         None => what,
     }
+}
+
+/// The README's rule table, made from the rules' own documentation (a test holds the README
+/// equal to it).
+pub fn readme_table() -> String {
+    let mut out = String::from("| id | name | severity | what it catches |\n|---|---|---|---|\n");
+    for r in RULES {
+        let what = summary_line(*r);
+        let what = what.strip_suffix('.').unwrap_or(&what).replace('|', "\\|");
+        out.push_str(&format!(
+            "| {} | `{}` | {} | {what} |\n",
+            r.id(),
+            r.name(),
+            r.default_severity()
+        ));
+    }
+    out
 }
 
 /// The rule ids a plan's `[[allow]]` entries and `[rules] deny` name, checked against the

@@ -119,3 +119,35 @@ fn example_gang_of_64_in_the_top_band_must_not_be_spot() {
     );
     assert!(gp009.message.contains("spot costs more than on-demand"));
 }
+
+/// The README's rule table is the rules' own documentation: `GPUPLAN_BLESS=1 cargo test`
+/// rewrites it after a rule's doc changes.
+#[test]
+fn the_readme_rule_table_is_made_from_the_rule_docs() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).expect("README");
+    let header = "| id | name | severity | what it catches |\n";
+    let start = readme.find(header).expect("the README has a rule table");
+    let end = readme[start..]
+        .find("\n\n")
+        .map_or(readme.len(), |i| start + i + 1);
+    let want = rules::readme_table();
+    if readme[start..end] != want {
+        if std::env::var_os("GPUPLAN_BLESS").is_some() {
+            let updated = format!("{}{want}{}", &readme[..start], &readme[end..]);
+            std::fs::write(&path, updated).expect("write README");
+        } else {
+            panic!(
+                "README.md's rule table differs from the rule docs; run `GPUPLAN_BLESS=1 cargo test --test rules`\n--- README\n{}\n--- docs\n{want}",
+                &readme[start..end]
+            );
+        }
+    }
+    for r in RULES {
+        assert!(
+            want.contains(&format!("| {} |", r.id())),
+            "{} is in the table",
+            r.id()
+        );
+    }
+}
