@@ -1,0 +1,153 @@
+//! Alternatives: the other SKUs, regions and capacity types a pool's workloads could use,
+//! priced as one valid pool, and the capacity types that were closed, with why.
+
+use super::*;
+
+/// Other SKUs, regions and capacity types every workload of the pool could use, cheapest
+/// first, with their cost delta; for a pool that idles GPUs, the cheapest way to fewer of
+/// them; and the capacity types that were closed, with why.
+pub(super) fn alternatives(
+    choices: &[Choice<'_, '_>],
+    members: &[usize],
+    key: &PoolKey,
+    chosen: &Built,
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+) -> Vec<Alternative> {
+    let first = &choices[members[0]];
+    // (estimated cost, estimated GPUs, the pool there, its members)
+    let mut options: Vec<(f64, f64, PoolKey, rehome::Moved<'_>)> = Vec::new();
+    for c0 in &first.all {
+        for r0 in c0.rates(&first.d) {
+            if c0.sku.name == key.1 && c0.region == key.2 && r0.capacity == key.3 {
+                continue;
+            }
+            let Some((to, moved)) = rehome::rehomed(
+                choices,
+                members,
+                &c0.sku.name,
+                &c0.region,
+                r0.capacity,
+                catalog,
+                mm,
+            ) else {
+                continue;
+            };
+            let mut est = 0.0;
+            let mut gpus = 0.0;
+            for (i, c, rate) in &moved {
+                let d = &choices[*i].d;
+                est += estimate(d, c, rate, plan_hours);
+                gpus += f64::from(d.peak)
+                    * f64::from(d.gang.max(1))
+                    * c.node_share
+                    * f64::from(c.sku.gpu_count);
+            }
+            options.push((est, gpus, to, moved));
+        }
+    }
+    options.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
+    let pack = |to: &PoolKey, moved: &rehome::Moved<'_>| -> (Built, u32) {
+        let trial: Vec<Choice<'_, '_>> = moved
+            .iter()
+            .map(|(i, c, rate)| choices[*i].with(c.clone(), rate.clone()))
+            .collect();
+        let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
+        let b = build(&refs, to.3, catalog, mm, plan_hours, false);
+        let per_node = refs.first().map_or(0, |m| m.c.sku.gpu_count);
+        let gpus = b.nodes_max * per_node;
+        (b, gpus)
+    };
+    let mut out = Vec::new();
+    for (_, _, to, moved) in options.iter().take(3) {
+        let (b, gpus) = pack(to, moved);
+        out.push(Alternative {
+            sku: to.1.clone(),
+            region: to.2.clone(),
+            capacity: to.3.as_str(),
+            monthly_cost_usd: Some(cents(b.cost)),
+            delta_usd: Some(cents(b.cost - chosen.cost)),
+            gpus: Some(gpus),
+            kind: "next-cheapest",
+            note: format!("{} node(s), {gpus} GPU(s) at peak", b.nodes_max),
+        });
+    }
+    // A pool whose replicas run out of vCPUs or RAM before GPUs pays for GPUs nothing uses.
+    // The recommendation stays the cheapest; the trade is listed beside it: the option that
+    // idles fewer GPUs for the least money per GPU given back (estimated from node shares,
+    // then packed), if it gives back at least half of the idle GPUs and no listed option
+    // already provisions fewer.
+    let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+    let chosen_gpus = chosen.nodes_max * first.c.sku.gpu_count;
+    let idle = idle_gpus(chosen.stranded.as_ref(), chosen.ts_replicas);
+    let listed_fewer = out.iter().any(|a| a.gpus.is_some_and(|g| g < chosen_gpus));
+    // Shown where at least a node's worth of GPUs idles, which rounding alone cannot explain.
+    let per_node = first.c.sku.gpu_count.max(1);
+    if idle >= per_node && !listed_fewer && ms.iter().all(|m| m.d.gang <= 1) {
+        let here: f64 = ms
+            .iter()
+            .map(|m| estimate(&m.d, &m.c, &m.rate, plan_hours))
+            .sum();
+        let per_gpu = |o: &(f64, f64, PoolKey, rehome::Moved<'_>)| {
+            (o.0 - here) / (f64::from(chosen_gpus) - o.1)
+        };
+        let mut leaner: Vec<&(f64, f64, PoolKey, rehome::Moved<'_>)> = options
+            .iter()
+            .skip(3)
+            .filter(|o| o.1 < f64::from(chosen_gpus) - 0.5)
+            .collect();
+        leaner.sort_by(|a, b| per_gpu(a).total_cmp(&per_gpu(b)).then(a.1.total_cmp(&b.1)));
+        // Estimates and packings disagree most on such pools: pack the few best and keep the
+        // one that gives GPUs back cheapest as packed.
+        let best = leaner
+            .into_iter()
+            .take(3)
+            .filter_map(|(_, _, to, moved)| {
+                let (b, gpus) = pack(to, moved);
+                // Worth showing when it gives back at least half of the idle GPUs.
+                (gpus < chosen_gpus && 2 * (chosen_gpus - gpus) >= idle).then(|| {
+                    let per = (b.cost - chosen.cost) / f64::from(chosen_gpus - gpus);
+                    (per, to, b, gpus)
+                })
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.3.cmp(&b.3)));
+        if let Some((_, to, b, gpus)) = best {
+            let fewer = chosen_gpus - gpus;
+            let delta = b.cost - chosen.cost;
+            out.push(Alternative {
+                sku: to.1.clone(),
+                region: to.2.clone(),
+                capacity: to.3.as_str(),
+                monthly_cost_usd: Some(cents(b.cost)),
+                delta_usd: Some(cents(delta)),
+                gpus: Some(gpus),
+                kind: "fewer-gpus",
+                note: format!(
+                    "{} node(s), {gpus} GPU(s) at peak: {fewer} fewer GPUs, {} a month per GPU given back",
+                    b.nodes_max,
+                    crate::core::usd(delta / f64::from(fewer)),
+                ),
+            });
+        }
+    }
+    // Spot that was not open, once per pool.
+    if key.3 != Capacity::Spot {
+        if let Some(why) = ms.iter().find_map(|m| match &m.c.spot {
+            Some(q) => q.effective.as_ref().err().cloned(),
+            None => None,
+        }) {
+            out.push(Alternative {
+                sku: key.1.clone(),
+                region: key.2.clone(),
+                capacity: Capacity::Spot.as_str(),
+                monthly_cost_usd: None,
+                delta_usd: None,
+                gpus: None,
+                kind: "not-considered",
+                note: format!("not considered: {why}"),
+            });
+        }
+    }
+    out
+}

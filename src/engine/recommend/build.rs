@@ -1,0 +1,429 @@
+//! Building a pool: MIG geometry onto GPUs, replicas onto nodes, and the cache of packings
+//! (a merge or quota move asks for the same pool many times).
+
+use super::*;
+
+/// What a pool comes to once packed.
+#[derive(Debug, Clone)]
+pub(super) struct Built {
+    pub(super) nodes_min: u32,
+    pub(super) nodes_max: u32,
+    pub(super) cost: f64,
+    pub(super) cost_at_max: f64,
+    pub(super) usd_per_node_hour: f64,
+    pub(super) waste: f64,
+    pub(super) mig_layout: Option<IndexMap<String, u32>>,
+    pub(super) mig_configs: Vec<MigConfig>,
+    pub(super) ts_replicas: Option<u32>,
+    pub(super) stranded: Option<Stranded>,
+}
+
+/// Nodes for some replica counts, with the MIG geometry that got them there.
+pub(super) struct Packed {
+    pub(super) nodes: u32,
+    pub(super) layout: Option<IndexMap<String, u32>>,
+    pub(super) configs: Vec<MigConfig>,
+    pub(super) stranded: Option<Stranded>,
+}
+
+/// Node count for the given replica counts (one per member).
+pub(super) fn nodes_for(
+    ms: &[&Choice<'_, '_>],
+    counts: &[u32],
+    sku: &Sku,
+    gpu: &GpuModel,
+    catalog: &Catalog,
+    mm: MigManager,
+    thorough: bool,
+) -> Packed {
+    let (cpu, mem) = candidate::allocatable(sku, catalog);
+    let per_node = sku.gpu_count.max(1);
+    // Gangs take whole nodes and never share them.
+    let mut gang_nodes = 0u32;
+    let mut items: Vec<(Item, u32)> = Vec::new();
+    let mut mig_demand: IndexMap<String, Vec<(usize, u32)>> = IndexMap::new();
+    let mut server: Vec<(u32, f64, f64, u32)> = Vec::new();
+    let mut ts_replicas = None;
+    for (k, (m, &n)) in ms.iter().zip(counts).enumerate() {
+        if n == 0 {
+            continue;
+        }
+        if m.d.gang > 1 {
+            gang_nodes += n * m.d.gang;
+            continue;
+        }
+        match &m.c.fit {
+            Fit::Whole { gpus } => items.push((
+                Item {
+                    units: *gpus,
+                    cpu: m.d.cpu,
+                    mem: m.d.memory_gib,
+                },
+                n,
+            )),
+            Fit::Shared { replicas } => {
+                ts_replicas = Some(*replicas);
+                items.push((
+                    Item {
+                        units: 1,
+                        cpu: m.d.cpu,
+                        mem: m.d.memory_gib,
+                    },
+                    n,
+                ));
+            }
+            Fit::Server { share } => server.push((
+                ((share * 1000.0).ceil() as u32).clamp(1, 1000),
+                m.d.cpu,
+                m.d.memory_gib,
+                n,
+            )),
+            Fit::Mig { profile } => mig_demand
+                .entry(profile.name.clone())
+                .or_default()
+                .push((k, n)),
+        }
+    }
+    let mut layout = None;
+    let mut configs = Vec::new();
+    let mut stranded = None;
+    let units_per_node = match ts_replicas {
+        Some(r) if r > 1 => r * per_node,
+        _ => per_node,
+    };
+    // What goes onto nodes, with the GPU units a node offers it: replicas (time-sliced shares
+    // or whole GPUs), and GPUs prepared by a shared server or a MIG layout.
+    let mut batches: Vec<(Vec<(Item, u32)>, u32)> = Vec::new();
+    if !items.is_empty() {
+        batches.push((items, units_per_node));
+    }
+    if !server.is_empty() {
+        batches.push((pack::group(pack::server_gpus(&server)), per_node));
+    }
+    if !mig_demand.is_empty() {
+        if let Some(spec) = gpu.mig.as_ref() {
+            let demand: IndexMap<String, u32> = mig_demand
+                .iter()
+                .map(|(p, v)| (p.clone(), v.iter().map(|x| x.1).sum()))
+                .collect();
+            let packing = match mm {
+                // One profile per pool: as many instances per GPU as place.
+                MigManager::Aks => uniform_packing(spec, &demand),
+                MigManager::GpuOperator => crate::mig::pack::pack(spec, &demand).ok(),
+            };
+            if let Some(p) = packing {
+                // Host resources of the replicas that land on each GPU.
+                let mut queues: IndexMap<String, Vec<(usize, u32)>> = mig_demand.clone();
+                let mut gpu_items = Vec::new();
+                for l in &p.gpus {
+                    let (mut c, mut mm_) = (0.0, 0.0);
+                    for (prof, &cnt) in l {
+                        let q = queues.get_mut(prof);
+                        let mut left = cnt;
+                        if let Some(q) = q {
+                            while left > 0 {
+                                let Some(front) = q.first_mut() else { break };
+                                let take = front.1.min(left);
+                                c += ms[front.0].d.cpu * f64::from(take);
+                                mm_ += ms[front.0].d.memory_gib * f64::from(take);
+                                front.1 -= take;
+                                left -= take;
+                                if front.1 == 0 {
+                                    q.remove(0);
+                                }
+                            }
+                        }
+                    }
+                    gpu_items.push(Item {
+                        units: 1,
+                        cpu: c,
+                        mem: mm_,
+                    });
+                }
+                batches.push((pack::group(gpu_items), per_node));
+                let (sc, sm) = p.stranded(spec);
+                let distinct = distinct_layouts(&p.gpus);
+                if distinct.len() == 1 {
+                    layout = distinct.first().map(|(l, _)| l.clone());
+                }
+                configs = distinct
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (l, g))| MigConfig {
+                        name: format!("layout-{}", i + 1),
+                        layout: l,
+                        gpus: g,
+                    })
+                    .collect();
+                let configured: u32 = p.gpus.iter().flat_map(|l| l.values()).sum();
+                let used: u32 = demand.values().sum();
+                stranded = Some(Stranded {
+                    mig_compute_slices: sc,
+                    mig_memory_slices: sm,
+                    gpu_units: 0,
+                    mig_unused_instances: configured.saturating_sub(used),
+                    optimal_packing: p.optimal,
+                    packing_lower_bound_gpus: Some(p.lower_bound),
+                });
+            }
+        }
+    }
+    let mut nodes = gang_nodes;
+    let mut free_units = 0;
+    for (groups, units) in &batches {
+        let (n, free) = pack::nodes(
+            groups,
+            NodeCap {
+                units: *units,
+                cpu,
+                mem,
+            },
+            thorough,
+        );
+        nodes += n;
+        free_units += free;
+    }
+    let stranded = Some(Stranded {
+        gpu_units: free_units,
+        ..stranded.unwrap_or(Stranded {
+            mig_compute_slices: 0,
+            mig_memory_slices: 0,
+            gpu_units: 0,
+            mig_unused_instances: 0,
+            optimal_packing: true,
+            packing_lower_bound_gpus: None,
+        })
+    });
+    Packed {
+        nodes,
+        layout,
+        configs,
+        stranded,
+    }
+}
+
+pub(super) fn distinct_layouts(
+    gpus: &[IndexMap<String, u32>],
+) -> Vec<(IndexMap<String, u32>, u32)> {
+    let mut out: Vec<(IndexMap<String, u32>, u32)> = Vec::new();
+    for g in gpus {
+        match out.iter_mut().find(|(l, _)| l == g) {
+            Some((_, n)) => *n += 1,
+            None => out.push((g.clone(), 1)),
+        }
+    }
+    out
+}
+
+/// AKS: every GPU of the pool carries the same profile, as many as place on one GPU.
+pub(super) fn uniform_packing(
+    spec: &crate::catalog::MigSpec,
+    demand: &IndexMap<String, u32>,
+) -> Option<crate::mig::pack::Packing> {
+    let (profile, &n) = demand.iter().next()?;
+    let per_gpu = crate::mig::per_gpu(spec, profile);
+    if per_gpu == 0 {
+        return None;
+    }
+    // AKS creates every instance the profile allows on each GPU; the ones no replica uses
+    // are stranded (counted by the caller).
+    let gpus = vec![IndexMap::from([(profile.clone(), per_gpu)]); n.div_ceil(per_gpu) as usize];
+    Some(crate::mig::pack::Packing {
+        lower_bound: n.div_ceil(per_gpu),
+        gpus,
+        optimal: true,
+    })
+}
+
+/// Packings already computed, by what determines them: the pool and its members' choices.
+pub(super) type BuildCache = std::cell::RefCell<std::collections::HashMap<String, Built>>;
+
+/// The cache key of a packing: how thoroughly it is packed, the capacity type, and each
+/// member's choice.
+pub(super) fn build_key(ms: &[&Choice<'_, '_>], capacity: Capacity, thorough: bool) -> String {
+    let mut k = format!("{thorough}|{capacity:?}");
+    for m in ms {
+        k.push_str(&format!(
+            "|{}:{}:{}:{:?}:{}",
+            m.d.name, m.c.sku.name, m.c.region, m.c.fit, m.rate.usd
+        ));
+    }
+    k
+}
+
+/// Thorough builds of these pools that the cache lacks, computed on every core.
+pub(super) fn prefetch_thorough(
+    cache: &BuildCache,
+    jobs: Vec<(Vec<&Choice<'_, '_>>, Capacity)>,
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+) {
+    let mut todo: Vec<(String, Vec<&Choice<'_, '_>>, Capacity)> = Vec::new();
+    for (ms, capacity) in jobs {
+        let key = build_key(&ms, capacity, true);
+        if !cache.borrow().contains_key(&key) && todo.iter().all(|t| t.0 != key) {
+            todo.push((key, ms, capacity));
+        }
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(todo.len());
+    if workers < 2 {
+        return;
+    }
+    // Largest first, so the last packing to finish is a small one.
+    todo.sort_by_key(|t| std::cmp::Reverse(t.1.iter().map(|m| m.d.peak).sum::<u32>()));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Vec<std::sync::Mutex<Option<Built>>> =
+        todo.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((_, ms, capacity)) = todo.get(i) else {
+                    break;
+                };
+                let b = build(ms, *capacity, catalog, mm, plan_hours, true);
+                if let Ok(mut slot) = done[i].lock() {
+                    *slot = Some(b);
+                }
+            });
+        }
+    });
+    for ((key, _, _), slot) in todo.into_iter().zip(done) {
+        if let Some(b) = slot.into_inner().ok().flatten() {
+            cache.borrow_mut().insert(key, b);
+        }
+    }
+}
+
+pub(super) fn build_cached(
+    cache: &BuildCache,
+    ms: &[&Choice<'_, '_>],
+    capacity: Capacity,
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+    thorough: bool,
+) -> Built {
+    let key = build_key(ms, capacity, thorough);
+    if let Some(b) = cache.borrow().get(&key) {
+        return b.clone();
+    }
+    let b = build(ms, capacity, catalog, mm, plan_hours, thorough);
+    cache.borrow_mut().insert(key, b.clone());
+    b
+}
+
+pub(super) fn build(
+    ms: &[&Choice<'_, '_>],
+    capacity: Capacity,
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+    thorough: bool,
+) -> Built {
+    let first = &ms[0].c;
+    let peaks: Vec<u32> = ms.iter().map(|m| m.d.peak).collect();
+    let floors: Vec<u32> = ms.iter().map(|m| m.d.floor).collect();
+    let Packed {
+        nodes: nodes_max,
+        layout,
+        configs,
+        stranded,
+    } = nodes_for(ms, &peaks, first.sku, first.gpu, catalog, mm, thorough);
+    let nodes_min = if floors == peaks {
+        nodes_max
+    } else if floors.iter().all(|&f| f == 0) {
+        0
+    } else {
+        nodes_for(ms, &floors, first.sku, first.gpu, catalog, mm, thorough).nodes
+    };
+    let nodes_min = nodes_min.min(nodes_max);
+    let burst_hours = ms
+        .iter()
+        .filter(|m| m.d.peak > m.d.floor)
+        .map(|m| m.d.hours)
+        .fold(0.0, f64::max);
+    let od = first.on_demand;
+    // Spot waste differs by workload (gang, checkpoints): weight it by node-hours asked.
+    let (mut wsum, mut wtot) = (0.0, 0.0);
+    for m in ms {
+        let h = m.c.node_share * f64::from(m.d.gang.max(1)) * m.d.replica_hours(plan_hours);
+        wsum += m.rate.waste * h;
+        wtot += h;
+    }
+    let waste = if wtot > 0.0 { wsum / wtot } else { 1.0 };
+    let rate = ms[0].rate.usd;
+    let floor_h = f64::from(nodes_min) * plan_hours;
+    let burst_h = f64::from(nodes_max - nodes_min) * burst_hours;
+    let (cost, cost_at_max) = match capacity {
+        Capacity::Reserved1y | Capacity::Reserved3y => (
+            f64::from(nodes_min) * rate * HOURS_PER_MONTH + burst_h * od,
+            f64::from(nodes_min) * rate * HOURS_PER_MONTH
+                + f64::from(nodes_max - nodes_min) * od * plan_hours,
+        ),
+        Capacity::Spot => (
+            rate * waste * (floor_h + burst_h),
+            rate * f64::from(nodes_max) * plan_hours,
+        ),
+        _ => (
+            rate * (floor_h + burst_h),
+            rate * f64::from(nodes_max) * plan_hours,
+        ),
+    };
+    let ts = ms.iter().find_map(|m| match m.c.fit {
+        Fit::Shared { replicas } if replicas > 1 => Some(replicas),
+        _ => None,
+    });
+    Built {
+        nodes_min,
+        nodes_max,
+        cost,
+        // Restarts can make spot work need more node-hours than a month of the maximum.
+        cost_at_max: cost_at_max.max(cost),
+        usd_per_node_hour: rate,
+        waste,
+        mig_layout: layout,
+        mig_configs: configs,
+        ts_replicas: ts,
+        stranded,
+    }
+}
+
+/// The final pools, packed thoroughly, named, and each workload's pool and share of its cost
+/// (split by the node-hours each asks for).
+pub(super) fn final_pools(
+    cx: &Cx<'_, '_>,
+    groups: &Groups,
+    choices: &[Choice<'_, '_>],
+) -> (Vec<RecPool>, IndexMap<String, (String, f64)>) {
+    let (plan, catalog, mm, plan_hours, cache) =
+        (cx.plan, cx.catalog, cx.mm, cx.plan_hours, &cx.cache);
+    let mut pools = Vec::new();
+    let mut workload_pool: IndexMap<String, (String, f64)> = IndexMap::new();
+    for (key, members) in groups {
+        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+        let built = build_cached(cache, &ms, key.3, catalog, mm, plan_hours, true);
+        let mut pool = describe(plan, catalog, key, &ms, &built, plan_hours, mm);
+        pool.considered = alternatives(choices, members, key, &built, catalog, mm, plan_hours);
+        // Split the pool's cost over its workloads by the node-hours each asks for.
+        let weights: Vec<f64> = ms
+            .iter()
+            .map(|m| m.c.node_share * f64::from(m.d.gang.max(1)) * m.d.replica_hours(plan_hours))
+            .collect();
+        let total_w: f64 = weights.iter().sum();
+        for (m, wgt) in ms.iter().zip(&weights) {
+            let share = if total_w > 0.0 {
+                wgt / total_w
+            } else {
+                1.0 / ms.len() as f64
+            };
+            workload_pool.insert(m.d.name.to_owned(), (pool.name.clone(), built.cost * share));
+        }
+        pools.push(pool);
+    }
+    name_pools(&mut pools, &mut workload_pool, plan.regions().count() > 1);
+    (pools, workload_pool)
+}

@@ -1,0 +1,67 @@
+//! The comparison with the plan's declared pools: what they cost today against what their
+//! workloads cost in the recommended pools.
+
+use super::*;
+
+/// Today's declared pools against the recommendation.
+pub(super) fn compare(
+    plan: &Plan,
+    catalog: &Catalog,
+    pools: &[RecPool],
+    workload_costs: &[WorkloadCost],
+    recommended: f64,
+) -> Option<Comparison> {
+    if plan.pools().is_empty() {
+        return None;
+    }
+    let mut today = 0.0;
+    let mut changes = Vec::new();
+    for p in plan.pools() {
+        let cost = crate::engine::cost::declared_pool(plan, catalog, p).map(|c| c.expected);
+        today += cost.unwrap_or(0.0);
+        let mut moves: Vec<String> = Vec::new();
+        for w in &p.workloads {
+            if let Some(rp) = pools.iter().find(|rp| rp.workloads.contains(w.get())) {
+                if !moves.contains(&rp.name) {
+                    moves.push(rp.name.clone());
+                }
+            }
+        }
+        let note = match (&cost, moves.is_empty()) {
+            (None, _) => format!(
+                "no price for `{}` in {} in the catalog",
+                p.sku.get(),
+                p.region.get()
+            ),
+            (Some(_), true) => "no workload needs it: delete the pool".to_owned(),
+            (Some(_), false) => format!(
+                "its workloads move to {}",
+                moves
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        // What the pool's workloads cost where they are recommended to run.
+        let recommended_here: f64 = workload_costs
+            .iter()
+            .filter(|w| p.workloads.iter().any(|x| x.get() == &w.workload))
+            .map(|w| w.monthly_cost_usd)
+            .sum();
+        changes.push(Change {
+            declared_pool: p.name.get().clone(),
+            today_monthly_cost_usd: cost.map(cents),
+            recommended_monthly_cost_usd: cents(recommended_here),
+            saving_usd: cost.map(|c| cents(c - recommended_here)),
+            moves_to: moves,
+            note,
+        });
+    }
+    Some(Comparison {
+        today_monthly_cost_usd: cents(today),
+        recommended_monthly_cost_usd: cents(recommended),
+        saving_usd: cents(today - recommended),
+        changes,
+    })
+}

@@ -1,0 +1,141 @@
+//! The recommendation assembled: each workload's and team's monthly cost, the findings the
+//! fleet raises (budget, quota, unproven MIG packings, idle GPUs), the comparison with the
+//! declared pools and the data it rests on.
+
+use super::*;
+
+pub(super) fn assemble(
+    cx: &Cx<'_, '_>,
+    pools: Vec<RecPool>,
+    workload_pool: &IndexMap<String, (String, f64)>,
+    choices: &[Choice<'_, '_>],
+    unsatisfied: Vec<Unsatisfied>,
+) -> Recommendation {
+    let (plan, catalog, plan_hours) = (cx.plan, cx.catalog, cx.plan_hours);
+    let mut workloads = Vec::new();
+    let mut teams: BTreeMap<String, f64> = BTreeMap::new();
+    for w in plan.workloads() {
+        let (pool, cost) = workload_pool
+            .get(w.name.get().as_str())
+            .map_or((None, 0.0), |(p, c)| (Some(p.clone()), *c));
+        let tokens = w.tokens_per_second.as_ref().map(|t| *t.get());
+        let replica_hours = choices
+            .iter()
+            .find(|c| c.d.name == w.name.get())
+            .map(|c| c.d.replica_hours(plan_hours));
+        let per_million = match (tokens, replica_hours) {
+            (Some(t), Some(h)) if t > 0.0 && h > 0.0 => Some(cost / (t * 3600.0 * h / 1e6)),
+            _ => None,
+        };
+        *teams.entry(w.team.get().clone()).or_default() += cost;
+        workloads.push(WorkloadCost {
+            workload: w.name.get().clone(),
+            team: w.team.get().clone(),
+            pool,
+            monthly_cost_usd: cents(cost),
+            usd_per_million_tokens: per_million.map(|x| (x * 10_000.0).round() / 10_000.0),
+        });
+    }
+    let total: f64 = pools.iter().map(|p| p.monthly_cost_usd).sum();
+    let at_max: f64 = pools.iter().map(|p| p.monthly_cost_at_max_usd).sum();
+    let mut findings = Vec::new();
+    if let Some(b) = plan.monthly_budget() {
+        if at_max > *b.get() {
+            findings.push(Finding {
+                rule: "GP017",
+                severity: "error",
+                message: format!(
+                    "the recommended pools cost {} a month at their maximum size, above the budget of {}",
+                    crate::core::usd(at_max),
+                    crate::core::usd(*b.get())
+                ),
+                workload: None,
+                pool: None,
+                suppressed: None,
+            });
+        }
+    }
+    findings.extend(quota_findings(plan, catalog, &pools));
+    for p in &pools {
+        if let Some(s) = &p.stranded {
+            if !s.optimal_packing {
+                findings.push(Finding {
+                    rule: "mig-packing",
+                    severity: "note",
+                    message: format!(
+                        "the MIG packing of `{}` was not proven optimal within the search budget: {} GPUs, lower bound {}",
+                        p.name,
+                        p.gpus.max,
+                        s.packing_lower_bound_gpus.unwrap_or(0)
+                    ),
+                    workload: None,
+                    pool: Some(p.name.clone()),
+                    suppressed: None,
+                });
+            }
+        }
+    }
+    for p in &pools {
+        // Pools are named only now; the option was found while they were built.
+        if let Some(a) = p.considered.iter().find(|a| a.kind == "fewer-gpus") {
+            // What pods may request on one of its nodes, so the claim can be checked.
+            let room = catalog
+                .sku(plan.provider(), &p.sku)
+                .map(|sku| {
+                    let (cpu, mem) = candidate::allocatable(sku, catalog);
+                    format!(
+                        " ({} vCPUs and {} GiB a node for pods)",
+                        crate::core::num(cpu),
+                        crate::core::num(mem)
+                    )
+                })
+                .unwrap_or_default();
+            findings.push(Finding {
+                rule: "idle-gpus",
+                severity: "note",
+                message: format!(
+                    "`{}` runs out of vCPUs or RAM before GPUs{room}: {} GPUs' worth of its {} idle at peak; {} {} would need {} GPUs for {} a month more (kept the cheaper pool)",
+                    p.name,
+                    idle_gpus(p.stranded.as_ref(), p.time_slicing_replicas),
+                    p.gpus.max,
+                    a.sku,
+                    a.region,
+                    a.gpus.unwrap_or(0),
+                    crate::core::usd(a.delta_usd.unwrap_or(0.0)),
+                ),
+                workload: None,
+                pool: Some(p.name.clone()),
+                suppressed: None,
+            });
+        }
+    }
+    let comparison = compare(plan, catalog, &pools, &workloads, total);
+    Recommendation {
+        schema: SCHEMA,
+        plan: plan.name().to_owned(),
+        provider: plan.provider().as_str().to_owned(),
+        regions: plan.regions().map(str::to_owned).collect(),
+        total_monthly_cost_usd: cents(total),
+        total_monthly_cost_at_max_usd: cents(at_max),
+        pools,
+        workloads,
+        teams: teams
+            .into_iter()
+            .map(|(team, c)| TeamCost {
+                team,
+                monthly_cost_usd: cents(c),
+            })
+            .collect(),
+        unsatisfied,
+        comparison,
+        findings,
+        data: catalog
+            .sources_for(plan.provider())
+            .map(|s| DataUsed {
+                file: s.file.clone(),
+                as_of: s.as_of.to_string(),
+                source: s.source.clone(),
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,435 @@
+//! Explanation: each pool's why-line, the names of pools, why a workload could not be
+//! placed, and the model text `gpuplan explain recommend` prints.
+
+use super::*;
+
+/// A pool's GPU capacity idle at peak, in whole GPUs (time-sliced shares summed, rounded
+/// down).
+pub(super) fn idle_gpus(stranded: Option<&Stranded>, ts_replicas: Option<u32>) -> u32 {
+    stranded.map_or(0, |s| s.gpu_units) / ts_replicas.unwrap_or(1).max(1)
+}
+
+/// Why no SKU fits: the constraint that rejected the candidates that got furthest.
+pub(super) fn explain_rejections(
+    plan: &Plan,
+    d: &Demand<'_>,
+    rejections: &[crate::engine::recommend::candidate::Rejection],
+) -> Unsatisfied {
+    let regions: Vec<&str> = plan.regions().collect();
+    let deepest = rejections.iter().map(|r| r.constraint).max();
+    let Some(constraint) = deepest else {
+        return Unsatisfied {
+            workload: d.name.to_owned(),
+            constraint: "catalog",
+            message: format!(
+                "no SKU of {} in the catalog can be considered for `{}`",
+                plan.provider(),
+                d.name
+            ),
+        };
+    };
+    let mut examples: Vec<&str> = Vec::new();
+    for r in rejections.iter().filter(|r| r.constraint == constraint) {
+        if !examples.contains(&r.detail.as_str()) {
+            examples.push(&r.detail);
+        }
+    }
+    examples.truncate(3);
+    Unsatisfied {
+        workload: d.name.to_owned(),
+        constraint: constraint.as_str(),
+        message: format!(
+            "no SKU in {} can run `{}`: {} ({})",
+            regions.join(", "),
+            d.name,
+            constraint.as_str(),
+            examples.join("; ")
+        ),
+    }
+}
+
+pub(super) fn describe(
+    plan: &Plan,
+    catalog: &Catalog,
+    key: &PoolKey,
+    ms: &[&Choice<'_, '_>],
+    b: &Built,
+    plan_hours: f64,
+    mm: MigManager,
+) -> RecPool {
+    let c = &ms[0].c;
+    let segment = key.0;
+    let sharing = match key.4 {
+        Sharing::TimeSlicing if ms.iter().all(|m| m.d.sharing == Sharing::Mps) => Sharing::Mps,
+        s => s,
+    };
+    let mut labels = IndexMap::new();
+    labels.insert("gpuplan.io/segment".to_owned(), segment.as_str().to_owned());
+    labels.insert("gpuplan.io/capacity".to_owned(), key.3.as_str().to_owned());
+    let mut taints = vec![format!(
+        "gpuplan.io/segment={}:NoSchedule",
+        segment.as_str()
+    )];
+    taints.push("nvidia.com/gpu=present:NoSchedule".to_owned());
+    if key.3 == Capacity::Spot {
+        taints.push(match plan.provider() {
+            Provider::Azure => "kubernetes.azure.com/scalesetpriority=spot:NoSchedule".to_owned(),
+            Provider::Aws => "gpuplan.io/spot=true:NoSchedule".to_owned(),
+        });
+    }
+    let gpu_mem_util = b.ts_replicas.map(|n| {
+        let h = catalog.assumptions.time_slicing_memory_headroom;
+        ((1.0 - h) / f64::from(n) * 100.0).floor() / 100.0
+    });
+    let why = why_line(catalog, ms, b, key, plan_hours, mm, gpu_mem_util);
+    let per_node = c.sku.gpu_count;
+    let mut capacity_options = Vec::new();
+    if ms.iter().any(|m| m.d.w.user_facing()) && b.nodes_min > 0 {
+        capacity_options.push(CapacityOption {
+            capacity: Capacity::CapacityReservation.as_str(),
+            monthly_cost_usd: cents(f64::from(b.nodes_min) * c.on_demand * HOURS_PER_MONTH),
+            note: format!(
+                "reserve the floor of {} node(s) so a scale-up or node repair cannot stock out ({}); billed at the on-demand rate for every hour of the month whether used or not",
+                b.nodes_min,
+                match plan.provider() {
+                    Provider::Azure => "Azure capacity reservation group",
+                    Provider::Aws => "EC2 On-Demand Capacity Reservation",
+                },
+            ),
+        });
+    }
+    RecPool {
+        name: String::new(),
+        provider: plan.provider().as_str().to_owned(),
+        region: c.region.clone(),
+        sku: c.sku.name.clone(),
+        gpu_model: c.gpu.name.clone(),
+        gpus_per_node: per_node,
+        nodes: Nodes {
+            min: b.nodes_min,
+            max: b.nodes_max,
+        },
+        capacity: key.3.as_str(),
+        sharing: sharing.as_str(),
+        segment: segment.as_str(),
+        mig_layout: b.mig_layout.clone(),
+        mig_configs: if b.mig_layout.is_some() {
+            Vec::new()
+        } else {
+            b.mig_configs.clone()
+        },
+        time_slicing_replicas: b.ts_replicas,
+        gpu_memory_utilization: gpu_mem_util,
+        workloads: ms.iter().map(|m| m.d.name.to_owned()).collect(),
+        monthly_cost_usd: cents(b.cost),
+        monthly_cost_at_max_usd: cents(b.cost_at_max),
+        usd_per_node_hour: b.usd_per_node_hour,
+        spot_waste_factor: (key.3 == Capacity::Spot).then(|| (b.waste * 1e6).round() / 1e6),
+        gpus: Nodes {
+            min: b.nodes_min * per_node,
+            max: b.nodes_max * per_node,
+        },
+        stranded: b.stranded.clone(),
+        labels,
+        taints,
+        why,
+        considered: Vec::new(),
+        capacity_options,
+    }
+}
+
+pub(super) fn why_line(
+    catalog: &Catalog,
+    ms: &[&Choice<'_, '_>],
+    b: &Built,
+    key: &PoolKey,
+    plan_hours: f64,
+    mm: MigManager,
+    gpu_mem_util: Option<f64>,
+) -> String {
+    use crate::core::rate as r;
+    let c = &ms[0].c;
+    let n_candidates: usize = ms.iter().map(|m| m.all.len()).max().unwrap_or(0);
+    let mut parts = vec![format!(
+        "cheapest expected cost of {n_candidates} SKU/region candidates that fit: {} x {} per node at {}/h in {}",
+        c.sku.gpu_count,
+        c.gpu.name,
+        r(c.on_demand),
+        c.region
+    )];
+    match &c.fit {
+        Fit::Mig { profile } => parts.push(match mm {
+            MigManager::Aks => format!(
+                "MIG `{}` on every GPU (mig_manager = aks: one profile per pool)",
+                profile.name
+            ),
+            MigManager::GpuOperator => format!(
+                "MIG layouts packed optimally (mig_manager = gpu-operator): {} GPU(s){}",
+                b.nodes_max * c.sku.gpu_count,
+                b.stranded
+                    .as_ref()
+                    .map(|s| format!(
+                        ", {} compute slice(s) stranded",
+                        s.mig_compute_slices
+                    ))
+                    .unwrap_or_default()
+            ),
+        }),
+        Fit::Shared { replicas } if *replicas > 1 => parts.push(format!(
+            "{} time-sliced replicas per GPU (compute share and memory); each server caps memory at {} so the caps add up to {} of the card",
+            replicas,
+            gpu_mem_util.map_or("-".into(), crate::core::num),
+            crate::core::num(1.0 - catalog.assumptions.time_slicing_memory_headroom)
+        )),
+        Fit::Server { .. } => parts.push(
+            "one server process hosts the shares of a GPU; the device plugin sees whole GPUs".into(),
+        ),
+        _ => {}
+    }
+    if ms.iter().any(|m| m.d.gang > 1) {
+        parts.push(format!(
+            "gangs take whole nodes; the pool holds the largest gang ({} nodes)",
+            ms.iter().map(|m| m.d.gang).max().unwrap_or(1)
+        ));
+    }
+    let cap = key.3;
+    let spot_detail = |m: &Choice<'_, '_>| -> String {
+        match &m.c.spot {
+            Some(q) => {
+                let a = &q.assessment;
+                let band = a
+                    .band
+                    .as_ref()
+                    .map_or("unknown".to_owned(), |b| b.label.clone());
+                match (&q.effective, a.economics, a.break_even) {
+                    (Ok(_), Some(e), Some(be)) => format!(
+                        "spot waste {:.4}x paid per useful hour vs break-even {:.2}x (on-demand {} / spot {}; band {band} = {}% of nodes a month, hazard {:.2e}/node-hour, gang {}, checkpoint {} min, restart {} min{})",
+                        e.waste_factor,
+                        be,
+                        r(a.on_demand.unwrap_or(0.0)),
+                        r(a.spot.unwrap_or(0.0)),
+                        crate::core::num(a.monthly_interruption.unwrap_or(0.0) * 100.0),
+                        e.node_hazard,
+                        m.d.gang,
+                        crate::core::num(a.checkpoint_minutes.unwrap_or(0.0)),
+                        crate::core::num(a.restart_minutes),
+                        if a.restart_is_default { ", default" } else { "" }
+                    ),
+                    (Ok(eff), _, Some(be)) => format!(
+                        "spot {}/useful hour vs on-demand {} (break-even {:.2}x; band {band}; stateless: only the restart is lost)",
+                        r(*eff),
+                        r(a.on_demand.unwrap_or(0.0)),
+                        be
+                    ),
+                    (Err(why), _, _) => format!("spot not open: {why}"),
+                    _ => "spot not assessed".to_owned(),
+                }
+            }
+            None => "no spot price".to_owned(),
+        }
+    };
+    match cap {
+        Capacity::Spot => parts.push(format!("spot: {}", spot_detail(ms[0]))),
+        Capacity::OnDemand => {
+            let m = ms[0];
+            parts.push(format!("on-demand; {}", spot_detail(m)));
+            if m.c.reserved_1y.is_none() && m.c.reserved_3y.is_none() && b.nodes_min > 0 {
+                parts.push("no reserved price in the catalog (refresh live data)".into());
+            }
+        }
+        Capacity::Reserved1y | Capacity::Reserved3y => {
+            let m = ms[0];
+            parts.push(format!(
+                "{} for the floor of {} node(s): they run {} of {} h a month, above the reserved/on-demand price ratio {:.2}; nodes above the floor on-demand",
+                cap.as_str(),
+                b.nodes_min,
+                crate::core::num(plan_hours),
+                crate::core::num(HOURS_PER_MONTH),
+                m.rate.usd / m.c.on_demand
+            ));
+        }
+        Capacity::CapacityReservation | Capacity::CapacityBlock => {}
+    }
+    parts.join("; ")
+}
+
+/// DNS-1123 names from what a pool is: segment, GPU, sharing, capacity; numbered on clashes.
+/// Names depend on the plan, not on the answer: a plan with several regions always gets
+/// the region in its pool names, so a change that moves one pool renames no other.
+pub(super) fn name_pools(
+    pools: &mut [RecPool],
+    workload_pool: &mut IndexMap<String, (String, f64)>,
+    multi_region: bool,
+) {
+    let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+    let mut renames = Vec::new();
+    for p in pools.iter_mut() {
+        let gpu: String = p
+            .gpu_model
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let mut name = format!("{}-{}-{}", p.segment, gpu, p.sharing);
+        if p.capacity == "spot" {
+            name.push_str("-spot");
+        }
+        if multi_region {
+            name.push('-');
+            name.push_str(&p.region);
+        }
+        let mut name: String = name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        name.truncate(60);
+        let name_trim = name.trim_matches('-').to_owned();
+        let n = seen.entry(name_trim.clone()).or_insert(0);
+        *n += 1;
+        let final_name = if *n > 1 {
+            format!("{name_trim}-{n}")
+        } else {
+            name_trim
+        };
+        renames.push((p.workloads.clone(), final_name.clone()));
+        p.name = final_name;
+    }
+    for (ws, name) in renames {
+        for w in ws {
+            if let Some(e) = workload_pool.get_mut(&w) {
+                e.0 = name.clone();
+            }
+        }
+    }
+}
+
+/// The recommender's model and every assumption it makes, with the values in force
+/// (`gpuplan explain recommend`).
+pub fn model_text(catalog: &Catalog) -> String {
+    use std::fmt::Write as _;
+    let a = &catalog.assumptions;
+    let reserved_64 = |p: Provider| {
+        if a.kube_reserved_cpu.contains_key(&p) {
+            format!(
+                "{} m",
+                crate::core::num(a.kube_reserved_cpu(p, 64.0) * 1000.0)
+            )
+        } else {
+            "none listed".to_owned()
+        }
+    };
+    let mut o = String::from(
+        "# How `gpuplan recommend` decides\n\n\
+         ## Constraints a SKU is held to, in this order\n",
+    );
+    for c in constraint_names() {
+        let _ = writeln!(o, "- {c}");
+    }
+    o.push_str(
+        "\nA workload no SKU satisfies is reported with the constraint that rejected the \
+         candidates that got furthest, and the command exits 1.\n\n\
+         ## Pools\n\
+         Training, user-facing inference (serving), other inference, interactive work \
+         (notebooks) and batch/evaluation never share a pool; each pool is tainted \
+         `gpuplan.io/segment=<segment>:NoSchedule`. Within a segment, workloads that chose the \
+         same SKU, region, capacity type and sharing settings share a pool: time-slicing and \
+         MPS are node-wide with one replica count per node, and with `mig_manager = \"aks\"` \
+         a pool carries one MIG profile (merged upwards when that needs fewer nodes). Gangs \
+         take whole nodes. The minimum covers the warm floor (user-facing workloads keep at \
+         least one replica; batch and evaluation, `scale_to_zero` and workloads that do not \
+         run all month drop to zero), the maximum covers the peak.\n\n\
+         ## Choosing\n\
+         Each workload first takes the candidate and capacity type with the lowest expected \
+         monthly cost (ties: the plan's region order, then on-demand before spot before \
+         reservations). Two local searches then move one workload at a time to where it \
+         complements the others; all three answers are packed for real and the cheapest \
+         fleet is kept. MIG instances are packed onto GPUs optimally (branch and bound, \
+         proven by a lower bound); replicas onto nodes by the best of first fit decreasing, a \
+         dot-product fill, a pattern search and, for the final pools, column generation (the \
+         pattern LP over GPU units, vCPUs and RAM, rounded by fixing whole nodes). Merges of \
+         small pools are judged by that final packing. The fleet is the cheapest, not the one \
+         with the fewest GPUs: a pool whose replicas run out of vCPUs or RAM with a node's \
+         worth of GPUs idle keeps them, and an `idle-gpus` note prices the cheapest way to \
+         fewer GPUs.\n\n",
+    );
+    let _ = writeln!(
+        o,
+        "## Assumptions (providers/assumptions.toml)\n\
+         - pods may request a node's vCPUs less the kubelet's kube-reserved CPU (the \
+         provider's published schedule: {} on AKS and {} on EKS for a 64-vCPU node) and less \
+         {} vCPU for the system DaemonSets (the GPU Operator's request none by default; a \
+         plan's `[cluster] daemonset_cpu` replaces it), and {}% of its RAM\n\
+         - time-sliced and MPS instances share a GPU equally; their memory caps add up to {} of \
+         the card (`server.gpu_memory_utilization` = {} / replicas, rounded down)\n\
+         - cost: the floor runs every hour of the plan, nodes above it for the workloads' \
+         `hours_per_month`; spot node-hours are divided by the useful-work fraction\n\
+         - spot is closed to user-facing workloads, to workloads that are not `interruptible`, \
+         and to training or batch without `checkpoint_minutes`\n\
+         - spot interruptions are a Poisson process per node; a gang dies when any node goes",
+        reserved_64(Provider::Azure),
+        reserved_64(Provider::Aws),
+        crate::core::num(a.daemonset_cpu),
+        crate::core::num(a.allocatable_memory_share * 100.0),
+        crate::core::num(1.0 - a.time_slicing_memory_headroom),
+        crate::core::num(1.0 - a.time_slicing_memory_headroom),
+    );
+    for (i, aws, azure, p) in &a.band_monthly_interruption {
+        let h = crate::engine::spot::node_hazard(*p);
+        let _ = writeln!(
+            o,
+            "  - band {i} (AWS `{aws}`, Azure `{azure}`): {}% of nodes interrupted a month, hazard {:.3e} per node-hour",
+            crate::core::num(p * 100.0),
+            h
+        );
+    }
+    let _ = writeln!(
+        o,
+        "- restart time when the plan gives no `restart_minutes`: {} x (1 + log2(gang nodes)) \
+         + {} + {} minutes (re-acquire every node of the gang, pull the image, load weights): \
+         {} min for one node, {} min for a 64-node gang\n\
+         - expected wall time per checkpoint interval C with restart R at gang hazard λ: \
+         e^(λR) (e^(λC) - 1) / λ; stateless work loses only the restart\n\
+         - spot wins while paid hours per useful hour stay below the break-even on-demand / \
+         spot price (the 8 x H100 example: $98.32 / $18.17 = 5.41x)\n\
+         - reservations (1 or 3 years) cover the floor when it runs more of the month than \
+         the reserved / on-demand price ratio; they never exceed the floor (GP023). No \
+         reserved prices are embedded: a refreshed catalog brings them\n\
+         - a capacity reservation for a user-facing floor is offered as an option, priced at \
+         the on-demand rate for every hour of the month",
+        crate::core::num(a.node_acquire_minutes),
+        crate::core::num(a.image_pull_minutes),
+        crate::core::num(a.weight_load_minutes),
+        crate::core::num(crate::engine::spot::default_restart_minutes(
+            1,
+            a.node_acquire_minutes,
+            a.image_pull_minutes,
+            a.weight_load_minutes
+        )),
+        crate::core::num(crate::engine::spot::default_restart_minutes(
+            64,
+            a.node_acquire_minutes,
+            a.image_pull_minutes,
+            a.weight_load_minutes
+        )),
+    );
+    o
+}
+
+/// The constraint names, for documentation and tests.
+pub fn constraint_names() -> Vec<&'static str> {
+    [
+        Constraint::SkuAllowList,
+        Constraint::GpuModelAllowList,
+        Constraint::Region,
+        Constraint::GpusPerNode,
+        Constraint::Mig,
+        Constraint::GpuMemory,
+        Constraint::HostCpu,
+        Constraint::HostMemory,
+        Constraint::Interconnect,
+        Constraint::Quota,
+    ]
+    .iter()
+    .map(|c| c.as_str())
+    .collect()
+}

@@ -1,0 +1,164 @@
+//! Quota repair: known quota is a hard limit, so workloads move to another region or VM
+//! family until every bucket fits; what cannot move is reported as GP014.
+
+use super::*;
+
+/// The quota bucket a pool draws on: region and VM family (Azure) or quota code (AWS); spot
+/// capacity has its own.
+pub(super) fn bucket(ch: &Choice<'_, '_>, capacity: Capacity) -> (String, String) {
+    let family = if capacity == Capacity::Spot {
+        ch.c.sku.spot_quota().to_owned()
+    } else {
+        ch.c.sku.quota_family.clone()
+    };
+    (ch.c.region.clone(), family)
+}
+
+/// vCPUs each known quota bucket reaches at the pools' maximum.
+pub(super) fn bucket_use(
+    groups: &BTreeMap<PoolKey, Vec<usize>>,
+    choices: &[Choice<'_, '_>],
+    catalog: &Catalog,
+    mm: MigManager,
+    plan_hours: f64,
+    cache: &BuildCache,
+) -> BTreeMap<(String, String), f64> {
+    let mut used: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for (key, members) in groups {
+        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+        let b = build_cached(cache, &ms, key.3, catalog, mm, plan_hours, false);
+        *used.entry(bucket(ms[0], key.3)).or_default() +=
+            f64::from(b.nodes_max) * f64::from(ms[0].c.sku.vcpus);
+    }
+    used
+}
+
+/// Known quota is a hard limit: while a bucket is over it, move the one workload whose move
+/// to another region or VM family costs least, without pushing the destination over its
+/// own quota. What cannot be moved stays, and GP014 reports it.
+pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
+    let (plan, catalog, mm, plan_hours, cache) =
+        (cx.plan, cx.catalog, cx.mm, cx.plan_hours, &cx.cache);
+    let quota = |b: &(String, String)| plan.known_quota(catalog, &b.0, &b.1).map(|q| q.0);
+    let cost = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
+        if members.is_empty() {
+            return 0.0;
+        }
+        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+        build_cached(cache, &ms, key.3, catalog, mm, plan_hours, false).cost
+    };
+    // Each round moves one workload; the bound keeps a plan with no way out finite.
+    for _ in 0..choices.len().max(1) * 2 {
+        let used = bucket_use(groups, choices, catalog, mm, plan_hours, cache);
+        let Some(over) = used
+            .iter()
+            .find(|(b, v)| quota(b).is_some_and(|q| **v > q + 1e-9))
+            .map(|(b, _)| b.clone())
+        else {
+            return;
+        };
+        let mut best: Option<(f64, usize, PoolKey, PoolKey, Candidate<'_>, Rate)> = None;
+        for (key, members) in groups.iter() {
+            if bucket(&choices[members[0]], key.3) != over {
+                continue;
+            }
+            for &i in members {
+                let ch = &choices[i];
+                let rest: Vec<usize> = members.iter().copied().filter(|&j| j != i).collect();
+                let leave = cost(choices, key, members) - cost(choices, key, &rest);
+                for c in &ch.all {
+                    let Some(rate) = c.rates(&ch.d).into_iter().find(|r| r.capacity == key.3)
+                    else {
+                        continue;
+                    };
+                    let trial = ch.with(c.clone(), rate.clone());
+                    let dest_bucket = bucket(&trial, key.3);
+                    if dest_bucket == over {
+                        continue;
+                    }
+                    let dest = (
+                        ch.d.segment,
+                        c.sku.name.clone(),
+                        c.region.clone(),
+                        rate.capacity,
+                        pool_sharing(&c.fit),
+                        fit_key(&c.fit, mm),
+                    );
+                    let others = groups.get(&dest).cloned().unwrap_or_default();
+                    let mut with: Vec<&Choice<'_, '_>> =
+                        others.iter().map(|&j| &choices[j]).collect();
+                    with.push(&trial);
+                    let after = build_cached(cache, &with, dest.3, catalog, mm, plan_hours, false);
+                    let before = cost(choices, &dest, &others);
+                    if let Some(q) = quota(&dest_bucket) {
+                        let before_nodes = if others.is_empty() {
+                            0
+                        } else {
+                            let ms: Vec<&Choice<'_, '_>> =
+                                others.iter().map(|&j| &choices[j]).collect();
+                            build_cached(cache, &ms, dest.3, catalog, mm, plan_hours, false)
+                                .nodes_max
+                        };
+                        let extra = f64::from(after.nodes_max - before_nodes.min(after.nodes_max))
+                            * f64::from(c.sku.vcpus);
+                        if used.get(&dest_bucket).copied().unwrap_or(0.0) + extra > q + 1e-9 {
+                            continue;
+                        }
+                    }
+                    let delta = after.cost - before - leave;
+                    if best.as_ref().is_none_or(|b| delta < b.0 - 0.005) {
+                        best = Some((delta, i, key.clone(), dest, c.clone(), rate));
+                    }
+                }
+            }
+        }
+        let Some((_, i, from, to, c, rate)) = best else {
+            return;
+        };
+        choices[i].c = c;
+        choices[i].rate = rate;
+        if let Some(m) = groups.get_mut(&from) {
+            m.retain(|&j| j != i);
+            if m.is_empty() {
+                groups.remove(&from);
+            }
+        }
+        groups.entry(to).or_default().push(i);
+    }
+}
+
+pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
+    let mut need: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for p in pools {
+        let Some(sku) = catalog.sku(plan.provider(), &p.sku) else {
+            continue;
+        };
+        let family = if p.capacity == "spot" {
+            sku.spot_quota().to_owned()
+        } else {
+            sku.quota_family.clone()
+        };
+        *need.entry((p.region.clone(), family)).or_default() +=
+            f64::from(p.nodes.max) * f64::from(sku.vcpus);
+    }
+    let mut out = Vec::new();
+    for ((region, family), vcpus) in need {
+        if let Some((limit, from)) = plan.known_quota(catalog, &region, &family) {
+            if vcpus > limit {
+                out.push(Finding {
+                    rule: "GP014",
+                    severity: "error",
+                    message: format!(
+                        "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {} (from {from}): request more quota or lower the peaks",
+                        crate::core::num(vcpus),
+                        crate::core::num(limit)
+                    ),
+                    workload: None,
+                    pool: None,
+                    suppressed: None,
+                });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,177 @@
+//! The recommendation as `gpuplan.recommendation/v1` serialises it: pools, workload and team
+//! costs, what could not be met, the comparison with declared pools, findings and data dates.
+
+use super::*;
+
+pub const SCHEMA: &str = "gpuplan.recommendation/v1";
+
+/// The answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recommendation {
+    pub schema: &'static str,
+    pub plan: String,
+    pub provider: String,
+    pub regions: Vec<String>,
+    /// Expected monthly cost: floors all month, peaks for the workloads' hours.
+    pub total_monthly_cost_usd: f64,
+    /// Every pool at its maximum for the whole month (what `monthly_budget` is held to).
+    pub total_monthly_cost_at_max_usd: f64,
+    pub pools: Vec<RecPool>,
+    pub workloads: Vec<WorkloadCost>,
+    pub teams: Vec<TeamCost>,
+    pub unsatisfied: Vec<Unsatisfied>,
+    pub comparison: Option<Comparison>,
+    pub findings: Vec<Finding>,
+    pub data: Vec<DataUsed>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Nodes {
+    pub min: u32,
+    pub max: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RecPool {
+    pub name: String,
+    pub provider: String,
+    pub region: String,
+    pub sku: String,
+    pub gpu_model: String,
+    pub gpus_per_node: u32,
+    pub nodes: Nodes,
+    pub capacity: &'static str,
+    pub sharing: &'static str,
+    pub segment: &'static str,
+    /// Per-GPU MIG layout when every GPU carries the same one.
+    pub mig_layout: Option<IndexMap<String, u32>>,
+    /// Named per-GPU layouts with how many GPUs carry each (mixed MIG, gpu-operator).
+    pub mig_configs: Vec<MigConfig>,
+    pub time_slicing_replicas: Option<u32>,
+    /// The memory cap each inference server on a shared GPU must set.
+    pub gpu_memory_utilization: Option<f64>,
+    pub workloads: Vec<String>,
+    pub monthly_cost_usd: f64,
+    pub monthly_cost_at_max_usd: f64,
+    pub usd_per_node_hour: f64,
+    /// Spot pools: paid node-hours per useful node-hour (interruptions and restarts).
+    pub spot_waste_factor: Option<f64>,
+    pub gpus: Nodes,
+    pub stranded: Option<Stranded>,
+    pub labels: IndexMap<String, String>,
+    pub taints: Vec<String>,
+    pub why: String,
+    pub considered: Vec<Alternative>,
+    pub capacity_options: Vec<CapacityOption>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MigConfig {
+    pub name: String,
+    pub layout: IndexMap<String, u32>,
+    pub gpus: u32,
+}
+
+/// Capacity that is paid for and not used at peak.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stranded {
+    /// MIG compute slices left unconfigured or unused.
+    pub mig_compute_slices: u32,
+    pub mig_memory_slices: u32,
+    /// Time-sliced shares or whole GPUs nothing is placed on.
+    pub gpu_units: u32,
+    /// MIG instances configured (AKS creates all a profile allows) that no replica uses.
+    pub mig_unused_instances: u32,
+    pub optimal_packing: bool,
+    pub packing_lower_bound_gpus: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Alternative {
+    pub sku: String,
+    pub region: String,
+    pub capacity: &'static str,
+    pub monthly_cost_usd: Option<f64>,
+    pub delta_usd: Option<f64>,
+    /// GPUs the alternative provisions at peak, when it was packed.
+    pub gpus: Option<u32>,
+    /// Why it is listed: `next-cheapest` (among the next cheapest options), `fewer-gpus`
+    /// (for a pool whose GPUs idle because its replicas run out of vCPUs or RAM first, the
+    /// option that idles fewer for the least money per GPU given back), or `not-considered`.
+    pub kind: &'static str,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityOption {
+    pub capacity: &'static str,
+    pub monthly_cost_usd: f64,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadCost {
+    pub workload: String,
+    pub team: String,
+    pub pool: Option<String>,
+    pub monthly_cost_usd: f64,
+    pub usd_per_million_tokens: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TeamCost {
+    pub team: String,
+    pub monthly_cost_usd: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Unsatisfied {
+    pub workload: String,
+    pub constraint: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub today_monthly_cost_usd: f64,
+    pub recommended_monthly_cost_usd: f64,
+    pub saving_usd: f64,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    pub declared_pool: String,
+    pub today_monthly_cost_usd: Option<f64>,
+    /// What the declared pool's workloads cost in the recommended pools.
+    pub recommended_monthly_cost_usd: f64,
+    pub saving_usd: Option<f64>,
+    pub moves_to: Vec<String>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub severity: &'static str,
+    pub message: String,
+    pub workload: Option<String>,
+    pub pool: Option<String>,
+    /// Why the finding is accepted: the `[[allow]]` that matched it (`rules::settle_recommendation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DataUsed {
+    pub file: String,
+    pub as_of: String,
+    pub source: String,
+}
+
+impl Recommendation {
+    /// The plan cannot be met: a workload has no SKU, or budget or quota is exceeded.
+    pub fn unsatisfiable(&self) -> bool {
+        !self.unsatisfied.is_empty() || self.findings.iter().any(|f| f.severity == "error")
+    }
+}
