@@ -399,9 +399,27 @@ impl Catalog {
     }
 }
 
+/// The code of a catalog load error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogCode {
+    /// A data file (embedded, `--catalog DIR` or the refresh cache) that does not parse or
+    /// holds a value out of range.
+    Invalid,
+}
+
+impl CatalogCode {
+    pub const ALL: &'static [CatalogCode] = &[CatalogCode::Invalid];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CatalogCode::Invalid => "catalog::invalid",
+        }
+    }
+}
+
 /// A catalog file that failed to load is reported like a plan error: file, line, column.
 pub fn catalog_diag(file: &Arc<SourceFile>, span: std::ops::Range<usize>, msg: String) -> Diag {
-    Diag::error("catalog::invalid", file, span, msg)
+    Diag::error(CatalogCode::Invalid.as_str(), file, span, msg)
         .label("here")
         .help("fix the catalog file, or run without `--catalog` to use the embedded data")
 }

@@ -10,6 +10,7 @@ use crate::catalog::Catalog;
 use crate::diag::Diag;
 use crate::source::SourceFile;
 
+mod codes;
 pub mod load;
 pub mod raw;
 mod validate;
@@ -17,6 +18,7 @@ mod validate;
 pub(crate) use validate::unknown_member;
 
 pub use crate::core::Date;
+pub use codes::PlanCode;
 use raw::{
     Allow, Capacity, Count, Decision, Kind, MigManager, Pool, Provider, Sharing, Sp, Workload,
 };

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::catalog::{Catalog, GpuModel, Sku};
 use crate::diag::{Diag, Severity, Suppression};
 use crate::plan::raw::{Pool, RawPlan, Sp, Workload};
+use crate::plan::PlanCode;
 use crate::plan::{Date, Plan};
 use crate::source::SourceFile;
 
@@ -175,7 +176,7 @@ pub fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
         .filter_map(|id| {
             crate::plan::unknown_member(
                 file,
-                "plan::unknown-rule",
+                PlanCode::UnknownRule,
                 id,
                 &ids,
                 format!("`{}` is not a gpuplan rule", id.get()),
@@ -193,7 +194,7 @@ pub fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
         {
             out.push(
                 Diag::error(
-                    "plan::missing-key",
+                    PlanCode::MissingKey,
                     file,
                     a.rule.span(),
                     "an allow must name the `workload` or `pool` it applies to",

@@ -99,3 +99,46 @@ fn an_allow_that_names_nothing_is_only_for_plan_wide_rules() {
         "located at the rule id: {err}"
     );
 }
+
+/// Every code a finding can carry, rule ids and load-error codes alike, names one thing.
+#[test]
+fn diagnostic_codes_are_unique_and_spelled_from_their_enums() {
+    use gpuplan::catalog::CatalogCode;
+    use gpuplan::plan::PlanCode;
+    let mut all: Vec<String> = gpuplan::rules::RULES
+        .iter()
+        .flat_map(|r| [r.id().to_owned(), r.name().to_owned()])
+        .collect();
+    all.extend(PlanCode::ALL.iter().map(|c| c.as_str().to_owned()));
+    all.extend(CatalogCode::ALL.iter().map(|c| c.as_str().to_owned()));
+    let mut seen = std::collections::BTreeSet::new();
+    for c in &all {
+        assert!(seen.insert(c.clone()), "`{c}` names two things");
+    }
+    for c in PlanCode::ALL {
+        assert!(c.as_str().starts_with("plan::"), "{c}");
+    }
+    // No code is spelled as a string literal outside its enum, so none can drift.
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("src") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.ends_with("plan/codes.rs") || p.ends_with("catalog.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).expect("source");
+            for needle in ["\"plan::", "\"catalog::"] {
+                assert!(
+                    !text.contains(needle),
+                    "{} spells a code as a literal ({needle}…): use PlanCode/CatalogCode",
+                    p.display()
+                );
+            }
+        }
+    }
+}

@@ -2,6 +2,8 @@
 //! unknown keys. Each failure is a diagnostic at the offending text.
 
 use std::path::Path;
+
+use super::PlanCode;
 use std::sync::Arc;
 
 use super::raw::RawPlan;
@@ -25,7 +27,7 @@ pub fn read(path: &Path) -> Result<Arc<SourceFile>, Box<Diag>> {
     let bytes = bytes.map_err(|e| {
         Box::new(
             Diag::error(
-                "plan::unreadable",
+                PlanCode::Unreadable,
                 &SourceFile::new(name.clone(), ""),
                 0..0,
                 format!("cannot read `{name}`: {e}"),
@@ -55,7 +57,7 @@ pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<D
         let file = SourceFile::new(name.clone(), "");
         return Err(Box::new(
             Diag::error(
-                "plan::too-large",
+                PlanCode::TooLarge,
                 &file,
                 0..0,
                 format!(
@@ -75,7 +77,7 @@ pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<D
             let file = SourceFile::new(name, text);
             Err(Box::new(
                 Diag::error(
-                    "plan::not-utf8",
+                    PlanCode::NotUtf8,
                     &file,
                     at..at + 1,
                     "the plan file is not valid UTF-8",
@@ -91,7 +93,7 @@ pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<D
 pub fn parse(file: &Arc<SourceFile>) -> Result<RawPlan, Vec<Diag>> {
     if let Some(at) = too_deep(&file.text) {
         return Err(vec![Diag::error(
-            "plan::too-deep",
+            PlanCode::TooDeep,
             file,
             at..at + 1,
             format!("arrays or tables nested deeper than {MAX_NESTING} levels"),
@@ -120,7 +122,7 @@ fn toml_error(file: &Arc<SourceFile>, e: &toml::de::Error) -> Diag {
             ),
         };
         return Diag::error(
-            "plan::unknown-key",
+            PlanCode::UnknownKey,
             file,
             span,
             format!("unknown key `{unknown}`"),
@@ -139,7 +141,7 @@ fn toml_error(file: &Arc<SourceFile>, e: &toml::de::Error) -> Diag {
             None => format!("allowed values: {allowed}"),
         };
         return Diag::error(
-            "plan::invalid-value",
+            PlanCode::InvalidValue,
             file,
             span,
             format!("`{value}` is not an allowed value"),
@@ -152,7 +154,7 @@ fn toml_error(file: &Arc<SourceFile>, e: &toml::de::Error) -> Diag {
         .and_then(|s| s.strip_suffix('`'))
     {
         return Diag::error(
-            "plan::missing-key",
+            PlanCode::MissingKey,
             file,
             span,
             format!("missing required key `{field}`"),
@@ -164,19 +166,19 @@ fn toml_error(file: &Arc<SourceFile>, e: &toml::de::Error) -> Diag {
     }
     let (code, label, help) = if msg.starts_with("invalid type") {
         (
-            "plan::wrong-type",
+            PlanCode::WrongType,
             "wrong type",
             "see `gpuplan schema` for the type each key takes",
         )
     } else if msg.starts_with("duplicate key") {
         (
-            "plan::duplicate-key",
+            PlanCode::DuplicateKey,
             "defined twice",
             "remove one of the two definitions",
         )
     } else {
         (
-            "plan::syntax",
+            PlanCode::Syntax,
             "here",
             "see https://toml.io for TOML syntax",
         )

@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 
 use super::load::did_you_mean;
 use super::raw::{Count, RawPlan, Sp};
-use super::{Date, Plan};
+use super::{Date, Plan, PlanCode};
 use crate::catalog::Catalog;
 use crate::diag::Diag;
 use crate::source::SourceFile;
@@ -18,7 +18,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn err(&mut self, code: &str, span: Range<usize>, msg: String, label: &str, help: String) {
+    fn err(&mut self, code: PlanCode, span: Range<usize>, msg: String, label: &str, help: String) {
         self.diags.push(
             Diag::error(code, self.file, span, msg)
                 .label(label)
@@ -29,7 +29,7 @@ impl Ctx<'_> {
     /// Report `v` unless it is one of `known`, suggesting the closest; true when it is known.
     fn member(
         &mut self,
-        code: &str,
+        code: PlanCode,
         v: &Sp<String>,
         known: &[String],
         msg: String,
@@ -48,7 +48,7 @@ impl Ctx<'_> {
     fn dns_label(&mut self, what: &str, v: &Sp<String>) {
         if let Some(why) = dns1123_problem(v.get()) {
             self.err(
-                "plan::invalid-name",
+                PlanCode::InvalidName,
                 v.span(),
                 format!("{what} `{}` is not a DNS-1123 label: {why}", v.get()),
                 "not a DNS-1123 label",
@@ -71,7 +71,7 @@ impl Ctx<'_> {
                 fmt_num(hi)
             };
             self.err(
-                "plan::out-of-range",
+                PlanCode::OutOfRange,
                 v.span(),
                 format!("`{key} = {}` is out of range", fmt_num(x)),
                 "out of range",
@@ -84,7 +84,7 @@ impl Ctx<'_> {
         let x = *v.get();
         if !(lo..=hi).contains(&x) {
             self.err(
-                "plan::out-of-range",
+                PlanCode::OutOfRange,
                 v.span(),
                 format!("`{key} = {x}` is out of range"),
                 "out of range",
@@ -97,7 +97,7 @@ impl Ctx<'_> {
     fn count(&mut self, key: &str, v: &Sp<Count>, fixed_min: i64, min_floor: i64, max_cap: i64) {
         match *v.get() {
             Count::Fixed(n) if n < fixed_min || n > max_cap => self.err(
-                "plan::out-of-range",
+                PlanCode::OutOfRange,
                 v.span(),
                 format!("`{key} = {n}` is out of range"),
                 "out of range",
@@ -109,7 +109,7 @@ impl Ctx<'_> {
                 if min < min_floor || max < 1 || max > max_cap || min > max =>
             {
                 self.err(
-                    "plan::out-of-range",
+                    PlanCode::OutOfRange,
                     v.span(),
                     format!("`{key} = {{ min = {min}, max = {max} }}` is not a valid range"),
                     "invalid range",
@@ -155,7 +155,7 @@ fn date_of(ctx: &mut Ctx<'_>, key: &str, v: &Sp<super::raw::PlanDate>) -> Option
         (Some(d), None) => Date::new(i32::from(d.year), d.month, d.day),
         _ => {
             ctx.err(
-                "plan::invalid-value",
+                PlanCode::InvalidValue,
                 v.span(),
                 format!("`{key}` must be a date like 2026-11-02, not `{dt}`"),
                 "not a plain date",
@@ -177,7 +177,7 @@ fn unique<'a>(
             let first = first.clone();
             ctx.diags.push(
                 Diag::error(
-                    "plan::duplicate-name",
+                    PlanCode::DuplicateName,
                     ctx.file,
                     n.span(),
                     format!("{what} `{}` is defined twice", n.get()),
@@ -198,7 +198,7 @@ fn unique<'a>(
 /// An error at `v` unless it is one of `known`, suggesting the closest of them.
 pub(crate) fn unknown_member(
     file: &Arc<SourceFile>,
-    code: &str,
+    code: PlanCode,
     v: &Sp<String>,
     known: &[String],
     msg: String,
@@ -241,7 +241,7 @@ pub(super) fn validate(
     };
     if *raw.version.get() != 1 {
         ctx.err(
-            "plan::unsupported-version",
+            PlanCode::UnsupportedVersion,
             raw.version.span(),
             format!(
                 "plan format version `{}` is not supported",
@@ -258,7 +258,7 @@ pub(super) fn validate(
     let known_regions: Vec<String> = pc.map(|p| p.regions.clone()).unwrap_or_default();
     if meta.regions.is_empty() {
         ctx.err(
-            "plan::out-of-range",
+            PlanCode::OutOfRange,
             meta.regions.span(),
             "`regions` is empty".into(),
             "no regions",
@@ -268,7 +268,7 @@ pub(super) fn validate(
     unique(&mut ctx, "region", meta.regions.iter());
     for r in meta.regions.iter() {
         ctx.member(
-            "plan::unknown-region",
+            PlanCode::UnknownRegion,
             r,
             &known_regions,
             format!("region `{}` is not in the {provider} catalog", r.get()),
@@ -287,7 +287,7 @@ pub(super) fn validate(
             && sub.get().chars().all(|c| c == '-' || c.is_ascii_hexdigit());
         if *meta.provider.get() != crate::plan::raw::Provider::Azure {
             ctx.err(
-                "plan::subscription-not-azure",
+                PlanCode::SubscriptionNotAzure,
                 sub.span(),
                 "`subscription` is an Azure subscription ID; AWS accounts come from the credential chain".into(),
                 "Azure only",
@@ -295,7 +295,7 @@ pub(super) fn validate(
             );
         } else if !guid {
             ctx.err(
-                "plan::invalid-subscription",
+                PlanCode::InvalidSubscription,
                 sub.span(),
                 format!("subscription `{}` is not a subscription ID", sub.get()),
                 "expected a GUID",
@@ -320,7 +320,7 @@ pub(super) fn validate(
     let check_sku = |ctx: &mut Ctx<'_>, s: &Sp<String>| {
         if catalog.sku(provider, s.get()).is_none() {
             ctx.err(
-                "plan::unknown-sku",
+                PlanCode::UnknownSku,
                 s.span(),
                 format!("SKU `{}` is not in the {provider} catalog", s.get()),
                 "unknown SKU",
@@ -348,7 +348,7 @@ pub(super) fn validate(
             if let Some(g) = &w.gpus {
                 ctx.diags.push(
                     Diag::error(
-                        "plan::conflicting-keys",
+                        PlanCode::ConflictingKeys,
                         ctx.file,
                         f.span(),
                         "`gpus` and `gpu_fraction` are both set",
@@ -405,7 +405,7 @@ pub(super) fn validate(
             for m in models.iter() {
                 if catalog.gpu(m.get()).is_none() {
                     ctx.err(
-                        "plan::unknown-gpu-model",
+                        PlanCode::UnknownGpuModel,
                         m.span(),
                         format!("GPU model `{}` is not in the catalog", m.get()),
                         "unknown GPU model",
@@ -428,7 +428,7 @@ pub(super) fn validate(
         ctx.dns_label("pool name", &p.name);
         check_sku(&mut ctx, &p.sku);
         if ctx.member(
-            "plan::unknown-region",
+            PlanCode::UnknownRegion,
             &p.region,
             &plan_regions,
             format!(
@@ -441,7 +441,7 @@ pub(super) fn validate(
             if let Some(pc) = pc {
                 if pc.skus.contains_key(p.sku.get()) && !pc.offered(p.sku.get(), p.region.get()) {
                     ctx.err(
-                        "plan::sku-not-offered",
+                        PlanCode::SkuNotOffered,
                         p.sku.span(),
                         format!(
                             "`{}` is not offered in `{}` according to the catalog",
@@ -459,7 +459,7 @@ pub(super) fn validate(
                 && *raw.plan.provider.get() != crate::plan::raw::Provider::Aws
             {
                 ctx.err(
-                    "plan::capacity-block-not-aws",
+                    PlanCode::CapacityBlockNotAws,
                     c.span(),
                     "`capacity-block` is an EC2 Capacity Block for ML, which only AWS sells".into(),
                     "AWS only",
@@ -475,7 +475,7 @@ pub(super) fn validate(
                     || (336.0..=4368.0).contains(&x) && x % 168.0 == 0.0);
             if p.capacity() != crate::plan::raw::Capacity::CapacityBlock {
                 ctx.err(
-                    "plan::conflicting-keys",
+                    PlanCode::ConflictingKeys,
                     h.span(),
                     "`block_hours` is the length of a Capacity Block, but this pool is not `capacity = \"capacity-block\"`".into(),
                     "not a Capacity Block",
@@ -483,7 +483,7 @@ pub(super) fn validate(
                 );
             } else if !sold {
                 ctx.err(
-                    "plan::out-of-range",
+                    PlanCode::OutOfRange,
                     h.span(),
                     format!("`block_hours = {}` is not a Capacity Block length", fmt_num(x)),
                     "not sold",
@@ -500,7 +500,7 @@ pub(super) fn validate(
         for w in &p.workloads {
             if !workloads.contains_key(w.get()) {
                 ctx.err(
-                    "plan::unknown-reference",
+                    PlanCode::UnknownReference,
                     w.span(),
                     format!(
                         "pool `{}` names workload `{}`, which the plan does not define",
@@ -517,7 +517,7 @@ pub(super) fn validate(
     // Quota
     for q in &raw.quota {
         ctx.member(
-            "plan::unknown-region",
+            PlanCode::UnknownRegion,
             &q.region,
             &known_regions,
             format!(
@@ -544,7 +544,7 @@ pub(super) fn validate(
     for d in &raw.decision {
         date_of(&mut ctx, "date", &d.date);
         ctx.member(
-            "plan::unknown-reference",
+            PlanCode::UnknownReference,
             &d.fault_domain,
             &fault_domains,
             format!(
@@ -557,7 +557,7 @@ pub(super) fn validate(
         for (key, v) in [("decided_by", &d.decided_by), ("reason", &d.reason)] {
             if v.trim().is_empty() {
                 ctx.err(
-                    "plan::empty-value",
+                    PlanCode::EmptyValue,
                     v.span(),
                     format!("`{key}` is empty"),
                     "empty",
@@ -572,7 +572,7 @@ pub(super) fn validate(
     for a in &raw.allow {
         match (&a.workload, &a.pool) {
             (Some(w), None) if !workloads.contains_key(w.get()) => ctx.err(
-                "plan::unknown-reference",
+                PlanCode::UnknownReference,
                 w.span(),
                 format!(
                     "allow names workload `{}`, which the plan does not define",
@@ -582,7 +582,7 @@ pub(super) fn validate(
                 suggest(w.get(), &workload_names, "workloads"),
             ),
             (None, Some(p)) if !pools.contains_key(p.get()) => ctx.err(
-                "plan::unknown-reference",
+                PlanCode::UnknownReference,
                 p.span(),
                 format!(
                     "allow names pool `{}`, which the plan does not define",
@@ -592,7 +592,7 @@ pub(super) fn validate(
                 suggest(p.get(), &pool_names, "pools"),
             ),
             (Some(w), Some(_)) => ctx.err(
-                "plan::conflicting-keys",
+                PlanCode::ConflictingKeys,
                 w.span(),
                 "an allow names both a workload and a pool".into(),
                 "one target per allow",
@@ -605,7 +605,7 @@ pub(super) fn validate(
         for (key, v) in [("reason", &a.reason), ("approved_by", &a.approved_by)] {
             if v.trim().is_empty() {
                 ctx.err(
-                    "plan::empty-value",
+                    PlanCode::EmptyValue,
                     v.span(),
                     format!("`{key}` is empty"),
                     "empty",
