@@ -172,6 +172,9 @@ pub struct RenderArgs {
     /// Render the plan's declared `[[pool]]` entries instead of the recommendation
     #[arg(long)]
     pub declared: bool,
+    /// With `--declared`: render even when `check` finds errors in the plan
+    #[arg(long, requires = "declared")]
+    pub force: bool,
     /// Also reserve capacity for user-facing floors (Azure capacity reservation groups, EC2 On-Demand Capacity Reservations)
     #[arg(long)]
     pub capacity_reservations: bool,

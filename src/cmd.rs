@@ -59,6 +59,26 @@ pub fn load_plan(
     validate_file(g, file, out)
 }
 
+/// Read and validate a plan against the embedded catalog alone. A refresh reads its plan so:
+/// a cache that no longer loads must not stop the refresh that replaces it.
+pub fn load_plan_embedded(
+    path: &std::path::Path,
+    provider: Provider,
+    out: &Out,
+) -> Result<crate::plan::Plan, u8> {
+    let print = |ds: &[crate::diag::Diag]| {
+        out.stderr(&crate::report::findings::human(ds, out.color));
+        crate::core::exit::INPUT
+    };
+    let file = crate::plan::load::read(path).map_err(|d| print(&[*d]))?;
+    let raw = crate::plan::load::parse(&file).map_err(|ds| print(&ds))?;
+    let catalog = Catalog::embedded(&[*raw.plan.provider.get(), provider]).map_err(|e| {
+        out.stderr(&format!("error: {e}\n"));
+        crate::core::exit::INPUT
+    })?;
+    crate::rules::validate_plan(file, raw, &catalog).map_err(|ds| print(&ds))
+}
+
 /// Parse and validate an already read plan file.
 pub fn validate_file(
     g: &Global,

@@ -26,7 +26,10 @@ pub use crate::core::exit;
 /// Run a parsed command line; returns the process exit code.
 pub fn run(cli: cli::Cli) -> u8 {
     let out = output::Out::new(&cli.global);
-    match cli.command {
+    if let Some(code) = environment_error(&out) {
+        return code;
+    }
+    let code = match cli.command {
         cli::Command::Check(args) => cmd::check::run(&cli.global, &args, &out),
         cli::Command::Recommend(args) => cmd::recommend::run(&cli.global, &args, &out),
         cli::Command::Render(args) => cmd::render::run(&cli.global, &args, &out),
@@ -43,5 +46,27 @@ pub fn run(cli: cli::Cli) -> u8 {
             out.stdout(&String::from_utf8_lossy(&buf));
             exit::OK
         }
+    };
+    match out.stdout_failure() {
+        Some(e) => {
+            out.stderr(&format!("error: cannot write to standard output: {e}\n"));
+            exit::INPUT
+        }
+        None => code,
     }
+}
+
+/// Settings from the environment that cannot be used are errors, like the flags they stand
+/// for: `GPUPLAN_TODAY` that is not a date. (Empty variables count as unset: `main` removes
+/// them before the command line is parsed.)
+fn environment_error(out: &output::Out) -> Option<u8> {
+    let today = std::env::var("GPUPLAN_TODAY").ok()?;
+    if core::Date::parse(&today).is_some() {
+        return None;
+    }
+    out.stderr(&format!(
+        "error: GPUPLAN_TODAY=`{}`: expected a date, YYYY-MM-DD\n",
+        today.escape_debug()
+    ));
+    Some(exit::INPUT)
 }

@@ -10,6 +10,9 @@ pub struct Out {
     pub color: bool,
     pub quiet: bool,
     pub verbose: bool,
+    /// The first failure to write standard output (a full disk, a closed pipe): the command
+    /// then ends with exit 2 instead of claiming success for output nobody got.
+    stdout_failed: std::sync::Mutex<Option<String>>,
 }
 
 impl Out {
@@ -24,14 +27,23 @@ impl Out {
             color,
             quiet: g.quiet,
             verbose: g.verbose,
+            stdout_failed: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Why standard output could not be written, if it could not.
+    pub fn stdout_failure(&self) -> Option<String> {
+        self.stdout_failed.lock().ok().and_then(|f| f.clone())
     }
 
     pub fn stdout(&self, s: &str) {
         let mut o = std::io::stdout().lock();
-        // A closed pipe (`gpuplan ... | head`) is not an error worth a panic.
-        let _ = o.write_all(s.as_bytes());
-        let _ = o.flush();
+        // A closed pipe (`gpuplan ... | head`) is not worth a panic, but it is not success.
+        if let Err(e) = o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
+            if let Ok(mut f) = self.stdout_failed.lock() {
+                f.get_or_insert_with(|| e.to_string());
+            }
+        }
     }
 
     pub fn stderr(&self, s: &str) {
@@ -66,15 +78,14 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.gpuplan-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(content)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    // Created exclusively under an unpredictable name: a symlink planted where the
+    // temporary file would go is never followed. Dropped (and removed) on any failure.
+    let mut f = tempfile::Builder::new()
+        .prefix(&format!(".{name}.gpuplan-"))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    f.write_all(content)?;
+    f.as_file().sync_all()?;
+    f.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }

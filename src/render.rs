@@ -195,49 +195,69 @@ pub fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> {
 
 /// Write every file, all or nothing as far as the file system allows: each goes to a
 /// temporary file beside its target first; only when all are written are they renamed into
-/// place. A failure before that removes the temporaries and leaves the old output intact.
+/// place, and a rename that fails puts back what the others replaced. `--check` never sees
+/// a mixed set.
 pub fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<(), RenderError> {
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let cleanup = |staged: &[(PathBuf, PathBuf)]| {
-        for (tmp, _) in staged {
-            let _ = std::fs::remove_file(tmp);
-        }
+    let fail = |path: &Path, source: std::io::Error| RenderError::Write {
+        path: path.to_owned(),
+        source,
     };
+    // Stage: every file written to an exclusively created, unpredictably named temporary
+    // file beside its target (a planted symlink is never followed); dropped on failure.
+    let mut staged = Vec::new();
     for (rel, content) in files {
         let target = dir.join(rel);
         let parent = target.parent().unwrap_or(dir).to_owned();
-        if let Err(source) = std::fs::create_dir_all(&parent) {
-            cleanup(&staged);
-            return Err(RenderError::Write {
-                path: parent,
-                source,
-            });
-        }
+        std::fs::create_dir_all(&parent).map_err(|e| fail(&parent, e))?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let tmp = parent.join(format!(".{name}.gpuplan-{}.tmp", std::process::id()));
-        let result = (|| {
-            use std::io::Write as _;
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(content.as_bytes())?;
-            f.sync_all()
-        })();
-        staged.push((tmp.clone(), target.clone()));
-        if let Err(source) = result {
-            cleanup(&staged);
-            return Err(RenderError::Write { path: tmp, source });
-        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}.gpuplan-"))
+            .suffix(".tmp")
+            .tempfile_in(&parent)
+            .map_err(|e| fail(&parent, e))?;
+        use std::io::Write as _;
+        tmp.write_all(content.as_bytes())
+            .and_then(|()| tmp.as_file().sync_all())
+            .map_err(|e| fail(tmp.path(), e))?;
+        // What the target held before, to put back if a later file cannot be swapped in.
+        let before = match std::fs::symlink_metadata(&target) {
+            Ok(m) if m.is_file() => Some(std::fs::read(&target).map_err(|e| fail(&target, e))?),
+            _ => None,
+        };
+        staged.push((tmp, target, before));
     }
-    for (i, (tmp, target)) in staged.iter().enumerate() {
-        if let Err(source) = std::fs::rename(tmp, target) {
-            cleanup(&staged[i..]);
-            return Err(RenderError::Write {
-                path: target.clone(),
-                source,
-            });
+    // Swap: each rename is atomic; on a failure the files already swapped get their old
+    // content back (or go, if they are new), so the directory never holds a mixed set.
+    let mut done: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
+    for (tmp, target, before) in staged {
+        if let Err(e) = tmp.persist(&target) {
+            for (t, old) in done.into_iter().rev() {
+                match old {
+                    Some(bytes) => {
+                        let _ = crate::render::restore(&t, &bytes);
+                    }
+                    None => {
+                        let _ = std::fs::remove_file(&t);
+                    }
+                }
+            }
+            return Err(fail(&target, e.error));
         }
+        done.push((target, before));
     }
+    Ok(())
+}
+
+/// Put a file's previous content back, atomically.
+fn restore(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".gpuplan-restore-")
+        .tempfile_in(parent)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

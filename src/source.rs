@@ -30,6 +30,16 @@ impl SourceFile {
         })
     }
 
+    /// The file's path as every run names it, however the command line spelled it
+    /// (`plans/a.toml`, `./plans/a.toml`, an absolute path, from another directory):
+    /// relative to the repository root (the nearest directory above it with `.git`), else
+    /// as given without a leading `./`. Standard input and embedded files keep their name.
+    /// Rendered headers and baseline fingerprints use it, so neither drifts with the
+    /// working directory.
+    pub fn stable_name(&self) -> String {
+        stable_name(&self.name)
+    }
+
     pub fn named(&self) -> &NamedSource<String> {
         &self.named
     }
@@ -59,6 +69,52 @@ impl SourceFile {
         }
         start..end
     }
+}
+
+/// See [`SourceFile::stable_name`].
+pub fn stable_name(name: &str) -> String {
+    let plain = name.strip_prefix("./").unwrap_or(name).replace('\\', "/");
+    if name == "-" || name.starts_with('<') {
+        return plain;
+    }
+    let Ok(full) = std::fs::canonicalize(name) else {
+        return plain;
+    };
+    let root = full.ancestors().skip(1).find(|d| d.join(".git").exists());
+    match root.and_then(|r| full.strip_prefix(r).ok()) {
+        Some(rel) => rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        None => plain,
+    }
+}
+
+/// A path a cache's `sources.toml` may name: relative, made only of plain names (no `..`,
+/// no root, no drive), with no component that is a symlink inside `dir`. Anything else is
+/// not a file gpuplan wrote, and is neither read, copied nor replaced.
+pub fn safe_path(dir: &std::path::Path, path: &str) -> bool {
+    let p = std::path::Path::new(path);
+    if path.is_empty() || path.contains('\\') || p.is_absolute() {
+        return false;
+    }
+    let mut at = dir.to_path_buf();
+    for c in p.components() {
+        match c {
+            std::path::Component::Normal(n) => {
+                at.push(n);
+                if at
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.file_type().is_symlink())
+                {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
 }
 
 #[cfg(test)]

@@ -618,3 +618,117 @@ fn live_refreshes_before_recommending_and_a_failed_refresh_stops_the_command() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the cache is unchanged"));
     assert!(!dir.path().join("other").exists());
 }
+
+/// The healthy server, except that p5.48xlarge's spot price is `price`.
+fn with_spot_price(price: &'static str) -> impl Fn(&Req, &[Req]) -> Resp + Send + Sync + 'static {
+    move |r: &Req, seen: &[Req]| {
+        if r.form("Action").as_deref() == Some("DescribeSpotPriceHistory")
+            && r.form("NextToken").is_some()
+        {
+            let reg = region(r);
+            return Resp::xml(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><DescribeSpotPriceHistoryResponse xmlns=\"{NS}\"><requestId>r-2</requestId><spotPriceHistorySet><item><instanceType>p5.48xlarge</instanceType><productDescription>Linux/UNIX</productDescription><spotPrice>{price}</spotPrice><timestamp>2026-12-02T08:00:00.000Z</timestamp><availabilityZone>{reg}c</availabilityZone></item></spotPriceHistorySet><nextToken/></DescribeSpotPriceHistoryResponse>"));
+        }
+        healthy(r, seen)
+    }
+}
+
+#[test]
+fn a_refresh_owns_only_its_files() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let mock = Mock::start(healthy);
+    refresh(&cache, &mock).code(0);
+    std::fs::write(cache.join("notes.txt"), "mine").expect("notes");
+    std::fs::create_dir_all(cache.join("sub")).expect("sub");
+    std::fs::write(cache.join("sub/keep.dat"), "keep").expect("keep");
+    refresh(&cache, &mock).code(0);
+    assert_eq!(
+        std::fs::read_to_string(cache.join("notes.txt")).expect("kept"),
+        "mine"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cache.join("sub/keep.dat")).expect("kept"),
+        "keep"
+    );
+    // Nothing of the refresh's own is left behind: no staging directory, no temporary file.
+    let leftovers: Vec<String> = common::tree(&cache)
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.contains(".gpuplan-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_directory_that_is_not_a_cache_is_refused_untouched() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("projects")).expect("dir");
+    std::fs::write(home.join("notes.txt"), "mine").expect("notes");
+    let before = common::tree(&home);
+    let mock = Mock::start(healthy);
+    let out = refresh(&home, &mock).code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not a gpuplan cache"), "{err}");
+    assert!(err.contains("the cache is unchanged"), "{err}");
+    assert_eq!(common::tree(&home), before);
+    assert!(home.join("projects").is_dir());
+}
+
+#[test]
+fn a_tampered_sources_list_reaches_nothing_outside_the_cache() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let outside = dir.path().join("outside.txt");
+    std::fs::write(&outside, "precious").expect("outside");
+    let mock = Mock::start(healthy);
+    refresh(&cache, &mock).code(0);
+    let mut list = std::fs::read_to_string(cache.join("sources.toml")).expect("list");
+    for p in ["../outside.txt".to_owned(), outside.display().to_string()] {
+        list.push_str(&format!(
+            "\n[[file]]\npath = \"{p}\"\nkind = \"prices\"\nprovider = \"aws\"\nas_of = \"2026-12-01\"\nsource = \"x\"\nlicence = \"x\"\n"
+        ));
+    }
+    std::fs::write(cache.join("sources.toml"), list).expect("tamper");
+    refresh(&cache, &mock).code(0);
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("outside"),
+        "precious"
+    );
+    let list = std::fs::read_to_string(cache.join("sources.toml")).expect("list");
+    assert!(
+        !list.contains("outside.txt"),
+        "the unsafe entries are dropped: {list}"
+    );
+}
+
+#[test]
+fn invalid_prices_are_refused_and_a_broken_cache_can_be_replaced() {
+    for bad in ["NaN", "inf", "-1", "1e400"] {
+        fails_and_keeps(with_spot_price(bad), "the refreshed data does not load");
+    }
+    // A cache that no longer loads (a price edited to NaN by hand) is replaced by the next
+    // good refresh, which reads its plan against the embedded catalog.
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let mock = Mock::start(healthy);
+    refresh(&cache, &mock).code(0);
+    let prices = cache.join("aws/prices-live.csv");
+    let text = std::fs::read_to_string(&prices).expect("prices");
+    let broken = text.replacen(",spot,21.5,", ",spot,NaN,", 1);
+    assert_ne!(broken, text, "the fixture has the p5 spot row");
+    std::fs::write(&prices, broken).expect("break");
+    gpuplan(&cache, &mock.url)
+        .args(["check", "plans/aws-training.toml"])
+        .assert()
+        .code(2);
+    refresh(&cache, &mock).code(0);
+    // The cache loads again: findings (the mock's small quota) but no load error.
+    let code = gpuplan(&cache, &mock.url)
+        .args(["check", "plans/aws-training.toml"])
+        .output()
+        .expect("runs")
+        .status
+        .code();
+    assert_eq!(code, Some(1));
+}

@@ -545,7 +545,8 @@ fn declared_pools_render_through_the_same_templates() {
         let dir = tempfile::tempdir().expect("tmp");
         let declared = dir.path().join("declared");
         let o = gpuplan()
-            .args(["render", plan, "--declared", "--out"])
+            // `--force`: mixed-estate's declared pools fail `check` on purpose.
+            .args(["render", plan, "--declared", "--force", "--out"])
             .arg(&declared)
             .output()
             .expect("run");
@@ -680,4 +681,68 @@ fn numbered_pools_keep_their_own_kueue_quotas() {
     assert_eq!(quota.len(), 2, "{quota:?}");
     assert_eq!(quota.get("serving-t4-dedicated"), Some(&3), "{quota:?}");
     assert_eq!(quota.get("serving-t4-dedicated-2"), Some(&8), "{quota:?}");
+}
+
+#[test]
+fn output_does_not_depend_on_how_the_plan_path_is_spelled() {
+    let a = rendered("plans/minimal.toml", &[]);
+    assert_eq!(a, rendered("./plans/minimal.toml", &[]));
+    // From another working directory, with an absolute path.
+    let elsewhere = tempfile::tempdir().expect("tmp");
+    let out = elsewhere.path().join("out");
+    gpuplan()
+        .current_dir(elsewhere.path())
+        .args(["render"])
+        .arg(root().join("plans/minimal.toml"))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
+    let mut c = BTreeMap::new();
+    collect(&out, &out, &mut c);
+    assert_eq!(a, c);
+    // `--check` agrees: no drift from the spelling alone.
+    gpuplan()
+        .args(["render", "./plans/minimal.toml", "--check", "--out"])
+        .arg(&out)
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn a_hostile_plan_file_name_cannot_inject_code() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let name = "x\nresource \"null_resource\" \"pwn\" {}\nevil: true\n#.toml";
+    let plan = dir.path().join(name);
+    std::fs::copy(root().join("plans/minimal.toml"), &plan).expect("copy");
+    let out = dir.path().join("out");
+    gpuplan()
+        .arg("render")
+        .arg(&plan)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
+    let mut files = BTreeMap::new();
+    collect(&out, &out, &mut files);
+    for (file, text) in &files {
+        for line in text.lines() {
+            assert!(
+                !line.starts_with("resource \"null_resource\""),
+                "{file}: {line}"
+            );
+            assert!(line.trim() != "evil: true", "{file}: {line}");
+        }
+    }
+    let tf = &files["terraform/main.tf"];
+    hcl_edit::parser::parse_body(tf).expect("main.tf parses");
+    assert!(!tf.contains("\"null_resource\""), "{tf}");
+    for (file, text) in &files {
+        if file.ends_with(".yaml") {
+            for doc in serde_yaml::Deserializer::from_str(text) {
+                let v = <serde_yaml::Value as serde::Deserialize>::deserialize(doc).expect("yaml");
+                assert!(v.get("evil").is_none(), "{file}");
+            }
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Reading the catalog data files (TOML, CSV, JSON) into the typed catalog.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -94,8 +94,7 @@ impl Files {
                 ))
             }
             Files::Layered(dir) => {
-                let cache_sources =
-                    std::fs::read_to_string(dir.join("sources.toml")).unwrap_or_default();
+                let cache_sources = cache_list(dir)?;
                 let embedded_sources = embedded_file("sources.toml").unwrap_or_default();
                 let (cached, built_in) = (dates(&cache_sources), dates(embedded_sources));
                 let newer = |p: &str| {
@@ -370,6 +369,38 @@ fn date(file: &Arc<SourceFile>, s: &str) -> Result<Date, CatalogError> {
             format!("`{s}` is not a date (YYYY-MM-DD)"),
         )
     })
+}
+
+/// The refresh cache's own `sources.toml`, checked before any file it lists is used: a list
+/// that does not parse, or names a path outside the cache, is an error located in it (not
+/// in the embedded file that would have been read instead).
+fn cache_list(dir: &Path) -> Result<String, CatalogError> {
+    let path = dir.join("sources.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(source) => {
+            return Err(CatalogError::Io {
+                path: path.display().to_string(),
+                source,
+            })
+        }
+    };
+    let file = SourceFile::new(path.display().to_string(), text.clone());
+    let list: SourcesFile = toml_file(&file)?;
+    for e in &list.file {
+        if !crate::source::safe_path(dir, &e.path) {
+            let at = text
+                .find(&format!("\"{}\"", e.path))
+                .map_or(0..0, |i| i..i + e.path.len() + 2);
+            return Err(invalid(
+                &file,
+                at,
+                format!("`{}` is not a path inside the cache: the list was edited or damaged; run `gpuplan catalog refresh` to replace it", e.path),
+            ));
+        }
+    }
+    Ok(text)
 }
 
 pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, CatalogError> {

@@ -54,7 +54,7 @@ pub fn live(g: &Global, plan: &std::path::Path, out: &Out) -> Result<(), u8> {
 
 pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
     let fail = |msg: String| {
-        out.stderr(&format!("error: {msg}\n"));
+        out.stderr(&format!("error: {}\n", crate::core::redact(&msg)));
         exit::INPUT
     };
     let mut parts: Vec<&'static str> = Vec::new();
@@ -75,8 +75,10 @@ pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
         ProviderArg::Aws => Provider::Aws,
     };
     if let Some(path) = &args.plan {
-        match super::load_plan(g, path, out) {
-            Ok((p, _)) => {
+        // The plan is read against the embedded catalog alone: a cache that no longer loads
+        // must not stop the refresh that replaces it.
+        match super::load_plan_embedded(path, provider, out) {
+            Ok(p) => {
                 if p.provider() != provider {
                     return fail(format!(
                         "`{}` is a {} plan; refresh it with `--provider {}`",
@@ -123,7 +125,7 @@ pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
     };
     if args.dry_run {
         for r in requests {
-            out.stdout(&format!("{r}\n"));
+            out.stdout(&format!("{}\n", crate::core::redact(&r)));
         }
         return exit::OK;
     }
@@ -131,8 +133,35 @@ pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
         Ok(e) => e,
         Err(e) => return fail(format!("{e}; the cache is unchanged")),
     };
-    if let Err(e) = cache::write(&dir, &entries, &scope.today) {
-        return fail(format!("cannot write the cache `{}`: {e}", dir.display()));
+    // The refreshed files must load exactly as every later command will load them: a
+    // price that is NaN, infinite or negative is refused here, not written.
+    let verify = |stage: &std::path::Path| {
+        crate::catalog::Catalog::layered(stage, &[provider])
+            .map(|_| ())
+            .map_err(|e| match e {
+                crate::catalog::CatalogError::Invalid(ds) => ds
+                    .iter()
+                    .map(|d| {
+                        let (line, col) = d.line_col();
+                        let name = d.file.name.replace(&stage.display().to_string(), "");
+                        format!(
+                            "{}:{line}:{col}: {}",
+                            name.trim_start_matches('/'),
+                            d.message
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                other => other.to_string(),
+            })
+    };
+    match cache::write(&dir, &entries, &scope.today, &verify) {
+        Ok(notes) => {
+            for n in notes {
+                out.stderr(&format!("warning: {}\n", crate::core::redact(&n)));
+            }
+        }
+        Err(e) => return fail(format!("{e}; the cache is unchanged")),
     }
     for e in &entries {
         out.info(&format!(

@@ -17,6 +17,29 @@ pub fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
             out.stderr("error: `--declared`: the plan declares no `[[pool]]`\n");
             return exit::INPUT;
         }
+        // Declared pools that `check` fails would be created as they are: refuse, unless
+        // asked to render them anyway.
+        let errors = crate::rules::check(
+            &p,
+            &catalog,
+            crate::core::Date::today(),
+            &crate::rules::Levels::default(),
+        )
+        .into_iter()
+        .filter(|d| d.suppressed.is_none() && d.severity == crate::diag::Severity::Error)
+        .count();
+        if errors > 0 && !args.force {
+            out.stderr(&format!(
+                "error: `{}` fails `gpuplan check` with {errors} error(s); nothing rendered (fix them, or pass `--force` to render the declared pools anyway)\n",
+                args.plan.display()
+            ));
+            return exit::FINDINGS;
+        }
+        if errors > 0 {
+            out.stderr(&format!(
+                "warning: rendering declared pools that fail `gpuplan check` with {errors} error(s) (`--force`)\n"
+            ));
+        }
         recommend::declared(&p, &catalog)
     } else {
         recommend::recommend(&p, &catalog)
@@ -38,6 +61,15 @@ pub fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
             capacity_reservations: args.capacity_reservations,
         },
     );
+    if let Some(dir) = &args.templates {
+        if !dir.is_dir() {
+            out.stderr(&format!(
+                "error: `--templates {}`: no such directory (its layout is that of templates/render/)\n",
+                dir.display()
+            ));
+            return exit::INPUT;
+        }
+    }
     let files = match render::render(&v, args.templates.as_deref()) {
         Ok(f) => f,
         Err(e) => {

@@ -20,12 +20,20 @@ pub fn run(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
 
 fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
     let step = match args.step.as_deref().map(telemetry::parse_duration) {
-        Some(None) => return input_error(out, "`--step`: expected a duration such as 60s or 5m"),
+        Some(None) => {
+            return input_error(
+                out,
+                "`--step`: expected a duration such as 60s or 5m (at most 3660d)",
+            )
+        }
         Some(Some(s)) => Some(s),
         None => None,
     };
     let Some(stalled_after) = telemetry::parse_duration(&args.stalled_after) else {
-        return input_error(out, "`--stalled-after`: expected a duration such as 2h");
+        return input_error(
+            out,
+            "`--stalled-after`: expected a duration such as 2h (at most 3660d)",
+        );
     };
     let (p, catalog) = match super::load_plan(g, &args.plan, out) {
         Ok(x) => x,
@@ -45,9 +53,9 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
     let parse_t = |s: &Option<String>, what: &str| -> Result<Option<i64>, String> {
         match s {
             None => Ok(None),
-            Some(v) => telemetry::parse_time(v)
-                .map(Some)
-                .ok_or_else(|| format!("`--{what} {v}`: expected RFC 3339 or Unix seconds")),
+            Some(v) => telemetry::parse_time(v).map(Some).ok_or_else(|| {
+                format!("`--{what} {v}`: expected RFC 3339 or Unix seconds, from 1970 to 9999")
+            }),
         }
     };
     let (from, to) = match (parse_t(&args.from, "from"), parse_t(&args.to, "to")) {
@@ -55,7 +63,12 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
         (Err(e), _) | (_, Err(e)) => return input_error(out, &e),
     };
     let window = match args.window.as_deref().map(telemetry::parse_duration) {
-        Some(None) => return input_error(out, "`--window`: expected a duration such as 90d"),
+        Some(None) => {
+            return input_error(
+                out,
+                "`--window`: expected a duration such as 90d (at most 3660d)",
+            )
+        }
         Some(w) => w,
         None => None,
     };

@@ -48,9 +48,54 @@ pub fn cents(x: f64) -> f64 {
     (x * 100.0).round() / 100.0 + 0.0
 }
 
+/// `text` with the user info of every URL in it removed: `http://admin:pw@host/x` becomes
+/// `http://host/x`. Endpoint URLs may carry credentials; no report, error, dry run or cache
+/// file repeats them.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| {
+                c == '/'
+                    || c == '?'
+                    || c == '#'
+                    || c.is_whitespace()
+                    || c == '`'
+                    || c == '"'
+                    || c == '\''
+            })
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) => out.push_str(&authority[at + 1..]),
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_info_never_survives() {
+        assert_eq!(
+            redact("http://admin:s3cret@prom:9090/api"),
+            "http://prom:9090/api"
+        );
+        assert_eq!(
+            redact("cannot reach `https://u:p@a.example/` or https://b.example?x=1"),
+            "cannot reach `https://a.example/` or https://b.example?x=1"
+        );
+        assert_eq!(redact("https://user@host"), "https://host");
+        assert_eq!(redact("no url here"), "no url here");
+    }
 
     #[test]
     fn usd_groups_thousands() {

@@ -44,8 +44,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-fn file_key(name: &str) -> &str {
-    name.strip_prefix("./").unwrap_or(name)
+fn file_key(name: &str) -> String {
+    crate::source::stable_name(name)
 }
 
 /// Digits carry prices, sizes and positions; the kind of problem is in the words.

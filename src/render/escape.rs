@@ -173,6 +173,22 @@ fn strip_strings(line: &str) -> String {
     out
 }
 
+/// A file path as it may appear in any rendered file's comments (HCL, YAML, Markdown):
+/// letters, digits and `. _ - / +` kept, anything else (newlines, quotes, `#`, `{`, `$`,
+/// backticks, control characters) replaced by `_`, so a path can never end a comment or
+/// open code.
+pub fn path_label(path: &str) -> String {
+    path.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | '+') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

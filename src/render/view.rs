@@ -560,7 +560,7 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
     region_names.dedup();
     View {
         plan: rec.plan.clone(),
-        plan_file: plan.file.name.clone(),
+        plan_file: crate::render::escape::path_label(&plan.file.stable_name()),
         provider: rec.provider.clone(),
         regions: region_names
             .into_iter()

@@ -133,7 +133,7 @@ impl Client {
             Err(Failure::Decode(e)) => {
                 return Err(format!(
                     "Prometheus at {}: not a query_range answer ({e})",
-                    self.base
+                    crate::core::redact(&self.base)
                 ))
             }
             Err(Failure::Status(code, body)) => {
@@ -143,28 +143,35 @@ impl Client {
                     .unwrap_or_else(|| body.chars().take(200).collect());
                 return Err(format!(
                     "Prometheus at {} answered HTTP {code}: {detail}",
-                    self.base
+                    crate::core::redact(&self.base)
                 ));
             }
             Err(Failure::Transport(t)) => {
-                return Err(format!("cannot reach Prometheus at {}: {t}", self.base));
+                return Err(crate::core::redact(&format!(
+                    "cannot reach Prometheus at {}: {t}",
+                    self.base
+                )));
             }
         };
         if env.status != "success" {
             return Err(format!(
                 "Prometheus at {} refused the query: {}: {}",
-                self.base,
+                crate::core::redact(&self.base),
                 env.error_type.unwrap_or_default(),
                 env.error.unwrap_or_default()
             ));
         }
-        let data = env
-            .data
-            .ok_or_else(|| format!("Prometheus at {}: no data in the answer", self.base))?;
+        let data = env.data.ok_or_else(|| {
+            format!(
+                "Prometheus at {}: no data in the answer",
+                crate::core::redact(&self.base)
+            )
+        })?;
         if data.result_type != "matrix" {
             return Err(format!(
                 "Prometheus at {}: expected a matrix, got `{}`",
-                self.base, data.result_type
+                crate::core::redact(&self.base),
+                data.result_type
             ));
         }
         Ok(data.result)
@@ -186,7 +193,7 @@ impl Client {
             from,
             to,
             step,
-            source: format!("Prometheus {}", self.base),
+            source: format!("Prometheus {}", crate::core::redact(&self.base)),
             ..Telemetry::default()
         };
         for (i, (query, what)) in [
@@ -201,7 +208,7 @@ impl Client {
             if result.is_empty() && i < 2 {
                 return Err(format!(
                     "Prometheus at {} has no {what} series between {} and {}: is it scraped, and is the window right?",
-                    self.base,
+                    crate::core::redact(&self.base),
                     super::telemetry::format_time(from),
                     super::telemetry::format_time(to)
                 ));
@@ -210,14 +217,14 @@ impl Client {
                 let (Some(ns), Some(pod)) = (m.metric.get("namespace"), m.metric.get("pod")) else {
                     return Err(format!(
                         "Prometheus at {}: a {what} series has no namespace/pod labels ({:?})",
-                        self.base, m.metric
+                        crate::core::redact(&self.base), m.metric
                     ));
                 };
                 let weight = match i {
                     0 => self.resource_weight(&m, catalog)?,
                     1 => match m.metric.get("GPU_I_PROFILE").filter(|p| !p.is_empty()) {
                         Some(p) => super::telemetry::mig_share(catalog, p).ok_or_else(|| {
-                            format!("Prometheus at {}: GPU_I_PROFILE `{p}`: no such MIG profile in the catalog", self.base)
+                            format!("Prometheus at {}: GPU_I_PROFILE `{p}`: no such MIG profile in the catalog", crate::core::redact(&self.base))
                         })?,
                         None => 1.0,
                     },
@@ -250,7 +257,7 @@ impl Client {
         super::telemetry::resource_share(catalog, r).ok_or_else(|| {
             format!(
                 "Prometheus at {}: resource `{r}`: no such MIG profile in the catalog",
-                self.base
+                crate::core::redact(&self.base)
             )
         })
     }
@@ -264,7 +271,10 @@ impl Client {
     ) -> Result<(), String> {
         for (ts, v) in values {
             let v: f64 = v.parse().map_err(|_| {
-                format!("Prometheus at {}: sample `{v}` is not a number", self.base)
+                format!(
+                    "Prometheus at {}: sample `{v}` is not a number",
+                    crate::core::redact(&self.base)
+                )
             })?;
             if v.is_finite() {
                 *series.entry(ts.floor() as i64).or_default() += v * weight;

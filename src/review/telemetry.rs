@@ -117,7 +117,14 @@ pub fn resource_share(catalog: &crate::catalog::Catalog, resource: &str) -> Opti
     mig_share(catalog, &profile)
 }
 
-/// `90d`, `12h`, `30m`, `45s`, `2w` in seconds.
+/// The longest duration a review takes (`--window`, `--step`, `--stalled-after`): ten years.
+/// Anything longer is a typo, and would overflow the arithmetic on times.
+pub const MAX_DURATION: i64 = 3660 * 86_400;
+
+/// The latest time a review takes: 9999-12-31T23:59:59Z.
+pub const MAX_TIME: i64 = 253_402_300_799;
+
+/// `90d`, `12h`, `30m`, `45s`, `2w` in seconds; at most [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Option<i64> {
     let s = s.trim();
     let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
@@ -130,14 +137,18 @@ pub fn parse_duration(s: &str) -> Option<i64> {
         "w" => 604_800,
         _ => return None,
     };
-    n.checked_mul(mult).filter(|&v| v > 0)
+    n.checked_mul(mult).filter(|&v| v > 0 && v <= MAX_DURATION)
 }
 
 /// RFC 3339 (`2026-09-01T00:00:00Z`, offsets allowed) or Unix seconds, to Unix seconds.
 pub fn parse_time(s: &str) -> Option<i64> {
+    parse_time_unbounded(s).filter(|t| (0..=MAX_TIME).contains(t))
+}
+
+fn parse_time_unbounded(s: &str) -> Option<i64> {
     let s = s.trim();
     if let Ok(v) = s.parse::<f64>() {
-        return v.is_finite().then_some(v.floor() as i64);
+        return (v.is_finite() && v.abs() < 1e15).then_some(v.floor() as i64);
     }
     let (date, rest) = s.split_once(['T', 't', ' '])?;
     let d = crate::plan::Date::parse(date)?;
@@ -160,6 +171,9 @@ pub fn parse_time(s: &str) -> Option<i64> {
             sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60)
         }
     };
+    if !(1970..=9999).contains(&d.year) {
+        return None;
+    }
     Some(d.days() * 86_400 + h * 3600 + m * 60 + sec.floor() as i64 - off)
 }
 
