@@ -13,6 +13,10 @@ pub enum Failure {
     Decode(String),
 }
 
+/// The most of one answer that is read: a Prometheus range query over a quarter of a large
+/// fleet is a few hundred MiB; past this a misbehaving server is cut off, not followed.
+pub const MAX_BODY_BYTES: u64 = 1 << 30;
+
 /// Tries in all for 429 and 5xx.
 const TRIES: u32 = 3;
 
@@ -41,8 +45,13 @@ pub fn send_json<T: DeserializeOwned>(
         match sent {
             // Streamed: a large answer is far beyond what reading it into one string allows.
             Ok(r) => {
-                return serde_json::from_reader(r.into_reader())
-                    .map_err(|e| Failure::Decode(e.to_string()))
+                let body = std::io::Read::take(r.into_reader(), MAX_BODY_BYTES);
+                return serde_json::from_reader(body).map_err(|e| {
+                    Failure::Decode(format!(
+                        "{e} (an answer is read up to {} MiB)",
+                        MAX_BODY_BYTES >> 20
+                    ))
+                });
             }
             Err(ureq::Error::Status(code, r))
                 if (code == 429 || code >= 500) && attempt < TRIES =>

@@ -117,14 +117,60 @@ fn registry() -> Handlebars<'static> {
     hb
 }
 
+/// Blocks (`{{#if}}`, `{{#each}}`) a template may nest: the built-in ones nest four deep.
+/// Deeper nesting, like a partial that includes itself, would exhaust the stack of the
+/// template engine instead of failing cleanly.
+const MAX_TEMPLATE_DEPTH: usize = 64;
+
+/// A custom template gpuplan will compile: at most 1 MiB, blocks nested at most
+/// [`MAX_TEMPLATE_DEPTH`] deep, and no partials (`{{> p}}`, `{{#*inline}}`), which the
+/// built-in templates do not use and which can recurse without end.
+fn check_template(name: &str, text: &str) -> Result<(), RenderError> {
+    let refuse = |message: String| RenderError::Template {
+        name: name.to_owned(),
+        message,
+    };
+    let mut depth = 0usize;
+    let mut rest = text;
+    while let Some(i) = rest.find("{{") {
+        rest = &rest[i + 2..];
+        let tag = rest.trim_start_matches(['{', '~', ' ', '\t', '\n', '\r']);
+        if tag.starts_with('>') || tag.starts_with("#>") || tag.starts_with("#*") {
+            return Err(refuse(
+                "partials are not supported in gpuplan templates".into(),
+            ));
+        }
+        if tag.starts_with('#') {
+            depth += 1;
+            if depth > MAX_TEMPLATE_DEPTH {
+                return Err(refuse(format!(
+                    "blocks nested more than {MAX_TEMPLATE_DEPTH} deep"
+                )));
+            }
+        } else if tag.starts_with('/') {
+            depth = depth.saturating_sub(1);
+        }
+    }
+    Ok(())
+}
+
 fn template_text(o: &Output_, dir: Option<&Path>) -> Result<String, RenderError> {
     match dir {
         None => Ok(o.embedded.to_owned()),
         Some(d) => {
             let path = d.join(o.template);
             if path.exists() {
-                std::fs::read_to_string(&path)
-                    .map_err(|source| RenderError::ReadTemplate { path, source })
+                let text = crate::source::read_bounded(&path, 1 << 20)
+                    .and_then(|b| {
+                        String::from_utf8(b)
+                            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+                    })
+                    .map_err(|source| RenderError::ReadTemplate {
+                        path: path.clone(),
+                        source,
+                    })?;
+                check_template(&path.display().to_string(), &text)?;
+                Ok(text)
             } else {
                 // A template directory may override some outputs and keep the rest.
                 Ok(o.embedded.to_owned())

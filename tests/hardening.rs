@@ -173,3 +173,67 @@ fn credentials_in_a_prometheus_url_are_never_printed() {
     assert!(!all.contains("hunter2"), "{all}");
     assert!(!all.contains("admin:"), "{all}");
 }
+
+#[test]
+fn custom_templates_cannot_exhaust_the_stack() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let t = dir.path().join("templates");
+    std::fs::create_dir_all(t.join("serving")).expect("dir");
+    let cases = [
+        (
+            "{{#*inline \"p\"}}{{> p}}{{/inline}}{{> p}}".to_owned(),
+            "partials are not supported",
+        ),
+        (
+            "{{#if plan}}".repeat(20_000) + &"{{/if}}".repeat(20_000),
+            "nested more than 64 deep",
+        ),
+    ];
+    for (text, expect) in cases {
+        std::fs::write(t.join("serving/values.yaml.hbs"), &text).expect("template");
+        let out = gpuplan()
+            .args(["render", "plans/minimal.toml", "--templates"])
+            .arg(&t)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains(expect));
+    }
+}
+
+#[test]
+fn a_pipe_or_a_device_is_refused_where_a_file_is_needed() {
+    let out = gpuplan()
+        .args(["check", "--baseline", "/dev/zero", "plans/minimal.toml"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+    let out = gpuplan()
+        .args(["review", "plans/minimal.toml", "--metrics", "/dev/zero"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    #[cfg(unix)]
+    {
+        let dir = tempfile::tempdir().expect("tmp");
+        let fifo = dir.path().join("plan.toml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let out = gpuplan()
+                .arg("check")
+                .arg(&fifo)
+                .output()
+                .expect("runs, and does not hang");
+            assert_eq!(out.status.code(), Some(2));
+            assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+        }
+    }
+}

@@ -102,7 +102,12 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
             (_, Some(p)) => (p, false),
             _ => return input_error(out, "no telemetry source"),
         };
-        let text = match std::fs::read_to_string(path) {
+        // Telemetry files are read whole; 4 GiB is a quarter of a large fleet. A pipe or a
+        // device is refused rather than read forever.
+        let text = match crate::source::read_bounded(path, 4 << 30).and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        }) {
             Ok(t) => t,
             Err(e) => return input_error(out, &format!("cannot read `{}`: {e}", path.display())),
         };

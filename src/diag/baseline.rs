@@ -132,7 +132,12 @@ pub fn to_json(b: &Baseline) -> String {
 }
 
 pub fn read(path: &Path) -> Result<Baseline, String> {
-    let text = std::fs::read_to_string(path)
+    // A baseline holds a fingerprint per accepted finding: 64 MiB is millions of them.
+    let text = crate::source::read_bounded(path, 64 << 20)
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        })
         .map_err(|e| format!("cannot read the baseline `{}`: {e}", path.display()))?;
     let b: Baseline = serde_json::from_str(&text).map_err(|e| {
         format!(

@@ -46,9 +46,8 @@ trait TakeLimit: std::io::Read + Sized {
 impl<R: std::io::Read> TakeLimit for R {}
 
 fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    std::io::Read::read_to_end(&mut std::fs::File::open(path)?.take_limit(), &mut buf)?;
-    Ok(buf)
+    // One byte past the limit, so `from_bytes` reports the size with its own message.
+    crate::source::read_prefix(path, MAX_PLAN_BYTES as u64 + 1)
 }
 
 /// Check size and encoding; the text that comes back is what every later span points into.
