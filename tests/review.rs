@@ -306,7 +306,7 @@ fn bad_input_is_a_clear_error_never_a_silent_zero() {
     let dir = tempfile::tempdir().expect("tmp");
     let cases: [(&str, &str, &str); 4] = [
         ("empty.om", "# EOF\n", "no GPU samples"),
-        ("nolabels.om", "kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"} 1 1788220800\n# EOF\n", "no `namespace`"),
+        ("nolabels.om", "kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"} 1 1788220800\n# EOF\n", "without namespace/pod labels skipped"),
         ("bad.csv", "timestamp,namespace,pod,allocated_gpus,used_gpus\n1788220800,a,b,one,0\n", "bad.csv:2:"),
         ("header.csv", "when,who\n", "no `timestamp` column"),
     ];

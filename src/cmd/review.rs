@@ -132,6 +132,9 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
             Err(e) => return input_error(out, &e),
         }
     };
+    for n in &t.notes {
+        out.stderr(&format!("warning: {}\n", crate::core::redact(n)));
+    }
     t.clip();
     if t.pods.is_empty() {
         return input_error(

@@ -23,6 +23,50 @@ fn err(file: &str, line: usize, msg: impl std::fmt::Display) -> String {
     format!("{file}:{line}: {msg}")
 }
 
+fn err_at(file: &str, line: usize, col: usize, msg: impl std::fmt::Display) -> String {
+    format!("{file}:{line}:{col}: {msg}")
+}
+
+/// The largest value a GPU request, allocatable count or usage sample may have: no node holds
+/// a million GPUs. A larger one is a broken exporter or a hand-edited file, and would turn
+/// every total into nonsense.
+const MAX_GPUS: f64 = 1e6;
+
+/// Whether a file's timestamps are seconds. OpenMetrics (ends with `# EOF`) uses seconds,
+/// the Prometheus text format milliseconds; a file cut before its `# EOF` is told by its
+/// timestamps: a fractional one is seconds, and so are integers between 10^9 and 10^11
+/// (2001 to 5138 in seconds, but January 1970 to 1973 in milliseconds).
+fn timestamps_in_seconds(text: &str) -> (bool, &'static str) {
+    if text.lines().any(|l| l.trim() == "# EOF") {
+        return (true, "OpenMetrics");
+    }
+    let mut seen = false;
+    let mut all_plausible_seconds = true;
+    for l in text.lines() {
+        let l = l.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let Some(ts) = l.rsplit(' ').next() else {
+            continue;
+        };
+        if ts.contains('.') && ts.parse::<f64>().is_ok() {
+            return (true, "OpenMetrics (fractional timestamps)");
+        }
+        if let Ok(v) = ts.parse::<i64>() {
+            seen = true;
+            if !(1_000_000_000..100_000_000_000).contains(&v) {
+                all_plausible_seconds = false;
+            }
+        }
+    }
+    if seen && all_plausible_seconds {
+        (true, "OpenMetrics (second timestamps, no `# EOF`)")
+    } else {
+        (false, "Prometheus text")
+    }
+}
+
 pub fn read_csv(file: &str, text: &str, step: Option<i64>) -> Result<Telemetry, String> {
     let mut rdr = csv::ReaderBuilder::new()
         .flexible(true)
@@ -156,19 +200,15 @@ pub fn read_exposition(
     step: Option<i64>,
     catalog: &crate::catalog::Catalog,
 ) -> Result<Telemetry, String> {
-    // OpenMetrics timestamps are seconds; the Prometheus text format's are milliseconds.
-    let openmetrics = text.lines().any(|l| l.trim() == "# EOF");
+    let (seconds, format) = timestamps_in_seconds(text);
     let mut t = Telemetry {
-        source: format!(
-            "{} {file}",
-            if openmetrics {
-                "OpenMetrics"
-            } else {
-                "Prometheus text"
-            }
-        ),
+        source: format!("{format} {file}"),
         ..Telemetry::default()
     };
+    // Each series' samples by time: a duplicate line (two scrapes of one exporter merged, a
+    // file concatenated twice) is counted once, and a conflicting one is reported.
+    let mut seen: std::collections::HashMap<(String, i64), f64> = std::collections::HashMap::new();
+    let (mut duplicates, mut conflicts, mut unlabelled) = (0usize, 0usize, 0usize);
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let l = raw.trim();
@@ -226,11 +266,27 @@ pub fn read_exposition(
             _ => continue,
         };
         let mut parts = rest.split_whitespace();
-        let value: f64 = parts
+        // Columns are 1-based characters of the raw line, for the value and the timestamp.
+        let col_of = |tok: &str| {
+            let at = tok.as_ptr() as usize - raw.as_ptr() as usize;
+            raw[..at].chars().count() + 1
+        };
+        let value_tok = parts
             .next()
-            .and_then(|v| v.parse().ok())
-            .filter(|v: &f64| v.is_finite())
             .ok_or_else(|| err(file, line, "expected a sample value"))?;
+        let max = if kind == 2 { 1e18 } else { MAX_GPUS };
+        let value: f64 = value_tok
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && (0.0..=max).contains(v))
+            .ok_or_else(|| {
+                err_at(
+                    file,
+                    line,
+                    col_of(value_tok),
+                    format!("sample `{value_tok}`: expected a number from 0 to {max:e}"),
+                )
+            })?;
         let ts = parts.next().ok_or_else(|| {
             err(
                 file,
@@ -238,10 +294,37 @@ pub fn read_exposition(
                 "expected a timestamp after the value (the review needs time series)",
             )
         })?;
-        let ts: f64 = ts
-            .parse()
-            .map_err(|_| err(file, line, format!("timestamp `{ts}`: expected a number")))?;
-        let time = if openmetrics { ts } else { ts / 1000.0 }.floor() as i64;
+        let secs = ts
+            .parse::<f64>()
+            .ok()
+            .map(|v| if seconds { v } else { v / 1000.0 })
+            .filter(|v| v.is_finite() && (0.0..=super::telemetry::MAX_TIME as f64).contains(v))
+            .ok_or_else(|| {
+                err_at(
+                    file,
+                    line,
+                    col_of(ts),
+                    format!(
+                        "timestamp `{ts}`: expected a time from 1970 to 9999 ({})",
+                        if seconds { "seconds" } else { "milliseconds" }
+                    ),
+                )
+            })?;
+        let time = secs.floor() as i64;
+        let series = format!("{name}{labels:?}");
+        match seen.get(&(series.clone(), time)) {
+            Some(v) if *v == value => {
+                duplicates += 1;
+                continue;
+            }
+            Some(_) => {
+                conflicts += 1;
+                continue;
+            }
+            None => {
+                seen.insert((series, time), value);
+            }
+        }
         if kind >= 3 {
             let node = labels
                 .get("node")
@@ -264,14 +347,16 @@ pub fn read_exposition(
             }
         }
         // DCGM's own namespace/pod labels name the exporter when exported_* are present.
-        let ns = labels
-            .get("exported_namespace")
-            .or_else(|| labels.get("namespace"))
-            .ok_or_else(|| err(file, line, "no `namespace` or `exported_namespace` label"))?;
-        let pod = labels
-            .get("exported_pod")
-            .or_else(|| labels.get("pod"))
-            .ok_or_else(|| err(file, line, "no `pod` or `exported_pod` label"))?;
+        let (Some(ns), Some(pod)) = (
+            labels
+                .get("exported_namespace")
+                .or_else(|| labels.get("namespace")),
+            labels.get("exported_pod").or_else(|| labels.get("pod")),
+        ) else {
+            // A GPU no pod holds (DCGM without pod attribution): counted, not fatal.
+            unlabelled += 1;
+            continue;
+        };
         let (ns, pod) = (ns.clone(), pod.clone());
         let p = t.pod_mut(&ns, &pod);
         if let Some(app) = labels.get("label_app_kubernetes_io_name") {
@@ -284,6 +369,17 @@ pub fn read_exposition(
         };
         *m.entry(time).or_default() += value.max(0.0) * weight;
     }
+    if duplicates > 0 {
+        t.notes.push(format!(
+            "{file}: {duplicates} duplicate sample(s) of the same series and time counted once"
+        ));
+    }
+    if conflicts > 0 {
+        t.notes.push(format!("{file}: {conflicts} sample(s) contradict an earlier one of the same series and time; the first was kept"));
+    }
+    if unlabelled > 0 {
+        t.notes.push(format!("{file}: {unlabelled} sample(s) without namespace/pod labels skipped (GPUs no pod holds)"));
+    }
     finish(t, file, step)
 }
 
@@ -295,8 +391,13 @@ fn finish(mut t: Telemetry, file: &str, step: Option<i64>) -> Result<Telemetry, 
         .flat_map(|p| p.allocated.keys().chain(p.used.keys()).copied())
         .collect();
     let (Some(&min), Some(&max)) = (times.iter().min(), times.iter().max()) else {
+        let also = if t.notes.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", t.notes.join("; "))
+        };
         return Err(format!(
-            "{file}: no GPU samples (kube_pod_container_resource_requests for nvidia_com_gpu, or DCGM_FI_PROF_GR_ENGINE_ACTIVE)"
+            "{file}: no GPU samples (kube_pod_container_resource_requests for nvidia_com_gpu, or DCGM_FI_PROF_GR_ENGINE_ACTIVE){also}"
         ));
     };
     let inferred = t
@@ -310,9 +411,18 @@ fn finish(mut t: Telemetry, file: &str, step: Option<i64>) -> Result<Telemetry, 
         })
         .filter(|d| *d > 0)
         .min();
+    // The data's own interval integrates the samples: a `--step` unlike it would scale
+    // every total, so it is only a fallback for series of single samples.
     t.step = match (step, inferred) {
-        (Some(s), _) => s,
-        (None, Some(s)) => s,
+        (Some(s), Some(i)) => {
+            if s != i {
+                t.notes.push(format!(
+                    "{file}: `--step {s}s` ignored: the samples are {i}s apart, and that is what each stands for"
+                ));
+            }
+            i
+        }
+        (None, Some(s)) | (Some(s), None) => s,
         (None, None) => {
             return Err(format!(
                 "{file}: every pod has a single sample: give the sampling interval with `--step`"
@@ -385,5 +495,89 @@ mod tests {
         let bad = om.replace("3g_40gb", "9g_99gb");
         let e = read_exposition("t.om", &bad, None, catalog()).expect_err("unknown profile");
         assert!(e.contains("no such MIG profile"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    use super::*;
+
+    fn catalog() -> &'static crate::catalog::Catalog {
+        static C: std::sync::OnceLock<crate::catalog::Catalog> = std::sync::OnceLock::new();
+        C.get_or_init(|| crate::catalog::Catalog::embedded(&[]).expect("catalog"))
+    }
+
+    const T0: i64 = 1_764_547_200; // 2025-12-01T00:00:00Z
+
+    fn om(lines: &[(f64, i64)]) -> String {
+        lines
+            .iter()
+            .map(|(v, t)| {
+                format!("kube_pod_container_resource_requests{{namespace=\"ml\",pod=\"p\",resource=\"nvidia_com_gpu\"}} {v} {t}\n")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn openmetrics_cut_before_its_eof_keeps_second_timestamps() {
+        let text = om(&[(2.0, T0), (2.0, T0 + 60), (2.0, T0 + 120)]);
+        let t = read_exposition("t.om", &text, None, catalog()).expect("reads");
+        assert_eq!((t.from, t.step), (T0, 60), "seconds, not milliseconds");
+        let ms: String = om(&[(2.0, T0 * 1000), (2.0, (T0 + 60) * 1000)]);
+        let t = read_exposition("t.prom", &ms, None, catalog()).expect("reads");
+        assert_eq!((t.from, t.step), (T0, 60));
+    }
+
+    #[test]
+    fn a_user_step_never_scales_file_totals() {
+        let text = om(&[(2.0, T0), (2.0, T0 + 60), (2.0, T0 + 120)]);
+        let t = read_exposition("t.om", &text, Some(3600), catalog()).expect("reads");
+        assert_eq!(t.step, 60);
+        assert!(t.notes.iter().any(|n| n.contains("--step 3600s` ignored")));
+    }
+
+    #[test]
+    fn duplicate_series_count_once_and_conflicts_are_reported() {
+        let mut text = om(&[(2.0, T0), (2.0, T0 + 60)]);
+        text.push_str(&om(&[(2.0, T0), (4.0, T0 + 60)]));
+        let t = read_exposition("t.om", &text, None, catalog()).expect("reads");
+        let p = &t.pods[&("ml".to_owned(), "p".to_owned())];
+        assert_eq!(p.allocated[&T0], 2.0);
+        assert_eq!(p.allocated[&(T0 + 60)], 2.0);
+        assert!(t.notes.iter().any(|n| n.contains("1 duplicate")));
+        assert!(t.notes.iter().any(|n| n.contains("1 sample(s) contradict")));
+    }
+
+    #[test]
+    fn bad_values_are_refused_at_their_column() {
+        for (v, t) in [
+            ("-1", "1764547200"),
+            ("1e308", "1764547200"),
+            ("NaN", "1764547200"),
+            ("1", "NaN"),
+            ("1", "-5"),
+        ] {
+            let line = format!("kube_pod_container_resource_requests{{namespace=\"ml\",pod=\"p\",resource=\"nvidia_com_gpu\"}} {v} {t}\n");
+            let e = read_exposition("t.om", &line, None, catalog()).expect_err("refused");
+            let col = if e.contains("sample") {
+                line.find(&format!(" {v} ")).expect("value") + 2
+            } else {
+                line.rfind(t).expect("ts") + 1
+            };
+            assert!(e.starts_with(&format!("t.om:1:{col}: ")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_series_without_pod_labels_is_skipped_not_fatal() {
+        let mut text = om(&[(1.0, T0), (1.0, T0 + 60)]);
+        text.push_str(&format!(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",Hostname=\"n1\"}} 0.5 {T0}\n"
+        ));
+        let t = read_exposition("t.om", &text, None, catalog()).expect("reads");
+        assert!(t
+            .notes
+            .iter()
+            .any(|n| n.contains("without namespace/pod labels")));
     }
 }

@@ -54,6 +54,9 @@ pub struct Telemetry {
     pub nodes: BTreeMap<String, NodeSeries>,
     /// Where the numbers came from, for the report.
     pub source: String,
+    /// What the reader noticed and worked around (duplicate series, skipped lines, an
+    /// ignored `--step`), said to the user as warnings.
+    pub notes: Vec<String>,
 }
 
 impl Telemetry {
