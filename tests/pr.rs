@@ -425,3 +425,51 @@ fn diff_reads_the_base_from_git() {
     );
     assert!(err.contains("cannot read"), "{err}");
 }
+
+/// A baseline written in a repository is honoured from anywhere: from its root with a
+/// relative path, from a subdirectory, with `./` or an absolute path.
+#[test]
+fn baseline_fingerprints_do_not_depend_on_the_working_directory() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join(".git")).expect("a repository root");
+    std::fs::create_dir_all(repo.join("plans/sub")).expect("dirs");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/mixed-estate.toml"),
+    )
+    .expect("example");
+    std::fs::write(repo.join("plans/estate.toml"), &text).expect("write");
+    let base = repo.join("gpuplan-baseline.json");
+    let mut c = gpuplan();
+    c.current_dir(&repo).args([
+        "check",
+        "--write-baseline",
+        "gpuplan-baseline.json",
+        "plans/estate.toml",
+    ]);
+    run(&mut c, 0);
+    let plan = repo.join("plans/estate.toml");
+    let spellings: [(&Path, String); 3] = [
+        (&repo, "./plans/estate.toml".to_owned()),
+        (&repo.join("plans/sub"), "../estate.toml".to_owned()),
+        (dir.path(), plan.display().to_string()),
+    ];
+    for (cwd, spelled) in spellings {
+        let mut c = gpuplan();
+        c.current_dir(cwd)
+            .args(["check", "--format", "json", "--baseline"])
+            .arg(&base)
+            .arg(&spelled);
+        let (out, _) = run(&mut c, 0);
+        let v: Value = serde_json::from_str(&out).expect("json");
+        assert!(
+            v["findings"]
+                .as_array()
+                .expect("findings")
+                .iter()
+                .all(|f| f.get("suppressed").is_some()),
+            "from {} as {spelled}: every finding is known",
+            cwd.display()
+        );
+    }
+}

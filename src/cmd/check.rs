@@ -136,7 +136,11 @@ pub fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
         }
         CheckFormat::Github => {
             out.stdout(&github::annotations(&findings, &errors));
-            out.info(&output::summary(&findings, args.plans.len()));
+            out.info(&output::summary_with_errors(
+                &findings,
+                &errors,
+                args.plans.len(),
+            ));
         }
         CheckFormat::Markdown => {
             let delta = match (&args.base, heads.as_slice()) {

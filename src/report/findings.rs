@@ -66,6 +66,22 @@ pub fn summary(diags: &[Diag], files: usize) -> String {
     s
 }
 
+/// The summary when some input could not be read or validated: never "passed", since the
+/// files with input errors were not checked at all.
+pub fn summary_with_errors(findings: &[Diag], errors: &[Diag], files: usize) -> String {
+    if errors.is_empty() {
+        return summary(findings, files);
+    }
+    let unread: std::collections::BTreeSet<&str> =
+        errors.iter().map(|d| d.file.name.as_str()).collect();
+    format!(
+        "failed: {} input error(s) in {} of {} file(s), which were not checked",
+        errors.len(),
+        unread.len(),
+        files
+    )
+}
+
 #[derive(Serialize)]
 pub struct JsonFinding<'a> {
     pub rule: &'a str,

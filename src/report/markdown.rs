@@ -5,9 +5,21 @@ use std::fmt::Write as _;
 
 use crate::diag::{Diag, Severity};
 
-/// Text made safe for one Markdown table cell or list line: `|` escaped, lines joined.
+/// Text made safe for one Markdown table cell or list line: `|` escaped, lines joined, HTML
+/// (`<script>` in a namespace label, say: a `<` opens no tag) written as text, and control characters dropped,
+/// so names from plans and servers render as what they are.
 pub fn md(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            '<' => out.push_str("&lt;"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `link_base`: a URL prefix for file links, such as
@@ -20,7 +32,7 @@ pub fn comment(
     cost_delta: Option<&str>,
 ) -> String {
     let mut o = String::new();
-    let summary = super::findings::summary(findings, files);
+    let summary = super::findings::summary_with_errors(findings, errors, files);
     let icon = if errors.is_empty() && !findings.iter().any(Diag::is_blocking) {
         ":white_check_mark:"
     } else {

@@ -116,7 +116,7 @@ fn location(d: &Diag) -> Value {
     };
     json!({
         "physicalLocation": {
-            "artifactLocation": { "uri": uri(&d.file.name), "uriBaseId": "%SRCROOT%" },
+            "artifactLocation": { "uri": uri(&d.file.stable_name()), "uriBaseId": "%SRCROOT%" },
             "region": {
                 "startLine": line,
                 "startColumn": col,

@@ -103,31 +103,50 @@ pub fn read_csv(file: &str, text: &str, step: Option<i64>) -> Result<Telemetry, 
             err(file, line, format!("not CSV: {e}"))
         })?;
         let line = rec.position().map_or(0, |p| p.line() as usize);
+        // The 1-based column of field `c` (exact for unquoted fields: the fields before it
+        // and their commas).
+        let col = |c: usize| rec.range(c).map_or(1, |r| r.start + c + 1);
         let field = |c: usize, what: &str| {
             rec.get(c)
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
-                .ok_or_else(|| err(file, line, format!("`{what}` is empty")))
+                .ok_or_else(|| err_at(file, line, col(c), format!("`{what}` is empty")))
         };
         let num = |c: usize, what: &str| -> Result<f64, String> {
             let s = field(c, what)?;
             s.parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
+                .filter(|v| {
+                    *v <= if what == "tokens_total" {
+                        1e18
+                    } else {
+                        MAX_GPUS
+                    }
+                })
                 .ok_or_else(|| {
-                    err(
+                    err_at(
                         file,
                         line,
-                        format!("`{what}` = `{s}`: expected a number >= 0"),
+                        col(c),
+                        format!(
+                            "`{what}` = `{s}`: expected a number from 0 to {:e}",
+                            if what == "tokens_total" {
+                                1e18
+                            } else {
+                                MAX_GPUS
+                            }
+                        ),
                     )
                 })
         };
         let ts = field(c_t, "timestamp")?;
         let time = parse_time(ts).ok_or_else(|| {
-            err(
+            err_at(
                 file,
                 line,
-                format!("timestamp `{ts}`: expected RFC 3339 or Unix seconds"),
+                col(c_t),
+                format!("timestamp `{ts}`: expected RFC 3339 or Unix seconds, from 1970 to 9999"),
             )
         })?;
         let (ns, pod) = (field(c_ns, "namespace")?, field(c_pod, "pod")?);
@@ -579,5 +598,22 @@ mod hostile {
             .notes
             .iter()
             .any(|n| n.contains("without namespace/pod labels")));
+    }
+}
+
+#[cfg(test)]
+mod csv_columns {
+    #[test]
+    fn csv_errors_name_line_and_column() {
+        let head = "timestamp,namespace,pod,allocated_gpus,used_gpus\n";
+        for (row, col) in [
+            ("1764547200,ml,p,x,0", 17),
+            ("1764547200,ml,p,1,1e308", 19),
+            ("NaN,ml,p,1,0", 1),
+            ("1764547200,ml,,1,0", 15),
+        ] {
+            let e = super::read_csv("t.csv", &format!("{head}{row}\n"), None).expect_err(row);
+            assert!(e.starts_with(&format!("t.csv:2:{col}: ")), "{row}: {e}");
+        }
     }
 }

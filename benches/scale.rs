@@ -1,0 +1,128 @@
+//! `cargo bench --bench scale`: `gpuplan recommend` on generated estates of 1k, 2k, 4k and 8k
+//! workloads, as a growth curve. Each estate mixes the shapes a large platform has: several
+//! teams, dedicated and fractional inference, interruptible batch, small gangs, in two
+//! regions. The ratio column is each size's time over the previous one: near 2 is linear,
+//! near 4 quadratic. The baseline is a TOML parse of the same plan in the same run.
+
+#[path = "timing.rs"]
+mod timing;
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use gpuplan::catalog::Catalog;
+use gpuplan::engine::recommend::recommend;
+use gpuplan::plan::raw::Provider;
+use gpuplan::source::SourceFile;
+
+/// A deterministic estate of `n` workloads (a small linear congruential generator, so
+/// every run and machine sees the same plan).
+pub fn estate(n: usize, provider: &str, regions: &[&str]) -> String {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |m: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) % m
+    };
+    let regions = regions
+        .iter()
+        .map(|r| format!("\"{r}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut s = format!(
+        "version = 1\n\n[plan]\nname = \"estate\"\nowner = \"bench\"\nprovider = \"{provider}\"\nregions = [{regions}]\n"
+    );
+    for i in 0..n {
+        let team = format!("team-{}", next(40));
+        let kind = next(10);
+        let _ = write!(s, "\n[[workload]]\nname = \"w{i:05}\"\nteam = \"{team}\"\n");
+        match kind {
+            // User-facing inference on whole GPUs.
+            0..=2 => {
+                let gpus = [1, 1, 2, 4][next(4) as usize];
+                let _ = write!(
+                    s,
+                    "kind = \"inference\"\nuser_facing = true\ngpus = {gpus}\nreplicas = {{ min = {}, max = {} }}\ncpu = {}\nmemory_gib = {}\n",
+                    1 + next(2),
+                    3 + next(6),
+                    4 + next(12),
+                    16 + next(64)
+                );
+            }
+            // Fractional notebooks and small models, time-sliced in a decided fault domain.
+            3..=4 => {
+                let _ = write!(
+                    s,
+                    "kind = \"notebook\"\ngpu_fraction = {}\nreplicas = {}\nsharing = \"time-slicing\"\nfault_domain = \"{team}-shared\"\ncpu = 2\nmemory_gib = 8\n",
+                    [0.25, 0.5][next(2) as usize],
+                    1 + next(6)
+                );
+            }
+            // Interruptible batch, checkpointed.
+            5..=7 => {
+                let _ = write!(
+                    s,
+                    "kind = \"batch\"\ninterruptible = true\ncheckpoint_minutes = {}\ngpus = {}\nreplicas = {}\nhours_per_month = {}\ncpu = {}\nmemory_gib = {}\n",
+                    [15, 30, 60][next(3) as usize],
+                    [1, 1, 2, 4, 8][next(5) as usize],
+                    1 + next(8),
+                    100 + next(600),
+                    4 + next(28),
+                    32 + next(200)
+                );
+            }
+            // Training, sometimes a small gang.
+            _ => {
+                let _ = write!(
+                    s,
+                    "kind = \"training\"\ninterruptible = true\ncheckpoint_minutes = 30\ngpus = 8\nnodes = {}\nhours_per_month = {}\n",
+                    [1, 1, 2][next(3) as usize],
+                    200 + next(500)
+                );
+            }
+        }
+    }
+    // Every shared fault domain was decided on.
+    for t in 0..40 {
+        let _ = write!(
+            s,
+            "\n[[decision]]\nfault_domain = \"team-{t}-shared\"\ndecided_by = \"platform\"\nreason = \"notebooks of one team\"\ndate = 2026-12-01\n"
+        );
+    }
+    s
+}
+
+fn main() {
+    let sizes = [1000, 2000, 4000, 8000];
+    for (provider, regions) in [
+        (Provider::Azure, ["eastus", "westus3"]),
+        (Provider::Aws, ["us-east-1", "us-west-2"]),
+    ] {
+        let catalog = Catalog::embedded(&[provider]).expect("catalog");
+        println!("== generated estates on {provider}");
+        let mut previous: Option<f64> = None;
+        for n in sizes {
+            let text = estate(n, provider.as_str(), &regions);
+            let baseline = timing::time(5, || {
+                let v: toml::Table = toml::from_str(&text).expect("toml");
+                std::hint::black_box(v);
+            });
+            let file = SourceFile::new("estate.toml", text.clone());
+            let p = match gpuplan::rules::load_plan(file, &catalog) {
+                Ok(p) => p,
+                Err(ds) => panic!("the generated plan is valid: {}", ds[0].message),
+            };
+            let t = Instant::now();
+            let r = recommend(&p, &catalog);
+            let took = t.elapsed().as_secs_f64();
+            let ratio = previous.map_or("-".to_owned(), |p| format!("{:.2}", took / p));
+            println!(
+                "{n:>6} workloads  {:>9.3} s  x{ratio:<5} vs the previous size  ({:.0}x its TOML parse; {} pools, {} unsatisfied)",
+                took,
+                took / baseline.as_secs_f64(),
+                r.pools.len(),
+                r.unsatisfied.len()
+            );
+            previous = Some(took);
+        }
+    }
+}
