@@ -31,8 +31,10 @@ pub fn estate(n: usize, provider: &str, regions: &[&str]) -> String {
     let mut s = format!(
         "version = 1\n\n[plan]\nname = \"estate\"\nowner = \"bench\"\nprovider = \"{provider}\"\nregions = [{regions}]\n"
     );
+    let mut shared = std::collections::BTreeSet::new();
     for i in 0..n {
-        let team = format!("team-{}", next(40));
+        let t = next(40);
+        let team = format!("team-{t}");
         let kind = next(10);
         let _ = write!(s, "\n[[workload]]\nname = \"w{i:05}\"\nteam = \"{team}\"\n");
         match kind {
@@ -50,6 +52,7 @@ pub fn estate(n: usize, provider: &str, regions: &[&str]) -> String {
             }
             // Fractional notebooks and small models, time-sliced in a decided fault domain.
             3..=4 => {
+                shared.insert(t);
                 let _ = write!(
                     s,
                     "kind = \"notebook\"\ngpu_fraction = {}\nreplicas = {}\nsharing = \"time-slicing\"\nfault_domain = \"{team}-shared\"\ncpu = 2\nmemory_gib = 8\n",
@@ -82,7 +85,7 @@ pub fn estate(n: usize, provider: &str, regions: &[&str]) -> String {
         }
     }
     // Every shared fault domain was decided on.
-    for t in 0..40 {
+    for t in shared {
         let _ = write!(
             s,
             "\n[[decision]]\nfault_domain = \"team-{t}-shared\"\ndecided_by = \"platform\"\nreason = \"notebooks of one team\"\ndate = 2026-12-01\n"

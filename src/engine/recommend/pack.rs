@@ -52,9 +52,12 @@ pub fn nodes(groups: &[(Item, u32)], cap: NodeCap, thorough: bool) -> (u32, u32)
     if dp.0 < best.0 {
         best = dp;
     }
-    // Patterns pay off where a node holds a handful of replicas; with dozens of time-sliced
-    // shares per node the search only exhausts its budget.
-    if thorough && cap.units <= 16 {
+    // Patterns pay off where a node holds a handful of replicas of a few kinds; with dozens
+    // of time-sliced shares per node, or hundreds of kinds (a large estate's pool), the
+    // depth-first search only exhausts its budget, once per node: its cost would grow with
+    // the square of the estate. Column generation still packs those pools.
+    let kinds = groups.iter().filter(|g| g.1 > 0).count();
+    if thorough && cap.units <= 16 && kinds <= PATTERN_KINDS {
         let p = patterns(groups, cap);
         if p.0 < best.0 {
             best = p;
@@ -72,6 +75,9 @@ pub fn nodes(groups: &[(Item, u32)], cap: NodeCap, thorough: bool) -> (u32, u32)
 
 /// Search nodes one pattern search may expand.
 const PATTERN_BUDGET: u32 = 20_000;
+
+/// Replica kinds a pool may have for the pattern search to run (openb's largest pool has 48).
+const PATTERN_KINDS: usize = 64;
 
 /// Sequential pattern fill (the cutting-stock "sequential heuristic procedure"): find the
 /// filling of one node that best uses the resources the remaining replicas need most, by a
