@@ -11,35 +11,29 @@ fn gpuplan() -> assert_cmd::Command {
     common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
 }
 
-#[test]
-fn windows_and_times_out_of_range_are_refused() {
-    for w in ["9223372036854775807s", "99999999999999d", "3661d"] {
-        let out = gpuplan()
-            .args([
-                "review",
-                "plans/minimal.toml",
-                "--prometheus",
-                "http://127.0.0.1:9/",
-                "--window",
-                w,
-            ])
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(2), "--window {w}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("at most 3660d"), "{err}");
-    }
-    let out = gpuplan()
+/// `gpuplan review` against a port nothing listens on, with `flag value`.
+fn review_with(flag: &str, value: &str) -> std::process::Output {
+    gpuplan()
         .args([
             "review",
             "plans/minimal.toml",
             "--prometheus",
             "http://127.0.0.1:9/",
-            "--from",
-            "-99999999999999",
         ])
+        .args([flag, value])
         .output()
-        .expect("runs");
+        .expect("runs")
+}
+
+#[test]
+fn windows_and_times_out_of_range_are_refused() {
+    for w in ["9223372036854775807s", "99999999999999d", "3661d"] {
+        let out = review_with("--window", w);
+        assert_eq!(out.status.code(), Some(2), "--window {w}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("at most 3660d"), "{err}");
+    }
+    let out = review_with("--from", "-99999999999999");
     assert_eq!(out.status.code(), Some(2));
 }
 

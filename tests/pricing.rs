@@ -41,6 +41,19 @@ fn json(out: &std::process::Output) -> serde_json::Value {
     })
 }
 
+/// What recommend's comparison says the plan's declared pools cost today.
+fn today_cost(cache: &Path, plan: &Path) -> f64 {
+    let out = common::gpuplan(cache)
+        .args(["recommend", "--format", "json"])
+        .arg(plan)
+        .output()
+        .expect("runs");
+    let rec = json(&out);
+    rec["comparison"]["today_monthly_cost_usd"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("a comparison: {rec}"))
+}
+
 #[test]
 fn a_capacity_block_is_costed_at_the_block_price_for_the_blocks_hours_everywhere() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -71,15 +84,7 @@ fn a_capacity_block_is_costed_at_the_block_price_for_the_blocks_hours_everywhere
     );
 
     // recommend: today's cost in the comparison.
-    let out = common::gpuplan(&cache)
-        .args(["recommend", "--format", "json"])
-        .arg(&plan)
-        .output()
-        .expect("runs");
-    let rec = json(&out);
-    let today = rec["comparison"]["today_monthly_cost_usd"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("a comparison: {rec}"));
+    let today = today_cost(&cache, &plan);
     assert!((today - expected).abs() < 0.01, "{today} vs {expected}");
 
     // diff: the declared cost of each side.
@@ -126,15 +131,7 @@ fn a_length_ec2_does_not_sell_is_refused_and_a_block_without_one_is_costed_for_t
     assert!(err.contains("block.toml:25:15"), "located: {err}");
 
     std::fs::write(&plan, block_plan(None, 1e9)).expect("plan");
-    let out = common::gpuplan(&cache)
-        .args(["recommend", "--format", "json"])
-        .arg(&plan)
-        .output()
-        .expect("runs");
-    let rec = json(&out);
     // Without `block_hours` the block is costed for the plan's month (730 hours).
-    let today = rec["comparison"]["today_monthly_cost_usd"]
-        .as_f64()
-        .expect("today");
+    let today = today_cost(&cache, &plan);
     assert!((today - 31.464 * 4.0 * 730.0).abs() < 0.01, "{today}");
 }

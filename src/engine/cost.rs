@@ -82,6 +82,17 @@ pub fn node_hour(
     })
 }
 
+/// Price per node-hour of a declared pool: its SKU and region at its capacity type.
+pub fn pool_hour(catalog: &Catalog, provider: Provider, pool: &Pool) -> Option<HourlyPrice> {
+    node_hour(
+        catalog,
+        provider,
+        pool.sku.get(),
+        pool.region.get(),
+        pool.capacity(),
+    )
+}
+
 /// Hours in a month a pool's nodes are paid for: a Capacity Block for the block's length
 /// (`block_hours`), paid whether used or not; any other pool for `hours`.
 pub fn paid_hours(pool: &Pool, hours: f64) -> f64 {
@@ -99,13 +110,7 @@ pub fn pool_month(
     nodes: i64,
     hours: f64,
 ) -> Option<(f64, HourlyPrice)> {
-    let p = node_hour(
-        catalog,
-        provider,
-        pool.sku.get(),
-        pool.region.get(),
-        pool.capacity(),
-    )?;
+    let p = pool_hour(catalog, provider, pool)?;
     Some((p.usd * nodes.max(0) as f64 * paid_hours(pool, hours), p))
 }
 
@@ -124,13 +129,7 @@ pub struct PoolCost {
 /// comparison, `render --declared` and `diff` use.
 pub fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Option<PoolCost> {
     let hours = plan.hours_per_month();
-    let price = node_hour(
-        catalog,
-        plan.provider(),
-        pool.sku.get(),
-        pool.region.get(),
-        pool.capacity(),
-    )?;
+    let price = pool_hour(catalog, plan.provider(), pool)?;
     let (min, max) = (
         pool.nodes().min().max(0) as f64,
         pool.nodes().max().max(0) as f64,

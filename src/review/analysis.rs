@@ -270,13 +270,7 @@ fn pool_gpu_second(
     catalog: &crate::catalog::Catalog,
     pool: &crate::plan::raw::Pool,
 ) -> Option<f64> {
-    let price = crate::engine::cost::node_hour(
-        catalog,
-        plan.provider(),
-        pool.sku.get(),
-        pool.region.get(),
-        pool.capacity(),
-    )?;
+    let price = crate::engine::cost::pool_hour(catalog, plan.provider(), pool)?;
     let gpus = catalog.sku(plan.provider(), pool.sku.get())?.gpu_count;
     (gpus > 0).then(|| price.usd / f64::from(gpus) / 3600.0)
 }

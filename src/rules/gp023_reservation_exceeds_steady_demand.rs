@@ -1,7 +1,7 @@
 use super::{Cx, Rule};
 use crate::core::num;
 use crate::core::usd;
-use crate::engine::cost::{gpus_per_node, node_hour};
+use crate::engine::cost::{gpus_per_node, pool_hour};
 
 declare_rule! {
     /// # GP023 reservation-exceeds-steady-demand
@@ -55,13 +55,7 @@ impl Rule for ReservationExceedsSteadyDemand {
                 continue;
             }
             let excess = reserved - steady_nodes;
-            let price = node_hour(
-                cx.catalog,
-                cx.plan.provider(),
-                pool.sku.get(),
-                pool.region.get(),
-                pool.capacity(),
-            );
+            let price = pool_hour(cx.catalog, cx.plan.provider(), pool);
             let idle = price.as_ref().map_or("unknown (no price)".to_owned(), |p| {
                 format!("{} a month", usd(p.usd * excess as f64 * cx.hours(None)))
             });

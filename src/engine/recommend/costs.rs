@@ -111,13 +111,6 @@ pub(super) fn assemble(
     }
     let comparison = compare(plan, catalog, &pools, &workloads, total);
     Recommendation {
-        schema: SCHEMA,
-        plan: plan.name().to_owned(),
-        provider: plan.provider().as_str().to_owned(),
-        regions: plan.regions().map(str::to_owned).collect(),
-        total_monthly_cost_usd: cents(total),
-        total_monthly_cost_at_max_usd: cents(at_max),
-        pools,
         workloads,
         teams: teams
             .into_iter()
@@ -129,13 +122,6 @@ pub(super) fn assemble(
         unsatisfied,
         comparison,
         findings,
-        data: catalog
-            .sources_for(plan.provider())
-            .map(|s| DataUsed {
-                file: s.file.clone(),
-                as_of: s.as_of.to_string(),
-                source: s.source.clone(),
-            })
-            .collect(),
+        ..Recommendation::of(plan, catalog, pools)
     }
 }

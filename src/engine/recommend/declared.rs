@@ -4,7 +4,7 @@
 use indexmap::IndexMap;
 
 use super::demand::Segment;
-use super::{cents, Nodes, RecPool, Recommendation, SCHEMA};
+use super::{cents, Nodes, RecPool, Recommendation};
 use crate::catalog::Catalog;
 use crate::plan::raw::{Capacity, Provider, Sharing};
 use crate::plan::Plan;
@@ -98,28 +98,5 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             capacity_options: Vec::new(),
         });
     }
-    let total: f64 = pools.iter().map(|p| p.monthly_cost_usd).sum();
-    let at_max: f64 = pools.iter().map(|p| p.monthly_cost_at_max_usd).sum();
-    Recommendation {
-        schema: SCHEMA,
-        plan: plan.name().to_owned(),
-        provider: plan.provider().as_str().to_owned(),
-        regions: plan.regions().map(str::to_owned).collect(),
-        total_monthly_cost_usd: cents(total),
-        total_monthly_cost_at_max_usd: cents(at_max),
-        pools,
-        workloads: Vec::new(),
-        teams: Vec::new(),
-        unsatisfied: Vec::new(),
-        comparison: None,
-        findings: Vec::new(),
-        data: catalog
-            .sources_for(plan.provider())
-            .map(|s| super::DataUsed {
-                file: s.file.clone(),
-                as_of: s.as_of.to_string(),
-                source: s.source.clone(),
-            })
-            .collect(),
-    }
+    Recommendation::of(plan, catalog, pools)
 }

@@ -170,6 +170,39 @@ pub struct DataUsed {
 }
 
 impl Recommendation {
+    /// `pools` for a plan, with the plan's header, their totals and the data they rest on;
+    /// no workload costs, findings or comparison yet.
+    pub(super) fn of(
+        plan: &crate::plan::Plan,
+        catalog: &crate::catalog::Catalog,
+        pools: Vec<RecPool>,
+    ) -> Recommendation {
+        let total: f64 = pools.iter().map(|p| p.monthly_cost_usd).sum();
+        let at_max: f64 = pools.iter().map(|p| p.monthly_cost_at_max_usd).sum();
+        Recommendation {
+            schema: SCHEMA,
+            plan: plan.name().to_owned(),
+            provider: plan.provider().as_str().to_owned(),
+            regions: plan.regions().map(str::to_owned).collect(),
+            total_monthly_cost_usd: crate::core::cents(total),
+            total_monthly_cost_at_max_usd: crate::core::cents(at_max),
+            pools,
+            workloads: Vec::new(),
+            teams: Vec::new(),
+            unsatisfied: Vec::new(),
+            comparison: None,
+            findings: Vec::new(),
+            data: catalog
+                .sources_for(plan.provider())
+                .map(|s| DataUsed {
+                    file: s.file.clone(),
+                    as_of: s.as_of.to_string(),
+                    source: s.source.clone(),
+                })
+                .collect(),
+        }
+    }
+
     /// The plan cannot be met: a workload has no SKU, or budget or quota is exceeded.
     pub fn unsatisfiable(&self) -> bool {
         !self.unsatisfied.is_empty() || self.findings.iter().any(|f| f.severity == "error")
