@@ -20,13 +20,6 @@ pub struct HourlyPrice {
     pub caveat: Option<String>,
 }
 
-impl HourlyPrice {
-    /// The same figure a month: `usd` × 730 hours.
-    pub fn monthly(&self) -> f64 {
-        self.usd * HOURS_PER_MONTH
-    }
-}
-
 /// The catalog's own figure for a capacity type, with no stand-in: `None` when the catalog
 /// has none (a reservation price offline, a Capacity Block price before a refresh).
 pub fn listed<'c>(
@@ -129,12 +122,12 @@ pub struct PoolCost {
 /// comparison, `render --declared` and `diff` use.
 pub fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Option<PoolCost> {
     let hours = plan.hours_per_month();
-    let price = pool_hour(catalog, plan.provider(), pool)?;
+    let mut price = pool_hour(catalog, plan.provider(), pool)?;
     let (min, max) = (
         pool.nodes().min().max(0) as f64,
         pool.nodes().max().max(0) as f64,
     );
-    let mut price = price;
+    // A block with no stated length is costed for the plan's month, and the price says so.
     if pool.capacity() == Capacity::CapacityBlock && pool.block_hours.is_none() {
         let unknown = format!(
             "the block's length is not in the plan (`block_hours`): costed for {} hours",
