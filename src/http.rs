@@ -77,7 +77,7 @@ pub fn describe(what: &str, f: Failure) -> String {
         Failure::Decode(e) => format!("{what}: not the answer expected ({e})"),
         Failure::Status(code, body) => format!(
             "{what} answered HTTP {code}: {}",
-            body.chars().take(200).collect::<String>()
+            crate::core::printable(&body.chars().take(200).collect::<String>())
         ),
         Failure::Transport(t) => format!("cannot reach {what}: {t}"),
     }

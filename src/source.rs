@@ -21,7 +21,9 @@ impl SourceFile {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        let named = NamedSource::new(name.clone(), text.clone()).with_language("toml");
+        // The name as shown: a path may hold control characters a terminal would obey.
+        let named =
+            NamedSource::new(crate::core::printable(&name), text.clone()).with_language("toml");
         Arc::new(Self {
             name,
             text,

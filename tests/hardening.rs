@@ -231,3 +231,16 @@ fn a_pipe_or_a_device_is_refused_where_a_file_is_needed() {
         }
     }
 }
+
+#[test]
+fn control_characters_in_a_path_never_reach_the_terminal_raw() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let name = "evil\u{1b}[2J\nplan.toml";
+    let plan = dir.path().join(name);
+    std::fs::write(&plan, "version = 1\n[plan]\nname = \"Bad Name\"\n").expect("plan");
+    let out = gpuplan().arg("check").arg(&plan).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert!(err.contains("evil\\u{1b}[2J\\nplan.toml"), "{err}");
+}

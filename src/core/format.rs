@@ -79,9 +79,33 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// `text` with every control character (an escape sequence, a carriage return, a newline)
+/// written as its escape, `\u{1b}`: a name, path or server body printed to a terminal can
+/// then move no cursor, recolour nothing and forge no line.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_written_as_escapes() {
+        assert_eq!(printable("a\u{1b}[2Jb\nc"), "a\\u{1b}[2Jb\\nc");
+        assert_eq!(printable("plans/a.toml"), "plans/a.toml");
+    }
 
     #[test]
     fn user_info_never_survives() {

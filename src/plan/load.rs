@@ -30,7 +30,7 @@ pub fn read(path: &Path) -> Result<Arc<SourceFile>, Box<Diag>> {
                 PlanCode::Unreadable,
                 &SourceFile::new(name.clone(), ""),
                 0..0,
-                format!("cannot read `{name}`: {e}"),
+                format!("cannot read `{}`: {e}", crate::core::printable(&name)),
             )
             .help("check the path and its permissions"),
         )

@@ -23,7 +23,10 @@ pub fn human(diags: &[Diag], color: bool) -> String {
             let (line, col) = d.line_col();
             one = format!(
                 "{}: {} [{}] {}:{line}:{col}\n",
-                d.severity, d.message, d.code, d.file.name
+                d.severity,
+                d.message,
+                d.code,
+                crate::core::printable(&d.file.name)
             );
         }
         if let Some(s) = &d.suppressed {
