@@ -46,7 +46,8 @@ fn an_allow_for_gp017_silences_it_in_recommend_as_in_check() {
     // Without an allow: an error in both.
     let (code, _, _) = run(&["check"], &plan(""));
     assert_eq!(code, 1);
-    let (_, out, err) = run(&["recommend", "--format", "json"], &plan(""));
+    let (code, out, err) = run(&["recommend", "--format", "json"], &plan(""));
+    assert_eq!(code, 1, "the fleet is over budget");
     assert!(gp017_in_recommend(&out)["suppressed"].is_null());
     assert!(err.contains("error[GP017]"), "{err}");
 
@@ -63,7 +64,11 @@ fn an_allow_for_gp017_silences_it_in_recommend_as_in_check() {
         .cloned()
         .expect("listed as suppressed");
     assert!(!f["suppressed"].is_null(), "{f}");
-    let (_, out, err) = run(&["recommend", "--format", "json"], &allowed);
+    let (code, out, err) = run(&["recommend", "--format", "json"], &allowed);
+    assert_eq!(
+        code, 0,
+        "an accepted budget overrun does not fail recommend"
+    );
     let f = gp017_in_recommend(&out);
     assert_eq!(
         f["suppressed"], "budget raise approved for Q1, approved by cfo",
@@ -75,7 +80,8 @@ fn an_allow_for_gp017_silences_it_in_recommend_as_in_check() {
     let expired = plan(&ALLOW.replace("EXPIRES", "2026-11-30"));
     let (code, _, _) = run(&["check"], &expired);
     assert_eq!(code, 1);
-    let (_, out, err) = run(&["recommend", "--format", "json"], &expired);
+    let (code, out, err) = run(&["recommend", "--format", "json"], &expired);
+    assert_eq!(code, 1);
     let f = gp017_in_recommend(&out);
     assert!(f["suppressed"].is_null(), "{f}");
     assert!(f["message"]

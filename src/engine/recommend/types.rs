@@ -205,6 +205,10 @@ impl Recommendation {
 
     /// The plan cannot be met: a workload has no SKU, or budget or quota is exceeded.
     pub fn unsatisfiable(&self) -> bool {
-        !self.unsatisfied.is_empty() || self.findings.iter().any(|f| f.severity == "error")
+        !self.unsatisfied.is_empty()
+            || self
+                .findings
+                .iter()
+                .any(|f| f.severity == "error" && f.suppressed.is_none())
     }
 }
