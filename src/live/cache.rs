@@ -116,7 +116,7 @@ pub enum CacheError {
     },
 }
 
-pub use crate::source::safe_path;
+use crate::source::safe_path;
 
 /// The cache's own list of files (`[[file]]` of `sources.toml`), keeping only entries whose
 /// path is safe and whose file is there: a tampered or damaged list never steers a write.
@@ -264,25 +264,15 @@ fn write_owned(
     std::fs::write(stage.path().join("sources.toml"), &list).map_err(io)?;
     verify(stage.path()).map_err(CacheError::Invalid)?;
 
-    // Commit: each new file renamed over its target, the list last.
+    // Commit: the verified files themselves, renamed from the stage over their targets
+    // (the stage is inside `dir`, so each rename is atomic), the list last.
     for e in entries {
         let target = dir.join(e.path);
         if let Some(d) = target.parent() {
             std::fs::create_dir_all(d).map_err(io)?;
         }
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".gpuplan-")
-            .tempfile_in(target.parent().unwrap_or(dir))
-            .map_err(io)?;
-        std::io::Write::write_all(&mut tmp, e.text.as_bytes()).map_err(io)?;
-        tmp.persist(&target).map_err(|e| io(e.error))?;
+        std::fs::rename(stage.path().join(e.path), &target).map_err(io)?;
     }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".gpuplan-")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    std::io::Write::write_all(&mut tmp, list.as_bytes()).map_err(io)?;
-    tmp.persist(dir.join("sources.toml"))
-        .map_err(|e| io(e.error))?;
+    std::fs::rename(stage.path().join("sources.toml"), dir.join("sources.toml")).map_err(io)?;
     Ok(())
 }
