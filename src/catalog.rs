@@ -96,6 +96,9 @@ pub struct Sku {
     pub retired: bool,
     /// Arm host CPUs (AWS Graviton): images must be built for arm64.
     pub arm64: bool,
+    /// Why no price table lists this SKU (sold only as UltraServer Capacity Blocks, ...): it
+    /// is in the catalog for its shape and offered nowhere until a refresh prices it.
+    pub unpriced: Option<String>,
     pub note: Option<String>,
 }
 
@@ -111,11 +114,26 @@ impl Sku {
     }
 }
 
-/// A price with where it came from.
+/// A price with where it came from and the date its source gives it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Price {
     pub usd_per_hour: f64,
     pub source: Arc<str>,
+    /// The date the source records for the figure; `None` when it records none (the SkyPilot
+    /// rows), which counts as older than any dated figure.
+    pub as_of: Option<crate::core::Date>,
+}
+
+impl Price {
+    /// "as of 2025-11-30", or "undated".
+    pub fn dated(&self) -> String {
+        dated(self.as_of)
+    }
+}
+
+/// "as of DATE", or "undated" for a source that records no date.
+pub fn dated(as_of: Option<crate::core::Date>) -> String {
+    as_of.map_or_else(|| "undated".to_owned(), |d| format!("as of {d}"))
 }
 
 /// Prices of one SKU in one region.
@@ -139,6 +157,7 @@ pub struct SpotBand {
     pub label: String,
     pub savings_pct: Option<i32>,
     pub source: Arc<str>,
+    pub as_of: Option<crate::core::Date>,
 }
 
 /// A quota bucket's limit read from the provider (`catalog refresh`), in vCPUs.
@@ -233,6 +252,9 @@ pub struct DataSource {
     pub kind: &'static str,
     pub provider: Option<Provider>,
     pub as_of: crate::core::Date,
+    /// The source records no date for its figures: `as_of` is the day they were taken into
+    /// gpuplan, and every figure from the file is undated.
+    pub undated: bool,
     pub source: String,
 }
 
@@ -274,6 +296,28 @@ impl ProviderCatalog {
     }
 }
 
+/// A kind of figure the catalog dates, each with its own age limit (GP022).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Figure {
+    OnDemand,
+    Reserved,
+    Spot,
+    SpotBand,
+    CapacityBlock,
+}
+
+impl Figure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Figure::OnDemand => "on-demand price",
+            Figure::Reserved => "reserved price",
+            Figure::Spot => "spot price",
+            Figure::SpotBand => "spot eviction band",
+            Figure::CapacityBlock => "Capacity Block price",
+        }
+    }
+}
+
 /// Planning assumptions from `providers/assumptions.toml`.
 #[derive(Debug, Clone)]
 pub struct Assumptions {
@@ -283,7 +327,10 @@ pub struct Assumptions {
     pub image_pull_minutes: f64,
     pub weight_load_minutes: f64,
     pub server_defaults: IndexMap<String, f64>,
+    /// Age limit of a data file (GP022) for what has no per-figure limit.
     pub stale_after_days: i64,
+    /// Age limit per kind of figure: spot moves daily, list prices rarely.
+    pub stale_limits: IndexMap<Figure, i64>,
     pub low_utilization: f64,
     pub min_kv_cache_share: f64,
     /// vCPUs the per-node system DaemonSets request.
@@ -297,6 +344,14 @@ pub struct Assumptions {
 }
 
 impl Assumptions {
+    /// How many days old a figure of this kind may be before GP022 flags it.
+    pub fn stale_limit(&self, f: Figure) -> i64 {
+        self.stale_limits
+            .get(&f)
+            .copied()
+            .unwrap_or(self.stale_after_days)
+    }
+
     /// The kubelet's kube-reserved CPU, in vCPUs, on a host of `vcpus` of `provider`: linear
     /// between the published points, the last segment's slope beyond them.
     pub fn kube_reserved_cpu(&self, provider: Provider, vcpus: f64) -> f64 {

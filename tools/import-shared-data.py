@@ -31,3 +31,9 @@ subset = {
     },
 }
 (dst / "aws/spot-advisor.json").write_text(json.dumps(subset, indent=1, sort_keys=False) + "\n")
+
+# Newer dated tables (see providers/README.md "Newer price data"): copied verbatim; the loader
+# decides per figure which one is newest.
+shutil.copyfile(src / "aws/gpu-prices-2025-11-30.csv", dst / "aws/prices-2025-11-30.csv")
+shutil.copyfile(src / "aws/ondemand-us-east-1-2026-07-20.csv", dst / "aws/ondemand-us-east-1-2026-07-20.csv")
+shutil.copyfile(src / "azure/ondemand-gpu-2026-06-18.csv", dst / "azure/ondemand-2026-06-18.csv")

@@ -63,8 +63,11 @@ embedded!(
     "azure/skus.toml",
     "azure/prices.csv",
     "azure/prices-retail.csv",
+    "azure/ondemand-2026-06-18.csv",
     "aws/skus.toml",
     "aws/prices.csv",
+    "aws/prices-2025-11-30.csv",
+    "aws/ondemand-us-east-1-2026-07-20.csv",
     "aws/spot-advisor.json",
 );
 
@@ -185,6 +188,9 @@ struct SourceEntry {
     kind: String,
     provider: Option<Provider>,
     as_of: String,
+    /// The source records no date for its figures (`as_of` is then the day they were taken).
+    #[serde(default)]
+    undated: bool,
     source: String,
     licence: String,
     note: Option<String>,
@@ -267,6 +273,7 @@ struct SkuEntry {
     retired: bool,
     /// `arm64` for Graviton-based instances; x86_64 when absent.
     cpu_architecture: Option<String>,
+    unpriced: Option<String>,
     note: Option<String>,
 }
 
@@ -327,8 +334,19 @@ struct ServerDefault {
 #[serde(deny_unknown_fields)]
 struct CheckEntry {
     stale_after_days: i64,
+    stale_after_days_by_figure: StaleEntry,
     low_utilization: f64,
     min_kv_cache_share: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StaleEntry {
+    on_demand: i64,
+    reserved: i64,
+    spot_price: i64,
+    spot_band: i64,
+    capacity_block: i64,
 }
 
 #[derive(Deserialize)]
@@ -430,6 +448,7 @@ pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, Cat
             kind,
             provider: s.provider,
             as_of: date(&sources_file, &s.as_of)?,
+            undated: s.undated,
             source: s.source.clone(),
         });
     }
@@ -588,6 +607,18 @@ fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError>
             .map(|s| (s.engine.to_ascii_lowercase(), s.gpu_memory_utilization))
             .collect(),
         stale_after_days: a.check.stale_after_days,
+        stale_limits: {
+            let s = &a.check.stale_after_days_by_figure;
+            [
+                (super::Figure::OnDemand, s.on_demand),
+                (super::Figure::Reserved, s.reserved),
+                (super::Figure::Spot, s.spot_price),
+                (super::Figure::SpotBand, s.spot_band),
+                (super::Figure::CapacityBlock, s.capacity_block),
+            ]
+            .into_iter()
+            .collect()
+        },
         low_utilization: a.check.low_utilization,
         min_kv_cache_share: a.check.min_kv_cache_share,
         daemonset_cpu: a.recommend.daemonset_cpu,
@@ -646,19 +677,32 @@ fn load_provider(
                 inter_node,
                 retired: s.retired,
                 arm64: s.cpu_architecture.as_deref() == Some("arm64"),
+                unpriced: s.unpriced,
                 note: s.note,
             },
         );
     }
+    // Every price file, oldest first; each figure keeps the newest dated value (`offer`), so
+    // the order only decides ties.
+    let dated = |path: &str| figure_date(&catalog.sources, path);
     let prices_file = files.read(&format!("{dir}/prices.csv"))?;
-    load_skypilot_prices(&prices_file, &mut pc)?;
+    load_skypilot_prices(&prices_file, &mut pc, dated(&format!("{dir}/prices.csv")))?;
     if p == Provider::Azure {
+        if let Some(f) = files.optional(AZURE_TABLE)? {
+            load_ondemand_table(&f, &mut pc, dated(AZURE_TABLE), true)?;
+        }
         let retail = files.read("azure/prices-retail.csv")?;
         load_retail_overrides(&retail, &mut pc)?;
     }
     if p == Provider::Aws {
         let advisor = files.read("aws/spot-advisor.json")?;
-        load_advisor(&advisor, &mut pc)?;
+        load_advisor(&advisor, &mut pc, dated("aws/spot-advisor.json"))?;
+        if let Some(f) = files.optional(AWS_SNAPSHOT)? {
+            load_aws_snapshot(&f, &mut pc, catalog, dated(AWS_SNAPSHOT))?;
+        }
+        if let Some(f) = files.optional(AWS_US_EAST_1)? {
+            load_ondemand_table(&f, &mut pc, dated(AWS_US_EAST_1), false)?;
+        }
         if let Some(f) = files.optional("aws/prices-live.csv")? {
             load_retail_overrides(&f, &mut pc)?;
         }
@@ -696,6 +740,13 @@ fn load_provider(
     if let Some(f) = files.optional(&format!("{dir}/availability.csv"))? {
         load_availability(&f, &mut pc)?;
     }
+    // A (SKU, region) with neither a list price nor a Capacity Block price is not offered:
+    // a spot row alone (the SkyPilot rows of p5e.48xlarge) has nothing to discount.
+    pc.prices
+        .retain(|_, p| p.on_demand.is_some() || p.capacity_block.is_some());
+    // Files add regions in their own order; the catalog lists them sorted.
+    pc.prices.sort_keys();
+    pc.spot_bands.sort_keys();
     let mut regions: Vec<String> = pc.prices.keys().map(|(_, r)| r.clone()).collect();
     regions.sort();
     regions.dedup();
@@ -732,10 +783,91 @@ fn parse_price(
     }
 }
 
+/// The Azure on-demand table of every GPU size in every region (2026-06-18).
+const AZURE_TABLE: &str = "azure/ondemand-2026-06-18.csv";
+/// The AWS snapshot with on-demand, spot, bands and reserved rates (2025-11-30).
+const AWS_SNAPSHOT: &str = "aws/prices-2025-11-30.csv";
+/// The newest AWS on-demand figures, us-east-1 only (2026-07-20).
+const AWS_US_EAST_1: &str = "aws/ondemand-us-east-1-2026-07-20.csv";
+
+/// The date figures from `path` carry: the file's `as_of`, or `None` for an undated source.
+fn figure_date(sources: &[DataSource], path: &str) -> Option<Date> {
+    sources
+        .iter()
+        .rev()
+        .find(|s| s.file == path)
+        .filter(|s| !s.undated)
+        .map(|s| s.as_of)
+}
+
+/// Keep the newer figure: a dated one beats an undated one, a later date an earlier one, and
+/// on a tie the one read later (a correction or capture of the same day) wins.
+fn offer(slot: &mut Option<Price>, p: Price) -> bool {
+    if slot.as_ref().is_none_or(|old| old.as_of <= p.as_of) {
+        *slot = Some(p);
+        true
+    } else {
+        false
+    }
+}
+
+/// A spot price replaces the zone list with its own when it is the newer figure.
+fn offer_spot(entry: &mut super::RegionPrices, p: Price, zone: &str) {
+    let v = p.usd_per_hour;
+    let same_source = entry.spot.as_ref().is_some_and(|s| s.source == p.source);
+    if same_source {
+        // More zones of the same file: the lowest is the region's figure.
+        entry.spot_zones.push((zone.to_owned(), v));
+        if entry.spot.as_ref().is_some_and(|s| v < s.usd_per_hour) {
+            entry.spot = Some(p);
+        }
+    } else if offer(&mut entry.spot, p) {
+        entry.spot_zones = vec![(zone.to_owned(), v)];
+    }
+}
+
+fn offer_band(pc: &mut ProviderCatalog, key: (String, String), band: SpotBand) {
+    match pc.spot_bands.get(&key) {
+        Some(old) if old.as_of > band.as_of => {}
+        _ => {
+            pc.spot_bands.insert(key, band);
+        }
+    }
+}
+
+/// A region name, not a Local Zone or Wavelength zone (`us-east-1-atl-1`), which the tables
+/// list beside regions but which node groups do not run in.
+fn is_region(provider: Provider, r: &str) -> bool {
+    match provider {
+        Provider::Azure => {
+            !r.is_empty()
+                && r.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        }
+        Provider::Aws => {
+            let parts: Vec<&str> = r.split('-').collect();
+            matches!(parts.len(), 3 | 4)
+                && parts
+                    .last()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                && parts[..parts.len() - 1]
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+                && (parts.len() == 3 || parts[1] == "gov")
+        }
+    }
+}
+
+fn row_at(rec: &csv::StringRecord) -> usize {
+    rec.position()
+        .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0))
+}
+
 /// SkyPilot `vms.csv` rows: InstanceType, ..., Price, SpotPrice, Region, (Generation | AvailabilityZone).
 fn load_skypilot_prices(
     file: &Arc<SourceFile>,
     pc: &mut ProviderCatalog,
+    as_of: Option<Date>,
 ) -> Result<(), CatalogError> {
     let source: Arc<str> = Arc::from(file.name.as_str());
     let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
@@ -764,28 +896,239 @@ fn load_skypilot_prices(
         let spot = parse_price(file, &rec, c_spot)?;
         let entry = pc.prices.entry((sku.to_owned(), region)).or_default();
         if let Some(od) = od {
+            // The first row of a (SKU, region) is kept: duplicates in the source repeat it.
             if entry.on_demand.is_none() {
-                entry.on_demand = Some(Price {
-                    usd_per_hour: od,
-                    source: Arc::clone(&source),
-                });
+                offer(
+                    &mut entry.on_demand,
+                    Price {
+                        usd_per_hour: od,
+                        source: Arc::clone(&source),
+                        as_of,
+                    },
+                );
             }
         }
         // A spot price equal to (or above) on-demand means the source had none.
         if let Some(sp) = spot.filter(|sp| od.is_none_or(|od| *sp < od)) {
-            let zone = c_zone
-                .and_then(|c| rec.get(c))
-                .unwrap_or_default()
-                .to_owned();
-            entry.spot_zones.push((zone, sp));
-            if entry.spot.as_ref().is_none_or(|p| sp < p.usd_per_hour) {
-                entry.spot = Some(Price {
+            let zone = c_zone.and_then(|c| rec.get(c)).unwrap_or_default();
+            offer_spot(
+                entry,
+                Price {
                     usd_per_hour: sp,
                     source: Arc::clone(&source),
-                });
-            }
+                    as_of,
+                },
+                zone,
+            );
         }
     }
+    Ok(())
+}
+
+/// `sku|instance_type, region, ondemand_usd_per_hour` tables (from the Karpenter providers'
+/// generated price lists). `complete`: the table lists every region a SKU is sold in, so an
+/// older row for a region it omits is dropped (the SKU is no longer offered there).
+/// `_Promo` sizes are skipped: they are temporary discounts on retired sizes, 2.2-3x off the
+/// list price, and not something to plan capacity on.
+fn load_ondemand_table(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    as_of: Option<Date>,
+    complete: bool,
+) -> Result<(), CatalogError> {
+    let source: Arc<str> = Arc::from(file.name.as_str());
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
+    if headers.len() != 3 || headers.get(2) != Some("ondemand_usd_per_hour") {
+        return Err(invalid(
+            file,
+            0..0,
+            "expected the columns sku (or instance_type), region, ondemand_usd_per_hour".into(),
+        ));
+    }
+    let mut listed: IndexMap<String, Vec<String>> = IndexMap::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let (sku, region) = (rec.get(0).unwrap_or(""), rec.get(1).unwrap_or(""));
+        let Some(provider) = pc.skus.get(sku).map(|s| s.provider) else {
+            continue;
+        };
+        if sku.ends_with("_Promo") || !is_region(provider, region) {
+            continue;
+        }
+        let Some(v) = parse_price(file, &rec, 2)? else {
+            continue;
+        };
+        if v <= 0.0 {
+            return Err(invalid(
+                file,
+                row_at(&rec)..row_at(&rec),
+                format!("`{v}` is not a price: on-demand is never free"),
+            ));
+        }
+        listed
+            .entry(sku.to_owned())
+            .or_default()
+            .push(region.to_owned());
+        let entry = pc
+            .prices
+            .entry((sku.to_owned(), region.to_owned()))
+            .or_default();
+        offer(
+            &mut entry.on_demand,
+            Price {
+                usd_per_hour: v,
+                source: Arc::clone(&source),
+                as_of,
+            },
+        );
+    }
+    if complete {
+        drop_unlisted(pc, &listed);
+    }
+    Ok(())
+}
+
+/// Forget the older figures of (SKU, region) pairs a complete newer table does not list.
+fn drop_unlisted(pc: &mut ProviderCatalog, listed: &IndexMap<String, Vec<String>>) {
+    let gone = |(sku, region): &(String, String)| {
+        listed
+            .get(sku)
+            .is_some_and(|regions| !regions.contains(region))
+    };
+    pc.prices.retain(|k, _| !gone(k));
+    pc.spot_bands.retain(|k, _| !gone(k));
+}
+
+/// The AWS snapshot (instances.vantage.sh, 2025-11-30): on-demand, spot min, interruption band
+/// and Reserved Instance effective hourly rates per instance type and region. It is complete
+/// for the types it lists.
+fn load_aws_snapshot(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    catalog: &Catalog,
+    as_of: Option<Date>,
+) -> Result<(), CatalogError> {
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| invalid(file, 0..0, format!("missing CSV column `{name}`")))
+    };
+    let (c_type, c_region, c_od, c_spot, c_band) = (
+        col("instance_type")?,
+        col("region")?,
+        col("ondemand")?,
+        col("spot_min")?,
+        col("pct_interrupt")?,
+    );
+    // The term gpuplan quotes, in order of preference: standard before convertible (cheaper,
+    // and what a steady floor needs), no upfront before partial and all upfront (no capital
+    // outlay; the rates are effective hourly with any upfront amortised over the term).
+    let terms = |years: u8| -> Result<Vec<(usize, String)>, CatalogError> {
+        let mut out = Vec::new();
+        for (kind, label) in [
+            ("Standard.noUpfront", "standard, no upfront"),
+            ("Standard.partialUpfront", "standard, partial upfront"),
+            ("Standard.allUpfront", "standard, all upfront"),
+            ("Convertible.noUpfront", "convertible, no upfront"),
+        ] {
+            out.push((
+                col(&format!("yrTerm{years}{kind}"))?,
+                format!("{years}-year {label}"),
+            ));
+        }
+        Ok(out)
+    };
+    let (terms_1y, terms_3y) = (terms(1)?, terms(3)?);
+    let name: &str = &file.name;
+    let mut listed: IndexMap<String, Vec<String>> = IndexMap::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let (sku, region) = (
+            rec.get(c_type).unwrap_or(""),
+            rec.get(c_region).unwrap_or(""),
+        );
+        if !pc.skus.contains_key(sku) || !is_region(Provider::Aws, region) {
+            continue;
+        }
+        let at = row_at(&rec);
+        let Some(od) = parse_price(file, &rec, c_od)? else {
+            continue;
+        };
+        listed
+            .entry(sku.to_owned())
+            .or_default()
+            .push(region.to_owned());
+        let key = (sku.to_owned(), region.to_owned());
+        let price = |usd: f64, what: &str| Price {
+            usd_per_hour: usd,
+            source: Arc::from(format!("{name} ({what})")),
+            as_of,
+        };
+        let reserved = |terms: &[(usize, String)]| -> Result<Option<Price>, CatalogError> {
+            for (c, label) in terms {
+                if let Some(v) = parse_price(file, &rec, *c)? {
+                    if v > 0.0 && v < od {
+                        return Ok(Some(price(
+                            v,
+                            &format!("Reserved Instance, {label}, effective hourly"),
+                        )));
+                    }
+                    return Err(invalid(
+                        file,
+                        at..at,
+                        format!("reserved rate {v} for `{sku}` in {region} is not below its on-demand {od}"),
+                    ));
+                }
+            }
+            Ok(None)
+        };
+        let (r1, r3) = (reserved(&terms_1y)?, reserved(&terms_3y)?);
+        let entry = pc.prices.entry(key.clone()).or_default();
+        offer(&mut entry.on_demand, price(od, "Linux on-demand"));
+        if let Some(p) = r1 {
+            offer(&mut entry.reserved_1y, p);
+        }
+        if let Some(p) = r3 {
+            offer(&mut entry.reserved_3y, p);
+        }
+        // A spot price at or above on-demand is no spot price (as in the SkyPilot rows).
+        if let Some(sp) = parse_price(file, &rec, c_spot)?.filter(|sp| *sp > 0.0 && *sp < od) {
+            offer_spot(entry, price(sp, "spot, lowest zone"), "");
+        }
+        let label = rec.get(c_band).unwrap_or("").trim();
+        if !label.is_empty() {
+            let Some(b) = catalog
+                .assumptions
+                .band_monthly_interruption
+                .iter()
+                .find(|b| b.1 == label)
+            else {
+                return Err(invalid(
+                    file,
+                    at..at,
+                    format!(
+                        "interruption band `{label}`: expected <5%, 5-10%, 10-15%, 15-20% or >20%"
+                    ),
+                ));
+            };
+            offer_band(
+                pc,
+                key,
+                SpotBand {
+                    index: b.0,
+                    label: label.to_owned(),
+                    savings_pct: None,
+                    source: Arc::from(format!("{name} (Spot Instance Advisor band)")),
+                    as_of,
+                },
+            );
+        }
+    }
+    drop_unlisted(pc, &listed);
     Ok(())
 }
 
@@ -805,27 +1148,33 @@ fn load_retail_overrides(
         let Some(v) = parse_price(file, &rec, 3)? else {
             continue;
         };
+        let at = row_at(&rec);
+        // `captured` is the day the row was fetched: the figure's date.
+        let captured = rec.get(5).unwrap_or("").trim();
+        let as_of = Some(captured_date(file, at, captured)?);
         let source: Arc<str> = Arc::from(format!(
             "{} ({}, captured {})",
             file.name,
             rec.get(6).unwrap_or(""),
             rec.get(5).unwrap_or("")
         ));
-        let price = Some(Price {
+        let price = Price {
             usd_per_hour: v,
             source,
-        });
+            as_of,
+        };
         let entry = pc
             .prices
             .entry((sku.to_owned(), region.to_owned()))
             .or_default();
         match kind {
-            "consumption" => entry.on_demand = price,
-            "capacity-block" => entry.capacity_block = price,
-            "spot" => {
-                entry.spot = price;
-                entry.spot_zones = vec![(String::new(), v)];
+            "consumption" => {
+                offer(&mut entry.on_demand, price);
             }
+            "capacity-block" => {
+                offer(&mut entry.capacity_block, price);
+            }
+            "spot" => offer_spot(entry, price, ""),
             // Reservation rows carry the price of the whole term (Retail Prices API): 365 or
             // 3 x 365 days of 24 hours.
             "reservation-1y" | "reservation-3y" => {
@@ -834,20 +1183,17 @@ fn load_retail_overrides(
                 } else {
                     26_280.0
                 };
-                let hourly = price.map(|p| Price {
-                    usd_per_hour: p.usd_per_hour / hours,
-                    source: p.source,
-                });
+                let hourly = Price {
+                    usd_per_hour: price.usd_per_hour / hours,
+                    ..price
+                };
                 if kind == "reservation-1y" {
-                    entry.reserved_1y = hourly;
+                    offer(&mut entry.reserved_1y, hourly);
                 } else {
-                    entry.reserved_3y = hourly;
+                    offer(&mut entry.reserved_3y, hourly);
                 }
             }
             other => {
-                let at = rec
-                    .position()
-                    .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
                 return Err(invalid(
                     file,
                     at..at,
@@ -859,7 +1205,11 @@ fn load_retail_overrides(
     Ok(())
 }
 
-fn load_advisor(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), CatalogError> {
+fn load_advisor(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    as_of: Option<Date>,
+) -> Result<(), CatalogError> {
     let parsed: AdvisorFile = serde_json::from_str(&file.text).map_err(|e| {
         let off = line_offset(&file.text, e.line(), e.column());
         invalid(file, off..off, format!("spot advisor data: {e}"))
@@ -879,13 +1229,15 @@ fn load_advisor(file: &Arc<SourceFile>, pc: &mut ProviderCatalog) -> Result<(), 
                 .find(|r| r.index == e.r)
                 .map(|r| r.label.clone())
                 .unwrap_or_else(|| format!("band {}", e.r));
-            pc.spot_bands.insert(
+            offer_band(
+                pc,
                 (ty.clone(), region.clone()),
                 SpotBand {
                     index: e.r,
                     label,
                     savings_pct: Some(e.s),
                     source: Arc::clone(&source),
+                    as_of,
                 },
             );
         }
@@ -983,6 +1335,7 @@ fn load_eviction(
 ) -> Result<(), CatalogError> {
     for (at, r) in records(file, &super::columns::EVICTION)? {
         let source = row_source(file, &r[5], &r[4]);
+        let as_of = Some(captured_date(file, at, &r[4])?);
         if !r[2].is_empty() {
             let Some(b) = catalog
                 .assumptions
@@ -1006,20 +1359,36 @@ fn load_eviction(
                     label: r[2].clone(),
                     savings_pct: None,
                     source: Arc::clone(&source),
+                    as_of,
                 },
             );
         }
         if !r[3].is_empty() {
             let v = number(file, at, &r[3], "a price in USD per hour")?;
             let entry = pc.prices.entry((r[0].clone(), r[1].clone())).or_default();
-            entry.spot = Some(Price {
-                usd_per_hour: v,
-                source,
-            });
-            entry.spot_zones = vec![(String::new(), v)];
+            offer_spot(
+                entry,
+                Price {
+                    usd_per_hour: v,
+                    source,
+                    as_of,
+                },
+                "",
+            );
         }
     }
     Ok(())
+}
+
+/// The date of a refreshed row's `captured` (a date or an RFC 3339 time).
+fn captured_date(file: &Arc<SourceFile>, at: usize, captured: &str) -> Result<Date, CatalogError> {
+    captured.get(..10).and_then(Date::parse).ok_or_else(|| {
+        invalid(
+            file,
+            at..at,
+            format!("`captured` is `{captured}`, expected a date (YYYY-MM-DD)"),
+        )
+    })
 }
 
 /// `aws/instance-types.csv` (DescribeInstanceTypes): sku, gpu_count, vcpus, memory_mib, efa,

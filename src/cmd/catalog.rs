@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::catalog::{Catalog, GpuModel, ProviderCatalog, Sku};
+use crate::catalog::{Catalog, GpuModel, Price, ProviderCatalog, RegionPrices, Sku};
 use crate::cli::{CatalogArgs, Format, Global, ProviderArg};
 use crate::core::exit;
 use crate::core::rate;
@@ -63,7 +63,7 @@ pub fn run(g: &Global, args: &CatalogArgs, out: &Out) -> u8 {
         };
         match args.format {
             Format::Json => out.stdout(&pretty(&sku_json(&catalog, pc, sku))),
-            Format::Human => out.stdout(&sku_text(&catalog, pc, sku)),
+            Format::Human => out.stdout(&sku_text(&catalog, pc, sku, g.verbose)),
         }
         return exit::OK;
     }
@@ -133,6 +133,27 @@ fn gpu_text(g: &GpuModel) -> String {
     s
 }
 
+/// Every dated figure of a (SKU, region), by kind.
+fn figures(p: &RegionPrices) -> [(&'static str, Option<&Price>); 5] {
+    [
+        ("on_demand", p.on_demand.as_ref()),
+        ("spot", p.spot.as_ref()),
+        ("reserved_1y", p.reserved_1y.as_ref()),
+        ("reserved_3y", p.reserved_3y.as_ref()),
+        ("capacity_block", p.capacity_block.as_ref()),
+    ]
+}
+
+fn figure_json(p: Option<&Price>) -> Value {
+    p.map_or(Value::Null, |x| {
+        json!({
+            "usd_per_hour": x.usd_per_hour,
+            "as_of": x.as_of.map(|d| d.to_string()),
+            "source": x.source.to_string(),
+        })
+    })
+}
+
 fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
     let regions: Vec<Value> = pc
         .prices
@@ -140,7 +161,7 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
         .filter(|((n, _), _)| n == &s.name)
         .map(|((_, r), p)| {
             let band = pc.band(&s.name, r);
-            json!({
+            let mut o = json!({
                 "region": r,
                 "on_demand_usd_per_hour": p.on_demand.as_ref().map(|x| x.usd_per_hour),
                 "on_demand_source": p.on_demand.as_ref().map(|x| x.source.to_string()),
@@ -151,13 +172,21 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
                 "capacity_block_usd_per_hour": p.capacity_block.as_ref().map(|x| x.usd_per_hour),
                 "spot_band": band.map(|b| b.label.clone()),
                 "spot_band_source": band.map(|b| b.source.to_string()),
+                "spot_band_as_of": band.and_then(|b| b.as_of.map(|d| d.to_string())),
                 // Per-account data, present after `catalog refresh`.
                 "zones": pc.availability.get(&(s.name.clone(), r.clone())).map(|a| a.zones.clone()),
                 "restriction": pc.restriction(&s.name, r),
                 "quota_vcpus": pc.quota(r, &s.quota_family).map(|q| q.limit),
                 "spot_quota_vcpus": pc.quota(r, s.spot_quota()).map(|q| q.limit),
                 "spot_placement_score": pc.spot_placement.get(&(s.gpu_model.clone(), r.clone())).map(|x| x.0),
-            })
+            });
+            // Each figure with its own date and source (`as_of` null: the source is undated).
+            o["figures"] = figures(p)
+                .into_iter()
+                .map(|(k, f)| (k.to_owned(), figure_json(f)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+            o
         })
         .collect();
     json!({
@@ -165,12 +194,13 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
         "gpu_partition": s.gpu_partition, "gpu_memory_gib": c.sku_gpu(s).map(|g| g.memory_gib),
         "vcpus": s.vcpus, "memory_gib": s.memory_gib, "quota_family": s.quota_family,
         "spot_quota_family": s.spot_quota(), "quota_family_verified": s.quota_family_verified,
-        "nvlink": s.nvlink, "inter_node": s.inter_node.as_str(), "retired": s.retired, "note": s.note,
+        "nvlink": s.nvlink, "inter_node": s.inter_node.as_str(), "retired": s.retired,
+        "unpriced": s.unpriced, "note": s.note,
         "regions": regions,
     })
 }
 
-fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> String {
+fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku, verbose: bool) -> String {
     let gpu = c.sku_gpu(s);
     let mut t = format!(
         "{} ({}): {} x {} ({} GiB each), {} vCPUs, {} GiB RAM\n",
@@ -205,24 +235,25 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> String {
     if let Some(n) = &s.note {
         let _ = writeln!(t, "note: {n}");
     }
+    if let Some(why) = &s.unpriced {
+        let _ = writeln!(t, "not priced: {why}");
+    }
     let _ = writeln!(
         t,
-        "  {:<16} {:>12} {:>12} {:>8}  reserved",
-        "region", "on-demand/h", "spot/h", "band"
+        "  {:<20} {:>12} {:>12} {:>8} {:>12} {:>12}",
+        "region", "on-demand/h", "spot/h", "band", "1y RI/h", "3y RI/h"
     );
+    let none =
+        |p: Option<&Price>, missing: &str| p.map_or(missing.to_owned(), |x| rate(x.usd_per_hour));
+    // Which file and date each figure came from, grouped: (kind, source, date) -> regions.
+    let mut origin: indexmap::IndexMap<(&str, String, String), Vec<&str>> =
+        indexmap::IndexMap::new();
     for ((n, r), p) in &pc.prices {
         if n != &s.name {
             continue;
         }
-        let od = p
-            .on_demand
-            .as_ref()
-            .map_or("-".into(), |x| rate(x.usd_per_hour));
-        let sp = p
-            .spot
-            .as_ref()
-            .map_or("unknown".into(), |x| rate(x.usd_per_hour));
-        let band = pc.band(&s.name, r).map_or(
+        let band = pc.band(&s.name, r);
+        let band_label = band.map_or(
             if s.provider == Provider::Azure {
                 "unknown"
             } else {
@@ -231,18 +262,55 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> String {
             .to_owned(),
             |b| b.label.clone(),
         );
+        let reserved_missing = if s.provider == Provider::Azure {
+            "unknown"
+        } else {
+            "-"
+        };
         let _ = writeln!(
             t,
-            "  {r:<16} {od:>12} {sp:>12} {band:>8}  {}{}",
-            if p.reserved_1y.is_some() {
-                "yes"
-            } else {
-                "no figures"
-            },
+            "  {r:<20} {:>12} {:>12} {band_label:>8} {:>12} {:>12}{}",
+            none(p.on_demand.as_ref(), "-"),
+            none(p.spot.as_ref(), "unknown"),
+            none(p.reserved_1y.as_ref(), reserved_missing),
+            none(p.reserved_3y.as_ref(), reserved_missing),
             pc.restriction(&s.name, r)
                 .map(|why| format!("  not deployable here: {why}"))
                 .unwrap_or_default()
         );
+        let labels = [
+            "on-demand",
+            "spot",
+            "1y reserved",
+            "3y reserved",
+            "Capacity Block",
+        ];
+        for ((_, f), label) in figures(p).into_iter().zip(labels) {
+            if let Some(f) = f {
+                origin
+                    .entry((label, f.source.to_string(), f.dated()))
+                    .or_default()
+                    .push(r);
+            }
+        }
+        if let Some(b) = band {
+            origin
+                .entry(("band", b.source.to_string(), crate::catalog::dated(b.as_of)))
+                .or_default()
+                .push(r);
+        }
+    }
+    if s.provider == Provider::Azure {
+        t.push_str("Azure reservations: unknown offline (a live refresh fetches them from the Retail Prices API)\n");
+    }
+    t.push_str("figures:\n");
+    for ((label, source, date), regions) in &origin {
+        let wher = if verbose {
+            regions.join(", ")
+        } else {
+            format!("{} region(s)", regions.len())
+        };
+        let _ = writeln!(t, "  {label}, {date}: {source} [{wher}]");
     }
     t.push_str("sources:\n");
     for src in c
@@ -251,8 +319,15 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> String {
     {
         let _ = writeln!(
             t,
-            "  {} ({}, as of {}): {}",
-            src.file, src.kind, src.as_of, src.source
+            "  {} ({}, {}): {}",
+            src.file,
+            src.kind,
+            if src.undated {
+                format!("undated, taken {}", src.as_of)
+            } else {
+                format!("as of {}", src.as_of)
+            },
+            src.source
         );
     }
     if s.provider == Provider::Azure && pc.spot_bands.is_empty() {
@@ -270,7 +345,7 @@ fn skus_in<'a>(pc: &'a ProviderCatalog, region: Option<&'a str>) -> impl Iterato
 fn overview_json(c: &Catalog, region: Option<&str>) -> Value {
     json!({
         "schema": "gpuplan.catalog/v1",
-        "sources": c.sources.iter().map(|s| json!({"file": s.file, "kind": s.kind, "provider": s.provider.map(Provider::as_str), "as_of": s.as_of.to_string(), "source": s.source})).collect::<Vec<_>>(),
+        "sources": c.sources.iter().map(|s| json!({"file": s.file, "kind": s.kind, "provider": s.provider.map(Provider::as_str), "as_of": s.as_of.to_string(), "undated": s.undated, "source": s.source})).collect::<Vec<_>>(),
         "gpus": c.gpus.values().map(gpu_json).collect::<Vec<_>>(),
         "providers": c.providers.iter().map(|(p, pc)| json!({
             "provider": p.as_str(),

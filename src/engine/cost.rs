@@ -64,7 +64,10 @@ pub fn node_hour(
         }
         Capacity::Spot => "no spot price in the catalog; on-demand price used",
         Capacity::Reserved1y | Capacity::Reserved3y => {
-            "no reserved price in the catalog (refresh live data); on-demand price used"
+            match provider {
+                Provider::Azure => "reserved price unknown (Azure reservations are unknown offline; a live refresh fetches them): costed at on-demand, no saving assumed",
+                Provider::Aws => "reserved price unknown (no Reserved Instance for this type and region in the catalog): costed at on-demand, no saving assumed",
+            }
         }
         Capacity::OnDemand | Capacity::CapacityReservation => return None,
     };

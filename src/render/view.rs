@@ -574,7 +574,7 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
             .iter()
             .map(|d| DataView {
                 file: d.file.clone(),
-                as_of: d.as_of.clone(),
+                as_of: d.dated(),
             })
             .collect(),
         pools,

@@ -225,7 +225,7 @@ pub fn human(rec: &Recommendation) -> String {
     }
     let _ = writeln!(o);
     for d in &rec.data {
-        let _ = writeln!(o, "data: {} as of {}", d.file, d.as_of);
+        let _ = writeln!(o, "data: {} {}", d.file, d.dated());
     }
     o
 }

@@ -24,6 +24,8 @@ pub enum Constraint {
     HostMemory,
     Interconnect,
     Quota,
+    /// The provider retired the size (or sells it only in a form the plan cannot use).
+    Retired,
 }
 
 impl Constraint {
@@ -39,6 +41,7 @@ impl Constraint {
             Constraint::HostMemory => "host memory",
             Constraint::Interconnect => "interconnect",
             Constraint::Quota => "quota",
+            Constraint::Retired => "retired",
         }
     }
 }
@@ -156,8 +159,9 @@ pub fn candidates<'c>(
         let Some(gpu) = catalog.sku_gpu(sku) else {
             continue;
         };
-        // Retired sizes, partitioned GPUs, Arm hosts (arm64 images) and accelerators without
-        // the NVIDIA device plugin are never proposed unless the plan names them.
+        // A retired size is never proposed, even when named: it cannot be bought. Partitioned
+        // GPUs, Arm hosts (arm64 images) and accelerators without the NVIDIA device plugin
+        // are proposed only when the plan names them.
         let named =
             d.w.skus
                 .as_ref()
@@ -166,7 +170,19 @@ pub fn candidates<'c>(
                     l.iter()
                         .any(|m| catalog.gpu(m.get()).is_some_and(|g| g.name == gpu.name))
                 });
-        if !named && (sku.retired || sku.arm64 || sku.gpu_partition < 1.0 || !gpu.is_nvidia()) {
+        if sku.retired {
+            if named {
+                rejected.push(reject(
+                    Constraint::Retired,
+                    format!(
+                        "`{}` is retired by the provider and cannot be created",
+                        sku.name
+                    ),
+                ));
+            }
+            continue;
+        }
+        if !named && (sku.arm64 || sku.gpu_partition < 1.0 || !gpu.is_nvidia()) {
             continue;
         }
         for (rank, region) in regions.iter().enumerate() {

@@ -234,18 +234,33 @@ pub(super) fn why_line(
             let m = ms[0];
             parts.push(format!("on-demand; {}", spot_detail(m)));
             if m.c.reserved_1y.is_none() && m.c.reserved_3y.is_none() && b.nodes_min > 0 {
-                parts.push("no reserved price in the catalog (refresh live data)".into());
+                parts.push(
+                    match m.c.sku.provider {
+                        crate::core::Provider::Azure => {
+                            "Azure reservation prices are unknown offline (a live refresh fetches them)"
+                        }
+                        crate::core::Provider::Aws => {
+                            "no Reserved Instance is sold for this type here in the catalog's data"
+                        }
+                    }
+                    .into(),
+                );
             }
         }
         Capacity::Reserved1y | Capacity::Reserved3y => {
             let m = ms[0];
+            let ratio = m.rate.usd / m.c.on_demand;
             parts.push(format!(
-                "{} for the floor of {} node(s): they run {} of {} h a month, above the reserved/on-demand price ratio {:.2}; nodes above the floor on-demand",
+                "{} for the floor of {} node(s) at {}/h against {}/h on-demand: a reservation is paid all {} h a month, so it breaks even at {:.0}% utilisation, and the floor runs {} of {} h ({:.0}%); nodes above the floor on-demand",
                 cap.as_str(),
                 b.nodes_min,
+                crate::core::rate(m.rate.usd),
+                crate::core::rate(m.c.on_demand),
+                crate::core::num(HOURS_PER_MONTH),
+                ratio * 100.0,
                 crate::core::num(plan_hours),
                 crate::core::num(HOURS_PER_MONTH),
-                m.rate.usd / m.c.on_demand
+                plan_hours / HOURS_PER_MONTH * 100.0
             ));
         }
         Capacity::CapacityReservation | Capacity::CapacityBlock => {}
@@ -392,8 +407,10 @@ pub fn model_text(catalog: &Catalog) -> String {
          - spot wins while paid hours per useful hour stay below the break-even on-demand / \
          spot price (the 8 x H100 example: $98.32 / $18.17 = 5.41x)\n\
          - reservations (1 or 3 years) cover the floor when it runs more of the month than \
-         the reserved / on-demand price ratio; they never exceed the floor (GP023). No \
-         reserved prices are embedded: a refreshed catalog brings them\n\
+         the reserved / on-demand price ratio (the break-even utilisation, stated per pool); \
+         they never exceed the floor (GP023). AWS Reserved Instance rates are embedded (the \
+         2025-11-30 snapshot: standard before convertible, no upfront first); Azure \
+         reservation prices are unknown offline and a live refresh fetches them\n\
          - a capacity reservation for a user-facing floor is offered as an option, priced at \
          the on-demand rate for every hour of the month",
         crate::core::num(a.node_acquire_minutes),
@@ -428,6 +445,7 @@ pub fn constraint_names() -> Vec<&'static str> {
         Constraint::HostMemory,
         Constraint::Interconnect,
         Constraint::Quota,
+        Constraint::Retired,
     ]
     .iter()
     .map(|c| c.as_str())

@@ -60,8 +60,9 @@ fn pool_of<'a>(r: &'a Recommendation, workload: &str) -> &'a RecPool {
 
 #[test]
 fn gang_of_64_with_daily_checkpoints_and_three_day_restarts_stays_on_demand() {
-    // p5.48xlarge in us-east-1: $98.32 on-demand, $20.9934 spot, band >20% (30%/month).
-    let r = rec(&(head("aws", "\"us-east-1\"", "")
+    // p5.48xlarge in sa-east-1 (2025-11-30 snapshot): $92.4672 on-demand, $15.8209 spot,
+    // band >20% (30%/month).
+    let r = rec(&(head("aws", "\"sa-east-1\"", "")
         + r#"
 [[workload]]
 name = "pretrain"
@@ -73,12 +74,14 @@ skus = ["p5.48xlarge"]
 interruptible = true
 checkpoint_minutes = 1440
 restart_minutes = 4320
+hours_per_month = 600
 "#));
+    // 600 of 730 hours: no steady floor, so no reservation; spot against on-demand only.
     let p = pool_of(&r, "pretrain");
     assert_eq!(p.capacity, "on-demand");
-    assert_eq!((p.nodes.min, p.nodes.max), (64, 64));
-    // the arithmetic is stated: waste 14.15x against a break-even of 98.32 / 20.9934 = 4.68x
-    assert!(p.why.contains("break-even 4.68x"), "{}", p.why);
+    assert_eq!((p.nodes.min, p.nodes.max), (0, 64));
+    // the arithmetic is stated: waste 14.15x against a break-even of 92.4672 / 15.8209 = 5.84x
+    assert!(p.why.contains("break-even 5.84x"), "{}", p.why);
     assert!(p.why.contains("spot waste 14.1"), "{}", p.why);
     let spot = p
         .considered
@@ -86,13 +89,14 @@ restart_minutes = 4320
         .find(|a| a.capacity == "spot")
         .expect("spot was considered");
     assert!(spot.delta_usd.is_some_and(|d| d > 0.0), "{spot:?}");
-    // 64 nodes x $98.32 x 730 h
-    assert!((p.monthly_cost_usd - 64.0 * 98.32 * 730.0).abs() < 0.01);
+    // 64 nodes x $92.4672 x 600 h
+    assert!((p.monthly_cost_usd - 64.0 * 92.4672 * 600.0).abs() < 0.01);
 }
 
 #[test]
 fn single_node_job_with_half_hour_checkpoints_in_the_lowest_band_goes_spot() {
-    // p5.48xlarge in eu-north-1: $105.2024 on-demand, $28.528 spot, band <5%.
+    // p5.48xlarge in eu-north-1 (2025-11-30 snapshot): $58.8928 on-demand, $7.3262 spot,
+    // band <5%.
     let r = rec(&(head("aws", "\"eu-north-1\"", "")
         + r#"
 [[workload]]
@@ -111,7 +115,7 @@ checkpoint_minutes = 30
     // one node): e^{λR}(e^{λC}-1)/(λC) = 1 + λ(C/2 + R) + ... = 1.000029
     assert!((waste - 1.000029).abs() < 2e-6, "{waste}");
     assert!(
-        (p.monthly_cost_usd - 28.528 * waste * 730.0).abs() < 0.5,
+        (p.monthly_cost_usd - 7.3262 * waste * 730.0).abs() < 0.5,
         "{}",
         p.monthly_cost_usd
     );
@@ -343,7 +347,8 @@ kind = "training"
 
 #[test]
 fn reservations_cover_an_always_on_floor_when_the_price_ratio_allows() {
-    // The embedded catalog has no reserved prices; add one as a Retail Prices row would.
+    // The embedded catalog has no Azure reservation prices; add one as a Retail Prices row
+    // would.
     let dir = tempfile::tempdir().expect("tmp");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");
     copy_dir(&src, dir.path());

@@ -166,7 +166,20 @@ pub struct Finding {
 pub struct DataUsed {
     pub file: String,
     pub as_of: String,
+    /// The source records no date: `as_of` is the day its rows were taken into gpuplan.
+    pub undated: bool,
     pub source: String,
+}
+
+impl DataUsed {
+    /// "as of 2025-11-30", or "undated (taken 2026-12-02)".
+    pub fn dated(&self) -> String {
+        if self.undated {
+            format!("undated (taken {})", self.as_of)
+        } else {
+            format!("as of {}", self.as_of)
+        }
+    }
 }
 
 impl Recommendation {
@@ -197,6 +210,7 @@ impl Recommendation {
                 .map(|s| DataUsed {
                     file: s.file.clone(),
                     as_of: s.as_of.to_string(),
+                    undated: s.undated,
                     source: s.source.clone(),
                 })
                 .collect(),
