@@ -135,3 +135,58 @@ fn a_length_ec2_does_not_sell_is_refused_and_a_block_without_one_is_costed_for_t
     let today = today_cost(&cache, &plan);
     assert!((today - 31.464 * 4.0 * 730.0).abs() < 0.01, "{today}");
 }
+
+#[test]
+fn a_reserved_pool_is_costed_at_its_offline_reserved_rate_and_an_unknown_one_says_so() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    let plan = tmp.path().join("rsv.toml");
+    let text = |capacity: &str| {
+        format!(
+            "version = 1\n\n[plan]\nname = \"rsv\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
+             [[workload]]\nname = \"chat\"\nteam = \"apps\"\nkind = \"inference\"\nreplicas = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\n\n\
+             [[pool]]\nname = \"serve\"\nsku = \"p5.48xlarge\"\nregion = \"us-east-1\"\nnodes = 4\ncapacity = \"{capacity}\"\nworkloads = [\"chat\"]\n"
+        )
+    };
+    // 3-year standard no-upfront RI, effective $23.77728 an hour (2025-11-30 snapshot).
+    std::fs::write(&plan, text("reserved-3y")).expect("plan");
+    let today = today_cost(&cache, &plan);
+    let expected = 4.0 * 23.77728 * 730.0;
+    assert!((today - expected).abs() < 0.01, "{today} vs {expected}");
+    let head = tmp.path().join("head.toml");
+    std::fs::write(&head, text("on-demand")).expect("plan");
+    let out = common::gpuplan(&cache)
+        .args(["diff", "--format", "json"])
+        .arg(&plan)
+        .arg(&head)
+        .output()
+        .expect("runs");
+    let d = json(&out);
+    let base = d["base"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("base");
+    let after = d["head"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("head");
+    assert!((base - expected).abs() < 0.01, "{d}");
+    assert!((after - 4.0 * 55.04 * 730.0).abs() < 0.01, "{d}");
+
+    // p5en sells no Reserved Instance: the pool is costed at on-demand and the caveat says
+    // the reserved price is unknown, never a saving.
+    std::fs::write(
+        &plan,
+        text("reserved-1y").replace("p5.48xlarge", "p5en.48xlarge"),
+    )
+    .expect("plan");
+    let out = common::gpuplan(&cache)
+        .args(["recommend", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let rec = json(&out);
+    let today = rec["comparison"]["today_monthly_cost_usd"]
+        .as_f64()
+        .expect("today");
+    assert!((today - 4.0 * 63.296 * 730.0).abs() < 0.01, "{rec}");
+    assert!(rec.to_string().contains("reserved price unknown"), "{rec}");
+}

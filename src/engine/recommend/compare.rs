@@ -17,7 +17,14 @@ pub(super) fn compare(
     let mut today = 0.0;
     let mut changes = Vec::new();
     for p in plan.pools() {
-        let cost = crate::engine::cost::declared_pool(plan, catalog, p).map(|c| c.expected);
+        let priced = crate::engine::cost::declared_pool(plan, catalog, p);
+        let cost = priced.as_ref().map(|c| c.expected);
+        // A stand-in price (a reservation with no reserved rate, costed at on-demand) is said
+        // so: the comparison never shows on-demand as what a reservation saves.
+        let caveat = priced
+            .and_then(|c| c.price.caveat)
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default();
         today += cost.unwrap_or(0.0);
         let mut moves: Vec<String> = Vec::new();
         for w in &p.workloads {
@@ -33,9 +40,9 @@ pub(super) fn compare(
                 p.sku.get(),
                 p.region.get()
             ),
-            (Some(_), true) => "no workload needs it: delete the pool".to_owned(),
+            (Some(_), true) => format!("no workload needs it: delete the pool{caveat}"),
             (Some(_), false) => format!(
-                "its workloads move to {}",
+                "its workloads move to {}{caveat}",
                 moves
                     .iter()
                     .map(|m| format!("`{m}`"))
