@@ -341,6 +341,8 @@ pub struct Assumptions {
     pub allocatable_memory_share: f64,
     /// Memory left free on a time-sliced GPU when setting per-instance caps.
     pub time_slicing_memory_headroom: f64,
+    /// Compute share of a declared time-sliced or MPS workload that states none.
+    pub time_slicing_default_share: f64,
 }
 
 impl Assumptions {

@@ -153,6 +153,10 @@ pub struct RecommendArgs {
     pub live: bool,
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
+    /// Write the plan with its `[[pool]]` tables replaced by the recommended pools (and the
+    /// server memory caps they need) to OUT, keeping its comments and order; OUT may be PLAN
+    #[arg(long, value_name = "OUT")]
+    pub write_plan: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

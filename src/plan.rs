@@ -169,7 +169,29 @@ impl Workload {
     }
 }
 
+/// A per-GPU MIG layout as written: profile -> count.
+pub type Layout = Sp<IndexMap<String, Sp<i64>>>;
+
 impl Pool {
+    /// Every per-GPU MIG layout the pool declares (`mig_layout` or each of `mig_layouts`),
+    /// with how many GPUs carry it when `mig_layouts` says.
+    pub fn layouts(&self) -> Vec<(&Layout, Option<i64>)> {
+        let mut out: Vec<_> = self.mig_layout.iter().map(|l| (l, None)).collect();
+        if let Some(ls) = &self.mig_layouts {
+            out.extend(ls.get().iter().map(|e| (&e.layout, Some(*e.gpus.get()))));
+        }
+        out
+    }
+
+    /// The span of the pool's MIG geometry setting, whichever it is.
+    pub fn mig_span(&self) -> Option<std::ops::Range<usize>> {
+        self.mig_profile
+            .as_ref()
+            .map(|m| m.span())
+            .or_else(|| self.mig_layout.as_ref().map(|m| m.span()))
+            .or_else(|| self.mig_layouts.as_ref().map(|m| m.span()))
+    }
+
     pub fn capacity(&self) -> Capacity {
         self.capacity
             .as_ref()

@@ -14,6 +14,7 @@ use handlebars::{
 
 pub mod escape;
 pub mod view;
+pub mod write_plan;
 
 /// Library failures of rendering: templates and files.
 #[derive(Debug, thiserror::Error)]

@@ -295,6 +295,7 @@ struct RecommendEntry {
     daemonset_cpu: f64,
     allocatable_memory_share: f64,
     time_slicing_memory_headroom: f64,
+    time_slicing_default_share: f64,
     kube_reserved_cpu: Vec<KubeReservedEntry>,
 }
 
@@ -625,6 +626,7 @@ fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError>
         kube_reserved_cpu,
         allocatable_memory_share: a.recommend.allocatable_memory_share,
         time_slicing_memory_headroom: a.recommend.time_slicing_memory_headroom,
+        time_slicing_default_share: a.recommend.time_slicing_default_share,
     })
 }
 

@@ -40,6 +40,28 @@ pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
     {
         out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
     }
+    if let Some(dest) = &args.write_plan {
+        let mm = recommend::mig_manager(&p);
+        let text = match crate::render::write_plan::plan_with_pools(&p.file.text, &rec, |_| mm) {
+            Ok(t) => t,
+            Err(e) => {
+                out.stderr(&format!("error: `--write-plan`: {e}\n"));
+                return exit::INPUT;
+            }
+        };
+        if let Err(e) = crate::output::write_atomic(dest, text.as_bytes()) {
+            out.stderr(&format!(
+                "error: cannot write `{}`: {e}\n",
+                crate::core::printable(&dest.display().to_string())
+            ));
+            return exit::INPUT;
+        }
+        out.stderr(&format!(
+            "wrote {} recommended pool(s) into `{}`\n",
+            rec.pools.len(),
+            crate::core::printable(&dest.display().to_string())
+        ));
+    }
     super::report_resources(out, started);
     if rec.unsatisfiable() {
         exit::FINDINGS

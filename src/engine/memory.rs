@@ -10,6 +10,33 @@ pub struct Container {
     pub what: String,
 }
 
+/// GPU memory one replica needs inside its server's instance, GiB: the declared
+/// `gpu_memory_gib`, else the weights plus `kv_cache_gib`; a served model that names no KV
+/// cache keeps `check.min_kv_cache_share` of the instance free for it (GP002). The one figure
+/// the recommender sizes with and the fit rules check.
+pub fn need_in_instance(w: &Workload, catalog: &Catalog) -> Option<f64> {
+    let need = w.memory_need_gib()?;
+    if w.gpu_memory_gib.is_none() && w.kv_cache_gib().is_none() && server_cap(w, catalog).is_some()
+    {
+        let share = catalog.assumptions.min_kv_cache_share.clamp(0.0, 0.9);
+        return Some(need / (1.0 - share));
+    }
+    Some(need)
+}
+
+/// The share of the memory it sees that a replica's server may take: its cap (explicit or the
+/// engine default), 1 without a server.
+pub fn usable_share(w: &Workload, catalog: &Catalog) -> f64 {
+    server_cap(w, catalog).map_or(1.0, |(c, _)| c)
+}
+
+/// The memory cap each server on a GPU time-sliced `replicas` ways gets: the card less the
+/// headroom, split evenly, rounded down to a hundredth (what `recommend` writes and GP001
+/// checks).
+pub fn time_sliced_cap(replicas: u32, headroom: f64) -> f64 {
+    ((1.0 - headroom) / f64::from(replicas.max(1)) * 100.0 + 1e-9).floor() / 100.0
+}
+
 /// The per-instance memory cap an inference server applies, explicit or the engine default.
 pub fn server_cap(w: &Workload, catalog: &Catalog) -> Option<(f64, bool)> {
     let s = w.server.as_ref()?;
@@ -22,8 +49,9 @@ pub fn server_cap(w: &Workload, catalog: &Catalog) -> Option<(f64, bool)> {
 }
 
 /// Memory visible to one replica of `w` on `pool` (GPU model `gpu`): a MIG slice, a whole GPU
-/// (times GPUs per replica), shared with other time-sliced instances.
-pub fn container(w: &Workload, pool: &Pool, gpu: &GpuModel) -> Option<Container> {
+/// (times GPUs per replica), shared with other time-sliced instances. `usable` is the share
+/// of it the replica's server may take (its cap, 1 without one).
+pub fn container(w: &Workload, pool: &Pool, gpu: &GpuModel, usable: f64) -> Option<Container> {
     match pool.sharing() {
         Sharing::Mig => {
             let mig = gpu.mig.as_ref()?;
@@ -32,13 +60,21 @@ pub fn container(w: &Workload, pool: &Pool, gpu: &GpuModel) -> Option<Container>
                 .as_ref()
                 .map(|p| p.get().clone())
                 .or_else(|| {
-                    // Mixed layout: the smallest slice is the one a replica might land on.
-                    pool.mig_layout.as_ref().and_then(|l| {
-                        l.keys()
-                            .filter_map(|k| mig.profile(k))
-                            .min_by(|a, b| a.memory_gib.total_cmp(&b.memory_gib))
-                            .map(|p| p.name.clone())
-                    })
+                    // Mixed layouts (the GPU Operator's mixed strategy): a replica asks for
+                    // one profile's resource, so it gets the smallest profile of the pool that
+                    // holds it, or the largest when none does.
+                    let mut ps: Vec<_> = pool
+                        .layouts()
+                        .into_iter()
+                        .flat_map(|(l, _)| l.keys())
+                        .filter_map(|k| mig.profile(k))
+                        .collect();
+                    ps.sort_by(|a, b| a.memory_gib.total_cmp(&b.memory_gib));
+                    let need = w.memory_need_gib();
+                    ps.iter()
+                        .find(|p| need.is_none_or(|n| p.memory_gib * usable + 1e-9 >= n))
+                        .or(ps.last())
+                        .map(|p| p.name.clone())
                 })?;
             let p = mig.profile(&profile)?;
             Some(Container {

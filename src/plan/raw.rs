@@ -314,9 +314,22 @@ pub struct Pool {
     pub mig_profile: Option<Sp<String>>,
     /// Per-GPU MIG layout, profile -> count (gpu-operator / mig-parted).
     pub mig_layout: Option<Sp<IndexMap<String, Sp<i64>>>>,
+    /// Several per-GPU MIG layouts (gpu-operator / mig-parted), each with how many of the
+    /// pool's GPUs (at its maximum size) carry it: `[{ layout = { "3g.40gb" = 2 }, gpus = 3 }]`.
+    pub mig_layouts: Option<Sp<Vec<Sp<MigLayouts>>>>,
     /// Workloads meant to land here.
     #[serde(default)]
     pub workloads: Vec<Sp<String>>,
+}
+
+/// One of a pool's per-GPU MIG layouts and how many GPUs carry it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MigLayouts {
+    /// Profile -> count on one GPU.
+    pub layout: Sp<IndexMap<String, Sp<i64>>>,
+    /// GPUs of the pool (at its maximum size) with this layout.
+    pub gpus: Sp<i64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -497,6 +497,23 @@ pub(super) fn validate(
                 ctx.range_i("mig_layout count", n, 1, 7);
             }
         }
+        if let Some(layouts) = &p.mig_layouts {
+            for e in layouts.get() {
+                for (_, n) in e.layout.iter() {
+                    ctx.range_i("mig_layouts count", n, 1, 7);
+                }
+                ctx.range_i("mig_layouts gpus", &e.gpus, 1, 100_000);
+            }
+            if layouts.get().is_empty() {
+                ctx.err(
+                    PlanCode::OutOfRange,
+                    layouts.span(),
+                    "`mig_layouts` is empty".into(),
+                    "no layout",
+                    "give at least one `{ layout = { PROFILE = COUNT }, gpus = N }`, or remove the key".into(),
+                );
+            }
+        }
         for w in &p.workloads {
             if !workloads.contains_key(w.get()) {
                 ctx.err(

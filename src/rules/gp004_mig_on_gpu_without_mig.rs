@@ -31,7 +31,7 @@ impl Rule for MigOnGpuWithoutMig {
         for pool in cx.plan.pools() {
             let wants = pool.sharing() == Sharing::Mig
                 || pool.mig_profile.is_some()
-                || pool.mig_layout.is_some();
+                || !pool.layouts().is_empty();
             let Some(gpu) = cx.pool_gpu(pool) else {
                 continue;
             };

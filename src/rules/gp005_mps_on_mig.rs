@@ -30,12 +30,7 @@ impl Rule for MpsOnMig {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
             if pool.sharing() == Sharing::Mps {
-                let mig_span = pool
-                    .mig_profile
-                    .as_ref()
-                    .map(|m| m.span())
-                    .or_else(|| pool.mig_layout.as_ref().map(|m| m.span()));
-                if let Some(span) = mig_span {
+                if let Some(span) = pool.mig_span() {
                     cx.push(
                         cx.finding(span, format!("pool `{}` combines MPS with MIG, which the device plugin does not support", pool.name.get()))
                             .label("MIG geometry on an MPS pool")

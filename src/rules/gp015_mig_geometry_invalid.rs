@@ -7,7 +7,8 @@ declare_rule! {
     /// # GP015 mig-geometry-invalid
     ///
     /// ## What it does
-    /// Flags a pool `mig_profile` the pool's GPU does not have, and a `mig_layout` that cannot
+    /// Flags a pool `mig_profile` the pool's GPU does not have, a `mig_layout` (or any of
+    /// `mig_layouts`, which must not lay out more GPUs than the pool has) that cannot
     /// be placed on one GPU: an unknown profile, more instances than the profile allows, more
     /// compute slices than the GPU has, or no placement at the allowed start indices without
     /// overlapping memory slices (checked exactly, not as a sum of slices).
@@ -45,6 +46,26 @@ impl Rule for MigGeometryInvalid {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            if let (Some(ls), Some(sku)) = (&pool.mig_layouts, cx.sku(pool.sku.get())) {
+                let declared: i64 = ls.get().iter().map(|e| *e.gpus.get()).sum();
+                let has = pool.nodes().max() * i64::from(sku.gpu_count);
+                if declared > has {
+                    cx.push(
+                        cx.finding(
+                            ls.span(),
+                            format!(
+                                "`mig_layouts` of pool `{}` lay out {declared} GPUs, but {} node(s) of `{}` have {has}",
+                                pool.name.get(),
+                                pool.nodes().max(),
+                                sku.name
+                            ),
+                        )
+                        .label("more GPUs than the pool has")
+                        .help("lower the `gpus` of the layouts or raise the pool's maximum nodes")
+                        .pool(pool.name.get()),
+                    );
+                }
+            }
             if let Some(p) = &pool.mig_profile {
                 if spec.profile(p.get()).is_none() {
                     cx.push(
@@ -58,7 +79,7 @@ impl Rule for MigGeometryInvalid {
                     );
                 }
             }
-            if let Some(layout) = &pool.mig_layout {
+            for (layout, _) in pool.layouts() {
                 let l: IndexMap<String, u32> = layout
                     .iter()
                     .map(|(k, v)| (k.clone(), u32::try_from(*v.get()).unwrap_or(0)))

@@ -34,10 +34,14 @@ impl Rule for AksMigMixedProfiles {
             return;
         }
         for pool in cx.plan.pools() {
-            let Some(layout) = &pool.mig_layout else {
+            let layouts = pool.layouts();
+            let Some((layout, _)) = layouts.first() else {
                 continue;
             };
-            let mut names: Vec<&str> = layout.keys().map(String::as_str).collect();
+            let mut names: Vec<&str> = layouts
+                .iter()
+                .flat_map(|(l, _)| l.keys().map(String::as_str))
+                .collect();
             if let Some(p) = &pool.mig_profile {
                 names.push(p.get());
             }

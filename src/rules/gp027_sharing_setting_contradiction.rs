@@ -48,14 +48,13 @@ impl Rule for SharingSettingContradiction {
                 None if shared => report(pool.sharing.as_ref().map_or(pool.name.span(), |s| s.span()), format!("pool `{name}` is `{}` but sets no `time_slicing_replicas`", sharing.as_str()), "set `time_slicing_replicas` (2 or more)"),
                 _ => {}
             }
-            let mig_span = pool
-                .mig_profile
-                .as_ref()
-                .map(|m| m.span())
-                .or_else(|| pool.mig_layout.as_ref().map(|m| m.span()));
+            let mig_span = pool.mig_span();
+            let geometries = usize::from(pool.mig_profile.is_some())
+                + usize::from(pool.mig_layout.is_some())
+                + usize::from(pool.mig_layouts.is_some());
             match (sharing, mig_span.clone()) {
-                (Sharing::Mig, None) => report(pool.sharing.as_ref().map_or(pool.name.span(), |s| s.span()), format!("MIG pool `{name}` has neither `mig_profile` nor `mig_layout`"), "set the geometry: `mig_profile` (uniform) or `mig_layout` (per GPU)"),
-                (Sharing::Mig, Some(_)) if pool.mig_profile.is_some() && pool.mig_layout.is_some() => report(mig_span.clone().unwrap_or(pool.name.span()), format!("pool `{name}` sets both `mig_profile` and `mig_layout`"), "keep one: `mig_profile` for a uniform geometry, `mig_layout` for a per-GPU layout"),
+                (Sharing::Mig, None) => report(pool.sharing.as_ref().map_or(pool.name.span(), |s| s.span()), format!("MIG pool `{name}` has neither `mig_profile` nor `mig_layout`"), "set the geometry: `mig_profile` (uniform), `mig_layout` (per GPU) or `mig_layouts` (several per-GPU layouts)"),
+                (Sharing::Mig, Some(_)) if geometries > 1 => report(mig_span.clone().unwrap_or(pool.name.span()), format!("pool `{name}` sets more than one of `mig_profile`, `mig_layout` and `mig_layouts`"), "keep one: `mig_profile` for a uniform geometry, `mig_layout` for one per-GPU layout, `mig_layouts` for several"),
                 (Sharing::Mps, Some(_)) => {} // GP005
                 (s, Some(span)) if s != Sharing::Mig => report(span, format!("pool `{name}` sets MIG geometry but its sharing is `{}`", s.as_str()), "set `sharing = \"mig\"` or remove the geometry"),
                 _ => {}

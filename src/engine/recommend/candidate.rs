@@ -122,7 +122,10 @@ pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>) -> Option<&'g MigProfi
     mig.profiles
         .iter()
         .filter(|p| !p.name.contains('+') && !p.name.contains("-me"))
-        .filter(|p| d.memory_need.is_none_or(|m| p.memory_gib + 1e-9 >= m))
+        .filter(|p| {
+            d.memory_need
+                .is_none_or(|m| p.memory_gib * d.usable + 1e-9 >= m)
+        })
         .filter(|p| f64::from(p.compute) + 1e-9 >= compute_need)
         .min_by(|a, b| {
             (a.memory_slices, a.compute)
@@ -133,11 +136,16 @@ pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>) -> Option<&'g MigProfi
 
 /// Equal shares per GPU that keep each replica's compute share and memory.
 pub fn shared_replicas(gpu: &GpuModel, d: &Demand<'_>, headroom: f64) -> u32 {
-    let by_compute = (1.0 / d.share.max(1e-6) + 1e-9).floor();
-    let by_memory = d.memory_need.map_or(f64::INFINITY, |m| {
-        ((1.0 - headroom) * gpu.memory_gib / m.max(1e-6)).floor()
-    });
-    by_compute.min(by_memory).clamp(1.0, 1024.0) as u32
+    let by_compute = (1.0 / d.share.max(1e-6) + 1e-9).floor().clamp(1.0, 1024.0) as u32;
+    let Some(m) = d.memory_need else {
+        return by_compute;
+    };
+    // The most shares whose rounded per-instance cap still holds the replica.
+    let mut n = by_compute;
+    while n > 1 && crate::engine::memory::time_sliced_cap(n, headroom) * gpu.memory_gib + 1e-9 < m {
+        n -= 1;
+    }
+    n
 }
 
 /// Every (SKU, region) that can run `d`, or the rejections when none can.
@@ -194,6 +202,15 @@ pub fn candidates<'c>(
                 Err(r) => rejected.push(r),
             }
         }
+    }
+    // A declared time-slicing or MPS setting is honoured wherever a GPU holds two replicas;
+    // only when none does may a replica take a GPU of its own (and `why` says so).
+    if matches!(d.sharing, Sharing::TimeSlicing | Sharing::Mps)
+        && out
+            .iter()
+            .any(|c| matches!(c.fit, Fit::Shared { replicas } if replicas >= 2))
+    {
+        out.retain(|c| !matches!(c.fit, Fit::Shared { replicas } if replicas < 2));
     }
     if out.is_empty() {
         Err(rejected)
@@ -298,9 +315,24 @@ fn candidate<'c>(
                     ));
                 }
             }
-            Fit::Shared {
-                replicas: shared_replicas(gpu, d, headroom),
+            let replicas = shared_replicas(gpu, d, headroom);
+            // One replica per GPU is a dedicated GPU: the pool sets no cap, so the replica's
+            // own server cap applies.
+            if let (1, Some(m)) = (replicas, d.memory_need) {
+                if m > gpu.memory_gib * d.usable + 1e-9 {
+                    return Err(reject(
+                        Constraint::GpuMemory,
+                        format!(
+                            "a replica needs {} GiB and one {} gives it {} GiB under its server's cap of {}",
+                            crate::core::num(m),
+                            gpu.name,
+                            crate::core::num(gpu.memory_gib * d.usable),
+                            crate::core::num(d.usable)
+                        ),
+                    ));
+                }
             }
+            Fit::Shared { replicas }
         }
         Sharing::SharedServer if d.gpus <= 1 => {
             let mem_share = d.memory_need.map_or(0.0, |m| m / gpu.memory_gib);
@@ -322,14 +354,20 @@ fn candidate<'c>(
         _ => {
             let n = d.gpus.max(1);
             if let Some(m) = d.memory_need {
-                if m > gpu.memory_gib * f64::from(n) {
+                let offered = gpu.memory_gib * f64::from(n) * d.usable;
+                if m > offered + 1e-9 {
                     return Err(reject(
                         Constraint::GpuMemory,
                         format!(
-                            "a replica needs {} GiB and {n} x {} have {} GiB",
+                            "a replica needs {} GiB and {n} x {} give it {} GiB{}",
                             crate::core::num(m),
                             gpu.name,
-                            gpu.memory_gib * f64::from(n)
+                            crate::core::num(offered),
+                            if d.usable < 1.0 {
+                                format!(" under its server's cap of {}", crate::core::num(d.usable))
+                            } else {
+                                String::new()
+                            }
                         ),
                     ));
                 }

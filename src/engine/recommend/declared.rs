@@ -27,6 +27,22 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
         let (cost, at_max, price) = crate::engine::cost::declared_pool(plan, catalog, p)
             .map_or((0.0, 0.0, 0.0), |c| (c.expected, c.at_max, c.price.usd));
         let gpus_per_node = sku.map_or(0, |s| s.gpu_count);
+        // Several declared layouts become the named configs the recommender gives a mixed pool.
+        let mig_configs: Vec<super::MigConfig> = p
+            .mig_layouts
+            .iter()
+            .flat_map(|ls| ls.get().iter())
+            .enumerate()
+            .map(|(i, e)| super::MigConfig {
+                name: format!("gpuplan-{}-{}", p.name.get(), i + 1),
+                layout: e
+                    .layout
+                    .iter()
+                    .map(|(k, v)| (k.clone(), u32::try_from(*v.get()).unwrap_or(0)))
+                    .collect(),
+                gpus: u32::try_from(*e.gpus.get()).unwrap_or(0),
+            })
+            .collect();
         let mig_layout: Option<IndexMap<String, u32>> = match (&p.mig_profile, &p.mig_layout) {
             (_, Some(l)) => Some(
                 l.iter()
@@ -77,10 +93,9 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             sharing: p.sharing().as_str(),
             segment: segment.as_str(),
             mig_layout,
-            mig_configs: Vec::new(),
+            mig_configs,
             time_slicing_replicas: ts,
-            gpu_memory_utilization: ts
-                .map(|n| ((1.0 - headroom) / f64::from(n) * 100.0).floor() / 100.0),
+            gpu_memory_utilization: ts.map(|n| crate::engine::memory::time_sliced_cap(n, headroom)),
             workloads: p.workloads.iter().map(|w| w.get().clone()).collect(),
             monthly_cost_usd: cents(cost),
             monthly_cost_at_max_usd: cents(at_max),

@@ -58,8 +58,12 @@ pub struct Demand<'p> {
     pub gpus: u32,
     /// GPU compute per replica: whole GPUs, or the share of one.
     pub share: f64,
-    /// GPU memory one replica needs, GiB, when known.
+    /// GPU memory one replica needs inside its server's instance, GiB, when known
+    /// (`engine::memory::need_in_instance`).
     pub memory_need: Option<f64>,
+    /// The share of the memory it is offered that the replica's server may use (its cap; 1
+    /// without a server). On a time-sliced GPU the pool sets the cap instead.
+    pub usable: f64,
     pub cpu: f64,
     pub memory_gib: f64,
     /// Gang size: replicas that start together, one per node.
@@ -91,7 +95,7 @@ pub fn demands<'p>(plan: &'p Plan, catalog: &Catalog) -> Vec<Demand<'p>> {
         .collect()
 }
 
-fn demand<'p>(plan: &'p Plan, _catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<'p> {
+fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<'p> {
     let plan_hours = plan.hours_per_month();
     let hours = w
         .hours_per_month
@@ -119,8 +123,14 @@ fn demand<'p>(plan: &'p Plan, _catalog: &Catalog, w: &'p Sp<Workload>) -> Demand
     let gpus = u32::try_from(w.gpus().max(0)).unwrap_or(0);
     let share = match (&w.gpu_fraction, sharing) {
         (Some(f), _) => *f.get(),
-        // A whole-GPU replica that agrees to time-share lends what it does not use.
-        (None, Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer) if gpus <= 1 => {
+        // A whole-GPU replica that agrees to time-share lends what it does not use; one that
+        // states no use gets the stated default share (time-slicing and MPS only: a shared
+        // server is sized by memory).
+        (None, Sharing::TimeSlicing | Sharing::Mps) if gpus <= 1 => w
+            .utilization()
+            .unwrap_or(catalog.assumptions.time_slicing_default_share)
+            .clamp(0.01, 1.0),
+        (None, Sharing::SharedServer) if gpus <= 1 => {
             w.utilization().unwrap_or(1.0).clamp(0.01, 1.0)
         }
         _ => f64::from(gpus.max(1)),
@@ -153,7 +163,8 @@ fn demand<'p>(plan: &'p Plan, _catalog: &Catalog, w: &'p Sp<Workload>) -> Demand
             gpus.max(1)
         },
         share,
-        memory_need: w.memory_need_gib(),
+        memory_need: crate::engine::memory::need_in_instance(w, catalog),
+        usable: crate::engine::memory::usable_share(w, catalog),
         cpu: w.cpu.as_ref().map_or(0.0, |c| *c.get()),
         memory_gib: w.memory_gib.as_ref().map_or(0.0, |m| *m.get()),
         gang: u32::try_from(w.gang().max(1)).unwrap_or(1),

@@ -78,8 +78,7 @@ pub(super) fn describe(
         });
     }
     let gpu_mem_util = b.ts_replicas.map(|n| {
-        let h = catalog.assumptions.time_slicing_memory_headroom;
-        ((1.0 - h) / f64::from(n) * 100.0).floor() / 100.0
+        crate::engine::memory::time_sliced_cap(n, catalog.assumptions.time_slicing_memory_headroom)
     });
     let why = why_line(catalog, ms, b, key, plan_hours, mm, gpu_mem_util);
     let per_node = c.sku.gpu_count;
@@ -185,6 +184,39 @@ pub(super) fn why_line(
             "one server process hosts the shares of a GPU; the device plugin sees whole GPUs".into(),
         ),
         _ => {}
+    }
+    // A declared sharing mode is honoured or the reason it is not is stated.
+    for m in ms {
+        let w = m.d.w;
+        let declared = matches!(m.d.sharing, Sharing::TimeSlicing | Sharing::Mps);
+        if !declared {
+            continue;
+        }
+        if w.gpu_fraction.is_none() && w.utilization().is_none() && m.d.gpus <= 1 {
+            parts.push(format!(
+                "`{}` states no `utilization` or `gpu_fraction`: compute share {} assumed (time_slicing_default_share)",
+                m.d.name,
+                crate::core::num(catalog.assumptions.time_slicing_default_share)
+            ));
+        }
+        if matches!(m.c.fit, Fit::Whole { .. } | Fit::Shared { replicas: 1 }) {
+            let why = if m.d.gpus > 1 {
+                format!(
+                    "a replica asks for {} GPUs, which a time-sliced GPU cannot give (GP003)",
+                    m.d.gpus
+                )
+            } else {
+                format!(
+                    "no allowed GPU holds 2 of its replicas ({} GiB each)",
+                    crate::core::num(m.d.memory_need.unwrap_or(0.0))
+                )
+            };
+            parts.push(format!(
+                "`{}` declares `sharing = \"{}\"` but runs on dedicated GPUs: {why}",
+                m.d.name,
+                m.d.sharing.as_str()
+            ));
+        }
     }
     if ms.iter().any(|m| m.d.gang > 1) {
         parts.push(format!(

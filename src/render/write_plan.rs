@@ -1,0 +1,156 @@
+//! `recommend --write-plan OUT`: the plan file with its `[[pool]]` tables replaced by the
+//! recommended pools and the serving settings those pools need, everything else (comments,
+//! order, formatting) kept as written.
+
+use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
+
+use crate::core::MigManager;
+use crate::engine::recommend::{RecPool, Recommendation};
+
+/// The plan text `text` with the recommendation's pools in place of its own, or why not.
+pub fn plan_with_pools(
+    text: &str,
+    rec: &Recommendation,
+    mig_manager: impl Fn(&RecPool) -> MigManager,
+) -> Result<String, String> {
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|e| format!("the plan does not parse as TOML: {e}"))?;
+    doc.remove("pool");
+    let mut pools = ArrayOfTables::new();
+    for p in &rec.pools {
+        pools.push(pool_table(p, mig_manager(p)));
+    }
+    // Each workload in a pool that shares GPUs by time gets the memory cap its share needs;
+    // a workload without a `[workload.server]` table has no server to cap.
+    if let Some(Item::ArrayOfTables(workloads)) = doc.get_mut("workload") {
+        for w in workloads.iter_mut() {
+            let Some(name) = w.get("name").and_then(Item::as_str).map(str::to_owned) else {
+                continue;
+            };
+            let cap = rec
+                .pools
+                .iter()
+                .filter(|p| p.workloads.contains(&name))
+                .filter_map(|p| p.gpu_memory_utilization)
+                .reduce(f64::min);
+            // A time-sliced or MPS workload the recommender had to give whole GPUs (a replica
+            // asks for several GPUs, or no allowed GPU holds two; its pool's `why` says which)
+            // is written as what it gets, with the reason beside it, so plan and pools agree.
+            let declared = w.get("sharing").and_then(Item::as_str).map(str::to_owned);
+            let gpus = w.get("gpus").and_then(Item::as_integer).unwrap_or(1);
+            let on_dedicated = rec
+                .pools
+                .iter()
+                .any(|p| p.workloads.contains(&name) && p.sharing == "dedicated");
+            if let (Some(s @ ("time-slicing" | "mps")), true) = (declared.as_deref(), on_dedicated)
+            {
+                let reason = if gpus > 1 {
+                    format!(
+                        "a replica asks for {gpus} GPUs, which time-slicing cannot share (GP003)"
+                    )
+                } else {
+                    "no allowed GPU holds two of its replicas".to_owned()
+                };
+                let mut v = Value::from("dedicated");
+                v.decor_mut()
+                    .set_suffix(format!("  # gpuplan: was \"{s}\": {reason}"));
+                w["sharing"] = Item::Value(v);
+            }
+            if let (Some(cap), Some(server)) = (cap, w.get_mut("server")) {
+                match server {
+                    Item::Table(t) => {
+                        t["gpu_memory_utilization"] = value(cap);
+                    }
+                    Item::Value(Value::InlineTable(t)) => {
+                        t.insert("gpu_memory_utilization", Value::from(cap));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if !pools.is_empty() {
+        doc.insert("pool", Item::ArrayOfTables(pools));
+    }
+    Ok(doc.to_string())
+}
+
+fn pool_table(p: &RecPool, mm: MigManager) -> Table {
+    let mut t = Table::new();
+    t.decor_mut()
+        .set_prefix(format!("\n# recommended by gpuplan: {}\n", oneline(&p.why)));
+    t["name"] = value(&p.name);
+    t["sku"] = value(&p.sku);
+    t["region"] = value(&p.region);
+    t["nodes"] = if p.nodes.min == p.nodes.max {
+        value(i64::from(p.nodes.max))
+    } else {
+        let mut n = InlineTable::new();
+        n.insert("min", Value::from(i64::from(p.nodes.min)));
+        n.insert("max", Value::from(i64::from(p.nodes.max)));
+        value(n)
+    };
+    t["capacity"] = value(p.capacity);
+    t["sharing"] = value(p.sharing);
+    if let Some(n) = p.time_slicing_replicas {
+        t["time_slicing_replicas"] = value(i64::from(n));
+    }
+    if p.sharing == "mig" {
+        let uniform = p.mig_layout.as_ref().filter(|l| l.len() == 1);
+        match (mm, uniform) {
+            // AKS creates one profile on every GPU (`gpu_instance`).
+            (MigManager::Aks, Some(l)) => {
+                if let Some(profile) = l.keys().next() {
+                    t["mig_profile"] = value(profile);
+                }
+            }
+            _ if p.mig_configs.len() > 1 => {
+                let mut layouts = Array::new();
+                for c in &p.mig_configs {
+                    let mut entry = InlineTable::new();
+                    entry.insert("layout", Value::InlineTable(layout_table(&c.layout)));
+                    entry.insert("gpus", Value::from(i64::from(c.gpus)));
+                    layouts.push(Value::InlineTable(entry));
+                }
+                t["mig_layouts"] = value(layouts);
+            }
+            _ => {
+                let layout = p
+                    .mig_layout
+                    .clone()
+                    .or_else(|| p.mig_configs.first().map(|c| c.layout.clone()));
+                if let Some(l) = layout {
+                    t["mig_layout"] = value(layout_table(&l));
+                }
+            }
+        }
+    }
+    let mut ws = Array::new();
+    for w in &p.workloads {
+        ws.push(w.as_str());
+    }
+    t["workloads"] = value(ws);
+    t
+}
+
+fn layout_table(l: &indexmap::IndexMap<String, u32>) -> InlineTable {
+    let mut t = InlineTable::new();
+    for (profile, n) in l {
+        t.insert(profile, Value::from(i64::from(*n)));
+    }
+    t
+}
+
+/// A why-line as one comment line: no line breaks or control characters can end the comment.
+fn oneline(s: &str) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut out: String = flat.chars().take(300).collect();
+    if flat.chars().count() > 300 {
+        out.push_str(" ...");
+    }
+    out
+}

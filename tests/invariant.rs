@@ -1,0 +1,491 @@
+//! The invariant a platform engineer tests first: declare the recommended pools in the plan
+//! (`recommend --write-plan`) and `check` it; no fit rule (GP001-GP005, GP015, GP016, GP021,
+//! GP027) may fail. Checked on every example and fixture plan and on plans generated the way
+//! platform teams write them: LLM servers with KV caches and server caps, tensor parallel,
+//! time-sliced notebooks, MIG under AKS and the GPU Operator, gangs, batch on spot.
+
+use std::path::Path;
+
+use gpuplan::catalog::Catalog;
+use gpuplan::core::{Date, MigManager, Provider};
+use gpuplan::engine::recommend::{mig_manager, recommend};
+use gpuplan::plan::{self, Plan};
+use gpuplan::render::write_plan::plan_with_pools;
+use gpuplan::rules::{self, Levels};
+use gpuplan::source::SourceFile;
+
+const TODAY: Date = Date {
+    year: 2026,
+    month: 12,
+    day: 3,
+};
+
+const FIT_RULES: [&str; 9] = [
+    "GP001", "GP002", "GP003", "GP004", "GP005", "GP015", "GP016", "GP021", "GP027",
+];
+
+fn load(name: &str, text: String, catalog: &Catalog) -> Result<Plan, String> {
+    plan::load_and_validate(SourceFile::new(name, text), catalog).map_err(|ds| {
+        ds.iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
+/// Fit errors of `p` as (rule, workload, message).
+fn fit_errors(p: &Plan, catalog: &Catalog) -> Vec<(String, Option<String>, String)> {
+    rules::check(p, catalog, TODAY, &Levels::default())
+        .into_iter()
+        .filter(|d| FIT_RULES.contains(&d.code.as_str()))
+        .filter(|d| d.severity == gpuplan::diag::Severity::Error)
+        .map(|d| (d.code.clone(), d.workload.clone(), d.message.clone()))
+        .collect()
+}
+
+/// The plan text without its `[[pool]]` tables: what its workloads say on their own.
+fn without_pools(text: &str) -> String {
+    let mut doc: toml_edit::DocumentMut = text.parse().expect("toml");
+    doc.remove("pool");
+    doc.to_string()
+}
+
+/// Recommend, write the pools into the plan, check it: the fit errors that the recommendation
+/// caused (not those the workloads have on their own, nor those of workloads nothing can run).
+fn violations(name: &str, text: &str, catalog: &Catalog) -> Result<Vec<String>, String> {
+    let p = load(name, text.to_owned(), catalog)?;
+    let rec = recommend(&p, catalog);
+    let mm = mig_manager(&p);
+    let written = plan_with_pools(text, &rec, |_| mm)?;
+    let out = load(name, written.clone(), catalog)
+        .map_err(|e| format!("the written plan does not load: {e}\n{written}"))?;
+    let own = load(name, without_pools(text), catalog)
+        .map(|q| fit_errors(&q, catalog))
+        .unwrap_or_default();
+    let unsatisfied: Vec<&str> = rec
+        .unsatisfied
+        .iter()
+        .map(|u| u.workload.as_str())
+        .collect();
+    Ok(fit_errors(&out, catalog)
+        .into_iter()
+        .filter(|(_, w, _)| {
+            w.as_deref().is_none_or(|w| {
+                !unsatisfied.contains(&w) && !own.iter().any(|(_, ow, _)| ow.as_deref() == Some(w))
+            })
+        })
+        .map(|(r, _, m)| format!("{r}: {m}"))
+        .collect())
+}
+
+#[test]
+fn recommended_pools_pass_check_on_every_example_and_fixture() {
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["plans", "tests/fixtures/render", "tests/fixtures/diff"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("dir").flatten() {
+            files.push(e.path());
+        }
+    }
+    for e in std::fs::read_dir(root.join("tests/fixtures/rules"))
+        .expect("rules")
+        .flatten()
+    {
+        for f in std::fs::read_dir(e.path()).expect("rule dir").flatten() {
+            files.push(f.path());
+        }
+    }
+    files.retain(|f| f.extension().is_some_and(|x| x == "toml"));
+    files.sort();
+    assert!(files.len() > 50, "{}", files.len());
+    let mut failures = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read");
+        match violations(&f.display().to_string(), &text, &catalog) {
+            Ok(v) if v.is_empty() => {}
+            Ok(v) => failures.push(format!("{}:\n  {}", f.display(), v.join("\n  "))),
+            // A fixture that is invalid on purpose is not a recommendation's fault.
+            Err(e) if e.starts_with("the written plan") => failures.push(e),
+            Err(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A small deterministic generator (xorshift): the same plans on every run and machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[(self.next() % xs.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+/// A plan of the kind a platform team writes, from a seed.
+fn generated(seed: u64) -> String {
+    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let azure = r.chance(50);
+    let (provider, regions) = if azure {
+        (
+            "azure",
+            *r.pick(&["\"eastus\"", "\"eastus\", \"westus3\"", "\"eastus2\""]),
+        )
+    } else {
+        (
+            "aws",
+            *r.pick(&["\"us-east-1\"", "\"us-east-1\", \"us-west-2\""]),
+        )
+    };
+    let mm = if azure {
+        *r.pick(&["aks", "gpu-operator"])
+    } else {
+        "gpu-operator"
+    };
+    let mut t = format!(
+        "version = 1\n\n[plan]\nname = \"gen-{seed}\"\nowner = \"platform\"\nprovider = \"{provider}\"\nregions = [{regions}]\n\n[cluster]\nmig_manager = \"{mm}\"\n"
+    );
+    let n = 1 + r.next() % 5;
+    let mut shared = false;
+    for i in 0..n {
+        let kind = *r.pick(&["inference", "inference", "notebook", "batch", "training"]);
+        let _ = std::fmt::Write::write_fmt(
+            &mut t,
+            format_args!(
+                "\n[[workload]]\nname = \"w{i}\"\nteam = \"t{}\"\nkind = \"{kind}\"\n",
+                i % 2
+            ),
+        );
+        match kind {
+            "training" => {
+                let nodes = *r.pick(&[1, 2, 4]);
+                let gpus = *r.pick(&[4, 8]);
+                t += &format!("nodes = {nodes}\ngpus = {gpus}\n");
+                if r.chance(50) {
+                    t += "interruptible = true\ncheckpoint_minutes = 30\n";
+                }
+            }
+            "notebook" => {
+                let max = 1 + r.next() % 12;
+                t += &format!("replicas = {{ min = 0, max = {max} }}\ngpus = 1\n");
+                let sharing = *r.pick(&["time-slicing", "dedicated", "mig"]);
+                t += &format!("sharing = \"{sharing}\"\n");
+                shared |= sharing != "dedicated";
+                if r.chance(50) {
+                    t += &format!("gpu_memory_gib = {}\n", r.pick(&[4, 8, 10, 16, 20]));
+                }
+                if r.chance(50) {
+                    t += &format!("utilization = {}\n", r.pick(&["0.1", "0.2", "0.3"]));
+                }
+            }
+            _ => {
+                let min = if kind == "batch" { 0 } else { 1 + r.next() % 3 };
+                let max = min + r.next() % 6;
+                t += &format!("replicas = {{ min = {min}, max = {} }}\n", max.max(1));
+                if kind == "inference" && r.chance(40) {
+                    t += "user_facing = true\n";
+                }
+                if kind == "batch" {
+                    t += "interruptible = true\n";
+                }
+                let params = *r.pick(&[1.5, 3.0, 7.0, 8.0, 13.0, 34.0, 70.0]);
+                let precision = *r.pick(&["bf16", "bf16", "fp8", "int4"]);
+                let gpus = if params >= 34.0 && precision == "bf16" {
+                    *r.pick(&[2, 4, 8])
+                } else {
+                    *r.pick(&[1, 1, 2])
+                };
+                let sharing = if gpus == 1 {
+                    *r.pick(&["dedicated", "dedicated", "mig", "time-slicing"])
+                } else {
+                    "dedicated"
+                };
+                shared |= sharing != "dedicated";
+                t += &format!(
+                    "gpus = {gpus}\nsharing = \"{sharing}\"\nmodel = {{ params_billion = {params}, precision = \"{precision}\" }}\n"
+                );
+                if r.chance(60) {
+                    t += &format!("kv_cache_gib = {}\n", r.pick(&[1, 2, 5, 10, 20, 60]));
+                }
+                if shared {
+                    t += "fault_domain = \"shared\"\n";
+                }
+                if r.chance(70) {
+                    t += "\n[workload.server]\nengine = \"vllm\"\n";
+                    if r.chance(60) {
+                        t += &format!(
+                            "gpu_memory_utilization = {}\n",
+                            r.pick(&["0.8", "0.85", "0.9", "0.95"])
+                        );
+                    }
+                    if gpus > 1 {
+                        t += &format!("tensor_parallel_size = {gpus}\n");
+                    }
+                }
+            }
+        }
+        if shared && matches!(kind, "training" | "notebook") {
+            t += "fault_domain = \"shared\"\n";
+        }
+    }
+    if shared {
+        t += "\n[[decision]]\nfault_domain = \"shared\"\ndecided_by = \"platform-lead\"\ndate = 2026-11-02\nreason = \"dev and batch tolerate a noisy neighbour\"\n";
+    }
+    t
+}
+
+#[test]
+fn recommended_pools_pass_check_on_generated_plans() {
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for seed in 1..=300u64 {
+        let text = generated(seed);
+        match violations(&format!("gen-{seed}.toml"), &text, &catalog) {
+            Ok(v) => {
+                checked += 1;
+                if !v.is_empty() {
+                    failures.push(format!("seed {seed}:\n  {}\n{text}", v.join("\n  ")));
+                }
+            }
+            Err(e) if e.starts_with("the written plan") => {
+                failures.push(format!("seed {seed}: {e}"))
+            }
+            Err(e) => panic!("seed {seed}: the generated plan does not load: {e}\n{text}"),
+        }
+    }
+    assert_eq!(checked, 300);
+    assert!(
+        failures.is_empty(),
+        "{} of 300 generated plans fail:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let _ = MigManager::Aks;
+}
+
+/// The recommendation for one plan, its written plan's fit errors, and the pools.
+fn hand(text: &str) -> (gpuplan::engine::recommend::Recommendation, Vec<String>) {
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let p = load("hand.toml", text.to_owned(), &catalog).expect("loads");
+    let rec = recommend(&p, &catalog);
+    let v = violations("hand.toml", text, &catalog).expect("checks");
+    (rec, v)
+}
+
+const HEAD_AWS: &str = "version = 1\n[plan]\nname = \"h\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n";
+
+#[test]
+fn a_70b_tensor_parallel_replica_gets_memory_for_weights_kv_cache_and_its_cap() {
+    // 70B bf16 = 130.39 GiB of weights + 60 GiB KV cache = 190.39 GiB in a vLLM instance
+    // capped at 0.9, over 4 GPUs: each GPU must offer 190.39 / 0.9 / 4 = 52.9 GiB. Four L40S
+    // (48 GB) give 172.8 GiB under the cap and are out; 4 x A100 80GB give 288.
+    let text = HEAD_AWS.to_owned()
+        + r#"
+[[workload]]
+name = "chat"
+team = "apps"
+kind = "inference"
+replicas = 2
+gpus = 4
+model = { params_billion = 70, precision = "bf16" }
+kv_cache_gib = 60
+gpu_models = ["L40S", "A100-80GB", "H100-80GB"]
+
+[workload.server]
+engine = "vllm"
+gpu_memory_utilization = 0.9
+tensor_parallel_size = 4
+"#;
+    let (rec, v) = hand(&text);
+    assert!(v.is_empty(), "{v:?}");
+    let p = &rec.pools[0];
+    assert_ne!(p.gpu_model, "L40S", "{p:#?}");
+    let catalog = Catalog::embedded(&[Provider::Aws]).expect("catalog");
+    let mem = catalog.gpu(&p.gpu_model).expect("gpu").memory_gib;
+    assert!(4.0 * mem * 0.9 >= 190.39, "{}", p.gpu_model);
+}
+
+#[test]
+fn a_mig_replica_gets_a_slice_that_holds_it_under_its_cap() {
+    // 7B bf16 = 13.04 GiB + 5 GiB KV = 18.04 GiB at a 0.9 cap needs a 20.04 GiB slice: not
+    // 1g.20gb (18 GiB under the cap) nor 2g.20gb; 3g.40gb on an A100 80GB.
+    let text = HEAD_AWS.to_owned()
+        + r#"
+[cluster]
+mig_manager = "gpu-operator"
+
+[[workload]]
+name = "small"
+team = "apps"
+kind = "inference"
+replicas = 3
+gpus = 1
+sharing = "mig"
+model = { params_billion = 7, precision = "bf16" }
+kv_cache_gib = 5
+gpu_models = ["A100-80GB"]
+
+[workload.server]
+engine = "vllm"
+gpu_memory_utilization = 0.9
+"#;
+    let (rec, v) = hand(&text);
+    assert!(v.is_empty(), "{v:?}");
+    let layout = rec.pools[0]
+        .mig_layout
+        .clone()
+        .or_else(|| rec.pools[0].mig_configs.first().map(|c| c.layout.clone()))
+        .expect("a MIG layout");
+    assert!(
+        layout
+            .keys()
+            .all(|k| k.starts_with("3g") || k.starts_with("4g") || k.starts_with("7g")),
+        "{layout:?}"
+    );
+}
+
+#[test]
+fn time_sliced_notebooks_are_packed_by_memory_and_capped_to_fit() {
+    // 12 notebooks of 10 GiB that declare time-slicing and state no utilisation: the default
+    // compute share (0.1) allows 10 per GPU, memory on an A100 80GB allows 7 at the rounded
+    // cap 0.13 (0.95 / 7, 10.4 GiB each): 2 GPUs, not 12 dedicated ones.
+    let text = "version = 1\n[plan]\nname = \"nb\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n".to_owned()
+        + r#"
+[[workload]]
+name = "notebooks"
+team = "research"
+kind = "notebook"
+replicas = { min = 0, max = 12 }
+gpus = 1
+sharing = "time-slicing"
+gpu_memory_gib = 10
+gpu_models = ["A100-80GB"]
+fault_domain = "nb"
+
+[[decision]]
+fault_domain = "nb"
+decided_by = "lead"
+date = 2026-11-02
+reason = "notebooks tolerate a noisy neighbour"
+"#;
+    let (rec, v) = hand(&text);
+    assert!(v.is_empty(), "{v:?}");
+    let p = &rec.pools[0];
+    assert_eq!(p.sharing, "time-slicing", "{p:#?}");
+    assert_eq!(p.time_slicing_replicas, Some(7), "{p:#?}");
+    assert_eq!(p.gpus.max, 2, "{p:#?}");
+    assert!(p.why.contains("compute share 0.1 assumed"), "{}", p.why);
+
+    // A 3B bf16 server (5.59 GiB of weights, and a tenth of the instance kept for KV cache:
+    // 6.21 GiB) on 24 GiB L4s: 0.95 / 4 rounds to 0.23 = 5.52 GiB, too little; 3 per GPU at
+    // 0.31 = 7.44 GiB holds it.
+    let text = HEAD_AWS.to_owned()
+        + r#"
+[[workload]]
+name = "small-llm"
+team = "apps"
+kind = "notebook"
+replicas = { min = 0, max = 6 }
+gpus = 1
+sharing = "time-slicing"
+utilization = 0.2
+model = { params_billion = 3, precision = "bf16" }
+gpu_models = ["L4"]
+fault_domain = "nb"
+
+[workload.server]
+engine = "vllm"
+
+[[decision]]
+fault_domain = "nb"
+decided_by = "lead"
+date = 2026-11-02
+reason = "dev servers"
+"#;
+    let (rec, v) = hand(&text);
+    assert!(v.is_empty(), "{v:?}");
+    let p = &rec.pools[0];
+    assert_eq!(p.time_slicing_replicas, Some(3), "{p:#?}");
+    assert_eq!(p.gpu_memory_utilization, Some(0.31), "{p:#?}");
+}
+
+#[test]
+fn write_plan_rewrites_the_pools_in_place_and_keeps_everything_else() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/azure-inference.toml"),
+    )
+    .expect("example");
+    std::fs::write(&plan, &original).expect("copy");
+    let run = |args: &[&str]| {
+        assert_cmd::Command::cargo_bin("gpuplan")
+            .expect("binary")
+            .env("GPUPLAN_TODAY", "2026-12-03")
+            .env("NO_COLOR", "1")
+            .env("GPUPLAN_CACHE", dir.path().join("cache"))
+            .args(args)
+            .output()
+            .expect("runs")
+    };
+    let p = plan.to_str().expect("utf-8");
+    let out = run(&["recommend", p, "--write-plan", p, "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&plan).expect("written");
+    // Comments and the workloads stay as written; the pools are the recommended ones.
+    for line in original.lines().filter(|l| l.trim_start().starts_with('#')) {
+        if !line.contains("[[pool]]") {
+            assert!(written.contains(line), "lost comment {line:?}");
+        }
+    }
+    let rec: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    for pool in rec["pools"].as_array().expect("pools") {
+        let name = pool["name"].as_str().expect("name");
+        assert!(
+            written.contains(&format!("name = \"{name}\"")),
+            "{name} missing"
+        );
+    }
+    assert!(written.contains("# recommended by gpuplan: "));
+    // AKS creates one profile per pool; the notebooks share T4s four ways.
+    assert!(written.contains("mig_profile = \"3g.40gb\""), "{written}");
+    assert!(written.contains("time_slicing_replicas = 4"), "{written}");
+    // The written plan checks clean of errors, and writing it again changes nothing.
+    let check = run(&["check", p]);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let again = run(&["recommend", p, "--write-plan", p]);
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&plan).expect("read"), written);
+
+    // An unwritable destination is an error that leaves the plan alone.
+    let bad = dir.path().join("no/such/dir/out.toml");
+    let out = run(&["recommend", p, "--write-plan", bad.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write"));
+    assert_eq!(std::fs::read_to_string(&plan).expect("read"), written);
+}
