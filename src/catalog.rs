@@ -40,12 +40,28 @@ pub struct MigSpec {
     pub memory_slices: u8,
     pub pci_device_ids: Vec<String>,
     pub placement_source: String,
+    /// The profiles AKS creates for `gpu_instance` MIG1g ... MIG7g on this GPU, in that order;
+    /// empty when AKS offers MIG on no size with it.
+    pub aks_profiles: Vec<String>,
     pub profiles: Vec<MigProfile>,
 }
 
 impl MigSpec {
     pub fn profile(&self, name: &str) -> Option<&MigProfile> {
         self.profiles.iter().find(|p| p.name == name)
+    }
+
+    /// Whether AKS can create `name` (`gpu_instance`).
+    pub fn aks_creates(&self, name: &str) -> bool {
+        self.aks_profiles.iter().any(|p| p == name)
+    }
+
+    /// The azurerm `gpu_instance` value that creates profile `name` under AKS.
+    pub fn aks_gpu_instance(&self, name: &str) -> Option<String> {
+        self.aks_creates(name)
+            .then(|| self.profile(name))
+            .flatten()
+            .map(|p| format!("MIG{}g", p.compute))
     }
 }
 

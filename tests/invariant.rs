@@ -210,8 +210,17 @@ fn generated(seed: u64) -> String {
                     "dedicated"
                 };
                 shared |= sharing != "dedicated";
+                if sharing == "mig" && r.chance(70) {
+                    // A slice's worth of compute: MIG picks the profile from it and memory.
+                    t += &format!(
+                        "gpu_fraction = {}\n",
+                        r.pick(&["0.14", "0.28", "0.42", "0.5"])
+                    );
+                } else {
+                    t += &format!("gpus = {gpus}\n");
+                }
                 t += &format!(
-                    "gpus = {gpus}\nsharing = \"{sharing}\"\nmodel = {{ params_billion = {params}, precision = \"{precision}\" }}\n"
+                    "sharing = \"{sharing}\"\nmodel = {{ params_billion = {params}, precision = \"{precision}\" }}\n"
                 );
                 if r.chance(60) {
                     t += &format!("kv_cache_gib = {}\n", r.pick(&[1, 2, 5, 10, 20, 60]));
@@ -488,4 +497,83 @@ fn write_plan_rewrites_the_pools_in_place_and_keeps_everything_else() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write"));
     assert_eq!(std::fs::read_to_string(&plan).expect("read"), written);
+}
+
+#[test]
+fn aks_mig_takes_only_creatable_profiles_and_upsizes_when_it_saves_a_gpu() {
+    // A100 80GB (NC24ads_A100_v4, one GPU a node) under AKS: five replicas need a 1g.10gb, one
+    // a 2g.20gb, one a 3g.40gb. Three single-profile pools take 3 GPUs; the 2g replica can
+    // take the second slot of the MIG3g GPU, so 2 GPUs suffice.
+    let mut text = "version = 1\n[plan]\nname = \"aks\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[cluster]\nmig_manager = \"aks\"\n".to_owned();
+    for (name, replicas, frac, gib) in [
+        ("small", 5, "0.14", 8),
+        ("mid", 1, "0.28", 18),
+        ("large", 1, "0.42", 35),
+    ] {
+        text += &format!(
+            "\n[[workload]]\nname = \"{name}\"\nteam = \"t\"\nkind = \"inference\"\nreplicas = {replicas}\ngpu_fraction = {frac}\nsharing = \"mig\"\ngpu_memory_gib = {gib}\nskus = [\"Standard_NC24ads_A100_v4\"]\n"
+        );
+    }
+    let (rec, v) = hand(&text);
+    assert!(v.is_empty(), "{v:?}");
+    let gpus: u32 = rec.pools.iter().map(|p| p.gpus.max).sum();
+    assert_eq!(gpus, 2, "{:#?}", rec.pools);
+    let catalog = Catalog::embedded(&[Provider::Azure]).expect("catalog");
+    let spec = catalog
+        .gpu("A100-80GB")
+        .and_then(|g| g.mig.clone())
+        .expect("mig");
+    for p in &rec.pools {
+        let layout = p.mig_layout.as_ref().expect("one layout");
+        assert_eq!(layout.len(), 1, "one profile per AKS pool");
+        let profile = layout.keys().next().expect("profile");
+        assert!(
+            spec.aks_creates(profile),
+            "{profile} is not creatable on AKS"
+        );
+    }
+    let mid = rec
+        .pools
+        .iter()
+        .find(|p| p.workloads.contains(&"mid".to_owned()))
+        .expect("mid");
+    assert!(
+        mid.why
+            .contains("`mid` takes `3g.40gb` instead of its own `2g.20gb`"),
+        "{}",
+        mid.why
+    );
+
+    // A replica needing 18 GiB on AKS never gets 1g.20gb (AKS cannot create it) ...
+    let one = "version = 1\n[plan]\nname = \"aks\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"mid\"\nteam = \"t\"\nkind = \"inference\"\nreplicas = 3\ngpu_fraction = 0.14\nsharing = \"mig\"\ngpu_memory_gib = 18\nskus = [\"Standard_NC24ads_A100_v4\"]\n";
+    let (rec, _) = hand(one);
+    let p = rec
+        .pools
+        .iter()
+        .find(|p| p.workloads.contains(&"mid".to_owned()))
+        .expect("mid");
+    assert_eq!(
+        p.mig_layout
+            .as_ref()
+            .and_then(|l| l.keys().next().cloned())
+            .as_deref(),
+        Some("2g.20gb")
+    );
+
+    // ... and a declared AKS pool asking for it is refused, naming what AKS creates.
+    let declared = text.clone()
+        + "\n[[pool]]\nname = \"p\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = 3\nsharing = \"mig\"\nmig_profile = \"1g.20gb\"\nworkloads = [\"small\"]\n";
+    let p = load("declared.toml", declared, &catalog).expect("loads");
+    let f = rules::check(&p, &catalog, TODAY, &Levels::default());
+    let gp015 = f.iter().find(|d| d.code == "GP015").expect("GP015");
+    assert!(
+        gp015.message.contains("`1g.20gb`, which AKS cannot create"),
+        "{}",
+        gp015.message
+    );
+    assert!(
+        gp015.message.contains("`2g.20gb` (MIG2g)"),
+        "{}",
+        gp015.message
+    );
 }

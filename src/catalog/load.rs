@@ -233,6 +233,8 @@ struct MigEntry {
     memory_slices: u8,
     pci_device_ids: Vec<String>,
     placement_source: String,
+    #[serde(default)]
+    aks_profiles: Vec<String>,
     profiles: Vec<ProfileEntry>,
 }
 
@@ -486,6 +488,7 @@ fn load_gpus(file: &Arc<SourceFile>) -> Result<IndexMap<String, GpuModel>, Catal
             memory_slices: m.memory_slices,
             pci_device_ids: m.pci_device_ids,
             placement_source: m.placement_source,
+            aks_profiles: m.aks_profiles,
             profiles: m
                 .profiles
                 .into_iter()
@@ -507,6 +510,16 @@ fn load_gpus(file: &Arc<SourceFile>) -> Result<IndexMap<String, GpuModel>, Catal
                     &g.name,
                     format!(
                         "`{}`: MIG needs 1-31 memory slices and at least one compute slice",
+                        g.name
+                    ),
+                ));
+            }
+            if let Some(bad) = m.aks_profiles.iter().find(|a| m.profile(a).is_none()) {
+                return Err(invalid_at_name(
+                    file,
+                    &g.name,
+                    format!(
+                        "`{}`: AKS profile `{bad}` is not one of its MIG profiles",
                         g.name
                     ),
                 ));

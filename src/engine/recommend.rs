@@ -21,6 +21,7 @@ mod improve;
 pub mod pack;
 mod rehome;
 
+mod aks;
 mod alternatives;
 mod build;
 mod choose;

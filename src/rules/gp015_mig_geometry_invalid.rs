@@ -11,7 +11,11 @@ declare_rule! {
     /// `mig_layouts`, which must not lay out more GPUs than the pool has) that cannot
     /// be placed on one GPU: an unknown profile, more instances than the profile allows, more
     /// compute slices than the GPU has, or no placement at the allowed start indices without
-    /// overlapping memory slices (checked exactly, not as a sum of slices).
+    /// overlapping memory slices (checked exactly, not as a sum of slices). Under
+    /// `mig_manager = "aks"` (the default on Azure) it also refuses a profile AKS cannot
+    /// create: AKS's `gpu_instance` takes MIG1g, MIG2g, MIG3g, MIG4g or MIG7g, which on an
+    /// A100 80GB are 1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb and 7g.80gb (never 1g.20gb or a `+me`
+    /// variant); the finding names the profiles AKS creates on that GPU.
     ///
     /// ## Why is this bad?
     /// mig-parted or AKS refuses the geometry and the node never advertises the slices, or
@@ -46,6 +50,54 @@ impl Rule for MigGeometryInvalid {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            // AKS creates only its `gpu_instance` profiles (MIG1g ... MIG7g), one per pool.
+            if cx.plan.mig_manager() == Some(crate::core::MigManager::Aks)
+                || (cx.plan.mig_manager().is_none()
+                    && cx.plan.provider() == crate::core::Provider::Azure)
+            {
+                let named: Vec<(&str, std::ops::Range<usize>)> = pool
+                    .mig_profile
+                    .iter()
+                    .map(|p| (p.get().as_str(), p.span()))
+                    .chain(
+                        pool.layouts()
+                            .into_iter()
+                            .flat_map(|(l, _)| l.keys().map(move |k| (k.as_str(), l.span()))),
+                    )
+                    .collect();
+                for (name, span) in named {
+                    if spec.profile(name).is_some() && !spec.aks_creates(name) {
+                        let allowed = if spec.aks_profiles.is_empty() {
+                            format!("AKS creates no MIG instances on {}", gpu.name)
+                        } else {
+                            format!(
+                                "on {} AKS creates {}",
+                                gpu.name,
+                                spec.aks_profiles
+                                    .iter()
+                                    .map(|p| format!(
+                                        "`{p}` ({})",
+                                        spec.aks_gpu_instance(p).unwrap_or_default()
+                                    ))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        };
+                        cx.push(
+                            cx.finding(
+                                span,
+                                format!(
+                                    "pool `{}` asks for MIG profile `{name}`, which AKS cannot create (mig_manager = aks): {allowed}",
+                                    pool.name.get()
+                                ),
+                            )
+                            .label("not an AKS `gpu_instance` profile")
+                            .help("use one of the profiles AKS creates (a larger one holds the replica), or set `cluster.mig_manager = \"gpu-operator\"`")
+                            .pool(pool.name.get()),
+                        );
+                    }
+                }
+            }
             if let (Some(ls), Some(sku)) = (&pool.mig_layouts, cx.sku(pool.sku.get())) {
                 let declared: i64 = ls.get().iter().map(|e| *e.gpus.get()).sum();
                 let has = pool.nodes().max() * i64::from(sku.gpu_count);

@@ -111,8 +111,9 @@ pub fn allocatable(sku: &Sku, catalog: &Catalog) -> (f64, f64) {
 }
 
 /// The smallest MIG profile that holds a replica's memory and compute share (media-engine
-/// variants are left to plans that ask for them by name).
-pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>) -> Option<&'g MigProfile> {
+/// variants are left to plans that ask for them by name); under AKS only the profiles AKS
+/// creates (`gpu_instance`), a larger one where the replica's own does not exist there.
+pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>, aks: bool) -> Option<&'g MigProfile> {
     let mig = gpu.mig.as_ref()?;
     let compute_need = if d.gpus >= 1 && d.share >= 1.0 {
         f64::from(mig.compute_slices)
@@ -122,6 +123,7 @@ pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>) -> Option<&'g MigProfi
     mig.profiles
         .iter()
         .filter(|p| !p.name.contains('+') && !p.name.contains("-me"))
+        .filter(|p| !aks || mig.aks_creates(&p.name))
         .filter(|p| {
             d.memory_need
                 .is_none_or(|m| p.memory_gib * d.usable + 1e-9 >= m)
@@ -287,7 +289,17 @@ fn candidate<'c>(
             if gpu.mig.is_none() {
                 return Err(reject(Constraint::Mig, format!("{} has no MIG", gpu.name)));
             }
-            match mig_profile(gpu, d) {
+            let aks = super::mig_manager(plan) == crate::core::MigManager::Aks;
+            if aks && gpu.mig.as_ref().is_some_and(|m| m.aks_profiles.is_empty()) {
+                return Err(reject(
+                    Constraint::Mig,
+                    format!(
+                        "AKS creates no MIG instances on {} (mig_manager = aks)",
+                        gpu.name
+                    ),
+                ));
+            }
+            match mig_profile(gpu, d, aks) {
                 Some(p) => Fit::Mig { profile: p.clone() },
                 None => {
                     return Err(reject(

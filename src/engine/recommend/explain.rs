@@ -158,10 +158,27 @@ pub(super) fn why_line(
     )];
     match &c.fit {
         Fit::Mig { profile } => parts.push(match mm {
-            MigManager::Aks => format!(
-                "MIG `{}` on every GPU (mig_manager = aks: one profile per pool)",
-                profile.name
-            ),
+            MigManager::Aks => {
+                let mut s = format!(
+                    "MIG `{}` on every GPU (mig_manager = aks: one profile per pool, AKS `gpu_instance` {})",
+                    profile.name,
+                    c.gpu
+                        .mig
+                        .as_ref()
+                        .and_then(|m| m.aks_gpu_instance(&profile.name))
+                        .unwrap_or_default()
+                );
+                for m in ms {
+                    let own = candidate::mig_profile(m.c.gpu, &m.d, true);
+                    if let Some(own) = own.filter(|o| o.name != profile.name) {
+                        s.push_str(&format!(
+                            "; `{}` takes `{}` instead of its own `{}`: sharing these nodes costs less than a pool of its own",
+                            m.d.name, profile.name, own.name
+                        ));
+                    }
+                }
+                s
+            }
             MigManager::GpuOperator => format!(
                 "MIG layouts packed optimally (mig_manager = gpu-operator): {} GPU(s){}",
                 b.nodes_max * c.sku.gpu_count,

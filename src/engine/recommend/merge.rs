@@ -133,6 +133,114 @@ pub(super) fn merge_stage(
 /// AKS pools carry one MIG profile. Where workloads of one segment chose different profiles
 /// on the same SKU, region and capacity, run them all on the largest profile when that needs
 /// fewer nodes than separate pools.
+/// The family's workloads re-homed on AKS profiles by the exact search (`aks::assign`), when
+/// its packed pools cost less than `separate`; whether it applied.
+fn exact_aks(
+    groups: &mut BTreeMap<PoolKey, Vec<usize>>,
+    choices: &mut [Choice<'_, '_>],
+    catalog: &Catalog,
+    plan_hours: f64,
+    keys: &[PoolKey],
+    members: &[usize],
+    separate: f64,
+) -> bool {
+    let first = &choices[members[0]].c;
+    let (Some(spec), sku) = (first.gpu.mig.as_ref(), first.sku) else {
+        return false;
+    };
+    let profiles: Vec<&crate::catalog::MigProfile> = spec
+        .aks_profiles
+        .iter()
+        .filter_map(|p| spec.profile(p))
+        .collect();
+    let per_node: Vec<u32> = profiles
+        .iter()
+        .map(|p| crate::mig::per_gpu(spec, &p.name) * sku.gpu_count)
+        .collect();
+    let fits: Vec<Vec<bool>> = members
+        .iter()
+        .map(|&i| {
+            let d = &choices[i].d;
+            let compute = if d.gpus >= 1 && d.share >= 1.0 {
+                f64::from(spec.compute_slices)
+            } else {
+                d.share * f64::from(spec.compute_slices)
+            };
+            profiles
+                .iter()
+                .map(|p| {
+                    f64::from(p.compute) + 1e-9 >= compute
+                        && d.memory_need
+                            .is_none_or(|m| p.memory_gib * d.usable + 1e-9 >= m)
+                })
+                .collect()
+        })
+        .collect();
+    let ms: Vec<aks::Member> = members
+        .iter()
+        .map(|&i| aks::Member {
+            peak: choices[i].d.peak,
+            floor: choices[i].d.floor,
+        })
+        .collect();
+    let Some(assignment) = aks::assign(&ms, &per_node, &fits) else {
+        return false;
+    };
+    // The pools of the assignment, packed for real.
+    let mut by_profile: BTreeMap<usize, Vec<(usize, Choice<'_, '_>)>> = BTreeMap::new();
+    for (&i, &k) in members.iter().zip(&assignment) {
+        let ch = &choices[i];
+        let mut c = ch.c.clone();
+        c.fit = Fit::Mig {
+            profile: profiles[k].clone(),
+        };
+        let (ca, ma) = candidate::allocatable(c.sku, catalog);
+        c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
+        by_profile
+            .entry(k)
+            .or_default()
+            .push((i, ch.with(c, ch.rate.clone())));
+    }
+    let exact: f64 = by_profile
+        .values()
+        .map(|v| {
+            let refs: Vec<&Choice<'_, '_>> = v.iter().map(|(_, c)| c).collect();
+            build(
+                &refs,
+                keys[0].3,
+                catalog,
+                MigManager::Aks,
+                plan_hours,
+                false,
+            )
+            .cost
+        })
+        .sum();
+    if exact + 0.005 >= separate {
+        return false;
+    }
+    for k in keys {
+        groups.remove(k);
+    }
+    for (k, v) in by_profile {
+        let key = (
+            keys[0].0,
+            keys[0].1.clone(),
+            keys[0].2.clone(),
+            keys[0].3,
+            Sharing::Mig,
+            FitKey::Mig(Some(profiles[k].name.clone())),
+        );
+        let mut idx = Vec::new();
+        for (i, up) in v {
+            choices[i].c = up.c;
+            idx.push(i);
+        }
+        groups.entry(key).or_default().extend(idx);
+    }
+    true
+}
+
 pub(super) fn merge_aks_profiles(
     groups: &mut BTreeMap<PoolKey, Vec<usize>>,
     choices: &mut [Choice<'_, '_>],
@@ -157,6 +265,11 @@ pub(super) fn merge_aks_profiles(
                 build(&ms, k.3, catalog, MigManager::Aks, plan_hours, false).cost
             })
             .sum();
+        if exact_aks(
+            groups, choices, catalog, plan_hours, &keys, &members, separate,
+        ) {
+            continue;
+        }
         // The largest profile (memory slices, then compute) holds every member.
         let Some(big) = members
             .iter()
