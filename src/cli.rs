@@ -182,6 +182,25 @@ pub struct RenderArgs {
     /// Also reserve capacity for user-facing floors (Azure capacity reservation groups, EC2 On-Demand Capacity Reservations)
     #[arg(long)]
     pub capacity_reservations: bool,
+    /// Kueue API version of the rendered objects: v1beta2 (Kueue's storage version) or
+    /// v1beta1 for clusters that predate it
+    #[arg(long, value_enum, default_value_t = KueueApi::V1beta2)]
+    pub kueue_api: KueueApi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KueueApi {
+    V1beta1,
+    V1beta2,
+}
+
+impl KueueApi {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            KueueApi::V1beta1 => "kueue.x-k8s.io/v1beta1",
+            KueueApi::V1beta2 => "kueue.x-k8s.io/v1beta2",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -358,8 +358,8 @@ fn crd_schema(file: &str) -> jsonschema::Validator {
     );
     let version = crd["spec"]["versions"]
         .as_sequence()
-        .and_then(|vs| vs.iter().find(|v| v["name"].as_str() == Some("v1beta1")))
-        .expect("v1beta1");
+        .and_then(|vs| vs.iter().find(|v| v["name"].as_str() == Some("v1beta2")))
+        .expect("v1beta2");
     jsonschema::validator_for(&json(&version["schema"]["openAPIV3Schema"])).expect("schema")
 }
 
@@ -387,7 +387,7 @@ fn kueue_objects_validate_against_the_crds() {
                 continue;
             }
             let kind = v["kind"].as_str().expect("kind").to_owned();
-            assert_eq!(v["apiVersion"].as_str(), Some("kueue.x-k8s.io/v1beta1"));
+            assert_eq!(v["apiVersion"].as_str(), Some("kueue.x-k8s.io/v1beta2"));
             let errors: Vec<String> = schemas[kind.as_str()]
                 .iter_errors(&json(&v))
                 .map(|e| format!("{} at {}", e, e.instance_path()))
@@ -672,9 +672,16 @@ fn numbered_pools_keep_their_own_kueue_quotas() {
     let quota: BTreeMap<&str, u64> = flavors
         .iter()
         .map(|f| {
+            let gpu = f["resources"]
+                .as_sequence()
+                .and_then(|rs| rs.iter().find(|r| r["name"] == "nvidia.com/gpu"))
+                .expect("a GPU quota");
             (
                 f["name"].as_str().unwrap_or(""),
-                f["resources"][0]["nominalQuota"].as_u64().unwrap_or(0),
+                gpu["nominalQuota"]
+                    .as_u64()
+                    .or_else(|| gpu["nominalQuota"].as_str().and_then(|q| q.parse().ok()))
+                    .unwrap_or(0),
             )
         })
         .collect();

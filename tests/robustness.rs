@@ -47,9 +47,11 @@ fn run(text: &str, catalog: &Catalog) {
             }
             let v = gpuplan::render::view::build(
                 &p,
+                catalog,
                 &rec,
                 &gpuplan::render::view::Options {
                     capacity_reservations: true,
+                    kueue_api: "kueue.x-k8s.io/v1beta2",
                 },
             );
             let files = gpuplan::render::render(&v, None).expect("built-in templates render");

@@ -56,9 +56,11 @@ pub fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
     }
     let v = view::build(
         &p,
+        &catalog,
         &rec,
         &view::Options {
             capacity_reservations: args.capacity_reservations,
+            kueue_api: args.kueue_api.api_version(),
         },
     );
     if let Some(dir) = &args.templates {

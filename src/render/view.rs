@@ -4,6 +4,7 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use crate::catalog::Catalog;
 use crate::engine::recommend::{RecPool, Recommendation};
 use crate::plan::raw::Kind;
 use crate::plan::Plan;
@@ -22,6 +23,8 @@ pub struct View {
     pub sharing_configs: Vec<SharingView>,
     pub flavors: Vec<FlavorView>,
     pub teams: Vec<TeamView>,
+    /// `kueue.x-k8s.io/v1beta2` or `kueue.x-k8s.io/v1beta1`.
+    pub kueue_api: &'static str,
     pub serving: Vec<ServingView>,
     pub total_monthly_cost: String,
 }
@@ -154,7 +157,76 @@ pub struct FlavorQuotas {
 #[derive(Debug, Serialize)]
 pub struct ResourceQuota {
     pub resource: String,
-    pub quota: u32,
+    /// A Kubernetes quantity: `96`, `95.5`, `1382Gi`.
+    pub quota: String,
+}
+
+/// A quota as a Kubernetes quantity: memory in GiB, cpu to the millicore, counts whole.
+fn quantity(resource: &str, q: f64) -> String {
+    match resource {
+        "memory" => format!("{}Gi", q.max(0.0).floor()),
+        "cpu" => {
+            let m = (q.max(0.0) * 1000.0).floor();
+            if m % 1000.0 == 0.0 {
+                format!("{}", m / 1000.0)
+            } else {
+                format!("{m}m")
+            }
+        }
+        _ => format!("{}", q.max(0.0).floor()),
+    }
+}
+
+/// The extended resource a pod of `w` asks for on pool `p`, and how many: whole GPUs, one
+/// time-sliced GPU, one MIG instance under AKS (single strategy: `nvidia.com/gpu`), or the
+/// smallest profile of the pool's layouts that holds it (GPU Operator, mixed strategy).
+fn gpu_request(
+    plan: &Plan,
+    catalog: &Catalog,
+    p: &RecPool,
+    w: &crate::plan::raw::Workload,
+    spec: Option<&crate::catalog::MigSpec>,
+    aks_mig: bool,
+) -> (String, f64) {
+    if p.sharing == "mig" && !aks_mig {
+        if let Some(spec) = spec {
+            let mut names: Vec<&String> = p
+                .mig_layout
+                .iter()
+                .flat_map(|l| l.keys())
+                .chain(p.mig_configs.iter().flat_map(|c| c.layout.keys()))
+                .collect();
+            names.sort();
+            names.dedup();
+            let mut profiles: Vec<&crate::catalog::MigProfile> =
+                names.iter().filter_map(|n| spec.profile(n)).collect();
+            profiles.sort_by_key(|q| (q.memory_slices, q.compute));
+            let need = crate::engine::memory::need_in_instance(w, catalog);
+            let usable = crate::engine::memory::usable_share(w, catalog);
+            let compute = w
+                .gpu_fraction
+                .as_ref()
+                .map_or(f64::from(spec.compute_slices), |f| {
+                    *f.get() * f64::from(spec.compute_slices)
+                });
+            let chosen = profiles
+                .iter()
+                .find(|q| {
+                    need.is_none_or(|n| q.memory_gib * usable + 1e-9 >= n)
+                        && f64::from(q.compute) + 1e-9 >= compute
+                })
+                .or(profiles.last());
+            if let Some(q) = chosen {
+                return (format!("nvidia.com/mig-{}", q.name), 1.0);
+            }
+        }
+    }
+    let per = if p.sharing == "mig" || p.time_slicing_replicas.is_some() {
+        1.0
+    } else {
+        f64::from(gpus_of(plan, w.name.get()))
+    };
+    ("nvidia.com/gpu".to_owned(), per)
 }
 
 #[derive(Debug, Serialize)]
@@ -165,6 +237,12 @@ pub struct ServingView {
     pub gpu_memory_utilization: String,
     pub tensor_parallel_size: u32,
     pub why: String,
+    /// The extended resource the pod requests on its pool (`nvidia.com/gpu`,
+    /// `nvidia.com/mig-3g.40gb`) and how many.
+    pub gpu_resource: String,
+    pub gpu_count: u32,
+    /// Every taint of the pool's nodes, tolerated.
+    pub tolerations: Vec<TaintView>,
 }
 
 fn segment_abbrev(segment: &str) -> &'static str {
@@ -223,9 +301,11 @@ fn gpus_of(plan: &Plan, workload: &str) -> u32 {
 /// Options the command line sets.
 pub struct Options {
     pub capacity_reservations: bool,
+    /// `kueue.x-k8s.io/v1beta2` (the storage version), or `v1beta1` for older clusters.
+    pub kueue_api: &'static str,
 }
 
-pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
+pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Options) -> View {
     let mut pools = Vec::new();
     let mut reservations = Vec::new();
     let mut mig_configs = Vec::new();
@@ -234,6 +314,8 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
     let mut any_operator_mig = false;
     // The rendered node pools of each recommended pool (one, or one per MIG node filling).
     let mut rendered: IndexMap<String, Vec<String>> = IndexMap::new();
+    // MIG instances one node of each GPU Operator MIG node pool carries, by profile.
+    let mut view_layouts: IndexMap<String, IndexMap<String, u32>> = IndexMap::new();
     for (i, p) in rec.pools.iter().enumerate() {
         let mut labels: Vec<KeyValue> = p
             .labels
@@ -247,13 +329,9 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
             key: "gpuplan.io/pool".into(),
             value: p.name.clone(),
         });
-        let taints: Vec<TaintView> = p
-            .taints
-            .iter()
-            // The spot taint AKS adds itself is not set on the pool.
-            .filter(|t| !t.starts_with("kubernetes.azure.com/"))
-            .map(|t| taint(t))
-            .collect();
+        // AKS's own spot taint is declared too: azurerm expects it in `node_taints`, and the
+        // flavor and serving values must tolerate it.
+        let taints: Vec<TaintView> = p.taints.iter().map(|t| taint(t)).collect();
         // AKS partitions GPUs itself (`gpu_instance`); elsewhere the GPU Operator's
         // mig-manager applies a mig-parted config chosen by node label.
         let aks_managed = p.sharing == "mig"
@@ -394,6 +472,13 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
                     key: "nvidia.com/mig.config".into(),
                     value: cfg,
                 });
+                let mut per_node: IndexMap<String, u32> = IndexMap::new();
+                for l in layouts {
+                    for (profile, n) in l {
+                        *per_node.entry(profile.clone()).or_default() += n;
+                    }
+                }
+                view_layouts.insert(v.name.clone(), per_node);
                 views.push(v);
             }
         } else if aks_managed {
@@ -426,53 +511,118 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
                     pool_ident: v.ident.clone(),
                 });
             }
+            let mut flavor_labels = vec![KeyValue {
+                key: "gpuplan.io/pool".into(),
+                value: p.name.clone(),
+            }];
+            // A MIG node filling of its own is told apart by its mig-parted config label.
+            flavor_labels.extend(
+                v.labels
+                    .iter()
+                    .filter(|l| l.key == "nvidia.com/mig.config")
+                    .cloned(),
+            );
+            // EKS labels every managed node with its capacity type; the flavor selects it.
+            if rec.provider == "aws" {
+                let capacity_type = match p.capacity {
+                    "spot" => "SPOT",
+                    "capacity-block" => "CAPACITY_BLOCK",
+                    _ => "ON_DEMAND",
+                };
+                flavor_labels.push(KeyValue {
+                    key: "eks.amazonaws.com/capacityType".into(),
+                    value: capacity_type.into(),
+                });
+            }
             flavors.push(FlavorView {
                 name: v.name.clone(),
-                labels: vec![KeyValue {
-                    key: "gpuplan.io/pool".into(),
-                    value: p.name.clone(),
-                }],
+                labels: flavor_labels,
                 taints: v.taints.clone(),
             });
             pools.push(v);
         }
     }
 
-    // Kueue: one ClusterQueue per team, quotas from the plan's peaks on the pools it uses.
-    let mut teams: IndexMap<String, IndexMap<String, IndexMap<String, u32>>> = IndexMap::new();
+    // Kueue: one ClusterQueue per team covering every resource its pods request (cpu,
+    // memory and the GPU or MIG resource each pool really advertises), quotas from the team's
+    // planned peak, each bounded by what the flavor's nodes have.
+    let mut teams: IndexMap<String, IndexMap<String, IndexMap<String, f64>>> = IndexMap::new();
     for p in &rec.pools {
-        let resource = match (&p.mig_layout, p.sharing) {
-            _ if p.sharing == "mig" && !p.mig_configs.is_empty() => None,
-            (Some(l), "mig") => l.keys().next().map(|k| format!("nvidia.com/mig-{k}")),
-            _ => Some("nvidia.com/gpu".to_owned()),
+        let Some(sku) = catalog.sku(plan.provider(), &p.sku) else {
+            continue;
         };
-        for w in &p.workloads {
-            let Some(wl) = plan.workload(w) else { continue };
-            let peak = u32::try_from(wl.replicas().max().max(0)).unwrap_or(0)
-                * u32::try_from(wl.gang().max(1)).unwrap_or(1);
-            let per = if p.sharing == "mig" || p.time_slicing_replicas.is_some() {
-                1
-            } else {
-                u32::try_from(wl.gpus().max(1)).unwrap_or(1)
+        let (cpu_alloc, mem_alloc) = crate::engine::recommend::candidate::allocatable(sku, catalog);
+        let spec = catalog.sku_gpu(sku).and_then(|g| g.mig.as_ref());
+        let aks_mig = p.sharing == "mig"
+            && rec.provider == "azure"
+            && crate::engine::recommend::mig_manager(plan) == crate::plan::raw::MigManager::Aks;
+        for view_name in rendered.get(&p.name).cloned().unwrap_or_default() {
+            let Some(v) = pools.iter().find(|v| v.name == view_name) else {
+                continue;
             };
-            let resources: Vec<String> = match &resource {
-                Some(r) => vec![r.clone()],
-                None => p
-                    .mig_configs
-                    .iter()
-                    .flat_map(|c| c.layout.keys().map(|k| format!("nvidia.com/mig-{k}")))
-                    .collect(),
-            };
-            for r in resources {
-                let flavor_names = rendered.get(&p.name).cloned().unwrap_or_default();
-                for f in flavor_names {
-                    *teams
-                        .entry(wl.team.get().clone())
+            let nodes = f64::from(v.max);
+            // What the flavor's nodes advertise, per resource.
+            let mut physical: IndexMap<String, f64> = IndexMap::new();
+            physical.insert("cpu".into(), (cpu_alloc * nodes * 1000.0).floor() / 1000.0);
+            physical.insert("memory".into(), (mem_alloc * nodes).floor());
+            let gpus = nodes * f64::from(p.gpus_per_node);
+            let per_gpu_layouts = view_layouts.get(&view_name);
+            match (p.sharing, aks_mig, per_gpu_layouts) {
+                ("mig", true, _) => {
+                    // AKS runs the single strategy: every MIG instance is one `nvidia.com/gpu`.
+                    let instances = p
+                        .mig_layout
+                        .as_ref()
+                        .and_then(|l| l.values().next().copied())
+                        .unwrap_or(1);
+                    physical.insert("nvidia.com/gpu".into(), gpus * f64::from(instances));
+                }
+                ("mig", false, Some(layouts)) => {
+                    for (profile, n) in layouts {
+                        *physical
+                            .entry(format!("nvidia.com/mig-{profile}"))
+                            .or_default() += f64::from(*n) * f64::from(v.max);
+                    }
+                }
+                _ => {
+                    let shares = f64::from(p.time_slicing_replicas.unwrap_or(1));
+                    physical.insert("nvidia.com/gpu".into(), gpus * shares);
+                }
+            }
+            // What each team's pods on this flavor ask for at peak.
+            let mut asks: IndexMap<String, IndexMap<String, Option<f64>>> = IndexMap::new();
+            for w in &p.workloads {
+                let Some(wl) = plan.workload(w) else { continue };
+                let pods = f64::from(u32::try_from(wl.replicas().max().max(0)).unwrap_or(0))
+                    * f64::from(u32::try_from(wl.gang().max(1)).unwrap_or(1));
+                let team = asks.entry(wl.team.get().clone()).or_default();
+                let (resource, per_pod) = gpu_request(plan, catalog, p, wl, spec, aks_mig);
+                if physical.contains_key(&resource) {
+                    let e = team.entry(resource).or_insert(Some(0.0));
+                    *e = e.map(|x| x + pods * per_pod);
+                }
+                // A pod that states no cpu or memory request may take a node's worth: the
+                // quota is then what the flavor has.
+                for (r, each) in [
+                    ("cpu", wl.cpu.as_ref().map(|c| *c.get())),
+                    ("memory", wl.memory_gib.as_ref().map(|m| *m.get())),
+                ] {
+                    let e = team.entry(r.to_owned()).or_insert(Some(0.0));
+                    *e = match (*e, each) {
+                        (Some(x), Some(c)) => Some(x + pods * c),
+                        _ => None,
+                    };
+                }
+            }
+            for (team, by_resource) in asks {
+                let t = teams.entry(team).or_default();
+                for (r, ask) in by_resource {
+                    let have = physical.get(&r).copied().unwrap_or(0.0);
+                    let q = ask.map_or(have, |a| a.min(have));
+                    *t.entry(r)
                         .or_default()
-                        .entry(r.clone())
-                        .or_default()
-                        .entry(f)
-                        .or_default() += peak * per;
+                        .entry(view_name.clone())
+                        .or_default() += q;
                 }
             }
         }
@@ -480,7 +630,13 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
     let teams = teams
         .into_iter()
         .map(|(team, by_resource)| {
-            let resources: Vec<String> = by_resource.keys().cloned().collect();
+            // cpu and memory first, then the accelerators, each once.
+            let mut resources: Vec<String> = by_resource.keys().cloned().collect();
+            resources.sort_by_key(|r| match r.as_str() {
+                "cpu" => (0, String::new()),
+                "memory" => (1, String::new()),
+                other => (2, other.to_owned()),
+            });
             let mut flavor_names: Vec<String> = Vec::new();
             for fl in by_resource.values() {
                 for f in fl.keys() {
@@ -494,13 +650,16 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
                 .map(|flavor| FlavorQuotas {
                     quotas: resources
                         .iter()
-                        .map(|r| ResourceQuota {
-                            resource: r.clone(),
-                            quota: by_resource
+                        .map(|r| {
+                            let q = by_resource
                                 .get(r)
                                 .and_then(|fl| fl.get(&flavor))
                                 .copied()
-                                .unwrap_or(0),
+                                .unwrap_or(0.0);
+                            ResourceQuota {
+                                resource: r.clone(),
+                                quota: quantity(r, q),
+                            }
                         })
                         .collect(),
                     flavor,
@@ -543,6 +702,15 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
                     ),
                     (None, None) => (0.9, "the GPU or slice is the instance's own".into()),
                 };
+                let aks_mig = p.sharing == "mig"
+                    && rec.provider == "azure"
+                    && crate::engine::recommend::mig_manager(plan)
+                        == crate::plan::raw::MigManager::Aks;
+                let spec = catalog
+                    .sku(plan.provider(), &p.sku)
+                    .and_then(|s| catalog.sku_gpu(s))
+                    .and_then(|g| g.mig.as_ref());
+                let (resource, count) = gpu_request(plan, catalog, p, wl, spec, aks_mig);
                 Some(ServingView {
                     workload: w.clone(),
                     namespace: wl.team.get().clone(),
@@ -550,6 +718,9 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
                     gpu_memory_utilization: crate::core::num(util),
                     tensor_parallel_size: gpus_of(plan, w),
                     why,
+                    gpu_resource: resource,
+                    gpu_count: count as u32,
+                    tolerations: p.taints.iter().map(|t| taint(t)).collect(),
                 })
             })
         })
@@ -584,6 +755,7 @@ pub fn build(plan: &Plan, rec: &Recommendation, opts: &Options) -> View {
         sharing_configs,
         flavors,
         teams,
+        kueue_api: opts.kueue_api,
         serving,
         total_monthly_cost: crate::core::usd(rec.total_monthly_cost_usd),
     }

@@ -80,6 +80,12 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
                 }
                 Provider::Aws => "gpuplan.io/spot=true:NoSchedule".to_owned(),
             });
+            if plan.provider() == Provider::Azure {
+                labels.insert(
+                    "kubernetes.azure.com/scalesetpriority".to_owned(),
+                    "spot".to_owned(),
+                );
+            }
         }
         pools.push(RecPool {
             name: p.name.get().clone(),

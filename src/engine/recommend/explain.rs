@@ -76,6 +76,14 @@ pub(super) fn describe(
             Provider::Azure => "kubernetes.azure.com/scalesetpriority=spot:NoSchedule".to_owned(),
             Provider::Aws => "gpuplan.io/spot=true:NoSchedule".to_owned(),
         });
+        // AKS puts this label (and the taint above) on every spot node; azurerm wants both
+        // declared on the pool, or every plan shows a diff.
+        if plan.provider() == Provider::Azure {
+            labels.insert(
+                "kubernetes.azure.com/scalesetpriority".to_owned(),
+                "spot".to_owned(),
+            );
+        }
     }
     let gpu_mem_util = b.ts_replicas.map(|n| {
         crate::engine::memory::time_sliced_cap(n, catalog.assumptions.time_slicing_memory_headroom)
