@@ -98,6 +98,8 @@ pub struct SpotQuote {
     pub assessment: spot::Assessment,
     /// Expected spot cost per useful node-hour (price x waste), when known.
     pub effective: Result<f64, String>,
+    /// The band is unknown and spot was judged at the worst band (and still wins).
+    pub at_worst_band: bool,
 }
 
 /// Allocatable vCPUs and RAM of a node.
@@ -518,7 +520,8 @@ fn spot_quote(
     region: &str,
     has_price: bool,
 ) -> SpotQuote {
-    let assessment = spot::assess(catalog, plan.provider(), d.w, &sku.name, region);
+    let mut assessment = spot::assess(catalog, plan.provider(), d.w, &sku.name, region);
+    let mut at_worst_band = false;
     let effective = if let Some(why) = &d.spot_closed {
         Err(why.clone())
     } else if !has_price {
@@ -532,16 +535,53 @@ fn spot_quote(
                 let e = spot::economics(p, d.gang, c, assessment.restart_minutes);
                 Ok(price * e.waste_factor)
             }
-            (_, None) => Err(format!(
-                "the eviction band of `{}` in {region} is unknown (refresh live data)",
-                sku.name
-            )),
+            (Some(price), None) => {
+                // Unknown band: judge spot at the worst band. If it still wins it is safe to
+                // take; otherwise say from which band on it would.
+                let c = d.checkpoint_minutes.unwrap_or(1.0);
+                let bands = &catalog.assumptions.band_monthly_interruption;
+                let waste_at = |p: f64| spot::economics(p, d.gang, c, assessment.restart_minutes);
+                let be = assessment.break_even.unwrap_or(0.0);
+                let worst = bands.iter().max_by(|a, b| a.3.total_cmp(&b.3));
+                match worst {
+                    Some(w) if waste_at(w.3).waste_factor <= be => {
+                        let e = waste_at(w.3);
+                        assessment.monthly_interruption = Some(w.3);
+                        assessment.economics = Some(e);
+                        at_worst_band = true;
+                        Ok(price * e.waste_factor)
+                    }
+                    _ => {
+                        let label = |b: &(u8, String, String, f64)| match plan.provider() {
+                            crate::core::Provider::Azure => b.2.clone(),
+                            crate::core::Provider::Aws => b.1.clone(),
+                        };
+                        let wins_up_to = bands
+                            .iter()
+                            .filter(|b| waste_at(b.3).waste_factor <= be)
+                            .max_by(|a, b| a.3.total_cmp(&b.3));
+                        Err(match wins_up_to {
+                            Some(b) => format!(
+                                "the eviction band of `{}` in {region} is unknown (refresh live data); spot would win up to band {} ({}% of nodes a month), not at the worst",
+                                sku.name,
+                                label(b),
+                                crate::core::num(b.3 * 100.0)
+                            ),
+                            None => format!(
+                                "the eviction band of `{}` in {region} is unknown (refresh live data), and spot loses even at the lowest band",
+                                sku.name
+                            ),
+                        })
+                    }
+                }
+            }
             (None, _) => Err(format!("no spot price for `{}` in {region}", sku.name)),
         }
     };
     SpotQuote {
         assessment,
         effective,
+        at_worst_band,
     }
 }
 
@@ -556,6 +596,7 @@ impl Candidate<'_> {
         if let Some(SpotQuote {
             effective: Ok(eff),
             assessment,
+            ..
         }) = &self.spot
         {
             if let Some(price) = assessment.spot {

@@ -254,10 +254,14 @@ pub(super) fn why_line(
         match &m.c.spot {
             Some(q) => {
                 let a = &q.assessment;
-                let band = a
-                    .band
-                    .as_ref()
-                    .map_or("unknown".to_owned(), |b| b.label.clone());
+                let band = a.band.as_ref().map_or(
+                    if q.at_worst_band {
+                        "unknown, judged at the worst band".to_owned()
+                    } else {
+                        "unknown".to_owned()
+                    },
+                    |b| b.label.clone(),
+                );
                 match (&q.effective, a.economics, a.break_even) {
                     (Ok(_), Some(e), Some(be)) => format!(
                         "spot waste {:.4}x paid per useful hour vs break-even {:.2}x (on-demand {} / spot {}; band {band} = {}% of nodes a month, hazard {:.2e}/node-hour, gang {}, checkpoint {} min, restart {} min{})",
@@ -271,7 +275,11 @@ pub(super) fn why_line(
                         crate::core::num(a.checkpoint_minutes.unwrap_or(0.0)),
                         crate::core::num(a.restart_minutes),
                         if a.restart_is_default { ", default" } else { "" }
-                    ),
+                    ) + if q.at_worst_band {
+                        "; wins even at the worst eviction band"
+                    } else {
+                        ""
+                    },
                     (Ok(eff), _, Some(be)) => format!(
                         "spot {}/useful hour vs on-demand {} (break-even {:.2}x; band {band}; stateless: only the restart is lost)",
                         r(*eff),
