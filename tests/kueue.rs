@@ -464,3 +464,50 @@ fn mig_quotas_never_exceed_the_physical_instances_and_aks_mig_asks_for_gpus() {
         Some(1)
     );
 }
+
+#[test]
+fn drivers_are_installed_once() {
+    let files = |plan: &str| {
+        let out = tempfile::tempdir().expect("tmp");
+        gpuplan()
+            .args(["render", plan, "--out"])
+            .arg(out.path())
+            .assert()
+            .success();
+        let read = |p: &str| std::fs::read_to_string(out.path().join(p)).expect(p);
+        (
+            read("terraform/main.tf"),
+            read("helm/gpu-operator-values.yaml"),
+            read("README.md"),
+        )
+    };
+    // EKS on the NVIDIA AMI: the AMI has the driver and toolkit, the operator installs neither.
+    let (tf, values, readme) = files("plans/aws-training.toml");
+    assert!(tf.contains("\"AL2023_x86_64_NVIDIA\""), "{tf}");
+    let v: Value = serde_yaml::from_str(&values).expect("values");
+    assert_eq!(v["driver"]["enabled"].as_bool(), Some(false));
+    assert_eq!(v["toolkit"]["enabled"].as_bool(), Some(false));
+    assert!(
+        readme.contains("GPU drivers: the EKS AL2023 NVIDIA AMI"),
+        "{readme}"
+    );
+    // AKS: every pool without AKS-managed MIG skips AKS's driver; the operator installs it.
+    let (tf, values, _) = files("plans/azure-inference.toml");
+    let v: Value = serde_yaml::from_str(&values).expect("values");
+    assert_eq!(v["driver"]["enabled"].as_bool(), Some(true));
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    let mut pools = 0;
+    for block in body.get_blocks("resource") {
+        if block.labels.first().map(|l| l.as_str()) != Some("azurerm_kubernetes_cluster_node_pool")
+        {
+            continue;
+        }
+        pools += 1;
+        let has = |k: &str| block.body.get_attribute(k).is_some();
+        assert!(
+            has("gpu_instance") != has("gpu_driver"),
+            "one of gpu_instance and gpu_driver"
+        );
+    }
+    assert!(pools >= 3);
+}

@@ -25,6 +25,9 @@ pub struct View {
     pub teams: Vec<TeamView>,
     /// `kueue.x-k8s.io/v1beta2` or `kueue.x-k8s.io/v1beta1`.
     pub kueue_api: &'static str,
+    /// Whether the GPU Operator installs the driver and container toolkit, and why.
+    pub driver_enabled: bool,
+    pub driver_note: &'static str,
     pub serving: Vec<ServingView>,
     pub total_monthly_cost: String,
 }
@@ -756,6 +759,15 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         flavors,
         teams,
         kueue_api: opts.kueue_api,
+        // EKS's AL2023 NVIDIA AMI ships the driver and the container toolkit; AKS pools set
+        // `gpu_driver = "None"` (except AKS-managed MIG, which AKS sets up with its own driver;
+        // the operator finds that driver pre-installed and leaves it).
+        driver_enabled: rec.provider != "aws",
+        driver_note: if rec.provider == "aws" {
+            "the EKS AL2023 NVIDIA AMI (ami_type AL2023_x86_64_NVIDIA) ships the driver and the container toolkit, so the operator installs neither"
+        } else {
+            "AKS pools set gpu_driver = \"None\" and the operator installs the driver and toolkit; pools with AKS-managed MIG (gpu_instance) keep AKS's driver, which the operator detects as pre-installed"
+        },
         serving,
         total_monthly_cost: crate::core::usd(rec.total_monthly_cost_usd),
     }
