@@ -873,6 +873,18 @@ fn is_region(provider: Provider, r: &str) -> bool {
     }
 }
 
+/// The index of a named CSV column, or a located error.
+fn column(
+    file: &Arc<SourceFile>,
+    headers: &csv::StringRecord,
+    name: &str,
+) -> Result<usize, CatalogError> {
+    headers
+        .iter()
+        .position(|h| h == name)
+        .ok_or_else(|| invalid(file, 0..0, format!("missing CSV column `{name}`")))
+}
+
 fn row_at(rec: &csv::StringRecord) -> usize {
     rec.position()
         .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0))
@@ -887,12 +899,7 @@ fn load_skypilot_prices(
     let source: Arc<str> = Arc::from(file.name.as_str());
     let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
     let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
-    let col = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| invalid(file, 0..0, format!("missing CSV column `{name}`")))
-    };
+    let col = |name: &str| column(file, &headers, name);
     let (c_type, c_price, c_spot, c_region) = (
         col("InstanceType")?,
         col("Price")?,
@@ -1026,12 +1033,7 @@ fn load_aws_snapshot(
 ) -> Result<(), CatalogError> {
     let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
     let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
-    let col = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| invalid(file, 0..0, format!("missing CSV column `{name}`")))
-    };
+    let col = |name: &str| column(file, &headers, name);
     let (c_type, c_region, c_od, c_spot, c_band) = (
         col("instance_type")?,
         col("region")?,
