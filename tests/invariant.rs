@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use gpuplan::catalog::Catalog;
-use gpuplan::core::{Date, MigManager, Provider};
+use gpuplan::core::{Date, Provider};
 use gpuplan::engine::recommend::{mig_manager, recommend};
 use gpuplan::plan::{self, Plan};
 use gpuplan::render::write_plan::plan_with_pools;
@@ -284,7 +284,6 @@ fn recommended_pools_pass_check_on_generated_plans() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let _ = MigManager::Aks;
 }
 
 /// The recommendation for one plan, its written plan's fit errors, and the pools.
