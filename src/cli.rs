@@ -253,9 +253,13 @@ pub struct ReviewArgs {
     /// Length of the window ending at `--to` (default 90d for Prometheus)
     #[arg(long, value_name = "DURATION")]
     pub window: Option<String>,
-    /// Sampling step (default: chosen from the window, or the files' interval)
+    /// Aggregation step: each window's samples are summed, so short jobs count exactly
+    /// (default: chosen from the window, at least 60s and under 11,000 windows)
     #[arg(long, value_name = "DURATION")]
     pub step: Option<String>,
+    /// Review one cluster of a multi-cluster store (Thanos, Mimir): its `cluster` label
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
     /// A pod allocated with near-zero activity this long is stalled
     #[arg(long, default_value = "2h", value_name = "DURATION")]
     pub stalled_after: String,

@@ -4,8 +4,10 @@
 //! idle; SM activity 0.2 is a fifth of the card all the time or all of it a fifth of the time).
 
 pub mod analysis;
+pub mod assemble;
 pub mod files;
 pub mod prometheus;
+pub mod query;
 pub mod telemetry;
 
 pub use analysis::{analyse, Review, Settings};

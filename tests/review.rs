@@ -306,7 +306,7 @@ fn bad_input_is_a_clear_error_never_a_silent_zero() {
     let dir = tempfile::tempdir().expect("tmp");
     let cases: [(&str, &str, &str); 4] = [
         ("empty.om", "# EOF\n", "no GPU samples"),
-        ("nolabels.om", "kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"} 1 1788220800\n# EOF\n", "without namespace/pod labels skipped"),
+        ("nolabels.om", "kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"} 1 1788220800\n# EOF\n", "nothing to review"),
         ("bad.csv", "timestamp,namespace,pod,allocated_gpus,used_gpus\n1788220800,a,b,one,0\n", "bad.csv:2:"),
         ("header.csv", "when,who\n", "no `timestamp` column"),
     ];
@@ -476,41 +476,108 @@ fn a_real_prometheus_gives_the_same_numbers() {
     );
 }
 
-/// A one-connection-at-a-time HTTP server on 127.0.0.1 that answers each request with the
-/// next scripted response (status, extra headers, body, delay), then stops. Bounded: it
-/// serves at most `script.len()` requests.
-fn scripted(
-    script: Vec<(u16, &'static str, String, u64)>,
-) -> (String, std::thread::JoinHandle<usize>) {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let handle = std::thread::spawn(move || {
-        let mut served = 0;
-        for (status, headers, body, delay) in script {
-            let Ok((mut conn, _)) = listener.accept() else {
-                break;
-            };
-            let mut buf = [0u8; 4096];
-            let _ = conn.read(&mut buf);
-            std::thread::sleep(Duration::from_millis(delay));
-            let reply = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n{body}",
-                body.len()
-            );
-            let _ = conn.write_all(reply.as_bytes());
-            served += 1;
+/// A Prometheus stand-in: `answer(query)` gives the series of each query (as `(labels JSON,
+/// value)` held at every evaluation time asked for), and `fault(n)` a response for the n-th
+/// request instead (0-based), to script 429/5xx, slow and truncated answers.
+fn mock_prometheus(
+    answer: impl Fn(&str) -> Vec<(String, f64)> + Send + Sync + 'static,
+    fault: impl Fn(usize) -> Option<common::mock::Resp> + Send + Sync + 'static,
+) -> common::mock::Mock {
+    common::mock::Mock::start(move |r, seen| {
+        if let Some(f) = fault(seen.len()) {
+            return f;
         }
-        served
-    });
-    (url, handle)
+        if r.target.contains("buildinfo") {
+            return common::mock::Resp::json(
+                "{\"status\":\"success\",\"data\":{\"version\":\"2.53.0\"}}",
+            );
+        }
+        let q = |k: &str| {
+            r.target
+                .split(['?', '&'])
+                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                .map(|v| {
+                    let v = v.replace('+', " ");
+                    let mut out = Vec::new();
+                    let b = v.as_bytes();
+                    let mut i = 0;
+                    while i < b.len() {
+                        if b[i] == b'%' && i + 2 < b.len() {
+                            out.push(u8::from_str_radix(&v[i + 1..i + 3], 16).unwrap_or(b'?'));
+                            i += 3;
+                        } else {
+                            out.push(b[i]);
+                            i += 1;
+                        }
+                    }
+                    String::from_utf8_lossy(&out).into_owned()
+                })
+                .unwrap_or_default()
+        };
+        let (start, end, step): (f64, f64, f64) = (
+            q("start").parse().unwrap_or(0.0),
+            q("end").parse().unwrap_or(0.0),
+            q("step").parse().unwrap_or(60.0),
+        );
+        let series: Vec<String> = answer(&q("query"))
+            .into_iter()
+            .map(|(labels, v)| {
+                let mut t = start;
+                let mut values = Vec::new();
+                while t <= end + 1e-6 {
+                    values.push(format!("[{t:.3},\"{v}\"]"));
+                    t += step;
+                }
+                format!("{{\"metric\":{labels},\"values\":[{}]}}", values.join(","))
+            })
+            .collect();
+        common::mock::Resp::json(format!(
+            "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":[{}]}}}}",
+            series.join(",")
+        ))
+    })
 }
 
-fn matrix(metric: &str) -> String {
-    format!(
-        "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":[{{\"metric\":{metric},\"values\":[[{START},\"1\"],[{},\"1\"]]}}]}}}}",
-        START + STEP
-    )
+/// One pod holding `resource`, Running, its GPU `busy`: answers per query, at a 60 s step
+/// with 30 s kube-state-metrics scrapes (2 per window) and 15 s DCGM scrapes (4).
+fn one_pod(
+    pod: &'static str,
+    ns: &'static str,
+    resource: &'static str,
+    profile: Option<&'static str>,
+    busy: f64,
+) -> impl Fn(&str) -> Vec<(String, f64)> {
+    move |query: &str| {
+        let who = format!("\"namespace\":\"{ns}\",\"pod\":\"{pod}\"");
+        let prof = profile
+            .map(|p| format!(",\"GPU_I_PROFILE\":\"{p}\",\"GPU_I_ID\":\"1\""))
+            .unwrap_or_default();
+        if query.contains("kube_pod_container_resource_requests") {
+            vec![(
+                format!(
+                    "{{{who},\"container\":\"main\",\"node\":\"n1\",\"resource\":\"{resource}\"}}"
+                ),
+                1.0,
+            )]
+        } else if query.contains("phase=\"Running\"") {
+            // Running in both scrapes of every window, and two phase samples counted
+            vec![(format!("{{{who}}}"), 2.0)]
+        } else if query.contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+            && query.contains("count_over_time")
+        {
+            vec![(
+                format!("{{{who},\"gpu\":\"0\",\"UUID\":\"GPU-1\"{prof}}}"),
+                4.0,
+            )]
+        } else if query.contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE") {
+            vec![(
+                format!("{{{who},\"gpu\":\"0\",\"UUID\":\"GPU-1\"{prof}}}"),
+                4.0 * busy,
+            )]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 fn review_against(url: &str, extra: &[&str], code: i32) -> String {
@@ -527,7 +594,7 @@ fn review_against(url: &str, extra: &[&str], code: i32) -> String {
             "--from",
             "2026-09-01T00:00:00Z",
             "--to",
-            "2026-09-01T00:02:00Z",
+            "2026-09-01T00:20:00Z",
             "--step",
             "60s",
             "--timeout",
@@ -547,148 +614,137 @@ fn review_against(url: &str, extra: &[&str], code: i32) -> String {
 
 #[test]
 fn prometheus_faults_are_retried_or_reported() {
-    let pod = "{\"namespace\":\"assistants\",\"pod\":\"chat-api-1\"}";
-    // 503 with Retry-After, then the three answers: retried and used
-    let (url, h) = scripted(vec![
-        (
-            503,
-            "Retry-After: 1\r\n",
-            "{\"status\":\"error\",\"error\":\"busy\"}".into(),
-            0,
+    use common::mock::Resp;
+    // 429 with Retry-After and a 503: retried, then used
+    // chat-api runs on the plan's AKS MIG pool (3g.40gb): each nvidia.com/gpu is 3/7 of one
+    let m = mock_prometheus(
+        one_pod(
+            "chat-api-1",
+            "assistants",
+            "nvidia_com_gpu",
+            Some("3g.40gb"),
+            0.5,
         ),
-        (200, "", matrix(pod), 0),
-        (200, "", matrix(pod), 0),
-        (
-            200,
-            "",
-            "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(),
-            0,
-        ),
-        // no node metrics: the review has no node section, and asks nothing more
-        (
-            200,
-            "",
-            "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(),
-            0,
-        ),
-    ]);
-    let out = review_against(&url, &[], 0);
-    assert_eq!(h.join().expect("server"), 5);
-    let v: Value = serde_json::from_str(&out).expect("json");
-    assert_eq!(workload(&v, "chat-api")["allocated_gpu_seconds"], 120.0);
+        |n| match n {
+            1 => Some(
+                Resp::new(
+                    429,
+                    "application/json",
+                    "{\"status\":\"error\",\"error\":\"slow down\"}",
+                )
+                .header("Retry-After", "1"),
+            ),
+            3 => Some(Resp::new(
+                503,
+                "application/json",
+                "{\"status\":\"error\",\"error\":\"busy\"}",
+            )),
+            _ => None,
+        },
+    );
+    let v: Value = serde_json::from_str(&review_against(&m.url, &[], 0)).expect("json");
+    // 20 windows x 2 scrapes x 30 s x 3/7
+    assert_eq!(workload(&v, "chat-api")["allocated_gpu_seconds"], 514.29);
+    assert_eq!(workload(&v, "chat-api")["used_gpu_seconds"], 257.14);
     // a query Prometheus refuses: its own reason is shown
-    let (url, _) = scripted(vec![(
-        400,
-        "",
-        "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"parse error at char 4\"}"
-            .into(),
-        0,
-    )]);
-    let err = review_against(&url, &[], 2);
+    let m = mock_prometheus(
+        |_| Vec::new(),
+        |n| {
+            (n == 1).then(|| Resp::new(400, "application/json", "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"parse error at char 4\"}"))
+        },
+    );
+    let err = review_against(&m.url, &[], 2);
     assert!(
         err.contains("HTTP 400") && err.contains("parse error at char 4"),
         "{err}"
     );
     // a truncated answer
-    let (url, _) = scripted(vec![(
-        200,
-        "",
-        "{\"status\":\"success\",\"data\":{\"resu".into(),
-        0,
-    )]);
-    let err = review_against(&url, &[], 2);
+    let m = mock_prometheus(
+        |_| Vec::new(),
+        |n| (n == 1).then(|| Resp::json("{\"status\":\"success\",\"data\":{\"resu")),
+    );
+    let err = review_against(&m.url, &[], 2);
     assert!(err.contains("not a query_range answer"), "{err}");
     // a server that keeps failing: three tries, then a clear error
-    let (url, h) = scripted(vec![
-        (500, "", "oops".into(), 0),
-        (500, "", "oops".into(), 0),
-        (500, "", "oops".into(), 0),
-    ]);
-    let err = review_against(&url, &[], 2);
-    assert_eq!(h.join().expect("server"), 3);
+    let m = mock_prometheus(
+        |_| Vec::new(),
+        |n| (n >= 1).then(|| Resp::new(500, "text/plain", "oops")),
+    );
+    let err = review_against(&m.url, &[], 2);
+    assert_eq!(m.count(|r| r.target.contains("query_range")), 3);
     assert!(err.contains("HTTP 500"), "{err}");
     // a slow server: the timeout ends it
-    let (url, _) = scripted(vec![(200, "", matrix(pod), 4_000)]);
+    let m = mock_prometheus(
+        |_| Vec::new(),
+        |n| {
+            (n >= 1).then(|| {
+                let mut r = Resp::json("{}");
+                r.delay = Some(Duration::from_secs(4));
+                r
+            })
+        },
+    );
     let t = Instant::now();
-    let err = review_against(&url, &[], 2);
+    let err = review_against(&m.url, &[], 2);
     assert!(
-        t.elapsed() < Duration::from_secs(4),
+        t.elapsed() < Duration::from_secs(12),
         "gave up at the timeout"
     );
     assert!(err.contains("Prometheus"), "{err}");
-    // series without the labels the review needs
-    let (url, _) = scripted(vec![(200, "", matrix("{\"job\":\"x\"}"), 0)]);
-    let err = review_against(&url, &[], 2);
-    assert!(err.contains("no namespace/pod labels"), "{err}");
+    // nothing the review reads
+    let m = mock_prometheus(|_| Vec::new(), |_| None);
+    let err = review_against(&m.url, &[], 2);
+    assert!(
+        err.contains("no kube_pod_container_resource_requests"),
+        "{err}"
+    );
 }
 
 #[test]
 fn mig_instances_from_prometheus_count_as_their_share() {
     // one pod holding a 3g.40gb instance (3 of 7 compute slices), half busy
-    let (url, _) = scripted(vec![
-        (
-            200,
-            "",
-            matrix("{\"namespace\":\"search\",\"pod\":\"embeddings-1\",\"resource\":\"nvidia_com_mig_3g_40gb\"}"),
-            0,
+    let m = mock_prometheus(
+        one_pod(
+            "embeddings-1",
+            "search",
+            "nvidia_com_mig_3g_40gb",
+            Some("3g.40gb"),
+            0.5,
         ),
-        (
-            200,
-            "",
-            format!(
-                "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":[{{\"metric\":{{\"namespace\":\"search\",\"pod\":\"embeddings-1\",\"GPU_I_PROFILE\":\"3g.40gb\"}},\"values\":[[{START},\"0.5\"],[{},\"0.5\"]]}}]}}}}",
-                START + STEP
-            ),
-            0,
-        ),
-        (200, "", "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(), 0),
-        (200, "", "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}".into(), 0),
-    ]);
-    let v: Value = serde_json::from_str(&review_against(&url, &[], 0)).expect("json");
-    assert_eq!(v["idle_nodes"], serde_json::json!([]));
+        |_| None,
+    );
+    let v: Value = serde_json::from_str(&review_against(&m.url, &[], 0)).expect("json");
     let emb = workload(&v, "embeddings");
-    // 2 samples x 60 s x 3/7 allocated; half of it used
-    assert_eq!(emb["allocated_gpu_seconds"], 51.43);
-    assert_eq!(emb["used_gpu_seconds"], 25.71);
+    // 1,200 s x 3/7 allocated; half of it used
+    assert_eq!(emb["allocated_gpu_seconds"], 514.29);
+    assert_eq!(emb["used_gpu_seconds"], 257.14);
     assert_eq!(emb["efficiency"], 0.5);
 }
 
 #[test]
 fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
-    // One pod holding one GPU, fully busy, for eight days at an hourly step: each query is
-    // split into a week and a day, and the pieces join into one series.
-    let mock = common::mock::Mock::start(|r, _| {
-        let q = |k: &str| {
-            r.target
-                .split(['?', '&'])
-                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
-                .unwrap_or("")
-                .to_owned()
-        };
-        let (start, end): (i64, i64) = (
-            q("start").parse().unwrap_or(0),
-            q("end").parse().unwrap_or(0),
-        );
-        let query = q("query");
-        let pod = query.contains("kube_pod_container_resource_requests") && !query.contains("node")
-            || query.contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE");
-        let result = if pod {
-            let values: Vec<String> = (0..)
-                .map(|i| start + i * 3600)
-                .take_while(|t| *t <= end)
-                .map(|t| format!("[{t},\"1\"]"))
-                .collect();
-            format!(
-                "[{{\"metric\":{{\"namespace\":\"assistants\",\"pod\":\"chat-api-1\"}},\"values\":[{}]}}]",
-                values.join(",")
-            )
-        } else {
-            "[]".to_owned()
-        };
-        common::mock::Resp::json(format!(
-            "{{\"status\":\"success\",\"data\":{{\"resultType\":\"matrix\",\"result\":{result}}}}}"
-        ))
-    });
+    // Eight days at an hourly step: each query is split into a week and a day, and the
+    // pieces join into one series.
+    let m = mock_prometheus(
+        |q: &str| {
+            let who = "\"namespace\":\"assistants\",\"pod\":\"chat-api-1\"";
+            if q.contains("kube_pod_container_resource_requests") {
+                vec![(format!("{{{who},\"container\":\"main\",\"node\":\"n1\",\"resource\":\"nvidia_com_gpu\"}}"), 1.0)]
+            } else if q.contains("phase=\"Running\"") {
+                vec![(format!("{{{who}}}"), 120.0)]
+            } else if q.contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE") {
+                vec![(
+                    format!(
+                        "{{{who},\"gpu\":\"0\",\"UUID\":\"GPU-1\",\"GPU_I_PROFILE\":\"3g.40gb\"}}"
+                    ),
+                    240.0,
+                )]
+            } else {
+                Vec::new()
+            }
+        },
+        |_| None,
+    );
     let out = gpuplan()
         .args([
             "review",
@@ -696,7 +752,7 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
             "--format",
             "json",
             "--prometheus",
-            &mock.url,
+            &m.url,
             "--from",
             "2026-09-01T00:00:00Z",
             "--to",
@@ -711,18 +767,22 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
         .clone();
     let v: Value = serde_json::from_slice(&out).expect("json");
     let chat = workload(&v, "chat-api");
-    assert_eq!(chat["allocated_gpu_seconds"], 8.0 * 86_400.0);
-    assert_eq!(chat["used_gpu_seconds"], 8.0 * 86_400.0);
-    // allocated, used, tokens, node capacity: two pieces each
-    let reqs = mock.requests();
-    assert_eq!(reqs.len(), 8, "{reqs:#?}");
-    let first = reqs
-        .iter()
-        .find(|r| r.target.contains("end=1788822000"))
-        .expect("a first piece ending after 7 days less one step");
+    // on the plan's AKS MIG pool: 3/7 of a GPU, all of it busy
+    assert_eq!(chat["allocated_gpu_seconds"], 296_228.57);
+    assert_eq!(chat["used_gpu_seconds"], 296_228.57);
+    let ranges: Vec<_> = m
+        .requests()
+        .into_iter()
+        .filter(|r| r.target.contains("query_range"))
+        .collect();
+    assert_eq!(ranges.len(), 2 * 15, "two pieces of each query");
+    // the first piece ends a week in, at the last millisecond of its window
     assert!(
-        first.target.contains("start=1788220800"),
-        "{}",
-        first.target
+        ranges
+            .iter()
+            .any(|r| r.target.contains("start=1788224399.999")
+                && r.target.contains("end=1788825599.999")),
+        "{:#?}",
+        ranges.iter().map(|r| &r.target).take(2).collect::<Vec<_>>()
     );
 }

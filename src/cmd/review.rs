@@ -72,7 +72,8 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
         Some(w) => w,
         None => None,
     };
-    let mut t = if let Some(url) = &args.prometheus {
+    let cluster = args.cluster.as_deref();
+    let (answers, grid, source, notes) = if let Some(url) = &args.prometheus {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -92,50 +93,47 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
             timeout: std::time::Duration::from_secs(args.timeout),
         };
         let step = step.unwrap_or_else(|| prometheus::step_for(to - from));
-        match client.fetch(from, to, step, &catalog) {
-            Ok(t) => t,
+        let grid = review::query::Grid {
+            from,
+            step,
+            windows: ((to - from + step - 1) / step).clamp(1, i64::from(u32::MAX)) as u32,
+        };
+        match client.fetch(grid, cluster) {
+            Ok(a) => (
+                a,
+                grid,
+                format!("Prometheus {}", crate::core::redact(url)),
+                Vec::new(),
+            ),
             Err(e) => return input_error(out, &e),
         }
     } else {
-        let (path, csv) = match (&args.csv, &args.metrics) {
-            (Some(p), _) => (p, true),
-            (_, Some(p)) => (p, false),
+        let w = files::Window {
+            from,
+            to,
+            window,
+            step,
+        };
+        let read = match (&args.csv, &args.metrics) {
+            (Some(p), _) => files::read_csv(p, w),
+            (_, Some(p)) => files::read_exposition(p, w, cluster),
             _ => return input_error(out, "no telemetry source"),
         };
-        // Telemetry files are read whole; 4 GiB is a quarter of a large fleet. A pipe or a
-        // device is refused rather than read forever.
-        let text = match crate::source::read_bounded(path, 4 << 30).and_then(|b| {
-            String::from_utf8(b)
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-        }) {
-            Ok(t) => t,
-            Err(e) => return input_error(out, &format!("cannot read `{}`: {e}", path.display())),
-        };
-        let name = path.display().to_string();
-        let parsed = if csv {
-            files::read_csv(&name, &text, step)
-        } else {
-            files::read_exposition(&name, &text, step, &catalog)
-        };
-        match parsed {
-            Ok(mut t) => {
-                if let Some(f) = from {
-                    t.from = f;
-                }
-                if let Some(x) = to {
-                    t.to = x;
-                } else if let (Some(w), Some(_)) = (window, from) {
-                    t.to = t.from + w;
-                }
-                t
-            }
+        match read {
+            Ok(r) => (r.answers, r.grid, r.source, r.notes),
             Err(e) => return input_error(out, &e),
         }
     };
+    let t = match review::assemble::assemble(&answers, grid, &p, &catalog, cluster, source, notes) {
+        Ok(t) => t,
+        Err(e) => return input_error(out, &e),
+    };
     for n in &t.notes {
-        out.stderr(&format!("warning: {}\n", crate::core::redact(n)));
+        out.stderr(&format!(
+            "warning: {}\n",
+            crate::core::printable(&crate::core::redact(n))
+        ));
     }
-    t.clip();
     if t.pods.is_empty() {
         return input_error(
             out,

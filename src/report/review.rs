@@ -39,25 +39,72 @@ pub fn markdown(r: &Review) -> String {
         usd(idle)
     );
     let _ = writeln!(o);
-    let _ = writeln!(o, "## Teams\n\n| team | GPU-h allocated | GPU-h used | efficiency | idle cost |\n|---|---:|---:|---:|---:|");
+    let c = &r.coverage;
+    let _ = writeln!(
+        o,
+        "Coverage: the data covers {} h of the {} h asked for ({} to {}); kube-state-metrics every {}, DCGM every {}. Costs and advice are over the covered hours.",
+        hours(c.covered_seconds as f64),
+        hours(c.requested_seconds as f64),
+        c.data_from.as_deref().unwrap_or("-"),
+        c.data_to.as_deref().unwrap_or("-"),
+        c.kube_state_metrics_interval_seconds.map_or("-".to_owned(), |i| format!("{i} s")),
+        c.dcgm_interval_seconds.map_or("-".to_owned(), |i| format!("{i} s")),
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "## Teams\n\n| team | GPU-h allocated | GPU-h used | efficiency | no data (GPU-h) | Pending (GPU-h) | idle cost |\n|---|---:|---:|---:|---:|---:|---:|");
     for t in &r.teams {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} |",
-            t.team,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            md(&t.team),
             hours(t.allocated_gpu_seconds),
             hours(t.used_gpu_seconds),
             pct(t.efficiency),
+            hours(t.no_data_gpu_seconds),
+            hours(t.pending_gpu_seconds),
             usd(t.idle_cost_usd)
         );
+    }
+    if !r.pools.is_empty() {
+        let _ = writeln!(o, "\n## Pools and GPU models\n\n| pool | GPU | signal | GPU-h allocated | GPU-h used | efficiency | peak GPUs | p95 GPUs | cost | idle cost |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+        for p in &r.pools {
+            let _ = writeln!(
+                o,
+                "| `{}`{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                md(&p.pool),
+                if p.in_plan { "" } else { " (not in the plan)" },
+                md(p.model.as_deref().unwrap_or("-")),
+                p.signal.as_deref().unwrap_or("no usage data"),
+                hours(p.allocated_gpu_seconds),
+                hours(p.used_gpu_seconds),
+                pct(p.efficiency),
+                p.peak_gpus,
+                p.p95_gpus,
+                p.allocated_cost_usd.map_or("-".to_owned(), usd),
+                p.idle_cost_usd.map_or("-".to_owned(), usd),
+            );
+        }
+        let _ = writeln!(o, "\n| GPU model | GPU-h allocated | GPU-h used | efficiency | cost | idle cost |\n|---|---:|---:|---:|---:|---:|");
+        for m in &r.models {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} |",
+                md(&m.model),
+                hours(m.allocated_gpu_seconds),
+                hours(m.used_gpu_seconds),
+                pct(m.efficiency),
+                m.allocated_cost_usd.map_or("-".to_owned(), usd),
+                m.idle_cost_usd.map_or("-".to_owned(), usd),
+            );
+        }
     }
     let _ = writeln!(o, "\n## Workloads\n\n| workload | team | GPU-h allocated | GPU-h used | efficiency | planned | idle cost | $/1M tokens |\n|---|---|---:|---:|---:|---:|---:|---:|");
     for w in &r.workloads {
         let _ = writeln!(
             o,
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
-            w.workload,
-            w.team,
+            md(&w.workload),
+            md(&w.team),
             hours(w.allocated_gpu_seconds),
             hours(w.used_gpu_seconds),
             pct(w.efficiency),
@@ -86,12 +133,75 @@ pub fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}/{}` | {} | {} | {:.1} | {} |",
-                s.team,
-                s.pod,
-                s.workload.as_deref().unwrap_or("-"),
+                md(&s.team),
+                md(&s.pod),
+                md(s.workload.as_deref().unwrap_or("-")),
                 s.since,
                 s.seconds as f64 / 3600.0,
-                s.allocated_gpus
+                crate::core::num(s.allocated_gpus)
+            );
+        }
+    }
+    if !r.pending.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Unmet demand (Pending)\n\n| pod | workload | GPU-h requested |\n|---|---|---:|"
+        );
+        for p in &r.pending {
+            let _ = writeln!(
+                o,
+                "| `{}/{}` | {} | {} |",
+                md(&p.team),
+                md(&p.pod),
+                md(p.workload.as_deref().unwrap_or("-")),
+                hours(p.gpu_seconds)
+            );
+        }
+    }
+    if !c.pods_without_usage.is_empty() || !c.usage_without_pod.is_empty() {
+        let _ = writeln!(o, "\n## Gaps in the data\n");
+        for p in &c.pods_without_usage {
+            let _ = writeln!(
+                o,
+                "- `{}/{}` held {} GPU-h with no usage series: no data, not 0%",
+                md(&p.namespace),
+                md(&p.pod),
+                hours(p.allocated_gpu_seconds)
+            );
+        }
+        for p in &c.usage_without_pod {
+            let _ = writeln!(
+                o,
+                "- `{}/{}` shows {} GPU-h of usage but requested no GPU",
+                md(&p.namespace),
+                md(&p.pod),
+                hours(p.used_gpu_seconds)
+            );
+        }
+    }
+    if !r.reservation_advice.is_empty() {
+        let _ = writeln!(o, "\n## Reservations from measured floors\n\n| pool | SKU | region | floor GPUs (p10) | p50 | nodes | on-demand / month | best reservation | saving / month | break-even |\n|---|---|---|---:|---:|---:|---:|---|---:|---:|");
+        for a in &r.reservation_advice {
+            let best = a
+                .options
+                .iter()
+                .max_by(|x, y| x.saving_usd_per_month.total_cmp(&y.saving_usd_per_month));
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                md(&a.pool),
+                md(&a.sku),
+                md(&a.region),
+                a.floor_gpus,
+                a.p50_gpus,
+                a.nodes,
+                usd(a.on_demand_usd_per_month),
+                best.map_or_else(|| a.note.clone().unwrap_or_default(), |b| b.term.to_owned()),
+                best.map_or("-".to_owned(), |b| usd(b.saving_usd_per_month)),
+                best.map_or("-".to_owned(), |b| format!(
+                    "{:.0}%",
+                    b.break_even_utilization * 100.0
+                )),
             );
         }
     }

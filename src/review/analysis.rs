@@ -1,13 +1,18 @@
-//! From telemetry and the plan to the review: allocated against used GPU-seconds per team and
-//! workload, what the idle part cost, stalled pods, idle pool floors, reservation fill, cost
-//! per 1M tokens, and recommendations with what each saves and the plan change to make.
+//! From telemetry and the plan to the review: allocated against used GPU-seconds per team,
+//! workload, GPU model and pool; what the idle part cost; stalled pods; unmet (Pending)
+//! demand; idle pool floors and nodes over the span the data covers; reservation fill and
+//! reservation advice from measured floors; cost per 1M tokens; and recommendations with
+//! what each saves and the plan change to make.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::telemetry::{format_time, PodSeries, Telemetry};
+use super::assemble::{owner, plan_pool, pool_matches};
+use super::telemetry::{format_time, PodSeries, Signal, Telemetry};
+use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
+use crate::plan::raw::Capacity;
 use crate::plan::Plan;
 
 pub const SCHEMA: &str = "gpuplan.review/v1";
@@ -18,13 +23,18 @@ pub struct Review {
     pub plan: String,
     pub source: String,
     pub window: Window,
+    pub coverage: Coverage,
     pub teams: Vec<TeamRow>,
     pub workloads: Vec<WorkloadRow>,
+    pub models: Vec<ModelRow>,
+    pub pools: Vec<PoolRow>,
     pub stalled: Vec<Stalled>,
+    pub pending: Vec<PendingPod>,
     pub idle_pools: Vec<IdlePool>,
     /// Nodes with GPUs nobody requested (needs node metrics; empty otherwise).
     pub idle_nodes: Vec<IdleNode>,
     pub reservations: Vec<ReservationFill>,
+    pub reservation_advice: Vec<ReservationAdvice>,
     pub unmatched: Vec<Unmatched>,
     pub recommendations: Vec<Advice>,
     /// Allocated and used GPUs per team over time, for the charts.
@@ -39,13 +49,35 @@ pub struct Window {
     pub step_seconds: i64,
 }
 
+/// The window asked for against what the data covers.
+#[derive(Debug, Serialize)]
+pub struct Coverage {
+    pub requested_seconds: i64,
+    /// Seconds of the window holding kube-state-metrics data: costs and advice use these.
+    pub covered_seconds: i64,
+    pub share: f64,
+    pub data_from: Option<String>,
+    pub data_to: Option<String>,
+    /// Scrape intervals inferred from the data.
+    pub kube_state_metrics_interval_seconds: Option<f64>,
+    pub dcgm_interval_seconds: Option<f64>,
+    /// Pods that held GPUs but have no usage series: "no data", never 0%.
+    pub pods_without_usage: Vec<Unmatched>,
+    /// Usage attributed to pods that requested no GPU.
+    pub usage_without_pod: Vec<Unmatched>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct TeamRow {
     pub team: String,
     pub allocated_gpu_seconds: f64,
     pub used_gpu_seconds: f64,
+    /// Of the allocated, GPU-seconds with no usage data (not in the efficiency).
+    pub no_data_gpu_seconds: f64,
     pub efficiency: Option<f64>,
     pub idle_cost_usd: f64,
+    /// GPU-seconds requested by Pending pods: demand the cluster did not meet.
+    pub pending_gpu_seconds: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,12 +86,43 @@ pub struct WorkloadRow {
     pub team: String,
     pub allocated_gpu_seconds: f64,
     pub used_gpu_seconds: f64,
+    pub no_data_gpu_seconds: f64,
     pub efficiency: Option<f64>,
     pub idle_cost_usd: f64,
+    pub pending_gpu_seconds: f64,
     /// `utilization` the plan expects, to compare with what was measured.
     pub planned_utilization: Option<f64>,
     pub usd_per_million_tokens: Option<f64>,
     pub pods: usize,
+}
+
+/// A GPU model's seconds: a T4 second is not an A100 second.
+#[derive(Debug, Serialize)]
+pub struct ModelRow {
+    pub model: String,
+    pub allocated_gpu_seconds: f64,
+    pub used_gpu_seconds: f64,
+    pub efficiency: Option<f64>,
+    pub allocated_cost_usd: Option<f64>,
+    pub idle_cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PoolRow {
+    /// The plan pool, or the node pool label when no plan pool matches.
+    pub pool: String,
+    pub in_plan: bool,
+    pub model: Option<String>,
+    /// Where "used" was read from on its nodes.
+    pub signal: Option<String>,
+    pub allocated_gpu_seconds: f64,
+    pub used_gpu_seconds: f64,
+    pub efficiency: Option<f64>,
+    pub allocated_cost_usd: Option<f64>,
+    pub idle_cost_usd: Option<f64>,
+    /// Physical GPUs held, peak and 95th percentile over the covered windows.
+    pub peak_gpus: f64,
+    pub p95_gpus: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -70,6 +133,14 @@ pub struct Stalled {
     pub since: String,
     pub seconds: i64,
     pub allocated_gpus: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PendingPod {
+    pub workload: Option<String>,
+    pub team: String,
+    pub pod: String,
+    pub gpu_seconds: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -88,7 +159,7 @@ pub struct IdleNode {
     pub pool: Option<String>,
     /// Seconds the node was up with no GPU requested on it at all.
     pub empty_seconds: i64,
-    /// GPU-seconds it offered that no pod requested.
+    /// GPU-seconds it offered that no running pod requested.
     pub idle_gpu_seconds: f64,
     /// At the matched pool's price; `None` when the node matches no plan pool.
     pub idle_cost_usd: Option<f64>,
@@ -100,6 +171,33 @@ pub struct ReservationFill {
     pub reserved_gpu_seconds: f64,
     pub allocated_gpu_seconds: f64,
     pub fill: f64,
+}
+
+/// What a reservation of the measured floor would save, per SKU and region.
+#[derive(Debug, Serialize)]
+pub struct ReservationAdvice {
+    pub pool: String,
+    pub sku: String,
+    pub region: String,
+    /// GPUs held at least 90% of the covered span (the 10th percentile), and the median.
+    pub floor_gpus: f64,
+    pub p10_gpus: f64,
+    pub p50_gpus: f64,
+    /// Whole nodes of the floor: what to reserve, never more.
+    pub nodes: i64,
+    pub on_demand_usd_per_month: f64,
+    pub options: Vec<ReservationOption>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReservationOption {
+    pub term: &'static str,
+    pub usd_per_month: f64,
+    pub saving_usd_per_month: f64,
+    /// The share of hours the nodes must be held for the reservation to beat on-demand.
+    pub break_even_utilization: f64,
+    pub source: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -131,35 +229,694 @@ pub struct Settings {
     pub low_utilization: f64,
 }
 
+/// Rounded to a hundredth, without a negative zero.
 fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    let r = (x * 100.0).round() / 100.0;
+    if r == 0.0 {
+        0.0
+    } else {
+        r
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    let r = (x * 10_000.0).round() / 10_000.0;
+    if r == 0.0 {
+        0.0
+    } else {
+        r
+    }
 }
 
 fn ratio(used: f64, alloc: f64) -> Option<f64> {
-    (alloc > 0.0).then(|| (used / alloc * 10_000.0).round() / 10_000.0)
+    (alloc > 0.0).then(|| round4(used / alloc))
 }
 
-/// A node pool label against a plan pool name: equal ignoring case and anything but letters
-/// and digits, or the pool's first 12 of those (AKS pool names are at most 12 characters).
-fn pool_matches(label: &str, pool: &str) -> bool {
-    let norm = |s: &str| {
-        s.chars()
-            .filter(char::is_ascii_alphanumeric)
-            .map(|c| c.to_ascii_lowercase())
-            .collect::<String>()
+/// Price of one GPU-second of a declared pool: its node price for its capacity type over its
+/// GPUs.
+fn pool_gpu_second(plan: &Plan, catalog: &Catalog, pool: &crate::plan::raw::Pool) -> Option<f64> {
+    let price = crate::engine::cost::pool_hour(catalog, plan.provider(), pool)?;
+    let gpus = catalog.sku(plan.provider(), pool.sku.get())?.gpu_count;
+    (gpus > 0).then(|| price.usd / f64::from(gpus) / 3600.0)
+}
+
+/// Price of one GPU-second for a workload: its declared pool when it runs on one (that is
+/// what is paid today), else its recommended pool.
+fn gpu_second_price(
+    plan: &Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    workload: &str,
+) -> Option<f64> {
+    if let Some(pool) = plan.workload_pools(workload).next() {
+        return pool_gpu_second(plan, catalog, pool);
+    }
+    rec.pools
+        .iter()
+        .find(|p| p.workloads.iter().any(|w| w == workload))
+        .filter(|p| p.gpus_per_node > 0)
+        .map(|p| p.usd_per_node_hour / f64::from(p.gpus_per_node) / 3600.0)
+}
+
+/// A value at quantile `q` of `v` (nearest rank; `v` need not be sorted).
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
+    s[i]
+}
+
+/// What one pod came to, once.
+struct PodFacts<'a> {
+    p: &'a PodSeries,
+    workload: Option<&'a str>,
+    /// Plan pool it ran on (by its node's pool label, else the workload's declared pool).
+    plan_pool: Option<&'a crate::plan::raw::Pool>,
+    pool_label: Option<String>,
+    model: Option<String>,
+    signal: Option<Signal>,
+    alloc: f64,
+    /// Allocated GPU-seconds that have usage data.
+    alloc_seen: f64,
+    used: f64,
+    price: Option<f64>,
+}
+
+pub fn analyse(
+    plan: &Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    t: &Telemetry,
+    s: &Settings,
+) -> Review {
+    let step = t.step.max(1);
+    let covered = t.covered.max(0);
+    let facts: Vec<PodFacts> = t
+        .pods
+        .values()
+        .map(|p| {
+            let workload = owner(plan, p);
+            let node = p.node.as_ref().and_then(|n| t.nodes.get(n));
+            let pool_label = node.and_then(|n| n.pool.clone());
+            let plan_pool = plan_pool(plan, pool_label.as_deref()).or_else(|| {
+                workload
+                    .and_then(|w| plan.workload_pools(w).next())
+                    .map(|p| p.get())
+            });
+            let model = plan_pool
+                .and_then(|pp| catalog.sku(plan.provider(), pp.sku.get()))
+                .map(|s| s.gpu_model.clone())
+                .or_else(|| node.and_then(|n| n.model.clone()));
+            let price = plan_pool
+                .and_then(|pp| pool_gpu_second(plan, catalog, pp))
+                .or_else(|| workload.and_then(|w| gpu_second_price(plan, rec, catalog, w)));
+            let alloc: f64 = p.allocated.values().sum();
+            let used: f64 = p.used.values().sum();
+            PodFacts {
+                p,
+                workload,
+                plan_pool,
+                pool_label,
+                model,
+                signal: p.signal.or_else(|| node.and_then(|n| n.signal)),
+                alloc,
+                alloc_seen: if p.has_usage { alloc } else { 0.0 },
+                used: if p.has_usage { used } else { 0.0 },
+                price,
+            }
+        })
+        .collect();
+
+    // Teams are namespaces: every pod counts, claimed by a workload or not.
+    #[derive(Default, Clone, Copy)]
+    struct Sums {
+        alloc: f64,
+        seen: f64,
+        used: f64,
+        pending: f64,
+        idle_cost: f64,
+        cost: f64,
+        priced: bool,
+    }
+    impl Sums {
+        fn add(&mut self, f: &PodFacts) {
+            self.alloc += f.alloc;
+            self.seen += f.alloc_seen;
+            self.used += f.used;
+            self.pending += f.p.pending;
+            if let Some(price) = f.price {
+                self.priced = true;
+                self.idle_cost += (f.alloc_seen - f.used).max(0.0) * price;
+                self.cost += f.alloc * price;
+            }
+        }
+    }
+    let mut teams: BTreeMap<String, Sums> = BTreeMap::new();
+    let mut by_workload: BTreeMap<&str, (Sums, f64, usize)> = BTreeMap::new();
+    let mut by_model: BTreeMap<String, Sums> = BTreeMap::new();
+    type PoolSums = (Sums, Option<String>, Vec<Signal>);
+    let mut by_pool: BTreeMap<(String, bool), PoolSums> = BTreeMap::new();
+    let mut pool_held: BTreeMap<(String, bool), BTreeMap<i64, f64>> = BTreeMap::new();
+    let mut timeline: BTreeMap<String, BTreeMap<i64, (f64, f64)>> = BTreeMap::new();
+    let mut unmatched = Vec::new();
+    let mut no_usage = Vec::new();
+    let mut stalled = Vec::new();
+    let mut pending = Vec::new();
+    for f in &facts {
+        let p = f.p;
+        teams.entry(p.namespace.clone()).or_default().add(f);
+        by_model
+            .entry(f.model.clone().unwrap_or_else(|| "unknown".into()))
+            .or_default()
+            .add(f);
+        let pool_key = match (f.plan_pool, &f.pool_label) {
+            (Some(pp), _) => Some((pp.name.get().clone(), true)),
+            (None, Some(l)) => Some((l.clone(), false)),
+            // Nodes with no pool label (or pods with no node) still have GPUs and a signal.
+            (None, None) if f.alloc > 0.0 => Some(("(no pool label)".to_owned(), false)),
+            (None, None) => None,
+        };
+        if let Some(k) = &pool_key {
+            let e = by_pool.entry(k.clone()).or_default();
+            e.0.add(f);
+            if e.1.is_none() {
+                e.1.clone_from(&f.model);
+            }
+            e.2.extend(f.signal);
+            let held = pool_held.entry(k.clone()).or_default();
+            for (time, a) in &p.allocated {
+                *held.entry(*time).or_default() += a / step as f64;
+            }
+        }
+        for (time, a) in &p.allocated {
+            let e = timeline
+                .entry(p.namespace.clone())
+                .or_default()
+                .entry(*time)
+                .or_default();
+            e.0 += a / step as f64;
+            e.1 += p.used.get(time).copied().unwrap_or(0.0) / step as f64;
+        }
+        match f.workload {
+            Some(w) => {
+                let e = by_workload.entry(w).or_default();
+                e.0.add(f);
+                e.1 += p.tokens;
+                e.2 += 1;
+            }
+            None if f.alloc > 0.0 => unmatched.push(Unmatched {
+                namespace: p.namespace.clone(),
+                pod: p.pod.clone(),
+                allocated_gpu_seconds: round(f.alloc),
+                used_gpu_seconds: round(f.used),
+            }),
+            None => {}
+        }
+        if p.pending > 0.0 {
+            pending.push(PendingPod {
+                workload: f.workload.map(str::to_owned),
+                team: p.namespace.clone(),
+                pod: p.pod.clone(),
+                gpu_seconds: round(p.pending),
+            });
+        }
+        if !p.has_usage {
+            if f.alloc > 0.0 {
+                no_usage.push(Unmatched {
+                    namespace: p.namespace.clone(),
+                    pod: p.pod.clone(),
+                    allocated_gpu_seconds: round(f.alloc),
+                    used_gpu_seconds: 0.0,
+                });
+            }
+            continue;
+        }
+        // The longest stretch allocated with near-zero activity; a pod that finished holds
+        // nothing, so it is never stalled.
+        let (mut run_start, mut best): (Option<i64>, Option<(i64, i64, f64)>) = (None, None);
+        let mut peak = 0.0f64;
+        let mut prev: Option<i64> = None;
+        for (time, a) in &p.allocated {
+            let u = p.used.get(time).copied().unwrap_or(0.0);
+            let quiet = *a > 0.0 && u < s.quiet_below * a;
+            // A window left empty by a scrape jittered across its boundary is no gap.
+            let slack = t.ksm_interval.map_or(0, |i| i.ceil() as i64);
+            let contiguous = prev.is_some_and(|x| time - x <= step + slack);
+            prev = Some(*time);
+            if quiet && contiguous && run_start.is_some() {
+                peak += a;
+            } else if quiet {
+                run_start = Some(*time);
+                peak = *a;
+            } else {
+                run_start = None;
+            }
+            if let Some(start) = run_start {
+                let len = time + step - start;
+                if best.is_none_or(|b| len > b.1) {
+                    // GPUs held over the run: its GPU-seconds over its length.
+                    best = Some((start, len, peak / len as f64));
+                }
+            }
+        }
+        if let Some((start, len, peak)) = best.filter(|b| b.1 >= s.stalled_after) {
+            stalled.push(Stalled {
+                workload: f.workload.map(str::to_owned),
+                team: p.namespace.clone(),
+                pod: p.pod.clone(),
+                since: format_time(start),
+                seconds: len,
+                allocated_gpus: round(peak),
+            });
+        }
+    }
+
+    let mut advice = Vec::new();
+    let mut workloads = Vec::new();
+    for w in plan.workloads() {
+        let name = w.name.get();
+        let (sums, tokens, pods) = by_workload.get(name.as_str()).copied().unwrap_or_default();
+        let price = gpu_second_price(plan, rec, catalog, name).unwrap_or(0.0);
+        let eff = ratio(sums.used, sums.seen);
+        if let Some(e) = eff.filter(|e| *e < s.low_utilization) {
+            if let Some(a) = right_size(plan, rec, catalog, w, e, sums.idle_cost) {
+                advice.push(a);
+            }
+        }
+        workloads.push(WorkloadRow {
+            workload: name.clone(),
+            team: w.team.get().clone(),
+            allocated_gpu_seconds: round(sums.alloc),
+            used_gpu_seconds: round(sums.used),
+            no_data_gpu_seconds: round(sums.alloc - sums.seen),
+            efficiency: eff,
+            idle_cost_usd: round(sums.idle_cost),
+            pending_gpu_seconds: round(sums.pending),
+            planned_utilization: w.utilization(),
+            usd_per_million_tokens: (tokens > 0.0)
+                .then(|| round4(sums.alloc * price / tokens * 1e6)),
+            pods,
+        });
+    }
+    for st in &stalled {
+        let price = st
+            .workload
+            .as_deref()
+            .and_then(|w| gpu_second_price(plan, rec, catalog, w))
+            .unwrap_or(0.0);
+        advice.push(Advice {
+            kind: "reap-stalled",
+            workload: st.workload.clone(),
+            pool: None,
+            saving_usd: round(st.allocated_gpus * st.seconds as f64 * price),
+            message: format!(
+                "pod `{}/{}` held {} GPU(s) with no activity for {:.1} h from {}",
+                st.team,
+                st.pod,
+                st.allocated_gpus,
+                st.seconds as f64 / 3600.0,
+                st.since
+            ),
+            change: "stop pods idle longer than the threshold (an idle-job reaper), or set scale_to_zero = true".into(),
+        });
+    }
+    let pending_total: f64 = pending.iter().map(|p| p.gpu_seconds).sum();
+    if pending_total >= 3600.0 {
+        advice.push(Advice {
+            kind: "unmet-demand",
+            workload: None,
+            pool: None,
+            saving_usd: 0.0,
+            message: format!(
+                "{:.1} GPU-hours were requested by Pending pods and never ran",
+                pending_total / 3600.0
+            ),
+            change: "raise the pools' nodes.max or quota for those workloads, or queue them (Kueue) so the wait is visible".into(),
+        });
+    }
+
+    // Pool floors paid over the covered span against what ran on them.
+    let mut idle_pools = Vec::new();
+    let mut reservations = Vec::new();
+    let mut reservation_advice = Vec::new();
+    for p in plan.pools() {
+        let Some(sku) = catalog.sku(plan.provider(), p.sku.get()) else {
+            continue;
+        };
+        let gpus = f64::from(sku.gpu_count);
+        let floor = p.nodes().min().max(0) as f64 * gpus * covered as f64;
+        let key = (p.name.get().clone(), true);
+        let held: f64 = by_pool.get(&key).map_or(0.0, |x| x.0.alloc);
+        let price = pool_gpu_second(plan, catalog, p).unwrap_or(0.0);
+        let idle = (floor - held).max(0.0);
+        if idle > 0.0 && covered > 0 {
+            let nodes_idle = (idle / covered as f64 / gpus.max(1.0)).floor();
+            idle_pools.push(IdlePool {
+                pool: p.name.get().clone(),
+                idle_gpu_seconds: round(idle),
+                idle_cost_usd: round(idle * price),
+            });
+            if nodes_idle >= 1.0 {
+                advice.push(Advice {
+                    kind: "shrink-pool",
+                    workload: None,
+                    pool: Some(p.name.get().clone()),
+                    saving_usd: round(nodes_idle * gpus * covered as f64 * price),
+                    message: format!(
+                        "pool `{}` kept {} node(s) of its floor idle on average over the {:.1} h the data covers",
+                        p.name.get(),
+                        nodes_idle,
+                        covered as f64 / 3600.0
+                    ),
+                    change: format!(
+                        "[[pool]] name = \"{}\": nodes.min = {}",
+                        p.name.get(),
+                        (p.nodes().min() - nodes_idle as i64).max(0)
+                    ),
+                });
+            }
+        }
+        if p.capacity().is_committed() && floor > 0.0 {
+            reservations.push(ReservationFill {
+                pool: p.name.get().clone(),
+                reserved_gpu_seconds: round(floor),
+                allocated_gpu_seconds: round(held.min(floor)),
+                fill: round4(held.min(floor) / floor),
+            });
+        }
+        if let Some(a) = reservation(plan, catalog, p, gpus, pool_held.get(&key), t, covered) {
+            if let Some(best) = a
+                .options
+                .iter()
+                .max_by(|x, y| x.saving_usd_per_month.total_cmp(&y.saving_usd_per_month))
+                .filter(|o| o.saving_usd_per_month > 0.0)
+            {
+                advice.push(Advice {
+                    kind: "reserve-floor",
+                    workload: None,
+                    pool: Some(p.name.get().clone()),
+                    saving_usd: round(best.saving_usd_per_month * covered as f64 / (crate::core::HOURS_PER_MONTH * 3600.0)),
+                    message: format!(
+                        "pool `{}` held at least {} GPU(s) 90% of the time: {} node(s) of {} on a {} reservation save {} a month (break-even at {:.0}% of hours held)",
+                        p.name.get(),
+                        a.floor_gpus,
+                        a.nodes,
+                        a.sku,
+                        best.term,
+                        crate::core::usd(best.saving_usd_per_month),
+                        best.break_even_utilization * 100.0
+                    ),
+                    change: format!(
+                        "split [[pool]] name = \"{}\": {} node(s) with capacity = \"{}\", the rest on-demand",
+                        p.name.get(),
+                        a.nodes,
+                        best.term
+                    ),
+                });
+            }
+            reservation_advice.push(a);
+        }
+    }
+    let idle_nodes = idle_nodes(plan, catalog, t, &mut advice);
+    advice.sort_by(|a, b| {
+        b.saving_usd
+            .total_cmp(&a.saving_usd)
+            .then(a.kind.cmp(b.kind))
+    });
+
+    let p95 = |k: &(String, bool)| -> (f64, f64) {
+        let v: Vec<f64> = pool_held
+            .get(k)
+            .map(|m| m.values().copied().collect())
+            .unwrap_or_default();
+        let peak = v.iter().copied().fold(0.0, f64::max);
+        (round(peak), round(quantile(&v, 0.95)))
     };
-    let (l, p) = (norm(label), norm(pool));
-    !l.is_empty() && (l == p || (l.len() == 12 && p.starts_with(&l)))
+    Review {
+        schema: SCHEMA,
+        plan: plan.name().to_owned(),
+        source: t.source.clone(),
+        window: Window {
+            from: format_time(t.from),
+            to: format_time(t.to),
+            step_seconds: step,
+        },
+        coverage: Coverage {
+            requested_seconds: t.to - t.from,
+            covered_seconds: covered,
+            share: ratio(covered as f64, (t.to - t.from) as f64).unwrap_or(0.0),
+            data_from: t.data_from.map(format_time),
+            data_to: t.data_to.map(format_time),
+            kube_state_metrics_interval_seconds: t.ksm_interval,
+            dcgm_interval_seconds: t.dcgm_interval,
+            pods_without_usage: no_usage,
+            usage_without_pod: t
+                .orphans
+                .iter()
+                .map(|o| Unmatched {
+                    namespace: o.namespace.clone(),
+                    pod: o.pod.clone(),
+                    allocated_gpu_seconds: 0.0,
+                    used_gpu_seconds: round(o.used_gpu_seconds),
+                })
+                .collect(),
+        },
+        teams: teams
+            .into_iter()
+            .map(|(team, x)| TeamRow {
+                team,
+                allocated_gpu_seconds: round(x.alloc),
+                used_gpu_seconds: round(x.used),
+                no_data_gpu_seconds: round(x.alloc - x.seen),
+                efficiency: ratio(x.used, x.seen),
+                idle_cost_usd: round(x.idle_cost),
+                pending_gpu_seconds: round(x.pending),
+            })
+            .collect(),
+        workloads,
+        models: by_model
+            .into_iter()
+            .map(|(model, x)| ModelRow {
+                model,
+                allocated_gpu_seconds: round(x.alloc),
+                used_gpu_seconds: round(x.used),
+                efficiency: ratio(x.used, x.seen),
+                allocated_cost_usd: x.priced.then(|| round(x.cost)),
+                idle_cost_usd: x.priced.then(|| round(x.idle_cost)),
+            })
+            .collect(),
+        pools: by_pool
+            .iter()
+            .map(|(k, (x, model, signals))| {
+                let (peak, p95) = p95(k);
+                let mut sig: Vec<&str> = signals.iter().map(|s| s.metric()).collect();
+                sig.sort_unstable();
+                sig.dedup();
+                PoolRow {
+                    pool: k.0.clone(),
+                    in_plan: k.1,
+                    model: model.clone(),
+                    signal: (!sig.is_empty()).then(|| sig.join(" and ")),
+                    allocated_gpu_seconds: round(x.alloc),
+                    used_gpu_seconds: round(x.used),
+                    efficiency: ratio(x.used, x.seen),
+                    allocated_cost_usd: x.priced.then(|| round(x.cost)),
+                    idle_cost_usd: x.priced.then(|| round(x.idle_cost)),
+                    peak_gpus: peak,
+                    p95_gpus: p95,
+                }
+            })
+            .collect(),
+        stalled,
+        pending,
+        idle_pools,
+        idle_nodes,
+        reservations,
+        reservation_advice,
+        unmatched,
+        recommendations: advice,
+        timeline: timeline
+            .into_iter()
+            .map(|(team, pts)| (team, pts.into_iter().map(|(t, (a, u))| (t, a, u)).collect()))
+            .collect(),
+    }
 }
 
-/// Per node: GPU-seconds offered and not requested, and time with nothing requested at all;
-/// costed at the matched plan pool's price per GPU. A node empty for more than a day of the
-/// window is advice: the autoscaler is not removing it, or the pool floor holds it.
+/// Right-size advice that fits: a MIG profile (on a GPU that has MIG) with the compute share
+/// the work used and the memory the workload needs; on a GPU without MIG, time-slicing only
+/// when that many replicas' memory fits the card. `None` when nothing smaller holds it.
+fn right_size(
+    plan: &Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    w: &crate::plan::raw::Workload,
+    eff: f64,
+    idle_cost: f64,
+) -> Option<Advice> {
+    let name = w.name.get();
+    let now = w.gpu_share();
+    if now > 1.0 {
+        // Several GPUs per replica: fewer GPUs is a model-parallelism change, not a slice.
+        return None;
+    }
+    let share = ((eff * now * 10.0).ceil() / 10.0).max(0.1);
+    if share >= now {
+        return None;
+    }
+    let sku = plan
+        .workload_pools(name)
+        .next()
+        .map(|p| p.sku.get().clone())
+        .or_else(|| {
+            rec.pools
+                .iter()
+                .find(|p| p.workloads.iter().any(|x| x == name))
+                .map(|p| p.sku.clone())
+        })?;
+    let gpu = catalog.gpu(&catalog.sku(plan.provider(), &sku)?.gpu_model)?;
+    let need = crate::engine::memory::need_in_instance(w, catalog)
+        .map(|n| n / crate::engine::memory::usable_share(w, catalog).max(0.05));
+    let (fraction, change, what) = if let Some(mig) = &gpu.mig {
+        let slices = f64::from(mig.compute_slices.max(1));
+        let p = mig
+            .profiles
+            .iter()
+            .filter(|p| f64::from(p.compute) / slices + 1e-9 >= share)
+            .filter(|p| need.is_none_or(|n| p.memory_gib + 1e-9 >= n))
+            .filter(|p| f64::from(p.compute) / slices < now)
+            // AKS creates only its own profiles (`gpu_instance` MIG1g ... MIG7g).
+            .filter(|p| {
+                plan.mig_manager() != Some(crate::plan::raw::MigManager::Aks)
+                    || mig.aks_creates(&p.name)
+            })
+            .min_by(|a, b| {
+                a.compute
+                    .cmp(&b.compute)
+                    .then(a.memory_gib.total_cmp(&b.memory_gib))
+            })?;
+        let f = round4(f64::from(p.compute) / slices);
+        (
+            f,
+            format!(
+                "[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"mig\" ({} on {})",
+                p.name, gpu.name
+            ),
+            format!("a {} MIG instance", p.name),
+        )
+    } else {
+        let replicas = (1.0 / share).floor().max(2.0) as u32;
+        let replicas = match need {
+            Some(n) => (2..=replicas).rev().find(|r| {
+                gpu.memory_gib
+                    * crate::engine::memory::time_sliced_cap(
+                        *r,
+                        catalog.assumptions.time_slicing_memory_headroom,
+                    )
+                    + 1e-9
+                    >= n
+            })?,
+            None => replicas,
+        };
+        let f = round4(1.0 / f64::from(replicas));
+        (
+            f,
+            format!("[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"time-slicing\" ({replicas} replicas per {}; needs a recorded [[decision]])", gpu.name),
+            format!("a {replicas}-way time-sliced {} ({} has no MIG)", gpu.name, gpu.name),
+        )
+    };
+    let saving = round(idle_cost * (1.0 - fraction / now.max(1e-9)).max(0.0));
+    Some(Advice {
+        kind: "right-size",
+        workload: Some(name.clone()),
+        pool: None,
+        saving_usd: saving.min(round(idle_cost)),
+        message: format!(
+            "`{name}` kept what it held busy {:.0}% of the time; {what} ({fraction} of a GPU{}) would have held the same work",
+            eff * 100.0,
+            need.map(|n| format!(", {n:.1} GiB needed")).unwrap_or_else(|| ", memory need unknown: declare gpu_memory_gib".into())
+        ),
+        change,
+    })
+}
+
+/// Reservation advice for an on-demand plan pool from the GPUs it held per covered window.
+fn reservation(
+    plan: &Plan,
+    catalog: &Catalog,
+    p: &crate::plan::raw::Pool,
+    gpus: f64,
+    held: Option<&BTreeMap<i64, f64>>,
+    t: &Telemetry,
+    covered: i64,
+) -> Option<ReservationAdvice> {
+    if p.capacity() != Capacity::OnDemand || gpus <= 0.0 || covered < 86_400 {
+        return None;
+    }
+    let held = held?;
+    // Windows with data but nothing held count as zero; windows without data do not count.
+    let windows = (covered / t.step.max(1)).max(1) as usize;
+    let mut v: Vec<f64> = held.values().copied().collect();
+    v.resize(windows.max(v.len()), 0.0);
+    let p10 = quantile(&v, 0.10);
+    let p50 = quantile(&v, 0.50);
+    let nodes = ((p10 + 1e-6) / gpus).floor() as i64;
+    let nodes = nodes.min(p.nodes().max());
+    if nodes < 1 {
+        return None;
+    }
+    let (sku, region) = (p.sku.get(), p.region.get());
+    let od =
+        crate::engine::cost::listed(catalog, plan.provider(), sku, region, Capacity::OnDemand)?;
+    let month = crate::core::HOURS_PER_MONTH * nodes as f64;
+    let mut options = Vec::new();
+    for (cap, term) in [
+        (Capacity::Reserved1y, "reserved-1y"),
+        (Capacity::Reserved3y, "reserved-3y"),
+    ] {
+        if let Some(r) = crate::engine::cost::listed(catalog, plan.provider(), sku, region, cap) {
+            options.push(ReservationOption {
+                term,
+                usd_per_month: round(r.usd_per_hour * month),
+                saving_usd_per_month: round((od.usd_per_hour - r.usd_per_hour) * month),
+                break_even_utilization: round4(r.usd_per_hour / od.usd_per_hour),
+                source: r.source.to_string(),
+            });
+        }
+    }
+    let note = options.is_empty().then(|| {
+        format!(
+            "no reserved price for {sku} in {region} in the catalog{}",
+            match plan.provider() {
+                crate::plan::raw::Provider::Azure =>
+                    " (Azure reservations are unknown offline; `catalog refresh` fetches them)",
+                crate::plan::raw::Provider::Aws => "",
+            }
+        )
+    });
+    Some(ReservationAdvice {
+        pool: p.name.get().clone(),
+        sku: sku.clone(),
+        region: region.clone(),
+        floor_gpus: round(p10),
+        p10_gpus: round(p10),
+        p50_gpus: round(p50),
+        nodes,
+        on_demand_usd_per_month: round(od.usd_per_hour * month),
+        options,
+        note,
+    })
+}
+
+/// Per node: GPU-seconds offered and not requested by running pods, and time with nothing
+/// requested at all; costed at the matched plan pool's price per GPU. A node empty for more
+/// than a day is advice: the autoscaler is not removing it, or the pool floor holds it.
 fn idle_nodes(
     plan: &Plan,
-    catalog: &crate::catalog::Catalog,
+    catalog: &Catalog,
     t: &Telemetry,
-    step: i64,
     advice: &mut Vec<Advice>,
 ) -> Vec<IdleNode> {
     let mut out = Vec::new();
@@ -171,12 +928,12 @@ fn idle_nodes(
                 continue;
             }
             let alloc = n.allocated.get(ts).copied().unwrap_or(0.0);
-            idle += (cap - alloc).max(0.0) * step as f64;
+            idle += (cap - alloc).max(0.0);
             if alloc <= 0.0 {
-                empty += step;
+                empty += (cap / n.gpus.max(1e-9)).round() as i64;
             }
         }
-        if idle <= 0.0 {
+        if idle <= 0.01 {
             continue;
         }
         let pool = n
@@ -191,9 +948,7 @@ fn idle_nodes(
                 kind: "empty-node",
                 workload: None,
                 pool: pool.map(|p| p.name.get().clone()),
-                saving_usd: price.map_or(0.0, |p| {
-                    round(empty as f64 * p * n.capacity.values().copied().fold(0.0, f64::max))
-                }),
+                saving_usd: price.map_or(0.0, |p| round(empty as f64 * p * n.gpus)),
                 message: format!(
                     "node `{name}`{} ran {days:.1} day(s) with no GPU requested",
                     n.pool
@@ -228,328 +983,4 @@ fn idle_nodes(
             .then(a.node.cmp(&b.node))
     });
     out
-}
-
-/// Which workload a pod belongs to: its team's namespace, and the workload's name as the
-/// pod's `app.kubernetes.io/name` or as its name prefix (`chat-api-7d9f...`).
-fn owner<'p>(plan: &'p Plan, p: &PodSeries) -> Option<&'p str> {
-    let mut best: Option<&str> = None;
-    for w in plan.workloads() {
-        if w.team.get() != &p.namespace {
-            continue;
-        }
-        let name = w.name.get().as_str();
-        if p.app.as_deref() == Some(name) {
-            return Some(name);
-        }
-        if (p.pod == name || p.pod.starts_with(&format!("{name}-")))
-            && best.is_none_or(|b| name.len() > b.len())
-        {
-            best = Some(name);
-        }
-    }
-    best
-}
-
-fn integral(m: &BTreeMap<i64, f64>, step: i64) -> f64 {
-    m.values().sum::<f64>() * step as f64
-}
-
-/// Increase of a counter over the window, across resets.
-fn increase(m: &BTreeMap<i64, f64>) -> f64 {
-    m.values()
-        .zip(m.values().skip(1))
-        .map(|(a, b)| if b >= a { b - a } else { *b })
-        .sum()
-}
-
-/// Price of one GPU-second of a declared pool: its node price for its capacity type over its
-/// GPUs.
-fn pool_gpu_second(
-    plan: &Plan,
-    catalog: &crate::catalog::Catalog,
-    pool: &crate::plan::raw::Pool,
-) -> Option<f64> {
-    let price = crate::engine::cost::pool_hour(catalog, plan.provider(), pool)?;
-    let gpus = catalog.sku(plan.provider(), pool.sku.get())?.gpu_count;
-    (gpus > 0).then(|| price.usd / f64::from(gpus) / 3600.0)
-}
-
-/// Price of one GPU-second for a workload: its declared pool when it runs on one (that is
-/// what is paid today), else its recommended pool.
-fn gpu_second_price(
-    plan: &Plan,
-    rec: &Recommendation,
-    catalog: &crate::catalog::Catalog,
-    workload: &str,
-) -> Option<f64> {
-    if let Some(pool) = plan.workload_pools(workload).next() {
-        return pool_gpu_second(plan, catalog, pool);
-    }
-    rec.pools
-        .iter()
-        .find(|p| p.workloads.iter().any(|w| w == workload))
-        .filter(|p| p.gpus_per_node > 0)
-        .map(|p| p.usd_per_node_hour / f64::from(p.gpus_per_node) / 3600.0)
-}
-
-pub fn analyse(
-    plan: &Plan,
-    rec: &Recommendation,
-    catalog: &crate::catalog::Catalog,
-    t: &Telemetry,
-    s: &Settings,
-) -> Review {
-    let step = t.step.max(1);
-    let mut by_workload: BTreeMap<String, (f64, f64, f64, usize)> = BTreeMap::new();
-    let mut unmatched = Vec::new();
-    let mut stalled = Vec::new();
-    let mut timeline: BTreeMap<String, BTreeMap<i64, (f64, f64)>> = BTreeMap::new();
-    // Teams are namespaces: every pod counts, claimed by a workload or not.
-    let mut ns_totals: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-    for p in t.pods.values() {
-        let alloc = integral(&p.allocated, step);
-        let used = integral(&p.used, step);
-        let e = ns_totals.entry(p.namespace.clone()).or_default();
-        e.0 += alloc;
-        e.1 += used;
-        for (time, a) in &p.allocated {
-            let e = timeline
-                .entry(p.namespace.clone())
-                .or_default()
-                .entry(*time)
-                .or_default();
-            e.0 += a;
-            e.1 += p.used.get(time).copied().unwrap_or(0.0);
-        }
-        let who = owner(plan, p);
-        match who {
-            Some(w) => {
-                let e = by_workload.entry(w.to_owned()).or_default();
-                e.0 += alloc;
-                e.1 += used;
-                e.2 += increase(&p.tokens);
-                e.3 += 1;
-            }
-            None => unmatched.push(Unmatched {
-                namespace: p.namespace.clone(),
-                pod: p.pod.clone(),
-                allocated_gpu_seconds: round(alloc),
-                used_gpu_seconds: round(used),
-            }),
-        }
-        // The longest stretch allocated with near-zero activity.
-        let (mut run_start, mut best): (Option<i64>, Option<(i64, i64, f64)>) = (None, None);
-        let mut peak = 0.0f64;
-        let times: Vec<i64> = p.allocated.keys().copied().collect();
-        for (i, time) in times.iter().enumerate() {
-            let a = p.allocated[time];
-            let u = p.used.get(time).copied().unwrap_or(0.0);
-            let quiet = a > 0.0 && u < s.quiet_below * a;
-            let contiguous = i == 0 || time - times[i - 1] == step;
-            if quiet && contiguous && run_start.is_some() {
-                peak = peak.max(a);
-            } else if quiet {
-                run_start = Some(*time);
-                peak = a;
-            } else {
-                run_start = None;
-            }
-            if let Some(start) = run_start {
-                let len = time + step - start;
-                if best.is_none_or(|b| len > b.1) {
-                    best = Some((start, len, peak));
-                }
-            }
-        }
-        if let Some((start, len, peak)) = best.filter(|b| b.1 >= s.stalled_after) {
-            stalled.push(Stalled {
-                workload: who.map(str::to_owned),
-                team: p.namespace.clone(),
-                pod: p.pod.clone(),
-                since: format_time(start),
-                seconds: len,
-                allocated_gpus: peak,
-            });
-        }
-    }
-
-    let window_s = (t.to - t.from) as f64;
-    let mut workloads = Vec::new();
-    let mut teams: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
-    let mut advice = Vec::new();
-    for w in plan.workloads() {
-        let name = w.name.get();
-        let (alloc, used, tokens, pods) =
-            by_workload.get(name.as_str()).copied().unwrap_or_default();
-        let price = gpu_second_price(plan, rec, catalog, name).unwrap_or(0.0);
-        let idle_cost = (alloc - used).max(0.0) * price;
-        teams.entry(w.team.get().clone()).or_default().2 += idle_cost;
-        let eff = ratio(used, alloc);
-        if let Some(e) = eff.filter(|e| *e < s.low_utilization) {
-            // A share of one GPU sized to what was used, in tenths, at least one tenth.
-            let now = w.gpu_share().min(1.0);
-            let share = ((e * now * 10.0).ceil() / 10.0).max(0.1);
-            let saving = idle_cost.min(alloc * price) * (1.0 - share / now.max(1e-9)).max(0.0);
-            advice.push(Advice {
-                kind: "right-size",
-                workload: Some(name.clone()),
-                pool: None,
-                saving_usd: round(saving),
-                message: format!(
-                    "`{name}` kept what it held busy {:.0}% of the time; a {share} share of a GPU would have held the same work",
-                    e * 100.0
-                ),
-                change: format!(
-                    "[[workload]] name = \"{name}\": gpu_fraction = {share}, sharing = \"mig\" (or \"time-slicing\" with a recorded decision)"
-                ),
-            });
-        }
-        workloads.push(WorkloadRow {
-            workload: name.clone(),
-            team: w.team.get().clone(),
-            allocated_gpu_seconds: round(alloc),
-            used_gpu_seconds: round(used),
-            efficiency: eff,
-            idle_cost_usd: round(idle_cost),
-            planned_utilization: w.utilization(),
-            usd_per_million_tokens: (tokens > 0.0)
-                .then(|| (alloc * price / tokens * 1e6 * 10_000.0).round() / 10_000.0),
-            pods,
-        });
-    }
-    for st in &stalled {
-        let price = st
-            .workload
-            .as_deref()
-            .and_then(|w| gpu_second_price(plan, rec, catalog, w))
-            .unwrap_or(0.0);
-        advice.push(Advice {
-            kind: "reap-stalled",
-            workload: st.workload.clone(),
-            pool: None,
-            saving_usd: round(st.allocated_gpus * st.seconds as f64 * price),
-            message: format!(
-                "pod `{}/{}` held {} GPU(s) with no activity for {:.1} h from {}",
-                st.team,
-                st.pod,
-                st.allocated_gpus,
-                st.seconds as f64 / 3600.0,
-                st.since
-            ),
-            change: "stop pods idle longer than the threshold (an idle-job reaper), or set scale_to_zero = true".into(),
-        });
-    }
-
-    // Pool floors paid all window against what their workloads held.
-    let mut idle_pools = Vec::new();
-    let mut reservations = Vec::new();
-    for p in plan.pools() {
-        let Some(sku) = catalog.sku(plan.provider(), p.sku.get()) else {
-            continue;
-        };
-        let gpus = f64::from(sku.gpu_count);
-        let floor = p.nodes().min().max(0) as f64 * gpus * window_s;
-        let held: f64 = p
-            .workloads
-            .iter()
-            .filter_map(|w| by_workload.get(w.get().as_str()))
-            .map(|x| x.0)
-            .sum();
-        let price = pool_gpu_second(plan, catalog, p).unwrap_or(0.0);
-        let idle = (floor - held).max(0.0);
-        if idle > 0.0 {
-            let nodes_idle = (idle / window_s / gpus.max(1.0)).floor();
-            idle_pools.push(IdlePool {
-                pool: p.name.get().clone(),
-                idle_gpu_seconds: round(idle),
-                idle_cost_usd: round(idle * price),
-            });
-            if nodes_idle >= 1.0 {
-                advice.push(Advice {
-                    kind: "shrink-pool",
-                    workload: None,
-                    pool: Some(p.name.get().clone()),
-                    saving_usd: round(nodes_idle * gpus * window_s * price),
-                    message: format!(
-                        "pool `{}` kept {} node(s) of its floor idle on average",
-                        p.name.get(),
-                        nodes_idle
-                    ),
-                    change: format!(
-                        "[[pool]] name = \"{}\": nodes.min = {}",
-                        p.name.get(),
-                        (p.nodes().min() - nodes_idle as i64).max(0)
-                    ),
-                });
-            }
-        }
-        if p.capacity().is_committed() && floor > 0.0 {
-            reservations.push(ReservationFill {
-                pool: p.name.get().clone(),
-                reserved_gpu_seconds: round(floor),
-                allocated_gpu_seconds: round(held.min(floor)),
-                fill: (held.min(floor) / floor * 10_000.0).round() / 10_000.0,
-            });
-        }
-    }
-    let idle_nodes = idle_nodes(plan, catalog, t, step, &mut advice);
-    for (ns, (a, u)) in ns_totals {
-        let team = teams.entry(ns).or_default();
-        team.0 = a;
-        team.1 = u;
-    }
-    advice.sort_by(|a, b| {
-        b.saving_usd
-            .total_cmp(&a.saving_usd)
-            .then(a.kind.cmp(b.kind))
-    });
-
-    Review {
-        schema: SCHEMA,
-        plan: plan.name().to_owned(),
-        source: t.source.clone(),
-        window: Window {
-            from: format_time(t.from),
-            to: format_time(t.to),
-            step_seconds: step,
-        },
-        teams: teams
-            .into_iter()
-            .map(|(team, (a, u, c))| TeamRow {
-                team,
-                allocated_gpu_seconds: round(a),
-                used_gpu_seconds: round(u),
-                efficiency: ratio(u, a),
-                idle_cost_usd: round(c),
-            })
-            .collect(),
-        workloads,
-        stalled,
-        idle_pools,
-        idle_nodes,
-        reservations,
-        unmatched,
-        recommendations: advice,
-        timeline: timeline
-            .into_iter()
-            .map(|(team, pts)| (team, pts.into_iter().map(|(t, (a, u))| (t, a, u)).collect()))
-            .collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pool_matches;
-
-    #[test]
-    fn node_pool_labels_match_plan_pools_as_aks_shortens_them() {
-        assert!(pool_matches("notebooks", "notebooks"));
-        assert!(pool_matches("servemig", "serve-mig"));
-        // AKS keeps 12 lowercase letters and digits
-        assert!(pool_matches("inferencea10", "inference-a100-spot"));
-        assert!(!pool_matches("inference", "inference-a100-spot"));
-        assert!(!pool_matches("", "x"));
-        assert!(!pool_matches("gpu", "cpu"));
-    }
 }

@@ -10,87 +10,108 @@
 
 use std::collections::BTreeMap;
 
-/// One pod's samples, keyed by time (Unix seconds).
+/// One pod over the window, per step window (keyed by the window's start, Unix seconds).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodSeries {
     pub namespace: String,
     pub pod: String,
     /// `app.kubernetes.io/name`, when known.
     pub app: Option<String>,
+    /// The node it ran on.
+    pub node: Option<String>,
+    /// GPU-seconds held while Running on a node: requests of app containers and native
+    /// sidecars (or of the largest init container, when larger), at the share of a physical
+    /// GPU each unit is (a MIG profile's, a time-sliced replica's).
     pub allocated: BTreeMap<i64, f64>,
+    /// GPU-seconds busy inside the windows it held GPUs.
     pub used: BTreeMap<i64, f64>,
-    pub tokens: BTreeMap<i64, f64>,
+    /// GPU-seconds requested while Pending: demand that was not met.
+    pub pending: f64,
+    /// Generated tokens (counter increase across resets).
+    pub tokens: f64,
+    /// Whether a usage series covers it (its own, or its time-sliced GPU's).
+    pub has_usage: bool,
+    /// The share of one physical GPU one requested unit was: `1/replicas` when time-sliced.
+    pub unit_share: f64,
+    /// The usage signal its GPUs were read from.
+    pub signal: Option<Signal>,
 }
 
-/// One node's GPUs, keyed by time: what the node offers (`kube_node_status_allocatable`) and
-/// what pods on it request (`kube_pod_container_resource_requests`, by its `node` label).
+/// One node's GPUs over the window, in GPU-seconds per step window.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeSeries {
     /// The node pool / node group label (`kube_node_labels`), when exported.
     pub pool: Option<String>,
+    /// GPU model as the node's labels or DCGM name it.
+    pub model: Option<String>,
+    pub instance_type: Option<String>,
+    /// Device plugin replicas per GPU when time-sliced (1 otherwise).
+    pub replicas: u32,
+    /// The MIG profile of a single-strategy MIG node.
+    pub mig_single: Option<String>,
+    /// Physical GPUs it offers (the most seen).
+    pub gpus: f64,
+    /// Physical GPU-seconds offered.
     pub capacity: BTreeMap<i64, f64>,
+    /// Physical GPU-seconds requested by running pods on it.
     pub allocated: BTreeMap<i64, f64>,
+    /// The usage signal its GPUs were read from.
+    pub signal: Option<Signal>,
 }
 
-/// Node labels that name a node's pool: AKS, EKS managed node groups, Karpenter, in the
-/// `label_` form kube-state-metrics exports them in (`--metric-labels-allowlist`).
-pub const POOL_LABELS: [&str; 4] = [
-    "label_kubernetes_azure_com_agentpool",
-    "label_agentpool",
-    "label_eks_amazonaws_com_nodegroup",
-    "label_karpenter_sh_nodepool",
-];
+/// Where "used" came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Signal {
+    /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE`: the share of time any engine was busy; also on MIG.
+    GrEngineActive,
+    /// `DCGM_FI_DEV_GPU_UTIL / 100`, where the profiling metric is absent or stuck at zero
+    /// while utilisation moves (pre-Volta GPUs, another profiler holding the counters).
+    GpuUtil,
+}
+
+impl Signal {
+    pub fn metric(self) -> &'static str {
+        match self {
+            Signal::GrEngineActive => "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            Signal::GpuUtil => "DCGM_FI_DEV_GPU_UTIL / 100 (fallback)",
+        }
+    }
+}
+
+/// Usage a pod label claims but no pod with GPU requests matches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Orphan {
+    pub namespace: String,
+    pub pod: String,
+    pub used_gpu_seconds: f64,
+}
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Telemetry {
-    /// Inclusive start and exclusive end of the window, Unix seconds.
+    /// Inclusive start and exclusive end of the window asked for, Unix seconds.
     pub from: i64,
     pub to: i64,
-    /// Seconds each sample stands for.
+    /// Seconds of each step window.
     pub step: i64,
     /// By (namespace, pod).
     pub pods: BTreeMap<(String, String), PodSeries>,
     /// By node name; empty when the source has no node metrics.
     pub nodes: BTreeMap<String, NodeSeries>,
+    /// Seconds of the window that hold any kube-state-metrics data, and the first and last
+    /// of them: costs and advice are over this span, never over hours without data.
+    pub covered: i64,
+    pub data_from: Option<i64>,
+    pub data_to: Option<i64>,
+    /// Scrape intervals inferred from the data (seconds), kube-state-metrics and DCGM.
+    pub ksm_interval: Option<f64>,
+    pub dcgm_interval: Option<f64>,
+    /// Usage series whose pod has no GPU request.
+    pub orphans: Vec<Orphan>,
     /// Where the numbers came from, for the report.
     pub source: String,
-    /// What the reader noticed and worked around (duplicate series, skipped lines, an
-    /// ignored `--step`), said to the user as warnings.
+    /// What the reader noticed and worked around, said to the user as warnings.
     pub notes: Vec<String>,
-}
-
-impl Telemetry {
-    pub fn pod_mut(&mut self, namespace: &str, pod: &str) -> &mut PodSeries {
-        self.pods
-            .entry((namespace.to_owned(), pod.to_owned()))
-            .or_insert_with(|| PodSeries {
-                namespace: namespace.to_owned(),
-                pod: pod.to_owned(),
-                ..PodSeries::default()
-            })
-    }
-
-    /// Drop samples outside the window.
-    pub fn clip(&mut self) {
-        let (from, to) = (self.from, self.to);
-        for p in self.pods.values_mut() {
-            for m in [&mut p.allocated, &mut p.used, &mut p.tokens] {
-                m.retain(|t, _| *t >= from && *t < to);
-            }
-        }
-        self.pods
-            .retain(|_, p| !p.allocated.is_empty() || !p.used.is_empty());
-        for n in self.nodes.values_mut() {
-            for m in [&mut n.capacity, &mut n.allocated] {
-                m.retain(|t, _| *t >= from && *t < to);
-            }
-        }
-        self.nodes.retain(|_, n| !n.capacity.is_empty());
-    }
-
-    pub fn node_mut(&mut self, node: &str) -> &mut NodeSeries {
-        self.nodes.entry(node.to_owned()).or_default()
-    }
 }
 
 /// The share of one GPU a MIG profile holds (its compute slices of the GPU's), from the

@@ -1,4 +1,5 @@
 pub mod mock;
+pub mod prometheus;
 
 /// The binary run from the project root on a fixed date, without colour, on the embedded
 /// catalog with `cache` as its refresh cache.

@@ -1,0 +1,859 @@
+//! From the answers to [`super::query::QUERIES`] (a server's or a file's, the same shape) to
+//! per-pod and per-node GPU-seconds. Here the cluster's semantics are applied once for both
+//! paths:
+//! - only Running pods on a node hold GPUs; Pending requests are unmet demand apart;
+//! - a time-sliced GPU is one physical GPU split among the pods that share it, whichever way
+//!   dcgm-exporter attributed it (to one pod by default, a copy to each with
+//!   `--kubernetes-virtual-gpus`);
+//! - under the MIG single strategy an `nvidia.com/gpu` is the node's MIG profile's share;
+//! - usage is `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, or `DCGM_FI_DEV_GPU_UTIL / 100` where the
+//!   profiling metric is absent or stuck at zero on a non-MIG GPU;
+//! - a sample stands for one scrape interval, inferred from the data.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::query::{Answers, Grid, Q};
+use super::telemetry::{NodeSeries, Orphan, PodSeries, Signal, Telemetry};
+use crate::catalog::Catalog;
+use crate::plan::Plan;
+
+/// Node labels that name a node's pool, in the `label_` form kube-state-metrics exports.
+pub const POOL_LABELS: [&str; 4] = [
+    "label_kubernetes_azure_com_agentpool",
+    "label_agentpool",
+    "label_eks_amazonaws_com_nodegroup",
+    "label_karpenter_sh_nodepool",
+];
+
+/// A node pool label against a plan pool name: equal ignoring case and anything but letters
+/// and digits, or the pool's first 12 of those (AKS pool names are at most 12 characters).
+pub fn pool_matches(label: &str, pool: &str) -> bool {
+    let norm = |s: &str| {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect::<String>()
+    };
+    let (l, p) = (norm(label), norm(pool));
+    !l.is_empty() && (l == p || (l.len() == 12 && p.starts_with(&l)))
+}
+
+/// The plan pool a node pool label names.
+pub fn plan_pool<'p>(plan: &'p Plan, label: Option<&str>) -> Option<&'p crate::plan::raw::Pool> {
+    let l = label?;
+    plan.pools()
+        .iter()
+        .map(|p| p.get())
+        .find(|p| pool_matches(l, p.name.get()))
+}
+
+/// Which workload a pod belongs to: its team's namespace, and the workload's name as the
+/// pod's `app.kubernetes.io/name` or as its name prefix (`chat-api-7d9f...`).
+pub fn owner<'p>(plan: &'p Plan, p: &PodSeries) -> Option<&'p str> {
+    let mut best: Option<&str> = None;
+    for w in plan.workloads() {
+        if w.team.get() != &p.namespace {
+            continue;
+        }
+        let name = w.name.get().as_str();
+        if p.app.as_deref() == Some(name) {
+            return Some(name);
+        }
+        if (p.pod == name || p.pod.starts_with(&format!("{name}-")))
+            && best.is_none_or(|b| name.len() > b.len())
+        {
+            best = Some(name);
+        }
+    }
+    best
+}
+
+/// The scrape interval of a family of series, from how many samples fall in a window whose
+/// neighbours both hold samples too (such a window is covered end to end, so its count is
+/// step / interval on average whatever the offsets). Falls back to the typical gap between
+/// windows with samples when the interval is longer than the step.
+pub fn interval<'a>(rows: impl Iterator<Item = &'a BTreeMap<u32, f64>>, step: i64) -> Option<f64> {
+    // Over each series' life, samples per second: its samples over the windows from its
+    // first to its last. The two edge windows are partial, so only series of ten windows or
+    // more count, and they are weighed by length; the error is under a sample per series.
+    let (mut samples, mut windows) = (0.0, 0u64);
+    let mut gaps: Vec<u32> = Vec::new();
+    for r in rows {
+        let (Some((first, _)), Some((last, _))) = (r.first_key_value(), r.last_key_value()) else {
+            continue;
+        };
+        let span = u64::from(last - first) + 1;
+        if span >= 10 {
+            samples += r.values().sum::<f64>();
+            windows += span;
+        }
+        gaps.extend(r.keys().zip(r.keys().skip(1)).map(|(a, b)| b - a));
+    }
+    if windows > 0 && samples > 0.0 {
+        let i = windows as f64 * step as f64 / samples;
+        // Scrape intervals are whole seconds; the edges leave a hair of noise.
+        return Some(if (i - i.round()).abs() < 0.02 * i {
+            i.round()
+        } else {
+            i
+        });
+    }
+    gaps.sort_unstable();
+    gaps.get(gaps.len() / 2)
+        .map(|g| f64::from(*g) * step as f64)
+}
+
+fn col(q: Q, l: &str) -> usize {
+    Answers::col(q, l)
+}
+
+struct Node {
+    labels: BTreeMap<String, String>,
+    /// resource -> window -> (avg, count)
+    alloc: BTreeMap<String, BTreeMap<u32, (f64, f64)>>,
+}
+
+/// How the node's `nvidia.com/gpu` counts: 1, a time-sliced replica's share, or a single
+/// strategy MIG profile's share.
+struct Unit {
+    replicas: u32,
+    mig: Option<String>,
+    share: f64,
+}
+
+fn unit_of(
+    plan: &Plan,
+    catalog: &Catalog,
+    labels: &BTreeMap<String, String>,
+    allocatable_gpus: Option<f64>,
+    pool: Option<&crate::plan::raw::Pool>,
+) -> Unit {
+    let label = |k: &str| labels.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    // MIG single strategy: GPU feature discovery names the profile in the product or the
+    // mig-parted config; an AKS MIG pool's comes from the plan.
+    let mig = label("label_nvidia_com_gpu_product")
+        .and_then(|p| p.rsplit_once("-MIG-").map(|(_, m)| m.to_owned()))
+        .or_else(|| {
+            (label("label_nvidia_com_mig_strategy") == Some("single"))
+                .then(|| label("label_nvidia_com_mig_config"))
+                .flatten()
+                .and_then(|c| c.strip_prefix("all-"))
+                .map(str::to_owned)
+        })
+        .or_else(|| {
+            pool.and_then(|p| p.mig_profile.as_ref())
+                .map(|m| m.get().clone())
+        })
+        .filter(|m| super::telemetry::mig_share(catalog, m).is_some());
+    if let Some(m) = mig {
+        let share = super::telemetry::mig_share(catalog, &m).unwrap_or(1.0);
+        return Unit {
+            replicas: 1,
+            mig: Some(m),
+            share,
+        };
+    }
+    let physical = label("label_nvidia_com_gpu_count")
+        .and_then(|c| c.parse::<u32>().ok())
+        .or_else(|| {
+            let it = label("label_node_kubernetes_io_instance_type")?;
+            catalog.sku(plan.provider(), it).map(|s| s.gpu_count)
+        })
+        .or_else(|| {
+            pool.and_then(|p| catalog.sku(plan.provider(), p.sku.get()))
+                .map(|s| s.gpu_count)
+        })
+        .filter(|c| *c > 0);
+    // What the node advertises against its physical GPUs beats what the plan says.
+    let measured = allocatable_gpus.zip(physical).and_then(|(a, p)| {
+        let r = a / f64::from(p);
+        (r >= 1.0 && (r - r.round()).abs() < 1e-9).then_some(r.round() as u32)
+    });
+    let replicas = label("label_nvidia_com_gpu_replicas")
+        .and_then(|r| r.parse::<u32>().ok())
+        .or(measured)
+        .or_else(|| {
+            pool.filter(|p| {
+                matches!(
+                    p.sharing(),
+                    crate::plan::raw::Sharing::TimeSlicing | crate::plan::raw::Sharing::Mps
+                )
+            })
+            .and_then(|p| p.time_slicing_replicas.as_ref())
+            .and_then(|r| u32::try_from(*r.get()).ok())
+        })
+        .filter(|r| *r >= 1)
+        .unwrap_or(1);
+    Unit {
+        replicas,
+        mig: None,
+        share: 1.0 / f64::from(replicas),
+    }
+}
+
+/// A pod's containers, by kind, per window: (node, GPUs of one unit each, avg requested).
+#[derive(Default)]
+struct PodReq {
+    node: Option<String>,
+    cluster: String,
+    /// container -> resource -> window -> avg (scheduled rows only)
+    app: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
+    init: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
+    /// Requests per window of any row (scheduled or not), for Pending demand.
+    any: BTreeMap<u32, f64>,
+}
+
+pub fn assemble(
+    a: &Answers,
+    grid: Grid,
+    plan: &Plan,
+    catalog: &Catalog,
+    cluster: Option<&str>,
+    source: String,
+    mut notes: Vec<String>,
+) -> Result<Telemetry, String> {
+    let step = grid.step;
+    let stepf = step as f64;
+    // Several clusters in one store (Thanos, Mimir) must not be merged silently.
+    let mut clusters: BTreeSet<&str> = BTreeSet::new();
+    for (q, rows) in &a.rows {
+        if let Some(c) = Answers::query(*q).by.iter().position(|l| *l == "cluster") {
+            clusters.extend(rows.keys().map(|g| g[c].as_str()).filter(|c| !c.is_empty()));
+        }
+    }
+    if cluster.is_none() && clusters.len() > 1 {
+        return Err(format!(
+            "the data holds {} clusters ({}): review one at a time with `--cluster NAME`",
+            clusters.len(),
+            clusters.iter().copied().collect::<Vec<_>>().join(", ")
+        ));
+    }
+
+    let ksm = interval(
+        a.get(Q::Scraped)
+            .map(|(_, r)| r)
+            .chain(a.get(Q::NodeScraped).map(|(_, r)| r)),
+        step,
+    );
+    let has_phase = a.get(Q::Scraped).next().is_some();
+    let dcgm = interval(
+        a.get(Q::ActiveCount)
+            .map(|(_, r)| r)
+            .chain(a.get(Q::UtilCount).map(|(_, r)| r)),
+        step,
+    );
+    // Seconds a window's samples stand for: count x interval, never more than the window.
+    // Not capped at the window: a sample jittered across a boundary leaves one window with
+    // one too many and its neighbour one too few, and the total stays exact.
+    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+
+    // Nodes.
+    let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+    for (g, w) in a.get(Q::NodeLabels) {
+        let name = &g[col(Q::NodeLabels, "node")];
+        if name.is_empty() || w.is_empty() {
+            continue;
+        }
+        let n = nodes.entry(name.clone()).or_insert_with(|| Node {
+            labels: BTreeMap::new(),
+            alloc: BTreeMap::new(),
+        });
+        for (i, l) in super::query::NODE_LABELS.iter().enumerate() {
+            if !g[i].is_empty() {
+                n.labels.insert((*l).to_owned(), g[i].clone());
+            }
+        }
+    }
+    let counts: BTreeMap<(&str, &str), &BTreeMap<u32, f64>> = a
+        .get(Q::NodeScraped)
+        .map(|(g, r)| {
+            (
+                (
+                    g[col(Q::NodeScraped, "node")].as_str(),
+                    g[col(Q::NodeScraped, "resource")].as_str(),
+                ),
+                r,
+            )
+        })
+        .collect();
+    for (g, w) in a.get(Q::NodeAllocatable) {
+        let (name, res) = (
+            &g[col(Q::NodeAllocatable, "node")],
+            &g[col(Q::NodeAllocatable, "resource")],
+        );
+        if name.is_empty() {
+            continue;
+        }
+        let c = counts.get(&(name.as_str(), res.as_str()));
+        let n = nodes.entry(name.clone()).or_insert_with(|| Node {
+            labels: BTreeMap::new(),
+            alloc: BTreeMap::new(),
+        });
+        let e = n.alloc.entry(res.clone()).or_default();
+        for (k, v) in w {
+            let count = c
+                .and_then(|c| c.get(k))
+                .copied()
+                .unwrap_or(stepf / ksm.unwrap_or(stepf));
+            e.insert(*k, (*v, count));
+        }
+    }
+    // Pods: their requests by container.
+    let mut reqs: BTreeMap<(String, String), PodReq> = BTreeMap::new();
+    for (q, init) in [(Q::Requests, false), (Q::InitRequests, true)] {
+        for (g, w) in a.get(q) {
+            let (ns, pod, container, node, res) = (
+                &g[col(q, "namespace")],
+                &g[col(q, "pod")],
+                &g[col(q, "container")],
+                &g[col(q, "node")],
+                &g[col(q, "resource")],
+            );
+            if ns.is_empty() || pod.is_empty() {
+                continue;
+            }
+            let r = reqs.entry((ns.clone(), pod.clone())).or_default();
+            r.cluster.clone_from(&g[col(q, "cluster")]);
+            for (k, v) in w {
+                let e = r.any.entry(*k).or_default();
+                *e = e.max(*v);
+            }
+            if node.is_empty() && has_phase {
+                continue;
+            }
+            if !node.is_empty() {
+                r.node = Some(node.clone());
+            }
+            let by = if init { &mut r.init } else { &mut r.app };
+            let e = by
+                .entry(container.clone())
+                .or_default()
+                .entry(res.clone())
+                .or_default();
+            for (k, v) in w {
+                let x = e.entry(*k).or_default();
+                *x = x.max(*v);
+            }
+        }
+    }
+    let per_pod = |q: Q| -> BTreeMap<(String, String), &BTreeMap<u32, f64>> {
+        a.get(q)
+            .map(|(g, r)| {
+                (
+                    (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone()),
+                    r,
+                )
+            })
+            .collect()
+    };
+    let running = per_pod(Q::Running);
+    let pending = per_pod(Q::Pending);
+    let sidecars: BTreeSet<(String, String, String)> = a
+        .get(Q::Sidecars)
+        .filter(|(_, r)| r.values().any(|v| *v > 0.0))
+        .map(|(g, _)| {
+            (
+                g[col(Q::Sidecars, "namespace")].clone(),
+                g[col(Q::Sidecars, "pod")].clone(),
+                g[col(Q::Sidecars, "container")].clone(),
+            )
+        })
+        .collect();
+    let apps: BTreeMap<(String, String), String> = a
+        .get(Q::PodLabels)
+        .map(|(g, _)| {
+            (
+                (
+                    g[col(Q::PodLabels, "namespace")].clone(),
+                    g[col(Q::PodLabels, "pod")].clone(),
+                ),
+                g[col(Q::PodLabels, "label_app_kubernetes_io_name")].clone(),
+            )
+        })
+        .collect();
+
+    // A node without a pool label takes the declared pool of a workload running on it.
+    let mut node_pool: BTreeMap<String, &crate::plan::raw::Pool> = BTreeMap::new();
+    for (name, n) in &nodes {
+        let label = POOL_LABELS.iter().find_map(|k| {
+            n.labels
+                .get(*k)
+                .map(String::as_str)
+                .filter(|v| !v.is_empty())
+        });
+        if let Some(p) = plan_pool(plan, label) {
+            node_pool.insert(name.clone(), p);
+        }
+    }
+    for ((ns, pod), r) in reqs.iter().filter(|_| !a.gpus_as_given) {
+        let Some(node) = &r.node else { continue };
+        if node_pool.contains_key(node) {
+            continue;
+        }
+        let probe = PodSeries {
+            namespace: ns.clone(),
+            pod: pod.clone(),
+            app: apps.get(&(ns.clone(), pod.clone())).cloned(),
+            ..PodSeries::default()
+        };
+        if let Some(p) = owner(plan, &probe).and_then(|w| plan.workload_pools(w).next()) {
+            node_pool.insert(node.clone(), p.get());
+        }
+    }
+    for node in node_pool.keys() {
+        nodes.entry(node.clone()).or_insert_with(|| Node {
+            labels: BTreeMap::new(),
+            alloc: BTreeMap::new(),
+        });
+    }
+    let mut units: BTreeMap<String, Unit> = BTreeMap::new();
+    let mut out_nodes: BTreeMap<String, NodeSeries> = BTreeMap::new();
+    let mut unknown_mig = BTreeSet::new();
+    for (name, n) in &nodes {
+        let gpus = n
+            .alloc
+            .get("nvidia_com_gpu")
+            .and_then(|w| w.values().map(|x| x.0).reduce(f64::max));
+        let u = unit_of(plan, catalog, &n.labels, gpus, node_pool.get(name).copied());
+        let mut capacity: BTreeMap<i64, f64> = BTreeMap::new();
+        let mut physical: BTreeMap<u32, f64> = BTreeMap::new();
+        for (res, w) in &n.alloc {
+            let share = if res == "nvidia_com_gpu" {
+                u.share
+            } else if let Some(s) = super::telemetry::resource_share(catalog, res) {
+                s
+            } else {
+                unknown_mig.insert(res.clone());
+                continue;
+            };
+            for (k, (avg, count)) in w {
+                *capacity.entry(grid.start(*k)).or_default() += avg * share * secs(*count, ksm);
+                *physical.entry(*k).or_default() += avg * share;
+            }
+        }
+        let label = |k: &str| n.labels.get(k).cloned();
+        let pool = POOL_LABELS.iter().find_map(|k| label(k));
+        let model = node_pool
+            .get(name)
+            .copied()
+            .and_then(|p| catalog.sku(plan.provider(), p.sku.get()))
+            .map(|s| s.gpu_model.clone())
+            .or_else(|| label("label_nvidia_com_gpu_product"));
+        out_nodes.insert(
+            name.clone(),
+            NodeSeries {
+                pool,
+                model,
+                instance_type: label("label_node_kubernetes_io_instance_type"),
+                replicas: u.replicas,
+                gpus: physical.values().copied().fold(0.0, f64::max),
+                mig_single: u.mig.clone(),
+                capacity,
+                allocated: BTreeMap::new(),
+                signal: None,
+            },
+        );
+        units.insert(name.clone(), u);
+    }
+
+    let mut pods: BTreeMap<(String, String), PodSeries> = BTreeMap::new();
+    for (key, r) in &reqs {
+        let unit = r
+            .node
+            .as_ref()
+            .and_then(|n| units.get(n))
+            .filter(|_| !a.gpus_as_given);
+        let share_of = |res: &str| -> Option<f64> {
+            if res == "nvidia_com_gpu" {
+                Some(unit.map_or(1.0, |u| u.share))
+            } else {
+                super::telemetry::resource_share(catalog, res)
+            }
+        };
+        // GPUs per window of app containers (and sidecars), and the largest init container.
+        let mut app: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut init: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut add = |target: &mut BTreeMap<u32, f64>,
+                       res: &BTreeMap<String, BTreeMap<u32, f64>>,
+                       sum: bool| {
+            for (res, w) in res {
+                let Some(s) = share_of(res) else {
+                    unknown_mig.insert(res.clone());
+                    continue;
+                };
+                for (k, v) in w {
+                    let e = target.entry(*k).or_default();
+                    *e = if sum { *e + v * s } else { e.max(v * s) };
+                }
+            }
+        };
+        for c in r.app.values() {
+            add(&mut app, c, true);
+        }
+        for (name, c) in &r.init {
+            if sidecars.contains(&(key.0.clone(), key.1.clone(), name.clone())) {
+                add(&mut app, c, true);
+            } else {
+                add(&mut init, c, false);
+            }
+        }
+        for (k, v) in init {
+            let e = app.entry(k).or_default();
+            *e = e.max(v);
+        }
+        let run = running.get(key);
+        let mut p = PodSeries {
+            namespace: key.0.clone(),
+            pod: key.1.clone(),
+            app: apps.get(key).cloned(),
+            node: r.node.clone(),
+            unit_share: unit.map_or(1.0, |u| u.share),
+            ..PodSeries::default()
+        };
+        for (k, gpus) in &app {
+            let held = if has_phase {
+                secs(run.and_then(|r| r.get(k)).copied().unwrap_or(0.0), ksm)
+            } else {
+                stepf
+            };
+            if held > 0.0 && *gpus > 0.0 {
+                p.allocated.insert(grid.start(*k), gpus * held);
+            }
+        }
+        if let Some(pend) = pending.get(key) {
+            for (k, c) in *pend {
+                let gpus = r.any.get(k).copied().unwrap_or(0.0);
+                p.pending += gpus * secs(*c, ksm) * share_of("nvidia_com_gpu").unwrap_or(1.0);
+            }
+        }
+        if let (Some(node), Some(n)) = (&r.node, r.node.as_ref().and_then(|n| out_nodes.get_mut(n)))
+        {
+            let _ = node;
+            for (t, v) in &p.allocated {
+                *n.allocated.entry(*t).or_default() += v;
+            }
+        }
+        pods.insert(key.clone(), p);
+    }
+
+    // Usage, per device: prefer the profiling metric; fall back to utilisation on non-MIG GPUs
+    // where it is absent or flat at zero while utilisation moves.
+    type Dev = Vec<String>;
+    // A card is its UUID or its host and index; a series that names neither (a hand-made
+    // export) is its pod's own device.
+    let device_of = |q: Q, g: &Vec<String>| -> Dev {
+        let mut d: Dev = ["cluster", "Hostname", "gpu", "UUID", "GPU_I_ID"]
+            .iter()
+            .map(|l| g[col(q, l)].clone())
+            .collect();
+        if d[1].is_empty() && d[3].is_empty() {
+            d.push(g[col(q, "namespace")].clone());
+            d.push(g[col(q, "pod")].clone());
+        }
+        d
+    };
+    // device -> pod -> window -> (sum, count), and the device's profile and model
+    let mut devices: BTreeMap<Dev, DevUse> = BTreeMap::new();
+    for (q, qc, sig) in [
+        (Q::Active, Q::ActiveCount, Signal::GrEngineActive),
+        (Q::Util, Q::UtilCount, Signal::GpuUtil),
+    ] {
+        let cnt: BTreeMap<&Vec<String>, &BTreeMap<u32, f64>> = a.get(qc).collect();
+        for (g, w) in a.get(q) {
+            let d = devices.entry(device_of(q, g)).or_default();
+            d.profile.clone_from(&g[col(q, "GPU_I_PROFILE")]);
+            if d.model.is_empty() {
+                d.model.clone_from(&g[col(q, "modelName")]);
+            }
+            let pod = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
+            let per = d.by_signal.entry(sig).or_default().entry(pod).or_default();
+            for (k, v) in w {
+                let c = cnt.get(g).and_then(|c| c.get(k)).copied().unwrap_or(1.0);
+                let e = per.entry(*k).or_insert((0.0, 0.0));
+                e.0 = e.0.max(*v);
+                e.1 = e.1.max(c);
+            }
+        }
+    }
+    let mut unlabelled = 0usize;
+    let mut orphans: BTreeMap<(String, String), f64> = BTreeMap::new();
+    // Time-sliced nodes: busy GPU-seconds per window, split below.
+    let mut shared_busy: BTreeMap<String, BTreeMap<i64, f64>> = BTreeMap::new();
+    let mut fallbacks = 0usize;
+    for d in devices.values() {
+        let peak = |s: Signal| {
+            d.by_signal.get(&s).map(|m| {
+                m.values()
+                    .flat_map(|w| w.values())
+                    .map(|x| x.0)
+                    .fold(0.0, f64::max)
+            })
+        };
+        let mig = !d.profile.is_empty();
+        let signal = match (peak(Signal::GrEngineActive), peak(Signal::GpuUtil)) {
+            (Some(_), _) if mig => Signal::GrEngineActive,
+            (Some(a), Some(u)) if a <= 0.0 && u > 0.0 => Signal::GpuUtil,
+            (Some(_), _) => Signal::GrEngineActive,
+            (None, Some(_)) if !mig => Signal::GpuUtil,
+            _ => continue,
+        };
+        if signal == Signal::GpuUtil {
+            fallbacks += 1;
+        }
+        let scale = match signal {
+            Signal::GrEngineActive => 1.0,
+            Signal::GpuUtil => 0.01,
+        };
+        let weight = if mig {
+            match super::telemetry::mig_share(catalog, &d.profile) {
+                Some(w) => w,
+                None => {
+                    unknown_mig.insert(d.profile.clone());
+                    continue;
+                }
+            }
+        } else {
+            1.0
+        };
+        let Some(by_pod) = d.by_signal.get(&signal) else {
+            continue;
+        };
+        // Per window, the device's busy seconds once (virtual-GPU copies are one card), and
+        // the pods it names.
+        let mut busy: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut named: BTreeMap<u32, Vec<&(String, String)>> = BTreeMap::new();
+        for (pod, w) in by_pod {
+            for (k, (sum, count)) in w {
+                // A window's busy seconds: its samples' sum over the count, times the time
+                // they cover.
+                let b = sum / count.max(1.0) * secs(*count, dcgm) * scale * weight;
+                let e = busy.entry(*k).or_default();
+                *e = e.max(b);
+                if !pod.0.is_empty() && !pod.1.is_empty() {
+                    named.entry(*k).or_default().push(pod);
+                }
+            }
+        }
+        if named.is_empty() {
+            unlabelled += 1;
+            continue;
+        }
+        for (k, b) in busy {
+            let Some(names) = named.get(&k) else { continue };
+            let t = grid.start(k);
+            // The node of the pods it names, from kube-state-metrics.
+            let node = names
+                .iter()
+                .find_map(|n| pods.get(*n).and_then(|p| p.node.clone()));
+            let shared = node
+                .as_ref()
+                .and_then(|n| units.get(n))
+                .is_some_and(|u| u.replicas > 1 && !mig);
+            if let Some(n) = node.as_ref().and_then(|n| out_nodes.get_mut(n)) {
+                n.signal = Some(n.signal.map_or(signal, |s| s.max(signal)));
+            }
+            if shared {
+                *shared_busy
+                    .entry(node.unwrap_or_default())
+                    .or_default()
+                    .entry(t)
+                    .or_default() += b;
+                continue;
+            }
+            let each = b / names.len() as f64;
+            for n in names {
+                match pods.get_mut(*n) {
+                    // Usage counts while the pod holds GPUs (this window or, when a sample
+                    // was jittered across the boundary, a neighbour).
+                    Some(p) if holds_near(p, t, step) => {
+                        p.has_usage = true;
+                        p.signal = Some(p.signal.map_or(signal, |s| s.max(signal)));
+                        *p.used.entry(t).or_default() += each;
+                    }
+                    Some(p) => p.has_usage = true,
+                    None => *orphans.entry((*n).clone()).or_default() += each,
+                }
+            }
+        }
+    }
+    // A time-sliced node's busy seconds go to the pods holding its GPUs, by their share.
+    for (node, busy) in shared_busy {
+        let holders: Vec<(String, String)> = pods
+            .iter()
+            .filter(|(_, p)| p.node.as_deref() == Some(node.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (t, b) in busy {
+            let share = |p: &PodSeries| -> f64 {
+                [t - step, t, t + step]
+                    .iter()
+                    .filter_map(|x| p.allocated.get(x))
+                    .copied()
+                    .fold(0.0, f64::max)
+            };
+            let total: f64 = holders.iter().map(|k| share(&pods[k])).sum();
+            if total <= 0.0 {
+                continue;
+            }
+            for k in &holders {
+                let p = pods.get_mut(k).expect("holder");
+                p.has_usage = true;
+                let w = share(p);
+                if w > 0.0 {
+                    *p.used.entry(t).or_default() += b * w / total;
+                }
+            }
+        }
+    }
+    // A GPU is never busier than it was held: the pod's total used is capped at its total
+    // allocated (per window it may be off by a sample jittered across a boundary).
+    for p in pods.values_mut() {
+        let (a, u): (f64, f64) = (p.allocated.values().sum(), p.used.values().sum());
+        if u > a && u > 0.0 {
+            let f = a / u;
+            p.used.values_mut().for_each(|v| *v *= f);
+        }
+    }
+    for p in pods.values_mut() {
+        if !p.has_usage {
+            if let Some(n) = p.node.as_ref().and_then(|n| out_nodes.get(n)) {
+                p.has_usage = n.signal.is_some() && n.replicas > 1;
+            }
+        }
+    }
+
+    // Tokens: a counter's increase across resets, from each window's highest value.
+    for (g, w) in a.get(Q::Tokens) {
+        let key = (
+            g[col(Q::Tokens, "namespace")].clone(),
+            g[col(Q::Tokens, "pod")].clone(),
+        );
+        if let Some(p) = pods.get_mut(&key) {
+            p.tokens += w
+                .values()
+                .zip(w.values().skip(1))
+                .map(|(a, b)| if b >= a { b - a } else { *b })
+                .sum::<f64>();
+        }
+    }
+
+    // Coverage: the windows holding any kube-state-metrics data.
+    let mut covered: BTreeSet<u32> = BTreeSet::new();
+    for q in [Q::Scraped, Q::NodeScraped, Q::Requests] {
+        for (_, w) in a.get(q) {
+            covered.extend(w.keys());
+        }
+    }
+    // A window left empty by a scrape jittered across its boundary is covered; a gap longer
+    // than a scrape interval is not.
+    let reach = ksm.map_or(1, |i| (i / stepf).ceil() as u32 + 1);
+    let filled: Vec<u32> = covered
+        .iter()
+        .zip(covered.iter().skip(1))
+        .filter(|(a, b)| *b - *a > 1 && *b - *a <= reach)
+        .flat_map(|(a, b)| a + 1..*b)
+        .collect();
+    covered.extend(filled);
+    if !has_phase && !reqs.is_empty() {
+        notes.push("no kube_pod_status_phase series: every pod with GPU requests is counted as running (finished and Pending pods included); export it with kube-state-metrics".into());
+    }
+    if unlabelled > 0 {
+        notes.push(format!("{unlabelled} GPU(s) report usage with no pod: no pod held them, or dcgm-exporter runs without --kubernetes"));
+    }
+    if fallbacks > 0 {
+        notes.push(format!("{fallbacks} GPU(s) have no usable DCGM_FI_PROF_GR_ENGINE_ACTIVE (absent, or flat at 0 while utilisation moves): read from DCGM_FI_DEV_GPU_UTIL / 100 instead"));
+    }
+    if !unknown_mig.is_empty() {
+        notes.push(format!(
+            "MIG profile(s) not in the catalog skipped: {}",
+            unknown_mig.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    pods.retain(|_, p| !p.allocated.is_empty() || p.pending > 0.0 || !p.used.is_empty());
+    let requested = grid.to() - grid.from;
+    let span = covered.len() as i64 * step;
+    if !covered.is_empty() && (span as f64) < 0.98 * requested as f64 {
+        notes.push(format!(
+            "the data covers {:.1} h of the {:.1} h window ({} to {}): costs, idle floors and advice are over the {:.1} h covered, never over hours without data",
+            span as f64 / 3600.0,
+            requested as f64 / 3600.0,
+            super::telemetry::format_time(covered.first().map_or(grid.from, |k| grid.start(*k))),
+            super::telemetry::format_time(covered.last().map_or(grid.from, |k| grid.start(*k) + step)),
+            span as f64 / 3600.0
+        ));
+    }
+    Ok(Telemetry {
+        from: grid.from,
+        to: grid.to(),
+        step,
+        pods,
+        nodes: out_nodes,
+        covered: covered.len() as i64 * step,
+        data_from: covered.first().map(|k| grid.start(*k)),
+        data_to: covered.last().map(|k| grid.start(*k) + step),
+        ksm_interval: ksm,
+        dcgm_interval: dcgm,
+        orphans: orphans
+            .into_iter()
+            // A device with no pod of its own names the exporter's pod; idle, it is noise.
+            .filter(|(_, used)| *used >= 1.0)
+            .map(|((namespace, pod), used)| Orphan {
+                namespace,
+                pod,
+                used_gpu_seconds: used,
+            })
+            .collect(),
+        source,
+        notes,
+    })
+}
+
+/// Per pod, per window: the highest (sum, count) of a device's samples.
+type PodWindows = BTreeMap<(String, String), BTreeMap<u32, (f64, f64)>>;
+
+/// Whether a pod holds GPUs in the window starting at `t` or a neighbour of it.
+fn holds_near(p: &PodSeries, t: i64, step: i64) -> bool {
+    [t - step, t, t + step]
+        .iter()
+        .any(|x| p.allocated.contains_key(x))
+}
+
+#[derive(Default)]
+struct DevUse {
+    profile: String,
+    model: String,
+    by_signal: BTreeMap<Signal, PodWindows>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_pool_labels_match_plan_pools_as_aks_shortens_them() {
+        assert!(pool_matches("notebooks", "notebooks"));
+        assert!(pool_matches("servemig", "serve-mig"));
+        // AKS keeps 12 lowercase letters and digits
+        assert!(pool_matches("inferencea10", "inference-a100-spot"));
+        assert!(!pool_matches("inference", "inference-a100-spot"));
+        assert!(!pool_matches("", "x"));
+        assert!(!pool_matches("gpu", "cpu"));
+    }
+
+    #[test]
+    fn intervals_come_from_whole_windows_whatever_the_offset() {
+        // 30 s scrapes at +7.1 s in 60 s windows: two per window
+        let r: BTreeMap<u32, f64> = (0..10).map(|k| (k, 2.0)).collect();
+        assert_eq!(interval([&r].into_iter(), 60), Some(30.0));
+        // 45 s into 60 s windows: 1, 2, 1, 1, 2, 1 ...
+        let r: BTreeMap<u32, f64> = (0..12)
+            .map(|k| (k, if k % 3 == 1 { 2.0 } else { 1.0 }))
+            .collect();
+        let i = interval([&r].into_iter(), 60).expect("interval");
+        assert!((i - 45.0).abs() < 3.0, "{i}");
+        // 120 s scrapes into 60 s windows: every other window (edge windows cost a sample)
+        let r: BTreeMap<u32, f64> = (0..100).map(|k| (k * 2, 1.0)).collect();
+        let i = interval([&r].into_iter(), 60).expect("interval");
+        assert!((i - 120.0).abs() < 2.0, "{i}");
+    }
+}

@@ -1,0 +1,722 @@
+//! The review's questions, asked the same way of a Prometheus server and of a file.
+//!
+//! Each [`Query`] is one PromQL expression of the form
+//! `ACROSS by (LABELS) (REWRITE(OVER_over_time(SELECTOR[STEP - 1ms])))`, evaluated at the end
+//! of every step window. The file reader computes the same expression itself from the raw
+//! samples ([`Collector`]), so both paths hand [`super::assemble`] identical [`Answers`] and
+//! cannot disagree. Over-time functions read only the raw samples inside each window: no
+//! lookback, so a series that ends mid-window ends there (an instant query would carry it
+//! five minutes on), and a six-minute job is counted by its own samples, not by whether a
+//! step happened to land on it.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// The step windows of a review: window `k` holds the samples with
+/// `from + k·step <= t < from + (k+1)·step`; a sample stands for the interval after it.
+/// Prometheus evaluates each window at its last millisecond, `T = from + (k+1)·step - 1 ms`,
+/// over a range that ends there: `[step - 1ms]` in Prometheus 2 (closed ranges), `[step]` in
+/// Prometheus 3 (left-open ranges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Unix seconds.
+    pub from: i64,
+    pub step: i64,
+    pub windows: u32,
+}
+
+impl Grid {
+    pub fn to(&self) -> i64 {
+        self.from + self.step * i64::from(self.windows)
+    }
+    /// The window a sample at `ms` (Unix milliseconds) falls in, if any.
+    pub fn window(&self, ms: i64) -> Option<u32> {
+        let d = ms - self.from * 1000;
+        if d < 0 {
+            return None;
+        }
+        let k = d / (self.step * 1000);
+        (k < i64::from(self.windows)).then_some(k as u32)
+    }
+    /// Start of window `k`, Unix seconds.
+    pub fn start(&self, k: u32) -> i64 {
+        self.from + self.step * i64::from(k)
+    }
+    /// The window Prometheus evaluated at `ms` (a window's last millisecond).
+    pub fn window_ending(&self, ms: i64) -> Option<u32> {
+        let d = ms + 1 - self.from * 1000;
+        let step = self.step * 1000;
+        if d <= 0 || d % step != 0 {
+            return None;
+        }
+        let k = d / step - 1;
+        (k < i64::from(self.windows)).then_some(k as u32)
+    }
+}
+
+/// How samples inside one window become one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    Avg,
+    Sum,
+    Count,
+    Max,
+}
+
+/// How the series of one group become one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Across {
+    Sum,
+    Max,
+}
+
+/// A label matcher, written once for both paths.
+#[derive(Debug, Clone, Copy)]
+pub enum Match {
+    Eq(&'static str),
+    NotEmpty,
+    /// `nvidia_com_gpu|nvidia_com_mig_.*`: whole GPUs and MIG instances of the mixed strategy.
+    GpuResource,
+}
+
+impl Match {
+    fn promql(&self, label: &str) -> String {
+        match self {
+            Match::Eq(v) => format!("{label}=\"{v}\""),
+            Match::NotEmpty => format!("{label}!=\"\""),
+            Match::GpuResource => format!("{label}=~\"nvidia_com_gpu|nvidia_com_mig_.*\""),
+        }
+    }
+    fn holds(&self, v: Option<&str>) -> bool {
+        match self {
+            Match::Eq(x) => v.unwrap_or("") == *x,
+            Match::NotEmpty => v.is_some_and(|v| !v.is_empty()),
+            Match::GpuResource => {
+                v.is_some_and(|v| v == "nvidia_com_gpu" || v.starts_with("nvidia_com_mig_"))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Q {
+    /// GPUs each container requests (kube-state-metrics).
+    Requests,
+    /// GPUs each init container requests; native sidecars are told by `SidecarInfo`.
+    InitRequests,
+    /// Init containers with `restartPolicy: Always` (native sidecars, Kubernetes 1.29+).
+    Sidecars,
+    /// Samples with `phase="Running"` = 1, and how many phase samples there were.
+    Running,
+    Scraped,
+    Pending,
+    /// `app.kubernetes.io/name`, where kube-state-metrics exports pod labels.
+    PodLabels,
+    /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE` summed and counted per device and pod.
+    Active,
+    ActiveCount,
+    /// `DCGM_FI_DEV_GPU_UTIL` (percent), the fallback where profiling metrics are absent.
+    Util,
+    UtilCount,
+    /// A generated-token counter's highest value in each window.
+    Tokens,
+    /// GPUs each node offers, and how many samples of them.
+    NodeAllocatable,
+    NodeScraped,
+    NodeLabels,
+}
+
+pub struct Query {
+    pub id: Q,
+    pub metrics: &'static [&'static str],
+    pub matchers: &'static [(&'static str, Match)],
+    pub over: Over,
+    pub across: Across,
+    pub by: &'static [&'static str],
+    /// Whether pod labels are rewritten: `exported_*` (a ServiceMonitor without
+    /// `honorLabels` renames the exporter's own `pod`, `namespace`, `container`) and the old
+    /// `pod_name` / `pod_namespace` win over the scrape target's labels.
+    pub pod_labels: bool,
+}
+
+const REQ: &[&str] = &[
+    "cluster",
+    "namespace",
+    "pod",
+    "container",
+    "node",
+    "resource",
+];
+const POD: &[&str] = &["cluster", "namespace", "pod"];
+const DEVICE: &[&str] = &[
+    "cluster",
+    "namespace",
+    "pod",
+    "Hostname",
+    "gpu",
+    "UUID",
+    "GPU_I_ID",
+    "GPU_I_PROFILE",
+    "modelName",
+];
+const GPU_RES: &[(&str, Match)] = &[("resource", Match::GpuResource)];
+
+/// Node labels the review reads: the pool (AKS, EKS managed node groups, Karpenter, as
+/// kube-state-metrics exports them with `--metric-labels-allowlist`), and what GPU feature
+/// discovery says about the node's GPUs.
+pub const NODE_LABELS: &[&str] = &[
+    "cluster",
+    "node",
+    "label_kubernetes_azure_com_agentpool",
+    "label_agentpool",
+    "label_eks_amazonaws_com_nodegroup",
+    "label_karpenter_sh_nodepool",
+    "label_node_kubernetes_io_instance_type",
+    "label_nvidia_com_gpu_product",
+    "label_nvidia_com_gpu_count",
+    "label_nvidia_com_gpu_replicas",
+    "label_nvidia_com_mig_config",
+    "label_nvidia_com_mig_strategy",
+];
+
+pub const QUERIES: &[Query] = &[
+    Query {
+        id: Q::Requests,
+        metrics: &["kube_pod_container_resource_requests"],
+        matchers: GPU_RES,
+        over: Over::Avg,
+        across: Across::Max,
+        by: REQ,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::InitRequests,
+        metrics: &["kube_pod_init_container_resource_requests"],
+        matchers: GPU_RES,
+        over: Over::Avg,
+        across: Across::Max,
+        by: REQ,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::Sidecars,
+        metrics: &["kube_pod_init_container_info"],
+        matchers: &[("restart_policy", Match::Eq("Always"))],
+        over: Over::Max,
+        across: Across::Max,
+        by: &["cluster", "namespace", "pod", "container"],
+        pod_labels: true,
+    },
+    Query {
+        id: Q::Running,
+        metrics: &["kube_pod_status_phase"],
+        matchers: &[("phase", Match::Eq("Running"))],
+        over: Over::Sum,
+        across: Across::Max,
+        by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::Scraped,
+        metrics: &["kube_pod_status_phase"],
+        matchers: &[("phase", Match::Eq("Running"))],
+        over: Over::Count,
+        across: Across::Max,
+        by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::Pending,
+        metrics: &["kube_pod_status_phase"],
+        matchers: &[("phase", Match::Eq("Pending"))],
+        over: Over::Sum,
+        across: Across::Max,
+        by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::PodLabels,
+        metrics: &["kube_pod_labels"],
+        matchers: &[("label_app_kubernetes_io_name", Match::NotEmpty)],
+        over: Over::Max,
+        across: Across::Max,
+        by: &[
+            "cluster",
+            "namespace",
+            "pod",
+            "label_app_kubernetes_io_name",
+        ],
+        pod_labels: true,
+    },
+    Query {
+        id: Q::Active,
+        metrics: &["DCGM_FI_PROF_GR_ENGINE_ACTIVE"],
+        matchers: &[],
+        over: Over::Sum,
+        across: Across::Max,
+        by: DEVICE,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::ActiveCount,
+        metrics: &["DCGM_FI_PROF_GR_ENGINE_ACTIVE"],
+        matchers: &[],
+        over: Over::Count,
+        across: Across::Max,
+        by: DEVICE,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::Util,
+        metrics: &["DCGM_FI_DEV_GPU_UTIL"],
+        matchers: &[],
+        over: Over::Sum,
+        across: Across::Max,
+        by: DEVICE,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::UtilCount,
+        metrics: &["DCGM_FI_DEV_GPU_UTIL"],
+        matchers: &[],
+        over: Over::Count,
+        across: Across::Max,
+        by: DEVICE,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::Tokens,
+        metrics: &[
+            "vllm:generation_tokens_total",
+            "vllm_generation_tokens_total",
+        ],
+        matchers: &[],
+        over: Over::Max,
+        across: Across::Sum,
+        by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::NodeAllocatable,
+        metrics: &["kube_node_status_allocatable"],
+        matchers: GPU_RES,
+        over: Over::Avg,
+        across: Across::Max,
+        by: &["cluster", "node", "resource"],
+        pod_labels: false,
+    },
+    Query {
+        id: Q::NodeScraped,
+        metrics: &["kube_node_status_allocatable"],
+        matchers: GPU_RES,
+        over: Over::Count,
+        across: Across::Max,
+        by: &["cluster", "node", "resource"],
+        pod_labels: false,
+    },
+    Query {
+        id: Q::NodeLabels,
+        metrics: &["kube_node_labels"],
+        matchers: &[],
+        over: Over::Max,
+        across: Across::Max,
+        by: NODE_LABELS,
+        pod_labels: false,
+    },
+];
+
+/// Pod label rewrites in the order they apply (innermost first): the later win.
+const REWRITES: &[(&str, &str)] = &[
+    ("pod", "pod_name"),
+    ("namespace", "pod_namespace"),
+    ("pod", "exported_pod"),
+    ("namespace", "exported_namespace"),
+    ("container", "exported_container"),
+];
+
+impl Query {
+    /// The PromQL expression, for a window of `step` seconds, limited to one `cluster` when
+    /// given.
+    pub fn promql(&self, step: i64, cluster: Option<&str>, prometheus3: bool) -> String {
+        let mut sel: Vec<String> = Vec::new();
+        if self.metrics.len() > 1 {
+            sel.push(format!("__name__=~\"{}\"", self.metrics.join("|")));
+        }
+        sel.extend(self.matchers.iter().map(|(l, m)| m.promql(l)));
+        if let Some(c) = cluster {
+            sel.push(format!("cluster=\"{}\"", promql_escape(c)));
+        }
+        let name = if self.metrics.len() > 1 {
+            ""
+        } else {
+            self.metrics[0]
+        };
+        let over = match self.over {
+            Over::Avg => "avg",
+            Over::Sum => "sum",
+            Over::Count => "count",
+            Over::Max => "max",
+        };
+        let range = if prometheus3 {
+            step * 1000
+        } else {
+            step * 1000 - 1
+        };
+        let mut e = format!("{over}_over_time({name}{{{}}}[{range}ms])", sel.join(","));
+        if self.pod_labels {
+            for (dst, src) in REWRITES {
+                e = format!("label_replace({e}, \"{dst}\", \"$1\", \"{src}\", \"(.+)\")");
+            }
+        }
+        let across = match self.across {
+            Across::Sum => "sum",
+            Across::Max => "max",
+        };
+        format!("{across} by ({}) ({e})", self.by.join(", "))
+    }
+
+    fn selects(
+        &self,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+        cluster: Option<&str>,
+    ) -> bool {
+        self.metrics.contains(&name)
+            && self
+                .matchers
+                .iter()
+                .all(|(l, m)| m.holds(labels.get(*l).map(String::as_str)))
+            && cluster.is_none_or(|c| labels.get("cluster").map(String::as_str) == Some(c))
+    }
+
+    /// The group a series falls in: its values of `by`, after the rewrites.
+    fn group(&self, labels: &BTreeMap<String, String>) -> Vec<String> {
+        let get = |k: &str| -> String {
+            if self.pod_labels {
+                for (dst, src) in REWRITES.iter().rev() {
+                    if *dst == k {
+                        if let Some(v) = labels.get(*src).filter(|v| !v.is_empty()) {
+                            return v.clone();
+                        }
+                    }
+                }
+            }
+            labels.get(k).cloned().unwrap_or_default()
+        };
+        self.by.iter().map(|k| get(k)).collect()
+    }
+}
+
+fn promql_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// One query's answer: per group (the values of its `by` labels, in order), per window, the
+/// value.
+pub type Rows = BTreeMap<Vec<String>, BTreeMap<u32, f64>>;
+
+/// Every query's answer, by query.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Answers {
+    pub rows: BTreeMap<Q, Rows>,
+    /// Requests are already in physical GPUs (the CSV format): no node's time-slicing or
+    /// MIG strategy applies to them.
+    pub gpus_as_given: bool,
+}
+
+impl Answers {
+    pub fn get(&self, q: Q) -> impl Iterator<Item = (&Vec<String>, &BTreeMap<u32, f64>)> {
+        self.rows.get(&q).into_iter().flat_map(|r| r.iter())
+    }
+    pub fn query(q: Q) -> &'static Query {
+        QUERIES
+            .iter()
+            .find(|x| x.id == q)
+            .expect("every Q has a query")
+    }
+    /// The index of label `l` in the rows of `q`.
+    pub fn col(q: Q, l: &str) -> usize {
+        Self::query(q)
+            .by
+            .iter()
+            .position(|x| *x == l)
+            .expect("a label the query groups by")
+    }
+    /// Add one group's value of one window, combined as the query combines series.
+    pub fn add(&mut self, q: Q, group: Vec<String>, k: u32, v: f64) {
+        let across = Self::query(q).across;
+        let slot = self
+            .rows
+            .entry(q)
+            .or_default()
+            .entry(group)
+            .or_default()
+            .entry(k);
+        match slot {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(v);
+            }
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                let x = e.get_mut();
+                *x = match across {
+                    Across::Sum => *x + v,
+                    Across::Max => x.max(v),
+                };
+            }
+        }
+    }
+}
+
+/// Samples of one window of one raw series.
+#[derive(Debug, Clone, Copy)]
+struct Acc {
+    k: u32,
+    sum: f64,
+    count: u32,
+    max: f64,
+}
+
+struct Series {
+    /// The queries it answers, with its group in each.
+    groups: Vec<(Q, Vec<String>)>,
+    windows: Vec<Acc>,
+    last_ms: i64,
+    last_value: f64,
+    /// Every sample time, kept only for series that a first pass saw out of order (a file
+    /// concatenated twice, two exports merged): duplicates there are found exactly.
+    seen: Option<HashMap<i64, f64>>,
+}
+
+/// A label block that does not parse.
+#[derive(Debug)]
+pub struct BadLabels;
+
+/// Raw samples in, [`Answers`] out: the file path's evaluator of [`QUERIES`].
+pub struct Collector {
+    pub grid: Grid,
+    cluster: Option<String>,
+    index: HashMap<String, usize>,
+    series: Vec<Series>,
+    pub duplicates: u64,
+    pub conflicts: u64,
+    pub outside: u64,
+    /// Clusters seen (the `cluster` label), to refuse merging several silently.
+    pub clusters: std::collections::BTreeSet<String>,
+}
+
+/// Whether any query reads metric `name`.
+pub fn wanted(name: &str) -> bool {
+    QUERIES.iter().any(|q| q.metrics.contains(&name))
+}
+
+impl Collector {
+    pub fn new(grid: Grid, cluster: Option<String>) -> Self {
+        Collector {
+            grid,
+            cluster,
+            index: HashMap::new(),
+            series: Vec::new(),
+            duplicates: 0,
+            conflicts: 0,
+            outside: 0,
+            clusters: Default::default(),
+        }
+    }
+
+    /// The series id of `key` (its metric name and label text as written), registering it
+    /// with `labels()` the first time. `None` when no query wants it.
+    pub fn series(
+        &mut self,
+        key: &str,
+        name: &str,
+        labels: impl FnOnce() -> Option<BTreeMap<String, String>>,
+        out_of_order: bool,
+    ) -> Result<Option<usize>, BadLabels> {
+        if let Some(&i) = self.index.get(key) {
+            return Ok((i != usize::MAX).then_some(i));
+        }
+        let labels = labels().ok_or(BadLabels)?;
+        if let Some(c) = labels.get("cluster") {
+            self.clusters.insert(c.clone());
+        }
+        let groups: Vec<(Q, Vec<String>)> = QUERIES
+            .iter()
+            .filter(|q| q.selects(name, &labels, self.cluster.as_deref()))
+            .map(|q| (q.id, q.group(&labels)))
+            .collect();
+        if groups.is_empty() {
+            self.index.insert(key.to_owned(), usize::MAX);
+            return Ok(None);
+        }
+        let i = self.series.len();
+        self.series.push(Series {
+            groups,
+            windows: Vec::new(),
+            last_ms: i64::MIN,
+            last_value: f64::NAN,
+            seen: out_of_order.then(HashMap::new),
+        });
+        self.index.insert(key.to_owned(), i);
+        Ok(Some(i))
+    }
+
+    pub fn sample(&mut self, id: usize, ms: i64, v: f64) {
+        let s = &mut self.series[id];
+        if let Some(seen) = &mut s.seen {
+            match seen.get(&ms) {
+                Some(x) if *x == v => {
+                    self.duplicates += 1;
+                    return;
+                }
+                Some(_) => {
+                    self.conflicts += 1;
+                    return;
+                }
+                None => {
+                    seen.insert(ms, v);
+                }
+            }
+        } else if ms == s.last_ms {
+            if v == s.last_value {
+                self.duplicates += 1;
+            } else {
+                self.conflicts += 1;
+            }
+            return;
+        }
+        s.last_ms = s.last_ms.max(ms);
+        s.last_value = v;
+        let Some(k) = self.grid.window(ms) else {
+            self.outside += 1;
+            return;
+        };
+        let pos = match s.windows.last() {
+            Some(a) if a.k == k => s.windows.len() - 1,
+            Some(a) if a.k < k => {
+                s.windows.push(Acc::new(k));
+                s.windows.len() - 1
+            }
+            None => {
+                s.windows.push(Acc::new(k));
+                0
+            }
+            Some(_) => match s.windows.binary_search_by_key(&k, |a| a.k) {
+                Ok(p) => p,
+                Err(p) => {
+                    s.windows.insert(p, Acc::new(k));
+                    p
+                }
+            },
+        };
+        let a = &mut s.windows[pos];
+        a.sum += v;
+        a.count += 1;
+        a.max = a.max.max(v);
+    }
+
+    pub fn finish(self) -> Answers {
+        let mut out = Answers::default();
+        for s in self.series {
+            for (q, group) in &s.groups {
+                let over = Answers::query(*q).over;
+                for a in &s.windows {
+                    let v = match over {
+                        Over::Avg => a.sum / f64::from(a.count),
+                        Over::Sum => a.sum,
+                        Over::Count => f64::from(a.count),
+                        Over::Max => a.max,
+                    };
+                    out.add(*q, group.clone(), a.k, v);
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Acc {
+    fn new(k: u32) -> Self {
+        Acc {
+            k,
+            sum: 0.0,
+            count: 0,
+            max: f64::NEG_INFINITY,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_right_open_and_prometheus_ends_them_a_millisecond_early() {
+        let g = Grid {
+            from: 100,
+            step: 60,
+            windows: 2,
+        };
+        assert_eq!(g.window(99_999), None);
+        assert_eq!(g.window(100_000), Some(0));
+        assert_eq!(g.window(159_999), Some(0));
+        assert_eq!(g.window(160_000), Some(1));
+        assert_eq!(g.window(219_999), Some(1));
+        assert_eq!(g.window(220_000), None);
+        assert_eq!(g.window_ending(159_999), Some(0));
+        assert_eq!(g.window_ending(219_999), Some(1));
+        assert_eq!(g.window_ending(160_000), None);
+        assert_eq!(g.window_ending(279_999), None);
+    }
+
+    #[test]
+    fn promql_reads_as_written() {
+        let q = Answers::query(Q::Running);
+        assert_eq!(
+            q.promql(60, Some("prod"), false),
+            "max by (cluster, namespace, pod) (label_replace(label_replace(label_replace(label_replace(label_replace(sum_over_time(kube_pod_status_phase{phase=\"Running\",cluster=\"prod\"}[59999ms]), \"pod\", \"$1\", \"pod_name\", \"(.+)\"), \"namespace\", \"$1\", \"pod_namespace\", \"(.+)\"), \"pod\", \"$1\", \"exported_pod\", \"(.+)\"), \"namespace\", \"$1\", \"exported_namespace\", \"(.+)\"), \"container\", \"$1\", \"exported_container\", \"(.+)\"))"
+        );
+        assert!(Answers::query(Q::Tokens)
+            .promql(60, None, true)
+            .contains("{__name__=~\"vllm:generation_tokens_total|vllm_generation_tokens_total\"}"));
+    }
+
+    #[test]
+    fn the_collector_evaluates_like_promql() {
+        let g = Grid {
+            from: 0,
+            step: 60,
+            windows: 2,
+        };
+        let mut c = Collector::new(g, None);
+        let labels = |pod: &str| {
+            let mut m = BTreeMap::new();
+            m.insert("namespace".into(), "gpu-operator".into());
+            m.insert("pod".into(), "dcgm".into());
+            m.insert("exported_namespace".into(), "ml".into());
+            m.insert("exported_pod".into(), pod.into());
+            m.insert("gpu".into(), "0".into());
+            m
+        };
+        let a = c
+            .series(
+                "a",
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                || Some(labels("p")),
+                false,
+            )
+            .expect("labels")
+            .expect("wanted");
+        for (ms, v) in [(0, 0.5), (26_800, 0.5), (41_800, 0.25), (60_000, 1.0)] {
+            c.sample(a, ms, v);
+        }
+        c.sample(a, 60_000, 1.0);
+        let ans = c.finish();
+        let rows: Vec<_> = ans.get(Q::Active).collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].0[Answers::col(Q::Active, "pod")], "p");
+        assert_eq!(rows[0].0[Answers::col(Q::Active, "namespace")], "ml");
+        assert_eq!(rows[0].1[&0], 1.25);
+        assert_eq!(rows[0].1[&1], 1.0);
+        let counts: Vec<_> = ans.get(Q::ActiveCount).collect();
+        assert_eq!(counts[0].1[&0], 3.0);
+    }
+}
