@@ -802,3 +802,200 @@ fn a_real_prometheus_agrees_with_the_file() {
         common::prometheus::assert_close(&server[key], &file[key], key);
     }
 }
+
+/// Two dozen six-minute jobs at odd times: at a 12-minute step each is counted by its own
+/// samples, not by whether a step landed on it.
+#[test]
+fn short_jobs_are_counted_exactly_at_a_long_step() {
+    let mut om = Om {
+        seconds: true,
+        ..Om::default()
+    };
+    let starts: Vec<f64> = (0..24).map(|i| 977.0 + f64::from(i) * 1_777.7).collect();
+    for (i, s) in starts.iter().copied().enumerate() {
+        let pod = format!("nightly-eval-short-{i}");
+        let running = move |t: f64| (s..s + 360.0).contains(&t);
+        for ph in ["Running", "Succeeded"] {
+            om.series(
+                "kube_pod_status_phase",
+                &format!("namespace=\"assistants\",pod=\"{pod}\",phase=\"{ph}\",{KSM_TARGET}"),
+                KSM,
+                move |t| {
+                    (t >= s).then_some(if (ph == "Running") == running(t) {
+                        1.0
+                    } else {
+                        0.0
+                    })
+                },
+            );
+        }
+        om.series(
+            "kube_pod_container_resource_requests",
+            &format!("namespace=\"assistants\",pod=\"{pod}\",container=\"main\",node=\"aks-evalspot-20001-vmss000000\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            move |t| (t >= s).then_some(1.0),
+        );
+        om.series(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            &format!("gpu=\"0\",UUID=\"GPU-e\",Hostname=\"aks-evalspot-20001-vmss000000\",exported_namespace=\"assistants\",exported_pod=\"{pod}\",{}", dcgm_target("aks-evalspot-20001-vmss000000")),
+            DCGM,
+            move |t| running(t).then_some(0.5),
+        );
+    }
+    // between jobs the GPU reports with no pod, as dcgm-exporter does
+    let busy = starts.clone();
+    om.series(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        &format!(
+            "gpu=\"0\",UUID=\"GPU-e\",Hostname=\"aks-evalspot-20001-vmss000000\",{}",
+            dcgm_target("aks-evalspot-20001-vmss000000")
+        ),
+        DCGM,
+        move |t| (!busy.iter().any(|s| (*s..s + 360.0).contains(&t))).then_some(0.0),
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(dir.path(), "short.om", &om.text());
+    for step in ["12m", "1h"] {
+        let (v, _) = review(&f, &["--step", step]);
+        let eval = row(&v, "workloads", "workload", "nightly-eval");
+        close(
+            "short jobs allocated",
+            eval["allocated_gpu_seconds"].as_f64().unwrap_or(0.0),
+            24.0 * 360.0,
+        );
+        close(
+            "short jobs used",
+            eval["used_gpu_seconds"].as_f64().unwrap_or(0.0),
+            24.0 * 180.0,
+        );
+        assert_eq!(eval["pods"], 24);
+    }
+}
+
+/// GPU requests of init containers and native sidecars: a plain init container runs before
+/// the app and its GPU is reused; a sidecar (`restartPolicy: Always`) runs beside it.
+#[test]
+fn init_and_sidecar_requests_count_as_kubernetes_counts_them() {
+    let mut om = Om {
+        seconds: true,
+        ..Om::default()
+    };
+    for pod in ["nightly-eval-init-0", "nightly-eval-sidecar-0"] {
+        om.series(
+            "kube_pod_status_phase",
+            &format!("namespace=\"assistants\",pod=\"{pod}\",phase=\"Running\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+        om.series(
+            "kube_pod_container_resource_requests",
+            &format!("namespace=\"assistants\",pod=\"{pod}\",container=\"main\",node=\"n-{pod}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+        om.series(
+            "kube_pod_init_container_resource_requests",
+            &format!("namespace=\"assistants\",pod=\"{pod}\",container=\"prep\",node=\"n-{pod}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+    }
+    om.series(
+        "kube_pod_init_container_info",
+        &format!("namespace=\"assistants\",pod=\"nightly-eval-sidecar-0\",container=\"prep\",image=\"x\",restart_policy=\"Always\",{KSM_TARGET}"),
+        KSM,
+        |_| Some(1.0),
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(dir.path(), "init.om", &om.text());
+    let (v, _) = review(&f, &[]);
+    // 1 GPU for the init pod (max(1, 1)), 2 for the sidecar pod (1 + 1)
+    let team = row(&v, "teams", "team", "assistants");
+    close(
+        "init and sidecar",
+        team["allocated_gpu_seconds"].as_f64().unwrap_or(0.0),
+        3.0 * SPAN,
+    );
+}
+
+/// Reservation advice from the measured floor: 16 GPUs held 85% of two days and 8 the rest
+/// gives one p5 node (the 10th percentile), priced at the catalog's AWS reserved rates.
+#[test]
+fn reservations_are_advised_from_the_measured_floor_only() {
+    let mut csv = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+    for m in 0..(2 * 1440) {
+        let t = T0 + m * 60;
+        let _ = writeln!(csv, "{t},foundation,pretrain-7b-0,8,6");
+        if m % 20 < 17 {
+            let _ = writeln!(csv, "{t},foundation,pretrain-7b-1,8,6");
+        }
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(dir.path(), "p5.csv", &csv);
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args([
+            "review",
+            "plans/aws-training.toml",
+            "--format",
+            "json",
+            "--csv",
+        ])
+        .arg(&f)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let a = row(&v, "reservation_advice", "pool", "pretrain-p5");
+    assert_eq!(a["sku"], "p5.48xlarge");
+    assert_eq!(a["p10_gpus"], 8.0, "{a:#}");
+    assert_eq!(a["p50_gpus"], 16.0, "{a:#}");
+    assert_eq!(a["nodes"], 1, "never above the floor: {a:#}");
+    let options = a["options"].as_array().expect("options");
+    assert!(
+        !options.is_empty(),
+        "the catalog has AWS reserved prices offline: {a:#}"
+    );
+    let od = a["on_demand_usd_per_month"].as_f64().unwrap_or(0.0);
+    for o in options {
+        let ri = o["usd_per_month"].as_f64().unwrap_or(0.0);
+        close(
+            "break-even",
+            o["break_even_utilization"].as_f64().unwrap_or(0.0) * 100.0,
+            ri / od * 100.0,
+        );
+        close(
+            "saving",
+            o["saving_usd_per_month"].as_f64().unwrap_or(0.0),
+            od - ri,
+        );
+    }
+    assert!(v["recommendations"]
+        .as_array()
+        .expect("advice")
+        .iter()
+        .any(|r| r["kind"] == "reserve-floor"));
+}
+
+/// Hostile files: a line without end, a device, a directory: refused, never read whole.
+#[test]
+fn hostile_files_are_refused_at_a_bound() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let long = write(dir.path(), "long.prom", &"x".repeat(3 << 20));
+    for (path, needle) in [
+        (long.as_path(), "long.prom:1: a line longer than 1024 KiB"),
+        (Path::new("/dev/zero"), "not a regular file"),
+        (dir.path(), "not a regular file"),
+    ] {
+        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args(["review", "plans/azure-inference.toml", "--metrics"])
+            .arg(path)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{}: {err}", path.display());
+    }
+}

@@ -73,21 +73,30 @@ pub fn owner<'p>(plan: &'p Plan, p: &PodSeries) -> Option<&'p str> {
 /// step / interval on average whatever the offsets). Falls back to the typical gap between
 /// windows with samples when the interval is longer than the step.
 pub fn interval<'a>(rows: impl Iterator<Item = &'a BTreeMap<u32, f64>>, step: i64) -> Option<f64> {
-    // Over each series' life, samples per second: its samples over the windows from its
-    // first to its last. The two edge windows are partial, so only series of ten windows or
-    // more count, and they are weighed by length; the error is under a sample per series.
+    // Over each run of a series (windows with samples, a single empty window allowed: a
+    // sample jittered across a boundary, or an interval longer than the step), samples per
+    // second: the samples of its inner windows over their span. Only runs of ten windows or
+    // more count, weighed by length; a gap of two windows or more (a pod gone and back) ends
+    // a run instead of stretching it.
     let (mut samples, mut windows) = (0.0, 0u64);
     let mut gaps: Vec<u32> = Vec::new();
     for r in rows {
-        let (Some((first, _)), Some((last, _))) = (r.first_key_value(), r.last_key_value()) else {
-            continue;
-        };
-        let span = u64::from(last - first) + 1;
-        if span >= 10 {
-            samples += r.values().sum::<f64>();
-            windows += span;
+        let keys: Vec<u32> = r.keys().copied().collect();
+        gaps.extend(keys.windows(2).map(|w| w[1] - w[0]));
+        let mut start = 0;
+        for i in 0..keys.len() {
+            let end_of_run = i + 1 == keys.len() || keys[i + 1] - keys[i] > 2;
+            if end_of_run {
+                // Its inner windows only: the first and last are partial (a pod that starts
+                // or ends inside them).
+                let span = u64::from(keys[i] - keys[start]).saturating_sub(1);
+                if span >= 8 {
+                    samples += keys[start + 1..i].iter().map(|k| r[k]).sum::<f64>();
+                    windows += span;
+                }
+                start = i + 1;
+            }
         }
-        gaps.extend(r.keys().zip(r.keys().skip(1)).map(|(a, b)| b - a));
     }
     if windows > 0 && samples > 0.0 {
         let i = windows as f64 * step as f64 / samples;
@@ -195,7 +204,6 @@ fn unit_of(
 #[derive(Default)]
 struct PodReq {
     node: Option<String>,
-    cluster: String,
     /// container -> resource -> window -> avg (scheduled rows only)
     app: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
     init: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
@@ -236,14 +244,29 @@ pub fn assemble(
         step,
     );
     let has_phase = a.get(Q::Scraped).next().is_some();
+    // A GPU reports all along, whichever pod holds it: its rows, summed across pods (not
+    // across `vgpu` copies), are long even where each pod's is short (a six-minute job).
+    // A row that names neither host nor card (a hand-made export) may be several cards.
+    let named_card = |g: &Vec<String>| {
+        !g[col(Q::DeviceScrapes, "Hostname")].is_empty()
+            || !g[col(Q::DeviceScrapes, "UUID")].is_empty()
+    };
     let dcgm = interval(
-        a.get(Q::ActiveCount)
-            .map(|(_, r)| r)
-            .chain(a.get(Q::UtilCount).map(|(_, r)| r)),
+        a.get(Q::DeviceScrapes)
+            .filter(|(g, _)| named_card(g))
+            .map(|(_, r)| r),
         step,
-    );
-    // Seconds a window's samples stand for: count x interval, never more than the window.
-    // Not capped at the window: a sample jittered across a boundary leaves one window with
+    )
+    .or_else(|| {
+        interval(
+            a.get(Q::ActiveCount)
+                .map(|(_, r)| r)
+                .chain(a.get(Q::UtilCount).map(|(_, r)| r)),
+            step,
+        )
+    });
+
+    // Seconds a window's samples stand for: count x interval. Not capped at the window: a sample jittered across a boundary leaves one window with
     // one too many and its neighbour one too few, and the total stays exact.
     let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
 
@@ -313,7 +336,6 @@ pub fn assemble(
                 continue;
             }
             let r = reqs.entry((ns.clone(), pod.clone())).or_default();
-            r.cluster.clone_from(&g[col(q, "cluster")]);
             for (k, v) in w {
                 let e = r.any.entry(*k).or_default();
                 *e = e.max(*v);
@@ -618,33 +640,39 @@ pub fn assemble(
         let Some(by_pod) = d.by_signal.get(&signal) else {
             continue;
         };
-        // Per window, the device's busy seconds once (virtual-GPU copies are one card), and
-        // the pods it names.
-        let mut busy: BTreeMap<u32, f64> = BTreeMap::new();
-        let mut named: BTreeMap<u32, Vec<&(String, String)>> = BTreeMap::new();
+        // Per window, each named pod's busy seconds on the device: a window's samples' sum
+        // over their count, times the time they cover.
+        let mut per: BTreeMap<u32, Vec<PodBusy>> = BTreeMap::new();
         for (pod, w) in by_pod {
+            if pod.0.is_empty() || pod.1.is_empty() {
+                continue;
+            }
             for (k, (sum, count)) in w {
-                // A window's busy seconds: its samples' sum over the count, times the time
-                // they cover.
                 let b = sum / count.max(1.0) * secs(*count, dcgm) * scale * weight;
-                let e = busy.entry(*k).or_default();
-                *e = e.max(b);
-                if !pod.0.is_empty() && !pod.1.is_empty() {
-                    named.entry(*k).or_default().push(pod);
-                }
+                per.entry(*k).or_default().push((pod, b, *count));
             }
         }
-        if named.is_empty() {
+        if per.is_empty() {
             unlabelled += 1;
             continue;
         }
-        for (k, b) in busy {
-            let Some(names) = named.get(&k) else { continue };
+        let full = dcgm.map(|i| stepf / i);
+        for (k, rows) in per {
             let t = grid.start(k);
+            // Rows of one window are either one after another (a job ends, the next starts,
+            // or the GPU falls back to the exporter's own labels): their samples add up to
+            // at most a window's; or copies of one card (`--kubernetes-virtual-gpus`): each
+            // a window's worth. The card was busy their sum, or one copy.
+            let (total, top, count): (f64, f64, f64) =
+                rows.iter().fold((0.0, 0.0, 0.0), |(s, m, c), r| {
+                    (s + r.1, f64::max(m, r.1), c + r.2)
+                });
+            let copies = rows.len() > 1 && full.is_some_and(|f| count > f + 1.0);
+            let busy = if copies { top } else { total };
             // The node of the pods it names, from kube-state-metrics.
-            let node = names
+            let node = rows
                 .iter()
-                .find_map(|n| pods.get(*n).and_then(|p| p.node.clone()));
+                .find_map(|r| pods.get(r.0).and_then(|p| p.node.clone()));
             let shared = node
                 .as_ref()
                 .and_then(|n| units.get(n))
@@ -657,21 +685,26 @@ pub fn assemble(
                     .entry(node.unwrap_or_default())
                     .or_default()
                     .entry(t)
-                    .or_default() += b;
+                    .or_default() += busy;
                 continue;
             }
-            let each = b / names.len() as f64;
-            for n in names {
-                match pods.get_mut(*n) {
+            for (n, b, _) in rows {
+                // Copies share the card equally; rows one after another keep their own.
+                let mine = if copies {
+                    busy / total.max(1e-12) * b
+                } else {
+                    b
+                };
+                match pods.get_mut(n) {
                     // Usage counts while the pod holds GPUs (this window or, when a sample
                     // was jittered across the boundary, a neighbour).
                     Some(p) if holds_near(p, t, step) => {
                         p.has_usage = true;
                         p.signal = Some(p.signal.map_or(signal, |s| s.max(signal)));
-                        *p.used.entry(t).or_default() += each;
+                        *p.used.entry(t).or_default() += mine;
                     }
                     Some(p) => p.has_usage = true,
-                    None => *orphans.entry((*n).clone()).or_default() += each,
+                    None => *orphans.entry(n.clone()).or_default() += mine,
                 }
             }
         }
@@ -810,6 +843,9 @@ pub fn assemble(
 
 /// Per pod, per window: the highest (sum, count) of a device's samples.
 type PodWindows = BTreeMap<(String, String), BTreeMap<u32, (f64, f64)>>;
+
+/// A pod named on a device in one window: who, busy seconds, samples.
+type PodBusy<'a> = (&'a (String, String), f64, f64);
 
 /// Whether a pod holds GPUs in the window starting at `t` or a neighbour of it.
 fn holds_near(p: &PodSeries, t: i64, step: i64) -> bool {

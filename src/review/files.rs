@@ -30,6 +30,9 @@ fn err_at(file: &str, line: usize, col: usize, msg: impl std::fmt::Display) -> S
 /// a million GPUs. A larger one is a broken exporter or a hand-edited file.
 const MAX_GPUS: f64 = 1e6;
 
+/// The longest exposition line read: a sample with hundreds of labels is a few KiB.
+const MAX_LINE: u64 = 1 << 20;
+
 /// The window the user asked for, before the data's span fills the rest.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Window {
@@ -201,13 +204,25 @@ fn each_line(
     let mut n = 0usize;
     loop {
         buf.clear();
-        let got = r
+        // A line is bounded, so a file with no newlines (or a device behind a regular-looking
+        // path) cannot take the memory the streaming reader saves.
+        let got = std::io::Read::take(&mut r, MAX_LINE + 1)
             .read_until(b'\n', &mut buf)
             .map_err(|e| format!("cannot read `{file}`: {e}"))?;
         if got == 0 {
             return Ok(n as u64);
         }
         n += 1;
+        if buf.len() as u64 > MAX_LINE {
+            return Err(err(
+                file,
+                n,
+                format!(
+                    "a line longer than {} KiB: not the exposition format",
+                    MAX_LINE >> 10
+                ),
+            ));
+        }
         let s =
             std::str::from_utf8(&buf).map_err(|e| err(file, n, format!("not UTF-8 text ({e})")))?;
         f(n, s.trim())?;

@@ -114,6 +114,9 @@ pub enum Q {
     /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE` summed and counted per device and pod.
     Active,
     ActiveCount,
+    /// Samples per card (one row per card and `vgpu` copy, whichever pod it named): the
+    /// DCGM scrape interval, from rows as long as the card's life.
+    DeviceScrapes,
     /// `DCGM_FI_DEV_GPU_UTIL` (percent), the fallback where profiling metrics are absent.
     Util,
     UtilCount,
@@ -264,6 +267,15 @@ pub const QUERIES: &[Query] = &[
         across: Across::Max,
         by: DEVICE,
         pod_labels: true,
+    },
+    Query {
+        id: Q::DeviceScrapes,
+        metrics: &["DCGM_FI_PROF_GR_ENGINE_ACTIVE"],
+        matchers: &[],
+        over: Over::Count,
+        across: Across::Sum,
+        by: &["cluster", "Hostname", "gpu", "UUID", "GPU_I_ID", "vgpu"],
+        pod_labels: false,
     },
     Query {
         id: Q::Util,
@@ -499,8 +511,6 @@ pub struct Collector {
     pub duplicates: u64,
     pub conflicts: u64,
     pub outside: u64,
-    /// Clusters seen (the `cluster` label), to refuse merging several silently.
-    pub clusters: std::collections::BTreeSet<String>,
 }
 
 /// Whether any query reads metric `name`.
@@ -518,7 +528,6 @@ impl Collector {
             duplicates: 0,
             conflicts: 0,
             outside: 0,
-            clusters: Default::default(),
         }
     }
 
@@ -535,9 +544,6 @@ impl Collector {
             return Ok((i != usize::MAX).then_some(i));
         }
         let labels = labels().ok_or(BadLabels)?;
-        if let Some(c) = labels.get("cluster") {
-            self.clusters.insert(c.clone());
-        }
         let groups: Vec<(Q, Vec<String>)> = QUERIES
             .iter()
             .filter(|q| q.selects(name, &labels, self.cluster.as_deref()))
