@@ -999,3 +999,23 @@ fn hostile_files_are_refused_at_a_bound() {
         assert!(err.contains(needle), "{}: {err}", path.display());
     }
 }
+
+/// A file concatenated twice (two exports merged) counts each sample once, and says so; a
+/// contradicting copy keeps the first and says so.
+#[test]
+fn a_file_concatenated_twice_counts_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let one = telemetry(false, false, KSM, DCGM);
+    let f = write(dir.path(), "twice.prom", &format!("{one}{one}"));
+    let (v, err) = review(&f, &[]);
+    assert_truth(&v);
+    assert!(
+        err.contains("duplicate sample(s) of the same series and time counted once"),
+        "{err}"
+    );
+    let changed = one.replace("} 0.75 ", "} 0.25 ");
+    let f = write(dir.path(), "conflict.prom", &format!("{one}{changed}"));
+    let (v, err) = review(&f, &[]);
+    assert_truth(&v);
+    assert!(err.contains("contradict an earlier one"), "{err}");
+}

@@ -106,34 +106,25 @@ struct Line<'a> {
     ts: Option<&'a str>,
 }
 
-/// The end (exclusive) of a label block starting at `{`, honouring quotes and escapes.
-fn label_block_end(s: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let (mut q, mut esc) = (false, false);
-    for (i, c) in b.iter().enumerate().skip(1) {
-        match (q, esc, c) {
-            (true, true, _) => esc = false,
-            (true, false, b'\\') => esc = true,
-            (true, false, b'"') => q = false,
-            (false, _, b'"') => q = true,
-            (false, _, b'}') => return Some(i + 1),
-            _ => {}
-        }
-    }
-    None
-}
-
 fn cut<'a>(file: &str, line: usize, l: &'a str) -> Result<Line<'a>, String> {
-    let name_end = l.find(['{', ' ', '\t']).unwrap_or(l.len());
+    let name_end = l
+        .bytes()
+        .position(|b| b == b'{' || b == b' ' || b == b'\t')
+        .unwrap_or(l.len());
     let name = &l[..name_end];
-    let (labels, rest_at) = if l[name_end..].starts_with('{') {
-        let end = label_block_end(&l[name_end..])
+    let (labels, rest_at) = if l.as_bytes().get(name_end) == Some(&b'{') {
+        // Only a value and a timestamp follow the label block, so its end is the line's last
+        // `}` (a quoted `}` inside a value comes before it); `labels` checks the block when a
+        // series is first seen.
+        let end = l
+            .rfind('}')
+            .filter(|e| *e > name_end)
             .ok_or_else(|| err(file, line, "labels: expected {name=\"value\",...}"))?;
-        (&l[name_end..name_end + end], name_end + end)
+        (&l[name_end..=end], end + 1)
     } else {
         ("", name_end)
     };
-    let mut parts = l[rest_at..].split_whitespace();
+    let mut parts = l[rest_at..].split_ascii_whitespace();
     let value = parts
         .next()
         .ok_or_else(|| err(file, line, "expected a sample value"))?;
@@ -239,8 +230,33 @@ struct Scan {
     min: f64,
     max: f64,
     samples: u64,
-    last: HashMap<String, f64>,
-    out_of_order: std::collections::HashSet<String>,
+    /// By series id: its latest time, and whether it ever went back.
+    last: Vec<f64>,
+    out_of_order: Vec<bool>,
+}
+
+/// Series ids by their text (metric name and label block as written), in order of first
+/// appearance, under a keyed hash (a hostile file cannot make it collide).
+struct Ids {
+    map: HashMap<Box<str>, usize, ahash::RandomState>,
+}
+
+impl Ids {
+    fn new() -> Self {
+        Ids {
+            map: HashMap::with_hasher(ahash::RandomState::new()),
+        }
+    }
+
+    /// The id of `key`, and whether it is new.
+    fn id(&mut self, key: &str) -> (usize, bool) {
+        if let Some(id) = self.map.get(key) {
+            return (*id, false);
+        }
+        let n = self.map.len();
+        self.map.insert(key.into(), n);
+        (n, true)
+    }
 }
 
 fn value_of(file: &str, line: usize, raw: &str, tok: &str, max: f64) -> Result<f64, String> {
@@ -276,6 +292,7 @@ pub fn read_exposition(
         max: f64::NEG_INFINITY,
         ..Scan::default()
     };
+    let mut ids = Ids::new();
     each_line(path, &file, |n, l| {
         if l.is_empty() {
             return Ok(());
@@ -316,16 +333,15 @@ pub fn read_exposition(
         scan.min = scan.min.min(v);
         scan.max = scan.max.max(v);
         scan.samples += 1;
-        match scan.last.get_mut(c.key) {
-            Some(last) => {
-                if v <= *last {
-                    scan.out_of_order.insert(c.key.to_owned());
-                }
-                *last = last.max(v);
+        let (id, new) = ids.id(c.key);
+        if new {
+            scan.last.push(v);
+            scan.out_of_order.push(false);
+        } else {
+            if v <= scan.last[id] {
+                scan.out_of_order[id] = true;
             }
-            None => {
-                scan.last.insert(c.key.to_owned(), v);
-            }
+            scan.last[id] = scan.last[id].max(v);
         }
         Ok(())
     })?;
@@ -368,6 +384,8 @@ pub fn read_exposition(
         w,
     )?;
     let mut c = Collector::new(grid, cluster.map(str::to_owned));
+    // Pass-one id -> the collector's series (None: no query wants it), registered once.
+    let mut series: Vec<Option<Option<usize>>> = vec![None; scan.last.len()];
     let lines = each_line(path, &file, |n, l| {
         if l.is_empty() || l.starts_with('#') {
             return Ok(());
@@ -376,19 +394,29 @@ pub fn read_exposition(
         if !wanted(cut.name) {
             return Ok(());
         }
-        let ooo = scan.out_of_order.contains(cut.key);
-        let parse = || {
-            if cut.labels.is_empty() {
-                Some(BTreeMap::new())
-            } else {
-                labels(cut.labels)
-            }
-        };
-        let id = match c.series(cut.key, cut.name, parse, ooo) {
-            Ok(Some(id)) => id,
-            Ok(None) => return Ok(()),
-            Err(_) => {
-                return Err(err(&file, n, "labels: expected {name=\"value\",...}"));
+        let (first, _) = ids.id(cut.key);
+        let id = match series.get(first).copied().flatten() {
+            Some(Some(id)) => id,
+            Some(None) => return Ok(()),
+            None => {
+                let parse = || {
+                    if cut.labels.is_empty() {
+                        Some(BTreeMap::new())
+                    } else {
+                        labels(cut.labels)
+                    }
+                };
+                let ooo = scan.out_of_order.get(first).copied().unwrap_or(true);
+                let got = c
+                    .register(cut.name, parse, ooo)
+                    .map_err(|_| err(&file, n, "labels: expected {name=\"value\",...}"))?;
+                if let Some(slot) = series.get_mut(first) {
+                    *slot = Some(got);
+                }
+                match got {
+                    Some(id) => id,
+                    None => return Ok(()),
+                }
             }
         };
         let max = match cut.name {
