@@ -1019,3 +1019,59 @@ fn a_file_concatenated_twice_counts_once() {
     assert_truth(&v);
     assert!(err.contains("contradict an earlier one"), "{err}");
 }
+
+/// Right-size advice fits the GPU: on a T4 (no MIG) it is time-slicing whose replicas' memory
+/// fits the card, never a MIG profile; on AKS's A100 only a profile AKS can create.
+#[test]
+fn right_size_advice_fits_the_gpu() {
+    let mut csv = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+    for m in 0..360 {
+        let t = T0 + m * 60;
+        let _ = writeln!(csv, "{t},research,research-notebooks-0,1,0.02");
+        let _ = writeln!(csv, "{t},search,embeddings-0,1,0.05");
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(dir.path(), "low.csv", &csv);
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--format",
+            "json",
+            "--csv",
+        ])
+        .arg(&f)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let advice = |w: &str| {
+        v["recommendations"]
+            .as_array()
+            .expect("advice")
+            .iter()
+            .find(|a| a["kind"] == "right-size" && a["workload"] == w)
+            .cloned()
+    };
+    // notebooks: 3 GiB each on a 16 GiB T4; a 4-way share is what they have, so a smaller
+    // one must still fit 3 GiB per replica
+    let a = advice("research-notebooks").expect("the notebooks are over-sized");
+    let change = a["change"].as_str().unwrap_or("");
+    assert!(
+        change.contains("time-slicing") && !change.contains("\"mig\""),
+        "{a:#}"
+    );
+    let f: f64 = change
+        .split("gpu_fraction = ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|x| x.parse().ok())
+        .expect("a fraction");
+    // each replica keeps its 3 GiB of a 16 GiB card after the headroom
+    assert!(f < 0.25 && 16.0 * f >= 3.0, "{a:#}");
+    let e = advice("embeddings").expect("embeddings is over-sized");
+    let change = e["change"].as_str().unwrap_or("");
+    // 12 GiB: AKS creates 1g.10gb, 2g.20gb, ...: 2g.20gb is the smallest that holds it
+    assert!(change.contains("2g.20gb"), "{e:#}");
+}

@@ -827,6 +827,10 @@ fn right_size(
             format!("a {replicas}-way time-sliced {} ({} has no MIG)", gpu.name, gpu.name),
         )
     };
+    if fraction >= now {
+        // Nothing smaller than what it has holds its memory.
+        return None;
+    }
     let saving = round(idle_cost * (1.0 - fraction / now.max(1e-9)).max(0.0));
     Some(Advice {
         kind: "right-size",
