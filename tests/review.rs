@@ -4,7 +4,6 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::{Child, Command as Process};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -366,61 +365,11 @@ fn bad_input_is_a_clear_error_never_a_silent_zero() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach Prometheus"));
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("port")
-}
-
 /// A real Prometheus on 127.0.0.1 holding the synthetic series.
-fn prometheus(dir: &Path) -> (Server, String) {
+fn prometheus(dir: &Path) -> (common::prometheus::Server, String) {
     let om = dir.join("gpu.om");
     std::fs::write(&om, openmetrics()).expect("write");
-    let data = dir.join("data");
-    let status = Process::new("promtool")
-        .args(["tsdb", "create-blocks-from", "openmetrics"])
-        .arg(&om)
-        .arg(&data)
-        .output()
-        .expect("promtool (Debian package prometheus; .ci/run installs it)");
-    assert!(
-        status.status.success(),
-        "promtool: {}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    let cfg = dir.join("prometheus.yml");
-    std::fs::write(&cfg, "global:\n  scrape_interval: 1m\n").expect("write");
-    let port = free_port();
-    let child = Process::new("prometheus")
-        .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", data.display()))
-        .arg("--storage.tsdb.retention.time=100y")
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("prometheus");
-    let server = Server(child);
-    let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if ureq::get(&format!("{url}/-/ready")).call().is_ok() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "prometheus did not become ready");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    (server, url)
+    common::prometheus::start(dir, &om)
 }
 
 #[test]

@@ -1075,3 +1075,20 @@ fn right_size_advice_fits_the_gpu() {
     // 12 GiB: AKS creates 1g.10gb, 2g.20gb, ...: 2g.20gb is the smallest that holds it
     assert!(change.contains("2g.20gb"), "{e:#}");
 }
+
+/// Every series scraped twice (two Prometheus jobs, or replicas not deduplicated): each
+/// copy differs by `instance`, and the figures are those of one.
+#[test]
+fn series_scraped_twice_count_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let one = telemetry(false, false, KSM, DCGM);
+    let again = one
+        .replace(
+            "instance=\"10.244.0.9:8080\"",
+            "instance=\"10.244.0.10:8080\"",
+        )
+        .replace(":9400\"", ":9401\"");
+    let f = write(dir.path(), "twice.prom", &format!("{one}{again}"));
+    let (v, _) = review(&f, &[]);
+    assert_truth(&v);
+}

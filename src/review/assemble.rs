@@ -251,13 +251,16 @@ pub fn assemble(
         !g[col(Q::DeviceScrapes, "Hostname")].is_empty()
             || !g[col(Q::DeviceScrapes, "UUID")].is_empty()
     };
-    let dcgm = interval(
-        a.get(Q::DeviceScrapes)
-            .filter(|(g, _)| named_card(g))
-            .map(|(_, r)| r),
-        step,
-    )
-    .or_else(|| {
+    let mut cards: BTreeMap<&[String], BTreeMap<u32, f64>> = BTreeMap::new();
+    for (g, r) in a.get(Q::DeviceScrapes).filter(|(g, _)| named_card(g)) {
+        // Pods one after another on a card add up; the card's own rows end at `vgpu`.
+        let card = &g[..=col(Q::DeviceScrapes, "vgpu")];
+        let e = cards.entry(card).or_default();
+        for (k, c) in r {
+            *e.entry(*k).or_default() += c;
+        }
+    }
+    let dcgm = interval(cards.values(), step).or_else(|| {
         interval(
             a.get(Q::ActiveCount)
                 .map(|(_, r)| r)

@@ -259,18 +259,22 @@ impl Ids {
     }
 }
 
-fn value_of(file: &str, line: usize, raw: &str, tok: &str, max: f64) -> Result<f64, String> {
+/// `tok` as a finite number from 0 to `max`; `None` otherwise (the caller names where).
+fn bounded(tok: &str, max: f64) -> Option<f64> {
     tok.parse::<f64>()
         .ok()
         .filter(|v| v.is_finite() && (0.0..=max).contains(v))
-        .ok_or_else(|| {
-            err_at(
-                file,
-                line,
-                col_of(raw, tok),
-                format!("sample `{tok}`: expected a number from 0 to {max:e}"),
-            )
-        })
+}
+
+fn value_of(file: &str, line: usize, raw: &str, tok: &str, max: f64) -> Result<f64, String> {
+    bounded(tok, max).ok_or_else(|| {
+        err_at(
+            file,
+            line,
+            col_of(raw, tok),
+            format!("sample `{tok}`: expected a number from 0 to {max:e}"),
+        )
+    })
 }
 
 /// 1-based character column of `tok` (a slice of `raw`).
@@ -592,17 +596,14 @@ fn csv_rows(file: &str, text: &str) -> Result<Vec<Row>, String> {
         };
         let num = |c: usize, what: &str, max: f64| -> Result<f64, String> {
             let s = field(c, what)?;
-            s.parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && (0.0..=max).contains(v))
-                .ok_or_else(|| {
-                    err_at(
-                        file,
-                        line,
-                        col(c),
-                        format!("`{what}` = `{s}`: expected a number from 0 to {max:e}"),
-                    )
-                })
+            bounded(s, max).ok_or_else(|| {
+                err_at(
+                    file,
+                    line,
+                    col(c),
+                    format!("`{what}` = `{s}`: expected a number from 0 to {max:e}"),
+                )
+            })
         };
         let ts = field(c_t, "timestamp")?;
         let time = parse_time(ts).ok_or_else(|| {

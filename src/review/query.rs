@@ -114,8 +114,8 @@ pub enum Q {
     /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE` summed and counted per device and pod.
     Active,
     ActiveCount,
-    /// Samples per card (one row per card and `vgpu` copy, whichever pod it named): the
-    /// DCGM scrape interval, from rows as long as the card's life.
+    /// Samples per card, `vgpu` copy and pod: summed over pods per card in `assemble`, the
+    /// DCGM scrape interval from rows as long as the card's life.
     DeviceScrapes,
     /// `DCGM_FI_DEV_GPU_UTIL` (percent), the fallback where profiling metrics are absent.
     Util,
@@ -273,9 +273,19 @@ pub const QUERIES: &[Query] = &[
         metrics: &["DCGM_FI_PROF_GR_ENGINE_ACTIVE"],
         matchers: &[],
         over: Over::Count,
-        across: Across::Sum,
-        by: &["cluster", "Hostname", "gpu", "UUID", "GPU_I_ID", "vgpu"],
-        pod_labels: false,
+        // Max: the same series scraped twice (two jobs, two Prometheus replicas) is one.
+        across: Across::Max,
+        by: &[
+            "cluster",
+            "Hostname",
+            "gpu",
+            "UUID",
+            "GPU_I_ID",
+            "vgpu",
+            "namespace",
+            "pod",
+        ],
+        pod_labels: true,
     },
     Query {
         id: Q::Util,
@@ -303,7 +313,8 @@ pub const QUERIES: &[Query] = &[
         ],
         matchers: &[],
         over: Over::Max,
-        across: Across::Sum,
+        // Max: one server per pod; a second scrape of it is a duplicate, not more tokens.
+        across: Across::Max,
         by: POD,
         pod_labels: true,
     },
