@@ -1092,3 +1092,36 @@ fn series_scraped_twice_count_once() {
     let (v, _) = review(&f, &[]);
     assert_truth(&v);
 }
+
+/// A step too small for the window is refused before anything is asked or read.
+#[test]
+fn a_step_too_small_for_the_window_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let om = write(dir.path(), "fleet.om", &telemetry(true, false, KSM, DCGM));
+    for source in [
+        vec!["--metrics", om.to_str().expect("utf-8")],
+        vec![
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--to",
+            "2026-09-01T00:00:00Z",
+        ],
+    ] {
+        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args([
+                "review",
+                "plans/azure-inference.toml",
+                "--step",
+                "1s",
+                "--window",
+                "3660d",
+            ])
+            .args(&source)
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("give a larger `--step`"), "{source:?}: {err}");
+    }
+}

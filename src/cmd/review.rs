@@ -93,10 +93,9 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
             timeout: std::time::Duration::from_secs(args.timeout),
         };
         let step = step.unwrap_or_else(|| prometheus::step_for(to - from));
-        let grid = review::query::Grid {
-            from,
-            step,
-            windows: ((to - from + step - 1) / step).clamp(1, i64::from(u32::MAX)) as u32,
+        let grid = match review::query::Grid::new(from, to, step) {
+            Ok(g) => g,
+            Err(e) => return input_error(out, &e),
         };
         match client.fetch(grid, cluster) {
             Ok(a) => (

@@ -84,16 +84,7 @@ pub fn grid_for(min_ms: i64, max_ms: i64, w: Window) -> Result<Grid, String> {
             (data_from.div_euclid(step) * step, to, step)
         }
     };
-    if from >= to {
-        return Err("the window is empty: `--from` must come before `--to`".into());
-    }
-    let windows = u32::try_from((to - from + step - 1) / step)
-        .map_err(|_| "the window holds too many steps: give a larger `--step`".to_owned())?;
-    Ok(Grid {
-        from,
-        step,
-        windows: windows.max(1),
-    })
+    Grid::new(from, to, step)
 }
 
 /// One exposition line, cut into its parts (byte offsets into the line).

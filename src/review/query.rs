@@ -24,7 +24,30 @@ pub struct Grid {
     pub windows: u32,
 }
 
+/// The most step windows a review takes: a quarter at one minute is 129,600. More is a step
+/// too small for the window (`--step 1s --window 3660d`), and would ask a server for millions
+/// of points per series.
+pub const MAX_WINDOWS: i64 = 200_000;
+
 impl Grid {
+    /// The grid of `[from, to)` at `step`, or why not.
+    pub fn new(from: i64, to: i64, step: i64) -> Result<Grid, String> {
+        if from >= to {
+            return Err("the window is empty: `--from` must come before `--to`".into());
+        }
+        let windows = (to - from + step - 1) / step.max(1);
+        if windows > MAX_WINDOWS {
+            return Err(format!(
+                "the window holds {windows} steps of {step} s, more than {MAX_WINDOWS}: give a larger `--step`"
+            ));
+        }
+        Ok(Grid {
+            from,
+            step,
+            windows: windows.max(1) as u32,
+        })
+    }
+
     pub fn to(&self) -> i64 {
         self.from + self.step * i64::from(self.windows)
     }
