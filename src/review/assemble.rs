@@ -116,17 +116,37 @@ fn col(q: Q, l: &str) -> usize {
     Answers::col(q, l)
 }
 
+/// The card (or MIG instance) a DCGM row of query `q` is about: its cluster, host, index,
+/// UUID and instance id; `None` when it names neither host nor UUID.
+fn card(q: Q, g: &[String]) -> Option<Vec<String>> {
+    let named = !g[col(q, "Hostname")].is_empty() || !g[col(q, "UUID")].is_empty();
+    named.then(|| {
+        ["cluster", "Hostname", "gpu", "UUID", "GPU_I_ID"]
+            .iter()
+            .map(|l| g[col(q, l)].clone())
+            .collect()
+    })
+}
+
 struct Node {
     labels: BTreeMap<String, String>,
     /// resource -> window -> (avg, count)
     alloc: BTreeMap<String, BTreeMap<u32, (f64, f64)>>,
 }
 
+impl Node {
+    /// The node pool its labels name (only non-empty labels are kept).
+    fn pool_label(&self) -> Option<&str> {
+        POOL_LABELS
+            .iter()
+            .find_map(|k| self.labels.get(*k).map(String::as_str))
+    }
+}
+
 /// How the node's `nvidia.com/gpu` counts: 1, a time-sliced replica's share, or a single
 /// strategy MIG profile's share.
 struct Unit {
     replicas: u32,
-    mig: Option<String>,
     share: f64,
 }
 
@@ -153,14 +173,9 @@ fn unit_of(
             pool.and_then(|p| p.mig_profile.as_ref())
                 .map(|m| m.get().clone())
         })
-        .filter(|m| super::telemetry::mig_share(catalog, m).is_some());
-    if let Some(m) = mig {
-        let share = super::telemetry::mig_share(catalog, &m).unwrap_or(1.0);
-        return Unit {
-            replicas: 1,
-            mig: Some(m),
-            share,
-        };
+        .and_then(|m| super::telemetry::mig_share(catalog, &m));
+    if let Some(share) = mig {
+        return Unit { replicas: 1, share };
     }
     let physical = label("label_nvidia_com_gpu_count")
         .and_then(|c| c.parse::<u32>().ok())
@@ -195,7 +210,6 @@ fn unit_of(
         .unwrap_or(1);
     Unit {
         replicas,
-        mig: None,
         share: 1.0 / f64::from(replicas),
     }
 }
@@ -247,14 +261,13 @@ pub fn assemble(
     // A GPU reports all along, whichever pod holds it: its rows, summed across pods (not
     // across `vgpu` copies), are long even where each pod's is short (a six-minute job).
     // A row that names neither host nor card (a hand-made export) may be several cards.
-    let named_card = |g: &Vec<String>| {
-        !g[col(Q::DeviceScrapes, "Hostname")].is_empty()
-            || !g[col(Q::DeviceScrapes, "UUID")].is_empty()
-    };
-    let mut cards: BTreeMap<&[String], BTreeMap<u32, f64>> = BTreeMap::new();
-    for (g, r) in a.get(Q::DeviceScrapes).filter(|(g, _)| named_card(g)) {
-        // Pods one after another on a card add up; the card's own rows end at `vgpu`.
-        let card = &g[..=col(Q::DeviceScrapes, "vgpu")];
+    let mut cards: BTreeMap<Vec<String>, BTreeMap<u32, f64>> = BTreeMap::new();
+    for (g, r) in a.get(Q::DeviceScrapes) {
+        let Some(mut card) = card(Q::DeviceScrapes, g) else {
+            continue;
+        };
+        // Pods one after another on a card add up; `vgpu` copies stay apart.
+        card.push(g[col(Q::DeviceScrapes, "vgpu")].clone());
         let e = cards.entry(card).or_default();
         for (k, c) in r {
             *e.entry(*k).or_default() += c;
@@ -400,13 +413,7 @@ pub fn assemble(
     // A node without a pool label takes the declared pool of a workload running on it.
     let mut node_pool: BTreeMap<String, &crate::plan::raw::Pool> = BTreeMap::new();
     for (name, n) in &nodes {
-        let label = POOL_LABELS.iter().find_map(|k| {
-            n.labels
-                .get(*k)
-                .map(String::as_str)
-                .filter(|v| !v.is_empty())
-        });
-        if let Some(p) = plan_pool(plan, label) {
+        if let Some(p) = plan_pool(plan, n.pool_label()) {
             node_pool.insert(name.clone(), p);
         }
     }
@@ -457,7 +464,7 @@ pub fn assemble(
             }
         }
         let label = |k: &str| n.labels.get(k).cloned();
-        let pool = POOL_LABELS.iter().find_map(|k| label(k));
+        let pool = n.pool_label().map(str::to_owned);
         let model = node_pool
             .get(name)
             .copied()
@@ -469,10 +476,8 @@ pub fn assemble(
             NodeSeries {
                 pool,
                 model,
-                instance_type: label("label_node_kubernetes_io_instance_type"),
                 replicas: u.replicas,
                 gpus: physical.values().copied().fold(0.0, f64::max),
-                mig_single: u.mig.clone(),
                 capacity,
                 allocated: BTreeMap::new(),
                 signal: None,
@@ -532,7 +537,6 @@ pub fn assemble(
             pod: key.1.clone(),
             app: apps.get(key).cloned(),
             node: r.node.clone(),
-            unit_share: unit.map_or(1.0, |u| u.share),
             ..PodSeries::default()
         };
         for (k, gpus) in &app {
@@ -564,20 +568,24 @@ pub fn assemble(
     // Usage, per device: prefer the profiling metric; fall back to utilisation on non-MIG GPUs
     // where it is absent or flat at zero while utilisation moves.
     type Dev = Vec<String>;
-    // A card is its UUID or its host and index; a series that names neither (a hand-made
-    // export) is its pod's own device.
+    // A series that names no card (a hand-made export) is its pod's own device.
     let device_of = |q: Q, g: &Vec<String>| -> Dev {
-        let mut d: Dev = ["cluster", "Hostname", "gpu", "UUID", "GPU_I_ID"]
+        card(q, g).unwrap_or_else(|| {
+            [
+                "cluster",
+                "Hostname",
+                "gpu",
+                "UUID",
+                "GPU_I_ID",
+                "namespace",
+                "pod",
+            ]
             .iter()
             .map(|l| g[col(q, l)].clone())
-            .collect();
-        if d[1].is_empty() && d[3].is_empty() {
-            d.push(g[col(q, "namespace")].clone());
-            d.push(g[col(q, "pod")].clone());
-        }
-        d
+            .collect()
+        })
     };
-    // device -> pod -> window -> (sum, count), and the device's profile and model
+    // device -> pod -> window -> (sum, count), and the device's MIG profile
     let mut devices: BTreeMap<Dev, DevUse> = BTreeMap::new();
     for (q, qc, sig) in [
         (Q::Active, Q::ActiveCount, Signal::GrEngineActive),
@@ -587,9 +595,6 @@ pub fn assemble(
         for (g, w) in a.get(q) {
             let d = devices.entry(device_of(q, g)).or_default();
             d.profile.clone_from(&g[col(q, "GPU_I_PROFILE")]);
-            if d.model.is_empty() {
-                d.model.clone_from(&g[col(q, "modelName")]);
-            }
             let pod = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
             let per = d.by_signal.entry(sig).or_default().entry(pod).or_default();
             for (k, v) in w {
@@ -860,7 +865,6 @@ fn holds_near(p: &PodSeries, t: i64, step: i64) -> bool {
 #[derive(Default)]
 struct DevUse {
     profile: String,
-    model: String,
     by_signal: BTreeMap<Signal, PodWindows>,
 }
 

@@ -48,7 +48,6 @@ pub struct Read {
     pub grid: Grid,
     pub source: String,
     pub notes: Vec<String>,
-    pub lines: u64,
 }
 
 /// The grid for data spanning `[min_ms, max_ms]` and what the user asked: `--from`/`--to`
@@ -381,7 +380,7 @@ pub fn read_exposition(
     let mut c = Collector::new(grid, cluster.map(str::to_owned));
     // Pass-one id -> the collector's series (None: no query wants it), registered once.
     let mut series: Vec<Option<Option<usize>>> = vec![None; scan.last.len()];
-    let lines = each_line(path, &file, |n, l| {
+    each_line(path, &file, |n, l| {
         if l.is_empty() || l.starts_with('#') {
             return Ok(());
         }
@@ -440,7 +439,6 @@ pub fn read_exposition(
         grid,
         source: format!("{format} {file}"),
         notes,
-        lines,
     })
 }
 
@@ -529,7 +527,6 @@ pub fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, String> {
         grid,
         source: format!("CSV {file}"),
         notes: Vec::new(),
-        lines: rows.len() as u64 + 1,
     })
 }
 

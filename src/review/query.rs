@@ -92,6 +92,20 @@ pub enum Across {
     Max,
 }
 
+impl Across {
+    /// Add `v` to the value of window `k` of `row`.
+    fn add(self, row: &mut BTreeMap<u32, f64>, k: u32, v: f64) {
+        row.entry(k)
+            .and_modify(|x| {
+                *x = match self {
+                    Across::Sum => *x + v,
+                    Across::Max => x.max(v),
+                }
+            })
+            .or_insert(v);
+    }
+}
+
 /// A label matcher, written once for both paths.
 #[derive(Debug, Clone, Copy)]
 pub enum Match {
@@ -489,26 +503,8 @@ impl Answers {
     }
     /// Add one group's value of one window, combined as the query combines series.
     pub fn add(&mut self, q: Q, group: Vec<String>, k: u32, v: f64) {
-        let across = Self::query(q).across;
-        let slot = self
-            .rows
-            .entry(q)
-            .or_default()
-            .entry(group)
-            .or_default()
-            .entry(k);
-        match slot {
-            std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(v);
-            }
-            std::collections::btree_map::Entry::Occupied(mut e) => {
-                let x = e.get_mut();
-                *x = match across {
-                    Across::Sum => *x + v,
-                    Across::Max => x.max(v),
-                };
-            }
-        }
+        let row = self.rows.entry(q).or_default().entry(group).or_default();
+        Self::query(q).across.add(row, k, v);
     }
 }
 
@@ -544,7 +540,6 @@ pub struct Collector {
     series: Vec<Series>,
     pub duplicates: u64,
     pub conflicts: u64,
-    pub outside: u64,
 }
 
 /// Whether any query reads metric `name`: asked of every line of a file, so a `match`
@@ -575,7 +570,6 @@ impl Collector {
             series: Vec::new(),
             duplicates: 0,
             conflicts: 0,
-            outside: 0,
         }
     }
 
@@ -650,7 +644,6 @@ impl Collector {
         s.last_ms = s.last_ms.max(ms);
         s.last_value = v;
         let Some(k) = self.grid.window(ms) else {
-            self.outside += 1;
             return;
         };
         let pos = match s.windows.last() {
@@ -691,14 +684,7 @@ impl Collector {
                         Over::Count => f64::from(a.count),
                         Over::Max => a.max,
                     };
-                    row.entry(a.k)
-                        .and_modify(|x| {
-                            *x = match query.across {
-                                Across::Sum => *x + v,
-                                Across::Max => x.max(v),
-                            }
-                        })
-                        .or_insert(v);
+                    query.across.add(row, a.k, v);
                 }
             }
         }

@@ -31,8 +31,6 @@ pub struct PodSeries {
     pub tokens: f64,
     /// Whether a usage series covers it (its own, or its time-sliced GPU's).
     pub has_usage: bool,
-    /// The share of one physical GPU one requested unit was: `1/replicas` when time-sliced.
-    pub unit_share: f64,
     /// The usage signal its GPUs were read from.
     pub signal: Option<Signal>,
 }
@@ -42,13 +40,10 @@ pub struct PodSeries {
 pub struct NodeSeries {
     /// The node pool / node group label (`kube_node_labels`), when exported.
     pub pool: Option<String>,
-    /// GPU model as the node's labels or DCGM name it.
+    /// GPU model: its plan pool's, else GPU feature discovery's `nvidia.com/gpu.product`.
     pub model: Option<String>,
-    pub instance_type: Option<String>,
     /// Device plugin replicas per GPU when time-sliced (1 otherwise).
     pub replicas: u32,
-    /// The MIG profile of a single-strategy MIG node.
-    pub mig_single: Option<String>,
     /// Physical GPUs it offers (the most seen).
     pub gpus: f64,
     /// Physical GPU-seconds offered.
