@@ -29,6 +29,11 @@ fn main() {
         (Provider::Aws, ["us-east-1", "us-west-2"]),
     ] {
         let text = openb::plan_text(provider.as_str(), &regions);
+        // `GPUPLAN_BENCH_PLANS=DIR` keeps the generated plan, to compare outputs across builds.
+        if let Some(dir) = std::env::var_os("GPUPLAN_BENCH_PLANS") {
+            let path = std::path::Path::new(&dir).join(format!("openb-{provider}.toml"));
+            std::fs::write(path, &text).expect("write the plan");
+        }
         let catalog = Catalog::embedded(&[provider]).expect("catalog");
         let p = plan::load_and_validate(SourceFile::new("openb.toml", text.clone()), &catalog)
             .expect("openb plan is valid");

@@ -95,7 +95,12 @@ pub fn estate(n: usize, provider: &str, regions: &[&str]) -> String {
 }
 
 fn main() {
-    let sizes = [1000, 2000, 4000, 8000];
+    // `GPUPLAN_SCALE_SIZES=8000` runs one size (to profile it); the default is the curve.
+    let sizes: Vec<usize> = std::env::var("GPUPLAN_SCALE_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| vec![1000, 2000, 4000, 8000]);
     for (provider, regions) in [
         (Provider::Azure, ["eastus", "westus3"]),
         (Provider::Aws, ["us-east-1", "us-west-2"]),
@@ -103,8 +108,13 @@ fn main() {
         let catalog = Catalog::embedded(&[provider]).expect("catalog");
         println!("== generated estates on {provider}");
         let mut previous: Option<f64> = None;
-        for n in sizes {
+        for &n in &sizes {
             let text = estate(n, provider.as_str(), &regions);
+            // `GPUPLAN_BENCH_PLANS=DIR` keeps the generated plan, to compare across builds.
+            if let Some(dir) = std::env::var_os("GPUPLAN_BENCH_PLANS") {
+                let path = std::path::Path::new(&dir).join(format!("estate-{provider}-{n}.toml"));
+                std::fs::write(path, &text).expect("write the plan");
+            }
             let baseline = timing::time(5, || {
                 let v: toml::Table = toml::from_str(&text).expect("toml");
                 std::hint::black_box(v);

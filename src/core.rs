@@ -19,7 +19,7 @@ pub mod exit {
     pub const INPUT: u8 = 2;
 }
 
-pub use format::{cents, num, printable, rate, redact, usd};
+pub use format::{cents, num, printable, printable_lines, rate, redact, usd};
 
 /// Hours in the month every monthly figure is quoted for (8,760 hours a year / 12).
 pub const HOURS_PER_MONTH: f64 = 730.0;

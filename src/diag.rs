@@ -73,7 +73,7 @@ impl Diag {
         Self {
             code: code.into(),
             severity,
-            message: message.into(),
+            message: printable(message.into()),
             span: file.clamp(span),
             file: Arc::clone(file),
             label: String::new(),
@@ -95,18 +95,18 @@ impl Diag {
     }
 
     pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = label.into();
+        self.label = printable(label.into());
         self
     }
 
     pub fn help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
+        self.help = Some(printable(help.into()));
         self
     }
 
     pub fn also(mut self, span: Range<usize>, label: impl Into<String>) -> Self {
         let span = self.file.clamp(span);
-        self.extra.push((span, label.into()));
+        self.extra.push((span, printable(label.into())));
         self
     }
 
@@ -171,6 +171,21 @@ impl Diagnostic for Diag {
             .iter()
             .map(|(s, l)| LabeledSpan::new_with_span(Some(l.clone()), s.clone()));
         Some(Box::new(std::iter::once(main).chain(extra)))
+    }
+}
+
+/// Text of a finding as printed anywhere: a name, reason or server answer quoted in a
+/// message may hold control characters that a terminal, a CI log or a Markdown comment
+/// would obey, so they are written as escapes once, here. Line breaks stay: parsers'
+/// messages have two lines.
+fn printable(text: String) -> String {
+    if text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        crate::core::printable_lines(&text)
+    } else {
+        text
     }
 }
 

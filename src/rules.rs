@@ -352,8 +352,8 @@ fn allowed(
             }
             _ => Allowed::Suppressed(Suppression {
                 kind: "allow",
-                justification: a.reason.get().clone(),
-                approved_by: a.approved_by.get().clone(),
+                justification: crate::core::printable(a.reason.get()),
+                approved_by: crate::core::printable(a.approved_by.get()),
                 expires: expiry.map(|e| e.to_string()),
             }),
         };

@@ -21,9 +21,10 @@ impl SourceFile {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        // The name as shown: a path may hold control characters a terminal would obey.
-        let named =
-            NamedSource::new(crate::core::printable(&name), text.clone()).with_language("toml");
+        // The name and text as shown: a path or a plan may hold control characters a
+        // terminal would obey. The text keeps its length so every span still points right.
+        let named = NamedSource::new(crate::core::printable(&name), same_length_shown(&text))
+            .with_language("toml");
         Arc::new(Self {
             name,
             text,
@@ -71,6 +72,31 @@ impl SourceFile {
         }
         start..end
     }
+}
+
+/// `text` with each control character other than a tab or a line end replaced by as many
+/// `?` as it has bytes, so byte offsets into the original still point at the same place.
+/// A lone carriage return (it would move the cursor back over the line) counts as control.
+fn same_length_shown(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let harmless = |i: usize, c: char| {
+        c == '\t' || c == '\n' || (c == '\r' && bytes.get(i + 1) == Some(&b'\n'))
+    };
+    if !text
+        .char_indices()
+        .any(|(i, c)| c.is_control() && !harmless(i, c))
+    {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        if c.is_control() && !harmless(i, c) {
+            out.extend(std::iter::repeat_n('?', c.len_utf8()));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Read at most `limit` bytes of a regular file. A FIFO, a device (`/dev/zero`) or a

@@ -244,3 +244,91 @@ fn control_characters_in_a_path_never_reach_the_terminal_raw() {
     assert!(!err.contains('\u{1b}'), "{err:?}");
     assert!(err.contains("evil\\u{1b}[2J\\nplan.toml"), "{err}");
 }
+
+/// Any control character but a line end or a tab, with where it sits.
+fn raw_control(text: &str) -> Option<String> {
+    let mut lines = text.split('\n');
+    lines.find_map(|l| {
+        let l = l.strip_suffix('\r').unwrap_or(l);
+        l.chars()
+            .any(|c| c.is_control() && c != '\t')
+            .then(|| format!("{l:?}"))
+    })
+}
+
+/// A plan whose free text (owner, a decision's reason and signer, an allow's reason and
+/// approver), names and keys carry escape sequences, carriage returns and a C1 control, in
+/// TOML escapes, and a plan that does not parse has them raw: whatever `check`, `recommend`, `diff` and `render` say
+/// about it, in every format, holds none of them raw.
+#[test]
+fn control_characters_in_a_plan_never_reach_any_output_raw() {
+    let evil = r"\u001b]8;;http://x\u0007\u001b[2J\r\u009bforged";
+    let valid = format!(
+        "version = 1\n[plan]\nname = \"evil\"\nowner = \"me{evil}\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n\
+         [[workload]]\nname = \"nb\"\nteam = \"t\"\nkind = \"notebook\"\ngpu_fraction = 0.25\nreplicas = 4\n\
+         sharing = \"mps\"\nfault_domain = \"nb-shared\"\n\n\
+         [[decision]]\nfault_domain = \"nb-shared\"\ndecided_by = \"lead{evil}\"\nreason = \"ok{evil}\"\ndate = 2026-11-01\n\n\
+         [[allow]]\nrule = \"GP006\"\nworkload = \"nb\"\nreason = \"why{evil}\"\napproved_by = \"boss{evil}\"\n"
+    );
+    let invalid = format!(
+        "version = 1\n[plan]\nname = \"e{evil}\"\nowner = \"o\"\n\
+         provider = \"azure\"\nregions = [\"east{evil}\"]\n\n[[workload]]\nname = \"w{evil}\"\nteam = \"t{evil}\"\n\
+         kind = \"inference\"\ngpus = 1\n\"key{evil}\" = 1\n"
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let good = dir.path().join("good.toml");
+    let bad = dir.path().join("bad.toml");
+    let unparsable = dir.path().join("unparsable.toml");
+    std::fs::write(&good, &valid).expect("plan");
+    std::fs::write(&bad, &invalid).expect("plan");
+    std::fs::write(
+        &unparsable,
+        "version = 1\n# a raw escape \u{1b}[2J in a comment\nname = \"a\u{1b}[2J\"\n",
+    )
+    .expect("plan");
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let p = |x: &Path| x.display().to_string();
+    for plan in [&good, &bad, &unparsable] {
+        for format in ["human", "json", "sarif", "github", "markdown"] {
+            runs.push(vec![
+                "check".into(),
+                p(plan),
+                "--format".into(),
+                format.into(),
+            ]);
+        }
+        for format in ["human", "json", "markdown"] {
+            runs.push(vec![
+                "recommend".into(),
+                p(plan),
+                "--format".into(),
+                format.into(),
+            ]);
+        }
+        runs.push(vec!["diff".into(), p(&good), p(plan)]);
+        runs.push(vec![
+            "render".into(),
+            p(plan),
+            "--out".into(),
+            p(&dir.path().join("out")),
+        ]);
+    }
+    for args in &runs {
+        let out = gpuplan().args(args).output().expect("runs");
+        assert!(out.status.code().is_some(), "{args:?} exits");
+        for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            if let Some(line) = raw_control(&text) {
+                panic!("{args:?}: a raw control character on {what}: {line}");
+            }
+        }
+    }
+    // The good plan renders; what it wrote is as clean as what it printed.
+    let rendered = common::tree(&dir.path().join("out"));
+    assert!(!rendered.is_empty(), "the valid plan renders");
+    for (name, text) in rendered {
+        if let Some(line) = raw_control(&text) {
+            panic!("{name}: a raw control character: {line}");
+        }
+    }
+}

@@ -83,12 +83,24 @@ pub fn redact(text: &str) -> String {
 /// written as its escape, `\u{1b}`: a name, path or server body printed to a terminal can
 /// then move no cursor, recolour nothing and forge no line.
 pub fn printable(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
+    escaped(text, |_| true)
+}
+
+/// `text` as [`printable`] writes it, but keeping its line breaks and tabs: for messages
+/// whose own lines are meant (a parser's two-line error), which may still quote a name or
+/// a server answer holding an escape sequence or a carriage return.
+pub fn printable_lines(text: &str) -> String {
+    escaped(text, |c| c != '\n' && c != '\t')
+}
+
+fn escaped(text: &str, escape: impl Fn(char) -> bool) -> String {
+    let bad = |c: char| c.is_control() && escape(c);
+    if !text.chars().any(bad) {
         return text.to_owned();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if bad(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -105,6 +117,10 @@ mod tests {
     fn control_characters_are_written_as_escapes() {
         assert_eq!(printable("a\u{1b}[2Jb\nc"), "a\\u{1b}[2Jb\\nc");
         assert_eq!(printable("plans/a.toml"), "plans/a.toml");
+        assert_eq!(
+            printable_lines("bad header\nexpected `.`\r\u{9b}"),
+            "bad header\nexpected `.`\\r\\u{9b}"
+        );
     }
 
     #[test]

@@ -167,7 +167,10 @@ pub fn apply(findings: &mut [Diag], b: &Baseline, path: &Path) -> usize {
         if d.suppressed.is_none() && known.contains(fp.as_str()) {
             d.suppressed = Some(Suppression {
                 kind: "baseline",
-                justification: format!("recorded in the baseline `{}`", path.display()),
+                justification: format!(
+                    "recorded in the baseline `{}`",
+                    crate::core::printable(&path.display().to_string())
+                ),
                 approved_by: String::new(),
                 expires: None,
             });

@@ -16,8 +16,11 @@ pub(super) fn alternatives(
     plan_hours: f64,
 ) -> Vec<Alternative> {
     let first = &choices[members[0]];
-    // (estimated cost, estimated GPUs, the pool there, its members)
-    let mut options: Vec<(f64, f64, PoolKey, rehome::Moved<'_>)> = Vec::new();
+    // (estimated cost, estimated GPUs, the pool there). The members as moved are made again
+    // for the few options that get packed: kept for every option, a large pool's moved
+    // members (one candidate each, for every SKU, region and capacity type) were the
+    // recommender's peak memory.
+    let mut options: Vec<(f64, f64, PoolKey)> = Vec::new();
     for c0 in &first.all {
         for r0 in c0.rates(&first.d) {
             if c0.sku.name == key.1 && c0.region == key.2 && r0.capacity == key.3 {
@@ -44,24 +47,25 @@ pub(super) fn alternatives(
                     * c.node_share
                     * f64::from(c.sku.gpu_count);
             }
-            options.push((est, gpus, to, moved));
+            options.push((est, gpus, to));
         }
     }
     options.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
-    let pack = |to: &PoolKey, moved: &rehome::Moved<'_>| -> (Built, u32) {
+    let pack = |to: &PoolKey| -> Option<(Built, u32)> {
+        let (_, moved) = rehome::rehomed(choices, members, &to.1, &to.2, to.3, catalog, mm)?;
         let trial: Vec<Choice<'_, '_>> = moved
             .iter()
-            .map(|(i, c, rate)| choices[*i].with(c.clone(), rate.clone()))
+            .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
             .collect();
         let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
         let b = build(&refs, to.3, catalog, mm, plan_hours, false);
         let per_node = refs.first().map_or(0, |m| m.c.sku.gpu_count);
         let gpus = b.nodes_max * per_node;
-        (b, gpus)
+        Some((b, gpus))
     };
     let mut out = Vec::new();
-    for (_, _, to, moved) in options.iter().take(3) {
-        let (b, gpus) = pack(to, moved);
+    for (_, _, to) in options.iter().take(3) {
+        let Some((b, gpus)) = pack(to) else { continue };
         out.push(Alternative {
             sku: to.1.clone(),
             region: to.2.clone(),
@@ -89,10 +93,8 @@ pub(super) fn alternatives(
             .iter()
             .map(|m| estimate(&m.d, &m.c, &m.rate, plan_hours))
             .sum();
-        let per_gpu = |o: &(f64, f64, PoolKey, rehome::Moved<'_>)| {
-            (o.0 - here) / (f64::from(chosen_gpus) - o.1)
-        };
-        let mut leaner: Vec<&(f64, f64, PoolKey, rehome::Moved<'_>)> = options
+        let per_gpu = |o: &(f64, f64, PoolKey)| (o.0 - here) / (f64::from(chosen_gpus) - o.1);
+        let mut leaner: Vec<&(f64, f64, PoolKey)> = options
             .iter()
             .skip(3)
             .filter(|o| o.1 < f64::from(chosen_gpus) - 0.5)
@@ -103,8 +105,8 @@ pub(super) fn alternatives(
         let best = leaner
             .into_iter()
             .take(3)
-            .filter_map(|(_, _, to, moved)| {
-                let (b, gpus) = pack(to, moved);
+            .filter_map(|(_, _, to)| {
+                let (b, gpus) = pack(to)?;
                 // Worth showing when it gives back at least half of the idle GPUs.
                 (gpus < chosen_gpus && 2 * (chosen_gpus - gpus) >= idle).then(|| {
                     let per = (b.cost - chosen.cost) / f64::from(chosen_gpus - gpus);

@@ -133,7 +133,21 @@ fn reserved(r: &Rate) -> bool {
     matches!(r.capacity, Capacity::Reserved1y | Capacity::Reserved3y)
 }
 
+/// One option as the search weighs it: its pool (an index into the pools), whether it is a
+/// reservation, its fixed monthly estimate if so, else its node-hour usage and rate.
+struct Weighed {
+    pool: usize,
+    reserved: bool,
+    estimate: f64,
+    usage: [f64; 3],
+    usd: f64,
+}
+
 /// Improve the picks in place; returns how many moves were made.
+///
+/// Every option's pool key and usage are worked out once before the sweeps: a sweep visits
+/// every option of every workload, and building keys there (two strings cloned and hashed
+/// per option) made the search cost grow with the estate times its sweeps.
 pub fn improve(
     opts: &mut [Options<'_, '_>],
     catalog: &Catalog,
@@ -141,23 +155,44 @@ pub fn improve(
     mm: MigManager,
     objective: Objective,
 ) -> u32 {
-    let mut pools: HashMap<Key, Pool> = HashMap::new();
-    let mut fixed = 0.0;
-    let add = |pools: &mut HashMap<Key, Pool>,
-               fixed: &mut f64,
-               o: &Options<'_, '_>,
-               k: usize,
-               sign: f64| {
-        let (ci, r) = &o.options[k];
-        let c = &o.all[*ci];
-        if reserved(r) {
-            *fixed += sign * estimate(o.d, c, r, hours);
+    let mut ids: HashMap<Key, usize> = HashMap::new();
+    let weighed: Vec<Vec<Weighed>> = opts
+        .iter()
+        .map(|o| {
+            (0..o.options.len())
+                .map(|k| {
+                    let (ci, r) = &o.options[k];
+                    let c = &o.all[*ci];
+                    let next = ids.len();
+                    let pool = *ids.entry(key(o, k, mm)).or_insert(next);
+                    let reserved = reserved(r);
+                    Weighed {
+                        pool,
+                        reserved,
+                        estimate: if reserved {
+                            estimate(o.d, c, r, hours)
+                        } else {
+                            0.0
+                        },
+                        usage: if reserved {
+                            [0.0; 3]
+                        } else {
+                            usage(o.d, c, r, catalog, hours, objective)
+                        },
+                        usd: r.usd,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut pools: Vec<Pool> = vec![Pool::default(); ids.len()];
+    let add = |pools: &mut [Pool], w: &Weighed, sign: f64| {
+        if w.reserved {
             return;
         }
-        let u = usage(o.d, c, r, catalog, hours, objective);
-        let p = pools.entry(key(o, k, mm)).or_default();
-        p.usd = r.usd;
-        for (s, x) in p.sum.iter_mut().zip(u) {
+        let p = &mut pools[w.pool];
+        p.usd = w.usd;
+        for (s, x) in p.sum.iter_mut().zip(w.usage) {
             *s += sign * x;
         }
         if sign > 0.0 {
@@ -166,63 +201,44 @@ pub fn improve(
             p.members -= 1;
         }
     };
-    for o in opts.iter() {
-        add(&mut pools, &mut fixed, o, o.pick, 1.0);
+    for (o, w) in opts.iter().zip(&weighed) {
+        add(&mut pools, &w[o.pick], 1.0);
     }
     let mut moves = 0;
     // Each sweep strictly lowers a bounded cost; the cap keeps a pathological plan bounded.
     for _ in 0..20 {
         let mut moved = false;
-        for o in opts.iter_mut() {
+        for (o, w) in opts.iter_mut().zip(&weighed) {
             let cur = o.pick;
-            let cur_key = key(o, cur, mm);
-            let cur_reserved = reserved(&o.options[cur].1);
+            let here = &w[cur];
             // Cost of the workload's current pool with and without it.
-            let (base_here, without_here) = if cur_reserved {
-                let (ci, r) = &o.options[cur];
-                (estimate(o.d, &o.all[*ci], r, hours), 0.0)
+            let (base_here, without_here) = if here.reserved {
+                (here.estimate, 0.0)
             } else {
-                let p = pools.get(&cur_key).copied().unwrap_or_default();
+                let p = pools[here.pool];
                 let mut q = p;
-                let u = usage(
-                    o.d,
-                    &o.all[o.options[cur].0],
-                    &o.options[cur].1,
-                    catalog,
-                    hours,
-                    objective,
-                );
-                for (s, x) in q.sum.iter_mut().zip(u) {
+                for (s, x) in q.sum.iter_mut().zip(here.usage) {
                     *s -= x;
                 }
                 q.members -= 1;
                 (p.cost(hours), q.cost(hours))
             };
             let mut best = (0.0, cur);
-            for k in 0..o.options.len() {
+            for (k, there) in w.iter().enumerate() {
                 if k == cur {
                     continue;
                 }
-                let (ci, r) = &o.options[k];
-                let c = &o.all[*ci];
-                let delta = if reserved(r) {
-                    estimate(o.d, c, r, hours) - (base_here - without_here)
+                let delta = if there.reserved {
+                    there.estimate - (base_here - without_here)
                 } else {
-                    let kk = key(o, k, mm);
-                    if kk == cur_key {
+                    if there.pool == here.pool {
                         continue;
                     }
-                    let p = pools.get(&kk).copied().unwrap_or(Pool {
-                        usd: r.usd,
-                        ..Pool::default()
-                    });
+                    // An empty pool costs nothing whatever its rate, so it needs no rate here.
+                    let p = pools[there.pool];
                     let mut q = p;
-                    q.usd = r.usd;
-                    for (s, x) in q
-                        .sum
-                        .iter_mut()
-                        .zip(usage(o.d, c, r, catalog, hours, objective))
-                    {
+                    q.usd = there.usd;
+                    for (s, x) in q.sum.iter_mut().zip(there.usage) {
                         *s += x;
                     }
                     q.members += 1;
@@ -234,8 +250,8 @@ pub fn improve(
                 }
             }
             if best.1 != cur {
-                add(&mut pools, &mut fixed, o, cur, -1.0);
-                add(&mut pools, &mut fixed, o, best.1, 1.0);
+                add(&mut pools, &w[cur], -1.0);
+                add(&mut pools, &w[best.1], 1.0);
                 o.pick = best.1;
                 moves += 1;
                 moved = true;

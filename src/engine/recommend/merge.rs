@@ -78,7 +78,7 @@ pub(super) fn merge_stage(
                     if fit_key(&c.fit, mm) != b.5 {
                         break;
                     }
-                    moved.push((i, c, rate));
+                    moved.push((i, c.into_owned(), rate));
                 }
                 if moved.len() != groups[a].len() {
                     continue;

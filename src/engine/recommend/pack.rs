@@ -207,12 +207,20 @@ impl PatternSearch<'_> {
 /// vCPU and RAM are all nearly full across the pool, this pairs CPU-heavy replicas with
 /// CPU-light ones, which first fit decreasing does not.
 pub fn dot_product(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
+    let coarse;
+    let groups = if groups.iter().filter(|g| g.1 > 0).count() > DOT_KINDS {
+        coarse = coarsened(groups, cap);
+        &coarse[..]
+    } else {
+        groups
+    };
     let kinds: Vec<Item> = groups.iter().filter(|g| g.1 > 0).map(|g| g.0).collect();
     let mut left: Vec<u32> = groups.iter().filter(|g| g.1 > 0).map(|g| g.1).collect();
+    let fill = DotFill::new(&kinds, cap);
     let (mut nodes, mut free) = (0u32, 0u32);
     while left.iter().any(|&c| c > 0) {
         nodes += 1;
-        let p = dot_node(&kinds, &left, cap);
+        let p = fill.node(&left);
         let used: u32 = p.iter().zip(&kinds).map(|(n, it)| n * it.units).sum();
         if p.iter().all(|&n| n == 0) {
             // Nothing fits an empty node: the item is larger than a node; place it alone so
@@ -229,58 +237,134 @@ pub fn dot_product(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
     (nodes, free)
 }
 
-/// One node filled by the DotProduct rule from `left` replicas of each kind: how many of
-/// each it takes.
-fn dot_node(kinds: &[Item], left: &[u32], cap: NodeCap) -> Vec<u32> {
-    const EPS: f64 = 1e-9;
-    let caps = [
-        f64::from(cap.units.max(1)),
-        cap.cpu.max(EPS),
-        cap.mem.max(EPS),
-    ];
-    let norm: Vec<[f64; 3]> = kinds
-        .iter()
-        .map(|i| {
-            [
-                f64::from(i.units) / caps[0],
-                i.cpu / caps[1],
-                i.mem / caps[2],
-            ]
-        })
-        .collect();
-    let mut total = [0.0f64; 3];
-    for (n, &c) in norm.iter().zip(left) {
-        for d in 0..3 {
-            total[d] += n[d] * f64::from(c);
+/// Replica kinds the DotProduct fill takes as they are. Each of its steps weighs every kind
+/// still in the running, so its cost grows with kinds × replicas: on a large estate's pool
+/// (thousands of workloads, each its own vCPU and RAM request) that is the square of the
+/// estate. Above this many kinds it packs coarsened kinds instead (see `coarsened`).
+const DOT_KINDS: usize = 512;
+
+/// `groups` with each replica's vCPUs and RAM rounded up to a grid of 1/128 of the node (then
+/// 1/64, 1/32 … while more than `DOT_KINDS` kinds remain), and equal kinds joined. Rounding
+/// up only makes replicas larger, so a packing of the coarsened kinds is a valid packing of
+/// the real ones; it gives away at most one grid step of each replica, and first fit
+/// decreasing still sees the exact sizes.
+fn coarsened(groups: &[(Item, u32)], cap: NodeCap) -> Vec<(Item, u32)> {
+    let up = |v: f64, whole: f64, steps: f64| {
+        if whole <= 0.0 || v > whole {
+            return v;
         }
-    }
-    let mut take = vec![0u32; kinds.len()];
-    let mut res = [1.0f64, 1.0, 1.0];
-    let mut units_left = cap.units;
+        let step = whole / steps;
+        ((v / step).ceil() * step).min(whole)
+    };
+    let mut steps = 128.0;
     loop {
-        let mut best: Option<(f64, usize)> = None;
-        for (k, (n, it)) in norm.iter().zip(kinds).enumerate() {
-            if take[k] >= left[k]
-                || it.units > units_left
-                || n[1] > res[1] + EPS
-                || n[2] > res[2] + EPS
-            {
-                continue;
+        let mut out: Vec<(Item, u32)> = groups
+            .iter()
+            .filter(|g| g.1 > 0)
+            .map(|&(i, n)| {
+                let item = Item {
+                    units: i.units,
+                    cpu: up(i.cpu, cap.cpu, steps),
+                    mem: up(i.mem, cap.mem, steps),
+                };
+                (item, n)
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            (a.0.units.cmp(&b.0.units))
+                .then(a.0.cpu.total_cmp(&b.0.cpu))
+                .then(a.0.mem.total_cmp(&b.0.mem))
+        });
+        out.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 += b.1;
             }
-            let score: f64 = (0..3).map(|d| total[d] * n[d] * res[d]).sum();
-            if best.is_none_or(|(b, _)| score > b + EPS) {
-                best = Some((score, k));
-            }
+            same
+        });
+        if out.len() <= DOT_KINDS || steps <= 4.0 {
+            return out;
         }
-        let Some((_, k)) = best else { break };
-        take[k] += 1;
-        units_left -= kinds[k].units;
-        for d in 0..3 {
-            res[d] -= norm[k][d];
-            total[d] -= norm[k][d];
-        }
+        steps /= 2.0;
     }
-    take
+}
+
+/// The DotProduct fill of one pool's kinds, their shares of a node computed once for every
+/// node it fills.
+struct DotFill<'k> {
+    kinds: &'k [Item],
+    cap: NodeCap,
+    norm: Vec<[f64; 3]>,
+}
+
+impl<'k> DotFill<'k> {
+    const EPS: f64 = 1e-9;
+
+    fn new(kinds: &'k [Item], cap: NodeCap) -> Self {
+        let caps = [
+            f64::from(cap.units.max(1)),
+            cap.cpu.max(Self::EPS),
+            cap.mem.max(Self::EPS),
+        ];
+        let norm = kinds
+            .iter()
+            .map(|i| {
+                [
+                    f64::from(i.units) / caps[0],
+                    i.cpu / caps[1],
+                    i.mem / caps[2],
+                ]
+            })
+            .collect();
+        Self { kinds, cap, norm }
+    }
+
+    /// One node filled from `left` replicas of each kind: how many of each it takes.
+    ///
+    /// Each step takes the kind whose shares best match what the node has left, weighted
+    /// by what the remaining replicas still need; ties go to the earlier kind. A kind that
+    /// is used up or no longer fits leaves the running for this node for good (what the node
+    /// has left only shrinks), so a step scans only the kinds still in it: on a large pool
+    /// the node's first steps drop most of them.
+    fn node(&self, left: &[u32]) -> Vec<u32> {
+        const EPS: f64 = DotFill::EPS;
+        let mut total = [0.0f64; 3];
+        for (n, &c) in self.norm.iter().zip(left) {
+            for d in 0..3 {
+                total[d] += n[d] * f64::from(c);
+            }
+        }
+        let mut take = vec![0u32; self.kinds.len()];
+        let mut res = [1.0f64, 1.0, 1.0];
+        let mut units_left = self.cap.units;
+        let mut open: Vec<usize> = (0..self.kinds.len()).filter(|&k| left[k] > 0).collect();
+        loop {
+            let mut best: Option<(f64, usize)> = None;
+            open.retain(|&k| {
+                let n = &self.norm[k];
+                if take[k] >= left[k]
+                    || self.kinds[k].units > units_left
+                    || n[1] > res[1] + EPS
+                    || n[2] > res[2] + EPS
+                {
+                    return false;
+                }
+                let score: f64 = (0..3).map(|d| total[d] * n[d] * res[d]).sum();
+                if best.is_none_or(|(b, _)| score > b + EPS) {
+                    best = Some((score, k));
+                }
+                true
+            });
+            let Some((_, k)) = best else { break };
+            take[k] += 1;
+            units_left -= self.kinds[k].units;
+            for d in 0..3 {
+                res[d] -= self.norm[k][d];
+                total[d] -= self.norm[k][d];
+            }
+        }
+        take
+    }
 }
 
 /// First fit decreasing by the largest share an item takes.
@@ -475,6 +559,35 @@ mod tests {
             prop_assert_eq!(p * CAP.units - pfree, units);
             prop_assert_eq!(n * CAP.units - free, units);
             prop_assert!(n >= units.div_ceil(CAP.units));
+        }
+
+        /// A pool of more kinds than the DotProduct fill takes as they are: the coarsened
+        /// kinds are as many replicas, each at least as large as the one it stands for and at
+        /// most one grid step (1/4 of the node at the coarsest) larger, and the fill on them
+        /// places every replica on no fewer nodes than the exact resources need.
+        #[test]
+        fn coarsened_kinds_cover_every_replica(
+            raw in proptest::collection::vec((1u32..=8, 0.0f64..80.0, 0.0f64..1600.0, 1u32..4), 600..900)
+        ) {
+            let groups: Vec<(Item, u32)> = raw.iter()
+                .map(|&(units, cpu, mem, n)| (Item { units, cpu, mem }, n))
+                .collect();
+            let coarse = coarsened(&groups, CAP);
+            let count = |g: &[(Item, u32)]| g.iter().map(|g| g.1).sum::<u32>();
+            prop_assert_eq!(count(&coarse), count(&groups));
+            prop_assert!(coarse.len() <= DOT_KINDS);
+            // Each original replica has a coarse kind of its units no smaller, within the
+            // coarsest grid step.
+            for (i, _) in &groups {
+                prop_assert!(coarse.iter().any(|(c, _)| c.units == i.units
+                    && c.cpu >= i.cpu && c.cpu <= i.cpu + CAP.cpu / 4.0 + 1e-9
+                    && c.mem >= i.mem && c.mem <= i.mem + CAP.mem / 4.0 + 1e-9));
+            }
+            let units: u32 = groups.iter().map(|g| g.0.units * g.1).sum();
+            let cpu: f64 = groups.iter().map(|g| g.0.cpu * f64::from(g.1)).sum();
+            let (d, free) = dot_product(&groups, CAP);
+            prop_assert_eq!(d * CAP.units - free, units);
+            prop_assert!(f64::from(d) >= (cpu / CAP.cpu).ceil() - 1e-9);
         }
     }
 }

@@ -1,27 +1,32 @@
 //! Workloads on another SKU, region or capacity type: a whole pool as one valid pool (what
 //! the alternatives a pool lists are priced as), or one workload joining a pool (merges).
 
+use std::borrow::Cow;
+
 use super::candidate::{self, Candidate, Fit, Rate};
 use super::{fit_key, pool_sharing, Choice, PoolKey};
 use crate::catalog::Catalog;
 use crate::plan::raw::{Capacity, MigManager};
 
-/// Each moved workload's index, new candidate and rate.
-pub(super) type Moved<'c> = Vec<(usize, Candidate<'c>, Rate)>;
+/// Each moved workload's index, new candidate and rate. The candidate is borrowed from the
+/// workload's own list unless its shares were cut: the alternatives re-home every pool on
+/// every SKU, region and capacity type, and cloning each member's candidate for each was
+/// most of their cost.
+pub(super) type Moved<'a, 'c> = Vec<(usize, Cow<'a, Candidate<'c>>, Rate)>;
 
 /// The members of a pool on another SKU, region and capacity type, as one pool: each on its
 /// own candidate there, time-sliced replicas all at the fewest shares per GPU any of them
 /// needs (fewer, larger shares are always allowed, and sharing is node-wide). None when a
 /// member cannot go there or the members would need different sharing settings.
-pub(super) fn rehomed<'c>(
-    choices: &[Choice<'_, 'c>],
+pub(super) fn rehomed<'a, 'c>(
+    choices: &'a [Choice<'_, 'c>],
     members: &[usize],
     sku: &str,
     region: &str,
     capacity: Capacity,
     catalog: &Catalog,
     mm: MigManager,
-) -> Option<(PoolKey, Moved<'c>)> {
+) -> Option<(PoolKey, Moved<'a, 'c>)> {
     let shares = members
         .iter()
         .filter_map(|&i| {
@@ -35,7 +40,7 @@ pub(super) fn rehomed<'c>(
             }
         })
         .min();
-    let moved: Moved<'c> = members
+    let moved: Moved<'a, 'c> = members
         .iter()
         .map(|&i| {
             let (c, rate) = moved_to(&choices[i], sku, region, capacity, shares, catalog)?;
@@ -63,22 +68,23 @@ pub(super) fn rehomed<'c>(
 /// One workload on a SKU, region and capacity type: its candidate there, with time-sliced
 /// replicas cut to `shares` per GPU where it would take more (fewer, larger shares are
 /// always allowed), and the rate. None when it has no candidate or rate there.
-pub(super) fn moved_to<'c>(
-    ch: &Choice<'_, 'c>,
+pub(super) fn moved_to<'a, 'c>(
+    ch: &'a Choice<'_, 'c>,
     sku: &str,
     region: &str,
     capacity: Capacity,
     shares: Option<u32>,
     catalog: &Catalog,
-) -> Option<(Candidate<'c>, Rate)> {
-    let mut c = ch
-        .all
-        .iter()
-        .find(|c| c.sku.name == sku && c.region == region)?
-        .clone();
-    if let (Fit::Shared { replicas }, Some(n)) = (&mut c.fit, shares) {
+) -> Option<(Cow<'a, Candidate<'c>>, Rate)> {
+    let mut c = Cow::Borrowed(
+        ch.all
+            .iter()
+            .find(|c| c.sku.name == sku && c.region == region)?,
+    );
+    if let (Fit::Shared { replicas }, Some(n)) = (&c.fit, shares) {
         if *replicas > n {
-            *replicas = n;
+            let c = c.to_mut();
+            c.fit = Fit::Shared { replicas: n };
             let (ca, ma) = candidate::allocatable(c.sku, catalog);
             c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
         }

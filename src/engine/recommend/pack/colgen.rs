@@ -13,7 +13,7 @@
 
 use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome};
 
-use super::{dot_node, Item, NodeCap};
+use super::{DotFill, Item, NodeCap};
 
 const EPS: f64 = 1e-9;
 /// Patterns one LP may add before it settles for what it has.
@@ -97,8 +97,9 @@ impl Packer<'_> {
             patterns = order.into_iter().map(|p| patterns[p].clone()).collect();
         }
         // What the dives left: one node at a time, each the DotProduct filling.
+        let fill = DotFill::new(self.kinds, self.cap);
         while left.iter().any(|&n| n > 0) {
-            let p = dot_node(self.kinds, &left, self.cap);
+            let p = fill.node(&left);
             if !self.take(&p, &mut left, &mut nodes) {
                 return None;
             }
@@ -126,8 +127,9 @@ impl Packer<'_> {
     fn seeds(&self, left: &[u32]) -> Vec<Pattern> {
         let mut left = left.to_vec();
         let mut out: Vec<Pattern> = Vec::new();
+        let fill = DotFill::new(self.kinds, self.cap);
         while left.iter().any(|&n| n > 0) {
-            let p = dot_node(self.kinds, &left, self.cap);
+            let p = fill.node(&left);
             let Some(reps) = (0..p.len())
                 .filter(|&k| p[k] > 0)
                 .map(|k| left[k] / p[k])
