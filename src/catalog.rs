@@ -359,6 +359,24 @@ pub struct Assumptions {
     pub time_slicing_memory_headroom: f64,
     /// Compute share of a declared time-sliced or MPS workload that states none.
     pub time_slicing_default_share: f64,
+    /// Node disk: what the OS and kubelet take, GiB.
+    pub node_disk_os_gib: f64,
+    /// Node disk: room for the container images, GiB.
+    pub node_disk_images_gib: f64,
+}
+
+impl Assumptions {
+    /// The node disk, GiB, for a pool running models of `weights` GiB each: the OS, the
+    /// images, every model cached once and room for a new version of the largest, rounded up
+    /// to 10 GiB; at least `floor` (a provider's default disk).
+    pub fn node_disk_gib(&self, weights: &[f64], floor: f64) -> u32 {
+        let sum: f64 = weights.iter().sum();
+        let largest = weights.iter().copied().fold(0.0, f64::max);
+        let gib = self.node_disk_os_gib + self.node_disk_images_gib + sum + largest;
+        let rounded = (gib.max(floor) / 10.0).ceil() * 10.0;
+        // Bounded in the loader; a plan's weights are bounded by its own validation.
+        rounded.min(f64::from(u32::MAX)) as u32
+    }
 }
 
 impl Assumptions {

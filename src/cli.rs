@@ -182,6 +182,11 @@ pub struct RenderArgs {
     /// Also reserve capacity for user-facing floors (Azure capacity reservation groups, EC2 On-Demand Capacity Reservations)
     #[arg(long)]
     pub capacity_reservations: bool,
+    /// Also write `karpenter/karpenter.yaml`: a Karpenter NodePool per pool with its
+    /// EC2NodeClass (EKS) or AKSNodeClass (AKS node auto-provisioning); Kueue flavors then
+    /// select the labels Karpenter's nodes carry
+    #[arg(long)]
+    pub karpenter: bool,
     /// Kueue API version of the rendered objects: v1beta2 (Kueue's storage version) or
     /// v1beta1 for clusters that predate it
     #[arg(long, value_enum, default_value_t = KueueApi::V1beta2)]

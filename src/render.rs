@@ -53,6 +53,12 @@ const AWS: Output_ = Output_ {
     embedded: include_str!("../templates/render/terraform/aws.tf.hbs"),
     hcl: true,
 };
+const KARPENTER: Output_ = Output_ {
+    path: "karpenter/karpenter.yaml",
+    template: "karpenter/karpenter.yaml.hbs",
+    embedded: include_str!("../templates/render/karpenter/karpenter.yaml.hbs"),
+    hcl: false,
+};
 const COMMON: [Output_; 4] = [
     Output_ {
         path: "helm/gpu-operator-values.yaml",
@@ -188,7 +194,8 @@ pub fn render(
     let hb = registry();
     let tf = if v.provider == "aws" { AWS } else { AZURE };
     let mut out = BTreeMap::new();
-    for o in std::iter::once(&tf).chain(COMMON.iter()) {
+    let karpenter = v.karpenter_enabled.then_some(&KARPENTER);
+    for o in std::iter::once(&tf).chain(COMMON.iter()).chain(karpenter) {
         let text = template_text(o, templates)?;
         let rendered = hb
             .render_template(&text, v)

@@ -8,6 +8,9 @@ use std::path::Path;
 
 use serde_yaml::Value;
 
+mod common;
+use common::k8s::{crd, docs, json};
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -20,17 +23,6 @@ fn gpuplan() -> assert_cmd::Command {
         .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
         .env_remove("GPUPLAN_CATALOG");
     c
-}
-
-fn docs(text: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).expect("yaml"))
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-fn json(v: &Value) -> serde_json::Value {
-    serde_json::to_value(v).expect("yaml as json")
 }
 
 /// The rendered Kueue and serving files and the recommendation they came from.
@@ -55,17 +47,6 @@ fn render(plan: &Path, extra: &[&str]) -> (Vec<Value>, Value, serde_json::Value)
         serde_yaml::from_str(&read("serving/values.yaml")).expect("serving"),
         serde_json::from_slice(&rec.stdout).expect("recommendation"),
     )
-}
-
-fn crd(file: &str, version: &str) -> jsonschema::Validator {
-    let text =
-        std::fs::read_to_string(root().join("tests/fixtures/conformance").join(file)).expect("crd");
-    let crd: Value = serde_yaml::from_str(&text).expect("crd yaml");
-    let v = crd["spec"]["versions"]
-        .as_sequence()
-        .and_then(|vs| vs.iter().find(|v| v["name"].as_str() == Some(version)))
-        .expect("version");
-    jsonschema::validator_for(&json(&v["schema"]["openAPIV3Schema"])).expect("schema")
 }
 
 /// A Kubernetes quantity as a number: `96`, `95500m`, `1382Gi`.

@@ -119,6 +119,20 @@ fn names(body: &hcl_edit::structure::Body, prefix: &str, out: &mut Vec<String>) 
             hcl_edit::structure::Structure::Attribute(a) => {
                 out.push(format!("{prefix}{}", a.key.as_str()));
             }
+            // `dynamic "x" { for_each = …, content { … } }` writes blocks named `x`: their
+            // arguments are those of `x`.
+            hcl_edit::structure::Structure::Block(b) if b.ident.as_str() == "dynamic" => {
+                let label = b.labels.first().map_or("", |l| l.as_str());
+                let n = format!("{prefix}{label}");
+                out.push(n.clone());
+                for s in b.body.iter() {
+                    if let hcl_edit::structure::Structure::Block(c) = s {
+                        if c.ident.as_str() == "content" {
+                            names(&c.body, &format!("{n}."), out);
+                        }
+                    }
+                }
+            }
             hcl_edit::structure::Structure::Block(b) => {
                 let n = format!("{prefix}{}", b.ident.as_str());
                 out.push(n.clone());
@@ -160,6 +174,13 @@ fn terraform_parses_and_uses_the_providers_attribute_names() {
         "aws_ec2_capacity_reservation",
         doc_args("ec2_capacity_reservation.html.markdown"),
     );
+    allowed.insert(
+        "aws_placement_group",
+        doc_args("placement_group.html.markdown"),
+    );
+    // Launch-template blocks are documented each under its own name.
+    let template = all_doc_names("launch_template.html.markdown");
+    allowed.insert("aws_launch_template", BTreeSet::new());
     let mut seen = BTreeSet::new();
     for (_, plan) in PLANS {
         let files = rendered(plan, &["--capacity-reservations"]);
@@ -185,8 +206,15 @@ fn terraform_parses_and_uses_the_providers_attribute_names() {
             let mut got = Vec::new();
             names(&b.body, "", &mut got);
             for n in got {
+                let documented = if kind == "aws_launch_template" {
+                    n.rsplit('.')
+                        .next()
+                        .is_some_and(|last| template.contains(last))
+                } else {
+                    ok.contains(&n)
+                };
                 assert!(
-                    ok.contains(&n) || META.contains(&n.as_str()),
+                    documented || META.contains(&n.as_str()),
                     "{plan}: `{kind}` has no argument `{n}`"
                 );
             }
@@ -752,4 +780,202 @@ fn a_hostile_plan_file_name_cannot_inject_code() {
             }
         }
     }
+}
+
+/// The top-level blocks of a Terraform file, by (block type, first label, second label).
+fn blocks(tf: &str) -> BTreeMap<(String, String, String), hcl_edit::structure::Block> {
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    body.into_iter()
+        .filter_map(|s| match s {
+            hcl_edit::structure::Structure::Block(b) => Some(b),
+            hcl_edit::structure::Structure::Attribute(_) => None,
+        })
+        .map(|b| {
+            let label = |i: usize| {
+                b.labels
+                    .get(i)
+                    .map(|l| l.as_str().to_owned())
+                    .unwrap_or_default()
+            };
+            ((b.ident.as_str().to_owned(), label(0), label(1)), b)
+        })
+        .collect()
+}
+
+/// An attribute's expression as written, or a nested block's.
+fn attr(body: &hcl_edit::structure::Body, key: &str) -> Option<String> {
+    body.get_attribute(key)
+        .map(|a| a.value.to_string().trim().to_owned())
+}
+
+fn block<'b>(
+    body: &'b hcl_edit::structure::Body,
+    ident: &'b str,
+) -> Option<&'b hcl_edit::structure::Body> {
+    body.get_blocks(ident).next().map(|b| &b.body)
+}
+
+/// A four-node EKS gang on an EFA type: its node group takes a launch template with every EFA
+/// interface the type supports (counted by Terraform from `aws_ec2_instance_type`, whose
+/// attribute is checked against the provider's docs), joins a cluster placement group, and
+/// sits in one subnet; its root volume holds the 70B model twice over. Pools that are not
+/// gangs get no EFA, and a gang in a Capacity Block keeps EFA but no placement group.
+#[test]
+fn an_eks_gang_gets_efa_a_placement_group_and_a_disk_for_its_model() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("gang.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n[plan]\nname = \"gang\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
+         [[workload]]\nname = \"pretrain\"\nteam = \"t\"\nkind = \"training\"\nnodes = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\n\
+         checkpoint_minutes = 60\nmodel = { params_billion = 70, precision = \"bf16\" }\n\n\
+         [[workload]]\nname = \"scoring\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nreplicas = 2\nskus = [\"g6.xlarge\"]\n",
+    )
+    .expect("plan");
+    let files = rendered(plan.to_str().expect("utf-8"), &[]);
+    let tf = &files["terraform/main.tf"];
+    let b = blocks(tf);
+    let groups: Vec<&(String, String, String)> = b
+        .keys()
+        .filter(|k| k.0 == "resource" && k.1 == "aws_eks_node_group")
+        .collect();
+    assert_eq!(groups.len(), 2, "{tf}");
+    let mut efa_pools = 0;
+    for k in groups {
+        let ng = &b[k].body;
+        let ident = &k.2;
+        let sku = attr(ng, "instance_types").expect("instance_types");
+        if !sku.contains("p5.48xlarge") {
+            assert!(
+                block(ng, "launch_template").is_none(),
+                "{ident}: no EFA off the gang"
+            );
+            assert!(
+                attr(ng, "disk_size").is_some(),
+                "{ident}: the disk is sized"
+            );
+            continue;
+        }
+        efa_pools += 1;
+        let lt_ref =
+            block(ng, "launch_template").expect("the gang's node group has a launch template");
+        assert!(attr(lt_ref, "id")
+            .expect("id")
+            .contains(&format!("aws_launch_template.{ident}.id")));
+        assert!(
+            attr(ng, "disk_size").is_none(),
+            "disk_size excludes a launch template"
+        );
+        let subnets = attr(ng, "subnet_ids").expect("subnets");
+        assert!(
+            subnets.starts_with("[lookup(var.efa_subnet_ids"),
+            "one subnet: {subnets}"
+        );
+        let lt = &b[&(
+            "resource".into(),
+            "aws_launch_template".into(),
+            ident.clone(),
+        )]
+            .body;
+        // every EFA interface the type has, card 0 first with ENA, the rest EFA-only
+        let dynamic = lt
+            .get_blocks("dynamic")
+            .find(|d| {
+                d.labels
+                    .first()
+                    .is_some_and(|l| l.as_str() == "network_interfaces")
+            })
+            .expect("network interfaces");
+        let for_each = attr(&dynamic.body, "for_each").expect("for_each");
+        let data = format!("data.aws_ec2_instance_type.{ident}.efa_maximum_interfaces");
+        assert_eq!(for_each, format!("range({data})"));
+        assert!(lines_of("ec2_instance_type_attributes.txt").contains("efa_maximum_interfaces"));
+        let content = block(&dynamic.body, "content").expect("content");
+        assert_eq!(
+            attr(content, "network_card_index").as_deref(),
+            Some("network_interfaces.value")
+        );
+        assert_eq!(
+            attr(content, "interface_type").as_deref(),
+            Some("network_interfaces.value == 0 ? \"efa\" : \"efa-only\"")
+        );
+        let data_block = &b[&("data".into(), "aws_ec2_instance_type".into(), ident.clone())].body;
+        assert_eq!(
+            attr(data_block, "instance_type").as_deref(),
+            Some("\"p5.48xlarge\"")
+        );
+        // the placement group, cluster strategy, named in the template
+        let pg = &b[&(
+            "resource".into(),
+            "aws_placement_group".into(),
+            ident.clone(),
+        )]
+            .body;
+        assert_eq!(attr(pg, "strategy").as_deref(), Some("\"cluster\""));
+        let placement = block(lt, "placement").expect("placement");
+        assert_eq!(
+            attr(placement, "group_name"),
+            Some(format!("aws_placement_group.{ident}.name"))
+        );
+        // 70e9 bf16 parameters are 130.4 GiB: 20 (OS) + 100 (images) + 130.4 + 130.4 -> 390
+        let ebs = block(
+            block(lt, "block_device_mappings").expect("root volume"),
+            "ebs",
+        )
+        .expect("ebs");
+        assert_eq!(attr(ebs, "volume_size").as_deref(), Some("390"));
+    }
+    assert_eq!(efa_pools, 1);
+    assert!(
+        files["README.md"].contains("EFA (`"),
+        "{}",
+        files["README.md"]
+    );
+    // In a Capacity Block the gang keeps EFA, without a placement group of its own.
+    let files = rendered("tests/fixtures/render/capacity-block.toml", &["--declared"]);
+    let b = blocks(&files["terraform/main.tf"]);
+    assert!(b.keys().any(|k| k.1 == "aws_ec2_instance_type"));
+    assert!(!b.keys().any(|k| k.1 == "aws_placement_group"));
+}
+
+/// Azure: the OS disk follows the models too, and never goes below AKS's 128 GB default; an
+/// ND gang says what its InfiniBand needs.
+#[test]
+fn aks_disks_follow_the_model_and_an_nd_gang_notes_its_infiniband() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("nd.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n[plan]\nname = \"nd\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n\
+         [[workload]]\nname = \"pretrain\"\nteam = \"t\"\nkind = \"training\"\nnodes = 2\ngpus = 8\nskus = [\"Standard_ND96isr_H100_v5\"]\n\
+         checkpoint_minutes = 60\nmodel = { params_billion = 70, precision = \"bf16\" }\n\n\
+         [[workload]]\nname = \"small\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"Standard_NC4as_T4_v3\"]\n",
+    )
+    .expect("plan");
+    let files = rendered(plan.to_str().expect("utf-8"), &[]);
+    let b = blocks(&files["terraform/main.tf"]);
+    let mut disks: Vec<(String, String)> = b
+        .iter()
+        .filter(|(k, _)| k.1 == "azurerm_kubernetes_cluster_node_pool")
+        .map(|(_, v)| {
+            (
+                attr(&v.body, "vm_size").expect("vm_size"),
+                attr(&v.body, "os_disk_size_gb").expect("os disk"),
+            )
+        })
+        .collect();
+    disks.sort();
+    assert_eq!(
+        disks,
+        [
+            ("\"Standard_NC4as_T4_v3\"".to_owned(), "130".to_owned()),
+            ("\"Standard_ND96isr_H100_v5\"".to_owned(), "390".to_owned()),
+        ]
+    );
+    assert!(
+        files["README.md"].contains("InfiniBand (`"),
+        "{}",
+        files["README.md"]
+    );
+    assert!(files["helm/gpu-operator-values.yaml"].contains("# InfiniBand ("));
 }

@@ -51,6 +51,7 @@ fn run(text: &str, catalog: &Catalog) {
                 &rec,
                 &gpuplan::render::view::Options {
                     capacity_reservations: true,
+                    karpenter: true,
                     kueue_api: "kueue.x-k8s.io/v1beta2",
                 },
             );

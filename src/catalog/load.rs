@@ -289,6 +289,14 @@ struct AssumptionsFile {
     server_default: Vec<ServerDefault>,
     check: CheckEntry,
     recommend: RecommendEntry,
+    render: RenderEntry,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RenderEntry {
+    node_disk_os_gib: f64,
+    node_disk_images_gib: f64,
 }
 
 #[derive(Deserialize)]
@@ -599,6 +607,19 @@ fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError>
             ));
         }
     }
+    for (name, v) in [
+        ("node_disk_os_gib", a.render.node_disk_os_gib),
+        ("node_disk_images_gib", a.render.node_disk_images_gib),
+    ] {
+        if !(v.is_finite() && (0.0..=65_536.0).contains(&v)) {
+            let at = file.text.find(name).map_or(0..0, |i| i..i + name.len());
+            return Err(invalid(
+                file,
+                at,
+                format!("{name} must be in [0, 65536] GiB"),
+            ));
+        }
+    }
     if !(a.recommend.daemonset_cpu.is_finite() && a.recommend.daemonset_cpu >= 0.0) {
         return Err(invalid(
             file,
@@ -640,6 +661,8 @@ fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError>
         allocatable_memory_share: a.recommend.allocatable_memory_share,
         time_slicing_memory_headroom: a.recommend.time_slicing_memory_headroom,
         time_slicing_default_share: a.recommend.time_slicing_default_share,
+        node_disk_os_gib: a.render.node_disk_os_gib,
+        node_disk_images_gib: a.render.node_disk_images_gib,
     })
 }
 

@@ -60,6 +60,7 @@ pub fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
         &rec,
         &view::Options {
             capacity_reservations: args.capacity_reservations,
+            karpenter: args.karpenter,
             kueue_api: args.kueue_api.api_version(),
         },
     );

@@ -28,6 +28,21 @@ pub struct View {
     /// Whether the GPU Operator installs the driver and container toolkit, and why.
     pub driver_enabled: bool,
     pub driver_note: &'static str,
+    /// What multi-node training needs beyond the node pools (EFA device plugin, InfiniBand
+    /// and RDMA), one sentence each.
+    pub network_notes: Vec<String>,
+    /// The images' share of the node disk, GiB (stated in the README).
+    pub disk_images_gib: String,
+    /// `render --karpenter`: one NodePool and node class per rendered pool.
+    pub karpenter: Vec<KarpenterView>,
+    /// Pools Karpenter cannot create (AKS-managed MIG), for the README.
+    pub karpenter_skipped: Vec<String>,
+    /// The cluster the Karpenter selectors name, and the node role (EKS).
+    pub cluster: String,
+    pub node_role: String,
+    /// `render --karpenter` was asked for (the file is written even when no pool qualifies).
+    pub karpenter_enabled: bool,
+    pub aws: bool,
     pub serving: Vec<ServingView>,
     pub total_monthly_cost: String,
 }
@@ -71,6 +86,20 @@ pub struct PoolView {
     pub reservation: Option<String>,
     pub workloads: String,
     pub monthly_cost: String,
+    /// Node disk, GiB: OS, images and the pool's models (`Assumptions::node_disk_gib`).
+    pub disk_gib: u32,
+    /// EKS: multi-node training on an EFA type gets EFA interfaces (as many as the type
+    /// supports, read by Terraform from `aws_ec2_instance_type`) and a cluster placement group.
+    pub efa: bool,
+    /// EKS: EFA pools get a cluster placement group, except in a Capacity Block, whose
+    /// instances EC2 already places together in one UltraCluster (and whose reservation
+    /// fixes their placement).
+    pub placement_group: bool,
+    /// EKS: the node group needs a launch template (a Capacity Block or EFA); the disk is then
+    /// its root volume, since `disk_size` and `launch_template` exclude each other.
+    pub launch_template: bool,
+    /// Azure: the SKU's InfiniBand, for gangs that span nodes.
+    pub infiniband: bool,
 }
 
 #[derive(Debug, Serialize, Clone)]
@@ -131,6 +160,34 @@ pub struct SharingView {
     pub replicas: u32,
     pub rename_by_default: bool,
     pub fail_requests_greater_than_one: bool,
+}
+
+/// One Karpenter NodePool and its node class (EC2NodeClass or AKSNodeClass).
+#[derive(Debug, Serialize)]
+pub struct KarpenterView {
+    pub name: String,
+    pub node_class: String,
+    pub sku: String,
+    pub region: String,
+    /// `karpenter.sh/capacity-type`: spot, on-demand or reserved.
+    pub capacity_type: &'static str,
+    pub arch: &'static str,
+    pub labels: Vec<KeyValue>,
+    pub taints: Vec<TaintView>,
+    pub limit_cpu: u32,
+    pub limit_memory_gib: u32,
+    pub limit_gpus: u32,
+    /// Gangs: never disrupted voluntarily, never expired mid-run.
+    pub gang: bool,
+    /// User-facing floors: only empty nodes are consolidated.
+    pub floor: bool,
+    pub disk_gib: u32,
+    /// EKS: the gang's cluster placement group (rendered in terraform/).
+    pub placement_group: bool,
+    /// EKS: a Capacity Block or capacity reservation, selected by its `gpuplan.io/pool` tag.
+    pub reservation: bool,
+    /// AKS: `gpu.mode`, None where the GPU Operator installs the driver.
+    pub gpu_mode: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -291,6 +348,33 @@ fn taint(spec: &str) -> TaintView {
     }
 }
 
+/// What gangs need beyond their node pools, for the README and the operator values.
+fn network_notes(pools: &[PoolView]) -> Vec<String> {
+    let names = |pick: fn(&PoolView) -> bool| {
+        let mut n: Vec<String> = pools
+            .iter()
+            .filter(|p| pick(p))
+            .map(|p| format!("`{}`", p.name))
+            .collect();
+        n.dedup();
+        n.join(", ")
+    };
+    let mut out = Vec::new();
+    let efa = names(|p| p.efa);
+    if !efa.is_empty() {
+        out.push(format!(
+            "EFA ({efa}): each node gets every EFA interface its type supports and joins one cluster placement group in one subnet (terraform/). Pods reach the interfaces through the EFA device plugin (`vpc.amazonaws.com/efa`), which the cluster must run; NCCL then uses them through the AMI's EFA driver and libfabric, so the GPU Operator's RDMA stays off."
+        ));
+    }
+    let ib = names(|p| p.infiniband);
+    if !ib.is_empty() {
+        out.push(format!(
+            "InfiniBand ({ib}): NCCL reaches the SKU's InfiniBand through the NVIDIA Network Operator's OFED driver, which gpuplan does not render. The GPU Operator's `driver.rdma` stays disabled, its chart default: GPUDirect RDMA needs that OFED driver first; once the Network Operator runs, set `driver.rdma.enabled: true` (and `useHostMofed: true` where OFED is installed on the host)."
+        ));
+    }
+    out
+}
+
 fn alias(region: &str) -> String {
     region.replace('-', "_")
 }
@@ -304,6 +388,8 @@ fn gpus_of(plan: &Plan, workload: &str) -> u32 {
 /// Options the command line sets.
 pub struct Options {
     pub capacity_reservations: bool,
+    /// Also write Karpenter NodePools and node classes (`karpenter/`).
+    pub karpenter: bool,
     /// `kueue.x-k8s.io/v1beta2` (the storage version), or `v1beta1` for older clusters.
     pub kueue_api: &'static str,
 }
@@ -314,6 +400,8 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     let mut mig_configs = Vec::new();
     let mut sharing_configs = Vec::new();
     let mut flavors = Vec::new();
+    let mut karpenter = Vec::new();
+    let mut karpenter_skipped = Vec::new();
     let mut any_operator_mig = false;
     // The rendered node pools of each recommended pool (one, or one per MIG node filling).
     let mut rendered: IndexMap<String, Vec<String>> = IndexMap::new();
@@ -341,6 +429,22 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             && rec.provider == "azure"
             && crate::engine::recommend::mig_manager(plan) == crate::plan::raw::MigManager::Aks;
         let operator_mig = p.sharing == "mig" && !aks_managed;
+        let sku = catalog.sku(plan.provider(), &p.sku);
+        let members: Vec<&crate::plan::raw::Workload> = p
+            .workloads
+            .iter()
+            .filter_map(|w| plan.workload(w))
+            .map(|w| w.get())
+            .collect();
+        let weights: Vec<f64> = members.iter().filter_map(|w| w.weights_gib()).collect();
+        // AKS's default OS disk is 128 GB; EKS's 20 GiB default is the floor of the formula.
+        let floor = if rec.provider == "azure" { 128.0 } else { 0.0 };
+        let disk_gib = catalog.assumptions.node_disk_gib(&weights, floor);
+        let gang = members.iter().any(|w| w.gang() > 1);
+        let inter_node = sku.map(|s| s.inter_node);
+        let efa =
+            rec.provider == "aws" && gang && inter_node == Some(crate::catalog::InterNode::Efa);
+        let infiniband = gang && inter_node == Some(crate::catalog::InterNode::Infiniband);
         let mut base = PoolView {
             name: p.name.clone(),
             ident: super::escape::hcl_ident(&p.name),
@@ -362,6 +466,11 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             reservation: None,
             workloads: p.workloads.join(", "),
             monthly_cost: crate::core::usd(p.monthly_cost_usd),
+            disk_gib,
+            efa,
+            placement_group: efa && p.capacity != "capacity-block",
+            launch_template: efa || p.capacity == "capacity-block",
+            infiniband,
         };
         if p.time_slicing_replicas.is_some() {
             let name = format!("gpuplan-{}", p.name);
@@ -525,8 +634,19 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     .filter(|l| l.key == "nvidia.com/mig.config")
                     .cloned(),
             );
-            // EKS labels every managed node with its capacity type; the flavor selects it.
-            if rec.provider == "aws" {
+            // EKS labels every managed node with its capacity type, and Karpenter every node
+            // it launches; the flavor selects the label the nodes will carry.
+            let karpenter_capacity = match p.capacity {
+                "spot" => "spot",
+                "capacity-block" | "capacity-reservation" => "reserved",
+                _ => "on-demand",
+            };
+            if rec.provider == "aws" && opts.karpenter {
+                flavor_labels.push(KeyValue {
+                    key: "karpenter.sh/capacity-type".into(),
+                    value: karpenter_capacity.into(),
+                });
+            } else if rec.provider == "aws" {
                 let capacity_type = match p.capacity {
                     "spot" => "SPOT",
                     "capacity-block" => "CAPACITY_BLOCK",
@@ -535,6 +655,52 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 flavor_labels.push(KeyValue {
                     key: "eks.amazonaws.com/capacityType".into(),
                     value: capacity_type.into(),
+                });
+            }
+            if opts.karpenter && aks_managed {
+                karpenter_skipped.push(v.name.clone());
+            } else if opts.karpenter {
+                let (vcpus, memory) = sku.map_or((0, 0.0), |s| (s.vcpus, s.memory_gib));
+                karpenter.push(KarpenterView {
+                    name: v.name.clone(),
+                    node_class: format!("gpuplan-{}", v.name),
+                    sku: v.sku.clone(),
+                    region: v.region.clone(),
+                    capacity_type: karpenter_capacity,
+                    arch: if sku.is_some_and(|s| s.arm64) {
+                        "arm64"
+                    } else {
+                        "amd64"
+                    },
+                    // Labels in the providers' own domains are theirs to set.
+                    labels: v
+                        .labels
+                        .iter()
+                        .filter(|l| {
+                            !l.key.starts_with("kubernetes.azure.com/")
+                                && !l.key.starts_with("eks.amazonaws.com/")
+                        })
+                        .cloned()
+                        .collect(),
+                    taints: v.taints.clone(),
+                    limit_cpu: vcpus * v.max,
+                    limit_memory_gib: (memory * f64::from(v.max)).ceil() as u32,
+                    limit_gpus: v.gpus_per_node * v.max,
+                    gang,
+                    floor: v.min > 0 && members.iter().any(|w| w.user_facing()),
+                    // AKSNodeClass takes 30-2048 GB.
+                    disk_gib: if rec.provider == "azure" {
+                        v.disk_gib.clamp(30, 2048)
+                    } else {
+                        v.disk_gib
+                    },
+                    placement_group: v.placement_group,
+                    reservation: karpenter_capacity == "reserved",
+                    gpu_mode: if rec.provider == "azure" {
+                        "None"
+                    } else {
+                        "Driver"
+                    },
                 });
             }
             flavors.push(FlavorView {
@@ -732,6 +898,14 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     let mut region_names: Vec<String> = rec.pools.iter().map(|p| p.region.clone()).collect();
     region_names.sort();
     region_names.dedup();
+    // The cluster's name, else the plan's (both DNS-1123 labels).
+    let cluster = plan
+        .raw
+        .cluster
+        .as_ref()
+        .and_then(|c| c.name.as_ref())
+        .map_or_else(|| plan.name().to_owned(), |n| n.get().clone());
+    let network_notes = network_notes(&pools);
     View {
         plan: rec.plan.clone(),
         plan_file: crate::render::escape::path_label(&plan.file.stable_name()),
@@ -768,6 +942,14 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         } else {
             "AKS pools set gpu_driver = \"None\" and the operator installs the driver and toolkit; pools with AKS-managed MIG (gpu_instance) keep AKS's driver, which the operator detects as pre-installed"
         },
+        network_notes,
+        disk_images_gib: crate::core::num(catalog.assumptions.node_disk_images_gib),
+        karpenter,
+        karpenter_skipped,
+        node_role: format!("KarpenterNodeRole-{cluster}"),
+        karpenter_enabled: opts.karpenter,
+        aws: rec.provider == "aws",
+        cluster,
         serving,
         total_monthly_cost: crate::core::usd(rec.total_monthly_cost_usd),
     }

@@ -1,3 +1,5 @@
+#[allow(dead_code)]
+pub mod k8s;
 pub mod mock;
 pub mod prometheus;
 
