@@ -72,8 +72,9 @@ fn taints(v: &Value) -> Vec<(String, String, String)> {
 }
 
 /// The plans a platform team writes, on both providers, with gangs, spot, MIG and floors.
-const PLANS: [&str; 4] = [
+const PLANS: [&str; 5] = [
     "plans/aws-training.toml",
+    "tests/fixtures/render/efa-gang.toml",
     "plans/azure-inference.toml",
     "tests/fixtures/render/capacity-block.toml",
     "tests/fixtures/render/operator-mig.toml",
@@ -275,25 +276,22 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
 /// the gang's placement group (created in terraform/), and its disk holds a 70B model twice.
 #[test]
 fn an_eks_gang_is_shielded_and_placed_together() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let plan = dir.path().join("gang.toml");
-    std::fs::write(
-        &plan,
-        "version = 1\n[plan]\nname = \"gang\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
-         [[workload]]\nname = \"pretrain\"\nteam = \"t\"\nkind = \"training\"\nnodes = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\n\
-         checkpoint_minutes = 60\nmodel = { params_billion = 70, precision = \"bf16\" }\n",
-    )
-    .expect("plan");
-    let files = render(&plan);
+    let plan = Path::new("tests/fixtures/render/efa-gang.toml");
+    let files = render(plan);
     let objects = docs(&files["karpenter/karpenter.yaml"]);
-    let class = objects
-        .iter()
-        .find(|o| o["kind"] == "EC2NodeClass")
-        .expect("node class");
+    // The gang's NodePool, and its node class.
     let pool = objects
         .iter()
-        .find(|o| o["kind"] == "NodePool")
+        .find(|o| {
+            o["kind"] == "NodePool"
+                && o["spec"]["template"]["spec"]["requirements"][0]["values"][0] == "p5.48xlarge"
+        })
         .expect("node pool");
+    let class_name = str_of(&pool["spec"]["template"]["spec"]["nodeClassRef"]["name"]);
+    let class = objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass" && str_of(&o["metadata"]["name"]) == class_name)
+        .expect("node class");
     let name = str_of(&pool["metadata"]["name"]);
     assert_eq!(
         str_of(&class["spec"]["placementGroupSelector"]["name"]),
@@ -316,7 +314,7 @@ fn an_eks_gang_is_shielded_and_placed_together() {
     let out = tempfile::tempdir().expect("tmp");
     gpuplan()
         .arg("render")
-        .arg(&plan)
+        .arg(plan)
         .arg("--out")
         .arg(out.path())
         .assert()

@@ -492,3 +492,69 @@ fn drivers_are_installed_once() {
     }
     assert!(pools >= 3);
 }
+
+/// Two teams share a T4 pool and state no cpu or memory: each team's cpu and memory quota on
+/// the flavor is its share of the GPUs (3 of 4 and 1 of 4) of what the flavor's nodes have,
+/// so the two add up to the flavor, as one team alone would get, not to twice it.
+#[test]
+fn teams_sharing_a_flavor_split_what_they_state_no_request_for() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let write = |name: &str, second_team: &str| {
+        let plan = dir.path().join(name);
+        std::fs::write(
+            &plan,
+            format!(
+                "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n\
+                 [[workload]]\nname = \"big\"\nteam = \"a\"\nkind = \"batch\"\nreplicas = 3\nskus = [\"Standard_NC4as_T4_v3\"]\n\n\
+                 [[workload]]\nname = \"small\"\nteam = \"{second_team}\"\nkind = \"batch\"\nreplicas = 1\nskus = [\"Standard_NC4as_T4_v3\"]\n"
+            ),
+        )
+        .expect("plan");
+        plan
+    };
+    // team -> resource -> quota on the one flavor
+    let quotas = |plan: &Path| -> BTreeMap<String, BTreeMap<String, f64>> {
+        let (objects, _, _) = render(plan, &[]);
+        let mut out = BTreeMap::new();
+        for q in objects.iter().filter(|o| o["kind"] == "ClusterQueue") {
+            let team = q["metadata"]["name"]
+                .as_str()
+                .expect("name")
+                .trim_start_matches("gpuplan-")
+                .to_owned();
+            let flavors = q["spec"]["resourceGroups"][0]["flavors"]
+                .as_sequence()
+                .expect("flavors");
+            assert_eq!(flavors.len(), 1, "one pool");
+            let mut by = BTreeMap::new();
+            for r in flavors[0]["resources"].as_sequence().expect("resources") {
+                by.insert(
+                    r["name"].as_str().expect("name").to_owned(),
+                    qty(&r["nominalQuota"]),
+                );
+            }
+            out.insert(team, by);
+        }
+        out
+    };
+    let alone = quotas(&write("alone.toml", "a"));
+    let shared = quotas(&write("shared.toml", "b"));
+    let whole = &alone["a"];
+    for r in ["cpu", "memory"] {
+        let (a, b) = (shared["a"][r], shared["b"][r]);
+        assert!(a > 0.0 && b > 0.0, "{r}: {a} {b}");
+        assert!(
+            a + b <= whole[r] + 1e-6,
+            "{r}: {a} + {b} over the flavor's {}",
+            whole[r]
+        );
+        assert!(
+            a + b >= whole[r] - 1.001,
+            "{r}: {a} + {b} leave the flavor's {} unshared",
+            whole[r]
+        );
+        assert!((a / (a + b) - 0.75).abs() < 0.02, "{r}: {a} vs {b}");
+    }
+    assert_eq!(shared["a"]["nvidia.com/gpu"], 3.0);
+    assert_eq!(shared["b"]["nvidia.com/gpu"], 1.0);
+}

@@ -822,17 +822,7 @@ fn block<'b>(
 /// gangs get no EFA, and a gang in a Capacity Block keeps EFA but no placement group.
 #[test]
 fn an_eks_gang_gets_efa_a_placement_group_and_a_disk_for_its_model() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let plan = dir.path().join("gang.toml");
-    std::fs::write(
-        &plan,
-        "version = 1\n[plan]\nname = \"gang\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
-         [[workload]]\nname = \"pretrain\"\nteam = \"t\"\nkind = \"training\"\nnodes = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\n\
-         checkpoint_minutes = 60\nmodel = { params_billion = 70, precision = \"bf16\" }\n\n\
-         [[workload]]\nname = \"scoring\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nreplicas = 2\nskus = [\"g6.xlarge\"]\n",
-    )
-    .expect("plan");
-    let files = rendered(plan.to_str().expect("utf-8"), &[]);
+    let files = rendered("tests/fixtures/render/efa-gang.toml", &[]);
     let tf = &files["terraform/main.tf"];
     let b = blocks(tf);
     let groups: Vec<&(String, String, String)> = b

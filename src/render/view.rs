@@ -758,8 +758,10 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     physical.insert("nvidia.com/gpu".into(), gpus * shares);
                 }
             }
-            // What each team's pods on this flavor ask for at peak.
+            // What each team's pods on this flavor ask for at peak, and their GPU-resource
+            // count (which shares out what pods that state no cpu or memory may take).
             let mut asks: IndexMap<String, IndexMap<String, Option<f64>>> = IndexMap::new();
+            let mut accel: IndexMap<String, f64> = IndexMap::new();
             for w in &p.workloads {
                 let Some(wl) = plan.workload(w) else { continue };
                 let pods = f64::from(u32::try_from(wl.replicas().max().max(0)).unwrap_or(0))
@@ -767,11 +769,14 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 let team = asks.entry(wl.team.get().clone()).or_default();
                 let (resource, per_pod) = gpu_request(plan, catalog, p, wl, spec, aks_mig);
                 if physical.contains_key(&resource) {
-                    let e = team.entry(resource).or_insert(Some(0.0));
+                    let e = team.entry(resource.clone()).or_insert(Some(0.0));
                     *e = e.map(|x| x + pods * per_pod);
+                    // As a share of the flavor's GPU resource, so MIG profiles compare.
+                    let of = physical.get(&resource).copied().unwrap_or(0.0);
+                    if of > 0.0 {
+                        *accel.entry(wl.team.get().clone()).or_default() += pods * per_pod / of;
+                    }
                 }
-                // A pod that states no cpu or memory request may take a node's worth: the
-                // quota is then what the flavor has.
                 for (r, each) in [
                     ("cpu", wl.cpu.as_ref().map(|c| *c.get())),
                     ("memory", wl.memory_gib.as_ref().map(|m| *m.get())),
@@ -783,16 +788,53 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     };
                 }
             }
-            for (team, by_resource) in asks {
-                let t = teams.entry(team).or_default();
+            // A team whose pods state no cpu or memory request gets what the stating teams
+            // leave of the flavor, shared by GPU demand, instead of the whole flavor each:
+            // their quotas add up to what the nodes have, not to a multiple of it.
+            let stated = |r: &str| -> f64 {
+                asks.values()
+                    .filter_map(|t| t.get(r).copied().flatten())
+                    .sum()
+            };
+            let unstated_accel = |r: &str| -> f64 {
+                asks.iter()
+                    .filter(|(_, t)| matches!(t.get(r), Some(None)))
+                    .map(|(team, _)| accel.get(team).copied().unwrap_or(0.0))
+                    .sum()
+            };
+            let unstated_teams = |r: &str| {
+                asks.values()
+                    .filter(|t| matches!(t.get(r), Some(None)))
+                    .count()
+            };
+            let mut quotas: Vec<(String, String, f64)> = Vec::new();
+            for (team, by_resource) in &asks {
                 for (r, ask) in by_resource {
-                    let have = physical.get(&r).copied().unwrap_or(0.0);
-                    let q = ask.map_or(have, |a| a.min(have));
-                    *t.entry(r)
-                        .or_default()
-                        .entry(view_name.clone())
-                        .or_default() += q;
+                    let have = physical.get(r).copied().unwrap_or(0.0);
+                    let q = match ask {
+                        Some(a) => a.min(have),
+                        None => {
+                            let left = (have - stated(r).min(have)).max(0.0);
+                            let all = unstated_accel(r);
+                            let share = if all > 0.0 {
+                                accel.get(team).copied().unwrap_or(0.0) / all
+                            } else {
+                                1.0 / unstated_teams(r).max(1) as f64
+                            };
+                            left * share
+                        }
+                    };
+                    quotas.push((team.clone(), r.clone(), q));
                 }
+            }
+            for (team, r, q) in quotas {
+                *teams
+                    .entry(team)
+                    .or_default()
+                    .entry(r)
+                    .or_default()
+                    .entry(view_name.clone())
+                    .or_default() += q;
             }
         }
     }

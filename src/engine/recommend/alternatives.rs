@@ -153,3 +153,48 @@ pub(super) fn alternatives(
     }
     out
 }
+
+/// Why a cheaper alternative was not taken, appended to its note: the quota bucket it draws
+/// on could not hold it beside the rest of the fleet, or (with no quota in the way) the
+/// fleet as a whole is cheaper as chosen: the choice is made for all pools together (shared
+/// nodes, merges, reservations), while the alternative is priced as this pool alone.
+pub(super) fn why_not(
+    a: &mut Alternative,
+    plan: &crate::plan::Plan,
+    catalog: &Catalog,
+    used: &BTreeMap<(String, String), f64>,
+    own: &((String, String), f64),
+) {
+    if a.kind != "next-cheapest" || !a.delta_usd.is_some_and(|d| d < 0.0) {
+        return;
+    }
+    let Some(sku) = catalog.sku(plan.provider(), &a.sku) else {
+        return;
+    };
+    let family = if a.capacity == Capacity::Spot.as_str() {
+        sku.spot_quota().to_owned()
+    } else {
+        sku.quota_family.clone()
+    };
+    let bucket = (a.region.clone(), family);
+    let nodes = a.gpus.map_or(0, |g| g.div_ceil(sku.gpu_count.max(1)));
+    let need = f64::from(nodes) * f64::from(sku.vcpus);
+    // What the rest of the fleet already draws from that bucket (this pool's own use counted
+    // only where it stays).
+    let mut fleet = used.get(&bucket).copied().unwrap_or(0.0);
+    if own.0 == bucket {
+        fleet -= own.1;
+    }
+    let lost = match plan.known_quota(catalog, &bucket.0, &bucket.1) {
+        Some((quota, _)) if fleet + need > quota + 1e-9 => format!(
+            "; not taken: quota, the {} quota in {} is {} vCPUs and the rest of the fleet uses {}, so its {} more do not fit",
+            bucket.1,
+            bucket.0,
+            crate::core::num(quota),
+            crate::core::num(fleet.max(0.0)),
+            crate::core::num(need)
+        ),
+        _ => "; not taken: priced as this pool alone it is cheaper, but the fleet as a whole costs less as chosen (its workloads share nodes, merges or reservations with other pools)".to_owned(),
+    };
+    a.note.push_str(&lost);
+}

@@ -403,11 +403,21 @@ pub(super) fn final_pools(
         (cx.plan, cx.catalog, cx.mm, cx.plan_hours, &cx.cache);
     let mut pools = Vec::new();
     let mut workload_pool: IndexMap<String, (String, f64)> = IndexMap::new();
+    // vCPUs each quota bucket reaches at the fleet's maximum: a cheaper alternative that the
+    // bucket could not hold says so.
+    let used = super::quota::bucket_use(groups, choices, catalog, mm, plan_hours, cache);
     for (key, members) in groups {
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
         let built = build_cached(cache, &ms, key.3, catalog, mm, plan_hours, true);
         let mut pool = describe(plan, catalog, key, &ms, &built, plan_hours, mm);
         pool.considered = alternatives(choices, members, key, &built, catalog, mm, plan_hours);
+        let own = (
+            super::quota::bucket(ms[0], key.3),
+            f64::from(built.nodes_max) * f64::from(ms[0].c.sku.vcpus),
+        );
+        for a in &mut pool.considered {
+            super::alternatives::why_not(a, plan, catalog, &used, &own);
+        }
         // Split the pool's cost over its workloads by the node-hours each asks for.
         let weights: Vec<f64> = ms
             .iter()

@@ -540,6 +540,42 @@ fn known_quota_routes_a_workload_to_another_region() {
 }
 
 #[test]
+fn a_cheaper_alternative_a_quota_blocks_says_so() {
+    // An A100 node costs less in eastus than in centralus, but eastus's 48-vCPU quota holds
+    // two 24-vCPU nodes: the third workload's centralus pool lists eastus as cheaper, and
+    // names the quota as why it lost, with the numbers.
+    let mut text = head(
+        "azure",
+        "\"eastus\", \"centralus\"",
+        "[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCADSA100v4Family\"\nvcpus = 48\n",
+    );
+    for name in ["a", "b", "c"] {
+        text.push_str(&format!(
+            "\n[[workload]]\nname = \"{name}\"\nteam = \"t\"\nkind = \"inference\"\nuser_facing = true\nskus = [\"Standard_NC24ads_A100_v4\"]\n"
+        ));
+    }
+    let r = rec(&text);
+    let central = r
+        .pools
+        .iter()
+        .find(|p| p.region == "centralus")
+        .expect("a pool in centralus");
+    let cheaper: Vec<&Alternative> = central
+        .considered
+        .iter()
+        .filter(|a| a.region == "eastus" && a.delta_usd.is_some_and(|d| d < 0.0))
+        .collect();
+    assert!(!cheaper.is_empty(), "{:#?}", central.considered);
+    for a in cheaper {
+        assert!(
+            a.note.contains("not taken: quota, the standardNCADSA100v4Family quota in eastus is 48 vCPUs and the rest of the fleet uses 48, so its 24 more do not fit"),
+            "{}",
+            a.note
+        );
+    }
+}
+
+#[test]
 fn a_cpu_bound_time_sliced_pool_lists_the_option_that_idles_fewer_gpus() {
     // Half a T4 each but 12 vCPUs: five fit the 62.76 vCPUs a 64-vCPU, four-GPU node leaves
     // pods, so 1.5 of its GPUs idle. The cheapest fleet keeps them; the option with fewer
