@@ -61,6 +61,21 @@ impl Plan {
             .and_then(|c| c.mig_manager.as_ref())
             .map(|m| *m.get())
     }
+    /// The MIG manager of `pool`: its own, else the cluster's, else the provider's (AKS's
+    /// managed MIG on Azure, the GPU Operator's mig-manager on AWS, which has no managed MIG).
+    pub fn pool_mig_manager(&self, pool: &raw::Pool) -> MigManager {
+        pool.mig_manager
+            .as_ref()
+            .map(|m| *m.get())
+            .unwrap_or_else(|| self.cluster_mig_manager())
+    }
+    /// The cluster's MIG manager, or the provider's default.
+    pub fn cluster_mig_manager(&self) -> MigManager {
+        self.mig_manager().unwrap_or(match self.provider() {
+            Provider::Azure => MigManager::Aks,
+            Provider::Aws => MigManager::GpuOperator,
+        })
+    }
     pub fn daemonset_cpu(&self) -> Option<f64> {
         self.raw
             .cluster

@@ -969,3 +969,85 @@ fn aks_disks_follow_the_model_and_an_nd_gang_notes_its_infiniband() {
     );
     assert!(files["helm/gpu-operator-values.yaml"].contains("# InfiniBand ("));
 }
+
+/// `mig_manager` per pool: on one AKS cluster an AKS-managed MIG pool (`gpu_instance`, the
+/// single strategy through a device-plugin config of its own) beside a pool whose mixed
+/// layout the GPU Operator applies. `check` holds each pool to its own manager: without the
+/// pool's `gpu-operator` the mixed layout is GP016, and a profile AKS cannot create is GP015
+/// only on the AKS pool. `aks` on AWS is refused at its location.
+#[test]
+fn each_pool_has_its_own_mig_manager() {
+    let fixture = "tests/fixtures/render/per-pool-mig.toml";
+    let text = std::fs::read_to_string(root().join(fixture)).expect("fixture");
+    let check = |plan: &str| -> (Option<i32>, String) {
+        let o = gpuplan()
+            .args(["check", "-", "--format", "json"])
+            .write_stdin(plan.to_owned())
+            .output()
+            .expect("runs");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, out) = check(&text);
+    assert_eq!(code, Some(0), "{out}");
+    // The operator pool without its own manager falls under AKS's: one profile per pool.
+    let (code, out) = check(&text.replace("mig_manager = \"gpu-operator\"\n", ""));
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("GP016") && out.contains("embed-operator"),
+        "{out}"
+    );
+    // 1g.20gb is no MIG1g..MIG7g profile: refused on the AKS pool, fine under the operator.
+    let (code, out) =
+        check(&text.replace("mig_profile = \"3g.40gb\"", "mig_profile = \"1g.20gb\""));
+    assert_eq!(code, Some(1));
+    assert!(out.contains("GP015") && out.contains("chat-aks"), "{out}");
+    let (code, out) = check(&text.replace(
+        "mig_layout = { \"2g.20gb\" = 1, \"1g.10gb\" = 5 }",
+        "mig_layout = { \"1g.20gb\" = 3 }",
+    ));
+    assert_eq!(code, Some(0), "{out}");
+
+    let files = rendered(fixture, &["--declared"]);
+    let b = blocks(&files["terraform/main.tf"]);
+    let pool = |name: &str| {
+        let k = (
+            "resource".to_owned(),
+            "azurerm_kubernetes_cluster_node_pool".to_owned(),
+            name.replace('-', "_"),
+        );
+        b[&k].body.clone()
+    };
+    let aks = pool("chat-aks");
+    assert_eq!(attr(&aks, "gpu_instance").as_deref(), Some("\"MIG3g\""));
+    assert!(attr(&aks, "node_labels")
+        .expect("labels")
+        .contains("\"nvidia.com/device-plugin.config\" = \"gpuplan-mig-single\""));
+    let op = pool("embed-operator");
+    assert!(attr(&op, "gpu_instance").is_none());
+    assert_eq!(attr(&op, "gpu_driver").as_deref(), Some("\"None\""));
+    assert!(attr(&op, "node_labels")
+        .expect("labels")
+        .contains("nvidia.com/mig.config"));
+    let values = yaml(&files["helm/gpu-operator-values.yaml"]);
+    assert_eq!(values["mig"]["strategy"].as_str(), Some("mixed"));
+    let single = values["devicePlugin"]["config"]["data"]["gpuplan-mig-single"]
+        .as_str()
+        .expect("the single-strategy config");
+    assert!(single.contains("migStrategy: single"), "{single}");
+
+    let aws = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"inference\"\n\n[[pool]]\nname = \"x\"\nsku = \"p4d.24xlarge\"\nregion = \"us-east-1\"\nnodes = 1\nmig_manager = \"aks\"\nworkloads = [\"w\"]\n";
+    let o = gpuplan()
+        .args(["check", "-"])
+        .write_stdin(aws)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("EKS has none") && err.contains("18:15"),
+        "{err}"
+    );
+}

@@ -61,10 +61,7 @@ use quota::*;
 /// The MIG manager in effect: the plan's, else AKS's managed MIG on Azure and the GPU
 /// Operator's mig-manager elsewhere (EKS has no managed MIG).
 pub fn mig_manager(plan: &Plan) -> MigManager {
-    plan.mig_manager().unwrap_or(match plan.provider() {
-        Provider::Azure => MigManager::Aks,
-        Provider::Aws => MigManager::GpuOperator,
-    })
+    plan.cluster_mig_manager()
 }
 
 /// What every stage reads: the plan, the catalog in force, the plan's hours a month, the MIG

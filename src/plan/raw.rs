@@ -317,6 +317,9 @@ pub struct Pool {
     /// Several per-GPU MIG layouts (gpu-operator / mig-parted), each with how many of the
     /// pool's GPUs (at its maximum size) carry it: `[{ layout = { "3g.40gb" = 2 }, gpus = 3 }]`.
     pub mig_layouts: Option<Sp<Vec<Sp<MigLayouts>>>>,
+    /// Who manages this pool's MIG geometry, overriding `cluster.mig_manager`: `aks` (one
+    /// `gpu_instance` profile per pool; Azure only) or `gpu-operator` (mig-parted layouts).
+    pub mig_manager: Option<Sp<MigManager>>,
     /// Workloads meant to land here.
     #[serde(default)]
     pub workloads: Vec<Sp<String>>,

@@ -468,6 +468,20 @@ pub(super) fn validate(
                 );
             }
         }
+        if let Some(m) = &p.mig_manager {
+            if *m.get() == crate::plan::raw::MigManager::Aks
+                && *raw.plan.provider.get() != crate::plan::raw::Provider::Azure
+            {
+                ctx.err(
+                    PlanCode::InvalidValue,
+                    m.span(),
+                    "`mig_manager = \"aks\"` is AKS's managed MIG (`gpu_instance`); EKS has none".into(),
+                    "Azure only",
+                    "use `gpu-operator` (the GPU Operator's mig-manager applies mig-parted layouts)"
+                        .into(),
+                );
+            }
+        }
         if let Some(h) = &p.block_hours {
             let x = *h.get();
             let sold = x.fract() == 0.0

@@ -19,6 +19,11 @@ pub struct View {
     pub pools: Vec<PoolView>,
     pub capacity_reservations: Vec<ReservationView>,
     pub mig_strategy: &'static str,
+    /// The device-plugin config AKS-managed MIG pools take in a mixed-strategy cluster.
+    pub single_mig_config: Option<String>,
+    /// The default device-plugin config's `migStrategy`: the cluster's where any pool has MIG,
+    /// `none` (the plugin's default) where none has.
+    pub plugin_mig_strategy: &'static str,
     pub mig_configs: Vec<MigConfigView>,
     pub sharing_configs: Vec<SharingView>,
     pub flavors: Vec<FlavorView>,
@@ -403,6 +408,15 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     let mut karpenter = Vec::new();
     let mut karpenter_skipped = Vec::new();
     let mut any_operator_mig = false;
+    // The device plugin's MIG strategy is the cluster's (the chart's `mig.strategy`), mixed
+    // where the GPU Operator partitions any pool; AKS-managed MIG pools in such a cluster run
+    // the single strategy through a device-plugin config of their own, so each of their MIG
+    // instances is still one `nvidia.com/gpu`.
+    let mixed_cluster = rec.pools.iter().any(|p| {
+        p.sharing == "mig"
+            && !(rec.provider == "azure" && p.mig_manager == crate::plan::raw::MigManager::Aks)
+    });
+    let mut single_mig_config = None;
     // The rendered node pools of each recommended pool (one, or one per MIG node filling).
     let mut rendered: IndexMap<String, Vec<String>> = IndexMap::new();
     // MIG instances one node of each GPU Operator MIG node pool carries, by profile.
@@ -427,7 +441,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         // mig-manager applies a mig-parted config chosen by node label.
         let aks_managed = p.sharing == "mig"
             && rec.provider == "azure"
-            && crate::engine::recommend::mig_manager(plan) == crate::plan::raw::MigManager::Aks;
+            && p.mig_manager == crate::plan::raw::MigManager::Aks;
         let operator_mig = p.sharing == "mig" && !aks_managed;
         let sku = catalog.sku(plan.provider(), &p.sku);
         let members: Vec<&crate::plan::raw::Workload> = p
@@ -601,6 +615,14 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 .unwrap_or_default();
             let slices: String = profile.chars().take_while(char::is_ascii_digit).collect();
             base.gpu_instance = Some(format!("MIG{slices}g"));
+            if mixed_cluster {
+                let name = "gpuplan-mig-single".to_owned();
+                base.labels.push(KeyValue {
+                    key: "nvidia.com/device-plugin.config".into(),
+                    value: name.clone(),
+                });
+                single_mig_config = Some(name);
+            }
             views.push(base);
         } else {
             views.push(base);
@@ -724,7 +746,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         let spec = catalog.sku_gpu(sku).and_then(|g| g.mig.as_ref());
         let aks_mig = p.sharing == "mig"
             && rec.provider == "azure"
-            && crate::engine::recommend::mig_manager(plan) == crate::plan::raw::MigManager::Aks;
+            && p.mig_manager == crate::plan::raw::MigManager::Aks;
         for view_name in rendered.get(&p.name).cloned().unwrap_or_default() {
             let Some(v) = pools.iter().find(|v| v.name == view_name) else {
                 continue;
@@ -915,8 +937,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 };
                 let aks_mig = p.sharing == "mig"
                     && rec.provider == "azure"
-                    && crate::engine::recommend::mig_manager(plan)
-                        == crate::plan::raw::MigManager::Aks;
+                    && p.mig_manager == crate::plan::raw::MigManager::Aks;
                 let spec = catalog
                     .sku(plan.provider(), &p.sku)
                     .and_then(|s| catalog.sku_gpu(s))
@@ -970,6 +991,14 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         pools,
         capacity_reservations: reservations,
         mig_strategy: if any_operator_mig { "mixed" } else { "single" },
+        plugin_mig_strategy: if any_operator_mig {
+            "mixed"
+        } else if rec.pools.iter().any(|p| p.sharing == "mig") {
+            "single"
+        } else {
+            "none"
+        },
+        single_mig_config,
         mig_configs,
         sharing_configs,
         flavors,

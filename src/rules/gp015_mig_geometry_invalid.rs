@@ -51,9 +51,8 @@ impl Rule for MigGeometryInvalid {
                     .join(", ")
             };
             // AKS creates only its `gpu_instance` profiles (MIG1g ... MIG7g), one per pool.
-            if cx.plan.mig_manager() == Some(crate::core::MigManager::Aks)
-                || (cx.plan.mig_manager().is_none()
-                    && cx.plan.provider() == crate::core::Provider::Azure)
+            if cx.plan.pool_mig_manager(pool) == crate::core::MigManager::Aks
+                && cx.plan.provider() == crate::core::Provider::Azure
             {
                 let named: Vec<(&str, std::ops::Range<usize>)> = pool
                     .mig_profile

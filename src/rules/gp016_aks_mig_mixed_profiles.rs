@@ -5,8 +5,9 @@ declare_rule! {
     /// # GP016 aks-mig-mixed-profiles
     ///
     /// ## What it does
-    /// With `cluster.mig_manager = "aks"`, flags a pool whose `mig_layout` holds more than one
-    /// MIG profile, or names a profile other than its `mig_profile`.
+    /// On Azure, for a pool whose MIG AKS manages (its own `mig_manager`, else
+    /// `cluster.mig_manager`, else AKS, the default there), flags a `mig_layout` that holds
+    /// more than one MIG profile, or names a profile other than its `mig_profile`.
     ///
     /// ## Why is this bad?
     /// AKS sets one `gpu_instance` (MIG1g ... MIG7g) per node pool: every GPU in the pool gets
@@ -30,10 +31,14 @@ declare_rule! {
 
 impl Rule for AksMigMixedProfiles {
     fn check(&self, cx: &mut Cx<'_>) {
-        if cx.plan.mig_manager() != Some(MigManager::Aks) {
-            return;
-        }
         for pool in cx.plan.pools() {
+            // The pool's own manager, else the cluster's, else AKS's on Azure (what recommend
+            // and render assume there).
+            let aks = cx.plan.provider() == crate::core::Provider::Azure
+                && cx.plan.pool_mig_manager(pool) == MigManager::Aks;
+            if !aks {
+                continue;
+            }
             let layouts = pool.layouts();
             let Some((layout, _)) = layouts.first() else {
                 continue;
@@ -51,7 +56,7 @@ impl Rule for AksMigMixedProfiles {
                 cx.push(
                     cx.finding(layout.span(), format!("pool `{}` mixes MIG profiles {} but AKS manages MIG with one `gpu_instance` per node pool", pool.name.get(), names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")))
                         .label("several profiles")
-                        .help("split into one pool per profile, or set `cluster.mig_manager = \"gpu-operator\"`")
+                        .help("split into one pool per profile, or set `mig_manager = \"gpu-operator\"` on the pool (or the cluster)")
                         .pool(pool.name.get()),
                 );
             }

@@ -101,6 +101,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             mig_layout,
             mig_configs,
             time_slicing_replicas: ts,
+            mig_manager: plan.pool_mig_manager(p),
             gpu_memory_utilization: ts.map(|n| crate::engine::memory::time_sliced_cap(n, headroom)),
             workloads: p.workloads.iter().map(|w| w.get().clone()).collect(),
             monthly_cost_usd: cents(cost),

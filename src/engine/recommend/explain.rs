@@ -126,6 +126,7 @@ pub(super) fn describe(
             b.mig_configs.clone()
         },
         time_slicing_replicas: b.ts_replicas,
+        mig_manager: mm,
         gpu_memory_utilization: gpu_mem_util,
         workloads: ms.iter().map(|m| m.d.name.to_owned()).collect(),
         monthly_cost_usd: cents(b.cost),

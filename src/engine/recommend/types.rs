@@ -48,6 +48,11 @@ pub struct RecPool {
     /// Named per-GPU layouts with how many GPUs carry each (mixed MIG, gpu-operator).
     pub mig_configs: Vec<MigConfig>,
     pub time_slicing_replicas: Option<u32>,
+    /// Who partitions the pool's GPUs: the pool's own `mig_manager` for a declared pool,
+    /// the cluster's for a recommended one (render writes `gpu_instance` or mig-parted
+    /// configs by it). Not part of the JSON contract.
+    #[serde(skip)]
+    pub mig_manager: crate::core::MigManager,
     /// The memory cap each inference server on a shared GPU must set.
     pub gpu_memory_utilization: Option<f64>,
     pub workloads: Vec<String>,
