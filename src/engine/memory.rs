@@ -48,6 +48,30 @@ pub fn server_cap(w: &Workload, catalog: &Catalog) -> Option<(f64, bool)> {
     }
 }
 
+/// Whether MIG profile `p` holds a replica: its memory, times the share `usable` of it the
+/// replica's server may take, covers `need_gib`; and its compute slices cover
+/// `compute_slices`. The one test the recommender (profile choice, the exact AKS
+/// assignment), render (the resource a pod asks for) and the fit rules apply.
+pub fn profile_holds(
+    p: &crate::catalog::MigProfile,
+    need_gib: Option<f64>,
+    usable: f64,
+    compute_slices: f64,
+) -> bool {
+    need_gib.is_none_or(|m| p.memory_gib * usable + 1e-9 >= m)
+        && f64::from(p.compute) + 1e-9 >= compute_slices
+}
+
+/// Compute slices a replica needs of a GPU with `slices` of them: all for a replica of whole
+/// GPUs, else its `share` of the GPU.
+pub fn compute_slices_needed(slices: u8, share: f64, whole: bool) -> f64 {
+    if whole {
+        f64::from(slices)
+    } else {
+        share * f64::from(slices)
+    }
+}
+
 /// Memory visible to one replica of `w` on `pool` (GPU model `gpu`): a MIG slice, a whole GPU
 /// (times GPUs per replica), shared with other time-sliced instances. `usable` is the share
 /// of it the replica's server may take (its cap, 1 without one).
@@ -71,8 +95,10 @@ pub fn container(w: &Workload, pool: &Pool, gpu: &GpuModel, usable: f64) -> Opti
                         .collect();
                     ps.sort_by(|a, b| a.memory_gib.total_cmp(&b.memory_gib));
                     let need = w.memory_need_gib();
+                    // Memory decides here: GP021 compares it, and a slice too small in
+                    // compute is still the one the replica would be given.
                     ps.iter()
-                        .find(|p| need.is_none_or(|n| p.memory_gib * usable + 1e-9 >= n))
+                        .find(|p| profile_holds(p, need, usable, 0.0))
                         .or(ps.last())
                         .map(|p| p.name.clone())
                 })?;

@@ -268,18 +268,14 @@ fn gpu_request(
             profiles.sort_by_key(|q| (q.memory_slices, q.compute));
             let need = crate::engine::memory::need_in_instance(w, catalog);
             let usable = crate::engine::memory::usable_share(w, catalog);
-            let compute = w
-                .gpu_fraction
-                .as_ref()
-                .map_or(f64::from(spec.compute_slices), |f| {
-                    *f.get() * f64::from(spec.compute_slices)
-                });
+            let compute = crate::engine::memory::compute_slices_needed(
+                spec.compute_slices,
+                w.gpu_fraction.as_ref().map_or(1.0, |f| *f.get()),
+                w.gpu_fraction.is_none(),
+            );
             let chosen = profiles
                 .iter()
-                .find(|q| {
-                    need.is_none_or(|n| q.memory_gib * usable + 1e-9 >= n)
-                        && f64::from(q.compute) + 1e-9 >= compute
-                })
+                .find(|q| crate::engine::memory::profile_holds(q, need, usable, compute))
                 .or(profiles.last());
             if let Some(q) = chosen {
                 return (format!("nvidia.com/mig-{}", q.name), 1.0);

@@ -117,20 +117,16 @@ pub fn allocatable(sku: &Sku, catalog: &Catalog) -> (f64, f64) {
 /// creates (`gpu_instance`), a larger one where the replica's own does not exist there.
 pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>, aks: bool) -> Option<&'g MigProfile> {
     let mig = gpu.mig.as_ref()?;
-    let compute_need = if d.gpus >= 1 && d.share >= 1.0 {
-        f64::from(mig.compute_slices)
-    } else {
-        d.share * f64::from(mig.compute_slices)
-    };
+    let compute_need = crate::engine::memory::compute_slices_needed(
+        mig.compute_slices,
+        d.share,
+        d.gpus >= 1 && d.share >= 1.0,
+    );
     mig.profiles
         .iter()
         .filter(|p| !p.name.contains('+') && !p.name.contains("-me"))
         .filter(|p| !aks || mig.aks_creates(&p.name))
-        .filter(|p| {
-            d.memory_need
-                .is_none_or(|m| p.memory_gib * d.usable + 1e-9 >= m)
-        })
-        .filter(|p| f64::from(p.compute) + 1e-9 >= compute_need)
+        .filter(|p| crate::engine::memory::profile_holds(p, d.memory_need, d.usable, compute_need))
         .min_by(|a, b| {
             (a.memory_slices, a.compute)
                 .cmp(&(b.memory_slices, b.compute))

@@ -161,18 +161,14 @@ fn exact_aks(
         .iter()
         .map(|&i| {
             let d = &choices[i].d;
-            let compute = if d.gpus >= 1 && d.share >= 1.0 {
-                f64::from(spec.compute_slices)
-            } else {
-                d.share * f64::from(spec.compute_slices)
-            };
+            let compute = crate::engine::memory::compute_slices_needed(
+                spec.compute_slices,
+                d.share,
+                d.gpus >= 1 && d.share >= 1.0,
+            );
             profiles
                 .iter()
-                .map(|p| {
-                    f64::from(p.compute) + 1e-9 >= compute
-                        && d.memory_need
-                            .is_none_or(|m| p.memory_gib * d.usable + 1e-9 >= m)
-                })
+                .map(|p| crate::engine::memory::profile_holds(p, d.memory_need, d.usable, compute))
                 .collect()
         })
         .collect();
