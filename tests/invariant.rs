@@ -8,7 +8,7 @@ use std::path::Path;
 
 use gpuplan::catalog::Catalog;
 use gpuplan::core::{Date, Provider};
-use gpuplan::engine::recommend::{mig_manager, recommend};
+use gpuplan::engine::recommend::recommend;
 use gpuplan::plan::{self, Plan};
 use gpuplan::render::write_plan::plan_with_pools;
 use gpuplan::rules::{self, Levels};
@@ -55,8 +55,7 @@ fn without_pools(text: &str) -> String {
 fn violations(name: &str, text: &str, catalog: &Catalog) -> Result<Vec<String>, String> {
     let p = load(name, text.to_owned(), catalog)?;
     let rec = recommend(&p, catalog);
-    let mm = mig_manager(&p);
-    let written = plan_with_pools(text, &rec, |_| mm)?;
+    let written = plan_with_pools(text, &rec)?;
     let out = load(name, written.clone(), catalog)
         .map_err(|e| format!("the written plan does not load: {e}\n{written}"))?;
     let own = load(name, without_pools(text), catalog)

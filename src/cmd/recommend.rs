@@ -41,8 +41,7 @@ pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
         out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
     }
     if let Some(dest) = &args.write_plan {
-        let mm = recommend::mig_manager(&p);
-        let text = match crate::render::write_plan::plan_with_pools(&p.file.text, &rec, |_| mm) {
+        let text = match crate::render::write_plan::plan_with_pools(&p.file.text, &rec) {
             Ok(t) => t,
             Err(e) => {
                 out.stderr(&format!("error: `--write-plan`: {e}\n"));

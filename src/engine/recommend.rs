@@ -58,12 +58,6 @@ use explain::*;
 use merge::*;
 use quota::*;
 
-/// The MIG manager in effect: the plan's, else AKS's managed MIG on Azure and the GPU
-/// Operator's mig-manager elsewhere (EKS has no managed MIG).
-pub fn mig_manager(plan: &Plan) -> MigManager {
-    plan.cluster_mig_manager()
-}
-
 /// What every stage reads: the plan, the catalog in force, the plan's hours a month, the MIG
 /// manager, and the packings built so far (a merge or quota move asks for a pool many times).
 struct Cx<'p, 'c> {
@@ -104,7 +98,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
         plan,
         catalog,
         plan_hours: plan.hours_per_month(),
-        mm: mig_manager(plan),
+        mm: plan.cluster_mig_manager(),
         cache: BuildCache::default(),
     };
     let (mut choices, unsatisfied) = first_choices(plan, catalog, cx.plan_hours);

@@ -7,19 +7,16 @@ use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Tab
 use crate::core::MigManager;
 use crate::engine::recommend::{RecPool, Recommendation};
 
-/// The plan text `text` with the recommendation's pools in place of its own, or why not.
-pub fn plan_with_pools(
-    text: &str,
-    rec: &Recommendation,
-    mig_manager: impl Fn(&RecPool) -> MigManager,
-) -> Result<String, String> {
+/// The plan text `text` with the recommendation's pools in place of its own, each written
+/// for the MIG manager it was recommended under, or why not.
+pub fn plan_with_pools(text: &str, rec: &Recommendation) -> Result<String, String> {
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e| format!("the plan does not parse as TOML: {e}"))?;
     doc.remove("pool");
     let mut pools = ArrayOfTables::new();
     for p in &rec.pools {
-        pools.push(pool_table(p, mig_manager(p)));
+        pools.push(pool_table(p, p.mig_manager));
     }
     // Each workload in a pool that shares GPUs by time gets the memory cap its share needs;
     // a workload without a `[workload.server]` table has no server to cap.
