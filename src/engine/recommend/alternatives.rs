@@ -171,12 +171,13 @@ pub(super) fn why_not(
     let Some(sku) = catalog.sku(plan.provider(), &a.sku) else {
         return;
     };
-    let family = if a.capacity == Capacity::Spot.as_str() {
-        sku.spot_quota().to_owned()
+    // Only spot draws on a bucket of its own; every other capacity type on the SKU's family.
+    let capacity = if a.capacity == Capacity::Spot.as_str() {
+        Capacity::Spot
     } else {
-        sku.quota_family.clone()
+        Capacity::OnDemand
     };
-    let bucket = (a.region.clone(), family);
+    let bucket = super::quota::bucket_of(sku, &a.region, capacity);
     let nodes = a.gpus.map_or(0, |g| g.div_ceil(sku.gpu_count.max(1)));
     let need = f64::from(nodes) * f64::from(sku.vcpus);
     // What the rest of the fleet already draws from that bucket (this pool's own use counted

@@ -6,12 +6,17 @@ use super::*;
 /// The quota bucket a pool draws on: region and VM family (Azure) or quota code (AWS); spot
 /// capacity has its own.
 pub(super) fn bucket(ch: &Choice<'_, '_>, capacity: Capacity) -> (String, String) {
+    bucket_of(ch.c.sku, &ch.c.region, capacity)
+}
+
+/// The quota bucket of `capacity` on `sku` in `region`.
+pub(super) fn bucket_of(sku: &Sku, region: &str, capacity: Capacity) -> (String, String) {
     let family = if capacity == Capacity::Spot {
-        ch.c.sku.spot_quota().to_owned()
+        sku.spot_quota().to_owned()
     } else {
-        ch.c.sku.quota_family.clone()
+        sku.quota_family.clone()
     };
-    (ch.c.region.clone(), family)
+    (region.to_owned(), family)
 }
 
 /// vCPUs each known quota bucket reaches at the pools' maximum.
