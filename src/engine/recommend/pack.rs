@@ -258,30 +258,20 @@ fn coarsened(groups: &[(Item, u32)], cap: NodeCap) -> Vec<(Item, u32)> {
     };
     let mut steps = 128.0;
     loop {
-        let mut out: Vec<(Item, u32)> = groups
-            .iter()
-            .filter(|g| g.1 > 0)
-            .map(|&(i, n)| {
-                let item = Item {
-                    units: i.units,
-                    cpu: up(i.cpu, cap.cpu, steps),
-                    mem: up(i.mem, cap.mem, steps),
-                };
-                (item, n)
-            })
-            .collect();
-        out.sort_by(|a, b| {
-            (a.0.units.cmp(&b.0.units))
-                .then(a.0.cpu.total_cmp(&b.0.cpu))
-                .then(a.0.mem.total_cmp(&b.0.mem))
-        });
-        out.dedup_by(|b, a| {
-            let same = a.0 == b.0;
-            if same {
-                a.1 += b.1;
-            }
-            same
-        });
+        let out = joined(
+            groups
+                .iter()
+                .filter(|g| g.1 > 0)
+                .map(|&(i, n)| {
+                    let item = Item {
+                        units: i.units,
+                        cpu: up(i.cpu, cap.cpu, steps),
+                        mem: up(i.mem, cap.mem, steps),
+                    };
+                    (item, n)
+                })
+                .collect(),
+        );
         if out.len() <= DOT_KINDS || steps <= 4.0 {
             return out;
         }
@@ -435,18 +425,23 @@ pub fn server_gpus(groups: &[(u32, f64, f64, u32)]) -> Vec<Item> {
 }
 
 /// Identical items counted once.
-pub fn group(mut items: Vec<Item>) -> Vec<(Item, u32)> {
-    items.sort_by(|a, b| {
+pub fn group(items: Vec<Item>) -> Vec<(Item, u32)> {
+    joined(items.into_iter().map(|i| (i, 1)).collect())
+}
+
+/// `groups` sorted by units, vCPUs and RAM, equal items joined with their counts added.
+fn joined(mut groups: Vec<(Item, u32)>) -> Vec<(Item, u32)> {
+    groups.sort_by(|(a, _), (b, _)| {
         a.units
             .cmp(&b.units)
             .then(a.cpu.total_cmp(&b.cpu))
             .then(a.mem.total_cmp(&b.mem))
     });
     let mut out: Vec<(Item, u32)> = Vec::new();
-    for i in items {
+    for (i, n) in groups {
         match out.last_mut() {
-            Some((last, n)) if *last == i => *n += 1,
-            _ => out.push((i, 1)),
+            Some((last, c)) if *last == i => *c += n,
+            _ => out.push((i, n)),
         }
     }
     out
