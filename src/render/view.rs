@@ -191,8 +191,6 @@ pub struct KarpenterView {
     pub placement_group: bool,
     /// EKS: a Capacity Block or capacity reservation, selected by its `gpuplan.io/pool` tag.
     pub reservation: bool,
-    /// AKS: `gpu.mode`, None where the GPU Operator installs the driver.
-    pub gpu_mode: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -714,11 +712,6 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     },
                     placement_group: v.placement_group,
                     reservation: karpenter_capacity == "reserved",
-                    gpu_mode: if rec.provider == "azure" {
-                        "None"
-                    } else {
-                        "Driver"
-                    },
                 });
             }
             flavors.push(FlavorView {

@@ -120,12 +120,15 @@ fn col(q: Q, l: &str) -> usize {
 /// UUID and instance id; `None` when it names neither host nor UUID.
 fn card(q: Q, g: &[String]) -> Option<Vec<String>> {
     let named = !g[col(q, "Hostname")].is_empty() || !g[col(q, "UUID")].is_empty();
-    named.then(|| {
-        ["cluster", "Hostname", "gpu", "UUID", "GPU_I_ID"]
-            .iter()
-            .map(|l| g[col(q, l)].clone())
-            .collect()
-    })
+    named.then(|| labels(q, g, &CARD))
+}
+
+/// The labels that name a card (or MIG instance).
+const CARD: [&str; 5] = ["cluster", "Hostname", "gpu", "UUID", "GPU_I_ID"];
+
+/// The values of `names` in a row of query `q`.
+fn labels(q: Q, g: &[String], names: &[&str]) -> Vec<String> {
+    names.iter().map(|l| g[col(q, l)].clone()).collect()
 }
 
 struct Node {
@@ -571,18 +574,9 @@ pub fn assemble(
     // A series that names no card (a hand-made export) is its pod's own device.
     let device_of = |q: Q, g: &Vec<String>| -> Dev {
         card(q, g).unwrap_or_else(|| {
-            [
-                "cluster",
-                "Hostname",
-                "gpu",
-                "UUID",
-                "GPU_I_ID",
-                "namespace",
-                "pod",
-            ]
-            .iter()
-            .map(|l| g[col(q, l)].clone())
-            .collect()
+            let mut d = labels(q, g, &CARD);
+            d.extend(labels(q, g, &["namespace", "pod"]));
+            d
         })
     };
     // device -> pod -> window -> (sum, count), and the device's MIG profile
