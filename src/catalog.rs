@@ -28,7 +28,7 @@ pub struct GpuModel {
 }
 
 impl GpuModel {
-    pub fn is_nvidia(&self) -> bool {
+    pub(crate) fn is_nvidia(&self) -> bool {
         self.vendor == "nvidia"
     }
 }
@@ -57,7 +57,7 @@ impl MigSpec {
     }
 
     /// The azurerm `gpu_instance` value that creates profile `name` under AKS.
-    pub fn aks_gpu_instance(&self, name: &str) -> Option<String> {
+    pub(crate) fn aks_gpu_instance(&self, name: &str) -> Option<String> {
         self.aks_creates(name)
             .then(|| self.profile(name))
             .flatten()
@@ -84,7 +84,7 @@ pub enum InterNode {
 }
 
 impl InterNode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             InterNode::None => "none",
             InterNode::Infiniband => "infiniband",
@@ -120,7 +120,7 @@ pub struct Sku {
 
 impl Sku {
     /// The quota bucket spot capacity of this SKU counts against.
-    pub fn spot_quota(&self) -> &str {
+    pub(crate) fn spot_quota(&self) -> &str {
         match (&self.spot_quota_family, self.provider) {
             (Some(f), _) => f,
             // Azure: one regional pool for all Spot/Low-priority vCPUs.
@@ -142,13 +142,13 @@ pub struct Price {
 
 impl Price {
     /// "as of 2025-11-30", or "undated".
-    pub fn dated(&self) -> String {
+    pub(crate) fn dated(&self) -> String {
         dated(self.as_of)
     }
 }
 
 /// "as of DATE", or "undated" for a source that records no date.
-pub fn dated(as_of: Option<crate::core::Date>) -> String {
+pub(crate) fn dated(as_of: Option<crate::core::Date>) -> String {
     as_of.map_or_else(|| "undated".to_owned(), |d| format!("as of {d}"))
 }
 
@@ -189,7 +189,7 @@ pub struct QuotaLimit {
 
 impl QuotaLimit {
     /// Where the limit came from, with the use at the time when known.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.used {
             Some(u) => format!("{}, {} in use then", self.source, crate::core::num(u)),
             None => self.source.to_string(),
@@ -211,7 +211,7 @@ pub struct Availability {
 /// each format.
 pub mod columns {
     /// `{provider}/quota.csv`, region in column 0.
-    pub const QUOTA: [&str; 6] = [
+    pub(crate) const QUOTA: [&str; 6] = [
         "region",
         "family",
         "limit_vcpus",
@@ -220,7 +220,7 @@ pub mod columns {
         "source",
     ];
     /// `{provider}/availability.csv`, region in column 1.
-    pub const AVAILABILITY: [&str; 6] = [
+    pub(crate) const AVAILABILITY: [&str; 6] = [
         "sku",
         "region",
         "zones",
@@ -229,7 +229,7 @@ pub mod columns {
         "source",
     ];
     /// `azure/spot-eviction.csv`, region in column 1.
-    pub const EVICTION: [&str; 6] = [
+    pub(crate) const EVICTION: [&str; 6] = [
         "sku",
         "region",
         "band",
@@ -238,7 +238,7 @@ pub mod columns {
         "source",
     ];
     /// `aws/instance-types.csv`, keyed by SKU.
-    pub const SHAPES: [&str; 7] = [
+    pub(crate) const SHAPES: [&str; 7] = [
         "sku",
         "gpu_count",
         "vcpus",
@@ -248,12 +248,12 @@ pub mod columns {
         "source",
     ];
     /// `aws/spot-placement.csv`, region in column 1.
-    pub const PLACEMENT: [&str; 5] = ["gpu_model", "region", "score", "captured", "source"];
+    pub(crate) const PLACEMENT: [&str; 5] = ["gpu_model", "region", "score", "captured", "source"];
 }
 
 /// Quota buckets compare case-insensitively, ignoring spaces, `-` and `_`: Azure usages spell
 /// `standardNCADSA100v4Family` where resource SKUs spell `StandardNCADSA100v4Family`.
-pub fn quota_key(family: &str) -> String {
+pub(crate) fn quota_key(family: &str) -> String {
     family
         .chars()
         .filter(|c| !matches!(c, ' ' | '-' | '_'))
@@ -302,12 +302,12 @@ impl ProviderCatalog {
         self.price(sku, region).is_some()
     }
     /// Why this account cannot deploy `sku` in `region`, when a refresh found a reason.
-    pub fn restriction(&self, sku: &str, region: &str) -> Option<&str> {
+    pub(crate) fn restriction(&self, sku: &str, region: &str) -> Option<&str> {
         self.availability
             .get(&(sku.to_owned(), region.to_owned()))
             .and_then(|a| a.restriction.as_deref())
     }
-    pub fn quota(&self, region: &str, family: &str) -> Option<&QuotaLimit> {
+    pub(crate) fn quota(&self, region: &str, family: &str) -> Option<&QuotaLimit> {
         self.quotas.get(&(region.to_owned(), quota_key(family)))
     }
 }
@@ -323,7 +323,7 @@ pub enum Figure {
 }
 
 impl Figure {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Figure::OnDemand => "on-demand price",
             Figure::Reserved => "reserved price",
@@ -369,7 +369,7 @@ impl Assumptions {
     /// The node disk, GiB, for a pool running models of `weights` GiB each: the OS, the
     /// images, every model cached once and room for a new version of the largest, rounded up
     /// to 10 GiB; at least `floor` (a provider's default disk).
-    pub fn node_disk_gib(&self, weights: &[f64], floor: f64) -> u32 {
+    pub(crate) fn node_disk_gib(&self, weights: &[f64], floor: f64) -> u32 {
         let sum: f64 = weights.iter().sum();
         let largest = weights.iter().copied().fold(0.0, f64::max);
         let gib = self.node_disk_os_gib + self.node_disk_images_gib + sum + largest;
@@ -390,7 +390,7 @@ impl Assumptions {
 
     /// The kubelet's kube-reserved CPU, in vCPUs, on a host of `vcpus` of `provider`: linear
     /// between the published points, the last segment's slope beyond them.
-    pub fn kube_reserved_cpu(&self, provider: Provider, vcpus: f64) -> f64 {
+    pub(crate) fn kube_reserved_cpu(&self, provider: Provider, vcpus: f64) -> f64 {
         let Some(pts) = self.kube_reserved_cpu.get(&provider) else {
             return 0.0;
         };
@@ -419,13 +419,13 @@ impl Catalog {
     }
 
     /// The same files read from a directory laid out like `providers/`.
-    pub fn from_dir(dir: &Path, providers: &[Provider]) -> Result<Catalog, CatalogError> {
+    pub(crate) fn from_dir(dir: &Path, providers: &[Provider]) -> Result<Catalog, CatalogError> {
         load::load(&load::Files::Dir(dir.to_owned()), providers)
     }
 
     /// The embedded catalog with the newer files of a refresh cache (`catalog refresh`) in
     /// place of the embedded ones.
-    pub fn layered(cache: &Path, providers: &[Provider]) -> Result<Catalog, CatalogError> {
+    pub(crate) fn layered(cache: &Path, providers: &[Provider]) -> Result<Catalog, CatalogError> {
         load::load(&load::Files::Layered(cache.to_owned()), providers)
     }
 
@@ -443,17 +443,17 @@ impl Catalog {
         self.providers.get(&p)
     }
 
-    pub fn sku(&self, p: Provider, name: &str) -> Option<&Sku> {
+    pub(crate) fn sku(&self, p: Provider, name: &str) -> Option<&Sku> {
         self.providers.get(&p)?.skus.get(name)
     }
 
     /// GPU model of a SKU.
-    pub fn sku_gpu(&self, sku: &Sku) -> Option<&GpuModel> {
+    pub(crate) fn sku_gpu(&self, sku: &Sku) -> Option<&GpuModel> {
         self.gpu(&sku.gpu_model)
     }
 
     /// The monthly interruption probability assumed for a band.
-    pub fn band_interruption(&self, index: u8) -> Option<f64> {
+    pub(crate) fn band_interruption(&self, index: u8) -> Option<f64> {
         self.assumptions
             .band_monthly_interruption
             .iter()
@@ -462,7 +462,7 @@ impl Catalog {
     }
 
     /// The limit a refresh read from the provider for a quota bucket, and where it came from.
-    pub fn provider_quota(
+    pub(crate) fn provider_quota(
         &self,
         provider: Provider,
         region: &str,
@@ -475,7 +475,7 @@ impl Catalog {
     }
 
     /// Default per-instance memory cap for an engine (`vllm` → 0.92).
-    pub fn server_default_cap(&self, engine: &str) -> Option<f64> {
+    pub(crate) fn server_default_cap(&self, engine: &str) -> Option<f64> {
         self.assumptions
             .server_defaults
             .get(&engine.to_ascii_lowercase())
@@ -483,7 +483,7 @@ impl Catalog {
     }
 
     /// Oldest data the catalog holds per kind, for staleness checks and "data as of" lines.
-    pub fn sources_for(&self, p: Provider) -> impl Iterator<Item = &DataSource> {
+    pub(crate) fn sources_for(&self, p: Provider) -> impl Iterator<Item = &DataSource> {
         self.sources
             .iter()
             .filter(move |s| s.provider.is_none_or(|sp| sp == p))
@@ -509,7 +509,11 @@ impl CatalogCode {
 }
 
 /// A catalog file that failed to load is reported like a plan error: file, line, column.
-pub fn catalog_diag(file: &Arc<SourceFile>, span: std::ops::Range<usize>, msg: String) -> Diag {
+pub(crate) fn catalog_diag(
+    file: &Arc<SourceFile>,
+    span: std::ops::Range<usize>,
+    msg: String,
+) -> Diag {
     Diag::error(CatalogCode::Invalid.as_str(), file, span, msg)
         .label("here")
         .help("fix the catalog file, or run without `--catalog` to use the embedded data")

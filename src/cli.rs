@@ -200,7 +200,7 @@ pub enum KueueApi {
 }
 
 impl KueueApi {
-    pub fn api_version(self) -> &'static str {
+    pub(crate) fn api_version(self) -> &'static str {
         match self {
             KueueApi::V1beta1 => "kueue.x-k8s.io/v1beta1",
             KueueApi::V1beta2 => "kueue.x-k8s.io/v1beta2",

@@ -1,19 +1,19 @@
 //! The subcommands. Each takes its parsed arguments and returns an exit code.
 
-pub mod catalog;
-pub mod check;
-pub mod diff;
-pub mod explain;
-pub mod init;
-pub mod recommend;
+pub(crate) mod catalog;
+pub(crate) mod check;
+pub(crate) mod diff;
+pub(crate) mod explain;
+pub(crate) mod init;
+pub(crate) mod recommend;
 #[cfg(feature = "live")]
-pub mod refresh;
+pub(crate) mod refresh;
 #[cfg(not(feature = "live"))]
 #[path = "cmd/refresh_off.rs"]
-pub mod refresh;
-pub mod render;
-pub mod review;
-pub mod schema;
+pub(crate) mod refresh;
+pub(crate) mod render;
+pub(crate) mod review;
+pub(crate) mod schema;
 
 use crate::catalog::{Catalog, CatalogError};
 use crate::cli::Global;
@@ -21,7 +21,7 @@ use crate::output::Out;
 use crate::plan::raw::Provider;
 
 /// Load the catalog the flags ask for; on failure print why and return the exit code.
-pub fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Result<Catalog, u8> {
+pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Result<Catalog, u8> {
     let cache = g.cache.clone().or_else(crate::live::cache::default_dir);
     let result = match (&g.catalog, cache) {
         (Some(dir), _) => Catalog::from_dir(dir, providers),
@@ -47,7 +47,7 @@ pub fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Result<Cat
 
 /// Read, parse and validate one plan file, with the catalog for its provider; problems are
 /// printed (file, line, column) and come back as the exit code.
-pub fn load_plan(
+pub(crate) fn load_plan(
     g: &Global,
     path: &std::path::Path,
     out: &Out,
@@ -61,7 +61,8 @@ pub fn load_plan(
 
 /// Read and validate a plan against the embedded catalog alone. A refresh reads its plan so:
 /// a cache that no longer loads must not stop the refresh that replaces it.
-pub fn load_plan_embedded(
+#[cfg_attr(not(feature = "live"), allow(dead_code))]
+pub(crate) fn load_plan_embedded(
     path: &std::path::Path,
     provider: Provider,
     out: &Out,
@@ -80,7 +81,7 @@ pub fn load_plan_embedded(
 }
 
 /// Parse and validate an already read plan file.
-pub fn validate_file(
+pub(crate) fn validate_file(
     g: &Global,
     file: std::sync::Arc<crate::source::SourceFile>,
     out: &Out,
@@ -99,7 +100,7 @@ pub fn validate_file(
 
 /// With `--verbose`: the command's wall time and the process's peak resident memory, the
 /// figures the benches read.
-pub fn report_resources(out: &Out, started: std::time::Instant) {
+pub(crate) fn report_resources(out: &Out, started: std::time::Instant) {
     if !out.verbose {
         return;
     }

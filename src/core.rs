@@ -14,15 +14,15 @@ pub mod format;
 
 /// Exit codes, the same for every command.
 pub mod exit {
-    pub const OK: u8 = 0;
-    pub const FINDINGS: u8 = 1;
-    pub const INPUT: u8 = 2;
+    pub(crate) const OK: u8 = 0;
+    pub(crate) const FINDINGS: u8 = 1;
+    pub(crate) const INPUT: u8 = 2;
 }
 
 pub use format::{cents, num, printable, printable_lines, rate, redact, usd};
 
 /// Hours in the month every monthly figure is quoted for (8,760 hours a year / 12).
-pub const HOURS_PER_MONTH: f64 = 730.0;
+pub(crate) const HOURS_PER_MONTH: f64 = 730.0;
 
 /// A value with the byte range it came from in the plan file.
 #[derive(Debug, Clone, Deserialize)]
@@ -97,18 +97,6 @@ pub enum Kind {
     Evaluation,
 }
 
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Training => "training",
-            Kind::Inference => "inference",
-            Kind::Batch => "batch",
-            Kind::Notebook => "notebook",
-            Kind::Evaluation => "evaluation",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sharing {
@@ -120,7 +108,7 @@ pub enum Sharing {
 }
 
 impl Sharing {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Sharing::Dedicated => "dedicated",
             Sharing::Mig => "mig",
@@ -157,7 +145,7 @@ impl Capacity {
         }
     }
     /// Capacity paid for whether used or not.
-    pub fn is_committed(self) -> bool {
+    pub(crate) fn is_committed(self) -> bool {
         matches!(
             self,
             Capacity::Reserved1y
@@ -177,7 +165,7 @@ pub struct Date {
 }
 
 impl Date {
-    pub fn new(year: i32, month: u8, day: u8) -> Option<Date> {
+    pub(crate) fn new(year: i32, month: u8, day: u8) -> Option<Date> {
         let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
         let days = match month {
             1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
@@ -201,7 +189,7 @@ impl Date {
     }
 
     /// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
-    pub fn days(self) -> i64 {
+    pub(crate) fn days(self) -> i64 {
         let (m, d) = (i64::from(self.month), i64::from(self.day));
         let y = i64::from(self.year) - i64::from(m <= 2);
         let era = y.div_euclid(400);
@@ -212,7 +200,7 @@ impl Date {
         era * 146_097 + doe - 719_468
     }
 
-    pub fn from_days(z: i64) -> Date {
+    pub(crate) fn from_days(z: i64) -> Date {
         let z = z + 719_468;
         let era = z.div_euclid(146_097);
         let doe = z - era * 146_097;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::source::SourceFile;
 
-pub mod baseline;
+pub(crate) mod baseline;
 
 /// How serious a finding is. Ordered so that `max()` gives the worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -21,7 +21,7 @@ pub enum Severity {
 }
 
 impl Severity {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Severity::Note => "note",
             Severity::Warning => "warning",
@@ -63,7 +63,7 @@ pub struct Diag {
 }
 
 impl Diag {
-    pub fn new(
+    pub(crate) fn new(
         code: impl Into<String>,
         severity: Severity,
         file: &Arc<SourceFile>,
@@ -85,7 +85,7 @@ impl Diag {
         }
     }
 
-    pub fn error(
+    pub(crate) fn error(
         code: impl Into<String>,
         file: &Arc<SourceFile>,
         span: Range<usize>,
@@ -94,28 +94,28 @@ impl Diag {
         Self::new(code, Severity::Error, file, span, message)
     }
 
-    pub fn label(mut self, label: impl Into<String>) -> Self {
+    pub(crate) fn label(mut self, label: impl Into<String>) -> Self {
         self.label = printable(label.into());
         self
     }
 
-    pub fn help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(printable(help.into()));
         self
     }
 
-    pub fn also(mut self, span: Range<usize>, label: impl Into<String>) -> Self {
+    pub(crate) fn also(mut self, span: Range<usize>, label: impl Into<String>) -> Self {
         let span = self.file.clamp(span);
         self.extra.push((span, printable(label.into())));
         self
     }
 
-    pub fn workload(mut self, name: &str) -> Self {
+    pub(crate) fn workload(mut self, name: &str) -> Self {
         self.workload = Some(name.to_owned());
         self
     }
 
-    pub fn pool(mut self, name: &str) -> Self {
+    pub(crate) fn pool(mut self, name: &str) -> Self {
         self.pool = Some(name.to_owned());
         self
     }
@@ -125,7 +125,7 @@ impl Diag {
     }
 
     /// Counts towards the exit code: not suppressed and at error severity.
-    pub fn is_blocking(&self) -> bool {
+    pub(crate) fn is_blocking(&self) -> bool {
         self.suppressed.is_none() && self.severity == Severity::Error
     }
 }
@@ -190,7 +190,7 @@ fn printable(text: String) -> String {
 }
 
 /// Sort key that makes output order independent of rule evaluation order.
-pub fn sort(diags: &mut [Diag]) {
+pub(crate) fn sort(diags: &mut [Diag]) {
     diags.sort_by(|a, b| {
         (
             a.file.name.as_str(),

@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 
 /// Why a GET gave no answer.
-pub enum Failure {
+pub(crate) enum Failure {
     /// A final error status, with its body for the caller's message.
     Status(u16, String),
     /// No connection, a timeout, a broken transfer.
@@ -15,21 +15,23 @@ pub enum Failure {
 
 /// The most of one answer that is read: a Prometheus range query over a quarter of a large
 /// fleet is a few hundred MiB; past this a misbehaving server is cut off, not followed.
-pub const MAX_BODY_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_BODY_BYTES: u64 = 1 << 30;
 
 /// Tries in all for 429 and 5xx.
 const TRIES: u32 = 3;
 
 /// GET `request()` (called once per try, so it can count or sign each one) and parse the JSON
 /// answer.
-pub fn get_json<T: DeserializeOwned>(request: impl Fn() -> ureq::Request) -> Result<T, Failure> {
+pub(crate) fn get_json<T: DeserializeOwned>(
+    request: impl Fn() -> ureq::Request,
+) -> Result<T, Failure> {
     send_json(request, None)
 }
 
 /// Send `request()` (with `body` as JSON when given) and parse the JSON answer. 429 and 5xx
 /// are retried, waiting `Retry-After` seconds, else the try's number of seconds, and never
 /// more than 10.
-pub fn send_json<T: DeserializeOwned>(
+pub(crate) fn send_json<T: DeserializeOwned>(
     request: impl Fn() -> ureq::Request,
     body: Option<&serde_json::Value>,
 ) -> Result<T, Failure> {
@@ -72,7 +74,7 @@ pub fn send_json<T: DeserializeOwned>(
 }
 
 /// A failure as one line naming the service (`what`, e.g. "Azure Retail Prices at URL").
-pub fn describe(what: &str, f: Failure) -> String {
+pub(crate) fn describe(what: &str, f: Failure) -> String {
     match f {
         Failure::Decode(e) => format!("{what}: not the answer expected ({e})"),
         Failure::Status(code, body) => format!(

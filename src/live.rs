@@ -5,21 +5,21 @@
 //! Quotas (the SDK), and the Spot Instance Advisor file.
 
 #[cfg(feature = "live")]
-pub mod aws;
+pub(crate) mod aws;
 #[cfg(feature = "live")]
-pub mod azure_mgmt;
-pub mod azure_prices;
-pub mod cache;
+pub(crate) mod azure_mgmt;
+pub(crate) mod azure_prices;
+pub(crate) mod cache;
 #[cfg(feature = "live")]
-pub mod refresh;
+pub(crate) mod refresh;
 
 /// A listing longer than this many pages is a paging loop, not data: no provider answer
 /// gpuplan asks for runs past a few pages.
-pub const MAX_PAGES: usize = 50;
+pub(crate) const MAX_PAGES: usize = 50;
 
 /// The continuation token of a paged listing (`NextToken`, `$skipToken`), guarded: a token
 /// that comes back unchanged, or a chain past `MAX_PAGES`, is an error, not more requests.
-pub struct Pages {
+pub(crate) struct Pages {
     what: String,
     /// The token's name in the API, for messages.
     name: &'static str,
@@ -28,7 +28,7 @@ pub struct Pages {
 }
 
 impl Pages {
-    pub fn new(what: &str, name: &'static str) -> Pages {
+    pub(crate) fn new(what: &str, name: &'static str) -> Pages {
         Pages {
             what: what.to_owned(),
             name,
@@ -38,12 +38,12 @@ impl Pages {
     }
 
     /// The token to send with the next request: none for the first page.
-    pub fn token(&self) -> Option<String> {
+    pub(crate) fn token(&self) -> Option<String> {
         self.token.clone()
     }
 
     /// Take the token an answer gave: `Ok(true)` when another page follows.
-    pub fn advance(&mut self, next: Option<&str>) -> Result<bool, String> {
+    pub(crate) fn advance(&mut self, next: Option<&str>) -> Result<bool, String> {
         let Some(t) = next.filter(|t| !t.is_empty()) else {
             return Ok(false);
         };

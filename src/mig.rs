@@ -52,11 +52,14 @@ impl std::fmt::Display for LayoutError {
 }
 
 /// Where each instance starts (memory slice index), in the order of the expanded layout.
-pub type Placement = Vec<(String, u8)>;
+pub(crate) type Placement = Vec<(String, u8)>;
 
 /// Check a layout (profile -> count) against a GPU's MIG geometry; on success return one
 /// valid placement.
-pub fn place(spec: &MigSpec, layout: &IndexMap<String, u32>) -> Result<Placement, LayoutError> {
+pub(crate) fn place(
+    spec: &MigSpec,
+    layout: &IndexMap<String, u32>,
+) -> Result<Placement, LayoutError> {
     let mut items: Vec<&MigProfile> = Vec::new();
     let mut compute = 0u32;
     for (name, &count) in layout {
@@ -127,7 +130,7 @@ fn search(items: &[&MigProfile], i: usize, used: u32, chosen: &mut Vec<u8>) -> b
 
 /// How many instances of one profile place on one GPU (0 when the GPU lacks the profile):
 /// what AKS creates per GPU for a `gpu_instance`, and the most a uniform layout holds.
-pub fn per_gpu(spec: &MigSpec, profile: &str) -> u32 {
+pub(crate) fn per_gpu(spec: &MigSpec, profile: &str) -> u32 {
     let Some(p) = spec.profile(profile) else {
         return 0;
     };

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::cli::{ColorChoice, Global};
 
-pub struct Out {
+pub(crate) struct Out {
     pub color: bool,
     pub quiet: bool,
     pub verbose: bool,
@@ -16,7 +16,7 @@ pub struct Out {
 }
 
 impl Out {
-    pub fn new(g: &Global) -> Self {
+    pub(crate) fn new(g: &Global) -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let color = match g.color {
             ColorChoice::Always => true,
@@ -32,11 +32,11 @@ impl Out {
     }
 
     /// Why standard output could not be written, if it could not.
-    pub fn stdout_failure(&self) -> Option<String> {
+    pub(crate) fn stdout_failure(&self) -> Option<String> {
         self.stdout_failed.lock().ok().and_then(|f| f.clone())
     }
 
-    pub fn stdout(&self, s: &str) {
+    pub(crate) fn stdout(&self, s: &str) {
         let mut o = std::io::stdout().lock();
         // A closed pipe (`gpuplan ... | head`) is not worth a panic, but it is not success.
         if let Err(e) = o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
@@ -46,21 +46,21 @@ impl Out {
         }
     }
 
-    pub fn stderr(&self, s: &str) {
+    pub(crate) fn stderr(&self, s: &str) {
         let mut e = std::io::stderr().lock();
         let _ = e.write_all(s.as_bytes());
         let _ = e.flush();
     }
 
     /// Informational line on stderr, unless `--quiet`.
-    pub fn info(&self, s: &str) {
+    pub(crate) fn info(&self, s: &str) {
         if !self.quiet {
             self.stderr(&format!("{s}\n"));
         }
     }
 
     /// Detail on stderr with `--verbose`.
-    pub fn detail(&self, s: &str) {
+    pub(crate) fn detail(&self, s: &str) {
         if self.verbose {
             self.stderr(&format!("{s}\n"));
         }
@@ -69,7 +69,7 @@ impl Out {
 
 /// Write a file atomically: a temporary file beside it, then a rename, so a failure leaves
 /// the previous content intact.
-pub fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -35,13 +35,13 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.raw.plan.name.get()
     }
-    pub fn provider(&self) -> Provider {
+    pub(crate) fn provider(&self) -> Provider {
         *self.raw.plan.provider.get()
     }
-    pub fn regions(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn regions(&self) -> impl Iterator<Item = &str> {
         self.raw.plan.regions.iter().map(|r| r.get().as_str())
     }
     pub fn hours_per_month(&self) -> f64 {
@@ -51,10 +51,10 @@ impl Plan {
             .as_ref()
             .map_or(crate::core::HOURS_PER_MONTH, |h| *h.get())
     }
-    pub fn monthly_budget(&self) -> Option<&Sp<f64>> {
+    pub(crate) fn monthly_budget(&self) -> Option<&Sp<f64>> {
         self.raw.plan.monthly_budget.as_ref()
     }
-    pub fn mig_manager(&self) -> Option<MigManager> {
+    pub(crate) fn mig_manager(&self) -> Option<MigManager> {
         self.raw
             .cluster
             .as_ref()
@@ -63,27 +63,27 @@ impl Plan {
     }
     /// The MIG manager of `pool`: its own, else the cluster's, else the provider's (AKS's
     /// managed MIG on Azure, the GPU Operator's mig-manager on AWS, which has no managed MIG).
-    pub fn pool_mig_manager(&self, pool: &raw::Pool) -> MigManager {
+    pub(crate) fn pool_mig_manager(&self, pool: &raw::Pool) -> MigManager {
         pool.mig_manager
             .as_ref()
             .map(|m| *m.get())
             .unwrap_or_else(|| self.cluster_mig_manager())
     }
     /// The cluster's MIG manager, or the provider's default.
-    pub fn cluster_mig_manager(&self) -> MigManager {
+    pub(crate) fn cluster_mig_manager(&self) -> MigManager {
         self.mig_manager().unwrap_or(match self.provider() {
             Provider::Azure => MigManager::Aks,
             Provider::Aws => MigManager::GpuOperator,
         })
     }
-    pub fn daemonset_cpu(&self) -> Option<f64> {
+    pub(crate) fn daemonset_cpu(&self) -> Option<f64> {
         self.raw
             .cluster
             .as_ref()
             .and_then(|c| c.daemonset_cpu.as_ref())
             .map(|v| *v.get())
     }
-    pub fn fail_requests_greater_than_one(&self) -> bool {
+    pub(crate) fn fail_requests_greater_than_one(&self) -> bool {
         self.raw
             .cluster
             .as_ref()
@@ -93,29 +93,35 @@ impl Plan {
     pub fn workloads(&self) -> &[Sp<Workload>] {
         &self.raw.workload
     }
-    pub fn pools(&self) -> &[Sp<Pool>] {
+    pub(crate) fn pools(&self) -> &[Sp<Pool>] {
         &self.raw.pool
     }
-    pub fn allows(&self) -> &[Sp<Allow>] {
+    pub(crate) fn allows(&self) -> &[Sp<Allow>] {
         &self.raw.allow
     }
-    pub fn workload(&self, name: &str) -> Option<&Sp<Workload>> {
+    pub(crate) fn workload(&self, name: &str) -> Option<&Sp<Workload>> {
         self.workloads.get(name).map(|&i| &self.raw.workload[i])
     }
-    pub fn pool(&self, name: &str) -> Option<&Sp<Pool>> {
+    pub(crate) fn pool(&self, name: &str) -> Option<&Sp<Pool>> {
         self.pools.get(name).map(|&i| &self.raw.pool[i])
     }
-    pub fn decision(&self, fault_domain: &str) -> Option<&Sp<Decision>> {
+    pub(crate) fn decision(&self, fault_domain: &str) -> Option<&Sp<Decision>> {
         self.decisions
             .get(fault_domain)
             .map(|&i| &self.raw.decision[i])
     }
     /// Workloads a pool names, in the pool's order.
-    pub fn pool_workloads<'a>(&'a self, pool: &'a Pool) -> impl Iterator<Item = &'a Sp<Workload>> {
+    pub(crate) fn pool_workloads<'a>(
+        &'a self,
+        pool: &'a Pool,
+    ) -> impl Iterator<Item = &'a Sp<Workload>> {
         pool.workloads.iter().filter_map(|w| self.workload(w))
     }
     /// Pools that name a workload.
-    pub fn workload_pools<'a>(&'a self, workload: &'a str) -> impl Iterator<Item = &'a Sp<Pool>> {
+    pub(crate) fn workload_pools<'a>(
+        &'a self,
+        workload: &'a str,
+    ) -> impl Iterator<Item = &'a Sp<Pool>> {
         self.raw
             .pool
             .iter()
@@ -124,19 +130,19 @@ impl Plan {
 }
 
 impl Workload {
-    pub fn user_facing(&self) -> bool {
+    pub(crate) fn user_facing(&self) -> bool {
         self.user_facing.as_ref().is_some_and(|b| *b.get())
     }
-    pub fn interruptible(&self) -> bool {
+    pub(crate) fn interruptible(&self) -> bool {
         self.interruptible.as_ref().is_some_and(|b| *b.get())
     }
-    pub fn scale_to_zero(&self) -> bool {
+    pub(crate) fn scale_to_zero(&self) -> bool {
         self.scale_to_zero.as_ref().is_some_and(|b| *b.get())
     }
-    pub fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         *self.kind.get()
     }
-    pub fn sharing(&self) -> Sharing {
+    pub(crate) fn sharing(&self) -> Sharing {
         self.sharing
             .as_ref()
             .map_or(Sharing::Dedicated, |s| *s.get())
@@ -144,11 +150,11 @@ impl Workload {
     pub fn replicas(&self) -> Count {
         self.replicas.as_ref().map_or(Count::Fixed(1), |r| *r.get())
     }
-    pub fn gang(&self) -> i64 {
+    pub(crate) fn gang(&self) -> i64 {
         self.nodes.as_ref().map_or(1, |n| *n.get())
     }
     /// Whole GPUs per replica; 0 when the replica takes a fraction of one.
-    pub fn gpus(&self) -> i64 {
+    pub(crate) fn gpus(&self) -> i64 {
         match (&self.gpus, &self.gpu_fraction) {
             (Some(g), _) => *g.get(),
             (None, Some(_)) => 0,
@@ -156,27 +162,27 @@ impl Workload {
         }
     }
     /// GPUs per replica as a real number (a fraction counts as its share).
-    pub fn gpu_share(&self) -> f64 {
+    pub(crate) fn gpu_share(&self) -> f64 {
         match (&self.gpus, &self.gpu_fraction) {
             (Some(g), _) => *g.get() as f64,
             (None, Some(f)) => *f.get(),
             (None, None) => 1.0,
         }
     }
-    pub fn utilization(&self) -> Option<f64> {
+    pub(crate) fn utilization(&self) -> Option<f64> {
         self.utilization.as_ref().map(|u| *u.get())
     }
     /// Model weights in GiB, when the model is given.
-    pub fn weights_gib(&self) -> Option<f64> {
+    pub(crate) fn weights_gib(&self) -> Option<f64> {
         self.model.as_ref().map(|m| {
             m.params_billion.get() * 1e9 * m.precision.get().bytes_per_param() / (1u64 << 30) as f64
         })
     }
-    pub fn kv_cache_gib(&self) -> Option<f64> {
+    pub(crate) fn kv_cache_gib(&self) -> Option<f64> {
         self.kv_cache_gib.as_ref().map(|k| *k.get())
     }
     /// Memory a replica needs: the declared figure, else weights plus KV cache need.
-    pub fn memory_need_gib(&self) -> Option<f64> {
+    pub(crate) fn memory_need_gib(&self) -> Option<f64> {
         self.gpu_memory_gib.as_ref().map(|m| *m.get()).or_else(|| {
             self.weights_gib()
                 .map(|w| w + self.kv_cache_gib().unwrap_or(0.0))
@@ -185,12 +191,12 @@ impl Workload {
 }
 
 /// A per-GPU MIG layout as written: profile -> count.
-pub type Layout = Sp<IndexMap<String, Sp<i64>>>;
+pub(crate) type Layout = Sp<IndexMap<String, Sp<i64>>>;
 
 impl Pool {
     /// Every per-GPU MIG layout the pool declares (`mig_layout` or each of `mig_layouts`),
     /// with how many GPUs carry it when `mig_layouts` says.
-    pub fn layouts(&self) -> Vec<(&Layout, Option<i64>)> {
+    pub(crate) fn layouts(&self) -> Vec<(&Layout, Option<i64>)> {
         let mut out: Vec<_> = self.mig_layout.iter().map(|l| (l, None)).collect();
         if let Some(ls) = &self.mig_layouts {
             out.extend(ls.get().iter().map(|e| (&e.layout, Some(*e.gpus.get()))));
@@ -199,7 +205,7 @@ impl Pool {
     }
 
     /// The span of the pool's MIG geometry setting, whichever it is.
-    pub fn mig_span(&self) -> Option<std::ops::Range<usize>> {
+    pub(crate) fn mig_span(&self) -> Option<std::ops::Range<usize>> {
         self.mig_profile
             .as_ref()
             .map(|m| m.span())
@@ -207,17 +213,17 @@ impl Pool {
             .or_else(|| self.mig_layouts.as_ref().map(|m| m.span()))
     }
 
-    pub fn capacity(&self) -> Capacity {
+    pub(crate) fn capacity(&self) -> Capacity {
         self.capacity
             .as_ref()
             .map_or(Capacity::OnDemand, |c| *c.get())
     }
-    pub fn sharing(&self) -> Sharing {
+    pub(crate) fn sharing(&self) -> Sharing {
         self.sharing
             .as_ref()
             .map_or(Sharing::Dedicated, |s| *s.get())
     }
-    pub fn nodes(&self) -> Count {
+    pub(crate) fn nodes(&self) -> Count {
         *self.nodes.get()
     }
 }
@@ -226,7 +232,7 @@ impl Plan {
     /// The quota known for a bucket: the plan's `[[quota]]` entry when it has one (a stated
     /// limit, e.g. an increase already granted), else the limit a refresh read from the
     /// provider. Returns the limit and where it came from.
-    pub fn known_quota(
+    pub(crate) fn known_quota(
         &self,
         catalog: &Catalog,
         region: &str,
@@ -253,12 +259,12 @@ pub fn load_and_validate(file: Arc<SourceFile>, catalog: &Catalog) -> Result<Pla
 }
 
 /// The date an `[[allow]]` expires (validated to be a plain date).
-pub fn validate_allow_expiry(a: &Allow) -> Option<Date> {
+pub(crate) fn validate_allow_expiry(a: &Allow) -> Option<Date> {
     validate::allow_expiry(a)
 }
 
 /// Validate an already parsed plan (when the catalog is loaded after parsing).
-pub fn validate_raw(
+pub(crate) fn validate_raw(
     file: Arc<SourceFile>,
     raw: raw::RawPlan,
     catalog: &Catalog,

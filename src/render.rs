@@ -12,7 +12,7 @@ use handlebars::{
     Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason,
 };
 
-pub mod escape;
+pub(crate) mod escape;
 pub mod view;
 pub mod write_plan;
 
@@ -237,7 +237,7 @@ fn tidy(text: &str) -> String {
 }
 
 /// Files under `dir` that differ from what would be written (missing ones included).
-pub fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> {
+pub(crate) fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> {
     files
         .iter()
         .filter(|(rel, content)| {
@@ -251,7 +251,7 @@ pub fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> {
 /// temporary file beside its target first; only when all are written are they renamed into
 /// place, and a rename that fails puts back what the others replaced. `--check` never sees
 /// a mixed set.
-pub fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<(), RenderError> {
+pub(crate) fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<(), RenderError> {
     let fail = |path: &Path, source: std::io::Error| RenderError::Write {
         path: path.to_owned(),
         source,

@@ -2,10 +2,10 @@
 //! JSON, SARIF 2.1.0, GitHub annotations and the Markdown pull-request comment. It sits above
 //! [`crate::rules`] because SARIF and the comment name each rule and link its documentation.
 
-pub mod diff;
+pub(crate) mod diff;
 pub mod findings;
-pub mod github;
-pub mod markdown;
-pub mod recommend;
-pub mod review;
-pub mod sarif;
+pub(crate) mod github;
+pub(crate) mod markdown;
+pub(crate) mod recommend;
+pub(crate) mod review;
+pub(crate) mod sarif;

@@ -16,10 +16,10 @@ use crate::source::SourceFile;
 macro_rules! declare_rule {
     (
         $(#[doc = $d:literal])*
-        pub struct $name:ident { id: $id:literal, name: $slug:literal, severity: $sev:ident $(,)? }
+        pub(crate) struct $name:ident { id: $id:literal, name: $slug:literal, severity: $sev:ident $(,)? }
     ) => {
         $(#[doc = $d])*
-        pub struct $name;
+        pub(crate) struct $name;
 
         impl $crate::rules::RuleMeta for $name {
             fn id(&self) -> &'static str { $id }
@@ -103,7 +103,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gp028_cheaper_choice_exists::CheaperChoiceExists,
 ];
 
-pub fn by_id(id: &str) -> Option<&'static dyn Rule> {
+pub(crate) fn by_id(id: &str) -> Option<&'static dyn Rule> {
     RULES
         .iter()
         .copied()
@@ -122,7 +122,7 @@ pub fn docs_text(rule: &dyn Rule) -> String {
 }
 
 /// One `## Heading` section of a rule's documentation, without the heading.
-pub fn docs_section(rule: &dyn Rule, heading: &str) -> String {
+pub(crate) fn docs_section(rule: &dyn Rule, heading: &str) -> String {
     let text = docs_text(rule);
     let marker = format!("## {heading}");
     let Some(start) = text.find(&marker) else {
@@ -135,7 +135,7 @@ pub fn docs_section(rule: &dyn Rule, heading: &str) -> String {
 
 /// The first sentence of what a rule does, on one line. A sentence ends at a full stop and a
 /// space; an ellipsis (`{ min = 0, ... }`) does not end one.
-pub fn summary_line(rule: &dyn Rule) -> String {
+pub(crate) fn summary_line(rule: &dyn Rule) -> String {
     let what = docs_section(rule, "What it does").replace('\n', " ");
     let b = what.as_bytes();
     let end = (1..b.len().saturating_sub(1))
@@ -165,7 +165,7 @@ pub fn readme_table() -> String {
 
 /// The rule ids a plan's `[[allow]]` entries and `[rules] deny` name, checked against the
 /// registry: an unknown id is an error at its span, with the closest id suggested.
-pub fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
+pub(crate) fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
     let ids: Vec<String> = RULES.iter().map(|r| r.id().to_owned()).collect();
     let named = raw
         .allow
@@ -212,7 +212,7 @@ pub fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
 
 /// Validate a parsed plan: what it means (`plan`) and the rule ids it names (here), every
 /// problem at once.
-pub fn validate_plan(
+pub(crate) fn validate_plan(
     file: Arc<SourceFile>,
     raw: RawPlan,
     catalog: &Catalog,
@@ -246,33 +246,33 @@ pub struct Cx<'a> {
 
 impl<'a> Cx<'a> {
     /// Start a finding of the current rule at a span of the plan file.
-    pub fn finding(&self, span: Range<usize>, message: impl Into<String>) -> Diag {
+    pub(crate) fn finding(&self, span: Range<usize>, message: impl Into<String>) -> Diag {
         Diag::new(self.rule, self.severity, &self.plan.file, span, message)
     }
 
-    pub fn push(&mut self, d: Diag) {
+    pub(crate) fn push(&mut self, d: Diag) {
         self.out.push(d);
     }
 
-    pub fn sku(&self, name: &str) -> Option<&'a Sku> {
+    pub(crate) fn sku(&self, name: &str) -> Option<&'a Sku> {
         self.catalog.sku(self.plan.provider(), name)
     }
 
-    pub fn pool_sku(&self, pool: &Pool) -> Option<&'a Sku> {
+    pub(crate) fn pool_sku(&self, pool: &Pool) -> Option<&'a Sku> {
         self.sku(pool.sku.get())
     }
 
-    pub fn pool_gpu(&self, pool: &Pool) -> Option<&'a GpuModel> {
+    pub(crate) fn pool_gpu(&self, pool: &Pool) -> Option<&'a GpuModel> {
         self.pool_sku(pool).and_then(|s| self.catalog.sku_gpu(s))
     }
 
-    pub fn hours(&self, w: Option<&Workload>) -> f64 {
+    pub(crate) fn hours(&self, w: Option<&Workload>) -> f64 {
         w.and_then(|w| w.hours_per_month.as_ref().map(|h| *h.get()))
             .unwrap_or_else(|| self.plan.hours_per_month())
     }
 
     /// Pools that name this workload.
-    pub fn pools_of(&self, w: &'a Sp<Workload>) -> Vec<&'a Sp<Pool>> {
+    pub(crate) fn pools_of(&self, w: &'a Sp<Workload>) -> Vec<&'a Sp<Pool>> {
         self.plan.workload_pools(w.name.get()).collect()
     }
 }
@@ -315,7 +315,7 @@ pub fn check(plan: &Plan, catalog: &Catalog, today: Date, levels: &Levels) -> Ve
 
 /// Rules whose findings are about the plan as a whole (its budget, its data), so an
 /// `[[allow]]` for them names neither a workload nor a pool.
-pub const PLAN_WIDE: &[&str] = &["GP017", "GP022"];
+pub(crate) const PLAN_WIDE: &[&str] = &["GP017", "GP022"];
 
 /// What the plan's `[[allow]]` entries say about a finding of `code` on a workload or pool.
 enum Allowed {
@@ -411,7 +411,7 @@ fn apply_allows(plan: &Plan, today: Date, out: &mut Vec<Diag>) {
 /// The recommender's own findings (its fleet over the budget, over a quota) through the same
 /// `[[allow]]` entries, `[rules] deny` and `-A/-W/-D` levels as `check`'s: an allowed finding
 /// is marked suppressed, an `-A` one dropped, a denied one made an error.
-pub fn settle_recommendation(
+pub(crate) fn settle_recommendation(
     plan: &Plan,
     today: Date,
     levels: &Levels,

@@ -39,17 +39,17 @@ impl SourceFile {
     /// as given without a leading `./`. Standard input and embedded files keep their name.
     /// Rendered headers and baseline fingerprints use it, so neither drifts with the
     /// working directory.
-    pub fn stable_name(&self) -> String {
+    pub(crate) fn stable_name(&self) -> String {
         stable_name(&self.name)
     }
 
-    pub fn named(&self) -> &NamedSource<String> {
+    pub(crate) fn named(&self) -> &NamedSource<String> {
         &self.named
     }
 
     /// 1-based line and column (in characters) of a byte offset; offsets past the end
     /// clamp to the end so a span from any parser is always printable.
-    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+    pub(crate) fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
         let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
         let start = self.line_starts[line];
@@ -61,7 +61,7 @@ impl SourceFile {
     }
 
     /// Clamp a span to the text and to char boundaries, so labels never split a character.
-    pub fn clamp(&self, span: Range<usize>) -> Range<usize> {
+    pub(crate) fn clamp(&self, span: Range<usize>) -> Range<usize> {
         let mut start = span.start.min(self.text.len());
         let mut end = span.end.clamp(start, self.text.len());
         while !self.text.is_char_boundary(start) {
@@ -102,7 +102,7 @@ fn same_length_shown(text: &str) -> String {
 /// Read at most `limit` bytes of a regular file. A FIFO, a device (`/dev/zero`) or a
 /// directory is refused before it is opened (opening a FIFO blocks until a writer comes), and
 /// a file past the limit is an error instead of an unbounded read.
-pub fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
     let buf = read_prefix(path, limit + 1)?;
     if buf.len() as u64 > limit {
         return Err(std::io::Error::new(
@@ -115,7 +115,7 @@ pub fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u
 
 /// The first `n` bytes of a regular file (all of it when shorter); refused as
 /// [`read_bounded`] refuses.
-pub fn read_prefix(path: &std::path::Path, n: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_prefix(path: &std::path::Path, n: u64) -> std::io::Result<Vec<u8>> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(std::io::Error::new(
@@ -132,7 +132,7 @@ pub fn read_prefix(path: &std::path::Path, n: u64) -> std::io::Result<Vec<u8>> {
 }
 
 /// See [`SourceFile::stable_name`].
-pub fn stable_name(name: &str) -> String {
+pub(crate) fn stable_name(name: &str) -> String {
     let plain = name.strip_prefix("./").unwrap_or(name).replace('\\', "/");
     if name == "-" || name.starts_with('<') {
         return plain;
@@ -154,7 +154,7 @@ pub fn stable_name(name: &str) -> String {
 /// A path a cache's `sources.toml` may name: relative, made only of plain names (no `..`,
 /// no root, no drive), with no component that is a symlink inside `dir`. Anything else is
 /// not a file gpuplan wrote, and is neither read, copied nor replaced.
-pub fn safe_path(dir: &std::path::Path, path: &str) -> bool {
+pub(crate) fn safe_path(dir: &std::path::Path, path: &str) -> bool {
     let p = std::path::Path::new(path);
     if path.is_empty() || path.contains('\\') || p.is_absolute() {
         return false;

@@ -18,7 +18,7 @@ fn provider_of(p: ProviderArg) -> Provider {
     }
 }
 
-pub fn run(g: &Global, args: &CatalogArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> u8 {
     if let Some(crate::cli::CatalogAction::Refresh(r)) = &args.action {
         return super::refresh::run(g, r, out);
     }

@@ -29,7 +29,7 @@ fn levels(args: &CheckArgs) -> Result<Levels, String> {
     Ok(l)
 }
 
-pub fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
     if args.live {
         for p in &args.plans {
             if let Err(code) = super::refresh::live(g, p, out) {

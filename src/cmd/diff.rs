@@ -77,7 +77,12 @@ fn read_git(reference: &str, path: &Path, out: &Out) -> Result<Arc<SourceFile>, 
 }
 
 /// One line for a pull-request comment: the recommended cost before and after.
-pub fn cost_delta_line(g: &Global, base: &Path, head: &Plan, out: &Out) -> Result<String, u8> {
+pub(crate) fn cost_delta_line(
+    g: &Global,
+    base: &Path,
+    head: &Plan,
+    out: &Out,
+) -> Result<String, u8> {
     let (bp, rb) = load(g, read(base, out)?, out)?;
     let catalog = super::load_catalog(g, &[head.provider()], out)?;
     let rh = recommend::recommend(head, &catalog);
@@ -85,7 +90,7 @@ pub fn cost_delta_line(g: &Global, base: &Path, head: &Plan, out: &Out) -> Resul
     Ok(delta_sentence(&d))
 }
 
-pub fn run(g: &Global, args: &DiffArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> u8 {
     let guard = match args.fail_on_increase.as_deref().map(Guard::parse) {
         Some(Err(e)) => {
             out.stderr(&format!("error: {e}\n"));

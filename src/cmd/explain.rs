@@ -24,7 +24,7 @@ fn doc(r: &dyn Rule) -> RuleDoc {
     }
 }
 
-pub fn run(args: &ExplainArgs, out: &Out) -> u8 {
+pub(crate) fn run(args: &ExplainArgs, out: &Out) -> u8 {
     if args
         .rule
         .as_deref()

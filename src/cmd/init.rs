@@ -7,7 +7,7 @@ use crate::output::{write_atomic, Out};
 const AZURE: &str = include_str!("../../templates/init/azure.toml");
 const AWS: &str = include_str!("../../templates/init/aws.toml");
 
-pub fn run(args: &InitArgs, out: &Out) -> u8 {
+pub(crate) fn run(args: &InitArgs, out: &Out) -> u8 {
     let text = match args.provider {
         ProviderArg::Azure => AZURE,
         ProviderArg::Aws => AWS,

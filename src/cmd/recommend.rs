@@ -7,7 +7,7 @@ use crate::engine::recommend;
 use crate::output::Out;
 use crate::report::recommend::{human, json, markdown};
 
-pub fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
     let started = std::time::Instant::now();
     if args.live {
         if let Err(code) = super::refresh::live(g, &args.plan, out) {

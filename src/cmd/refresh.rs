@@ -13,7 +13,7 @@ use crate::output::Out;
 
 /// `--live` on `check` and `recommend`: refresh what the plan uses before reading it. Azure
 /// quota and SKU availability need a subscription; without one they are skipped, and said so.
-pub fn live(g: &Global, plan: &std::path::Path, out: &Out) -> Result<(), u8> {
+pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> Result<(), u8> {
     if plan.as_os_str() == "-" {
         out.stderr("error: `--live` needs a plan file, not standard input\n");
         return Err(exit::INPUT);
@@ -52,7 +52,7 @@ pub fn live(g: &Global, plan: &std::path::Path, out: &Out) -> Result<(), u8> {
     }
 }
 
-pub fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
     let fail = |msg: String| {
         out.stderr(&format!("error: {}\n", crate::core::redact(&msg)));
         exit::INPUT

@@ -9,12 +9,12 @@ const MISSING: &str = "error: this gpuplan was built without the `live` feature,
 rebuild with default features (`cargo install gpuplan`) to refresh, or run without `--live` on the embedded catalog \
 and any existing refresh cache\n";
 
-pub fn live(_g: &Global, _plan: &std::path::Path, out: &Out) -> Result<(), u8> {
+pub(crate) fn live(_g: &Global, _plan: &std::path::Path, out: &Out) -> Result<(), u8> {
     out.stderr(MISSING);
     Err(exit::INPUT)
 }
 
-pub fn run(_g: &Global, _args: &RefreshArgs, out: &Out) -> u8 {
+pub(crate) fn run(_g: &Global, _args: &RefreshArgs, out: &Out) -> u8 {
     out.stderr(MISSING);
     exit::INPUT
 }

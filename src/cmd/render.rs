@@ -7,7 +7,7 @@ use crate::engine::recommend;
 use crate::output::Out;
 use crate::render::{self, view};
 
-pub fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
     let (p, catalog) = match super::load_plan(g, &args.plan, out) {
         Ok(x) => x,
         Err(code) => return code,

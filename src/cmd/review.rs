@@ -11,7 +11,7 @@ fn input_error(out: &Out, msg: &str) -> u8 {
     exit::INPUT
 }
 
-pub fn run(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
     let started = std::time::Instant::now();
     let code = review(g, args, out);
     super::report_resources(out, started);

@@ -4,13 +4,13 @@ use crate::core::exit;
 use crate::output::Out;
 use crate::plan::raw::RawPlan;
 
-pub fn schema_json() -> String {
+pub(crate) fn schema_json() -> String {
     let mut schema = schemars::schema_for!(RawPlan);
     schema.schema.metadata().title = Some("gpuplan plan file (format version 1)".into());
     serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
 }
 
-pub fn run(out: &Out) -> u8 {
+pub(crate) fn run(out: &Out) -> u8 {
     out.stdout(&schema_json());
     exit::OK
 }

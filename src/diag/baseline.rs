@@ -12,18 +12,18 @@ use serde::{Deserialize, Serialize};
 
 use super::{Diag, Suppression};
 
-pub const SCHEMA: &str = "gpuplan.baseline/v1";
+pub(crate) const SCHEMA: &str = "gpuplan.baseline/v1";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     pub schema: String,
     pub findings: Vec<Entry>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(deny_unknown_fields)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub fingerprint: String,
     pub rule: String,
     pub file: String,
@@ -67,7 +67,7 @@ fn shape(message: &str) -> String {
 }
 
 /// One fingerprint per finding, in the findings' order.
-pub fn fingerprints(findings: &[Diag]) -> Vec<String> {
+pub(crate) fn fingerprints(findings: &[Diag]) -> Vec<String> {
     let keys: Vec<String> = findings
         .iter()
         .map(|d| {
@@ -105,7 +105,7 @@ pub fn fingerprints(findings: &[Diag]) -> Vec<String> {
 }
 
 /// The baseline of these findings: everything not already suppressed by an `[[allow]]`.
-pub fn build(findings: &[Diag]) -> Baseline {
+pub(crate) fn build(findings: &[Diag]) -> Baseline {
     let fps = fingerprints(findings);
     let mut entries: Vec<Entry> = findings
         .iter()
@@ -127,11 +127,11 @@ pub fn build(findings: &[Diag]) -> Baseline {
     }
 }
 
-pub fn to_json(b: &Baseline) -> String {
+pub(crate) fn to_json(b: &Baseline) -> String {
     serde_json::to_string_pretty(b).unwrap_or_default() + "\n"
 }
 
-pub fn read(path: &Path) -> Result<Baseline, String> {
+pub(crate) fn read(path: &Path) -> Result<Baseline, String> {
     // A baseline holds a fingerprint per accepted finding: 64 MiB is millions of them.
     let text = crate::source::read_bounded(path, 64 << 20)
         .and_then(|b| {
@@ -158,7 +158,7 @@ pub fn read(path: &Path) -> Result<Baseline, String> {
 }
 
 /// Mark findings the baseline already records as suppressed; returns how many.
-pub fn apply(findings: &mut [Diag], b: &Baseline, path: &Path) -> usize {
+pub(crate) fn apply(findings: &mut [Diag], b: &Baseline, path: &Path) -> usize {
     let known: std::collections::BTreeSet<&str> =
         b.findings.iter().map(|e| e.fingerprint.as_str()).collect();
     let fps = fingerprints(findings);

@@ -14,7 +14,7 @@ use crate::plan::Plan;
 /// An hourly price for a pool's capacity type, where it came from, and a caveat when it is a
 /// stand-in.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HourlyPrice {
+pub(crate) struct HourlyPrice {
     pub usd: f64,
     pub source: Arc<str>,
     pub caveat: Option<String>,
@@ -22,7 +22,7 @@ pub struct HourlyPrice {
 
 /// The catalog's own figure for a capacity type, with no stand-in: `None` when the catalog
 /// has none (a reservation price offline, a Capacity Block price before a refresh).
-pub fn listed<'c>(
+pub(crate) fn listed<'c>(
     catalog: &'c Catalog,
     provider: Provider,
     sku: &str,
@@ -41,7 +41,7 @@ pub fn listed<'c>(
 
 /// Price per node-hour of a SKU in a region for a capacity type. A capacity type the catalog
 /// has no figure for is priced at on-demand, and says so in `caveat`.
-pub fn node_hour(
+pub(crate) fn node_hour(
     catalog: &Catalog,
     provider: Provider,
     sku: &str,
@@ -79,7 +79,7 @@ pub fn node_hour(
 }
 
 /// Price per node-hour of a declared pool: its SKU and region at its capacity type.
-pub fn pool_hour(catalog: &Catalog, provider: Provider, pool: &Pool) -> Option<HourlyPrice> {
+pub(crate) fn pool_hour(catalog: &Catalog, provider: Provider, pool: &Pool) -> Option<HourlyPrice> {
     node_hour(
         catalog,
         provider,
@@ -91,7 +91,7 @@ pub fn pool_hour(catalog: &Catalog, provider: Provider, pool: &Pool) -> Option<H
 
 /// Hours in a month a pool's nodes are paid for: a Capacity Block for the block's length
 /// (`block_hours`), paid whether used or not; any other pool for `hours`.
-pub fn paid_hours(pool: &Pool, hours: f64) -> f64 {
+pub(crate) fn paid_hours(pool: &Pool, hours: f64) -> f64 {
     match (pool.capacity(), &pool.block_hours) {
         (Capacity::CapacityBlock, Some(h)) => h.get().min(HOURS_PER_MONTH),
         _ => hours,
@@ -99,7 +99,7 @@ pub fn paid_hours(pool: &Pool, hours: f64) -> f64 {
 }
 
 /// Monthly cost of a declared pool at a node count.
-pub fn pool_month(
+pub(crate) fn pool_month(
     catalog: &Catalog,
     provider: Provider,
     pool: &Pool,
@@ -112,7 +112,7 @@ pub fn pool_month(
 
 /// What a declared pool costs a month.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PoolCost {
+pub(crate) struct PoolCost {
     /// The floor all month, nodes above it for the longest `hours_per_month` of its
     /// workloads; a Capacity Block all its nodes for the block's hours.
     pub expected: f64,
@@ -123,7 +123,7 @@ pub struct PoolCost {
 
 /// The monthly cost of a declared pool, the one formula `check` (GP013, GP017), recommend's
 /// comparison, `render --declared` and `diff` use.
-pub fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Option<PoolCost> {
+pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Option<PoolCost> {
     let hours = plan.hours_per_month();
     let mut price = pool_hour(catalog, plan.provider(), pool)?;
     let (min, max) = (
@@ -165,6 +165,6 @@ pub fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Option<Pool
 }
 
 /// GPUs one node of a SKU provides (partitioned sizes count their share).
-pub fn gpus_per_node(sku: &Sku) -> f64 {
+pub(crate) fn gpus_per_node(sku: &Sku) -> f64 {
     f64::from(sku.gpu_count) * sku.gpu_partition
 }

@@ -9,17 +9,17 @@ use crate::core::cents;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 
-pub const SCHEMA: &str = "gpuplan.diff/v1";
+pub(crate) const SCHEMA: &str = "gpuplan.diff/v1";
 
 /// A cost limit on a change: a share of the base cost or an amount.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Guard {
+pub(crate) enum Guard {
     Percent(f64),
     Usd(f64),
 }
 
 impl Guard {
-    pub fn parse(s: &str) -> Result<Guard, String> {
+    pub(crate) fn parse(s: &str) -> Result<Guard, String> {
         let t = s.trim();
         let bad = || {
             format!("`--fail-on-increase {s}`: expected a percentage such as `10%` or an amount in USD such as `500`")
@@ -41,7 +41,7 @@ impl Guard {
     }
 
     /// Whether a change from `before` to `after` goes past the limit.
-    pub fn exceeded(self, before: f64, after: f64) -> bool {
+    pub(crate) fn exceeded(self, before: f64, after: f64) -> bool {
         let delta = after - before;
         match self {
             Guard::Usd(limit) => delta > limit + 0.005,
@@ -53,7 +53,7 @@ impl Guard {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Side {
+pub(crate) struct Side {
     pub plan: String,
     pub source: String,
     pub total_monthly_cost_usd: f64,
@@ -65,20 +65,20 @@ pub struct Side {
 }
 
 #[derive(Debug, Serialize, Default)]
-pub struct Changes {
+pub(crate) struct Changes {
     pub added: Vec<String>,
     pub removed: Vec<String>,
     pub changed: Vec<Changed>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Changed {
+pub(crate) struct Changed {
     pub name: String,
     pub keys: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct CostLine {
+pub(crate) struct CostLine {
     pub name: String,
     pub before_usd: f64,
     pub after_usd: f64,
@@ -86,7 +86,7 @@ pub struct CostLine {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Diff {
+pub(crate) struct Diff {
     pub schema: &'static str,
     pub base: Side,
     pub head: Side,
@@ -101,7 +101,7 @@ pub struct Diff {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Guardrail {
+pub(crate) struct Guardrail {
     pub limit: String,
     pub exceeded: bool,
 }
@@ -202,7 +202,7 @@ fn side(p: &Plan, r: &Recommendation) -> Side {
     }
 }
 
-pub fn compute(base: &Plan, head: &Plan, rb: &Recommendation, rh: &Recommendation) -> Diff {
+pub(crate) fn compute(base: &Plan, head: &Plan, rb: &Recommendation, rh: &Recommendation) -> Diff {
     let parse = |p: &Plan| toml::from_str::<toml::Table>(&p.file.text).unwrap_or_default();
     let (tb, th) = (parse(base), parse(head));
     let pools = |r: &Recommendation| -> BTreeMap<String, f64> {

@@ -5,7 +5,7 @@ use crate::plan::raw::{Pool, Sharing, Workload};
 
 /// The memory a replica can use, in GiB, and what it is (for messages).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Container {
+pub(crate) struct Container {
     pub gib: f64,
     pub what: String,
 }
@@ -14,7 +14,7 @@ pub struct Container {
 /// `gpu_memory_gib`, else the weights plus `kv_cache_gib`; a served model that names no KV
 /// cache keeps `check.min_kv_cache_share` of the instance free for it (GP002). The one figure
 /// the recommender sizes with and the fit rules check.
-pub fn need_in_instance(w: &Workload, catalog: &Catalog) -> Option<f64> {
+pub(crate) fn need_in_instance(w: &Workload, catalog: &Catalog) -> Option<f64> {
     let need = w.memory_need_gib()?;
     if w.gpu_memory_gib.is_none() && w.kv_cache_gib().is_none() && server_cap(w, catalog).is_some()
     {
@@ -26,19 +26,19 @@ pub fn need_in_instance(w: &Workload, catalog: &Catalog) -> Option<f64> {
 
 /// The share of the memory it sees that a replica's server may take: its cap (explicit or the
 /// engine default), 1 without a server.
-pub fn usable_share(w: &Workload, catalog: &Catalog) -> f64 {
+pub(crate) fn usable_share(w: &Workload, catalog: &Catalog) -> f64 {
     server_cap(w, catalog).map_or(1.0, |(c, _)| c)
 }
 
 /// The memory cap each server on a GPU time-sliced `replicas` ways gets: the card less the
 /// headroom, split evenly, rounded down to a hundredth (what `recommend` writes and GP001
 /// checks).
-pub fn time_sliced_cap(replicas: u32, headroom: f64) -> f64 {
+pub(crate) fn time_sliced_cap(replicas: u32, headroom: f64) -> f64 {
     ((1.0 - headroom) / f64::from(replicas.max(1)) * 100.0 + 1e-9).floor() / 100.0
 }
 
 /// The per-instance memory cap an inference server applies, explicit or the engine default.
-pub fn server_cap(w: &Workload, catalog: &Catalog) -> Option<(f64, bool)> {
+pub(crate) fn server_cap(w: &Workload, catalog: &Catalog) -> Option<(f64, bool)> {
     let s = w.server.as_ref()?;
     match &s.gpu_memory_utilization {
         Some(u) => Some((*u.get(), true)),
@@ -52,7 +52,7 @@ pub fn server_cap(w: &Workload, catalog: &Catalog) -> Option<(f64, bool)> {
 /// replica's server may take, covers `need_gib`; and its compute slices cover
 /// `compute_slices`. The one test the recommender (profile choice, the exact AKS
 /// assignment), render (the resource a pod asks for) and the fit rules apply.
-pub fn profile_holds(
+pub(crate) fn profile_holds(
     p: &crate::catalog::MigProfile,
     need_gib: Option<f64>,
     usable: f64,
@@ -64,7 +64,7 @@ pub fn profile_holds(
 
 /// Compute slices a replica needs of a GPU with `slices` of them: all for a replica of whole
 /// GPUs, else its `share` of the GPU.
-pub fn compute_slices_needed(slices: u8, share: f64, whole: bool) -> f64 {
+pub(crate) fn compute_slices_needed(slices: u8, share: f64, whole: bool) -> f64 {
     if whole {
         f64::from(slices)
     } else {
@@ -75,7 +75,12 @@ pub fn compute_slices_needed(slices: u8, share: f64, whole: bool) -> f64 {
 /// Memory visible to one replica of `w` on `pool` (GPU model `gpu`): a MIG slice, a whole GPU
 /// (times GPUs per replica), shared with other time-sliced instances. `usable` is the share
 /// of it the replica's server may take (its cap, 1 without one).
-pub fn container(w: &Workload, pool: &Pool, gpu: &GpuModel, usable: f64) -> Option<Container> {
+pub(crate) fn container(
+    w: &Workload,
+    pool: &Pool,
+    gpu: &GpuModel,
+    usable: f64,
+) -> Option<Container> {
     match pool.sharing() {
         Sharing::Mig => {
             let mig = gpu.mig.as_ref()?;

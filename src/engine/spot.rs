@@ -30,11 +30,11 @@ use crate::core::HOURS_PER_MONTH;
 
 /// A node's interruption rate per hour, from the probability `p` that it is interrupted in a
 /// month: `h = -ln(1 - p) / 730`.
-pub fn node_hazard(monthly_interruption: f64) -> f64 {
+pub(crate) fn node_hazard(monthly_interruption: f64) -> f64 {
     -(1.0 - monthly_interruption.clamp(0.0, 0.999_999)).ln() / HOURS_PER_MONTH
 }
 
-pub fn economics(
+pub(crate) fn economics(
     monthly_interruption: f64,
     gang: u32,
     checkpoint_minutes: f64,
@@ -64,7 +64,7 @@ pub fn economics(
 }
 
 /// Default restart time: `acquire * (1 + log2(nodes)) + pull + load` minutes.
-pub fn default_restart_minutes(gang: u32, acquire: f64, pull: f64, load: f64) -> f64 {
+pub(crate) fn default_restart_minutes(gang: u32, acquire: f64, pull: f64, load: f64) -> f64 {
     acquire * (1.0 + f64::from(gang.max(1)).log2()) + pull + load
 }
 
@@ -117,14 +117,7 @@ pub struct Assessment {
     pub economics: Option<SpotEconomics>,
 }
 
-impl Assessment {
-    /// Expected spot cost per useful hour exceeds on-demand.
-    pub fn spot_loses(&self) -> Option<bool> {
-        Some(self.economics?.waste_factor > self.break_even?)
-    }
-}
-
-pub fn restart_minutes(
+pub(crate) fn restart_minutes(
     w: &crate::plan::raw::Workload,
     catalog: &crate::catalog::Catalog,
 ) -> (f64, bool) {
@@ -146,7 +139,7 @@ pub fn restart_minutes(
     }
 }
 
-pub fn assess(
+pub(crate) fn assess(
     catalog: &crate::catalog::Catalog,
     provider: crate::plan::raw::Provider,
     w: &crate::plan::raw::Workload,

@@ -19,8 +19,8 @@ use crate::catalog::columns;
 use crate::live::refresh::{account_csv, url_or, Scope, Task};
 use crate::live::{cache, Pages};
 
-pub const PRICING_URL: &str = "https://api.pricing.us-east-1.amazonaws.com";
-pub const SPOT_ADVISOR_URL: &str =
+pub(crate) const PRICING_URL: &str = "https://api.pricing.us-east-1.amazonaws.com";
+pub(crate) const SPOT_ADVISOR_URL: &str =
     "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json";
 /// DescribeInstanceTypes takes at most 100 instance types a call.
 const TYPES_PER_CALL: usize = 100;
@@ -63,20 +63,20 @@ async fn config(region: &str, timeout: Duration) -> aws_config::SdkConfig {
 
 /// One SDK configuration per region, loaded on first use and shared by every task, so the
 /// credential chain is resolved (and its credentials cached) once per region, not per task.
-pub struct Configs {
+pub(crate) struct Configs {
     timeout: Duration,
     loaded: tokio::sync::Mutex<BTreeMap<String, aws_config::SdkConfig>>,
 }
 
 impl Configs {
-    pub fn new(timeout: Duration) -> Configs {
+    pub(crate) fn new(timeout: Duration) -> Configs {
         Configs {
             timeout,
             loaded: Default::default(),
         }
     }
 
-    pub async fn get(&self, region: &str) -> aws_config::SdkConfig {
+    pub(crate) async fn get(&self, region: &str) -> aws_config::SdkConfig {
         let mut loaded = self.loaded.lock().await;
         if let Some(c) = loaded.get(region) {
             return c.clone();
@@ -89,7 +89,7 @@ impl Configs {
 
 /// The current spot price of each type in each zone (DescribeSpotPriceHistory from now
 /// returns the price in force).
-pub async fn spot_prices(
+pub(crate) async fn spot_prices(
     conf: &aws_config::SdkConfig,
     region: &str,
     types: &[String],
@@ -142,7 +142,7 @@ pub async fn spot_prices(
 }
 
 /// The zones of `region` that offer each type.
-pub async fn offerings(
+pub(crate) async fn offerings(
     conf: &aws_config::SdkConfig,
     region: &str,
     types: &[String],
@@ -182,7 +182,7 @@ pub async fn offerings(
 
 /// An instance type's shape as EC2 describes it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub sku: String,
     pub gpus: Option<i32>,
     pub vcpus: i32,
@@ -190,7 +190,7 @@ pub struct Shape {
     pub efa: bool,
 }
 
-pub async fn shapes(
+pub(crate) async fn shapes(
     conf: &aws_config::SdkConfig,
     region: &str,
     types: &[String],
@@ -251,7 +251,7 @@ pub async fn shapes(
 }
 
 /// Instance types sold as EC2 Capacity Blocks for ML: the 8-GPU P sizes and Trainium.
-pub fn capacity_block_types(scope: &Scope) -> Vec<String> {
+pub(crate) fn capacity_block_types(scope: &Scope) -> Vec<String> {
     let c = &scope.catalog;
     scope
         .skus
@@ -267,11 +267,11 @@ pub fn capacity_block_types(scope: &Scope) -> Vec<String> {
 }
 
 /// Hours of the block priced: one day, the shortest block AWS sells.
-pub const BLOCK_HOURS: i32 = 24;
+pub(crate) const BLOCK_HOURS: i32 = 24;
 
 /// The lowest price per instance-hour of a one-instance, one-day Capacity Block of each type
 /// (upfront fee / (instances x hours)), with the offering's zone and start.
-pub async fn capacity_blocks(
+pub(crate) async fn capacity_blocks(
     conf: &aws_config::SdkConfig,
     region: &str,
     types: &[String],
@@ -339,7 +339,7 @@ pub async fn capacity_blocks(
 /// together, for one instance: how likely a spot request for that GPU succeeds. AWS scores a
 /// request of one or two types low whatever the capacity, so only GPU models with three or
 /// more types are asked about.
-pub async fn placement_scores(
+pub(crate) async fn placement_scores(
     conf: &aws_config::SdkConfig,
     regions: &[String],
     groups: &[(String, Vec<String>)],
@@ -396,7 +396,7 @@ fn placement_groups(scope: &Scope) -> Vec<(String, Vec<String>)> {
 }
 
 /// The value of each quota code in `region`, in vCPUs.
-pub async fn quotas(
+pub(crate) async fn quotas(
     conf: &aws_config::SdkConfig,
     region: &str,
     codes: &[String],
@@ -423,7 +423,7 @@ pub async fn quotas(
 /// On-demand and standard reserved prices of `types` in `region` from the Price List Query
 /// API. Reserved rows hold the whole term's cost (upfront fee plus hourly charge over the
 /// term), the lowest of the standard purchase options, like Azure's reservation rows.
-pub async fn list_prices(
+pub(crate) async fn list_prices(
     conf: &aws_config::SdkConfig,
     endpoint: &str,
     region: &str,
@@ -482,7 +482,9 @@ pub async fn list_prices(
 }
 
 /// One `PriceList` entry (a JSON document in a string): (type, kind, USD, note) rows.
-pub fn parse_product(text: &str) -> Result<Vec<(String, &'static str, f64, String)>, String> {
+pub(crate) fn parse_product(
+    text: &str,
+) -> Result<Vec<(String, &'static str, f64, String)>, String> {
     use serde_json::Value;
     let v: Value =
         serde_json::from_str(text).map_err(|e| format!("a PriceList entry is not JSON ({e})"))?;
@@ -563,7 +565,7 @@ pub fn parse_product(text: &str) -> Result<Vec<(String, &'static str, f64, Strin
 }
 
 /// The Spot Instance Advisor file cut to `types` (Linux), in the file's own format.
-pub fn advisor_cut(v: &serde_json::Value, types: &[String]) -> Result<String, String> {
+pub(crate) fn advisor_cut(v: &serde_json::Value, types: &[String]) -> Result<String, String> {
     use serde_json::{Map, Value};
     let (Some(ranges), Some(regions)) = (
         v.get("ranges").filter(|r| r.is_array()),
@@ -634,7 +636,7 @@ fn quota_codes(scope: &Scope) -> Vec<String> {
 }
 
 /// The AWS requests (for `--dry-run`) and tasks of a refresh.
-pub fn plan(scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
+pub(crate) fn plan(scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
     let pricing_url = url_or(&scope.endpoints.aws_pricing, PRICING_URL);
     let advisor_url = url_or(&scope.endpoints.aws_spot_advisor, SPOT_ADVISOR_URL);
     let codes = quota_codes(scope);

@@ -15,12 +15,12 @@ use super::{Pages, MAX_PAGES};
 
 /// The public cloud's Resource Manager; `GPUPLAN_AZURE_MANAGEMENT_URL` points elsewhere
 /// (sovereign clouds, proxies, tests).
-pub const DEFAULT_URL: &str = "https://management.azure.com";
+pub(crate) const DEFAULT_URL: &str = "https://management.azure.com";
 const GRAPH_API_VERSION: &str = "2021-03-01";
 
 /// One quota bucket: a VM family, `lowPriorityCores` or `cores`, in vCPUs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QuotaRow {
+pub(crate) struct QuotaRow {
     pub region: String,
     pub family: String,
     pub limit: f64,
@@ -29,7 +29,7 @@ pub struct QuotaRow {
 
 /// Whether a SKU can be deployed in a region by this subscription.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Availability {
+pub(crate) struct Availability {
     pub sku: String,
     pub region: String,
     /// Zones the subscription can deploy to: the region's zones less Zone restrictions.
@@ -40,7 +40,7 @@ pub struct Availability {
 
 /// An eviction band and the latest spot price of a SKU in a region.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Eviction {
+pub(crate) struct Eviction {
     pub sku: String,
     pub region: String,
     /// `0-5`, `5-10`, `10-15`, `15-20` or `20+` (a trailing `%` is dropped).
@@ -48,7 +48,7 @@ pub struct Eviction {
     pub spot_usd_per_hour: Option<f64>,
 }
 
-pub struct Client {
+pub(crate) struct Client {
     endpoint: azure_core::Url,
     subscription: String,
     credential: Arc<dyn TokenCredential>,
@@ -63,7 +63,11 @@ fn err(what: &str, e: impl std::fmt::Display) -> String {
 impl Client {
     /// A client for `endpoint` with the standard credential chain. Fails when no credential
     /// source is configured.
-    pub fn new(endpoint: &str, subscription: &str, timeout: Duration) -> Result<Client, String> {
+    pub(crate) fn new(
+        endpoint: &str,
+        subscription: &str,
+        timeout: Duration,
+    ) -> Result<Client, String> {
         let credential = azure_identity::create_credential()
             .map_err(|e| err("no Azure credentials (azure_identity chain)", e))?;
         let url = azure_core::Url::parse(endpoint)
@@ -90,7 +94,7 @@ impl Client {
         })
     }
 
-    pub fn endpoint(&self) -> &str {
+    pub(crate) fn endpoint(&self) -> &str {
         self.endpoint.as_str()
     }
 
@@ -107,7 +111,7 @@ impl Client {
     }
 
     /// Compute usages of one region: every quota bucket with its limit and current use.
-    pub async fn usages(&self, region: &str) -> Result<Vec<QuotaRow>, String> {
+    pub(crate) async fn usages(&self, region: &str) -> Result<Vec<QuotaRow>, String> {
         let what = format!("compute usages for {region}");
         self.timed(&what, async {
             let pages = self
@@ -134,7 +138,11 @@ impl Client {
 
     /// Resource SKUs of one region (the only filter the API supports), cut to `wanted`
     /// (compared case-insensitively).
-    pub async fn skus(&self, region: &str, wanted: &[String]) -> Result<Vec<Availability>, String> {
+    pub(crate) async fn skus(
+        &self,
+        region: &str,
+        wanted: &[String],
+    ) -> Result<Vec<Availability>, String> {
         let what = format!("resource SKUs for {region}");
         self.timed(&what, async {
             let pages = self
@@ -204,7 +212,7 @@ impl Client {
 
     /// Eviction bands and latest Linux spot prices of `skus` in `regions` from Resource Graph:
     /// two queries (bands, prices), each paged with `$skipToken`.
-    pub async fn eviction(
+    pub(crate) async fn eviction(
         &self,
         regions: &[String],
         skus: &[String],
@@ -379,25 +387,25 @@ fn describe(what: &str, e: &azure_core::Error) -> String {
 }
 
 /// The token scope of a management endpoint.
-pub fn scope(endpoint: &str) -> String {
+pub(crate) fn scope(endpoint: &str) -> String {
     format!("{}/.default", endpoint.trim_end_matches('/'))
 }
 
-pub fn graph_url(endpoint: &str) -> String {
+pub(crate) fn graph_url(endpoint: &str) -> String {
     format!(
         "{}/providers/Microsoft.ResourceGraph/resources?api-version={GRAPH_API_VERSION}",
         endpoint.trim_end_matches('/')
     )
 }
 
-pub fn usages_url(endpoint: &str, subscription: &str, region: &str) -> String {
+pub(crate) fn usages_url(endpoint: &str, subscription: &str, region: &str) -> String {
     format!(
         "{}/subscriptions/{subscription}/providers/Microsoft.Compute/locations/{region}/usages?api-version=2024-07-01",
         endpoint.trim_end_matches('/')
     )
 }
 
-pub fn skus_url(endpoint: &str, subscription: &str, region: &str) -> String {
+pub(crate) fn skus_url(endpoint: &str, subscription: &str, region: &str) -> String {
     format!(
         "{}/subscriptions/{subscription}/providers/Microsoft.Compute/skus?api-version=2021-07-01&$filter=location eq '{region}'",
         endpoint.trim_end_matches('/')
@@ -412,7 +420,7 @@ fn kusto_list(items: &[String]) -> String {
         .join(",")
 }
 
-pub fn eviction_query(regions: &[String], skus: &[String]) -> String {
+pub(crate) fn eviction_query(regions: &[String], skus: &[String]) -> String {
     format!(
         "SpotResources | where type =~ 'microsoft.compute/skuspotevictionrate/location' | where sku.name in~ ({}) | where location in~ ({}) | project skuName = tostring(sku.name), location, spotEvictionRate = tostring(properties.evictionRate)",
         kusto_list(skus),
@@ -420,7 +428,7 @@ pub fn eviction_query(regions: &[String], skus: &[String]) -> String {
     )
 }
 
-pub fn spot_price_query(regions: &[String], skus: &[String]) -> String {
+pub(crate) fn spot_price_query(regions: &[String], skus: &[String]) -> String {
     format!(
         "SpotResources | where type =~ 'microsoft.compute/skuspotpricehistory/ostype/location' | where sku.name in~ ({}) and properties.osType =~ 'linux' and location in~ ({}) | project skuName = tostring(sku.name), osType = tostring(properties.osType), location, latestSpotPriceUSD = todouble(properties.spotPrices[0].priceUSD)",
         kusto_list(skus),

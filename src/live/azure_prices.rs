@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::MAX_PAGES;
 
 /// The public endpoint; `GPUPLAN_AZURE_PRICES_URL` points elsewhere (proxies, tests).
-pub const DEFAULT_URL: &str = "https://prices.azure.com/api/retail/prices";
+pub(crate) const DEFAULT_URL: &str = "https://prices.azure.com/api/retail/prices";
 const API_VERSION: &str = "2023-01-01-preview";
 
 #[derive(Debug, Deserialize)]
@@ -46,7 +46,7 @@ struct Item {
 
 /// One price row as the catalog's `prices-retail.csv` holds it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub(crate) struct Row {
     pub sku: String,
     pub region: String,
     /// `consumption`, `spot`, `reservation-1y` or `reservation-3y`.
@@ -57,7 +57,7 @@ pub struct Row {
 }
 
 /// The request URL for one region (also what `--dry-run` prints).
-pub fn url(base: &str, region: &str) -> String {
+pub(crate) fn url(base: &str, region: &str) -> String {
     let filter = format!(
         "serviceName eq 'Virtual Machines' and armRegionName eq '{region}' and contains(armSkuName, 'Standard_N')"
     );
@@ -113,7 +113,7 @@ fn classify(i: &Item) -> Option<&'static str> {
     }
 }
 
-pub struct Client {
+pub(crate) struct Client {
     pub base: String,
     pub timeout: Duration,
 }
@@ -127,7 +127,7 @@ impl Client {
     }
 
     /// Every price row of the N-series sizes in one region.
-    pub fn region(&self, region: &str) -> Result<Vec<Row>, String> {
+    pub(crate) fn region(&self, region: &str) -> Result<Vec<Row>, String> {
         let mut next = Some(url(&self.base, region));
         let mut seen = std::collections::BTreeSet::new();
         let mut rows = Vec::new();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::azure_prices::Row;
 
 /// `GPUPLAN_CACHE`, else `$XDG_CACHE_HOME/gpuplan`, else `~/.cache/gpuplan`.
-pub fn default_dir() -> Option<PathBuf> {
+pub(crate) fn default_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("GPUPLAN_CACHE").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(d));
     }
@@ -20,14 +20,14 @@ pub fn default_dir() -> Option<PathBuf> {
 }
 
 /// A cache that holds refreshed files.
-pub fn present(dir: &Path) -> bool {
+pub(crate) fn present(dir: &Path) -> bool {
     dir.join("sources.toml").is_file()
 }
 
 /// A refreshed CSV file: `header`, then the previous file's rows for regions not refreshed
 /// now (column `region_col`), then `rows`. Written with the csv crate, so any field may hold
 /// commas or quotes.
-pub fn merge_csv(
+pub(crate) fn merge_csv(
     previous: &str,
     header: &[&str],
     region_col: usize,
@@ -53,7 +53,7 @@ pub fn merge_csv(
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
-pub const PRICE_HEADER: [&str; 7] = [
+pub(crate) const PRICE_HEADER: [&str; 7] = [
     "armSkuName",
     "armRegionName",
     "kind",
@@ -65,7 +65,7 @@ pub const PRICE_HEADER: [&str; 7] = [
 
 /// The `prices-retail.csv` text: fetched rows for the refreshed regions, and the previous
 /// rows of every other region.
-pub fn retail_csv(
+pub(crate) fn retail_csv(
     previous: &str,
     rows: &[Row],
     regions: &[String],
@@ -90,7 +90,7 @@ pub fn retail_csv(
 }
 
 /// One refreshed file and how `sources.toml` describes it.
-pub struct Entry {
+pub(crate) struct Entry {
     pub path: &'static str,
     pub kind: &'static str,
     pub provider: &'static str,
@@ -101,7 +101,7 @@ pub struct Entry {
 
 /// Why a refresh did not write the cache; the cache is as it was in every case.
 #[derive(Debug, thiserror::Error)]
-pub enum CacheError {
+pub(crate) enum CacheError {
     #[error("`{dir}` is not a gpuplan cache: it holds `{entry}` and no sources.toml; give an empty or new directory (`--cache DIR`)")]
     Foreign { dir: String, entry: String },
     #[error("`{0}` is not a directory")]
@@ -163,7 +163,7 @@ fn owned_entries(dir: &Path, notes: &mut Vec<String>) -> (toml::Table, Vec<toml:
 /// written first (exclusively created temporary files with unpredictable names, so a
 /// planted symlink is never followed), then renamed over their targets, `sources.toml`
 /// last: a reader sees the old list or the new one, never no cache.
-pub fn write(
+pub(crate) fn write(
     dir: &Path,
     entries: &[Entry],
     fetched: &str,

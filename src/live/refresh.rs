@@ -14,7 +14,7 @@ use crate::live::{aws, azure_mgmt, azure_prices, cache};
 
 /// A refresh as the command line (or any caller) asks for it.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     pub provider: Provider,
     pub regions: Vec<String>,
     /// Which of [`PARTS`]; empty means all.
@@ -30,7 +30,7 @@ pub struct Request {
 
 /// Endpoint overrides (a local server in tests, a sovereign cloud); `None` is the public one.
 #[derive(Debug, Clone, Default)]
-pub struct Endpoints {
+pub(crate) struct Endpoints {
     pub azure_management: Option<String>,
     pub azure_prices: Option<String>,
     pub aws_pricing: Option<String>,
@@ -39,18 +39,18 @@ pub struct Endpoints {
 
 /// Requests in flight at once: below Resource Graph's 15 per 5 s per tenant with room for
 /// the retries.
-pub const CONCURRENCY: usize = 8;
+pub(crate) const CONCURRENCY: usize = 8;
 
-pub const PARTS: [&str; 4] = ["prices", "eviction", "quota", "skus"];
+pub(crate) const PARTS: [&str; 4] = ["prices", "eviction", "quota", "skus"];
 
 /// One unit of work: a label for the progress bar and what it fetches.
-pub struct Task {
+pub(crate) struct Task {
     pub label: String,
     pub run: Pin<Box<dyn Future<Output = Result<Vec<cache::Entry>, String>> + Send>>,
 }
 
 /// What a refresh of one provider needs to know.
-pub struct Scope {
+pub(crate) struct Scope {
     pub regions: Vec<String>,
     /// The catalog's current (non-retired, x86) SKUs: what eviction and availability are
     /// asked about.
@@ -71,12 +71,12 @@ pub struct Scope {
 }
 
 impl Scope {
-    pub fn wants(&self, part: &str) -> bool {
+    pub(crate) fn wants(&self, part: &str) -> bool {
         self.parts.contains(&part)
     }
 
     /// The previous text of a cached file: the cache's, else the embedded one, else empty.
-    pub fn previous(&self, path: &str) -> String {
+    pub(crate) fn previous(&self, path: &str) -> String {
         if cache::present(&self.dir) {
             if let Ok(t) = std::fs::read_to_string(self.dir.join(path)) {
                 return t;
@@ -92,7 +92,7 @@ impl Scope {
 
 /// What a request fetches: the scope it covers, the requests (as `--dry-run` lists them) and
 /// the tasks (none for a dry run).
-pub fn plan(req: Request) -> Result<(Scope, Vec<String>, Vec<Task>), String> {
+pub(crate) fn plan(req: Request) -> Result<(Scope, Vec<String>, Vec<Task>), String> {
     let mut parts = if req.parts.is_empty() {
         PARTS.to_vec()
     } else {
@@ -138,7 +138,7 @@ pub fn plan(req: Request) -> Result<(Scope, Vec<String>, Vec<Task>), String> {
 
 /// Run every task, `CONCURRENCY` at a time, with a progress bar on stderr (hidden when stderr
 /// is not a terminal or with `--quiet`). The first error wins; nothing is kept from the others.
-pub fn execute(tasks: Vec<Task>, progress: bool) -> Result<Vec<cache::Entry>, String> {
+pub(crate) fn execute(tasks: Vec<Task>, progress: bool) -> Result<Vec<cache::Entry>, String> {
     use futures::StreamExt;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -183,7 +183,7 @@ pub fn execute(tasks: Vec<Task>, progress: bool) -> Result<Vec<cache::Entry>, St
 }
 
 /// A flag's URL (clap fills it from its environment variable), else the public endpoint.
-pub fn url_or(flag: &Option<String>, default: &str) -> String {
+pub(crate) fn url_or(flag: &Option<String>, default: &str) -> String {
     flag.clone()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| default.to_owned())
@@ -407,7 +407,7 @@ fn azure(scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
 /// A refreshed per-account CSV file (`quota.csv`, `availability.csv`): `rows` for the
 /// refreshed regions, the previous rows of the others.
 #[allow(clippy::too_many_arguments)]
-pub fn account_csv(
+pub(crate) fn account_csv(
     path: &'static str,
     kind: &'static str,
     provider: &'static str,

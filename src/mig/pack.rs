@@ -17,7 +17,7 @@ use crate::catalog::MigSpec;
 
 /// The result of packing a demand onto GPUs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Packing {
+pub(crate) struct Packing {
     /// One layout per GPU (profile -> count), trimmed to the demand, largest first.
     pub gpus: Vec<IndexMap<String, u32>>,
     /// No packing can use fewer GPUs than this.
@@ -28,7 +28,7 @@ pub struct Packing {
 
 impl Packing {
     /// Compute and memory slices left unused on the GPUs of this packing.
-    pub fn stranded(&self, spec: &MigSpec) -> (u32, u32) {
+    pub(crate) fn stranded(&self, spec: &MigSpec) -> (u32, u32) {
         let mut compute = 0u32;
         let mut memory = 0u32;
         for layout in &self.gpus {
@@ -46,14 +46,14 @@ impl Packing {
 }
 
 /// Search nodes allowed before the best packing found is returned unproven.
-pub const DEFAULT_BUDGET: u64 = 200_000;
+pub(crate) const DEFAULT_BUDGET: u64 = 200_000;
 
 /// Pack `demand` (profile -> instances) onto as few GPUs as possible.
-pub fn pack(spec: &MigSpec, demand: &IndexMap<String, u32>) -> Result<Packing, LayoutError> {
+pub(crate) fn pack(spec: &MigSpec, demand: &IndexMap<String, u32>) -> Result<Packing, LayoutError> {
     pack_with_budget(spec, demand, DEFAULT_BUDGET)
 }
 
-pub fn pack_with_budget(
+pub(crate) fn pack_with_budget(
     spec: &MigSpec,
     demand: &IndexMap<String, u32>,
     budget: u64,
@@ -119,7 +119,7 @@ pub fn pack_with_budget(
 
 /// Every layout of the given profiles that is placeable and to which no further instance of
 /// them can be added. Counts per profile are bounded by the profile's maximum.
-pub fn maximal_layouts(spec: &MigSpec, types: &[&str]) -> Vec<Vec<u32>> {
+pub(crate) fn maximal_layouts(spec: &MigSpec, types: &[&str]) -> Vec<Vec<u32>> {
     let maxes: Vec<u32> = types
         .iter()
         .map(|t| spec.profile(t).map_or(0, |p| u32::from(p.max_count)))

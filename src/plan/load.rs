@@ -11,12 +11,12 @@ use crate::diag::Diag;
 use crate::source::SourceFile;
 
 /// Plans are hand-written; anything this large is a mistake, not a plan.
-pub const MAX_PLAN_BYTES: usize = 8 << 20;
+pub(crate) const MAX_PLAN_BYTES: usize = 8 << 20;
 /// Deeper nesting than any plan needs; refusing it keeps the parser's recursion bounded.
-pub const MAX_NESTING: usize = 32;
+pub(crate) const MAX_NESTING: usize = 32;
 
 /// Read a plan file from disk (or `-` for standard input).
-pub fn read(path: &Path) -> Result<Arc<SourceFile>, Box<Diag>> {
+pub(crate) fn read(path: &Path) -> Result<Arc<SourceFile>, Box<Diag>> {
     let name = path.display().to_string();
     let bytes = if name == "-" {
         let mut buf = Vec::new();
@@ -51,7 +51,7 @@ fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// Check size and encoding; the text that comes back is what every later span points into.
-pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<Diag>> {
+pub(crate) fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<Diag>> {
     if bytes.len() > MAX_PLAN_BYTES {
         let file = SourceFile::new(name.clone(), "");
         return Err(Box::new(
@@ -89,7 +89,7 @@ pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<D
 }
 
 /// Parse TOML into the raw plan, reporting the first syntax or type problem with its location.
-pub fn parse(file: &Arc<SourceFile>) -> Result<RawPlan, Vec<Diag>> {
+pub(crate) fn parse(file: &Arc<SourceFile>) -> Result<RawPlan, Vec<Diag>> {
     if let Some(at) = too_deep(&file.text) {
         return Err(vec![Diag::error(
             PlanCode::TooDeep,
@@ -207,7 +207,7 @@ fn backticked(s: &str) -> Vec<String> {
 }
 
 /// The closest known name, if it is close enough to be a typo.
-pub fn did_you_mean<'a>(word: &str, known: &'a [String]) -> Option<&'a str> {
+pub(crate) fn did_you_mean<'a>(word: &str, known: &'a [String]) -> Option<&'a str> {
     known
         .iter()
         .map(|k| {

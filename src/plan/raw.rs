@@ -96,22 +96,12 @@ pub enum Precision {
 }
 
 impl Precision {
-    pub fn bytes_per_param(self) -> f64 {
+    pub(crate) fn bytes_per_param(self) -> f64 {
         match self {
             Precision::Fp32 => 4.0,
             Precision::Bf16 | Precision::Fp16 => 2.0,
             Precision::Fp8 | Precision::Int8 => 1.0,
             Precision::Int4 => 0.5,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Precision::Fp32 => "fp32",
-            Precision::Bf16 => "bf16",
-            Precision::Fp16 => "fp16",
-            Precision::Fp8 => "fp8",
-            Precision::Int8 => "int8",
-            Precision::Int4 => "int4",
         }
     }
 }
@@ -124,7 +114,7 @@ pub enum Count {
 }
 
 impl Count {
-    pub fn min(self) -> i64 {
+    pub(crate) fn min(self) -> i64 {
         match self {
             Count::Fixed(n) => n,
             Count::Range { min, .. } => min,

@@ -122,7 +122,7 @@ impl Ctx<'_> {
 }
 
 /// Why a name is not a DNS-1123 label, if it is not one.
-pub fn dns1123_problem(s: &str) -> Option<&'static str> {
+pub(super) fn dns1123_problem(s: &str) -> Option<&'static str> {
     if s.is_empty() {
         return Some("it is empty");
     }
@@ -663,7 +663,7 @@ pub(super) fn validate(
 }
 
 /// The date an allow expires, if it has a valid one (validated above).
-pub fn allow_expiry(a: &super::raw::Allow) -> Option<Date> {
+pub(super) fn allow_expiry(a: &super::raw::Allow) -> Option<Date> {
     let dt = &a.expires.as_ref()?.get().0;
     let d = dt.date.as_ref()?;
     Date::new(i32::from(d.year), d.month, d.day)

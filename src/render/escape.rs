@@ -4,7 +4,7 @@
 
 /// An HCL quoted string: backslash, quote and control characters escaped, and the template
 /// sequences `${` and `%{` doubled so they stay literal text.
-pub fn hcl_string(s: &str) -> String {
+pub(crate) fn hcl_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     let mut chars = s.chars().peekable();
@@ -28,12 +28,12 @@ pub fn hcl_string(s: &str) -> String {
 }
 
 /// A YAML double-quoted scalar (the JSON string syntax, which YAML 1.2 accepts as is).
-pub fn yaml_string(s: &str) -> String {
+pub(crate) fn yaml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
 /// An HCL identifier from a name: letters, digits, `_` and `-`, starting with a letter.
-pub fn hcl_ident(s: &str) -> String {
+pub(crate) fn hcl_ident(s: &str) -> String {
     let mut out: String = s
         .chars()
         .map(|c| {
@@ -52,7 +52,7 @@ pub fn hcl_ident(s: &str) -> String {
 
 /// Lay HCL out the way `terraform fmt` does: two spaces per nesting level, and the `=` of
 /// consecutive single-line attributes in one block aligned.
-pub fn hcl_fmt(text: &str) -> String {
+pub(crate) fn hcl_fmt(text: &str) -> String {
     // Re-indent from bracket depth.
     let mut lines: Vec<(usize, String)> = Vec::new();
     let mut depth: usize = 0;
@@ -177,7 +177,7 @@ fn strip_strings(line: &str) -> String {
 /// letters, digits and `. _ - / +` kept, anything else (newlines, quotes, `#`, `{`, `$`,
 /// backticks, control characters) replaced by `_`, so a path can never end a comment or
 /// open code.
-pub fn path_label(path: &str) -> String {
+pub(crate) fn path_label(path: &str) -> String {
     path.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | '+') {

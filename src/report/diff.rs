@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::core::usd;
 use crate::engine::diff::{Changes, Diff};
 
-pub fn delta_sentence(d: &Diff) -> String {
+pub(crate) fn delta_sentence(d: &Diff) -> String {
     format!(
         "**Recommended monthly cost:** {} → {} ({}{}{})",
         usd(d.base.total_monthly_cost_usd),
@@ -48,7 +48,7 @@ fn declared_line(d: &Diff) -> Option<String> {
     ))
 }
 
-pub fn human(d: &Diff) -> String {
+pub(crate) fn human(d: &Diff) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -114,7 +114,7 @@ pub fn human(d: &Diff) -> String {
     o
 }
 
-pub fn markdown(d: &Diff) -> String {
+pub(crate) fn markdown(d: &Diff) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "### gpuplan diff: `{}`", d.head.plan);
     let _ = writeln!(o);

@@ -42,7 +42,7 @@ pub fn human(diags: &[Diag], color: bool) -> String {
 }
 
 /// One-line summary: counts by severity, suppressed findings apart.
-pub fn summary(diags: &[Diag], files: usize) -> String {
+pub(crate) fn summary(diags: &[Diag], files: usize) -> String {
     let count = |sev| {
         diags
             .iter()
@@ -71,7 +71,7 @@ pub fn summary(diags: &[Diag], files: usize) -> String {
 
 /// The summary when some input could not be read or validated: never "passed", since the
 /// files with input errors were not checked at all.
-pub fn summary_with_errors(findings: &[Diag], errors: &[Diag], files: usize) -> String {
+pub(crate) fn summary_with_errors(findings: &[Diag], errors: &[Diag], files: usize) -> String {
     if errors.is_empty() {
         return summary(findings, files);
     }
@@ -86,7 +86,7 @@ pub fn summary_with_errors(findings: &[Diag], errors: &[Diag], files: usize) -> 
 }
 
 #[derive(Serialize)]
-pub struct JsonFinding<'a> {
+pub(crate) struct JsonFinding<'a> {
     pub rule: &'a str,
     pub severity: Severity,
     pub message: &'a str,
@@ -128,7 +128,7 @@ impl<'a> From<&'a Diag> for JsonFinding<'a> {
 
 /// `{"schema": "gpuplan.findings/v1", "findings": [...], "errors": [...]}`: load errors are
 /// kept apart from rule findings so a pipeline can tell "bad plan file" from "plan has problems".
-pub fn json(findings: &[Diag], errors: &[Diag]) -> String {
+pub(crate) fn json(findings: &[Diag], errors: &[Diag]) -> String {
     #[derive(Serialize)]
     struct Doc<'a> {
         schema: &'static str,

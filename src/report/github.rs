@@ -4,17 +4,17 @@
 use crate::diag::{Diag, Severity};
 
 /// Data (the message) escapes `%`, CR and LF; property values also `:` and `,`.
-pub fn escape_data(s: &str) -> String {
+pub(crate) fn escape_data(s: &str) -> String {
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
 
-pub fn escape_property(s: &str) -> String {
+pub(crate) fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
-pub fn annotations(findings: &[Diag], errors: &[Diag]) -> String {
+pub(crate) fn annotations(findings: &[Diag], errors: &[Diag]) -> String {
     let mut out = String::new();
     for d in errors
         .iter()

@@ -8,7 +8,7 @@ use crate::diag::{Diag, Severity};
 /// Text made safe for one Markdown table cell or list line: `|` escaped, lines joined, HTML
 /// (`<script>` in a namespace label, say: a `<` opens no tag) written as text, and control characters dropped,
 /// so names from plans and servers render as what they are.
-pub fn md(s: &str) -> String {
+pub(crate) fn md(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -24,7 +24,7 @@ pub fn md(s: &str) -> String {
 
 /// `link_base`: a URL prefix for file links, such as
 /// `https://github.com/OWNER/REPO/blob/SHA/`; without it links are relative paths.
-pub fn comment(
+pub(crate) fn comment(
     findings: &[Diag],
     errors: &[Diag],
     files: usize,

@@ -7,7 +7,7 @@ use crate::core::usd;
 use crate::engine::recommend::{RecPool, Recommendation};
 use crate::report::markdown::md;
 
-pub fn json(rec: &Recommendation) -> String {
+pub(crate) fn json(rec: &Recommendation) -> String {
     let mut s = serde_json::to_string_pretty(rec).unwrap_or_else(|e| {
         // Serialising plain structs of strings and numbers cannot fail; say so if it does.
         format!("{{\"error\": \"{e}\"}}")
@@ -48,7 +48,7 @@ fn nodes_cell(p: &RecPool) -> String {
     }
 }
 
-pub fn human(rec: &Recommendation) -> String {
+pub(crate) fn human(rec: &Recommendation) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -230,7 +230,7 @@ pub fn human(rec: &Recommendation) -> String {
     o
 }
 
-pub fn markdown(rec: &Recommendation) -> String {
+pub(crate) fn markdown(rec: &Recommendation) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "### gpuplan recommendation: `{}`", rec.plan);
     let _ = writeln!(o);

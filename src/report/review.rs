@@ -15,11 +15,11 @@ fn pct(x: Option<f64>) -> String {
     x.map_or("-".to_owned(), |e| format!("{:.1}%", e * 100.0))
 }
 
-pub fn json(r: &Review) -> String {
+pub(crate) fn json(r: &Review) -> String {
     serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
 }
 
-pub fn markdown(r: &Review) -> String {
+pub(crate) fn markdown(r: &Review) -> String {
     let mut o = String::new();
     let (a, u): (f64, f64) = r.teams.iter().fold((0.0, 0.0), |(a, u), t| {
         (a + t.allocated_gpu_seconds, u + t.used_gpu_seconds)
@@ -375,7 +375,7 @@ fn bars_svg(label: &str, rows: &[(String, f64)], fmt: &dyn Fn(f64) -> String) ->
 }
 
 /// A self-contained page: numbers first, then the three charts, then the tables.
-pub fn html(r: &Review) -> String {
+pub(crate) fn html(r: &Review) -> String {
     let mut idle: Vec<(String, f64)> = r
         .idle_pools
         .iter()

@@ -20,7 +20,7 @@ fn level(s: Severity) -> &'static str {
 
 /// `docs_url`: where the rule documentation lives (e.g. the README's rules table); each rule
 /// links to `{docs_url}#gpNNN`. Without it rules carry their full help text only.
-pub fn sarif(findings: &[Diag], errors: &[Diag], docs_url: Option<&str>) -> String {
+pub(crate) fn sarif(findings: &[Diag], errors: &[Diag], docs_url: Option<&str>) -> String {
     let rules: Vec<Value> = RULES
         .iter()
         .map(|r| {

@@ -15,7 +15,7 @@ use crate::engine::recommend::Recommendation;
 use crate::plan::raw::Capacity;
 use crate::plan::Plan;
 
-pub const SCHEMA: &str = "gpuplan.review/v1";
+pub(crate) const SCHEMA: &str = "gpuplan.review/v1";
 
 #[derive(Debug, Serialize)]
 pub struct Review {

@@ -18,7 +18,7 @@ use crate::catalog::Catalog;
 use crate::plan::Plan;
 
 /// Node labels that name a node's pool, in the `label_` form kube-state-metrics exports.
-pub const POOL_LABELS: [&str; 4] = [
+pub(crate) const POOL_LABELS: [&str; 4] = [
     "label_kubernetes_azure_com_agentpool",
     "label_agentpool",
     "label_eks_amazonaws_com_nodegroup",
@@ -27,7 +27,7 @@ pub const POOL_LABELS: [&str; 4] = [
 
 /// A node pool label against a plan pool name: equal ignoring case and anything but letters
 /// and digits, or the pool's first 12 of those (AKS pool names are at most 12 characters).
-pub fn pool_matches(label: &str, pool: &str) -> bool {
+pub(crate) fn pool_matches(label: &str, pool: &str) -> bool {
     let norm = |s: &str| {
         s.chars()
             .filter(char::is_ascii_alphanumeric)
@@ -39,7 +39,10 @@ pub fn pool_matches(label: &str, pool: &str) -> bool {
 }
 
 /// The plan pool a node pool label names.
-pub fn plan_pool<'p>(plan: &'p Plan, label: Option<&str>) -> Option<&'p crate::plan::raw::Pool> {
+pub(crate) fn plan_pool<'p>(
+    plan: &'p Plan,
+    label: Option<&str>,
+) -> Option<&'p crate::plan::raw::Pool> {
     let l = label?;
     plan.pools()
         .iter()
@@ -49,7 +52,7 @@ pub fn plan_pool<'p>(plan: &'p Plan, label: Option<&str>) -> Option<&'p crate::p
 
 /// Which workload a pod belongs to: its team's namespace, and the workload's name as the
 /// pod's `app.kubernetes.io/name` or as its name prefix (`chat-api-7d9f...`).
-pub fn owner<'p>(plan: &'p Plan, p: &PodSeries) -> Option<&'p str> {
+pub(crate) fn owner<'p>(plan: &'p Plan, p: &PodSeries) -> Option<&'p str> {
     let mut best: Option<&str> = None;
     for w in plan.workloads() {
         if w.team.get() != &p.namespace {
@@ -72,7 +75,10 @@ pub fn owner<'p>(plan: &'p Plan, p: &PodSeries) -> Option<&'p str> {
 /// neighbours both hold samples too (such a window is covered end to end, so its count is
 /// step / interval on average whatever the offsets). Falls back to the typical gap between
 /// windows with samples when the interval is longer than the step.
-pub fn interval<'a>(rows: impl Iterator<Item = &'a BTreeMap<u32, f64>>, step: i64) -> Option<f64> {
+pub(crate) fn interval<'a>(
+    rows: impl Iterator<Item = &'a BTreeMap<u32, f64>>,
+    step: i64,
+) -> Option<f64> {
     // Over each run of a series (windows with samples, a single empty window allowed: a
     // sample jittered across a boundary, or an interval longer than the step), samples per
     // second: the samples of its inner windows over their span. Only runs of ten windows or
@@ -228,7 +234,7 @@ struct PodReq {
     any: BTreeMap<u32, f64>,
 }
 
-pub fn assemble(
+pub(crate) fn assemble(
     a: &Answers,
     grid: Grid,
     plan: &Plan,

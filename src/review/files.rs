@@ -54,7 +54,7 @@ pub struct Read {
 /// win; `--window` alone is the last stretch of the data (or before `--to`); the step is
 /// `--step`, or the one a Prometheus server would be asked at for that span, and an unset
 /// start is aligned to it.
-pub fn grid_for(min_ms: i64, max_ms: i64, w: Window) -> Result<Grid, String> {
+pub(crate) fn grid_for(min_ms: i64, max_ms: i64, w: Window) -> Result<Grid, String> {
     let data_from = min_ms.div_euclid(1000);
     let data_to = (max_ms + 999).div_euclid(1000) + 1;
     let span = |from: i64, to: i64| {
@@ -443,7 +443,7 @@ pub fn read_exposition(
 }
 
 /// Read the CSV format as the samples kube-state-metrics and dcgm-exporter would have given.
-pub fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, String> {
+pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, String> {
     let file = path.display().to_string();
     let text = crate::source::read_bounded(path, 4 << 30)
         .and_then(|b| {

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::query::{Answers, Grid, Q, QUERIES};
 
 /// How to reach the server.
-pub struct Client {
+pub(crate) struct Client {
     pub base: String,
     pub bearer: Option<String>,
     pub basic: Option<(String, String)>,
@@ -42,7 +42,7 @@ struct Matrix {
 }
 
 /// A step of whole minutes that keeps the window under 11,000 points.
-pub fn step_for(window: i64) -> i64 {
+pub(crate) fn step_for(window: i64) -> i64 {
     let min = (window + 10_999) / 11_000;
     (min.max(60) + 59) / 60 * 60
 }
@@ -51,7 +51,7 @@ pub fn step_for(window: i64) -> i64 {
 /// its own timeout (2 minutes by default); a quarter of a large fleet over many small blocks
 /// does not fit, so long windows are asked for a week at a time and joined, as Thanos's and
 /// Mimir's query frontends split them.
-pub const SPLIT_SECONDS: i64 = 7 * 86_400;
+pub(crate) const SPLIT_SECONDS: i64 = 7 * 86_400;
 
 impl Client {
     /// `query` at the end of every window of `grid`, in consecutive pieces of at most
@@ -189,7 +189,7 @@ impl Client {
     }
 
     /// Every query of [`QUERIES`] over `grid`, evaluated at each window's end.
-    pub fn fetch(&self, grid: Grid, cluster: Option<&str>) -> Result<Answers, String> {
+    pub(crate) fn fetch(&self, grid: Grid, cluster: Option<&str>) -> Result<Answers, String> {
         let v3 = self.major_version() >= 3;
         let mut out = Answers::default();
         for q in QUERIES {

@@ -27,11 +27,11 @@ pub struct Grid {
 /// The most step windows a review takes: a quarter at one minute is 129,600. More is a step
 /// too small for the window (`--step 1s --window 3660d`), and would ask a server for millions
 /// of points per series.
-pub const MAX_WINDOWS: i64 = 200_000;
+pub(crate) const MAX_WINDOWS: i64 = 200_000;
 
 impl Grid {
     /// The grid of `[from, to)` at `step`, or why not.
-    pub fn new(from: i64, to: i64, step: i64) -> Result<Grid, String> {
+    pub(crate) fn new(from: i64, to: i64, step: i64) -> Result<Grid, String> {
         if from >= to {
             return Err("the window is empty: `--from` must come before `--to`".into());
         }
@@ -48,11 +48,11 @@ impl Grid {
         })
     }
 
-    pub fn to(&self) -> i64 {
+    pub(crate) fn to(&self) -> i64 {
         self.from + self.step * i64::from(self.windows)
     }
     /// The window a sample at `ms` (Unix milliseconds) falls in, if any.
-    pub fn window(&self, ms: i64) -> Option<u32> {
+    pub(crate) fn window(&self, ms: i64) -> Option<u32> {
         let d = ms - self.from * 1000;
         if d < 0 {
             return None;
@@ -61,11 +61,11 @@ impl Grid {
         (k < i64::from(self.windows)).then_some(k as u32)
     }
     /// Start of window `k`, Unix seconds.
-    pub fn start(&self, k: u32) -> i64 {
+    pub(crate) fn start(&self, k: u32) -> i64 {
         self.from + self.step * i64::from(k)
     }
     /// The window Prometheus evaluated at `ms` (a window's last millisecond).
-    pub fn window_ending(&self, ms: i64) -> Option<u32> {
+    pub(crate) fn window_ending(&self, ms: i64) -> Option<u32> {
         let d = ms + 1 - self.from * 1000;
         let step = self.step * 1000;
         if d <= 0 || d % step != 0 {
@@ -78,37 +78,22 @@ impl Grid {
 
 /// How samples inside one window become one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Over {
+pub(crate) enum Over {
     Avg,
     Sum,
     Count,
     Max,
 }
 
-/// How the series of one group become one value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Across {
-    Sum,
-    Max,
-}
-
-impl Across {
-    /// Add `v` to the value of window `k` of `row`.
-    fn add(self, row: &mut BTreeMap<u32, f64>, k: u32, v: f64) {
-        row.entry(k)
-            .and_modify(|x| {
-                *x = match self {
-                    Across::Sum => *x + v,
-                    Across::Max => x.max(v),
-                }
-            })
-            .or_insert(v);
-    }
+/// The series of one group become one value by their maximum: the same series scraped twice
+/// (copies differing only by `instance`) must count once, on both paths.
+fn combine(row: &mut BTreeMap<u32, f64>, k: u32, v: f64) {
+    row.entry(k).and_modify(|x| *x = x.max(v)).or_insert(v);
 }
 
 /// A label matcher, written once for both paths.
 #[derive(Debug, Clone, Copy)]
-pub enum Match {
+pub(crate) enum Match {
     Eq(&'static str),
     NotEmpty,
     /// `nvidia_com_gpu|nvidia_com_mig_.*`: whole GPUs and MIG instances of the mixed strategy.
@@ -165,12 +150,11 @@ pub enum Q {
     NodeLabels,
 }
 
-pub struct Query {
+pub(crate) struct Query {
     pub id: Q,
     pub metrics: &'static [&'static str],
     pub matchers: &'static [(&'static str, Match)],
     pub over: Over,
-    pub across: Across,
     pub by: &'static [&'static str],
     /// Whether pod labels are rewritten: `exported_*` (a ServiceMonitor without
     /// `honorLabels` renames the exporter's own `pod`, `namespace`, `container`) and the old
@@ -203,7 +187,7 @@ const GPU_RES: &[(&str, Match)] = &[("resource", Match::GpuResource)];
 /// Node labels the review reads: the pool (AKS, EKS managed node groups, Karpenter, as
 /// kube-state-metrics exports them with `--metric-labels-allowlist`), and what GPU feature
 /// discovery says about the node's GPUs.
-pub const NODE_LABELS: &[&str] = &[
+pub(crate) const NODE_LABELS: &[&str] = &[
     "cluster",
     "node",
     "label_kubernetes_azure_com_agentpool",
@@ -218,13 +202,12 @@ pub const NODE_LABELS: &[&str] = &[
     "label_nvidia_com_mig_strategy",
 ];
 
-pub const QUERIES: &[Query] = &[
+pub(crate) const QUERIES: &[Query] = &[
     Query {
         id: Q::Requests,
         metrics: &["kube_pod_container_resource_requests"],
         matchers: GPU_RES,
         over: Over::Avg,
-        across: Across::Max,
         by: REQ,
         pod_labels: true,
     },
@@ -233,7 +216,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_pod_init_container_resource_requests"],
         matchers: GPU_RES,
         over: Over::Avg,
-        across: Across::Max,
         by: REQ,
         pod_labels: true,
     },
@@ -242,7 +224,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_pod_init_container_info"],
         matchers: &[("restart_policy", Match::Eq("Always"))],
         over: Over::Max,
-        across: Across::Max,
         by: &["cluster", "namespace", "pod", "container"],
         pod_labels: true,
     },
@@ -251,7 +232,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_pod_status_phase"],
         matchers: &[("phase", Match::Eq("Running"))],
         over: Over::Sum,
-        across: Across::Max,
         by: POD,
         pod_labels: true,
     },
@@ -260,7 +240,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_pod_status_phase"],
         matchers: &[("phase", Match::Eq("Running"))],
         over: Over::Count,
-        across: Across::Max,
         by: POD,
         pod_labels: true,
     },
@@ -269,7 +248,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_pod_status_phase"],
         matchers: &[("phase", Match::Eq("Pending"))],
         over: Over::Sum,
-        across: Across::Max,
         by: POD,
         pod_labels: true,
     },
@@ -278,7 +256,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_pod_labels"],
         matchers: &[("label_app_kubernetes_io_name", Match::NotEmpty)],
         over: Over::Max,
-        across: Across::Max,
         by: &[
             "cluster",
             "namespace",
@@ -292,7 +269,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["DCGM_FI_PROF_GR_ENGINE_ACTIVE"],
         matchers: &[],
         over: Over::Sum,
-        across: Across::Max,
         by: DEVICE,
         pod_labels: true,
     },
@@ -301,7 +277,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["DCGM_FI_PROF_GR_ENGINE_ACTIVE"],
         matchers: &[],
         over: Over::Count,
-        across: Across::Max,
         by: DEVICE,
         pod_labels: true,
     },
@@ -311,7 +286,6 @@ pub const QUERIES: &[Query] = &[
         matchers: &[],
         over: Over::Count,
         // Max: the same series scraped twice (two jobs, two Prometheus replicas) is one.
-        across: Across::Max,
         by: &[
             "cluster",
             "Hostname",
@@ -329,7 +303,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["DCGM_FI_DEV_GPU_UTIL"],
         matchers: &[],
         over: Over::Sum,
-        across: Across::Max,
         by: DEVICE,
         pod_labels: true,
     },
@@ -338,7 +311,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["DCGM_FI_DEV_GPU_UTIL"],
         matchers: &[],
         over: Over::Count,
-        across: Across::Max,
         by: DEVICE,
         pod_labels: true,
     },
@@ -351,7 +323,6 @@ pub const QUERIES: &[Query] = &[
         matchers: &[],
         over: Over::Max,
         // Max: one server per pod; a second scrape of it is a duplicate, not more tokens.
-        across: Across::Max,
         by: POD,
         pod_labels: true,
     },
@@ -360,7 +331,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_node_status_allocatable"],
         matchers: GPU_RES,
         over: Over::Avg,
-        across: Across::Max,
         by: &["cluster", "node", "resource"],
         pod_labels: false,
     },
@@ -369,7 +339,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_node_status_allocatable"],
         matchers: GPU_RES,
         over: Over::Count,
-        across: Across::Max,
         by: &["cluster", "node", "resource"],
         pod_labels: false,
     },
@@ -378,7 +347,6 @@ pub const QUERIES: &[Query] = &[
         metrics: &["kube_node_labels"],
         matchers: &[],
         over: Over::Max,
-        across: Across::Max,
         by: NODE_LABELS,
         pod_labels: false,
     },
@@ -396,7 +364,7 @@ const REWRITES: &[(&str, &str)] = &[
 impl Query {
     /// The PromQL expression, for a window of `step` seconds, limited to one `cluster` when
     /// given.
-    pub fn promql(&self, step: i64, cluster: Option<&str>, prometheus3: bool) -> String {
+    pub(crate) fn promql(&self, step: i64, cluster: Option<&str>, prometheus3: bool) -> String {
         let mut sel: Vec<String> = Vec::new();
         if self.metrics.len() > 1 {
             sel.push(format!("__name__=~\"{}\"", self.metrics.join("|")));
@@ -427,11 +395,7 @@ impl Query {
                 e = format!("label_replace({e}, \"{dst}\", \"$1\", \"{src}\", \"(.+)\")");
             }
         }
-        let across = match self.across {
-            Across::Sum => "sum",
-            Across::Max => "max",
-        };
-        format!("{across} by ({}) ({e})", self.by.join(", "))
+        format!("max by ({}) ({e})", self.by.join(", "))
     }
 
     fn selects(
@@ -472,7 +436,7 @@ fn promql_escape(s: &str) -> String {
 
 /// One query's answer: per group (the values of its `by` labels, in order), per window, the
 /// value.
-pub type Rows = BTreeMap<Vec<String>, BTreeMap<u32, f64>>;
+pub(crate) type Rows = BTreeMap<Vec<String>, BTreeMap<u32, f64>>;
 
 /// Every query's answer, by query.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -484,17 +448,17 @@ pub struct Answers {
 }
 
 impl Answers {
-    pub fn get(&self, q: Q) -> impl Iterator<Item = (&Vec<String>, &BTreeMap<u32, f64>)> {
+    pub(crate) fn get(&self, q: Q) -> impl Iterator<Item = (&Vec<String>, &BTreeMap<u32, f64>)> {
         self.rows.get(&q).into_iter().flat_map(|r| r.iter())
     }
-    pub fn query(q: Q) -> &'static Query {
+    pub(crate) fn query(q: Q) -> &'static Query {
         QUERIES
             .iter()
             .find(|x| x.id == q)
             .expect("every Q has a query")
     }
     /// The index of label `l` in the rows of `q`.
-    pub fn col(q: Q, l: &str) -> usize {
+    pub(crate) fn col(q: Q, l: &str) -> usize {
         Self::query(q)
             .by
             .iter()
@@ -502,9 +466,9 @@ impl Answers {
             .expect("a label the query groups by")
     }
     /// Add one group's value of one window, combined as the query combines series.
-    pub fn add(&mut self, q: Q, group: Vec<String>, k: u32, v: f64) {
+    pub(crate) fn add(&mut self, q: Q, group: Vec<String>, k: u32, v: f64) {
         let row = self.rows.entry(q).or_default().entry(group).or_default();
-        Self::query(q).across.add(row, k, v);
+        combine(row, k, v);
     }
 }
 
@@ -530,10 +494,10 @@ struct Series {
 
 /// A label block that does not parse.
 #[derive(Debug)]
-pub struct BadLabels;
+pub(crate) struct BadLabels;
 
 /// Raw samples in, [`Answers`] out: the file path's evaluator of [`QUERIES`].
-pub struct Collector {
+pub(crate) struct Collector {
     pub grid: Grid,
     cluster: Option<String>,
     index: HashMap<String, usize>,
@@ -544,7 +508,7 @@ pub struct Collector {
 
 /// Whether any query reads metric `name`: asked of every line of a file, so a `match`
 /// (length first, then bytes) rather than a scan of [`QUERIES`]; a test keeps them equal.
-pub fn wanted(name: &str) -> bool {
+pub(crate) fn wanted(name: &str) -> bool {
     matches!(
         name,
         "kube_pod_container_resource_requests"
@@ -562,7 +526,7 @@ pub fn wanted(name: &str) -> bool {
 }
 
 impl Collector {
-    pub fn new(grid: Grid, cluster: Option<String>) -> Self {
+    pub(crate) fn new(grid: Grid, cluster: Option<String>) -> Self {
         Collector {
             grid,
             cluster,
@@ -575,7 +539,7 @@ impl Collector {
 
     /// The series id of `key` (its metric name and label text as written), registering it
     /// with `labels()` the first time. `None` when no query wants it.
-    pub fn series(
+    pub(crate) fn series(
         &mut self,
         key: &str,
         name: &str,
@@ -591,7 +555,7 @@ impl Collector {
     }
 
     /// Register a new series of metric `name`: its id, or `None` when no query wants it.
-    pub fn register(
+    pub(crate) fn register(
         &mut self,
         name: &str,
         labels: impl FnOnce() -> Option<BTreeMap<String, String>>,
@@ -617,7 +581,7 @@ impl Collector {
         Ok(Some(i))
     }
 
-    pub fn sample(&mut self, id: usize, ms: i64, v: f64) {
+    pub(crate) fn sample(&mut self, id: usize, ms: i64, v: f64) {
         let s = &mut self.series[id];
         if let Some(seen) = &mut s.seen {
             match seen.get(&ms) {
@@ -670,7 +634,7 @@ impl Collector {
         a.max = a.max.max(v);
     }
 
-    pub fn finish(self) -> Answers {
+    pub(crate) fn finish(self) -> Answers {
         let mut out = Answers::default();
         for s in self.series {
             for (q, group) in s.groups {
@@ -684,7 +648,7 @@ impl Collector {
                         Over::Count => f64::from(a.count),
                         Over::Max => a.max,
                     };
-                    query.across.add(row, a.k, v);
+                    combine(row, a.k, v);
                 }
             }
         }

@@ -66,7 +66,7 @@ pub enum Signal {
 }
 
 impl Signal {
-    pub fn metric(self) -> &'static str {
+    pub(crate) fn metric(self) -> &'static str {
         match self {
             Signal::GrEngineActive => "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
             Signal::GpuUtil => "DCGM_FI_DEV_GPU_UTIL / 100 (fallback)",
@@ -111,7 +111,7 @@ pub struct Telemetry {
 
 /// The share of one GPU a MIG profile holds (its compute slices of the GPU's), from the
 /// catalog's MIG tables: `3g.40gb` is 3/7 of an A100 or H100.
-pub fn mig_share(catalog: &crate::catalog::Catalog, profile: &str) -> Option<f64> {
+pub(crate) fn mig_share(catalog: &crate::catalog::Catalog, profile: &str) -> Option<f64> {
     catalog.gpus.values().find_map(|g| {
         let spec = g.mig.as_ref()?;
         let p = spec.profile(profile)?;
@@ -123,7 +123,7 @@ pub fn mig_share(catalog: &crate::catalog::Catalog, profile: &str) -> Option<f64
 /// of the mixed strategy (`nvidia_com_mig_3g_40gb`, kube-state-metrics' spelling of
 /// `nvidia.com/mig-3g.40gb`) its profile's share; `None` for other resources or an unknown
 /// profile.
-pub fn resource_share(catalog: &crate::catalog::Catalog, resource: &str) -> Option<f64> {
+pub(crate) fn resource_share(catalog: &crate::catalog::Catalog, resource: &str) -> Option<f64> {
     if resource == "nvidia_com_gpu" {
         return Some(1.0);
     }
@@ -138,13 +138,13 @@ pub fn resource_share(catalog: &crate::catalog::Catalog, resource: &str) -> Opti
 
 /// The longest duration a review takes (`--window`, `--step`, `--stalled-after`): ten years.
 /// Anything longer is a typo, and would overflow the arithmetic on times.
-pub const MAX_DURATION: i64 = 3660 * 86_400;
+pub(crate) const MAX_DURATION: i64 = 3660 * 86_400;
 
 /// The latest time a review takes: 9999-12-31T23:59:59Z.
-pub const MAX_TIME: i64 = 253_402_300_799;
+pub(crate) const MAX_TIME: i64 = 253_402_300_799;
 
 /// `90d`, `12h`, `30m`, `45s`, `2w` in seconds; at most [`MAX_DURATION`].
-pub fn parse_duration(s: &str) -> Option<i64> {
+pub(crate) fn parse_duration(s: &str) -> Option<i64> {
     let s = s.trim();
     let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
     let n: i64 = num.parse().ok()?;
@@ -160,7 +160,7 @@ pub fn parse_duration(s: &str) -> Option<i64> {
 }
 
 /// RFC 3339 (`2026-09-01T00:00:00Z`, offsets allowed) or Unix seconds, to Unix seconds.
-pub fn parse_time(s: &str) -> Option<i64> {
+pub(crate) fn parse_time(s: &str) -> Option<i64> {
     parse_time_unbounded(s).filter(|t| (0..=MAX_TIME).contains(t))
 }
 
@@ -197,7 +197,7 @@ fn parse_time_unbounded(s: &str) -> Option<i64> {
 }
 
 /// Unix seconds as RFC 3339 UTC.
-pub fn format_time(t: i64) -> String {
+pub(crate) fn format_time(t: i64) -> String {
     let d = crate::plan::Date::from_days(t.div_euclid(86_400));
     let s = t.rem_euclid(86_400);
     format!("{d}T{:02}:{:02}:{:02}Z", s / 3600, (s % 3600) / 60, s % 60)

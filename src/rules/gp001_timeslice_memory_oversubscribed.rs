@@ -30,7 +30,7 @@ declare_rule! {
     /// ## Source
     /// vLLM docs: gpu_memory_utilization "is a per-instance limit"; NVIDIA device plugin:
     /// time-slicing shares memory and fault domain (context articles, reference §4).
-    pub struct TimesliceMemoryOversubscribed { id: "GP001", name: "timeslice-memory-oversubscribed", severity: Error }
+    pub(crate) struct TimesliceMemoryOversubscribed { id: "GP001", name: "timeslice-memory-oversubscribed", severity: Error }
 }
 
 impl Rule for TimesliceMemoryOversubscribed {

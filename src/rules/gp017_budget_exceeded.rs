@@ -25,7 +25,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Catalog prices (providers/); context article (an idle 8-GPU H100 node is ~$72k/month).
-    pub struct BudgetExceeded { id: "GP017", name: "budget-exceeded", severity: Error }
+    pub(crate) struct BudgetExceeded { id: "GP017", name: "budget-exceeded", severity: Error }
 }
 
 impl Rule for BudgetExceeded {

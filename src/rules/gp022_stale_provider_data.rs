@@ -43,7 +43,7 @@ declare_rule! {
     /// ## Source
     /// providers/sources.toml (the date of every embedded file; `undated` marks sources that
     /// record none) and the date each refreshed row was captured.
-    pub struct StaleProviderData { id: "GP022", name: "stale-provider-data", severity: Warning }
+    pub(crate) struct StaleProviderData { id: "GP022", name: "stale-provider-data", severity: Warning }
 }
 
 /// A figure the plan relies on: its kind, source, date, and where it is used.

@@ -27,7 +27,7 @@ declare_rule! {
     /// ## Source
     /// Context article ("training wants A100 or H100 class with NVLink"); provider SKU docs
     /// (interconnect fields in providers/*/skus.toml).
-    pub struct MultiNodeWithoutInterconnect { id: "GP026", name: "multi-node-without-interconnect", severity: Warning }
+    pub(crate) struct MultiNodeWithoutInterconnect { id: "GP026", name: "multi-node-without-interconnect", severity: Warning }
 }
 
 fn lacks(sku: &Sku) -> Option<&'static str> {

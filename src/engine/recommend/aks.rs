@@ -9,7 +9,7 @@
 
 /// One workload of the family: replicas at peak and at the floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Member {
+pub(super) struct Member {
     pub peak: u32,
     pub floor: u32,
 }
@@ -25,7 +25,7 @@ fn nodes(replicas: u32, per_node: u32) -> u32 {
 
 /// The family's (nodes at peak, nodes at the floor) for an assignment of members to profiles.
 #[cfg(test)]
-pub fn cost(members: &[Member], per_node: &[u32], assign: &[usize]) -> (u32, u32) {
+pub(super) fn cost(members: &[Member], per_node: &[u32], assign: &[usize]) -> (u32, u32) {
     let mut peak = vec![0u32; per_node.len()];
     let mut floor = vec![0u32; per_node.len()];
     for (m, &k) in members.iter().zip(assign) {
@@ -42,12 +42,16 @@ pub fn cost(members: &[Member], per_node: &[u32], assign: &[usize]) -> (u32, u32
 
 /// Members the exhaustive search takes (5 profiles: 5^10 leaves at most, far fewer after the
 /// bound); a larger family keeps its members on their own profiles.
-pub const EXACT_MEMBERS: usize = 10;
+pub(super) const EXACT_MEMBERS: usize = 10;
 
 /// The cheapest assignment of members to profiles, where `fits[i][k]` says whether profile `k`
 /// holds a replica of member `i` and `per_node[k]` is how many instances of it a node has.
 /// `None` when a member fits no profile or the family is too large to search.
-pub fn assign(members: &[Member], per_node: &[u32], fits: &[Vec<bool>]) -> Option<Vec<usize>> {
+pub(super) fn assign(
+    members: &[Member],
+    per_node: &[u32],
+    fits: &[Vec<bool>],
+) -> Option<Vec<usize>> {
     if members.len() > EXACT_MEMBERS
         || members
             .iter()

@@ -29,7 +29,7 @@ pub enum Constraint {
 }
 
 impl Constraint {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Constraint::SkuAllowList => "sku allow-list",
             Constraint::GpuModelAllowList => "gpu model allow-list",
@@ -115,7 +115,11 @@ pub fn allocatable(sku: &Sku, catalog: &Catalog) -> (f64, f64) {
 /// The smallest MIG profile that holds a replica's memory and compute share (media-engine
 /// variants are left to plans that ask for them by name); under AKS only the profiles AKS
 /// creates (`gpu_instance`), a larger one where the replica's own does not exist there.
-pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>, aks: bool) -> Option<&'g MigProfile> {
+pub(crate) fn mig_profile<'g>(
+    gpu: &'g GpuModel,
+    d: &Demand<'_>,
+    aks: bool,
+) -> Option<&'g MigProfile> {
     let mig = gpu.mig.as_ref()?;
     let compute_need = crate::engine::memory::compute_slices_needed(
         mig.compute_slices,
@@ -135,7 +139,7 @@ pub fn mig_profile<'g>(gpu: &'g GpuModel, d: &Demand<'_>, aks: bool) -> Option<&
 }
 
 /// Equal shares per GPU that keep each replica's compute share and memory.
-pub fn shared_replicas(gpu: &GpuModel, d: &Demand<'_>, headroom: f64) -> u32 {
+pub(crate) fn shared_replicas(gpu: &GpuModel, d: &Demand<'_>, headroom: f64) -> u32 {
     let by_compute = (1.0 / d.share.max(1e-6) + 1e-9).floor().clamp(1.0, 1024.0) as u32;
     let Some(m) = d.memory_need else {
         return by_compute;
@@ -473,7 +477,7 @@ fn candidate<'c>(
 /// how many fit (GPUs, or slices, or shares; vCPUs; RAM), counted in whole replicas. Three
 /// 12-vCPU replicas fit in the 47.3 vCPUs pods may request on a 48-vCPU EKS node, not 3.94,
 /// and the fourth GPU of the node is paid for either way. Gang members each take a whole node.
-pub fn node_share(
+pub(crate) fn node_share(
     fit: &Fit,
     sku: &Sku,
     gpu: &GpuModel,

@@ -25,7 +25,7 @@ pub enum Segment {
 }
 
 impl Segment {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Segment::Serving => "serving",
             Segment::Inference => "inference",
@@ -35,7 +35,7 @@ impl Segment {
         }
     }
 
-    pub fn of(w: &Workload) -> Segment {
+    pub(crate) fn of(w: &Workload) -> Segment {
         match (w.kind(), w.user_facing()) {
             (Kind::Training, _) => Segment::Training,
             (Kind::Inference, true) => Segment::Serving,
@@ -83,7 +83,7 @@ pub struct Demand<'p> {
 
 impl Demand<'_> {
     /// Replica-hours a month: the floor all month, the rest for the workload's hours.
-    pub fn replica_hours(&self, plan_hours: f64) -> f64 {
+    pub(crate) fn replica_hours(&self, plan_hours: f64) -> f64 {
         f64::from(self.floor) * plan_hours + f64::from(self.peak - self.floor) * self.hours
     }
 }

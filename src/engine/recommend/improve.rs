@@ -17,7 +17,7 @@ use crate::catalog::Catalog;
 use crate::plan::raw::{Capacity, MigManager};
 
 /// One workload's options: (candidate index, rate) pairs, and which one it holds.
-pub struct Options<'a, 'c> {
+pub(super) struct Options<'a, 'c> {
     pub d: &'a Demand<'a>,
     pub all: &'a [Candidate<'c>],
     pub options: Vec<(usize, Rate)>,
@@ -26,7 +26,7 @@ pub struct Options<'a, 'c> {
 
 impl<'a, 'c> Options<'a, 'c> {
     /// Every candidate with every capacity type open to the workload, holding `start`.
-    pub fn new(d: &'a Demand<'a>, all: &'a [Candidate<'c>], start: &(usize, Rate)) -> Self {
+    pub(super) fn new(d: &'a Demand<'a>, all: &'a [Candidate<'c>], start: &(usize, Rate)) -> Self {
         let options: Vec<(usize, Rate)> = all
             .iter()
             .enumerate()
@@ -47,7 +47,7 @@ impl<'a, 'c> Options<'a, 'c> {
 
 /// What a pool is taken to cost while searching.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Objective {
+pub(super) enum Objective {
     /// A perfect packing of GPU, vCPU and RAM shares (what the LP relaxation assumes).
     Fluid,
     /// The same, with each workload's shares scaled up to the whole replicas a node holds
@@ -148,7 +148,7 @@ struct Weighed {
 /// Every option's pool key and usage are worked out once before the sweeps: a sweep visits
 /// every option of every workload, and building keys there (two strings cloned and hashed
 /// per option) made the search cost grow with the estate times its sweeps.
-pub fn improve(
+pub(super) fn improve(
     opts: &mut [Options<'_, '_>],
     catalog: &Catalog,
     hours: f64,

@@ -7,7 +7,7 @@ mod colgen;
 
 /// What one replica (or one prepared GPU) takes of a node.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Item {
+pub(crate) struct Item {
     pub units: u32,
     pub cpu: f64,
     pub mem: f64,
@@ -15,7 +15,7 @@ pub struct Item {
 
 /// What one node offers.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct NodeCap {
+pub(crate) struct NodeCap {
     pub units: u32,
     pub cpu: f64,
     pub mem: f64,
@@ -46,7 +46,7 @@ impl NodeCap {
 /// handful of replicas, and column generation (`colgen`), which lands within a node or two of
 /// the pattern LP's bound; both cost more time, so the final pools get them and comparisons
 /// do not.
-pub fn nodes(groups: &[(Item, u32)], cap: NodeCap, thorough: bool) -> (u32, u32) {
+pub(crate) fn nodes(groups: &[(Item, u32)], cap: NodeCap, thorough: bool) -> (u32, u32) {
     let mut best = first_fit_decreasing(groups, cap);
     let dp = dot_product(groups, cap);
     if dp.0 < best.0 {
@@ -82,7 +82,7 @@ const PATTERN_KINDS: usize = 64;
 /// Sequential pattern fill (the cutting-stock "sequential heuristic procedure"): find the
 /// filling of one node that best uses the resources the remaining replicas need most, by a
 /// bounded depth-first search over replica kinds, then repeat it while the counts allow.
-pub fn patterns(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
+pub(crate) fn patterns(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
     const EPS: f64 = 1e-9;
     let caps = [
         f64::from(cap.units.max(1)),
@@ -206,7 +206,7 @@ impl PatternSearch<'_> {
 /// Panigrahy et al., "Heuristics for Vector Bin Packing", the DotProduct rule). Where GPU,
 /// vCPU and RAM are all nearly full across the pool, this pairs CPU-heavy replicas with
 /// CPU-light ones, which first fit decreasing does not.
-pub fn dot_product(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
+pub(crate) fn dot_product(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
     let coarse;
     let groups = if groups.iter().filter(|g| g.1 > 0).count() > DOT_KINDS {
         coarse = coarsened(groups, cap);
@@ -358,7 +358,7 @@ impl<'k> DotFill<'k> {
 }
 
 /// First fit decreasing by the largest share an item takes.
-pub fn first_fit_decreasing(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
+pub(crate) fn first_fit_decreasing(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) {
     let mut order: Vec<&(Item, u32)> = groups.iter().filter(|g| g.1 > 0).collect();
     order.sort_by(|a, b| {
         cap.dominant(&b.0)
@@ -398,7 +398,7 @@ pub fn first_fit_decreasing(groups: &[(Item, u32)], cap: NodeCap) -> (u32, u32) 
 
 /// Shares of one GPU (thousandths) packed onto GPUs, first fit decreasing; each GPU comes
 /// back as the vCPUs and RAM of the replicas on it.
-pub fn server_gpus(groups: &[(u32, f64, f64, u32)]) -> Vec<Item> {
+pub(crate) fn server_gpus(groups: &[(u32, f64, f64, u32)]) -> Vec<Item> {
     let mut order: Vec<&(u32, f64, f64, u32)> = groups.iter().filter(|g| g.3 > 0).collect();
     order.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
     let mut gpus: Vec<(u32, f64, f64)> = Vec::new();
@@ -425,7 +425,7 @@ pub fn server_gpus(groups: &[(u32, f64, f64, u32)]) -> Vec<Item> {
 }
 
 /// Identical items counted once.
-pub fn group(items: Vec<Item>) -> Vec<(Item, u32)> {
+pub(crate) fn group(items: Vec<Item>) -> Vec<(Item, u32)> {
     joined(items.into_iter().map(|i| (i, 1)).collect())
 }
 

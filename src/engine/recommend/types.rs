@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub const SCHEMA: &str = "gpuplan.recommendation/v1";
+pub(crate) const SCHEMA: &str = "gpuplan.recommendation/v1";
 
 /// The answer.
 #[derive(Debug, Clone, Serialize)]
@@ -178,7 +178,7 @@ pub struct DataUsed {
 
 impl DataUsed {
     /// "as of 2025-11-30", or "undated (taken 2026-12-02)".
-    pub fn dated(&self) -> String {
+    pub(crate) fn dated(&self) -> String {
         if self.undated {
             format!("undated (taken {})", self.as_of)
         } else {
@@ -223,7 +223,7 @@ impl Recommendation {
     }
 
     /// The plan cannot be met: a workload has no SKU, or budget or quota is exceeded.
-    pub fn unsatisfiable(&self) -> bool {
+    pub(crate) fn unsatisfiable(&self) -> bool {
         !self.unsatisfied.is_empty()
             || self
                 .findings

@@ -388,7 +388,7 @@ impl Search<'_> {
 /// Nodes for `groups` by column generation, with the GPU units left unused on them; `None`
 /// when the method does not apply (too many kinds, a replica larger than a node, or an LP the
 /// solver gives up on).
-pub fn pack(groups: &[(Item, u32)], cap: NodeCap) -> Option<(u32, u32)> {
+pub(super) fn pack(groups: &[(Item, u32)], cap: NodeCap) -> Option<(u32, u32)> {
     let live: Vec<&(Item, u32)> = groups.iter().filter(|g| g.1 > 0).collect();
     if live.is_empty() {
         return Some((0, 0));
