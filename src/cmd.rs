@@ -3,6 +3,7 @@
 pub(crate) mod catalog;
 pub(crate) mod check;
 pub(crate) mod diff;
+pub(crate) mod error;
 pub(crate) mod explain;
 pub(crate) mod init;
 pub(crate) mod recommend;
@@ -15,15 +16,16 @@ pub(crate) mod render;
 pub(crate) mod review;
 pub(crate) mod schema;
 
-use crate::catalog::{Catalog, CatalogError};
+use crate::catalog::Catalog;
 use crate::cli::Global;
 use crate::output::Out;
 use crate::plan::raw::Provider;
+pub(crate) use error::{CmdError, CmdResult};
 
-/// Load the catalog the flags ask for; on failure print why and return the exit code.
-pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Result<Catalog, u8> {
+/// Load the catalog the flags ask for.
+pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> CmdResult<Catalog> {
     let cache = g.cache.clone().or_else(crate::live::cache::default_dir);
-    let result = match (&g.catalog, cache) {
+    let catalog = match (&g.catalog, cache) {
         (Some(dir), _) => Catalog::from_dir(dir, providers),
         (None, Some(c)) if crate::live::cache::present(&c) => {
             out.detail(&format!(
@@ -33,29 +35,17 @@ pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Res
             Catalog::layered(&c, providers)
         }
         (None, _) => Catalog::embedded(providers),
-    };
-    result.map_err(|e| {
-        match e {
-            CatalogError::Invalid(diags) => {
-                out.stderr(&crate::report::findings::human(&diags, out.color))
-            }
-            other => out.stderr(&format!("error: {other}\n")),
-        }
-        crate::core::exit::INPUT
-    })
+    }?;
+    Ok(catalog)
 }
 
-/// Read, parse and validate one plan file, with the catalog for its provider; problems are
-/// printed (file, line, column) and come back as the exit code.
+/// Read, parse and validate one plan file, with the catalog for its provider.
 pub(crate) fn load_plan(
     g: &Global,
     path: &std::path::Path,
     out: &Out,
-) -> Result<(crate::plan::Plan, Catalog), u8> {
-    let file = crate::plan::load::read(path).map_err(|d| {
-        out.stderr(&crate::report::findings::human(&[*d], out.color));
-        crate::core::exit::INPUT
-    })?;
+) -> CmdResult<(crate::plan::Plan, Catalog)> {
+    let file = crate::plan::load::read(path).map_err(|d| CmdError::Located(vec![*d]))?;
     validate_file(g, file, out)
 }
 
@@ -65,19 +55,11 @@ pub(crate) fn load_plan(
 pub(crate) fn load_plan_embedded(
     path: &std::path::Path,
     provider: Provider,
-    out: &Out,
-) -> Result<crate::plan::Plan, u8> {
-    let print = |ds: &[crate::diag::Diag]| {
-        out.stderr(&crate::report::findings::human(ds, out.color));
-        crate::core::exit::INPUT
-    };
-    let file = crate::plan::load::read(path).map_err(|d| print(&[*d]))?;
-    let raw = crate::plan::load::parse(&file).map_err(|ds| print(&ds))?;
-    let catalog = Catalog::embedded(&[*raw.plan.provider.get(), provider]).map_err(|e| {
-        out.stderr(&format!("error: {e}\n"));
-        crate::core::exit::INPUT
-    })?;
-    crate::rules::validate_plan(file, raw, &catalog).map_err(|ds| print(&ds))
+) -> CmdResult<crate::plan::Plan> {
+    let file = crate::plan::load::read(path).map_err(|d| CmdError::Located(vec![*d]))?;
+    let raw = crate::plan::load::parse(&file).map_err(CmdError::Located)?;
+    let catalog = Catalog::embedded(&[*raw.plan.provider.get(), provider])?;
+    crate::rules::validate_plan(file, raw, &catalog).map_err(CmdError::Located)
 }
 
 /// Parse and validate an already read plan file.
@@ -85,16 +67,10 @@ pub(crate) fn validate_file(
     g: &Global,
     file: std::sync::Arc<crate::source::SourceFile>,
     out: &Out,
-) -> Result<(crate::plan::Plan, Catalog), u8> {
-    let raw = crate::plan::load::parse(&file).map_err(|ds| {
-        out.stderr(&crate::report::findings::human(&ds, out.color));
-        crate::core::exit::INPUT
-    })?;
+) -> CmdResult<(crate::plan::Plan, Catalog)> {
+    let raw = crate::plan::load::parse(&file).map_err(CmdError::Located)?;
     let catalog = load_catalog(g, &[*raw.plan.provider.get()], out)?;
-    let plan = crate::rules::validate_plan(file, raw, &catalog).map_err(|ds| {
-        out.stderr(&crate::report::findings::human(&ds, out.color));
-        crate::core::exit::INPUT
-    })?;
+    let plan = crate::rules::validate_plan(file, raw, &catalog).map_err(CmdError::Located)?;
     Ok((plan, catalog))
 }
 

@@ -32,47 +32,56 @@ pub use crate::core::exit;
 /// Run a parsed command line; returns the process exit code.
 pub fn run(cli: cli::Cli) -> u8 {
     let out = output::Out::new(&cli.global);
-    if let Some(code) = environment_error(&out) {
-        return code;
+    let result = match environment_error() {
+        Some(e) => Err(e),
+        None => dispatch(cli, &out),
     }
-    let code = match cli.command {
-        cli::Command::Check(args) => cmd::check::run(&cli.global, &args, &out),
-        cli::Command::Recommend(args) => cmd::recommend::run(&cli.global, &args, &out),
-        cli::Command::Render(args) => cmd::render::run(&cli.global, &args, &out),
-        cli::Command::Review(args) => cmd::review::run(&cli.global, &args, &out),
-        cli::Command::Diff(args) => cmd::diff::run(&cli.global, &args, &out),
-        cli::Command::Explain(args) => cmd::explain::run(&args, &out),
-        cli::Command::Catalog(args) => cmd::catalog::run(&cli.global, &args, &out),
-        cli::Command::Schema => cmd::schema::run(&out),
-        cli::Command::Init(args) => cmd::init::run(&args, &out),
+    .and_then(|code| match out.stdout_failure() {
+        // Output nobody got is no success.
+        Some(e) => Err(cmd::CmdError::Stdout(e)),
+        None => Ok(code),
+    });
+    // The one place an error becomes text and an exit code.
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            out.stderr(&e.report(out.color));
+            e.exit_code()
+        }
+    }
+}
+
+fn dispatch(cli: cli::Cli, out: &output::Out) -> cmd::CmdResult {
+    match cli.command {
+        cli::Command::Check(args) => cmd::check::run(&cli.global, &args, out),
+        cli::Command::Recommend(args) => cmd::recommend::run(&cli.global, &args, out),
+        cli::Command::Render(args) => cmd::render::run(&cli.global, &args, out),
+        cli::Command::Review(args) => cmd::review::run(&cli.global, &args, out),
+        cli::Command::Diff(args) => cmd::diff::run(&cli.global, &args, out),
+        cli::Command::Explain(args) => cmd::explain::run(&args, out),
+        cli::Command::Catalog(args) => cmd::catalog::run(&cli.global, &args, out),
+        cli::Command::Schema => cmd::schema::run(out),
+        cli::Command::Init(args) => cmd::init::run(&args, out),
         cli::Command::Completions { shell } => {
             let mut c = <cli::Cli as clap::CommandFactory>::command();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut c, "gpuplan", &mut buf);
             out.stdout(&String::from_utf8_lossy(&buf));
-            exit::OK
+            Ok(exit::OK)
         }
-    };
-    match out.stdout_failure() {
-        Some(e) => {
-            out.stderr(&format!("error: cannot write to standard output: {e}\n"));
-            exit::INPUT
-        }
-        None => code,
     }
 }
 
 /// Settings from the environment that cannot be used are errors, like the flags they stand
 /// for: `GPUPLAN_TODAY` that is not a date. (Empty variables count as unset: `main` removes
 /// them before the command line is parsed.)
-fn environment_error(out: &output::Out) -> Option<u8> {
+fn environment_error() -> Option<cmd::CmdError> {
     let today = std::env::var("GPUPLAN_TODAY").ok()?;
     if core::Date::parse(&today).is_some() {
         return None;
     }
-    out.stderr(&format!(
-        "error: GPUPLAN_TODAY=`{}`: expected a date, YYYY-MM-DD\n",
+    Some(cmd::CmdError::Usage(format!(
+        "GPUPLAN_TODAY=`{}`: expected a date, YYYY-MM-DD",
         today.escape_debug()
-    ));
-    Some(exit::INPUT)
+    )))
 }

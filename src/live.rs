@@ -13,6 +13,29 @@ pub(crate) mod cache;
 #[cfg(feature = "live")]
 pub(crate) mod refresh;
 
+/// Why a refresh did not happen; the cache is as it was in every case.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub(crate) enum LiveError {
+    /// The refresh cannot be made as asked: no regions, an unknown part, no subscription.
+    #[error("{0}")]
+    #[diagnostic(code(gpuplan::live::request))]
+    Request(String),
+    /// A provider API could not be reached, refused, or answered in a shape it does not
+    /// document (the message names the API, the region and the HTTP status).
+    #[error("{0}; the cache is unchanged")]
+    #[diagnostic(code(gpuplan::live::fetch))]
+    Fetch(String),
+    #[error("cannot start the async runtime: {0}")]
+    #[diagnostic(code(gpuplan::live::runtime))]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    #[diagnostic(code(gpuplan::live::catalog))]
+    Catalog(#[from] crate::catalog::CatalogError),
+    #[error("{0}; the cache is unchanged")]
+    #[diagnostic(code(gpuplan::live::cache))]
+    Cache(#[from] cache::CacheError),
+}
+
 /// A listing longer than this many pages is a paging loop, not data: no provider answer
 /// gpuplan asks for runs past a few pages.
 pub(crate) const MAX_PAGES: usize = 50;

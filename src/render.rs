@@ -17,16 +17,19 @@ pub mod view;
 pub mod write_plan;
 
 /// Library failures of rendering: templates and files.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum RenderError {
     #[error("template `{name}`: {message}")]
+    #[diagnostic(code(gpuplan::render::template))]
     Template { name: String, message: String },
     #[error("cannot read template `{}`: {source}", path.display())]
+    #[diagnostic(code(gpuplan::render::read))]
     ReadTemplate {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("cannot write `{}`: {source}", path.display())]
+    #[diagnostic(code(gpuplan::render::write))]
     Write {
         path: PathBuf,
         source: std::io::Error,

@@ -11,3 +11,42 @@ pub(crate) mod query;
 pub(crate) mod telemetry;
 
 pub use analysis::{analyse, Review, Settings};
+
+/// Why a review could not be made: each names the file and line, the window, the server or
+/// the data that stopped it.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum ReviewError {
+    /// A telemetry file's line (and column) that is not what the format expects.
+    #[error("{file}:{line}{}: {message}", column.map_or(String::new(), |c| format!(":{c}")))]
+    #[diagnostic(code(gpuplan::review::input))]
+    At {
+        file: String,
+        line: usize,
+        column: Option<usize>,
+        message: String,
+    },
+    #[error("cannot read `{file}`: {source}")]
+    #[diagnostic(code(gpuplan::review::read))]
+    Read {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A telemetry file as a whole: no samples, no rows, times out of range.
+    #[error("{file}: {message}")]
+    #[diagnostic(code(gpuplan::review::file))]
+    File { file: String, message: String },
+    /// The window or step asked for.
+    #[error("{0}")]
+    #[diagnostic(code(gpuplan::review::window))]
+    Window(String),
+    /// A Prometheus server that cannot be reached or does not answer as Prometheus does (its
+    /// URL without credentials).
+    #[error("{0}")]
+    #[diagnostic(code(gpuplan::review::prometheus))]
+    Prometheus(String),
+    /// Data that cannot be reviewed as one cluster.
+    #[error("{0}")]
+    #[diagnostic(code(gpuplan::review::data))]
+    Data(String),
+}

@@ -55,7 +55,7 @@ fn without_pools(text: &str) -> String {
 fn violations(name: &str, text: &str, catalog: &Catalog) -> Result<Vec<String>, String> {
     let p = load(name, text.to_owned(), catalog)?;
     let rec = recommend(&p, catalog);
-    let written = plan_with_pools(text, &rec)?;
+    let written = plan_with_pools(text, &rec).map_err(|e| e.to_string())?;
     let out = load(name, written.clone(), catalog)
         .map_err(|e| format!("the written plan does not load: {e}\n{written}"))?;
     let own = load(name, without_pools(text), catalog)

@@ -15,14 +15,17 @@ use crate::core::Provider;
 use crate::diag::Diag;
 use crate::source::SourceFile;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum CatalogError {
     #[error("cannot read catalog file `{path}`: {source}")]
+    #[diagnostic(code(gpuplan::catalog::read))]
     Io {
         path: String,
         source: std::io::Error,
     },
+    /// Located problems (file, line, column), printed like a plan's.
     #[error("the catalog has {} problem(s)", .0.len())]
+    #[diagnostic(code(gpuplan::catalog::invalid))]
     Invalid(Vec<Diag>),
 }
 

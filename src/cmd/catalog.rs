@@ -18,31 +18,29 @@ fn provider_of(p: ProviderArg) -> Provider {
     }
 }
 
-pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult {
     if let Some(crate::cli::CatalogAction::Refresh(r)) = &args.action {
         return super::refresh::run(g, r, out);
     }
     let providers: Vec<Provider> = args
         .provider
         .map_or(Provider::ALL.to_vec(), |p| vec![provider_of(p)]);
-    let catalog = match super::load_catalog(g, &providers, out) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let catalog = super::load_catalog(g, &providers, out)?;
     if let Some(name) = &args.gpu {
         let Some(gpu) = catalog.gpu(name) else {
             let names: Vec<String> = catalog.gpus.keys().cloned().collect();
             let hint = crate::plan::load::did_you_mean(name, &names)
                 .map(|b| format!("; did you mean `{b}`?"))
                 .unwrap_or_default();
-            out.stderr(&format!("error: unknown GPU model `{name}`{hint}\n"));
-            return exit::INPUT;
+            return Err(super::CmdError::Usage(format!(
+                "unknown GPU model `{name}`{hint}"
+            )));
         };
         match args.format {
             Format::Json => out.stdout(&pretty(&gpu_json(gpu))),
             Format::Human => out.stdout(&gpu_text(gpu)),
         }
-        return exit::OK;
+        return Ok(exit::OK);
     }
     if let Some(name) = &args.sku {
         let found = catalog
@@ -58,20 +56,21 @@ pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> u8 {
             let hint = crate::plan::load::did_you_mean(name, &names)
                 .map(|b| format!("; did you mean `{b}`?"))
                 .unwrap_or_default();
-            out.stderr(&format!("error: unknown SKU `{name}`{hint}\n"));
-            return exit::INPUT;
+            return Err(super::CmdError::Usage(format!(
+                "unknown SKU `{name}`{hint}"
+            )));
         };
         match args.format {
             Format::Json => out.stdout(&pretty(&sku_json(&catalog, pc, sku))),
             Format::Human => out.stdout(&sku_text(&catalog, pc, sku, g.verbose)),
         }
-        return exit::OK;
+        return Ok(exit::OK);
     }
     match args.format {
         Format::Json => out.stdout(&pretty(&overview_json(&catalog, args.region.as_deref()))),
         Format::Human => out.stdout(&overview_text(&catalog, args.region.as_deref())),
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
 fn pretty(v: &Value) -> String {

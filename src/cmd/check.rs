@@ -10,7 +10,9 @@ use crate::plan::{self, Date};
 use crate::report::{findings as output, github, markdown, sarif};
 use crate::rules::{self, Level, Levels};
 
-fn levels(args: &CheckArgs) -> Result<Levels, String> {
+use super::{CmdError, CmdResult};
+
+fn levels(args: &CheckArgs) -> CmdResult<Levels> {
     let mut l = Levels {
         deny_warnings: args.deny.contains(&DenyWhat::Warnings),
         ..Levels::default()
@@ -21,39 +23,25 @@ fn levels(args: &CheckArgs) -> Result<Levels, String> {
         (&args.deny_rule, Level::Deny),
     ] {
         for id in ids {
-            let rule = rules::by_id(id)
-                .ok_or_else(|| format!("unknown rule `{id}` (see `gpuplan explain --all`)"))?;
+            let rule = rules::by_id(id).ok_or_else(|| {
+                CmdError::Usage(format!("unknown rule `{id}` (see `gpuplan explain --all`)"))
+            })?;
             l.overrides.insert(rule.id().to_owned(), level);
         }
     }
     Ok(l)
 }
 
-pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
     if args.live {
         for p in &args.plans {
-            if let Err(code) = super::refresh::live(g, p, out) {
-                return code;
-            }
+            super::refresh::live(g, p, out)?;
         }
     }
-    let levels = match levels(args) {
-        Ok(l) => l,
-        Err(e) => {
-            out.stderr(&format!("error: {e}\n"));
-            return exit::INPUT;
-        }
-    };
+    let levels = levels(args)?;
     let today = match &args.today {
-        Some(s) => match Date::parse(s) {
-            Some(d) => d,
-            None => {
-                out.stderr(&format!(
-                    "error: `--today {s}` is not a date (YYYY-MM-DD)\n"
-                ));
-                return exit::INPUT;
-            }
-        },
+        Some(s) => Date::parse(s)
+            .ok_or_else(|| CmdError::Usage(format!("`--today {s}` is not a date (YYYY-MM-DD)")))?,
         None => Date::today(),
     };
 
@@ -71,10 +59,7 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
     }
     let providers: BTreeSet<_> = parsed.iter().map(|(_, r)| *r.plan.provider.get()).collect();
     let providers: Vec<_> = providers.into_iter().collect();
-    let catalog = match super::load_catalog(g, &providers, out) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let catalog = super::load_catalog(g, &providers, out)?;
     for s in catalog.sources.iter() {
         out.detail(&format!(
             "data: {} ({}), as of {}: {}",
@@ -98,35 +83,24 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
     if let Some(path) = &args.write_baseline {
         if !errors.is_empty() {
             out.stderr(&output::human(&errors, out.color));
-            out.stderr("error: the baseline was not written: fix the input first\n");
-            return exit::INPUT;
+            return Err(CmdError::Usage(
+                "the baseline was not written: fix the input first".into(),
+            ));
         }
         let b = baseline::build(&findings);
-        if let Err(e) = crate::output::write_atomic(path, baseline::to_json(&b).as_bytes()) {
-            out.stderr(&format!(
-                "error: cannot write the baseline `{}`: {e}\n",
-                path.display()
-            ));
-            return exit::INPUT;
-        }
+        crate::output::write_atomic(path, baseline::to_json(&b).as_bytes())
+            .map_err(|e| CmdError::write(path, e))?;
         out.info(&format!(
             "wrote {} finding(s) to the baseline `{}`",
             b.findings.len(),
             path.display()
         ));
-        return exit::OK;
+        return Ok(exit::OK);
     }
     if let Some(path) = &args.baseline {
-        match baseline::read(path) {
-            Ok(b) => {
-                let n = baseline::apply(&mut findings, &b, path);
-                out.detail(&format!("{n} finding(s) are in the baseline"));
-            }
-            Err(e) => {
-                out.stderr(&format!("error: {e}\n"));
-                return exit::INPUT;
-            }
-        }
+        let b = baseline::read(path)?;
+        let n = baseline::apply(&mut findings, &b, path);
+        out.detail(&format!("{n} finding(s) are in the baseline"));
     }
 
     match args.format {
@@ -144,13 +118,11 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
         }
         CheckFormat::Markdown => {
             let delta = match (&args.base, heads.as_slice()) {
-                (Some(base), [head]) => match super::diff::cost_delta_line(g, base, head, out) {
-                    Ok(line) => Some(line),
-                    Err(code) => return code,
-                },
+                (Some(base), [head]) => Some(super::diff::cost_delta_line(g, base, head, out)?),
                 (Some(_), _) => {
-                    out.stderr("error: `--base` compares one plan; give exactly one PLAN\n");
-                    return exit::INPUT;
+                    return Err(CmdError::Usage(
+                        "`--base` compares one plan; give exactly one PLAN".into(),
+                    ))
                 }
                 (None, _) => None,
             };
@@ -182,11 +154,12 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> u8 {
             }
         }
     }
-    if !errors.is_empty() {
+    // Input errors were reported with the findings, in the format asked for.
+    Ok(if !errors.is_empty() {
         exit::INPUT
     } else if findings.iter().any(Diag::is_blocking) {
         exit::FINDINGS
     } else {
         exit::OK
-    }
+    })
 }

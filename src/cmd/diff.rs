@@ -15,28 +15,26 @@ use crate::plan::{self, Plan};
 use crate::report::diff::{delta_sentence, human, markdown};
 use crate::source::SourceFile;
 
-/// Load, validate and recommend one plan file; errors are printed.
-fn load(g: &Global, file: Arc<SourceFile>, out: &Out) -> Result<(Plan, Recommendation), u8> {
+use super::{CmdError, CmdResult};
+
+/// Load, validate and recommend one plan file.
+fn load(g: &Global, file: Arc<SourceFile>, out: &Out) -> CmdResult<(Plan, Recommendation)> {
     let (p, catalog) = super::validate_file(g, file, out)?;
     let r = recommend::recommend(&p, &catalog);
     Ok((p, r))
 }
 
-fn read(path: &Path, out: &Out) -> Result<Arc<SourceFile>, u8> {
-    plan::load::read(path).map_err(|d| {
-        out.stderr(&crate::report::findings::human(&[*d], out.color));
-        exit::INPUT
-    })
+fn read(path: &Path) -> CmdResult<Arc<SourceFile>> {
+    plan::load::read(path).map_err(|d| CmdError::Located(vec![*d]))
 }
 
 /// The plan at `path` as committed at `reference`: `git show REF:./NAME`, run in the
 /// file's directory so the path resolves from there.
-fn read_git(reference: &str, path: &Path, out: &Out) -> Result<Arc<SourceFile>, u8> {
+fn read_git(reference: &str, path: &Path) -> CmdResult<Arc<SourceFile>> {
     if reference.starts_with('-') {
-        out.stderr(&format!(
-            "error: `--base-ref {reference}` is not a git revision\n"
-        ));
-        return Err(exit::INPUT);
+        return Err(CmdError::Usage(format!(
+            "`--base-ref {reference}` is not a git revision"
+        )));
     }
     let dir = path
         .parent()
@@ -46,34 +44,24 @@ fn read_git(reference: &str, path: &Path, out: &Out) -> Result<Arc<SourceFile>, 
         .file_name()
         .map_or(String::new(), |n| n.to_string_lossy().into_owned());
     let spec = format!("{reference}:./{name}");
-    let output = std::process::Command::new("git")
+    let o = std::process::Command::new("git")
         .args(["show", &spec, "--"])
         .current_dir(dir)
-        .output();
-    match output {
-        Ok(o) if o.status.success() => match String::from_utf8(o.stdout) {
-            Ok(text) => Ok(SourceFile::new(
-                format!("{reference}:{}", path.display()),
-                text,
-            )),
-            Err(_) => {
-                out.stderr(&format!("error: `{spec}` is not UTF-8 text\n"));
-                Err(exit::INPUT)
-            }
-        },
-        Ok(o) => {
-            out.stderr(&format!(
-                "error: cannot read `{}` at `{reference}` from git: {}\n",
-                path.display(),
-                String::from_utf8_lossy(&o.stderr).trim()
-            ));
-            Err(exit::INPUT)
-        }
-        Err(e) => {
-            out.stderr(&format!("error: cannot run git: {e}\n"));
-            Err(exit::INPUT)
-        }
+        .output()
+        .map_err(|e| CmdError::Usage(format!("cannot run git: {e}")))?;
+    if !o.status.success() {
+        return Err(CmdError::Usage(format!(
+            "cannot read `{}` at `{reference}` from git: {}",
+            path.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
     }
+    let text = String::from_utf8(o.stdout)
+        .map_err(|_| CmdError::Usage(format!("`{spec}` is not UTF-8 text")))?;
+    Ok(SourceFile::new(
+        format!("{reference}:{}", path.display()),
+        text,
+    ))
 }
 
 /// One line for a pull-request comment: the recommended cost before and after.
@@ -82,53 +70,37 @@ pub(crate) fn cost_delta_line(
     base: &Path,
     head: &Plan,
     out: &Out,
-) -> Result<String, u8> {
-    let (bp, rb) = load(g, read(base, out)?, out)?;
+) -> CmdResult<String> {
+    let (bp, rb) = load(g, read(base)?, out)?;
     let catalog = super::load_catalog(g, &[head.provider()], out)?;
     let rh = recommend::recommend(head, &catalog);
     let d = compute(&bp, head, &rb, &rh);
     Ok(delta_sentence(&d))
 }
 
-pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> u8 {
-    let guard = match args.fail_on_increase.as_deref().map(Guard::parse) {
-        Some(Err(e)) => {
-            out.stderr(&format!("error: {e}\n"));
-            return exit::INPUT;
-        }
-        Some(Ok(gd)) => Some(gd),
-        None => None,
-    };
+pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
+    let guard = args
+        .fail_on_increase
+        .as_deref()
+        .map(Guard::parse)
+        .transpose()?;
     let (base_file, head_path) = match (&args.base_ref, args.plans.as_slice()) {
-        (Some(r), [head]) => match read_git(r, head, out) {
-            Ok(f) => (f, head),
-            Err(c) => return c,
-        },
-        (None, [base, head]) => match read(base, out) {
-            Ok(f) => (f, head),
-            Err(c) => return c,
-        },
+        (Some(r), [head]) => (read_git(r, head)?, head),
+        (None, [base, head]) => (read(base)?, head),
         (Some(_), _) => {
-            out.stderr("error: with `--base-ref`, give one plan: the head version\n");
-            return exit::INPUT;
+            return Err(CmdError::Usage(
+                "with `--base-ref`, give one plan: the head version".into(),
+            ))
         }
         (None, _) => {
-            out.stderr("error: give two plans, BASE and HEAD, or `--base-ref REF HEAD`\n");
-            return exit::INPUT;
+            return Err(CmdError::Usage(
+                "give two plans, BASE and HEAD, or `--base-ref REF HEAD`".into(),
+            ))
         }
     };
-    let head_file = match read(head_path, out) {
-        Ok(f) => f,
-        Err(c) => return c,
-    };
-    let (bp, rb) = match load(g, base_file, out) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
-    let (hp, rh) = match load(g, head_file, out) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
+    let head_file = read(head_path)?;
+    let (bp, rb) = load(g, base_file, out)?;
+    let (hp, rh) = load(g, head_file, out)?;
     let mut d = compute(&bp, &hp, &rb, &rh);
     let exceeded = guard.is_some_and(|gd| {
         gd.exceeded(d.base.total_monthly_cost_usd, d.head.total_monthly_cost_usd)
@@ -147,15 +119,13 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> u8 {
         ReportFormat::Markdown => out.stdout(&markdown(&d)),
     }
     if exceeded {
-        out.stderr(&format!(
-            "error: the recommended monthly cost rises by {} ({}), past `--fail-on-increase {}`\n",
+        return Err(CmdError::Refused(format!(
+            "the recommended monthly cost rises by {} ({}), past `--fail-on-increase {}`",
             usd(d.delta_usd),
             d.delta_pct
                 .map_or("from nothing".to_owned(), |p| format!("{p:+.2}%")),
             args.fail_on_increase.as_deref().unwrap_or("")
-        ));
-        exit::FINDINGS
-    } else {
-        exit::OK
+        )));
     }
+    Ok(exit::OK)
 }

@@ -24,22 +24,15 @@ fn doc(r: &dyn Rule) -> RuleDoc {
     }
 }
 
-pub(crate) fn run(args: &ExplainArgs, out: &Out) -> u8 {
+pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
     if args
         .rule
         .as_deref()
         .is_some_and(|r| r.eq_ignore_ascii_case("recommend"))
     {
-        return match crate::catalog::Catalog::embedded(&[]) {
-            Ok(c) => {
-                out.stdout(&crate::engine::recommend::model_text(&c));
-                exit::OK
-            }
-            Err(e) => {
-                out.stderr(&format!("error: {e}\n"));
-                exit::INPUT
-            }
-        };
+        let c = crate::catalog::Catalog::embedded(&[])?;
+        out.stdout(&crate::engine::recommend::model_text(&c));
+        return Ok(exit::OK);
     }
     let selected: Vec<&dyn Rule> = if args.all {
         RULES.to_vec()
@@ -52,11 +45,10 @@ pub(crate) fn run(args: &ExplainArgs, out: &Out) -> u8 {
                 let hint = crate::plan::load::did_you_mean(id, &ids)
                     .map(|b| format!("; did you mean `{b}`?"))
                     .unwrap_or_default();
-                out.stderr(&format!(
-                    "error: unknown rule `{id}`{hint} (rules are GP001-GP{:03})\n",
+                return Err(super::CmdError::Usage(format!(
+                    "unknown rule `{id}`{hint} (rules are GP001-GP{:03})",
                     RULES.len()
-                ));
-                return exit::INPUT;
+                )));
             }
         }
     };
@@ -79,5 +71,5 @@ pub(crate) fn run(args: &ExplainArgs, out: &Out) -> u8 {
             out.stdout(&text.join("\n"));
         }
     }
-    exit::OK
+    Ok(exit::OK)
 }

@@ -7,37 +7,28 @@ use crate::output::{write_atomic, Out};
 const AZURE: &str = include_str!("../../templates/init/azure.toml");
 const AWS: &str = include_str!("../../templates/init/aws.toml");
 
-pub(crate) fn run(args: &InitArgs, out: &Out) -> u8 {
+use super::{CmdError, CmdResult};
+
+pub(crate) fn run(args: &InitArgs, out: &Out) -> CmdResult {
     let text = match args.provider {
         ProviderArg::Azure => AZURE,
         ProviderArg::Aws => AWS,
     };
     if args.path.as_os_str() == "-" {
         out.stdout(text);
-        return exit::OK;
+        return Ok(exit::OK);
     }
     if args.path.exists() && !args.force {
-        out.stderr(&format!(
-            "error: `{}` already exists; pass --force to overwrite it\n",
+        return Err(CmdError::Usage(format!(
+            "`{}` already exists; pass --force to overwrite it",
             args.path.display()
-        ));
-        return exit::INPUT;
+        )));
     }
-    match write_atomic(&args.path, text.as_bytes()) {
-        Ok(()) => {
-            out.info(&format!(
-                "wrote {}; run `gpuplan check {}`",
-                args.path.display(),
-                args.path.display()
-            ));
-            exit::OK
-        }
-        Err(e) => {
-            out.stderr(&format!(
-                "error: cannot write `{}`: {e}\n",
-                args.path.display()
-            ));
-            exit::INPUT
-        }
-    }
+    write_atomic(&args.path, text.as_bytes()).map_err(|e| CmdError::write(&args.path, e))?;
+    out.info(&format!(
+        "wrote {}; run `gpuplan check {}`",
+        args.path.display(),
+        args.path.display()
+    ));
+    Ok(exit::OK)
 }

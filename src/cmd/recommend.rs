@@ -7,17 +7,14 @@ use crate::engine::recommend;
 use crate::output::Out;
 use crate::report::recommend::{human, json, markdown};
 
-pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
+use super::{CmdError, CmdResult};
+
+pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
     let started = std::time::Instant::now();
     if args.live {
-        if let Err(code) = super::refresh::live(g, &args.plan, out) {
-            return code;
-        }
+        super::refresh::live(g, &args.plan, out)?;
     }
-    let (p, catalog) = match super::load_plan(g, &args.plan, out) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    let (p, catalog) = super::load_plan(g, &args.plan, out)?;
     let mut rec = recommend::recommend(&p, &catalog);
     crate::rules::settle_recommendation(
         &p,
@@ -41,20 +38,8 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
         out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
     }
     if let Some(dest) = &args.write_plan {
-        let text = match crate::render::write_plan::plan_with_pools(&p.file.text, &rec) {
-            Ok(t) => t,
-            Err(e) => {
-                out.stderr(&format!("error: `--write-plan`: {e}\n"));
-                return exit::INPUT;
-            }
-        };
-        if let Err(e) = crate::output::write_atomic(dest, text.as_bytes()) {
-            out.stderr(&format!(
-                "error: cannot write `{}`: {e}\n",
-                crate::core::printable(&dest.display().to_string())
-            ));
-            return exit::INPUT;
-        }
+        let text = crate::render::write_plan::plan_with_pools(&p.file.text, &rec)?;
+        crate::output::write_atomic(dest, text.as_bytes()).map_err(|e| CmdError::write(dest, e))?;
         out.stderr(&format!(
             "wrote {} recommended pool(s) into `{}`\n",
             rec.pools.len(),
@@ -62,9 +47,9 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> u8 {
         ));
     }
     super::report_resources(out, started);
-    if rec.unsatisfiable() {
+    Ok(if rec.unsatisfiable() {
         exit::FINDINGS
     } else {
         exit::OK
-    }
+    })
 }

@@ -11,12 +11,15 @@ use crate::live::cache;
 use crate::live::refresh::{self, Endpoints, Request, PARTS};
 use crate::output::Out;
 
+use super::{CmdError, CmdResult};
+
 /// `--live` on `check` and `recommend`: refresh what the plan uses before reading it. Azure
 /// quota and SKU availability need a subscription; without one they are skipped, and said so.
-pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> Result<(), u8> {
+pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> CmdResult<()> {
     if plan.as_os_str() == "-" {
-        out.stderr("error: `--live` needs a plan file, not standard input\n");
-        return Err(exit::INPUT);
+        return Err(CmdError::Usage(
+            "`--live` needs a plan file, not standard input".into(),
+        ));
     }
     let (p, _) = super::load_plan(g, plan, out)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
@@ -46,17 +49,11 @@ pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> Result<(), 
         pricing_url: env("GPUPLAN_AWS_PRICING_URL"),
         spot_advisor_url: env("GPUPLAN_AWS_SPOT_ADVISOR_URL"),
     };
-    match run(g, &args, out) {
-        exit::OK => Ok(()),
-        code => Err(code),
-    }
+    run(g, &args, out).map(|_| ())
 }
 
-pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
-    let fail = |msg: String| {
-        out.stderr(&format!("error: {}\n", crate::core::redact(&msg)));
-        exit::INPUT
-    };
+pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
+    let fail = |msg: String| Err(CmdError::Usage(msg));
     let mut parts: Vec<&'static str> = Vec::new();
     for what in &args.only {
         match PARTS.iter().find(|p| **p == what.trim()) {
@@ -77,21 +74,17 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
     if let Some(path) = &args.plan {
         // The plan is read against the embedded catalog alone: a cache that no longer loads
         // must not stop the refresh that replaces it.
-        match super::load_plan_embedded(path, provider, out) {
-            Ok(p) => {
-                if p.provider() != provider {
-                    return fail(format!(
-                        "`{}` is a {} plan; refresh it with `--provider {}`",
-                        path.display(),
-                        p.provider(),
-                        p.provider()
-                    ));
-                }
-                regions.extend(p.regions().map(str::to_owned));
-                plan_subscription = p.raw.plan.subscription.as_ref().map(|s| s.get().clone());
-            }
-            Err(code) => return code,
+        let p = super::load_plan_embedded(path, provider)?;
+        if p.provider() != provider {
+            return fail(format!(
+                "`{}` is a {} plan; refresh it with `--provider {}`",
+                path.display(),
+                p.provider(),
+                p.provider()
+            ));
         }
+        regions.extend(p.regions().map(str::to_owned));
+        plan_subscription = p.raw.plan.subscription.as_ref().map(|s| s.get().clone());
     }
     if regions.is_empty() {
         return fail("give the regions to refresh: `--region REGION` or `--plan PLAN`".into());
@@ -119,20 +112,14 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
         },
         dry_run: args.dry_run,
     };
-    let (scope, requests, tasks) = match refresh::plan(request) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
+    let (scope, requests, tasks) = refresh::plan(request)?;
     if args.dry_run {
         for r in requests {
             out.stdout(&format!("{}\n", crate::core::redact(&r)));
         }
-        return exit::OK;
+        return Ok(exit::OK);
     }
-    let entries = match refresh::execute(tasks, !out.quiet) {
-        Ok(e) => e,
-        Err(e) => return fail(format!("{e}; the cache is unchanged")),
-    };
+    let entries = refresh::execute(tasks, !out.quiet)?;
     // The refreshed files must load exactly as every later command will load them: a
     // price that is NaN, infinite or negative is refused here, not written.
     let verify = |stage: &std::path::Path| {
@@ -155,13 +142,10 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
                 other => other.to_string(),
             })
     };
-    match cache::write(&dir, &entries, &scope.today, &verify) {
-        Ok(notes) => {
-            for n in notes {
-                out.stderr(&format!("warning: {}\n", crate::core::redact(&n)));
-            }
-        }
-        Err(e) => return fail(format!("{e}; the cache is unchanged")),
+    let notes = cache::write(&dir, &entries, &scope.today, &verify)
+        .map_err(crate::live::LiveError::from)?;
+    for n in notes {
+        out.stderr(&format!("warning: {}\n", crate::core::redact(&n)));
     }
     for e in &entries {
         out.info(&format!(
@@ -176,5 +160,5 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> u8 {
         scope.regions.join(", "),
         dir.display()
     ));
-    exit::OK
+    Ok(exit::OK)
 }

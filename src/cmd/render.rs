@@ -7,15 +7,15 @@ use crate::engine::recommend;
 use crate::output::Out;
 use crate::render::{self, view};
 
-pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
-    let (p, catalog) = match super::load_plan(g, &args.plan, out) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+use super::{CmdError, CmdResult};
+
+pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
+    let (p, catalog) = super::load_plan(g, &args.plan, out)?;
     let rec = if args.declared {
         if p.pools().is_empty() {
-            out.stderr("error: `--declared`: the plan declares no `[[pool]]`\n");
-            return exit::INPUT;
+            return Err(CmdError::Usage(
+                "`--declared`: the plan declares no `[[pool]]`".into(),
+            ));
         }
         // Declared pools that `check` fails would be created as they are: refuse, unless
         // asked to render them anyway.
@@ -29,11 +29,10 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
         .filter(|d| d.suppressed.is_none() && d.severity == crate::diag::Severity::Error)
         .count();
         if errors > 0 && !args.force {
-            out.stderr(&format!(
-                "error: `{}` fails `gpuplan check` with {errors} error(s); nothing rendered (fix them, or pass `--force` to render the declared pools anyway)\n",
+            return Err(CmdError::Refused(format!(
+                "`{}` fails `gpuplan check` with {errors} error(s); nothing rendered (fix them, or pass `--force` to render the declared pools anyway)",
                 args.plan.display()
-            ));
-            return exit::FINDINGS;
+            )));
         }
         if errors > 0 {
             out.stderr(&format!(
@@ -51,8 +50,9 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
         for f in rec.findings.iter().filter(|f| f.severity == "error") {
             out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
         }
-        out.stderr("error: nothing rendered: the plan cannot be met as it stands\n");
-        return exit::FINDINGS;
+        return Err(CmdError::Refused(
+            "nothing rendered: the plan cannot be met as it stands".into(),
+        ));
     }
     let v = view::build(
         &p,
@@ -66,20 +66,13 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
     );
     if let Some(dir) = &args.templates {
         if !dir.is_dir() {
-            out.stderr(&format!(
-                "error: `--templates {}`: no such directory (its layout is that of templates/render/)\n",
+            return Err(CmdError::Usage(format!(
+                "`--templates {}`: no such directory (its layout is that of templates/render/)",
                 dir.display()
-            ));
-            return exit::INPUT;
+            )));
         }
     }
-    let files = match render::render(&v, args.templates.as_deref()) {
-        Ok(f) => f,
-        Err(e) => {
-            out.stderr(&format!("error: {e}\n"));
-            return exit::INPUT;
-        }
-    };
+    let files = render::render(&v, args.templates.as_deref())?;
     if args.check {
         let drift = render::drift(&args.out, &files);
         if drift.is_empty() {
@@ -88,22 +81,18 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
                 files.len(),
                 args.out.display()
             ));
-            return exit::OK;
+            return Ok(exit::OK);
         }
         for f in &drift {
             out.stdout(&format!("{}\n", args.out.join(f).display()));
         }
-        out.stderr(&format!(
-            "error: {} file(s) differ from what `{}` renders today\n",
+        return Err(CmdError::Refused(format!(
+            "{} file(s) differ from what `{}` renders today",
             drift.len(),
             args.plan.display()
-        ));
-        return exit::FINDINGS;
+        )));
     }
-    if let Err(e) = render::write(&args.out, &files) {
-        out.stderr(&format!("error: {e}\n"));
-        return exit::INPUT;
-    }
+    render::write(&args.out, &files)?;
     for f in files.keys() {
         out.detail(&format!("wrote {}", args.out.join(f).display()));
     }
@@ -112,5 +101,5 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> u8 {
         files.len(),
         args.out.display()
     ));
-    exit::OK
+    Ok(exit::OK)
 }

@@ -6,68 +6,61 @@ use crate::engine::recommend;
 use crate::output::Out;
 use crate::review::{self, files, prometheus, telemetry};
 
-fn input_error(out: &Out, msg: &str) -> u8 {
-    out.stderr(&format!("error: {msg}\n"));
-    exit::INPUT
+use super::{CmdError, CmdResult};
+
+fn usage(msg: impl Into<String>) -> CmdError {
+    CmdError::Usage(msg.into())
 }
 
-pub(crate) fn run(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
+pub(crate) fn run(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
     let started = std::time::Instant::now();
-    let code = review(g, args, out);
+    let result = review(g, args, out);
     super::report_resources(out, started);
-    code
+    result
 }
 
-fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
+fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
     let step = match args.step.as_deref().map(telemetry::parse_duration) {
         Some(None) => {
-            return input_error(
-                out,
+            return Err(usage(
                 "`--step`: expected a duration such as 60s or 5m (at most 3660d)",
-            )
+            ))
         }
         Some(Some(s)) => Some(s),
         None => None,
     };
     let Some(stalled_after) = telemetry::parse_duration(&args.stalled_after) else {
-        return input_error(
-            out,
+        return Err(usage(
             "`--stalled-after`: expected a duration such as 2h (at most 3660d)",
-        );
+        ));
     };
-    let (p, catalog) = match super::load_plan(g, &args.plan, out) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    let (p, catalog) = super::load_plan(g, &args.plan, out)?;
     let sources = [
         args.prometheus.is_some(),
         args.csv.is_some(),
         args.metrics.is_some(),
     ];
     if sources.iter().filter(|s| **s).count() != 1 {
-        return input_error(
-            out,
+        return Err(usage(
             "give one telemetry source: `--prometheus URL`, `--csv FILE` or `--metrics FILE`",
-        );
+        ));
     }
-    let parse_t = |s: &Option<String>, what: &str| -> Result<Option<i64>, String> {
+    let parse_t = |s: &Option<String>, what: &str| -> CmdResult<Option<i64>> {
         match s {
             None => Ok(None),
             Some(v) => telemetry::parse_time(v).map(Some).ok_or_else(|| {
-                format!("`--{what} {v}`: expected RFC 3339 or Unix seconds, from 1970 to 9999")
+                usage(format!(
+                    "`--{what} {v}`: expected RFC 3339 or Unix seconds, from 1970 to 9999"
+                ))
             }),
         }
     };
-    let (from, to) = match (parse_t(&args.from, "from"), parse_t(&args.to, "to")) {
-        (Ok(f), Ok(t)) => (f, t),
-        (Err(e), _) | (_, Err(e)) => return input_error(out, &e),
-    };
+    let (from, to) = (parse_t(&args.from, "from")?, parse_t(&args.to, "to")?);
     let window = match args.window.as_deref().map(telemetry::parse_duration) {
         Some(None) => {
-            return input_error(
-                out,
+            return Err(usage(
                 "`--window`: expected a duration such as 90d (at most 3660d)",
-            )
+            ))
         }
         Some(w) => w,
         None => None,
@@ -80,7 +73,9 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
         let to = to.unwrap_or(now);
         let from = from.unwrap_or(to - window.unwrap_or(90 * 86_400));
         if from >= to {
-            return input_error(out, "the window is empty: `--from` must come before `--to`");
+            return Err(usage(
+                "the window is empty: `--from` must come before `--to`",
+            ));
         }
         let client = prometheus::Client {
             base: url.clone(),
@@ -93,19 +88,13 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
             timeout: std::time::Duration::from_secs(args.timeout),
         };
         let step = step.unwrap_or_else(|| prometheus::step_for(to - from));
-        let grid = match review::query::Grid::new(from, to, step) {
-            Ok(g) => g,
-            Err(e) => return input_error(out, &e),
-        };
-        match client.fetch(grid, cluster) {
-            Ok(a) => (
-                a,
-                grid,
-                format!("Prometheus {}", crate::core::redact(url)),
-                Vec::new(),
-            ),
-            Err(e) => return input_error(out, &e),
-        }
+        let grid = review::query::Grid::new(from, to, step)?;
+        (
+            client.fetch(grid, cluster)?,
+            grid,
+            format!("Prometheus {}", crate::core::redact(url)),
+            Vec::new(),
+        )
     } else {
         let w = files::Window {
             from,
@@ -113,20 +102,14 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
             window,
             step,
         };
-        let read = match (&args.csv, &args.metrics) {
-            (Some(p), _) => files::read_csv(p, w),
-            (_, Some(p)) => files::read_exposition(p, w, cluster),
-            _ => return input_error(out, "no telemetry source"),
+        let r = match (&args.csv, &args.metrics) {
+            (Some(p), _) => files::read_csv(p, w)?,
+            (_, Some(p)) => files::read_exposition(p, w, cluster)?,
+            _ => return Err(usage("no telemetry source")),
         };
-        match read {
-            Ok(r) => (r.answers, r.grid, r.source, r.notes),
-            Err(e) => return input_error(out, &e),
-        }
+        (r.answers, r.grid, r.source, r.notes)
     };
-    let t = match review::assemble::assemble(&answers, grid, &p, &catalog, cluster, source, notes) {
-        Ok(t) => t,
-        Err(e) => return input_error(out, &e),
-    };
+    let t = review::assemble::assemble(&answers, grid, &p, &catalog, cluster, source, notes)?;
     for n in &t.notes {
         out.stderr(&format!(
             "warning: {}\n",
@@ -134,14 +117,11 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
         ));
     }
     if t.pods.is_empty() {
-        return input_error(
-            out,
-            &format!(
-                "no GPU samples between {} and {}: nothing to review",
-                telemetry::format_time(t.from),
-                telemetry::format_time(t.to)
-            ),
-        );
+        return Err(CmdError::Review(review::ReviewError::Data(format!(
+            "no GPU samples between {} and {}: nothing to review",
+            telemetry::format_time(t.from),
+            telemetry::format_time(t.to)
+        ))));
     }
     let rec = recommend::recommend(&p, &catalog);
     let r = review::analyse(
@@ -162,12 +142,11 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> u8 {
     };
     match &args.out {
         Some(path) => {
-            if let Err(e) = crate::output::write_atomic(path, text.as_bytes()) {
-                return input_error(out, &format!("cannot write `{}`: {e}", path.display()));
-            }
+            crate::output::write_atomic(path, text.as_bytes())
+                .map_err(|e| CmdError::write(path, e))?;
             out.info(&format!("wrote the review to `{}`", path.display()));
         }
         None => out.stdout(&text),
     }
-    exit::OK
+    Ok(exit::OK)
 }

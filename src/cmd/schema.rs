@@ -10,7 +10,7 @@ pub(crate) fn schema_json() -> String {
     serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
 }
 
-pub(crate) fn run(out: &Out) -> u8 {
+pub(crate) fn run(out: &Out) -> super::CmdResult {
     out.stdout(&schema_json());
-    exit::OK
+    Ok(exit::OK)
 }

@@ -131,28 +131,52 @@ pub(crate) fn to_json(b: &Baseline) -> String {
     serde_json::to_string_pretty(b).unwrap_or_default() + "\n"
 }
 
-pub(crate) fn read(path: &Path) -> Result<Baseline, String> {
+/// Why a baseline file cannot be used.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub(crate) enum BaselineError {
+    #[error("cannot read the baseline `{path}`: {source}")]
+    #[diagnostic(code(gpuplan::baseline::read))]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: not a gpuplan baseline: {message}")]
+    #[diagnostic(code(gpuplan::baseline::parse))]
+    Parse {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: schema `{found}`, expected `{SCHEMA}`")]
+    #[diagnostic(code(gpuplan::baseline::schema))]
+    Schema { path: String, found: String },
+}
+
+pub(crate) fn read(path: &Path) -> Result<Baseline, BaselineError> {
+    let shown = path.display().to_string();
     // A baseline holds a fingerprint per accepted finding: 64 MiB is millions of them.
     let text = crate::source::read_bounded(path, 64 << 20)
         .and_then(|b| {
             String::from_utf8(b)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
         })
-        .map_err(|e| format!("cannot read the baseline `{}`: {e}", path.display()))?;
-    let b: Baseline = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}:{}:{}: not a gpuplan baseline: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        )
+        .map_err(|source| BaselineError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+    let b: Baseline = serde_json::from_str(&text).map_err(|e| BaselineError::Parse {
+        path: shown.clone(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
     })?;
     if b.schema != SCHEMA {
-        return Err(format!(
-            "{}: schema `{}`, expected `{SCHEMA}`",
-            path.display(),
-            b.schema
-        ));
+        return Err(BaselineError::Schema {
+            path: shown,
+            found: b.schema,
+        });
     }
     Ok(b)
 }

@@ -18,12 +18,16 @@ pub(crate) enum Guard {
     Usd(f64),
 }
 
+/// A `--fail-on-increase` value that is neither a percentage nor an amount.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, miette::Diagnostic)]
+#[error("`--fail-on-increase {0}`: expected a percentage such as `10%` or an amount in USD such as `500`")]
+#[diagnostic(code(gpuplan::diff::guard))]
+pub(crate) struct GuardError(String);
+
 impl Guard {
-    pub(crate) fn parse(s: &str) -> Result<Guard, String> {
+    pub(crate) fn parse(s: &str) -> Result<Guard, GuardError> {
         let t = s.trim();
-        let bad = || {
-            format!("`--fail-on-increase {s}`: expected a percentage such as `10%` or an amount in USD such as `500`")
-        };
+        let bad = || GuardError(s.to_owned());
         if let Some(p) = t.strip_suffix('%') {
             let v: f64 = p.trim().parse().map_err(|_| bad())?;
             return (v.is_finite() && v >= 0.0)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::catalog::columns;
 use crate::core::{Date, Provider};
-use crate::live::{aws, azure_mgmt, azure_prices, cache};
+use crate::live::{aws, azure_mgmt, azure_prices, cache, LiveError};
 
 /// A refresh as the command line (or any caller) asks for it.
 #[derive(Debug, Clone)]
@@ -92,7 +92,7 @@ impl Scope {
 
 /// What a request fetches: the scope it covers, the requests (as `--dry-run` lists them) and
 /// the tasks (none for a dry run).
-pub(crate) fn plan(req: Request) -> Result<(Scope, Vec<String>, Vec<Task>), String> {
+pub(crate) fn plan(req: Request) -> Result<(Scope, Vec<String>, Vec<Task>), LiveError> {
     let mut parts = if req.parts.is_empty() {
         PARTS.to_vec()
     } else {
@@ -104,9 +104,11 @@ pub(crate) fn plan(req: Request) -> Result<(Scope, Vec<String>, Vec<Task>), Stri
     regions.sort();
     regions.dedup();
     if regions.is_empty() {
-        return Err("give the regions to refresh: `--region REGION` or `--plan PLAN`".into());
+        return Err(LiveError::Request(
+            "give the regions to refresh: `--region REGION` or `--plan PLAN`".into(),
+        ));
     }
-    let catalog = crate::catalog::Catalog::embedded(&[req.provider]).map_err(|e| e.to_string())?;
+    let catalog = crate::catalog::Catalog::embedded(&[req.provider])?;
     let skus: Vec<String> = catalog
         .provider(req.provider)
         .map(|pc| {
@@ -129,22 +131,24 @@ pub(crate) fn plan(req: Request) -> Result<(Scope, Vec<String>, Vec<Task>), Stri
         endpoints: req.endpoints,
         dry_run: req.dry_run,
     };
+    // What the provider's planning refuses is the request's, not a provider's answer.
     let (requests, tasks) = match req.provider {
-        Provider::Azure => azure(&scope)?,
-        Provider::Aws => aws::plan(&scope)?,
-    };
+        Provider::Azure => azure(&scope),
+        Provider::Aws => aws::plan(&scope),
+    }
+    .map_err(LiveError::Request)?;
     Ok((scope, requests, tasks))
 }
 
 /// Run every task, `CONCURRENCY` at a time, with a progress bar on stderr (hidden when stderr
 /// is not a terminal or with `--quiet`). The first error wins; nothing is kept from the others.
-pub(crate) fn execute(tasks: Vec<Task>, progress: bool) -> Result<Vec<cache::Entry>, String> {
+pub(crate) fn execute(tasks: Vec<Task>, progress: bool) -> Result<Vec<cache::Entry>, LiveError> {
     use futures::StreamExt;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(LiveError::Runtime)?;
     let bar = if !progress {
         indicatif::ProgressBar::hidden()
     } else {
@@ -175,7 +179,7 @@ pub(crate) fn execute(tasks: Vec<Task>, progress: bool) -> Result<Vec<cache::Ent
     bar.finish_and_clear();
     let mut entries = Vec::new();
     for r in results {
-        entries.extend(r?);
+        entries.extend(r.map_err(LiveError::Fetch)?);
     }
     // Tasks finish in any order; the cache is written in one.
     entries.sort_by(|a, b| a.path.cmp(b.path));

@@ -7,12 +7,18 @@ use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Tab
 use crate::core::MigManager;
 use crate::engine::recommend::{RecPool, Recommendation};
 
+/// Why `--write-plan` cannot rewrite a plan text.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum WritePlanError {
+    #[error("the plan does not parse as TOML: {0}")]
+    #[diagnostic(code(gpuplan::write_plan::toml))]
+    NotToml(#[from] toml_edit::TomlError),
+}
+
 /// The plan text `text` with the recommendation's pools in place of its own, each written
 /// for the MIG manager it was recommended under, or why not.
-pub fn plan_with_pools(text: &str, rec: &Recommendation) -> Result<String, String> {
-    let mut doc: DocumentMut = text
-        .parse()
-        .map_err(|e| format!("the plan does not parse as TOML: {e}"))?;
+pub fn plan_with_pools(text: &str, rec: &Recommendation) -> Result<String, WritePlanError> {
+    let mut doc: DocumentMut = text.parse()?;
     doc.remove("pool");
     let mut pools = ArrayOfTables::new();
     for p in &rec.pools {

@@ -242,7 +242,7 @@ pub(crate) fn assemble(
     cluster: Option<&str>,
     source: String,
     mut notes: Vec<String>,
-) -> Result<Telemetry, String> {
+) -> Result<Telemetry, super::ReviewError> {
     let step = grid.step;
     let stepf = step as f64;
     // Several clusters in one store (Thanos, Mimir) must not be merged silently.
@@ -253,11 +253,11 @@ pub(crate) fn assemble(
         }
     }
     if cluster.is_none() && clusters.len() > 1 {
-        return Err(format!(
+        return Err(super::ReviewError::Data(format!(
             "the data holds {} clusters ({}): review one at a time with `--cluster NAME`",
             clusters.len(),
             clusters.iter().copied().collect::<Vec<_>>().join(", ")
-        ));
+        )));
     }
 
     let ksm = interval(

@@ -17,13 +17,38 @@ use std::io::BufRead;
 
 use super::query::{wanted, Answers, Collector, Grid};
 use super::telemetry::parse_time;
+use super::ReviewError;
 
-fn err(file: &str, line: usize, msg: impl std::fmt::Display) -> String {
-    format!("{file}:{line}: {msg}")
+fn err(file: &str, line: usize, msg: impl std::fmt::Display) -> ReviewError {
+    ReviewError::At {
+        file: file.to_owned(),
+        line,
+        column: None,
+        message: msg.to_string(),
+    }
 }
 
-fn err_at(file: &str, line: usize, col: usize, msg: impl std::fmt::Display) -> String {
-    format!("{file}:{line}:{col}: {msg}")
+fn err_at(file: &str, line: usize, col: usize, msg: impl std::fmt::Display) -> ReviewError {
+    ReviewError::At {
+        file: file.to_owned(),
+        line,
+        column: Some(col),
+        message: msg.to_string(),
+    }
+}
+
+fn read_err(file: &str) -> impl Fn(std::io::Error) -> ReviewError + '_ {
+    move |source| ReviewError::Read {
+        file: file.to_owned(),
+        source,
+    }
+}
+
+fn file_err(file: &str, message: String) -> ReviewError {
+    ReviewError::File {
+        file: file.to_owned(),
+        message,
+    }
 }
 
 /// The largest value a GPU request, allocatable count or usage sample may have: no node holds
@@ -54,12 +79,14 @@ pub struct Read {
 /// win; `--window` alone is the last stretch of the data (or before `--to`); the step is
 /// `--step`, or the one a Prometheus server would be asked at for that span, and an unset
 /// start is aligned to it.
-pub(crate) fn grid_for(min_ms: i64, max_ms: i64, w: Window) -> Result<Grid, String> {
+pub(crate) fn grid_for(min_ms: i64, max_ms: i64, w: Window) -> Result<Grid, ReviewError> {
     let data_from = min_ms.div_euclid(1000);
     let data_to = (max_ms + 999).div_euclid(1000) + 1;
     let span = |from: i64, to: i64| {
         if from >= to {
-            Err("the window is empty: `--from` must come before `--to`".to_owned())
+            Err(ReviewError::Window(
+                "the window is empty: `--from` must come before `--to`".to_owned(),
+            ))
         } else {
             Ok(w.step
                 .unwrap_or_else(|| super::prometheus::step_for(to - from)))
@@ -96,7 +123,7 @@ struct Line<'a> {
     ts: Option<&'a str>,
 }
 
-fn cut<'a>(file: &str, line: usize, l: &'a str) -> Result<Line<'a>, String> {
+fn cut<'a>(file: &str, line: usize, l: &'a str) -> Result<Line<'a>, ReviewError> {
     let name_end = l
         .bytes()
         .position(|b| b == b'{' || b == b' ' || b == b'\t')
@@ -171,15 +198,16 @@ fn labels(s: &str) -> Option<BTreeMap<String, String>> {
 fn each_line(
     path: &std::path::Path,
     file: &str,
-    mut f: impl FnMut(usize, &str) -> Result<(), String>,
-) -> Result<u64, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read `{file}`: {e}"))?;
+    mut f: impl FnMut(usize, &str) -> Result<(), ReviewError>,
+) -> Result<u64, ReviewError> {
+    let meta = std::fs::metadata(path).map_err(read_err(file))?;
     if !meta.is_file() {
-        return Err(format!(
-            "cannot read `{file}`: not a regular file (a pipe, a device or a directory)"
-        ));
+        return Err(read_err(file)(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a pipe, a device or a directory)",
+        )));
     }
-    let fh = std::fs::File::open(path).map_err(|e| format!("cannot read `{file}`: {e}"))?;
+    let fh = std::fs::File::open(path).map_err(read_err(file))?;
     let mut r = std::io::BufReader::with_capacity(1 << 20, fh);
     let mut buf = Vec::new();
     let mut n = 0usize;
@@ -189,7 +217,7 @@ fn each_line(
         // path) cannot take the memory the streaming reader saves.
         let got = std::io::Read::take(&mut r, MAX_LINE + 1)
             .read_until(b'\n', &mut buf)
-            .map_err(|e| format!("cannot read `{file}`: {e}"))?;
+            .map_err(read_err(file))?;
         if got == 0 {
             return Ok(n as u64);
         }
@@ -256,7 +284,7 @@ fn bounded(tok: &str, max: f64) -> Option<f64> {
         .filter(|v| v.is_finite() && (0.0..=max).contains(v))
 }
 
-fn value_of(file: &str, line: usize, raw: &str, tok: &str, max: f64) -> Result<f64, String> {
+fn value_of(file: &str, line: usize, raw: &str, tok: &str, max: f64) -> Result<f64, ReviewError> {
     bounded(tok, max).ok_or_else(|| {
         err_at(
             file,
@@ -278,7 +306,7 @@ pub fn read_exposition(
     path: &std::path::Path,
     w: Window,
     cluster: Option<&str>,
-) -> Result<Read, String> {
+) -> Result<Read, ReviewError> {
     let file = path.display().to_string();
     let mut scan = Scan {
         all_plausible_seconds: true,
@@ -353,9 +381,7 @@ pub fn read_exposition(
         (false, "Prometheus text")
     };
     if scan.samples == 0 {
-        return Err(format!(
-            "{file}: no GPU samples (kube_pod_container_resource_requests for nvidia_com_gpu, or DCGM_FI_PROF_GR_ENGINE_ACTIVE)"
-        ));
+        return Err(file_err(&file, "no GPU samples (kube_pod_container_resource_requests for nvidia_com_gpu, or DCGM_FI_PROF_GR_ENGINE_ACTIVE)".to_owned()));
     }
     let to_ms = |v: f64| -> f64 {
         if seconds {
@@ -366,10 +392,13 @@ pub fn read_exposition(
     };
     let limit = super::telemetry::MAX_TIME as f64 * 1000.0;
     if to_ms(scan.max) > limit {
-        return Err(format!(
-            "{file}: timestamps beyond 9999 ({}): expected {}",
-            scan.max,
-            if seconds { "seconds" } else { "milliseconds" }
+        return Err(file_err(
+            &file,
+            format!(
+                "timestamps beyond 9999 ({}): expected {}",
+                scan.max,
+                if seconds { "seconds" } else { "milliseconds" }
+            ),
         ));
     }
     let grid = grid_for(
@@ -443,20 +472,20 @@ pub fn read_exposition(
 }
 
 /// Read the CSV format as the samples kube-state-metrics and dcgm-exporter would have given.
-pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, String> {
+pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, ReviewError> {
     let file = path.display().to_string();
     let text = crate::source::read_bounded(path, 4 << 30)
         .and_then(|b| {
             String::from_utf8(b)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
         })
-        .map_err(|e| format!("cannot read `{file}`: {e}"))?;
+        .map_err(read_err(&file))?;
     let rows = csv_rows(&file, &text)?;
     let (Some(min), Some(max)) = (
         rows.iter().map(|r| r.time).min(),
         rows.iter().map(|r| r.time).max(),
     ) else {
-        return Err(format!("{file}: no rows"));
+        return Err(file_err(&file, "no rows".to_owned()));
     };
     let grid = grid_for(min * 1000, max * 1000, w)?;
     let mut c = Collector::new(grid, None);
@@ -540,7 +569,7 @@ struct Row {
     app: Option<String>,
 }
 
-fn csv_rows(file: &str, text: &str) -> Result<Vec<Row>, String> {
+fn csv_rows(file: &str, text: &str) -> Result<Vec<Row>, ReviewError> {
     let mut rdr = csv::ReaderBuilder::new()
         .flexible(true)
         .from_reader(text.as_bytes());
@@ -582,7 +611,7 @@ fn csv_rows(file: &str, text: &str) -> Result<Vec<Row>, String> {
                 .filter(|s| !s.is_empty())
                 .ok_or_else(|| err_at(file, line, col(c), format!("`{what}` is empty")))
         };
-        let num = |c: usize, what: &str, max: f64| -> Result<f64, String> {
+        let num = |c: usize, what: &str, max: f64| -> Result<f64, ReviewError> {
             let s = field(c, what)?;
             bounded(s, max).ok_or_else(|| {
                 err_at(

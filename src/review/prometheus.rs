@@ -3,6 +3,7 @@
 //! Prometheus's 11,000 points: per-window over-time aggregates by pod and device, never raw
 //! samples.
 
+use super::ReviewError;
 use std::time::Duration;
 
 use crate::http::Failure;
@@ -56,7 +57,7 @@ pub(crate) const SPLIT_SECONDS: i64 = 7 * 86_400;
 impl Client {
     /// `query` at the end of every window of `grid`, in consecutive pieces of at most
     /// `SPLIT_SECONDS`; each series' values joined in time order.
-    fn query_split(&self, query: &str, grid: Grid) -> Result<Vec<Matrix>, String> {
+    fn query_split(&self, query: &str, grid: Grid) -> Result<Vec<Matrix>, ReviewError> {
         let per = (SPLIT_SECONDS / grid.step).max(1) as u32;
         let mut out: Vec<Matrix> = Vec::new();
         let mut index: std::collections::BTreeMap<
@@ -126,7 +127,7 @@ impl Client {
         start: &str,
         end: &str,
         step: i64,
-    ) -> Result<Vec<Matrix>, String> {
+    ) -> Result<Vec<Matrix>, ReviewError> {
         let url = format!("{}/api/v1/query_range", self.base.trim_end_matches('/'));
         let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
         let request = || {
@@ -142,54 +143,54 @@ impl Client {
         let env: Envelope = match crate::http::get_json(request) {
             Ok(env) => env,
             Err(Failure::Decode(e)) => {
-                return Err(format!(
+                return Err(ReviewError::Prometheus(format!(
                     "Prometheus at {}: not a query_range answer ({e})",
                     crate::core::redact(&self.base)
-                ))
+                )))
             }
             Err(Failure::Status(code, body)) => {
                 let detail = serde_json::from_str::<Envelope>(&body)
                     .ok()
                     .and_then(|e| e.error)
                     .unwrap_or_else(|| body.chars().take(200).collect());
-                return Err(format!(
+                return Err(ReviewError::Prometheus(format!(
                     "Prometheus at {} answered HTTP {code}: {detail}",
                     crate::core::redact(&self.base)
-                ));
+                )));
             }
             Err(Failure::Transport(t)) => {
-                return Err(crate::core::redact(&format!(
+                return Err(ReviewError::Prometheus(crate::core::redact(&format!(
                     "cannot reach Prometheus at {}: {t}",
                     self.base
-                )));
+                ))));
             }
         };
         if env.status != "success" {
-            return Err(format!(
+            return Err(ReviewError::Prometheus(format!(
                 "Prometheus at {} refused the query: {}: {}",
                 crate::core::redact(&self.base),
                 env.error_type.unwrap_or_default(),
                 env.error.unwrap_or_default()
-            ));
+            )));
         }
         let data = env.data.ok_or_else(|| {
-            format!(
+            ReviewError::Prometheus(format!(
                 "Prometheus at {}: no data in the answer",
                 crate::core::redact(&self.base)
-            )
+            ))
         })?;
         if data.result_type != "matrix" {
-            return Err(format!(
+            return Err(ReviewError::Prometheus(format!(
                 "Prometheus at {}: expected a matrix, got `{}`",
                 crate::core::redact(&self.base),
                 data.result_type
-            ));
+            )));
         }
         Ok(data.result)
     }
 
     /// Every query of [`QUERIES`] over `grid`, evaluated at each window's end.
-    pub(crate) fn fetch(&self, grid: Grid, cluster: Option<&str>) -> Result<Answers, String> {
+    pub(crate) fn fetch(&self, grid: Grid, cluster: Option<&str>) -> Result<Answers, ReviewError> {
         let v3 = self.major_version() >= 3;
         let mut out = Answers::default();
         for q in QUERIES {
@@ -201,10 +202,10 @@ impl Client {
                         .collect();
                 for (ts, v) in m.values {
                     let v: f64 = v.parse().map_err(|_| {
-                        format!(
+                        ReviewError::Prometheus(format!(
                             "Prometheus at {}: sample `{v}` is not a number",
                             crate::core::redact(&self.base)
-                        )
+                        ))
                     })?;
                     let Some(k) = grid.window_ending((ts * 1000.0).round() as i64) else {
                         continue;
@@ -217,12 +218,12 @@ impl Client {
         }
         let has = |q: Q| out.rows.get(&q).is_some_and(|r| !r.is_empty());
         if !has(Q::Requests) && !has(Q::Active) && !has(Q::Util) {
-            return Err(format!(
+            return Err(ReviewError::Prometheus(format!(
                 "Prometheus at {} has no kube_pod_container_resource_requests{{resource=\"nvidia_com_gpu\"}} (kube-state-metrics) or DCGM_FI_PROF_GR_ENGINE_ACTIVE (dcgm-exporter) series between {} and {}: are they scraped, and is the window right?",
                 crate::core::redact(&self.base),
                 super::telemetry::format_time(grid.from),
                 super::telemetry::format_time(grid.to())
-            ));
+            )));
         }
         Ok(out)
     }

@@ -31,15 +31,17 @@ pub(crate) const MAX_WINDOWS: i64 = 200_000;
 
 impl Grid {
     /// The grid of `[from, to)` at `step`, or why not.
-    pub(crate) fn new(from: i64, to: i64, step: i64) -> Result<Grid, String> {
+    pub(crate) fn new(from: i64, to: i64, step: i64) -> Result<Grid, super::ReviewError> {
         if from >= to {
-            return Err("the window is empty: `--from` must come before `--to`".into());
+            return Err(super::ReviewError::Window(
+                "the window is empty: `--from` must come before `--to`".into(),
+            ));
         }
         let windows = (to - from + step - 1) / step.max(1);
         if windows > MAX_WINDOWS {
-            return Err(format!(
+            return Err(super::ReviewError::Window(format!(
                 "the window holds {windows} steps of {step} s, more than {MAX_WINDOWS}: give a larger `--step`"
-            ));
+            )));
         }
         Ok(Grid {
             from,
