@@ -202,7 +202,7 @@ fn lp(
             let units = match &c.fit {
                 _ if d.gang > 1 => f64::from(c.sku.gpu_count),
                 Fit::Whole { gpus } => f64::from(*gpus),
-                Fit::Shared { replicas } => 1.0 / f64::from(*replicas),
+                Fit::Shared { replicas, .. } => 1.0 / f64::from(*replicas),
                 Fit::Server { share } => *share,
                 Fit::Mig { profile } => {
                     let spec = c.gpu.mig.as_ref()?;
@@ -211,7 +211,10 @@ fn lp(
                 }
             };
             let sharing = match &c.fit {
-                Fit::Shared { replicas } if *replicas > 1 => format!("shared-{replicas}"),
+                // MPS and time-sliced replicas never share a pool (GP027), in the bound as in the packer.
+                Fit::Shared { replicas, mps } if *replicas > 1 => {
+                    format!("{}-{replicas}", if *mps { "mps" } else { "shared" })
+                }
                 Fit::Mig { profile } => format!("mig-{}", profile.name),
                 Fit::Server { .. } => "server".to_owned(),
                 _ => "whole".to_owned(),

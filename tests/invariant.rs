@@ -251,12 +251,186 @@ fn generated(seed: u64) -> String {
     t
 }
 
+/// A plan with the knobs the first generator leaves alone: MPS, fractions on time-slicing,
+/// memory stated without a model, allow-lists of GPU models and SKUs, host CPU and RAM,
+/// evaluation jobs, known quota, a device plugin that refuses requests above one.
+fn generated_wide(seed: u64) -> String {
+    let mut r = Rng(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
+    let azure = r.chance(50);
+    let (provider, regions) = if azure {
+        ("azure", *r.pick(&["\"eastus\"", "\"westus3\", \"eastus\""]))
+    } else {
+        (
+            "aws",
+            *r.pick(&["\"us-east-1\"", "\"us-west-2\", \"us-east-1\""]),
+        )
+    };
+    let mm = if azure {
+        *r.pick(&["aks", "gpu-operator"])
+    } else {
+        "gpu-operator"
+    };
+    let strict = r.chance(30);
+    let mut t = format!(
+        "version = 1\n\n[plan]\nname = \"wide-{seed}\"\nowner = \"platform\"\nprovider = \"{provider}\"\nregions = [{regions}]\n\n[cluster]\nmig_manager = \"{mm}\"\nfail_requests_greater_than_one = {strict}\n"
+    );
+    let models: &[&str] = if azure {
+        &[
+            "\"A100-80GB\"",
+            "\"H100-80GB\"",
+            "\"T4\"",
+            "\"A10\"",
+            "\"A100-80GB\", \"H100-80GB\"",
+        ]
+    } else {
+        &[
+            "\"A100-80GB\"",
+            "\"H100-80GB\"",
+            "\"L4\"",
+            "\"L40S\"",
+            "\"A10G\"",
+            "\"T4\"",
+            "\"L4\", \"A10G\"",
+        ]
+    };
+    let n = 1 + r.next() % 6;
+    let mut shared = false;
+    for i in 0..n {
+        let kind = *r.pick(&["inference", "evaluation", "notebook", "batch", "inference"]);
+        t += &format!(
+            "\n[[workload]]\nname = \"w{i}\"\nteam = \"t{}\"\nkind = \"{kind}\"\n",
+            i % 3
+        );
+        let min = if matches!(kind, "inference") {
+            1 + r.next() % 2
+        } else {
+            0
+        };
+        let max = (min + r.next() % 8).max(1);
+        t += &format!("replicas = {{ min = {min}, max = {max} }}\n");
+        let sharing = *r.pick(&["dedicated", "mig", "time-slicing", "mps", "dedicated"]);
+        shared |= sharing != "dedicated";
+        t += &format!("sharing = \"{sharing}\"\n");
+        match r.next() % 3 {
+            0 => {
+                let p = *r.pick(&[1.0, 3.0, 7.0, 8.0, 14.0]);
+                let prec = *r.pick(&["bf16", "fp16", "int8", "int4", "fp8"]);
+                t += &format!("model = {{ params_billion = {p}, precision = \"{prec}\" }}\n");
+                if r.chance(50) {
+                    t += &format!("kv_cache_gib = {}\n", r.pick(&[1, 2, 4, 8]));
+                }
+            }
+            1 => {
+                t += &format!(
+                    "gpu_memory_gib = {}\n",
+                    r.pick(&[3, 6, 9, 12, 18, 22, 38, 44])
+                )
+            }
+            _ => {}
+        }
+        if sharing != "dedicated" && r.chance(50) {
+            t += &format!(
+                "gpu_fraction = {}\n",
+                r.pick(&["0.1", "0.25", "0.3", "0.5"])
+            );
+        }
+        if r.chance(40) {
+            t += &format!("utilization = {}\n", r.pick(&["0.05", "0.2", "0.5", "0.9"]));
+        }
+        if r.chance(40) {
+            t += &format!("gpu_models = [{}]\n", r.pick(models));
+        }
+        if r.chance(30) {
+            t += &format!(
+                "cpu = {}\nmemory_gib = {}\n",
+                r.pick(&[2, 4, 8, 16]),
+                r.pick(&[8, 16, 32, 64])
+            );
+        }
+        if kind != "inference" && r.chance(50) {
+            t += "interruptible = true\ncheckpoint_minutes = 15\n";
+        }
+        if kind == "evaluation" {
+            t += &format!("hours_per_month = {}\n", r.pick(&[30, 120, 730]));
+        }
+        if sharing != "dedicated" {
+            t += "fault_domain = \"shared\"\n";
+        }
+        if kind == "inference" && r.chance(60) {
+            t += "\n[workload.server]\nengine = \"vllm\"\n";
+            if r.chance(50) {
+                t += &format!(
+                    "gpu_memory_utilization = {}\n",
+                    r.pick(&["0.5", "0.7", "0.9"])
+                );
+            }
+        }
+    }
+    if shared {
+        t += "\n[[decision]]\nfault_domain = \"shared\"\ndecided_by = \"platform-lead\"\ndate = 2026-11-02\nreason = \"tolerated\"\n";
+    }
+    if azure && r.chance(30) {
+        t += "\n[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCADSA100v4Family\"\nvcpus = 48\n";
+    }
+    t
+}
+
+#[test]
+fn recommended_pools_pass_check_on_wider_generated_plans() {
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let seeds = std::env::var("GPUPLAN_INVARIANT_SEEDS").unwrap_or_default();
+    let (from, to) = match seeds.split_once("..") {
+        Some((a, b)) => (a.parse().unwrap_or(1), b.parse().unwrap_or(200)),
+        None => (1, seeds.parse().unwrap_or(200u64)),
+    };
+    let mut failures = Vec::new();
+    let mut loaded = 0;
+    for seed in from..=to {
+        let text = generated_wide(seed);
+        match violations(&format!("wide-{seed}.toml"), &text, &catalog) {
+            Ok(v) => {
+                loaded += 1;
+                if !v.is_empty() {
+                    failures.push(format!("seed {seed}:\n  {}\n{text}", v.join("\n  ")));
+                }
+            }
+            Err(e) if e.starts_with("the written plan") => {
+                failures.push(format!("seed {seed}: {e}\n{text}"))
+            }
+            // A combination the plan validator refuses (an allow-list naming no SKU of the
+            // provider, say) is not a recommendation to test.
+            Err(_) => {}
+        }
+    }
+    assert!(
+        loaded * 2 > (to - from + 1),
+        "most generated plans load ({loaded})"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {loaded} generated plans fail:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(8)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 #[test]
 fn recommended_pools_pass_check_on_generated_plans() {
     let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
     let mut failures = Vec::new();
     let mut checked = 0;
-    for seed in 1..=300u64 {
+    // `GPUPLAN_INVARIANT_SEEDS=N` sweeps more plans (`FROM..TO` a range); CI runs the first 300.
+    let seeds = std::env::var("GPUPLAN_INVARIANT_SEEDS").unwrap_or_default();
+    let (from, to) = match seeds.split_once("..") {
+        Some((a, b)) => (a.parse().unwrap_or(1), b.parse().unwrap_or(300)),
+        None => (1, seeds.parse().unwrap_or(300u64)),
+    };
+    for seed in from..=to {
         let text = generated(seed);
         match violations(&format!("gen-{seed}.toml"), &text, &catalog) {
             Ok(v) => {
@@ -271,10 +445,10 @@ fn recommended_pools_pass_check_on_generated_plans() {
             Err(e) => panic!("seed {seed}: the generated plan does not load: {e}\n{text}"),
         }
     }
-    assert_eq!(checked, 300);
+    assert_eq!(checked, to - from + 1);
     assert!(
         failures.is_empty(),
-        "{} of 300 generated plans fail:\n{}",
+        "{} of {checked} generated plans fail:\n{}",
         failures.len(),
         failures
             .iter()

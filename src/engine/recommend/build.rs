@@ -61,7 +61,7 @@ pub(super) fn nodes_for(
                 },
                 n,
             )),
-            Fit::Shared { replicas } => {
+            Fit::Shared { replicas, .. } => {
                 ts_replicas = Some(*replicas);
                 items.push((
                     Item {
@@ -374,7 +374,7 @@ pub(super) fn build(
         ),
     };
     let ts = ms.iter().find_map(|m| match m.c.fit {
-        Fit::Shared { replicas } if replicas > 1 => Some(replicas),
+        Fit::Shared { replicas, .. } if replicas > 1 => Some(replicas),
         _ => None,
     });
     Built {

@@ -59,8 +59,9 @@ pub enum Fit {
     Whole { gpus: u32 },
     /// One MIG instance of this profile.
     Mig { profile: MigProfile },
-    /// One of `replicas` equal time-sliced (or MPS) shares of a GPU.
-    Shared { replicas: u32 },
+    /// One of `replicas` equal time-sliced (or, with `mps`, MPS) shares of a GPU. The mode is
+    /// part of the fit: an MPS workload and a time-sliced one never share a pool (GP027).
+    Shared { replicas: u32, mps: bool },
     /// A share of one GPU inside a server process that hosts several models.
     Server { share: f64 },
 }
@@ -212,9 +213,9 @@ pub fn candidates<'c>(
     if matches!(d.sharing, Sharing::TimeSlicing | Sharing::Mps)
         && out
             .iter()
-            .any(|c| matches!(c.fit, Fit::Shared { replicas } if replicas >= 2))
+            .any(|c| matches!(c.fit, Fit::Shared { replicas, .. } if replicas >= 2))
     {
-        out.retain(|c| !matches!(c.fit, Fit::Shared { replicas } if replicas < 2));
+        out.retain(|c| !matches!(c.fit, Fit::Shared { replicas, .. } if replicas < 2));
     }
     if out.is_empty() {
         Err(rejected)
@@ -349,7 +350,10 @@ fn candidate<'c>(
                     ));
                 }
             }
-            Fit::Shared { replicas }
+            Fit::Shared {
+                replicas,
+                mps: d.sharing == Sharing::Mps,
+            }
         }
         Sharing::SharedServer if d.gpus <= 1 => {
             let mem_share = d.memory_need.map_or(0.0, |m| m / gpu.memory_gib);
@@ -499,7 +503,7 @@ pub(crate) fn node_share(
                 .map_or(1.0, |s| f64::from(crate::mig::per_gpu(s, &profile.name)));
             per_gpu.max(1.0) * per_node
         }
-        Fit::Shared { replicas } => f64::from((*replicas).max(1)) * per_node,
+        Fit::Shared { replicas, .. } => f64::from((*replicas).max(1)) * per_node,
         Fit::Server { share } => (1.0 / share.max(EPS) + EPS).floor().max(1.0) * per_node,
     };
     let by_cpu = if d.cpu > 0.0 {

@@ -144,7 +144,8 @@ pub(super) fn group(choices: &[Choice<'_, '_>], mm: MigManager) -> BTreeMap<Pool
 pub(super) enum FitKey {
     Whole,
     Mig(Option<String>),
-    Shared(u32),
+    /// Replicas per GPU, and whether they are MPS clients.
+    Shared(u32, bool),
     Server,
 }
 
@@ -155,8 +156,8 @@ pub(super) fn fit_key(fit: &Fit, mig_manager: MigManager) -> FitKey {
             MigManager::Aks => Some(profile.name.clone()),
             MigManager::GpuOperator => None,
         }),
-        Fit::Shared { replicas } if *replicas <= 1 => FitKey::Whole,
-        Fit::Shared { replicas } => FitKey::Shared(*replicas),
+        Fit::Shared { replicas, .. } if *replicas <= 1 => FitKey::Whole,
+        Fit::Shared { replicas, mps } => FitKey::Shared(*replicas, *mps),
         Fit::Server { .. } => FitKey::Server,
     }
 }
@@ -166,10 +167,10 @@ pub(super) type PoolKey = (Segment, String, String, Capacity, Sharing, FitKey);
 pub(super) fn pool_sharing(fit: &Fit) -> Sharing {
     match fit {
         Fit::Whole { .. } | Fit::Server { .. } => Sharing::Dedicated,
-        Fit::Shared { replicas } if *replicas <= 1 => Sharing::Dedicated,
+        Fit::Shared { replicas, .. } if *replicas <= 1 => Sharing::Dedicated,
         Fit::Mig { .. } => Sharing::Mig,
-        // MPS and time-slicing both come out as `Shared`; the workload says which.
-        Fit::Shared { .. } => Sharing::TimeSlicing,
+        Fit::Shared { mps: true, .. } => Sharing::Mps,
+        Fit::Shared { mps: false, .. } => Sharing::TimeSlicing,
     }
 }
 

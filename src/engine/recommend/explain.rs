@@ -59,10 +59,7 @@ pub(super) fn describe(
 ) -> RecPool {
     let c = &ms[0].c;
     let segment = key.0;
-    let sharing = match key.4 {
-        Sharing::TimeSlicing if ms.iter().all(|m| m.d.sharing == Sharing::Mps) => Sharing::Mps,
-        s => s,
-    };
+    let sharing = key.4;
     let mut labels = IndexMap::new();
     labels.insert("gpuplan.io/segment".to_owned(), segment.as_str().to_owned());
     labels.insert("gpuplan.io/capacity".to_owned(), key.3.as_str().to_owned());
@@ -200,7 +197,7 @@ pub(super) fn why_line(
                     .unwrap_or_default()
             ),
         }),
-        Fit::Shared { replicas } if *replicas > 1 => parts.push(format!(
+        Fit::Shared { replicas, .. } if *replicas > 1 => parts.push(format!(
             "{} time-sliced replicas per GPU (compute share and memory); each server caps memory at {} so the caps add up to {} of the card",
             replicas,
             gpu_mem_util.map_or("-".into(), crate::core::num),
@@ -225,7 +222,7 @@ pub(super) fn why_line(
                 crate::core::num(catalog.assumptions.time_slicing_default_share)
             ));
         }
-        if matches!(m.c.fit, Fit::Whole { .. } | Fit::Shared { replicas: 1 }) {
+        if matches!(m.c.fit, Fit::Whole { .. } | Fit::Shared { replicas: 1, .. }) {
             let why = if m.d.gpus > 1 {
                 format!(
                     "a replica asks for {} GPUs, which a time-sliced GPU cannot give (GP003)",

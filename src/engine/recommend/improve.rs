@@ -73,7 +73,7 @@ fn usage(
     }
     let gpu = match &c.fit {
         Fit::Whole { gpus } => f64::from(*gpus),
-        Fit::Shared { replicas } => 1.0 / f64::from((*replicas).max(1)),
+        Fit::Shared { replicas, .. } => 1.0 / f64::from((*replicas).max(1)),
         Fit::Server { share } => *share,
         Fit::Mig { profile } => c.gpu.mig.as_ref().map_or(1.0, |s| {
             (f64::from(profile.compute) / f64::from(s.compute_slices))

@@ -65,7 +65,7 @@ pub(super) fn merge_stage(
                 }
                 // The replicas of `a`, re-homed on `b`'s SKU and region with `b`'s sharing.
                 let shares = match b.5 {
-                    FitKey::Shared(n) => Some(n),
+                    FitKey::Shared(n, _) => Some(n),
                     _ => None,
                 };
                 let mut moved = Vec::new();

@@ -35,7 +35,7 @@ pub(super) fn rehomed<'a, 'c>(
                 .iter()
                 .find(|c| c.sku.name == sku && c.region == region)?;
             match c.fit {
-                Fit::Shared { replicas } if replicas > 1 => Some(replicas),
+                Fit::Shared { replicas, .. } if replicas > 1 => Some(replicas),
                 _ => None,
             }
         })
@@ -81,10 +81,10 @@ pub(super) fn moved_to<'a, 'c>(
             .iter()
             .find(|c| c.sku.name == sku && c.region == region)?,
     );
-    if let (Fit::Shared { replicas }, Some(n)) = (&c.fit, shares) {
-        if *replicas > n {
+    if let (&Fit::Shared { replicas, mps }, Some(n)) = (&c.fit, shares) {
+        if replicas > n {
             let c = c.to_mut();
-            c.fit = Fit::Shared { replicas: n };
+            c.fit = Fit::Shared { replicas: n, mps };
             let (ca, ma) = candidate::allocatable(c.sku, catalog);
             c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
         }

@@ -691,7 +691,7 @@ gpu_models = ["T4"]
             .expect("candidate");
         (c.fit.clone(), c.node_share)
     };
-    assert!(matches!(alone("tenth").0, Fit::Shared { replicas } if replicas > 2));
+    assert!(matches!(alone("tenth").0, Fit::Shared { replicas, .. } if replicas > 2));
     let (to, moved) = rehome::rehomed(
         &choices,
         &[0, 1],
@@ -702,9 +702,13 @@ gpu_models = ["T4"]
         MigManager::Aks,
     )
     .expect("both can run there");
-    assert_eq!(to.5, FitKey::Shared(2));
+    assert_eq!(to.5, FitKey::Shared(2, false));
     for (i, c, _) in &moved {
-        assert!(matches!(c.fit, Fit::Shared { replicas: 2 }), "{:?}", c.fit);
+        assert!(
+            matches!(c.fit, Fit::Shared { replicas: 2, .. }),
+            "{:?}",
+            c.fit
+        );
         // Half of one of the node's four GPUs, whatever the workload asked.
         assert!(
             c.node_share >= 0.125 - 1e-9,
