@@ -749,3 +749,46 @@ fn aks_mig_takes_only_creatable_profiles_and_upsizes_when_it_saves_a_gpu() {
         gp015.message
     );
 }
+
+#[test]
+fn each_workload_is_recommended_under_its_declared_pools_mig_manager() {
+    // The cluster is AKS's (Azure's default); `embed`'s declared pool says the GPU Operator
+    // partitions its GPUs. Its recommended pool must keep that manager (per-GPU layouts, which
+    // AKS cannot create), while `chat` stays with AKS and one creatable profile.
+    let text = include_str!("fixtures/render/per-pool-mig.toml");
+    let (rec, v) = hand(text);
+    assert!(v.is_empty(), "{v:?}");
+    let pool_of = |w: &str| {
+        rec.pools
+            .iter()
+            .find(|p| p.workloads.iter().any(|x| x == w))
+            .unwrap_or_else(|| panic!("`{w}` is placed"))
+    };
+    let embed = pool_of("embed");
+    assert_eq!(embed.mig_manager, gpuplan::core::MigManager::GpuOperator);
+    let chat = pool_of("chat");
+    assert_eq!(chat.mig_manager, gpuplan::core::MigManager::Aks);
+    assert_ne!(embed.name, chat.name, "pools of two managers never merge");
+
+    // And the other way round: a GPU-Operator cluster with one AKS-managed pool.
+    let flipped = text
+        .replace(
+            "[[workload]]\nname = \"chat\"",
+            "[cluster]\nmig_manager = \"gpu-operator\"\n\n[[workload]]\nname = \"chat\"",
+        )
+        .replace("mig_manager = \"gpu-operator\"\nmig_layout", "mig_layout");
+    let (rec, v) = hand(&flipped);
+    assert!(v.is_empty(), "{v:?}");
+    let chat = rec
+        .pools
+        .iter()
+        .find(|p| p.workloads.iter().any(|x| x == "chat"))
+        .expect("chat is placed");
+    assert_eq!(chat.mig_manager, gpuplan::core::MigManager::Aks);
+    let embed = rec
+        .pools
+        .iter()
+        .find(|p| p.workloads.iter().any(|x| x == "embed"))
+        .expect("embed is placed");
+    assert_eq!(embed.mig_manager, gpuplan::core::MigManager::GpuOperator);
+}

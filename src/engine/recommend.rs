@@ -58,13 +58,12 @@ use explain::*;
 use merge::*;
 use quota::*;
 
-/// What every stage reads: the plan, the catalog in force, the plan's hours a month, the MIG
-/// manager, and the packings built so far (a merge or quota move asks for a pool many times).
+/// What every stage reads: the plan, the catalog in force, the plan's hours a month, and the
+/// packings built so far (a merge or quota move asks for a pool many times).
 struct Cx<'p, 'c> {
     plan: &'p Plan,
     catalog: &'c Catalog,
     plan_hours: f64,
-    mm: MigManager,
     cache: BuildCache,
 }
 
@@ -98,7 +97,6 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
         plan,
         catalog,
         plan_hours: plan.hours_per_month(),
-        mm: plan.cluster_mig_manager(),
         cache: BuildCache::default(),
     };
     let (mut choices, unsatisfied) = first_choices(plan, catalog, cx.plan_hours);

@@ -12,7 +12,6 @@ pub(super) fn alternatives(
     key: &PoolKey,
     chosen: &Built,
     catalog: &Catalog,
-    mm: MigManager,
     plan_hours: f64,
 ) -> Vec<Alternative> {
     let first = &choices[members[0]];
@@ -33,7 +32,6 @@ pub(super) fn alternatives(
                 &c0.region,
                 r0.capacity,
                 catalog,
-                mm,
             ) else {
                 continue;
             };
@@ -52,13 +50,13 @@ pub(super) fn alternatives(
     }
     options.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
     let pack = |to: &PoolKey| -> Option<(Built, u32)> {
-        let (_, moved) = rehome::rehomed(choices, members, &to.1, &to.2, to.3, catalog, mm)?;
+        let (_, moved) = rehome::rehomed(choices, members, &to.1, &to.2, to.3, catalog)?;
         let trial: Vec<Choice<'_, '_>> = moved
             .iter()
             .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
             .collect();
         let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
-        let b = build(&refs, to.3, catalog, mm, plan_hours, false);
+        let b = build(&refs, to.3, catalog, plan_hours, false);
         let per_node = refs.first().map_or(0, |m| m.c.sku.gpu_count);
         let gpus = b.nodes_max * per_node;
         Some((b, gpus))

@@ -256,7 +256,6 @@ pub(super) fn prefetch_thorough(
     cache: &BuildCache,
     jobs: Vec<(Vec<&Choice<'_, '_>>, Capacity)>,
     catalog: &Catalog,
-    mm: MigManager,
     plan_hours: f64,
 ) {
     let mut todo: Vec<(String, Vec<&Choice<'_, '_>>, Capacity)> = Vec::new();
@@ -284,7 +283,7 @@ pub(super) fn prefetch_thorough(
                 let Some((_, ms, capacity)) = todo.get(i) else {
                     break;
                 };
-                let b = build(ms, *capacity, catalog, mm, plan_hours, true);
+                let b = build(ms, *capacity, catalog, plan_hours, true);
                 if let Ok(mut slot) = done[i].lock() {
                     *slot = Some(b);
                 }
@@ -303,7 +302,6 @@ pub(super) fn build_cached(
     ms: &[&Choice<'_, '_>],
     capacity: Capacity,
     catalog: &Catalog,
-    mm: MigManager,
     plan_hours: f64,
     thorough: bool,
 ) -> Built {
@@ -311,7 +309,7 @@ pub(super) fn build_cached(
     if let Some(b) = cache.borrow().get(&key) {
         return b.clone();
     }
-    let b = build(ms, capacity, catalog, mm, plan_hours, thorough);
+    let b = build(ms, capacity, catalog, plan_hours, thorough);
     cache.borrow_mut().insert(key, b.clone());
     b
 }
@@ -320,11 +318,12 @@ pub(super) fn build(
     ms: &[&Choice<'_, '_>],
     capacity: Capacity,
     catalog: &Catalog,
-    mm: MigManager,
     plan_hours: f64,
     thorough: bool,
 ) -> Built {
     let first = &ms[0].c;
+    // A pool's members share its fit key, and so their MIG manager.
+    let mm = ms[0].d.mig_manager;
     let peaks: Vec<u32> = ms.iter().map(|m| m.d.peak).collect();
     let floors: Vec<u32> = ms.iter().map(|m| m.d.floor).collect();
     let Packed {
@@ -399,18 +398,17 @@ pub(super) fn final_pools(
     groups: &Groups,
     choices: &[Choice<'_, '_>],
 ) -> (Vec<RecPool>, IndexMap<String, (String, f64)>) {
-    let (plan, catalog, mm, plan_hours, cache) =
-        (cx.plan, cx.catalog, cx.mm, cx.plan_hours, &cx.cache);
+    let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let mut pools = Vec::new();
     let mut workload_pool: IndexMap<String, (String, f64)> = IndexMap::new();
     // vCPUs each quota bucket reaches at the fleet's maximum: a cheaper alternative that the
     // bucket could not hold says so.
-    let used = super::quota::bucket_use(groups, choices, catalog, mm, plan_hours, cache);
+    let used = super::quota::bucket_use(groups, choices, catalog, plan_hours, cache);
     for (key, members) in groups {
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        let built = build_cached(cache, &ms, key.3, catalog, mm, plan_hours, true);
-        let mut pool = describe(plan, catalog, key, &ms, &built, plan_hours, mm);
-        pool.considered = alternatives(choices, members, key, &built, catalog, mm, plan_hours);
+        let built = build_cached(cache, &ms, key.3, catalog, plan_hours, true);
+        let mut pool = describe(plan, catalog, key, &ms, &built, plan_hours);
+        pool.considered = alternatives(choices, members, key, &built, catalog, plan_hours);
         let own = (
             super::quota::bucket(ms[0], key.3),
             f64::from(built.nodes_max) * f64::from(ms[0].c.sku.vcpus),

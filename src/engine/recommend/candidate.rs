@@ -295,7 +295,7 @@ fn candidate<'c>(
             if gpu.mig.is_none() {
                 return Err(reject(Constraint::Mig, format!("{} has no MIG", gpu.name)));
             }
-            let aks = plan.cluster_mig_manager() == crate::core::MigManager::Aks;
+            let aks = d.mig_manager == crate::core::MigManager::Aks;
             if aks && gpu.mig.as_ref().is_some_and(|m| m.aks_profiles.is_empty()) {
                 return Err(reject(
                     Constraint::Mig,

@@ -123,7 +123,7 @@ pub(super) fn apply(choices: &mut [Choice<'_, '_>], picks: &[(usize, Rate)]) {
 
 /// Workloads that chose the same SKU, region, capacity and sharing settings, and may share
 /// nodes, form one pool.
-pub(super) fn group(choices: &[Choice<'_, '_>], mm: MigManager) -> BTreeMap<PoolKey, Vec<usize>> {
+pub(super) fn group(choices: &[Choice<'_, '_>]) -> BTreeMap<PoolKey, Vec<usize>> {
     let mut groups: BTreeMap<PoolKey, Vec<usize>> = BTreeMap::new();
     for (i, ch) in choices.iter().enumerate() {
         let key = (
@@ -132,7 +132,7 @@ pub(super) fn group(choices: &[Choice<'_, '_>], mm: MigManager) -> BTreeMap<Pool
             ch.c.region.clone(),
             ch.rate.capacity,
             pool_sharing(&ch.c.fit),
-            fit_key(&ch.c.fit, mm),
+            fit_key(&ch.c.fit, ch.d.mig_manager),
         );
         groups.entry(key).or_default().push(i);
     }
@@ -178,7 +178,7 @@ pub(super) fn pool_sharing(fit: &Fit) -> Sharing {
 /// exact for plans whose workloads never share a pool; the local searches let workloads move
 /// to where they complement each other (see `improve`).
 pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut [Choice<'_, '_>]) {
-    let (catalog, plan_hours, mm, cache) = (cx.catalog, cx.plan_hours, cx.mm, &cx.cache);
+    let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     let greedy: Vec<(usize, Rate)> = choices.iter().map(|ch| pick_of(ch)).collect();
     let mut best: Option<(f64, Vec<(usize, Rate)>)> = None;
     for strategy in [
@@ -194,20 +194,19 @@ pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut [Choice<'_, '_>])
                     .zip(&greedy)
                     .map(|(ch, g)| improve::Options::new(&ch.d, &ch.all, g))
                     .collect();
-                improve::improve(&mut opts, catalog, plan_hours, mm, objective);
+                improve::improve(&mut opts, catalog, plan_hours, objective);
                 opts.iter().map(|o| o.options[o.pick].clone()).collect()
             }
         };
         apply(choices, &picks);
-        let mut groups = group(choices, mm);
-        if mm == MigManager::Aks {
-            merge_aks_profiles(&mut groups, choices, catalog, plan_hours);
-        }
+        let mut groups = group(choices);
+        // Only AKS-managed MIG pools (one profile each) form families to merge.
+        merge_aks_profiles(&mut groups, choices, catalog, plan_hours);
         let cost: f64 = groups
             .iter()
             .map(|(key, members)| {
                 let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-                build_cached(cache, &ms, key.3, catalog, mm, plan_hours, false).cost
+                build_cached(cache, &ms, key.3, catalog, plan_hours, false).cost
             })
             .sum();
         if best.as_ref().is_none_or(|(b, _)| cost < b - 0.005) {
@@ -221,9 +220,7 @@ pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut [Choice<'_, '_>])
 
 /// The pools the choices form; under AKS, profiles merged upwards where that saves nodes.
 pub(super) fn pools_of(cx: &Cx<'_, '_>, choices: &mut Vec<Choice<'_, '_>>) -> Groups {
-    let mut groups = group(choices, cx.mm);
-    if cx.mm == MigManager::Aks {
-        merge_aks_profiles(&mut groups, choices, cx.catalog, cx.plan_hours);
-    }
+    let mut groups = group(choices);
+    merge_aks_profiles(&mut groups, choices, cx.catalog, cx.plan_hours);
     groups
 }

@@ -79,6 +79,9 @@ pub struct Demand<'p> {
     /// Minutes of work lost per interruption besides the restart (half a checkpoint interval
     /// is the expectation; the spot model integrates it). `None` for stateless work.
     pub checkpoint_minutes: Option<f64>,
+    /// Who partitions its MIG GPUs: the `mig_manager` of a declared pool it is meant for,
+    /// else the cluster's. Pools of different managers never merge (their fit keys differ).
+    pub mig_manager: crate::core::MigManager,
 }
 
 impl Demand<'_> {
@@ -173,5 +176,9 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
         hours,
         spot_closed,
         checkpoint_minutes: checkpoint,
+        mig_manager: plan
+            .workload_pools(w.name.get())
+            .find(|p| p.mig_manager.is_some())
+            .map_or_else(|| plan.cluster_mig_manager(), |p| plan.pool_mig_manager(p)),
     }
 }

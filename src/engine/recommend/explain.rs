@@ -55,9 +55,9 @@ pub(super) fn describe(
     ms: &[&Choice<'_, '_>],
     b: &Built,
     plan_hours: f64,
-    mm: MigManager,
 ) -> RecPool {
     let c = &ms[0].c;
+    let mm = ms[0].d.mig_manager;
     let segment = key.0;
     let sharing = key.4;
     let mut labels = IndexMap::new();
@@ -85,7 +85,7 @@ pub(super) fn describe(
     let gpu_mem_util = b.ts_replicas.map(|n| {
         crate::engine::memory::time_sliced_cap(n, catalog.assumptions.time_slicing_memory_headroom)
     });
-    let why = why_line(catalog, ms, b, key, plan_hours, mm, gpu_mem_util);
+    let why = why_line(catalog, ms, b, key, plan_hours, gpu_mem_util);
     let per_node = c.sku.gpu_count;
     let mut capacity_options = Vec::new();
     if ms.iter().any(|m| m.d.w.user_facing()) && b.nodes_min > 0 {
@@ -149,11 +149,11 @@ pub(super) fn why_line(
     b: &Built,
     key: &PoolKey,
     plan_hours: f64,
-    mm: MigManager,
     gpu_mem_util: Option<f64>,
 ) -> String {
     use crate::core::rate as r;
     let c = &ms[0].c;
+    let mm = ms[0].d.mig_manager;
     let n_candidates: usize = ms.iter().map(|m| m.all.len()).max().unwrap_or(0);
     let mut parts = vec![format!(
         "cheapest expected cost of {n_candidates} SKU/region candidates that fit: {} x {} per node at {}/h in {}",

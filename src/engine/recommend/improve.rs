@@ -14,7 +14,7 @@ use super::candidate::{allocatable, Candidate, Fit, Rate};
 use super::demand::Demand;
 use super::{estimate, fit_key, pool_sharing, PoolKey};
 use crate::catalog::Catalog;
-use crate::plan::raw::{Capacity, MigManager};
+use crate::plan::raw::Capacity;
 
 /// One workload's options: (candidate index, rate) pairs, and which one it holds.
 pub(super) struct Options<'a, 'c> {
@@ -116,7 +116,7 @@ impl Pool {
 
 type Key = PoolKey;
 
-fn key(o: &Options<'_, '_>, k: usize, mm: MigManager) -> Key {
+fn key(o: &Options<'_, '_>, k: usize) -> Key {
     let (ci, r) = &o.options[k];
     let c = &o.all[*ci];
     (
@@ -125,7 +125,7 @@ fn key(o: &Options<'_, '_>, k: usize, mm: MigManager) -> Key {
         c.region.clone(),
         r.capacity,
         pool_sharing(&c.fit),
-        fit_key(&c.fit, mm),
+        fit_key(&c.fit, o.d.mig_manager),
     )
 }
 
@@ -152,7 +152,6 @@ pub(super) fn improve(
     opts: &mut [Options<'_, '_>],
     catalog: &Catalog,
     hours: f64,
-    mm: MigManager,
     objective: Objective,
 ) -> u32 {
     let mut ids: HashMap<Key, usize> = HashMap::new();
@@ -164,7 +163,7 @@ pub(super) fn improve(
                     let (ci, r) = &o.options[k];
                     let c = &o.all[*ci];
                     let next = ids.len();
-                    let pool = *ids.entry(key(o, k, mm)).or_insert(next);
+                    let pool = *ids.entry(key(o, k)).or_insert(next);
                     let reserved = reserved(r);
                     Weighed {
                         pool,

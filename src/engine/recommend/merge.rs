@@ -15,7 +15,7 @@ pub(super) const THOROUGH_MERGE_MEMBERS: usize = 12;
 /// better), or time-sliced replicas join a pool with fewer, larger shares per GPU (one node
 /// fewer of rounding). Repeats while a merge saves money; each merge removes a pool.
 pub(super) fn merge_pools(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
-    let (catalog, mm, plan_hours, cache) = (cx.catalog, cx.mm, cx.plan_hours, &cx.cache);
+    let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     // First stage: every merge, judged by the quick packers, or by the final packing where
     // the two pools are small (a merge often saves only the node each pool rounds up to).
     // Second stage: merges onto nodes with the same card and at least as many GPUs (bigger
@@ -26,7 +26,7 @@ pub(super) fn merge_pools(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [C
     // quick packers put the two pools 7% above their packing). The final packing costs more
     // time, so it only judges what the first stage left.
     for final_stage in [false, true] {
-        merge_stage(groups, choices, catalog, mm, plan_hours, cache, final_stage);
+        merge_stage(groups, choices, catalog, plan_hours, cache, final_stage);
     }
 }
 
@@ -34,14 +34,13 @@ pub(super) fn merge_stage(
     groups: &mut BTreeMap<PoolKey, Vec<usize>>,
     choices: &mut [Choice<'_, '_>],
     catalog: &Catalog,
-    mm: MigManager,
     plan_hours: f64,
     cache: &BuildCache,
     final_stage: bool,
 ) {
     let cost_of = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize], thorough: bool| {
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        build_cached(cache, &ms, key.3, catalog, mm, plan_hours, thorough).cost
+        build_cached(cache, &ms, key.3, catalog, plan_hours, thorough).cost
     };
     loop {
         let keys: Vec<PoolKey> = groups.keys().cloned().collect();
@@ -75,7 +74,7 @@ pub(super) fn merge_stage(
                     else {
                         break;
                     };
-                    if fit_key(&c.fit, mm) != b.5 {
+                    if fit_key(&c.fit, choices[i].d.mig_manager) != b.5 {
                         break;
                     }
                     moved.push((i, c.into_owned(), rate));
@@ -105,13 +104,13 @@ pub(super) fn merge_stage(
                 jobs.push((joined.iter().collect(), b.3));
             }
         }
-        prefetch_thorough(cache, jobs, catalog, mm, plan_hours);
+        prefetch_thorough(cache, jobs, catalog, plan_hours);
         let mut best: Option<Merge<'_>> = None;
         for (a, b, moved, joined, thorough) in trials {
             let before = cost_of(choices, a, &groups[a], thorough)
                 + cost_of(choices, b, &groups[b], thorough);
             let refs: Vec<&Choice<'_, '_>> = joined.iter().collect();
-            let after = build_cached(cache, &refs, b.3, catalog, mm, plan_hours, thorough).cost;
+            let after = build_cached(cache, &refs, b.3, catalog, plan_hours, thorough).cost;
             let saving = before - after;
             if saving > 0.005 && best.as_ref().is_none_or(|x| saving > x.0) {
                 best = Some((saving, a.clone(), b.clone(), moved));
@@ -201,15 +200,7 @@ fn exact_aks(
         .values()
         .map(|v| {
             let refs: Vec<&Choice<'_, '_>> = v.iter().map(|(_, c)| c).collect();
-            build(
-                &refs,
-                keys[0].3,
-                catalog,
-                MigManager::Aks,
-                plan_hours,
-                false,
-            )
-            .cost
+            build(&refs, keys[0].3, catalog, plan_hours, false).cost
         })
         .sum();
     if exact + 0.005 >= separate {
@@ -258,7 +249,7 @@ pub(super) fn merge_aks_profiles(
             .iter()
             .map(|k| {
                 let ms: Vec<&Choice<'_, '_>> = groups[k].iter().map(|&i| &choices[i]).collect();
-                build(&ms, k.3, catalog, MigManager::Aks, plan_hours, false).cost
+                build(&ms, k.3, catalog, plan_hours, false).cost
             })
             .sum();
         if exact_aks(
@@ -289,15 +280,7 @@ pub(super) fn merge_aks_profiles(
             upsized.push(ch.with(c, ch.rate.clone()));
         }
         let refs: Vec<&Choice<'_, '_>> = upsized.iter().collect();
-        let merged = build(
-            &refs,
-            keys[0].3,
-            catalog,
-            MigManager::Aks,
-            plan_hours,
-            false,
-        )
-        .cost;
+        let merged = build(&refs, keys[0].3, catalog, plan_hours, false).cost;
         if merged + 0.005 < separate {
             for k in &keys {
                 groups.remove(k);

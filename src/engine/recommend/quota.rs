@@ -24,14 +24,13 @@ pub(super) fn bucket_use(
     groups: &BTreeMap<PoolKey, Vec<usize>>,
     choices: &[Choice<'_, '_>],
     catalog: &Catalog,
-    mm: MigManager,
     plan_hours: f64,
     cache: &BuildCache,
 ) -> BTreeMap<(String, String), f64> {
     let mut used: BTreeMap<(String, String), f64> = BTreeMap::new();
     for (key, members) in groups {
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        let b = build_cached(cache, &ms, key.3, catalog, mm, plan_hours, false);
+        let b = build_cached(cache, &ms, key.3, catalog, plan_hours, false);
         *used.entry(bucket(ms[0], key.3)).or_default() +=
             f64::from(b.nodes_max) * f64::from(ms[0].c.sku.vcpus);
     }
@@ -42,19 +41,18 @@ pub(super) fn bucket_use(
 /// to another region or VM family costs least, without pushing the destination over its
 /// own quota. What cannot be moved stays, and GP014 reports it.
 pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
-    let (plan, catalog, mm, plan_hours, cache) =
-        (cx.plan, cx.catalog, cx.mm, cx.plan_hours, &cx.cache);
+    let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let quota = |b: &(String, String)| plan.known_quota(catalog, &b.0, &b.1).map(|q| q.0);
     let cost = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
         if members.is_empty() {
             return 0.0;
         }
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        build_cached(cache, &ms, key.3, catalog, mm, plan_hours, false).cost
+        build_cached(cache, &ms, key.3, catalog, plan_hours, false).cost
     };
     // Each round moves one workload; the bound keeps a plan with no way out finite.
     for _ in 0..choices.len().max(1) * 2 {
-        let used = bucket_use(groups, choices, catalog, mm, plan_hours, cache);
+        let used = bucket_use(groups, choices, catalog, plan_hours, cache);
         let Some(over) = used
             .iter()
             .find(|(b, v)| quota(b).is_some_and(|q| **v > q + 1e-9))
@@ -87,13 +85,13 @@ pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
                         c.region.clone(),
                         rate.capacity,
                         pool_sharing(&c.fit),
-                        fit_key(&c.fit, mm),
+                        fit_key(&c.fit, ch.d.mig_manager),
                     );
                     let others = groups.get(&dest).cloned().unwrap_or_default();
                     let mut with: Vec<&Choice<'_, '_>> =
                         others.iter().map(|&j| &choices[j]).collect();
                     with.push(&trial);
-                    let after = build_cached(cache, &with, dest.3, catalog, mm, plan_hours, false);
+                    let after = build_cached(cache, &with, dest.3, catalog, plan_hours, false);
                     let before = cost(choices, &dest, &others);
                     if let Some(q) = quota(&dest_bucket) {
                         let before_nodes = if others.is_empty() {
@@ -101,8 +99,7 @@ pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
                         } else {
                             let ms: Vec<&Choice<'_, '_>> =
                                 others.iter().map(|&j| &choices[j]).collect();
-                            build_cached(cache, &ms, dest.3, catalog, mm, plan_hours, false)
-                                .nodes_max
+                            build_cached(cache, &ms, dest.3, catalog, plan_hours, false).nodes_max
                         };
                         let extra = f64::from(after.nodes_max - before_nodes.min(after.nodes_max))
                             * f64::from(c.sku.vcpus);

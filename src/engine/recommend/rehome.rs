@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use super::candidate::{self, Candidate, Fit, Rate};
 use super::{fit_key, pool_sharing, Choice, PoolKey};
 use crate::catalog::Catalog;
-use crate::plan::raw::{Capacity, MigManager};
+use crate::plan::raw::Capacity;
 
 /// Each moved workload's index, new candidate and rate. The candidate is borrowed from the
 /// workload's own list unless its shares were cut: the alternatives re-home every pool on
@@ -25,7 +25,6 @@ pub(super) fn rehomed<'a, 'c>(
     region: &str,
     capacity: Capacity,
     catalog: &Catalog,
-    mm: MigManager,
 ) -> Option<(PoolKey, Moved<'a, 'c>)> {
     let shares = members
         .iter()
@@ -54,7 +53,7 @@ pub(super) fn rehomed<'a, 'c>(
             c.region.clone(),
             r.capacity,
             pool_sharing(&c.fit),
-            fit_key(&c.fit, mm),
+            fit_key(&c.fit, choices[i].d.mig_manager),
         )
     };
     let (i0, c0, r0) = moved.first()?;

@@ -699,7 +699,6 @@ gpu_models = ["T4"]
         "eastus",
         Capacity::OnDemand,
         cat,
-        MigManager::Aks,
     )
     .expect("both can run there");
     assert_eq!(to.5, FitKey::Shared(2, false));
@@ -747,7 +746,7 @@ fn packings_prefetched_side_by_side_equal_the_sequential_ones() {
         .iter()
         .map(|s| (s.clone(), Capacity::OnDemand))
         .collect();
-    prefetch_thorough(&cache, jobs, cat, MigManager::GpuOperator, hours);
+    prefetch_thorough(&cache, jobs, cat, hours);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // The duplicate set is packed once; a single core packs nothing ahead.
     assert_eq!(cache.borrow().len(), if cores > 1 { 3 } else { 0 });
@@ -756,14 +755,7 @@ fn packings_prefetched_side_by_side_equal_the_sequential_ones() {
         let Some(ahead) = cache.borrow().get(&key).cloned() else {
             continue;
         };
-        let now = build(
-            set,
-            Capacity::OnDemand,
-            cat,
-            MigManager::GpuOperator,
-            hours,
-            true,
-        );
+        let now = build(set, Capacity::OnDemand, cat, hours, true);
         assert_eq!(
             (ahead.nodes_min, ahead.nodes_max, ahead.cost.to_bits()),
             (now.nodes_min, now.nodes_max, now.cost.to_bits())
