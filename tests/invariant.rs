@@ -792,3 +792,127 @@ fn each_workload_is_recommended_under_its_declared_pools_mig_manager() {
         .expect("embed is placed");
     assert_eq!(embed.mig_manager, gpuplan::core::MigManager::GpuOperator);
 }
+
+#[test]
+fn an_aks_workload_splits_over_profiles_when_that_saves_a_gpu() {
+    // One A100 80GB per node (NC24ads_A100_v4), AKS-managed MIG. `embed`: 8 replicas of 8 GiB
+    // at a seventh of a GPU each (1g.10gb); `rerank`: one replica of 30 GiB (3g.40gb). Kept
+    // whole: MIG1g holds 7 per GPU, so embed takes 2 GPUs and rerank a third. Split: 7 embed
+    // replicas on one MIG1g GPU and the eighth in the spare 3g.40gb slot beside rerank (a
+    // MIG3g GPU has two): 2 GPUs. Every pod asks for `nvidia.com/gpu` under AKS's single
+    // strategy, so either pool runs an embed replica.
+    let text = r#"version = 1
+[plan]
+name = "split"
+owner = "platform"
+provider = "azure"
+regions = ["eastus"]
+
+[cluster]
+mig_manager = "aks"
+
+[[workload]]
+name = "embed"
+team = "search"
+kind = "inference"
+replicas = 8
+sharing = "mig"
+gpu_fraction = 0.14
+gpu_memory_gib = 8
+skus = ["Standard_NC24ads_A100_v4"]
+
+[[workload]]
+name = "rerank"
+team = "search"
+kind = "inference"
+replicas = 1
+sharing = "mig"
+gpu_fraction = 0.4
+gpu_memory_gib = 30
+skus = ["Standard_NC24ads_A100_v4"]
+"#;
+    let (rec, v) = hand(text);
+    assert!(v.is_empty(), "the written plan passes check: {v:?}");
+    let nodes: u32 = rec.pools.iter().map(|p| p.nodes.max).sum();
+    assert_eq!(nodes, 2, "{:#?}", rec.pools);
+    let holding: Vec<_> = rec
+        .pools
+        .iter()
+        .filter(|p| p.workloads.iter().any(|w| w == "embed"))
+        .collect();
+    assert_eq!(holding.len(), 2, "embed is split over two pools");
+    assert!(holding
+        .iter()
+        .all(|p| p.mig_manager == gpuplan::core::MigManager::Aks));
+    let three = holding
+        .iter()
+        .find(|p| {
+            p.mig_layout
+                .as_ref()
+                .is_some_and(|l| l.contains_key("3g.40gb"))
+        })
+        .expect("the 3g.40gb pool holds an embed replica");
+    assert!(
+        three
+            .why
+            .contains("`embed` is split over this family's profiles: 1 of its 8"),
+        "{}",
+        three.why
+    );
+    let embed = rec
+        .workloads
+        .iter()
+        .find(|w| w.workload == "embed")
+        .expect("embed's cost");
+    assert!(
+        embed.pool.is_some() && embed.also_pools.len() == 1,
+        "{embed:?}"
+    );
+    // The team's cost is the fleet's: nothing counted twice.
+    let teams: f64 = rec.teams.iter().map(|t| t.monthly_cost_usd).sum();
+    assert!(
+        (teams - rec.total_monthly_cost_usd).abs() < 0.05,
+        "{teams} vs {}",
+        rec.total_monthly_cost_usd
+    );
+
+    // Rendered, the split workload is one serving entry whose pods may run in either pool.
+    let dir = std::env::temp_dir().join(format!("gpuplan-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let plan = dir.join("split.toml");
+    std::fs::write(&plan, text).expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplan"))
+        .args(["--quiet", "render"])
+        .arg(&plan)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .env("GPUPLAN_CACHE", dir.join("no-cache"))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let values = std::fs::read_to_string(dir.join("out/serving/values.yaml")).expect("values");
+    let v: serde_yaml::Value = serde_yaml::from_str(&values).expect("YAML");
+    let terms = &v["embed"]["affinity"]["nodeAffinity"]
+        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+        ["matchExpressions"][0];
+    let mut names: Vec<&str> = holding.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    let mut got: Vec<&str> = terms["values"]
+        .as_sequence()
+        .expect("values")
+        .iter()
+        .filter_map(|x| x.as_str())
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, names, "{values}");
+    assert_eq!(
+        values.matches("\n\"embed\":").count(),
+        1,
+        "one entry: {values}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -29,17 +29,31 @@ fn run(text: &str, catalog: &Catalog) {
         let recommended = gpuplan::engine::recommend::recommend(&p, catalog);
         for w in p.workloads().iter().filter(|w| w.replicas().max() > 0) {
             let name = w.name.get();
-            let pools = recommended
+            let holding: Vec<_> = recommended
                 .pools
                 .iter()
                 .filter(|x| x.workloads.contains(name))
-                .count();
+                .collect();
             let reported = recommended
                 .unsatisfied
                 .iter()
                 .filter(|u| &u.workload == name)
                 .count();
-            assert_eq!(pools + reported, 1, "`{name}` is placed once or reported");
+            assert_eq!(
+                usize::from(!holding.is_empty()) + reported,
+                1,
+                "`{name}` is placed or reported"
+            );
+            // Only AKS MIG replicas split over pools (the single strategy lets any run them).
+            assert!(
+                holding.len() <= 1
+                    || holding
+                        .iter()
+                        .all(|p| p.sharing == "mig"
+                            && p.mig_manager == gpuplan::core::MigManager::Aks),
+                "`{name}` is in {} pools",
+                holding.len()
+            );
         }
         for rec in [declared, recommended] {
             for pool in &rec.pools {

@@ -113,7 +113,7 @@ pub struct KeyValue {
     pub value: String,
 }
 
-#[derive(Debug, Serialize, Clone)]
+#[derive(Debug, Serialize, Clone, PartialEq)]
 pub struct TaintView {
     /// `key=value:Effect` (AKS `node_taints`).
     pub spec: String,
@@ -293,6 +293,10 @@ pub struct ServingView {
     pub workload: String,
     pub namespace: String,
     pub pool: String,
+    /// Every pool its replicas run in: more than one when they are split over AKS MIG
+    /// profiles (`split`), and the pods then select any of them.
+    pub pools: Vec<String>,
+    pub split: bool,
     pub gpu_memory_utilization: String,
     pub tensor_parallel_size: u32,
     pub why: String,
@@ -936,6 +940,8 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     workload: w.clone(),
                     namespace: wl.team.get().clone(),
                     pool: p.name.clone(),
+                    pools: vec![p.name.clone()],
+                    split: false,
                     gpu_memory_utilization: crate::core::num(util),
                     tensor_parallel_size: gpus_of(plan, w),
                     why,
@@ -945,7 +951,22 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 })
             })
         })
-        .collect();
+        .fold(Vec::<ServingView>::new(), |mut all, s| {
+            // A workload split over several pools is one entry that may run in any of them.
+            match all.iter_mut().find(|x| x.workload == s.workload) {
+                Some(x) => {
+                    x.pools.push(s.pool);
+                    x.split = true;
+                    for t in s.tolerations {
+                        if !x.tolerations.contains(&t) {
+                            x.tolerations.push(t);
+                        }
+                    }
+                }
+                None => all.push(s),
+            }
+            all
+        });
 
     let mut region_names: Vec<String> = rec.pools.iter().map(|p| p.region.clone()).collect();
     region_names.sort();

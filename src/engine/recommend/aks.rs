@@ -4,8 +4,13 @@
 //! to which profile is chosen by exhaustive search with a bound, judged by nodes at peak, then
 //! at the floor (the family shares one SKU, region and capacity type: nodes are its cost).
 //!
-//! Each workload's replicas stay in one pool. Splitting a workload across profiles (possible
-//! under the single strategy, where every pod asks for `nvidia.com/gpu`) is not searched.
+//! Under AKS's single strategy every MIG pod asks for `nvidia.com/gpu`, so the replicas of a
+//! workload may split across the family's pools (`split`): the search branches on the
+//! members that stay whole and places the splittable replicas exactly at each leaf. That
+//! placement is a suffix greedy, exact because AKS's profiles form a chain (MIG1g to MIG7g):
+//! a replica that fits a profile fits every larger one, and a node holds no more instances of
+//! a larger profile than of a smaller one. The peak is placed exactly; the floor follows the
+//! peak's split (a pool never keeps more replicas warm than it holds at peak).
 
 /// One workload of the family: replicas at peak and at the floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,33 +45,201 @@ pub(super) fn cost(members: &[Member], per_node: &[u32], assign: &[usize]) -> (u
     })
 }
 
-/// Members the exhaustive search takes (5 profiles: 5^10 leaves at most, far fewer after the
-/// bound); a larger family keeps its members on their own profiles.
+/// Members the exhaustive search branches on (5 profiles: 5^10 leaves at most, far fewer after
+/// the bound); a family with more members that stay whole keeps them on their own profiles.
 pub(super) const EXACT_MEMBERS: usize = 10;
 
+/// Where one member's replicas go: (profile, replicas at peak, replicas at the floor).
+pub(super) type Parts = Vec<(usize, u32, u32)>;
+
+/// The lowest profile a member fits, when its fits are a suffix of the chain (every profile
+/// from there up): only such a member is placed by the greedy.
+fn chain_start(fits: &[bool]) -> Option<usize> {
+    let m = fits.iter().position(|&f| f)?;
+    fits[m..].iter().all(|&f| f).then_some(m)
+}
+
+/// Splittable replicas placed on top of fixed loads, fewest nodes first: from the largest
+/// profile down, each pool gets the nodes its fixed load needs, and more only where the
+/// replicas that need this profile or a larger one no longer fit in the free slots above.
+/// Returns the nodes per profile.
+fn fluid_nodes(per_node: &[u32], fixed: &[u32], need_from: &[u32]) -> Vec<u32> {
+    let k = per_node.len();
+    let mut n = vec![0u32; k];
+    let mut free_above = 0u64;
+    let mut demand_from = 0u64;
+    for t in (0..k).rev() {
+        demand_from += u64::from(need_from[t]);
+        let pn = u64::from(per_node[t].max(1));
+        let own = u64::from(fixed[t]).div_ceil(pn);
+        let short = (demand_from + u64::from(fixed[t])).saturating_sub(free_above);
+        let nt = own.max(short.div_ceil(pn));
+        n[t] = u32::try_from(nt).unwrap_or(u32::MAX);
+        free_above += nt * pn - u64::from(fixed[t]);
+        // The free slots at and above `t` now cover the demand from `t` up; what is left is
+        // free for the profiles below.
+        let used = demand_from.min(free_above);
+        free_above -= used;
+        demand_from -= used;
+    }
+    n
+}
+
 /// The cheapest assignment of members to profiles, where `fits[i][k]` says whether profile `k`
-/// holds a replica of member `i` and `per_node[k]` is how many instances of it a node has.
-/// `None` when a member fits no profile or the family is too large to search.
+/// holds a replica of member `i` and `per_node[k]` is how many instances of it a node has;
+/// members with `split[i]` may spread their replicas over several profiles. `None` when a
+/// member fits no profile or the family is too large to search.
 pub(super) fn assign(
     members: &[Member],
     per_node: &[u32],
     fits: &[Vec<bool>],
-) -> Option<Vec<usize>> {
-    if members.len() > EXACT_MEMBERS
-        || members
-            .iter()
-            .enumerate()
-            .any(|(i, _)| !fits[i].contains(&true))
+    split: &[bool],
+) -> Option<Vec<Parts>> {
+    if members
+        .iter()
+        .enumerate()
+        .any(|(i, _)| !fits[i].contains(&true))
     {
         return None;
     }
+    let fluid: Vec<Option<usize>> = (0..members.len())
+        .map(|i| split[i].then(|| chain_start(&fits[i])).flatten())
+        .collect();
+    let whole = assign_whole(members, per_node, fits, &fluid)?;
+    let with_split = place(members, per_node, &whole, &fluid);
+    // Never worse than keeping every member whole (the floor of a split is a heuristic).
+    let none: Vec<Option<usize>> = vec![None; members.len()];
+    let plain = assign_whole(members, per_node, fits, &none)?;
+    let kept = place(members, per_node, &plain, &none);
+    Some(if total(&with_split, per_node) <= total(&kept, per_node) {
+        with_split
+    } else {
+        kept
+    })
+}
+
+/// (Nodes at peak, nodes at the floor) of a placement.
+pub(super) fn total(parts: &[Parts], per_node: &[u32]) -> (u32, u32) {
+    let mut peak = vec![0u32; per_node.len()];
+    let mut floor = vec![0u32; per_node.len()];
+    for p in parts {
+        for &(k, pk, fk) in p {
+            peak[k] += pk;
+            floor[k] += fk;
+        }
+    }
+    (0..per_node.len()).fold((0, 0), |(p, f), k| {
+        (
+            p + nodes(peak[k], per_node[k]),
+            f + nodes(floor[k], per_node[k]),
+        )
+    })
+}
+
+/// The members' parts: whole members on their profile, splittable ones placed by the greedy
+/// at the peak, their floors following the peak's split.
+fn place(
+    members: &[Member],
+    per_node: &[u32],
+    whole: &[usize],
+    fluid: &[Option<usize>],
+) -> Vec<Parts> {
+    let k = per_node.len();
+    let mut fixed = vec![0u32; k];
+    let mut fixed_floor = vec![0u32; k];
+    let mut need_from = vec![0u32; k];
+    for (i, m) in members.iter().enumerate() {
+        match fluid[i] {
+            Some(t) => need_from[t] += m.peak,
+            None => {
+                fixed[whole[i]] += m.peak;
+                fixed_floor[whole[i]] += m.floor;
+            }
+        }
+    }
+    let n = fluid_nodes(per_node, &fixed, &need_from);
+    let mut free: Vec<u32> = (0..k)
+        .map(|t| (n[t] * per_node[t].max(1)).saturating_sub(fixed[t]))
+        .collect();
+    let mut floor_used = fixed_floor;
+    let mut out: Vec<Parts> = vec![Vec::new(); members.len()];
+    // The most demanding first; each fills from its own lowest profile up (those below it
+    // are of no use to it, and the ones after it can use everything it can).
+    let mut order: Vec<usize> = (0..members.len()).filter(|&i| fluid[i].is_some()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(fluid[i]), i));
+    for &i in &order {
+        let from = fluid[i].unwrap_or(0);
+        let mut left = members[i].peak;
+        let mut parts: Vec<(usize, u32)> = Vec::new();
+        for (t, slots) in free.iter_mut().enumerate().skip(from) {
+            let take = left.min(*slots);
+            if take > 0 {
+                *slots -= take;
+                left -= take;
+                parts.push((t, take));
+            }
+        }
+        // The greedy's nodes hold every replica; a remainder would be a defect, kept whole
+        // on its lowest profile rather than lost.
+        if left > 0 {
+            parts.push((from, left));
+        }
+        // Floors go where a warm node already has room, else to the profile with the most
+        // instances per node.
+        let mut floors = vec![0u32; parts.len()];
+        for _ in 0..members[i].floor {
+            let pick = (0..parts.len())
+                .filter(|&j| floors[j] < parts[j].1)
+                .min_by_key(|&j| {
+                    let t = parts[j].0;
+                    let opens = floor_used[t] % per_node[t].max(1) == 0;
+                    (opens, std::cmp::Reverse(per_node[t]), t)
+                });
+            let Some(j) = pick else { break };
+            floors[j] += 1;
+            floor_used[parts[j].0] += 1;
+        }
+        out[i] = parts
+            .iter()
+            .zip(&floors)
+            .map(|(&(t, p), &f)| (t, p, f))
+            .collect();
+    }
+    for (i, m) in members.iter().enumerate() {
+        if fluid[i].is_none() {
+            out[i] = vec![(whole[i], m.peak, m.floor)];
+        }
+    }
+    out
+}
+
+/// The cheapest profile for each member that stays whole (`fluid[i]` is `None`), judged with
+/// the splittable replicas placed on top; the splittable members' entries are unused.
+fn assign_whole(
+    members: &[Member],
+    per_node: &[u32],
+    fits: &[Vec<bool>],
+    fluid: &[Option<usize>],
+) -> Option<Vec<usize>> {
+    let branching = (0..members.len()).filter(|&i| fluid[i].is_none()).count();
+    if branching > EXACT_MEMBERS {
+        return None;
+    }
+    let mut need_from = vec![0u32; per_node.len()];
+    for (i, m) in members.iter().enumerate() {
+        if let Some(t) = fluid[i] {
+            need_from[t] += m.peak;
+        }
+    }
     // Big members first: the bound bites sooner.
-    let mut order: Vec<usize> = (0..members.len()).collect();
+    let mut order: Vec<usize> = (0..members.len()).filter(|&i| fluid[i].is_none()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(members[i].peak));
     struct Search<'a> {
         members: &'a [Member],
         per_node: &'a [u32],
         fits: &'a [Vec<bool>],
+        fluid: &'a [Option<usize>],
+        need_from: Vec<u32>,
         order: Vec<usize>,
         peak: Vec<u32>,
         floor: Vec<u32>,
@@ -89,7 +262,16 @@ pub(super) fn assign(
                 return;
             }
             if depth == self.order.len() {
-                self.best = Some((bound, self.current.clone()));
+                // The splittable replicas on top of this assignment, placed exactly.
+                let cost = if self.need_from.iter().any(|&x| x > 0) {
+                    let parts = place(self.members, self.per_node, &self.current, self.fluid);
+                    total(&parts, self.per_node)
+                } else {
+                    bound
+                };
+                if self.best.as_ref().is_none_or(|(b, _)| cost < *b) {
+                    self.best = Some((cost, self.current.clone()));
+                }
                 return;
             }
             let i = self.order[depth];
@@ -110,6 +292,8 @@ pub(super) fn assign(
         members,
         per_node,
         fits,
+        fluid,
+        need_from,
         order,
         peak: vec![0; per_node.len()],
         floor: vec![0; per_node.len()],
@@ -164,9 +348,131 @@ mod tests {
             vec![false, true, true],
             vec![false, false, true],
         ];
-        let a = assign(&members, &per_node, &fits).expect("assigned");
-        assert_eq!(cost(&members, &per_node, &a), (2, 2));
-        assert_eq!(a, vec![0, 2, 2]);
+        let whole = [false; 3];
+        let a = assign(&members, &per_node, &fits, &whole).expect("assigned");
+        assert_eq!(total(&a, &per_node), (2, 2));
+        assert_eq!(a, vec![vec![(0, 5, 5)], vec![(2, 1, 1)], vec![(2, 1, 1)]]);
+    }
+
+    #[test]
+    fn a_split_fills_the_spare_slots_of_a_larger_profile() {
+        // Eight replicas that need 1g and one that needs 3g, one A100 per node. Whole: MIG1g
+        // takes 2 nodes (8 > 7) and MIG3g one, 3 in all. Split: 7 on a MIG1g node and the
+        // eighth in the spare 3g slot beside the 3g replica, 2 nodes.
+        let per_node = [7, 3, 2];
+        let members = [Member { peak: 8, floor: 8 }, Member { peak: 1, floor: 1 }];
+        let fits = vec![vec![true, true, true], vec![false, false, true]];
+        let kept = assign(&members, &per_node, &fits, &[false, false]).expect("assigned");
+        assert_eq!(total(&kept, &per_node), (3, 3));
+        let split = assign(&members, &per_node, &fits, &[true, false]).expect("assigned");
+        assert_eq!(total(&split, &per_node), (2, 2));
+        assert_eq!(split[0], vec![(0, 7, 7), (2, 1, 1)]);
+    }
+
+    /// Every placement of every replica of the splittable members on the profiles they fit
+    /// (the others whole), floors equal to peaks: the fewest nodes.
+    fn brute_split(
+        members: &[Member],
+        per_node: &[u32],
+        fits: &[Vec<bool>],
+        split: &[bool],
+    ) -> u32 {
+        // One unit per whole member, one per replica of a splittable one.
+        let units: Vec<(usize, u32)> = members
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| {
+                let n = if split[i] { m.peak } else { 1 };
+                let each = if split[i] { 1 } else { m.peak };
+                (0..n).map(move |_| (i, each))
+            })
+            .collect();
+        let mut best = u32::MAX;
+        let mut load = vec![0u32; per_node.len()];
+        let mut chosen = vec![0usize; units.len()];
+        fn go(
+            u: usize,
+            units: &[(usize, u32)],
+            fits: &[Vec<bool>],
+            per_node: &[u32],
+            load: &mut Vec<u32>,
+            chosen: &mut Vec<usize>,
+            best: &mut u32,
+        ) {
+            if u == units.len() {
+                let n = (0..per_node.len())
+                    .map(|t| nodes(load[t], per_node[t]))
+                    .sum();
+                *best = (*best).min(n);
+                return;
+            }
+            let (i, each) = units[u];
+            // Replicas of one member are interchangeable: their profiles never decrease.
+            let from = if u > 0 && units[u - 1].0 == i {
+                chosen[u - 1]
+            } else {
+                0
+            };
+            for t in from..per_node.len() {
+                if fits[i][t] {
+                    load[t] += each;
+                    chosen[u] = t;
+                    go(u + 1, units, fits, per_node, load, chosen, best);
+                    load[t] -= each;
+                }
+            }
+        }
+        go(0, &units, fits, per_node, &mut load, &mut chosen, &mut best);
+        best
+    }
+
+    #[test]
+    fn the_split_search_matches_brute_force_on_random_families() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let per_gpu = [7u32, 3, 2, 1, 1];
+        let mut improved = 0;
+        for _ in 0..400 {
+            let gpus_per_node = [1u32, 1, 2][(next() % 3) as usize];
+            let per_node: Vec<u32> = per_gpu.iter().map(|p| p * gpus_per_node).collect();
+            let n = 1 + (next() % 4) as usize;
+            let mut members = Vec::new();
+            let mut fits = Vec::new();
+            let mut split = Vec::new();
+            for _ in 0..n {
+                let peak = 1 + (next() % 5) as u32;
+                // Floors equal to peaks or none: where the search is exact on both counts.
+                let floor = if next() % 2 == 0 { peak } else { 0 };
+                members.push(Member { peak, floor });
+                let need = (next() % 5) as usize;
+                fits.push((0..5).map(|k| k >= need).collect::<Vec<_>>());
+                split.push(next() % 3 != 0);
+            }
+            let a = assign(&members, &per_node, &fits, &split).expect("assigned");
+            // Every replica placed, on a profile that holds it; floors within the peak.
+            for (i, parts) in a.iter().enumerate() {
+                assert_eq!(parts.iter().map(|p| p.1).sum::<u32>(), members[i].peak);
+                assert_eq!(parts.iter().map(|p| p.2).sum::<u32>(), members[i].floor);
+                for &(t, p, f) in parts {
+                    assert!(fits[i][t] && f <= p, "{parts:?}");
+                }
+                if !split[i] {
+                    assert_eq!(parts.len(), 1, "a member that may not split stays whole");
+                }
+            }
+            let (peak, _) = total(&a, &per_node);
+            let best = brute_split(&members, &per_node, &fits, &split);
+            assert_eq!(peak, best, "{members:?} {per_node:?} {fits:?} {split:?}");
+            let whole = brute(&members, &per_node, &fits).expect("some").0;
+            improved += usize::from(best < whole);
+        }
+        // Splitting matters on some of these families, or the test proves nothing.
+        assert!(improved > 0);
     }
 
     #[test]
@@ -194,12 +500,14 @@ mod tests {
                 let need = (next() % 5) as usize;
                 fits.push((0..5).map(|k| k >= need).collect::<Vec<_>>());
             }
-            let a = assign(&members, &per_node, &fits).expect("assigned");
-            for (i, &k) in a.iter().enumerate() {
-                assert!(fits[i][k]);
+            let a = assign(&members, &per_node, &fits, &vec![false; n]).expect("assigned");
+            let whole: Vec<usize> = a.iter().map(|p| p[0].0).collect();
+            for (i, p) in a.iter().enumerate() {
+                assert_eq!(p, &vec![(whole[i], members[i].peak, members[i].floor)]);
+                assert!(fits[i][whole[i]]);
             }
             assert_eq!(
-                Some(cost(&members, &per_node, &a)),
+                Some(total(&a, &per_node)),
                 brute(&members, &per_node, &fits),
                 "{members:?} {per_node:?} {fits:?}"
             );

@@ -393,14 +393,18 @@ pub(super) fn build(
 
 /// The final pools, packed thoroughly, named, and each workload's pool and share of its cost
 /// (split by the node-hours each asks for).
+/// Each workload's pools (by index: names are final only after `name_pools`) and monthly
+/// cost; a workload whose replicas split over several AKS profiles is in more than one.
+pub(super) type WorkloadPools = IndexMap<String, (Vec<usize>, f64)>;
+
 pub(super) fn final_pools(
     cx: &Cx<'_, '_>,
     groups: &Groups,
     choices: &[Choice<'_, '_>],
-) -> (Vec<RecPool>, IndexMap<String, (String, f64)>) {
+) -> (Vec<RecPool>, WorkloadPools) {
     let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let mut pools = Vec::new();
-    let mut workload_pool: IndexMap<String, (String, f64)> = IndexMap::new();
+    let mut workload_pool = WorkloadPools::new();
     // vCPUs each quota bucket reaches at the fleet's maximum: a cheaper alternative that the
     // bucket could not hold says so.
     let used = super::quota::bucket_use(groups, choices, catalog, plan_hours, cache);
@@ -428,10 +432,16 @@ pub(super) fn final_pools(
             } else {
                 1.0 / ms.len() as f64
             };
-            workload_pool.insert(m.d.name.to_owned(), (pool.name.clone(), built.cost * share));
+            let e = workload_pool
+                .entry(m.d.name.to_owned())
+                .or_insert((Vec::new(), 0.0));
+            if !e.0.contains(&pools.len()) {
+                e.0.push(pools.len());
+            }
+            e.1 += built.cost * share;
         }
         pools.push(pool);
     }
-    name_pools(&mut pools, &mut workload_pool, plan.regions().count() > 1);
+    name_pools(&mut pools, plan.regions().count() > 1);
     (pools, workload_pool)
 }

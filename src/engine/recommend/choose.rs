@@ -177,7 +177,7 @@ pub(super) fn pool_sharing(fit: &Fit) -> Sharing {
 /// Three ways to choose, each packed for real; the cheapest fleet wins. Choosing alone is
 /// exact for plans whose workloads never share a pool; the local searches let workloads move
 /// to where they complement each other (see `improve`).
-pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut [Choice<'_, '_>]) {
+pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut Vec<Choice<'_, '_>>) {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     let greedy: Vec<(usize, Rate)> = choices.iter().map(|ch| pick_of(ch)).collect();
     let mut best: Option<(f64, Vec<(usize, Rate)>)> = None;
@@ -200,8 +200,9 @@ pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut [Choice<'_, '_>])
         };
         apply(choices, &picks);
         let mut groups = group(choices);
-        // Only AKS-managed MIG pools (one profile each) form families to merge.
-        merge_aks_profiles(&mut groups, choices, catalog, plan_hours);
+        // Only AKS-managed MIG pools (one profile each) form families to merge. Costed
+        // without splitting workloads: a split adds choices, and these picks are trials.
+        merge_aks_profiles(&mut groups, choices, catalog, plan_hours, false);
         let cost: f64 = groups
             .iter()
             .map(|(key, members)| {
@@ -221,6 +222,6 @@ pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut [Choice<'_, '_>])
 /// The pools the choices form; under AKS, profiles merged upwards where that saves nodes.
 pub(super) fn pools_of(cx: &Cx<'_, '_>, choices: &mut Vec<Choice<'_, '_>>) -> Groups {
     let mut groups = group(choices);
-    merge_aks_profiles(&mut groups, choices, cx.catalog, cx.plan_hours);
+    merge_aks_profiles(&mut groups, choices, cx.catalog, cx.plan_hours, true);
     groups
 }

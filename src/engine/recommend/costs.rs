@@ -7,7 +7,7 @@ use super::*;
 pub(super) fn assemble(
     cx: &Cx<'_, '_>,
     pools: Vec<RecPool>,
-    workload_pool: &IndexMap<String, (String, f64)>,
+    workload_pool: &WorkloadPools,
     choices: &[Choice<'_, '_>],
     unsatisfied: Vec<Unsatisfied>,
 ) -> Recommendation {
@@ -15,14 +15,18 @@ pub(super) fn assemble(
     let mut workloads = Vec::new();
     let mut teams: BTreeMap<String, f64> = BTreeMap::new();
     for w in plan.workloads() {
-        let (pool, cost) = workload_pool
+        let (names, cost) = workload_pool
             .get(w.name.get().as_str())
-            .map_or((None, 0.0), |(p, c)| (Some(p.clone()), *c));
+            .map_or((Vec::new(), 0.0), |(ps, c)| {
+                (ps.iter().map(|&i| pools[i].name.clone()).collect(), *c)
+            });
         let tokens = w.tokens_per_second.as_ref().map(|t| *t.get());
+        // A workload split over several pools has a choice per part.
         let replica_hours = choices
             .iter()
-            .find(|c| c.d.name == w.name.get())
-            .map(|c| c.d.replica_hours(plan_hours));
+            .filter(|c| c.d.name == w.name.get())
+            .map(|c| c.d.replica_hours(plan_hours))
+            .reduce(|a, b| a + b);
         let per_million = match (tokens, replica_hours) {
             (Some(t), Some(h)) if t > 0.0 && h > 0.0 => Some(cost / (t * 3600.0 * h / 1e6)),
             _ => None,
@@ -31,7 +35,8 @@ pub(super) fn assemble(
         workloads.push(WorkloadCost {
             workload: w.name.get().clone(),
             team: w.team.get().clone(),
-            pool,
+            pool: names.first().cloned(),
+            also_pools: names.iter().skip(1).cloned().collect(),
             monthly_cost_usd: cents(cost),
             usd_per_million_tokens: per_million.map(|x| (x * 10_000.0).round() / 10_000.0),
         });

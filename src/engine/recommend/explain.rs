@@ -182,6 +182,13 @@ pub(super) fn why_line(
                             m.d.name, profile.name, own.name
                         ));
                     }
+                    let all = u32::try_from(m.d.w.replicas().max().max(0)).unwrap_or(0);
+                    if m.d.peak < all {
+                        s.push_str(&format!(
+                            "; `{}` is split over this family's profiles: {} of its {all} replicas at peak run here (its pods ask for `nvidia.com/gpu` under AKS's single strategy, so any of these pools can run them)",
+                            m.d.name, m.d.peak
+                        ));
+                    }
                 }
                 s
             }
@@ -334,13 +341,8 @@ pub(super) fn why_line(
 /// DNS-1123 names from what a pool is: segment, GPU, sharing, capacity; numbered on clashes.
 /// Names depend on the plan, not on the answer: a plan with several regions always gets
 /// the region in its pool names, so a change that moves one pool renames no other.
-pub(super) fn name_pools(
-    pools: &mut [RecPool],
-    workload_pool: &mut IndexMap<String, (String, f64)>,
-    multi_region: bool,
-) {
+pub(super) fn name_pools(pools: &mut [RecPool], multi_region: bool) {
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
-    let mut renames = Vec::new();
     for p in pools.iter_mut() {
         let gpu: String = p
             .gpu_model
@@ -369,15 +371,7 @@ pub(super) fn name_pools(
         } else {
             name_trim
         };
-        renames.push((p.workloads.clone(), final_name.clone()));
         p.name = final_name;
-    }
-    for (ws, name) in renames {
-        for w in ws {
-            if let Some(e) = workload_pool.get_mut(&w) {
-                e.0 = name.clone();
-            }
-        }
     }
 }
 

@@ -129,19 +129,20 @@ pub(super) fn merge_stage(
     }
 }
 
-/// AKS pools carry one MIG profile. Where workloads of one segment chose different profiles
-/// on the same SKU, region and capacity, run them all on the largest profile when that needs
-/// fewer nodes than separate pools.
 /// The family's workloads re-homed on AKS profiles by the exact search (`aks::assign`), when
-/// its packed pools cost less than `separate`; whether it applied.
+/// its packed pools cost less than `separate`; whether it applied. With `split`, a workload's
+/// replicas may spread over several of the family's pools (its extra parts become choices of
+/// their own, appended to `choices`).
+#[allow(clippy::too_many_arguments)]
 fn exact_aks(
     groups: &mut BTreeMap<PoolKey, Vec<usize>>,
-    choices: &mut [Choice<'_, '_>],
+    choices: &mut Vec<Choice<'_, '_>>,
     catalog: &Catalog,
     plan_hours: f64,
     keys: &[PoolKey],
     members: &[usize],
     separate: f64,
+    split: bool,
 ) -> bool {
     let first = &choices[members[0]].c;
     let (Some(spec), sku) = (first.gpu.mig.as_ref(), first.sku) else {
@@ -178,23 +179,31 @@ fn exact_aks(
             floor: choices[i].d.floor,
         })
         .collect();
-    let Some(assignment) = aks::assign(&ms, &per_node, &fits) else {
+    // Under AKS's single strategy every MIG pod asks for `nvidia.com/gpu`, so any pool of
+    // the family can run any replica it holds; a gang starts together and stays whole.
+    let splittable: Vec<bool> = members
+        .iter()
+        .map(|&i| split && choices[i].d.gang <= 1)
+        .collect();
+    let Some(assignment) = aks::assign(&ms, &per_node, &fits, &splittable) else {
         return false;
     };
-    // The pools of the assignment, packed for real.
+    // The pools of the assignment, packed for real: one choice per part of a member.
     let mut by_profile: BTreeMap<usize, Vec<(usize, Choice<'_, '_>)>> = BTreeMap::new();
-    for (&i, &k) in members.iter().zip(&assignment) {
-        let ch = &choices[i];
-        let mut c = ch.c.clone();
-        c.fit = Fit::Mig {
-            profile: profiles[k].clone(),
-        };
-        let (ca, ma) = candidate::allocatable(c.sku, catalog);
-        c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
-        by_profile
-            .entry(k)
-            .or_default()
-            .push((i, ch.with(c, ch.rate.clone())));
+    for (&i, parts) in members.iter().zip(&assignment) {
+        for &(k, peak, floor) in parts {
+            let ch = &choices[i];
+            let mut c = ch.c.clone();
+            c.fit = Fit::Mig {
+                profile: profiles[k].clone(),
+            };
+            let (ca, ma) = candidate::allocatable(c.sku, catalog);
+            c.node_share = candidate::node_share(&c.fit, c.sku, c.gpu, &ch.d, ca, ma);
+            let mut part = ch.with(c, ch.rate.clone());
+            part.d.peak = peak;
+            part.d.floor = floor;
+            by_profile.entry(k).or_default().push((i, part));
+        }
     }
     let exact: f64 = by_profile
         .values()
@@ -209,6 +218,7 @@ fn exact_aks(
     for k in keys {
         groups.remove(k);
     }
+    let mut placed: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     for (k, v) in by_profile {
         let key = (
             keys[0].0,
@@ -219,20 +229,33 @@ fn exact_aks(
             FitKey::Mig(Some(profiles[k].name.clone())),
         );
         let mut idx = Vec::new();
-        for (i, up) in v {
-            choices[i].c = up.c;
-            idx.push(i);
+        for (i, part) in v {
+            if placed.insert(i) {
+                // The member's first part takes its place; its candidates stay with it.
+                choices[i].c = part.c;
+                choices[i].d.peak = part.d.peak;
+                choices[i].d.floor = part.d.floor;
+                idx.push(i);
+            } else {
+                idx.push(choices.len());
+                choices.push(part);
+            }
         }
         groups.entry(key).or_default().extend(idx);
     }
     true
 }
 
+/// AKS pools carry one MIG profile. Where workloads of one segment chose different profiles
+/// on the same SKU, region and capacity, re-home them exactly (`exact_aks`, splitting
+/// workloads across profiles when `split`), or else run them all on the largest profile when
+/// that needs fewer nodes than separate pools.
 pub(super) fn merge_aks_profiles(
     groups: &mut BTreeMap<PoolKey, Vec<usize>>,
-    choices: &mut [Choice<'_, '_>],
+    choices: &mut Vec<Choice<'_, '_>>,
     catalog: &Catalog,
     plan_hours: f64,
+    split: bool,
 ) {
     let mut families: BTreeMap<(Segment, String, String, Capacity), Vec<PoolKey>> = BTreeMap::new();
     for key in groups.keys() {
@@ -253,7 +276,7 @@ pub(super) fn merge_aks_profiles(
             })
             .sum();
         if exact_aks(
-            groups, choices, catalog, plan_hours, &keys, &members, separate,
+            groups, choices, catalog, plan_hours, &keys, &members, separate, split,
         ) {
             continue;
         }

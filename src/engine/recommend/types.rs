@@ -119,6 +119,10 @@ pub struct WorkloadCost {
     pub workload: String,
     pub team: String,
     pub pool: Option<String>,
+    /// The other pools its replicas are split over (AKS MIG profiles under the single
+    /// strategy); empty when `pool` holds them all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_pools: Vec<String>,
     pub monthly_cost_usd: f64,
     pub usd_per_million_tokens: Option<f64>,
 }
