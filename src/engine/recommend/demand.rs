@@ -85,6 +85,11 @@ pub struct Demand<'p> {
 }
 
 impl Demand<'_> {
+    /// The workload's replicas at peak, as the plan states them; more than `peak` when this
+    /// demand is one part of a workload split over AKS MIG profiles.
+    pub(crate) fn planned_peak(&self) -> u32 {
+        u32::try_from(self.w.replicas().max().max(0)).unwrap_or(u32::MAX)
+    }
     /// Replica-hours a month: the floor all month, the rest for the workload's hours.
     pub(crate) fn replica_hours(&self, plan_hours: f64) -> f64 {
         f64::from(self.floor) * plan_hours + f64::from(self.peak - self.floor) * self.hours

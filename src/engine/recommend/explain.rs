@@ -182,7 +182,7 @@ pub(super) fn why_line(
                             m.d.name, profile.name, own.name
                         ));
                     }
-                    let all = u32::try_from(m.d.w.replicas().max().max(0)).unwrap_or(0);
+                    let all = m.d.planned_peak();
                     if m.d.peak < all {
                         s.push_str(&format!(
                             "; `{}` is split over this family's profiles: {} of its {all} replicas at peak run here (its pods ask for `nvidia.com/gpu` under AKS's single strategy, so any of these pools can run them)",

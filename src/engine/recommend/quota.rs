@@ -67,6 +67,10 @@ pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
             }
             for &i in members {
                 let ch = &choices[i];
+                // The parts of a workload split over AKS profiles stay in their family.
+                if ch.d.peak < ch.d.planned_peak() {
+                    continue;
+                }
                 let rest: Vec<usize> = members.iter().copied().filter(|&j| j != i).collect();
                 let leave = cost(choices, key, members) - cost(choices, key, &rest);
                 for c in &ch.all {
