@@ -308,7 +308,14 @@ fn generated_wide(seed: u64) -> String {
         };
         let max = (min + r.next() % 8).max(1);
         t += &format!("replicas = {{ min = {min}, max = {max} }}\n");
-        let sharing = *r.pick(&["dedicated", "mig", "time-slicing", "mps", "dedicated"]);
+        let sharing = *r.pick(&[
+            "dedicated",
+            "mig",
+            "time-slicing",
+            "mps",
+            "dedicated",
+            "shared-server",
+        ]);
         shared |= sharing != "dedicated";
         t += &format!("sharing = \"{sharing}\"\n");
         match r.next() % 3 {
@@ -371,6 +378,12 @@ fn generated_wide(seed: u64) -> String {
     }
     if azure && r.chance(30) {
         t += "\n[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCADSA100v4Family\"\nvcpus = 48\n";
+    }
+    // A declared pool that names its own MIG manager for the first workload: the recommender
+    // must keep that manager for it (the written plan replaces the pools).
+    if azure && r.chance(40) {
+        let own = if mm == "aks" { "gpu-operator" } else { "aks" };
+        t += &format!("\n[[pool]]\nname = \"today\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = 1\nmig_manager = \"{own}\"\nworkloads = [\"w0\"]\n");
     }
     t
 }
@@ -769,6 +782,27 @@ fn each_workload_is_recommended_under_its_declared_pools_mig_manager() {
     let chat = pool_of("chat");
     assert_eq!(chat.mig_manager, gpuplan::core::MigManager::Aks);
     assert_ne!(embed.name, chat.name, "pools of two managers never merge");
+    // Written back, the GPU-Operator pool says so (else the AKS cluster's manager applies).
+    let written: toml::Table =
+        toml::from_str(&plan_with_pools(text, &rec).expect("written")).expect("TOML");
+    let pools = written["pool"].as_array().expect("pools");
+    let manager_of = |w: &str| {
+        pools
+            .iter()
+            .find(|p| {
+                p["workloads"]
+                    .as_array()
+                    .is_some_and(|ws| ws.iter().any(|x| x.as_str() == Some(w)))
+            })
+            .and_then(|p| p.get("mig_manager"))
+            .and_then(|m| m.as_str())
+    };
+    assert_eq!(manager_of("embed"), Some("gpu-operator"));
+    assert_eq!(
+        manager_of("chat"),
+        None,
+        "the cluster's own manager is not repeated"
+    );
 
     // And the other way round: a GPU-Operator cluster with one AKS-managed pool.
     let flipped = text

@@ -20,9 +20,27 @@ pub enum WritePlanError {
 pub fn plan_with_pools(text: &str, rec: &Recommendation) -> Result<String, WritePlanError> {
     let mut doc: DocumentMut = text.parse()?;
     doc.remove("pool");
+    // A pool states its MIG manager where it is not the cluster's (as the plan reads it: the
+    // cluster's own, else the provider's), so the written plan reads back as recommended.
+    let cluster = doc
+        .get("cluster")
+        .and_then(|c| c.get("mig_manager"))
+        .and_then(Item::as_str)
+        .map(str::to_owned);
+    let cluster = match (cluster.as_deref(), rec.provider.as_str()) {
+        (Some("aks"), _) | (None, "azure") => MigManager::Aks,
+        _ => MigManager::GpuOperator,
+    };
     let mut pools = ArrayOfTables::new();
     for p in &rec.pools {
-        pools.push(pool_table(p, p.mig_manager));
+        let mut t = pool_table(p, p.mig_manager);
+        if p.sharing == "mig" && p.mig_manager != cluster {
+            t["mig_manager"] = value(match p.mig_manager {
+                MigManager::Aks => "aks",
+                MigManager::GpuOperator => "gpu-operator",
+            });
+        }
+        pools.push(t);
     }
     // Each workload in a pool that shares GPUs by time gets the memory cap its share needs;
     // a workload without a `[workload.server]` table has no server to cap.

@@ -356,15 +356,22 @@ fn candidate<'c>(
             }
         }
         Sharing::SharedServer if d.gpus <= 1 => {
-            let mem_share = d.memory_need.map_or(0.0, |m| m / gpu.memory_gib);
-            if mem_share > 1.0 {
+            // The server process takes its cap of the card; the models it hosts share that.
+            let offered = gpu.memory_gib * d.usable;
+            let mem_share = d.memory_need.map_or(0.0, |m| m / offered);
+            if mem_share > 1.0 + 1e-9 {
                 return Err(reject(
                     Constraint::GpuMemory,
                     format!(
-                        "a replica needs {} GiB and one {} has {} GiB",
+                        "a replica needs {} GiB and one {} gives it {} GiB{}",
                         crate::core::num(d.memory_need.unwrap_or(0.0)),
                         gpu.name,
-                        gpu.memory_gib
+                        crate::core::num(offered),
+                        if d.usable < 1.0 {
+                            format!(" under its server's cap of {}", crate::core::num(d.usable))
+                        } else {
+                            String::new()
+                        }
                     ),
                 ));
             }
