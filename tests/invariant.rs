@@ -346,6 +346,33 @@ fn generated_wide(seed: u64) -> String {
         }
         if r.chance(40) {
             t += &format!("gpu_models = [{}]\n", r.pick(models));
+        } else if r.chance(25) {
+            let skus: &[&str] = if azure {
+                &[
+                    "\"Standard_NC24ads_A100_v4\"",
+                    "\"Standard_NC40ads_H100_v5\"",
+                    "\"Standard_NC8as_T4_v3\", \"Standard_NC64as_T4_v3\"",
+                    "\"Standard_NV36ads_A10_v5\"",
+                    "\"Standard_NC96ads_A100_v4\", \"Standard_NC24ads_A100_v4\"",
+                ]
+            } else {
+                &[
+                    "\"g6.xlarge\"",
+                    "\"g6.12xlarge\", \"g6.48xlarge\"",
+                    "\"g5.xlarge\"",
+                    "\"p4d.24xlarge\"",
+                    "\"g6e.xlarge\", \"g6e.12xlarge\"",
+                    "\"p3.2xlarge\"",
+                ]
+            };
+            t += &format!("skus = [{}]\n", r.pick(skus));
+        }
+        if r.chance(15) {
+            // A replica of several GPUs, sometimes asking to time-share (GP003: it cannot).
+            t += &format!("gpus = {}\n", r.pick(&[2, 4]));
+            if r.chance(50) {
+                t += "model = { params_billion = 34, precision = \"fp32\" }\nkv_cache_gib = 20\n";
+            }
         }
         if r.chance(30) {
             t += &format!(
@@ -415,6 +442,7 @@ fn recommended_pools_pass_check_on_wider_generated_plans() {
             Err(_) => {}
         }
     }
+    eprintln!("{loaded} of {} generated plans load", to - from + 1);
     assert!(
         loaded * 2 > (to - from + 1),
         "most generated plans load ({loaded})"
