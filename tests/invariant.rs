@@ -978,3 +978,146 @@ skus = ["Standard_NC24ads_A100_v4"]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One workload as a proptest value: each field an index into what platform teams write.
+#[derive(Debug, Clone)]
+struct GenWorkload {
+    kind: usize,
+    sharing: usize,
+    need: usize,
+    fraction: usize,
+    min: u32,
+    extra: u32,
+    cap: usize,
+    models: usize,
+}
+
+fn gen_workload() -> impl proptest::strategy::Strategy<Value = GenWorkload> {
+    use proptest::prelude::*;
+    (
+        0usize..5,
+        0usize..5,
+        0usize..8,
+        0usize..5,
+        0u32..3,
+        0u32..9,
+        0usize..4,
+        0usize..4,
+    )
+        .prop_map(
+            |(kind, sharing, need, fraction, min, extra, cap, models)| GenWorkload {
+                kind,
+                sharing,
+                need,
+                fraction,
+                min,
+                extra,
+                cap,
+                models,
+            },
+        )
+}
+
+/// The plan text of a proptest case: a provider, a MIG manager and the workloads.
+fn proptest_plan(azure: bool, aks: bool, ws: &[GenWorkload]) -> String {
+    let (provider, region) = if azure {
+        ("azure", "eastus")
+    } else {
+        ("aws", "us-east-1")
+    };
+    let mm = if azure && aks { "aks" } else { "gpu-operator" };
+    let mut t = format!(
+        "version = 1\n[plan]\nname = \"prop\"\nowner = \"o\"\nprovider = \"{provider}\"\nregions = [\"{region}\"]\n[cluster]\nmig_manager = \"{mm}\"\n"
+    );
+    let kinds = ["inference", "notebook", "batch", "inference", "inference"];
+    let sharings = ["dedicated", "mig", "time-slicing", "mps", "shared-server"];
+    let needs = [
+        "",
+        "gpu_memory_gib = 6\n",
+        "gpu_memory_gib = 11\n",
+        "gpu_memory_gib = 21\n",
+        "gpu_memory_gib = 22\n",
+        "model = { params_billion = 7, precision = \"bf16\" }\nkv_cache_gib = 4\n",
+        "model = { params_billion = 8, precision = \"fp8\" }\n",
+        "model = { params_billion = 13, precision = \"int4\" }\nkv_cache_gib = 2\n",
+    ];
+    let fractions = [
+        "",
+        "gpu_fraction = 0.1\n",
+        "gpu_fraction = 0.25\n",
+        "gpu_fraction = 0.4\n",
+        "utilization = 0.3\n",
+    ];
+    let caps = ["", "0.5", "0.8", "0.9"];
+    let models: &[&str] = if azure {
+        &[
+            "",
+            "gpu_models = [\"A100-80GB\"]\n",
+            "gpu_models = [\"T4\"]\n",
+            "gpu_models = [\"H100-80GB\", \"A100-80GB\"]\n",
+        ]
+    } else {
+        &[
+            "",
+            "gpu_models = [\"A100-80GB\"]\n",
+            "gpu_models = [\"L4\"]\n",
+            "gpu_models = [\"A10G\", \"L40S\"]\n",
+        ]
+    };
+    let mut shared = false;
+    for (i, w) in ws.iter().enumerate() {
+        let kind = kinds[w.kind];
+        let sharing = sharings[w.sharing];
+        let min = if kind == "inference" { w.min.max(1) } else { 0 };
+        t += &format!(
+            "\n[[workload]]\nname = \"w{i}\"\nteam = \"t{}\"\nkind = \"{kind}\"\nreplicas = {{ min = {min}, max = {} }}\nsharing = \"{sharing}\"\n{}",
+            i % 2,
+            (min + w.extra).max(1),
+            needs[w.need]
+        );
+        if sharing != "dedicated" {
+            t += fractions[w.fraction];
+            t += "fault_domain = \"shared\"\n";
+            shared = true;
+        }
+        t += models[w.models];
+        if kind == "inference" && w.cap > 0 {
+            t += &format!(
+                "\n[workload.server]\nengine = \"vllm\"\ngpu_memory_utilization = {}\n",
+                caps[w.cap]
+            );
+        }
+    }
+    if shared {
+        t += "\n[[decision]]\nfault_domain = \"shared\"\ndecided_by = \"lead\"\ndate = 2026-11-02\nreason = \"r\"\n";
+    }
+    t
+}
+
+proptest::proptest! {
+    // A fixed seed: CI sees the same cases on every run; a failure shrinks to its smallest plan.
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 512,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x6770_7570_6c61_6e00),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })]
+
+    #[test]
+    fn recommended_pools_pass_check_as_a_property(
+        azure in proptest::bool::ANY,
+        aks in proptest::bool::ANY,
+        ws in proptest::collection::vec(gen_workload(), 1..5),
+    ) {
+        let catalog = catalog_all();
+        let text = proptest_plan(azure, aks, &ws);
+        if let Ok(v) = violations("prop.toml", &text, catalog) {
+            proptest::prop_assert!(v.is_empty(), "{}\n{text}", v.join("\n"));
+        }
+    }
+}
+
+fn catalog_all() -> &'static Catalog {
+    static C: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+    C.get_or_init(|| Catalog::embedded(&Provider::ALL).expect("catalog"))
+}
