@@ -105,17 +105,24 @@ pub(super) fn assign(
     let fluid: Vec<Option<usize>> = (0..members.len())
         .map(|i| split[i].then(|| chain_start(&fits[i])).flatten())
         .collect();
-    let whole = assign_whole(members, per_node, fits, &fluid)?;
-    let with_split = place(members, per_node, &whole, &fluid);
-    // Never worse than keeping every member whole (the floor of a split is a heuristic).
     let none: Vec<Option<usize>> = vec![None; members.len()];
-    let plain = assign_whole(members, per_node, fits, &none)?;
-    let kept = place(members, per_node, &plain, &none);
-    Some(if total(&with_split, per_node) <= total(&kept, per_node) {
-        with_split
-    } else {
-        kept
-    })
+    let kept = assign_whole(members, per_node, fits, &none)
+        .map(|whole| place(members, per_node, &whole, &none));
+    if fluid.iter().all(Option::is_none) {
+        return kept;
+    }
+    let with_split = assign_whole(members, per_node, fits, &fluid)
+        .map(|whole| place(members, per_node, &whole, &fluid));
+    // Never worse than keeping every member whole (the floor of a split is a heuristic); a
+    // family too large to search whole may still be searched with its splittable members.
+    match (with_split, kept) {
+        (Some(s), Some(k)) => Some(if total(&s, per_node) <= total(&k, per_node) {
+            s
+        } else {
+            k
+        }),
+        (s, k) => s.or(k),
+    }
 }
 
 /// (Nodes at peak, nodes at the floor) of a placement.
@@ -473,6 +480,32 @@ mod tests {
         }
         // Splitting matters on some of these families, or the test proves nothing.
         assert!(improved > 0);
+    }
+
+    #[test]
+    fn a_family_too_large_to_search_whole_is_searched_with_its_splits() {
+        // Twelve workloads that may split (more than EXACT_MEMBERS whole): the search places
+        // them all without branching, and every replica lands on a profile that holds it.
+        let per_node = [7, 3, 2, 1, 1];
+        let members: Vec<Member> = (0..12)
+            .map(|i| Member {
+                peak: 1 + i % 3,
+                floor: 0,
+            })
+            .collect();
+        let fits: Vec<Vec<bool>> = (0..12)
+            .map(|i| (0..5).map(|k| k >= i % 3).collect())
+            .collect();
+        assert!(assign(&members, &per_node, &fits, &[false; 12]).is_none());
+        let a = assign(&members, &per_node, &fits, &[true; 12]).expect("searched");
+        for (i, parts) in a.iter().enumerate() {
+            assert_eq!(parts.iter().map(|p| p.1).sum::<u32>(), members[i].peak);
+            assert!(parts.iter().all(|p| fits[i][p.0]));
+        }
+        // 4 replicas need 1g or more, 8 need 2g or more, 12 need 3g or more: the 3g ones take
+        // 6 MIG3g nodes, the 2g ones 3 MIG2g nodes (one slot spare), the 1g ones the spare 2g
+        // slot and one MIG1g node: 10 in all, the fewest (12 3g instances need 6 nodes alone).
+        assert_eq!(total(&a, &per_node).0, 10);
     }
 
     #[test]
