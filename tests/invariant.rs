@@ -130,6 +130,16 @@ impl Rng {
     }
 }
 
+/// The seeds a generator test runs: `GPUPLAN_INVARIANT_SEEDS=N` for 1 to N, or `FROM..TO`;
+/// CI runs the first `default`.
+fn seed_range(default: u64) -> (u64, u64) {
+    let seeds = std::env::var("GPUPLAN_INVARIANT_SEEDS").unwrap_or_default();
+    match seeds.split_once("..") {
+        Some((a, b)) => (a.parse().unwrap_or(1), b.parse().unwrap_or(default)),
+        None => (1, seeds.parse().unwrap_or(default)),
+    }
+}
+
 /// A plan of the kind a platform team writes, from a seed.
 fn generated(seed: u64) -> String {
     let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -415,19 +425,23 @@ fn generated_wide(seed: u64) -> String {
     t
 }
 
-#[test]
-fn recommended_pools_pass_check_on_wider_generated_plans() {
+/// Every plan `make` generates over the seed range, recommended, written and checked: how
+/// many seeds ran, how many plans loaded, and each failure with its plan. With `must_load`, a
+/// plan that does not load is a defect of the generator; otherwise it is a combination the
+/// validator refuses (an allow-list naming no SKU of the provider), not a recommendation.
+fn sweep(
+    prefix: &str,
+    default: u64,
+    make: fn(u64) -> String,
+    must_load: bool,
+) -> (u64, u64, Vec<String>) {
     let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
-    let seeds = std::env::var("GPUPLAN_INVARIANT_SEEDS").unwrap_or_default();
-    let (from, to) = match seeds.split_once("..") {
-        Some((a, b)) => (a.parse().unwrap_or(1), b.parse().unwrap_or(200)),
-        None => (1, seeds.parse().unwrap_or(200u64)),
-    };
+    let (from, to) = seed_range(default);
     let mut failures = Vec::new();
     let mut loaded = 0;
     for seed in from..=to {
-        let text = generated_wide(seed);
-        match violations(&format!("wide-{seed}.toml"), &text, &catalog) {
+        let text = make(seed);
+        match violations(&format!("{prefix}-{seed}.toml"), &text, &catalog) {
             Ok(v) => {
                 loaded += 1;
                 if !v.is_empty() {
@@ -437,67 +451,39 @@ fn recommended_pools_pass_check_on_wider_generated_plans() {
             Err(e) if e.starts_with("the written plan") => {
                 failures.push(format!("seed {seed}: {e}\n{text}"))
             }
-            // A combination the plan validator refuses (an allow-list naming no SKU of the
-            // provider, say) is not a recommendation to test.
+            Err(e) if must_load => {
+                panic!("seed {seed}: the generated plan does not load: {e}\n{text}")
+            }
             Err(_) => {}
         }
     }
-    eprintln!("{loaded} of {} generated plans load", to - from + 1);
-    assert!(
-        loaded * 2 > (to - from + 1),
-        "most generated plans load ({loaded})"
+    eprintln!(
+        "{prefix}: {loaded} of {} generated plans load",
+        to - from + 1
     );
+    let first: Vec<String> = failures.iter().take(8).cloned().collect();
     assert!(
         failures.is_empty(),
         "{} of {loaded} generated plans fail:\n{}",
         failures.len(),
-        failures
-            .iter()
-            .take(8)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        first.join("\n")
+    );
+    (to - from + 1, loaded, failures)
+}
+
+#[test]
+fn recommended_pools_pass_check_on_wider_generated_plans() {
+    let (ran, loaded, _) = sweep("wide", 200, generated_wide, false);
+    assert!(
+        loaded * 2 > ran,
+        "most generated plans load ({loaded} of {ran})"
     );
 }
 
 #[test]
 fn recommended_pools_pass_check_on_generated_plans() {
-    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    // `GPUPLAN_INVARIANT_SEEDS=N` sweeps more plans (`FROM..TO` a range); CI runs the first 300.
-    let seeds = std::env::var("GPUPLAN_INVARIANT_SEEDS").unwrap_or_default();
-    let (from, to) = match seeds.split_once("..") {
-        Some((a, b)) => (a.parse().unwrap_or(1), b.parse().unwrap_or(300)),
-        None => (1, seeds.parse().unwrap_or(300u64)),
-    };
-    for seed in from..=to {
-        let text = generated(seed);
-        match violations(&format!("gen-{seed}.toml"), &text, &catalog) {
-            Ok(v) => {
-                checked += 1;
-                if !v.is_empty() {
-                    failures.push(format!("seed {seed}:\n  {}\n{text}", v.join("\n  ")));
-                }
-            }
-            Err(e) if e.starts_with("the written plan") => {
-                failures.push(format!("seed {seed}: {e}"))
-            }
-            Err(e) => panic!("seed {seed}: the generated plan does not load: {e}\n{text}"),
-        }
-    }
-    assert_eq!(checked, to - from + 1);
-    assert!(
-        failures.is_empty(),
-        "{} of {checked} generated plans fail:\n{}",
-        failures.len(),
-        failures
-            .iter()
-            .take(5)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    let (ran, loaded, _) = sweep("gen", 300, generated, true);
+    assert_eq!(loaded, ran);
 }
 
 /// The recommendation for one plan, its written plan's fit errors, and the pools.
@@ -799,15 +785,9 @@ fn each_workload_is_recommended_under_its_declared_pools_mig_manager() {
     let text = include_str!("fixtures/render/per-pool-mig.toml");
     let (rec, v) = hand(text);
     assert!(v.is_empty(), "{v:?}");
-    let pool_of = |w: &str| {
-        rec.pools
-            .iter()
-            .find(|p| p.workloads.iter().any(|x| x == w))
-            .unwrap_or_else(|| panic!("`{w}` is placed"))
-    };
-    let embed = pool_of("embed");
+    let embed = pool_holding(&rec, "embed");
     assert_eq!(embed.mig_manager, gpuplan::core::MigManager::GpuOperator);
-    let chat = pool_of("chat");
+    let chat = pool_holding(&rec, "chat");
     assert_eq!(chat.mig_manager, gpuplan::core::MigManager::Aks);
     assert_ne!(embed.name, chat.name, "pools of two managers never merge");
     // Written back, the GPU-Operator pool says so (else the AKS cluster's manager applies).
@@ -841,18 +821,25 @@ fn each_workload_is_recommended_under_its_declared_pools_mig_manager() {
         .replace("mig_manager = \"gpu-operator\"\nmig_layout", "mig_layout");
     let (rec, v) = hand(&flipped);
     assert!(v.is_empty(), "{v:?}");
-    let chat = rec
-        .pools
+    assert_eq!(
+        pool_holding(&rec, "chat").mig_manager,
+        gpuplan::core::MigManager::Aks
+    );
+    assert_eq!(
+        pool_holding(&rec, "embed").mig_manager,
+        gpuplan::core::MigManager::GpuOperator
+    );
+}
+
+/// The (first) recommended pool that holds workload `w`.
+fn pool_holding<'r>(
+    rec: &'r gpuplan::engine::recommend::Recommendation,
+    w: &str,
+) -> &'r gpuplan::engine::recommend::RecPool {
+    rec.pools
         .iter()
-        .find(|p| p.workloads.iter().any(|x| x == "chat"))
-        .expect("chat is placed");
-    assert_eq!(chat.mig_manager, gpuplan::core::MigManager::Aks);
-    let embed = rec
-        .pools
-        .iter()
-        .find(|p| p.workloads.iter().any(|x| x == "embed"))
-        .expect("embed is placed");
-    assert_eq!(embed.mig_manager, gpuplan::core::MigManager::GpuOperator);
+        .find(|p| p.workloads.iter().any(|x| x == w))
+        .unwrap_or_else(|| panic!("`{w}` is placed"))
 }
 
 #[test]

@@ -315,6 +315,16 @@ fn assign_whole(
 mod tests {
     use super::*;
 
+    /// A small deterministic generator: the same families on every run.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// Every assignment, tried one by one.
     fn brute(members: &[Member], per_node: &[u32], fits: &[Vec<bool>]) -> Option<(u32, u32)> {
         let k = per_node.len();
@@ -435,13 +445,7 @@ mod tests {
 
     #[test]
     fn the_split_search_matches_brute_force_on_random_families() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
         let per_gpu = [7u32, 3, 2, 1, 1];
         let mut improved = 0;
         for _ in 0..400 {
@@ -510,13 +514,7 @@ mod tests {
 
     #[test]
     fn the_search_matches_brute_force_on_random_families() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
         // AKS profiles on a 7-slice GPU: instances per GPU of MIG1g, 2g, 3g, 4g, 7g.
         let per_gpu = [7u32, 3, 2, 1, 1];
         for _ in 0..300 {
