@@ -55,7 +55,7 @@ fn without_pools(text: &str) -> String {
 fn violations(name: &str, text: &str, catalog: &Catalog) -> Result<Vec<String>, String> {
     let p = load(name, text.to_owned(), catalog)?;
     let rec = recommend(&p, catalog);
-    let written = plan_with_pools(text, &rec).map_err(|e| e.to_string())?;
+    let written = plan_with_pools(&p, &rec).map_err(|e| e.to_string())?;
     let out = load(name, written.clone(), catalog)
         .map_err(|e| format!("the written plan does not load: {e}\n{written}"))?;
     let own = load(name, without_pools(text), catalog)
@@ -791,8 +791,10 @@ fn each_workload_is_recommended_under_its_declared_pools_mig_manager() {
     assert_eq!(chat.mig_manager, gpuplan::core::MigManager::Aks);
     assert_ne!(embed.name, chat.name, "pools of two managers never merge");
     // Written back, the GPU-Operator pool says so (else the AKS cluster's manager applies).
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let p = load("hand.toml", text.to_owned(), &catalog).expect("loads");
     let written: toml::Table =
-        toml::from_str(&plan_with_pools(text, &rec).expect("written")).expect("TOML");
+        toml::from_str(&plan_with_pools(&p, &rec).expect("written")).expect("TOML");
     let pools = written["pool"].as_array().expect("pools");
     let manager_of = |w: &str| {
         pools

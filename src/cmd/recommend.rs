@@ -38,7 +38,7 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
         out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
     }
     if let Some(dest) = &args.write_plan {
-        let text = crate::render::write_plan::plan_with_pools(&p.file.text, &rec)?;
+        let text = crate::render::write_plan::plan_with_pools(&p, &rec)?;
         crate::output::write_atomic(dest, text.as_bytes()).map_err(|e| CmdError::write(dest, e))?;
         out.stderr(&format!(
             "wrote {} recommended pool(s) into `{}`\n",

@@ -6,6 +6,7 @@ use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Tab
 
 use crate::core::MigManager;
 use crate::engine::recommend::{RecPool, Recommendation};
+use crate::plan::Plan;
 
 /// Why `--write-plan` cannot rewrite a plan text.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -15,22 +16,14 @@ pub enum WritePlanError {
     NotToml(#[from] toml_edit::TomlError),
 }
 
-/// The plan text `text` with the recommendation's pools in place of its own, each written
-/// for the MIG manager it was recommended under, or why not.
-pub fn plan_with_pools(text: &str, rec: &Recommendation) -> Result<String, WritePlanError> {
-    let mut doc: DocumentMut = text.parse()?;
+/// The text of `plan` with the recommendation's pools in place of its own, each written for
+/// the MIG manager it was recommended under, or why not.
+pub fn plan_with_pools(plan: &Plan, rec: &Recommendation) -> Result<String, WritePlanError> {
+    let mut doc: DocumentMut = plan.file.text.parse()?;
     doc.remove("pool");
-    // A pool states its MIG manager where it is not the cluster's (as the plan reads it: the
-    // cluster's own, else the provider's), so the written plan reads back as recommended.
-    let cluster = doc
-        .get("cluster")
-        .and_then(|c| c.get("mig_manager"))
-        .and_then(Item::as_str)
-        .map(str::to_owned);
-    let cluster = match (cluster.as_deref(), rec.provider.as_str()) {
-        (Some("aks"), _) | (None, "azure") => MigManager::Aks,
-        _ => MigManager::GpuOperator,
-    };
+    // A pool states its MIG manager where it is not the cluster's, so the written plan reads
+    // back as recommended.
+    let cluster = plan.cluster_mig_manager();
     let mut pools = ArrayOfTables::new();
     for p in &rec.pools {
         let mut t = pool_table(p, p.mig_manager);
