@@ -28,6 +28,17 @@ fn nodes(replicas: u32, per_node: u32) -> u32 {
     }
 }
 
+/// (Nodes at peak, nodes at the floor) of single-profile pools holding `peak[k]` and
+/// `floor[k]` replicas of profile `k`.
+fn pool_nodes(peak: &[u32], floor: &[u32], per_node: &[u32]) -> (u32, u32) {
+    (0..per_node.len()).fold((0, 0), |(p, f), k| {
+        (
+            p + nodes(peak[k], per_node[k]),
+            f + nodes(floor[k], per_node[k]),
+        )
+    })
+}
+
 /// The family's (nodes at peak, nodes at the floor) for an assignment of members to profiles.
 #[cfg(test)]
 pub(super) fn cost(members: &[Member], per_node: &[u32], assign: &[usize]) -> (u32, u32) {
@@ -37,12 +48,7 @@ pub(super) fn cost(members: &[Member], per_node: &[u32], assign: &[usize]) -> (u
         peak[k] += m.peak;
         floor[k] += m.floor;
     }
-    (0..per_node.len()).fold((0, 0), |(p, f), k| {
-        (
-            p + nodes(peak[k], per_node[k]),
-            f + nodes(floor[k], per_node[k]),
-        )
-    })
+    pool_nodes(&peak, &floor, per_node)
 }
 
 /// Members the exhaustive search branches on (5 profiles: 5^10 leaves at most, far fewer after
@@ -135,12 +141,7 @@ pub(super) fn total(parts: &[Parts], per_node: &[u32]) -> (u32, u32) {
             floor[k] += fk;
         }
     }
-    (0..per_node.len()).fold((0, 0), |(p, f), k| {
-        (
-            p + nodes(peak[k], per_node[k]),
-            f + nodes(floor[k], per_node[k]),
-        )
-    })
+    pool_nodes(&peak, &floor, per_node)
 }
 
 /// The members' parts: whole members on their profile, splittable ones placed by the greedy
@@ -232,12 +233,6 @@ fn assign_whole(
     if branching > EXACT_MEMBERS {
         return None;
     }
-    let mut need_from = vec![0u32; per_node.len()];
-    for (i, m) in members.iter().enumerate() {
-        if let Some(t) = fluid[i] {
-            need_from[t] += m.peak;
-        }
-    }
     // Big members first: the bound bites sooner.
     let mut order: Vec<usize> = (0..members.len()).filter(|&i| fluid[i].is_none()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(members[i].peak));
@@ -246,7 +241,8 @@ fn assign_whole(
         per_node: &'a [u32],
         fits: &'a [Vec<bool>],
         fluid: &'a [Option<usize>],
-        need_from: Vec<u32>,
+        /// Whether any member is placed by the greedy at the leaves.
+        any_fluid: bool,
         order: Vec<usize>,
         peak: Vec<u32>,
         floor: Vec<u32>,
@@ -255,12 +251,7 @@ fn assign_whole(
     }
     impl Search<'_> {
         fn partial(&self) -> (u32, u32) {
-            (0..self.per_node.len()).fold((0, 0), |(p, f), k| {
-                (
-                    p + nodes(self.peak[k], self.per_node[k]),
-                    f + nodes(self.floor[k], self.per_node[k]),
-                )
-            })
+            pool_nodes(&self.peak, &self.floor, self.per_node)
         }
         fn go(&mut self, depth: usize) {
             // Adding replicas never removes a node: the partial cost bounds every completion.
@@ -270,7 +261,7 @@ fn assign_whole(
             }
             if depth == self.order.len() {
                 // The splittable replicas on top of this assignment, placed exactly.
-                let cost = if self.need_from.iter().any(|&x| x > 0) {
+                let cost = if self.any_fluid {
                     let parts = place(self.members, self.per_node, &self.current, self.fluid);
                     total(&parts, self.per_node)
                 } else {
@@ -300,7 +291,7 @@ fn assign_whole(
         per_node,
         fits,
         fluid,
-        need_from,
+        any_fluid: fluid.iter().any(Option::is_some),
         order,
         peak: vec![0; per_node.len()],
         floor: vec![0; per_node.len()],
