@@ -231,6 +231,29 @@ fn reject(constraint: Constraint, detail: String) -> Rejection {
     Rejection { constraint, detail }
 }
 
+/// The GPU memory `n` GPUs give a replica under its server's cap, or the rejection when that
+/// is less than it needs (the fit rules' GP021 test).
+fn memory_offered(d: &Demand<'_>, gpu: &GpuModel, n: u32) -> Result<f64, Rejection> {
+    let offered = gpu.memory_gib * f64::from(n) * d.usable;
+    match d.memory_need {
+        Some(m) if m > offered + 1e-9 => Err(reject(
+            Constraint::GpuMemory,
+            format!(
+                "a replica needs {} GiB and {n} x {} give it {} GiB{}",
+                crate::core::num(m),
+                gpu.name,
+                crate::core::num(offered),
+                if d.usable < 1.0 {
+                    format!(" under its server's cap of {}", crate::core::num(d.usable))
+                } else {
+                    String::new()
+                }
+            ),
+        )),
+        _ => Ok(offered),
+    }
+}
+
 fn candidate<'c>(
     plan: &Plan,
     catalog: &'c Catalog,
@@ -357,49 +380,17 @@ fn candidate<'c>(
         }
         Sharing::SharedServer if d.gpus <= 1 => {
             // The server process takes its cap of the card; the models it hosts share that.
-            let offered = gpu.memory_gib * d.usable;
-            let mem_share = d.memory_need.map_or(0.0, |m| m / offered);
-            if mem_share > 1.0 + 1e-9 {
-                return Err(reject(
-                    Constraint::GpuMemory,
-                    format!(
-                        "a replica needs {} GiB and one {} gives it {} GiB{}",
-                        crate::core::num(d.memory_need.unwrap_or(0.0)),
-                        gpu.name,
-                        crate::core::num(offered),
-                        if d.usable < 1.0 {
-                            format!(" under its server's cap of {}", crate::core::num(d.usable))
-                        } else {
-                            String::new()
-                        }
-                    ),
-                ));
-            }
+            let offered = memory_offered(d, gpu, 1)?;
             Fit::Server {
-                share: d.share.min(1.0).max(mem_share),
+                share: d
+                    .share
+                    .min(1.0)
+                    .max(d.memory_need.map_or(0.0, |m| m / offered)),
             }
         }
         _ => {
             let n = d.gpus.max(1);
-            if let Some(m) = d.memory_need {
-                let offered = gpu.memory_gib * f64::from(n) * d.usable;
-                if m > offered + 1e-9 {
-                    return Err(reject(
-                        Constraint::GpuMemory,
-                        format!(
-                            "a replica needs {} GiB and {n} x {} give it {} GiB{}",
-                            crate::core::num(m),
-                            gpu.name,
-                            crate::core::num(offered),
-                            if d.usable < 1.0 {
-                                format!(" under its server's cap of {}", crate::core::num(d.usable))
-                            } else {
-                                String::new()
-                            }
-                        ),
-                    ));
-                }
-            }
+            memory_offered(d, gpu, n)?;
             Fit::Whole { gpus: n }
         }
     };
