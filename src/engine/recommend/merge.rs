@@ -233,8 +233,7 @@ fn exact_aks(
             if placed.insert(i) {
                 // The member's first part takes its place; its candidates stay with it.
                 choices[i].c = part.c;
-                choices[i].d.peak = part.d.peak;
-                choices[i].d.floor = part.d.floor;
+                choices[i].d = part.d;
                 idx.push(i);
             } else {
                 idx.push(choices.len());
