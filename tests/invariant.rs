@@ -4,6 +4,8 @@
 //! platform teams write them: LLM servers with KV caches and server caps, tensor parallel,
 //! time-sliced notebooks, MIG under AKS and the GPU Operator, gangs, batch on spot.
 
+mod common;
+
 use std::path::Path;
 
 use gpuplan::catalog::Catalog;
@@ -928,23 +930,17 @@ skus = ["Standard_NC24ads_A100_v4"]
     );
 
     // Rendered, the split workload is one serving entry whose pods may run in either pool.
-    let dir = std::env::temp_dir().join(format!("gpuplan-split-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("tmp");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path();
     let plan = dir.join("split.toml");
     std::fs::write(&plan, text).expect("write");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplan"))
+    common::gpuplan(&dir.join("no-cache"))
         .args(["--quiet", "render"])
         .arg(&plan)
         .arg("--out")
         .arg(dir.join("out"))
-        .env("GPUPLAN_CACHE", dir.join("no-cache"))
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let values = std::fs::read_to_string(dir.join("out/serving/values.yaml")).expect("values");
     let v: serde_yaml::Value = serde_yaml::from_str(&values).expect("YAML");
     let terms = &v["embed"]["affinity"]["nodeAffinity"]
@@ -965,7 +961,6 @@ skus = ["Standard_NC24ads_A100_v4"]
         1,
         "one entry: {values}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// One workload as a proptest value: each field an index into what platform teams write.
