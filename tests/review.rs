@@ -346,40 +346,31 @@ fn bad_input_is_a_clear_error_never_a_silent_zero() {
         .get_output()
         .clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to review"));
+    // Against a port with no server: exit 2 and what stderr says.
+    let refused = |extra: &[&str]| {
+        let out = gpuplan()
+            .args([
+                "review",
+                "plans/azure-inference.toml",
+                "--prometheus",
+                "http://127.0.0.1:9",
+            ])
+            .args(extra)
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
     // an unreachable server
-    let out = gpuplan()
-        .args([
-            "review",
-            "plans/azure-inference.toml",
-            "--prometheus",
-            "http://127.0.0.1:9",
-            "--timeout",
-            "2",
-            "--window",
-            "1h",
-        ])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach Prometheus"));
-    // an empty window, refused before any request (the port has no server either way)
-    let out = gpuplan()
-        .args([
-            "review",
-            "plans/azure-inference.toml",
-            "--prometheus",
-            "http://127.0.0.1:9",
-            "--from",
-            "2027-01-02T00:00:00Z",
-            "--to",
-            "2027-01-01T00:00:00Z",
-        ])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(refused(&["--timeout", "2", "--window", "1h"]).contains("cannot reach Prometheus"));
+    // an empty window, refused before any request
+    let err = refused(&[
+        "--from",
+        "2027-01-02T00:00:00Z",
+        "--to",
+        "2027-01-01T00:00:00Z",
+    ]);
     assert!(err.contains("the window is empty"), "{err}");
     assert!(!err.contains("cannot reach"), "{err}");
 }
