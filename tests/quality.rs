@@ -119,17 +119,16 @@ fn openb_on_azure_is_within_targets() {
 
 #[test]
 fn openb_on_aws_is_within_targets() {
-    // measured: GPUs +1.94% over the slot bound, cost +2.14% over the LP bound. On the undated
-    // SkyPilot prices it was +1.84%; with the dated 2025-11-30 and 2026-07-20 prices the
-    // serving floors are reserved, and the LP mixes SKUs inside a reservation that the
-    // one-SKU pools cannot. The 2% target is missed on AWS (issue 15 tracks it); this limit
-    // keeps the measured figure from getting worse.
+    // measured: GPUs +1.94% over the slot bound, cost +1.79% over the LP bound. With the dated
+    // 2025-11-30 and 2026-07-20 prices the serving floors are reserved, and the choice of SKU
+    // per workload prices a reservation alone; one workload moved at a time between pools,
+    // judged by the final packing (`moves`), takes it from +2.14% to +1.79%.
     check(
         Provider::Aws,
         &["us-east-1", "us-west-2"],
         Limits {
             gpus: 1.03,
-            cost: 1.0225,
+            cost: 1.02,
         },
     );
 }

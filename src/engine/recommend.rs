@@ -29,6 +29,7 @@ mod compare;
 mod costs;
 mod explain;
 mod merge;
+mod moves;
 mod quota;
 mod types;
 
@@ -56,6 +57,7 @@ use compare::*;
 use costs::*;
 use explain::*;
 use merge::*;
+use moves::*;
 use quota::*;
 
 /// What every stage reads: the plan, the catalog in force, the plan's hours a month, and the
@@ -103,6 +105,8 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     cheapest_strategy(&cx, &mut choices);
     let mut groups = pools_of(&cx, &mut choices);
     merge_pools(&cx, &mut groups, &mut choices);
+    move_workloads(&cx, &mut groups, &mut choices);
+    rehome_pools(&cx, &mut groups, &mut choices);
     repair_quota(&cx, &mut groups, &mut choices);
     let (pools, workload_pool) = final_pools(&cx, &groups, &choices);
     assemble(&cx, pools, &workload_pool, &choices, unsatisfied)

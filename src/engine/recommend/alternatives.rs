@@ -15,40 +15,7 @@ pub(super) fn alternatives(
     plan_hours: f64,
 ) -> Vec<Alternative> {
     let first = &choices[members[0]];
-    // (estimated cost, estimated GPUs, the pool there). The members as moved are made again
-    // for the few options that get packed: kept for every option, a large pool's moved
-    // members (one candidate each, for every SKU, region and capacity type) were the
-    // recommender's peak memory.
-    let mut options: Vec<(f64, f64, PoolKey)> = Vec::new();
-    for c0 in &first.all {
-        for r0 in c0.rates(&first.d) {
-            if c0.sku.name == key.1 && c0.region == key.2 && r0.capacity == key.3 {
-                continue;
-            }
-            let Some((to, moved)) = rehome::rehomed(
-                choices,
-                members,
-                &c0.sku.name,
-                &c0.region,
-                r0.capacity,
-                catalog,
-            ) else {
-                continue;
-            };
-            let mut est = 0.0;
-            let mut gpus = 0.0;
-            for (i, c, rate) in &moved {
-                let d = &choices[*i].d;
-                est += estimate(d, c, rate, plan_hours);
-                gpus += f64::from(d.peak)
-                    * f64::from(d.gang.max(1))
-                    * c.node_share
-                    * f64::from(c.sku.gpu_count);
-            }
-            options.push((est, gpus, to));
-        }
-    }
-    options.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
+    let options = options(choices, members, key, catalog, plan_hours);
     let pack = |to: &PoolKey| -> Option<(Built, u32)> {
         let (_, moved) = rehome::rehomed(choices, members, &to.1, &to.2, to.3, catalog)?;
         let trial: Vec<Choice<'_, '_>> = moved
@@ -62,7 +29,7 @@ pub(super) fn alternatives(
         Some((b, gpus))
     };
     let mut out = Vec::new();
-    for (_, _, to) in options.iter().take(3) {
+    for (_, _, to) in options.iter().take(LISTED) {
         let Some((b, gpus)) = pack(to) else { continue };
         out.push(Alternative {
             sku: to.1.clone(),
@@ -94,7 +61,7 @@ pub(super) fn alternatives(
         let per_gpu = |o: &(f64, f64, PoolKey)| (o.0 - here) / (f64::from(chosen_gpus) - o.1);
         let mut leaner: Vec<&(f64, f64, PoolKey)> = options
             .iter()
-            .skip(3)
+            .skip(LISTED)
             .filter(|o| o.1 < f64::from(chosen_gpus) - 0.5)
             .collect();
         leaner.sort_by(|a, b| per_gpu(a).total_cmp(&per_gpu(b)).then(a.1.total_cmp(&b.1)));
@@ -151,6 +118,55 @@ pub(super) fn alternatives(
     }
     out
 }
+
+/// The other SKUs, regions and capacity types every member of the pool could use, as
+/// (estimated cost, estimated GPUs, the pool there), cheapest estimate first. The members as
+/// moved are made again for the few options that get packed: kept for every option, a large
+/// pool's moved members (one candidate each, for every SKU, region and capacity type) were
+/// the recommender's peak memory.
+pub(super) fn options(
+    choices: &[Choice<'_, '_>],
+    members: &[usize],
+    key: &PoolKey,
+    catalog: &Catalog,
+    plan_hours: f64,
+) -> Vec<(f64, f64, PoolKey)> {
+    let first = &choices[members[0]];
+    let mut options: Vec<(f64, f64, PoolKey)> = Vec::new();
+    for c0 in &first.all {
+        for r0 in c0.rates(&first.d) {
+            if c0.sku.name == key.1 && c0.region == key.2 && r0.capacity == key.3 {
+                continue;
+            }
+            let Some((to, moved)) = rehome::rehomed(
+                choices,
+                members,
+                &c0.sku.name,
+                &c0.region,
+                r0.capacity,
+                catalog,
+            ) else {
+                continue;
+            };
+            let mut est = 0.0;
+            let mut gpus = 0.0;
+            for (i, c, rate) in &moved {
+                let d = &choices[*i].d;
+                est += estimate(d, c, rate, plan_hours);
+                gpus += f64::from(d.peak)
+                    * f64::from(d.gang.max(1))
+                    * c.node_share
+                    * f64::from(c.sku.gpu_count);
+            }
+            options.push((est, gpus, to));
+        }
+    }
+    options.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
+    options
+}
+
+/// Options the alternatives pack and list, and the pool stage tries (`moves::rehome_pools`).
+pub(super) const LISTED: usize = 3;
 
 /// Why a cheaper alternative was not taken, appended to its note: the quota bucket it draws
 /// on could not hold it beside the rest of the fleet, or (with no quota in the way) the

@@ -762,3 +762,139 @@ fn packings_prefetched_side_by_side_equal_the_sequential_ones() {
         );
     }
 }
+
+#[test]
+fn a_small_pool_moves_to_the_node_size_its_replicas_fill() {
+    // Two always-on replicas of 16 vCPUs and one T4 each. Priced per replica, a g4dn.metal
+    // (96 vCPUs, 8 x T4, $3.38/h reserved) holds five, so each costs 3.38 / 5 = $0.676/h,
+    // less than a g4dn.12xlarge (48 vCPUs, 4 x T4, $1.69/h) holding two at $0.845/h. But two
+    // replicas pay for a whole node either way: the metal costs 3.38 x 730 = $2,467.40 a
+    // month, the 12xlarge 1.69 x 730 = $1,233.70.
+    let body = r#"
+[[workload]]
+name = "api"
+team = "t"
+kind = "inference"
+user_facing = true
+replicas = 2
+cpu = 16
+memory_gib = 16
+gpus = 1
+skus = ["g4dn.metal", "g4dn.12xlarge"]
+"#;
+    let r = rec(&(head("aws", "\"us-east-1\"", "") + body));
+    let p = pool_of(&r, "api");
+    assert_eq!(
+        (p.sku.as_str(), p.nodes.max),
+        ("g4dn.12xlarge", 1),
+        "{}",
+        p.why
+    );
+    assert!(
+        (p.monthly_cost_usd - 1.69 * 730.0).abs() < 0.01,
+        "{}",
+        p.monthly_cost_usd
+    );
+    // The pool it left is listed as dearer, not as a saving left untaken.
+    let metal = p.considered.iter().find(|a| a.sku == "g4dn.metal");
+    assert!(
+        metal.is_some_and(|a| a.delta_usd.is_some_and(|d| d > 0.0)),
+        "{:?}",
+        p.considered
+    );
+}
+
+#[test]
+fn one_workload_moves_to_the_pool_with_room_for_it() {
+    // On-demand batch in us-east-1. A g4dn.12xlarge (4 x T4, 172.8 GiB allocatable) holds one
+    // `wide` replica (2 GPUs, 96 GiB) and 76.8 GiB beside it; a g6.48xlarge (8 x L4, 691.2
+    // GiB allocatable) holds three `l4` replicas (120 GiB each) and 331.2 GiB beside them.
+    // `big` (2 replicas of 1 GPU and 120 GiB) fits beside no `wide` replica, so with the T4s
+    // it takes two nodes of its own; beside `l4` both fit on the node already there. From
+    // this start, moving `big` alone saves exactly those two nodes.
+    let body = r#"
+[[workload]]
+name = "wide"
+team = "t"
+kind = "batch"
+replicas = 3
+cpu = 8
+memory_gib = 96
+gpus = 2
+
+[[workload]]
+name = "l4"
+team = "t"
+kind = "batch"
+replicas = 3
+cpu = 4
+memory_gib = 120
+gpus = 1
+
+[[workload]]
+name = "big"
+team = "t"
+kind = "batch"
+replicas = 2
+cpu = 12
+memory_gib = 120
+gpus = 1
+"#;
+    let text = head("aws", "\"us-east-1\"", "") + body;
+    let catalog = catalog(Provider::Aws);
+    let plan = crate::plan::load_and_validate(SourceFile::new("t.toml", text), catalog)
+        .unwrap_or_else(|_| panic!("test plan is invalid"));
+    let cx = Cx {
+        plan: &plan,
+        catalog,
+        plan_hours: plan.hours_per_month(),
+        cache: BuildCache::default(),
+    };
+    let (mut choices, _) = first_choices(&plan, catalog, cx.plan_hours);
+    // The start the test is about: `wide` and `big` on g4dn.12xlarge, `l4` on g6.48xlarge.
+    for ch in &mut choices {
+        let sku = if ch.d.name == "l4" {
+            "g6.48xlarge"
+        } else {
+            "g4dn.12xlarge"
+        };
+        let c = ch
+            .all
+            .iter()
+            .find(|c| c.sku.name == sku)
+            .expect("candidate")
+            .clone();
+        ch.rate = c
+            .rates(&ch.d)
+            .into_iter()
+            .find(|r| r.capacity == Capacity::OnDemand)
+            .expect("on-demand");
+        ch.c = c;
+    }
+    let mut groups = group(&choices);
+    let cost = |groups: &Groups, choices: &[Choice<'_, '_>]| -> f64 {
+        groups
+            .iter()
+            .map(|(k, m)| {
+                let ms: Vec<&Choice<'_, '_>> = m.iter().map(|&i| &choices[i]).collect();
+                build::build(&ms, k.3, catalog, cx.plan_hours, true).cost
+            })
+            .sum()
+    };
+    let before = cost(&groups, &choices);
+    move_workloads(&cx, &mut groups, &mut choices);
+    let after = cost(&groups, &choices);
+    let big = choices.iter().find(|c| c.d.name == "big").expect("big");
+    assert_eq!(big.c.sku.name, "g6.48xlarge");
+    // Two g4dn.12xlarge nodes ($3.912/h on demand) for the plan's month.
+    let saved = 2.0 * 3.912 * cx.plan_hours;
+    assert!(
+        (before - after - saved).abs() < 0.01,
+        "{before} -> {after}, not {saved} less"
+    );
+    assert_eq!(
+        groups.values().map(Vec::len).sum::<usize>(),
+        3,
+        "every workload in one pool"
+    );
+}

@@ -1,0 +1,202 @@
+//! Moving one workload at a time between pools, judged by the final packing.
+//!
+//! Merges move whole pools, so one member that cannot go (a replica larger than the other
+//! pool's node) keeps every other member where it is; and the fluid search that chose the
+//! SKUs prices a reservation per workload, so it never sees what two reserved pools gain by
+//! trading a workload. Both leave nodes on the table that a single move recovers: on openb
+//! (AWS), 51 time-sliced serving replicas of 6 vCPUs leave four g4dn.metal nodes for one more
+//! g6.48xlarge in the L4 pool, $5,396 a month less.
+//!
+//! Only pools of up to `MOVE_REPLICAS` replicas take part: the final packing of a pool of
+//! thousands costs a hundred times more, and a move there shifts its cost by less than the
+//! packing's own rounding.
+
+use super::*;
+
+/// Replicas a pool may hold to take part in single moves.
+const MOVE_REPLICAS: u32 = 600;
+
+/// Moves this stage may make: each one lowers the fleet's cost, so it ends anyway; the cap
+/// bounds its time on a plan whose pools trade many small savings.
+const MAX_MOVES: usize = 16;
+
+/// One move open now: the workload (an index into the choices), the pool it leaves, the
+/// pool it joins, and its candidate and rate there.
+type Trial<'c> = (usize, PoolKey, PoolKey, Candidate<'c>, Rate);
+
+pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
+    let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
+    for _ in 0..MAX_MOVES {
+        let small = |k: &PoolKey| {
+            groups[k].iter().map(|&i| choices[i].d.peak).sum::<u32>() <= MOVE_REPLICAS
+        };
+        let keys: Vec<PoolKey> = groups.keys().filter(|k| small(k)).cloned().collect();
+        let mut trials: Vec<Trial<'_>> = Vec::new();
+        for a in &keys {
+            // A pool's sole member moving is a merge, which the merge stage judged.
+            if groups[a].len() < 2 {
+                continue;
+            }
+            for b in &keys {
+                if a == b || a.0 != b.0 || a.3 != b.3 || a.4 != b.4 {
+                    continue;
+                }
+                let shares = match b.5 {
+                    FitKey::Shared(n, _) => Some(n),
+                    _ => None,
+                };
+                for &i in &groups[a] {
+                    let ch = &choices[i];
+                    // The parts of a workload split over AKS profiles stay in their family.
+                    if ch.d.peak < ch.d.planned_peak() {
+                        continue;
+                    }
+                    let Some((c, rate)) = rehome::moved_to(ch, &b.1, &b.2, b.3, shares, catalog)
+                    else {
+                        continue;
+                    };
+                    if fit_key(&c.fit, ch.d.mig_manager) == b.5 {
+                        trials.push((i, a.clone(), b.clone(), c.into_owned(), rate));
+                    }
+                }
+            }
+        }
+        if trials.is_empty() {
+            return;
+        }
+        let built: Vec<(Vec<Choice<'_, '_>>, Vec<Choice<'_, '_>>)> = trials
+            .iter()
+            .map(|t| trial_pools(groups, choices, t))
+            .collect();
+        let cost = |ms: Vec<&Choice<'_, '_>>, capacity| {
+            build_cached(cache, &ms, capacity, catalog, plan_hours, true).cost
+        };
+        let members = |k: &PoolKey| -> Vec<&Choice<'_, '_>> {
+            groups[k].iter().map(|&j| &choices[j]).collect()
+        };
+        // The final packings take most of the time: pack them side by side first. A pool
+        // never costs less for holding more, so only a workload whose leaving saves a node
+        // where it is can pay for a move: the pools it would join are packed for those only.
+        let mut jobs: Vec<(Vec<&Choice<'_, '_>>, Capacity)> = Vec::new();
+        for (t, (left, _)) in trials.iter().zip(&built) {
+            jobs.push((members(&t.1), t.1 .3));
+            jobs.push((left.iter().collect(), t.1 .3));
+        }
+        prefetch_thorough(cache, jobs, catalog, plan_hours);
+        let open: Vec<bool> = trials
+            .iter()
+            .zip(&built)
+            .map(|(t, (left, _))| {
+                cost(left.iter().collect(), t.1 .3) < cost(members(&t.1), t.1 .3) - 0.005
+            })
+            .collect();
+        let mut jobs: Vec<(Vec<&Choice<'_, '_>>, Capacity)> = Vec::new();
+        for ((t, (_, joined)), _) in trials.iter().zip(&built).zip(&open).filter(|x| *x.1) {
+            jobs.push((members(&t.2), t.2 .3));
+            jobs.push((joined.iter().collect(), t.2 .3));
+        }
+        prefetch_thorough(cache, jobs, catalog, plan_hours);
+        let mut best: Option<(f64, usize)> = None;
+        for (k, (t, (left, joined))) in trials.iter().zip(&built).enumerate() {
+            if !open[k] {
+                continue;
+            }
+            let before = cost(members(&t.1), t.1 .3) + cost(members(&t.2), t.2 .3);
+            let after = cost(left.iter().collect(), t.1 .3) + cost(joined.iter().collect(), t.2 .3);
+            let saving = before - after;
+            if saving > 0.005 && best.is_none_or(|(s, _)| saving > s) {
+                best = Some((saving, k));
+            }
+        }
+        let Some((_, k)) = best else { return };
+        let (i, a, b, c, rate) = trials.swap_remove(k);
+        choices[i].c = c;
+        choices[i].rate = rate;
+        if let Some(members) = groups.get_mut(&a) {
+            members.retain(|&j| j != i);
+        }
+        if let Some(members) = groups.get_mut(&b) {
+            members.push(i);
+        }
+    }
+}
+
+/// The two pools a trial leaves: the one the workload leaves, without it, and the one it
+/// joins, with it on its candidate there.
+fn trial_pools<'p, 'c>(
+    groups: &Groups,
+    choices: &[Choice<'p, 'c>],
+    (i, a, b, c, rate): &Trial<'c>,
+) -> (Vec<Choice<'p, 'c>>, Vec<Choice<'p, 'c>>) {
+    let copy = |j: usize| choices[j].with(choices[j].c.clone(), choices[j].rate.clone());
+    let left = groups[a]
+        .iter()
+        .filter(|&&j| j != *i)
+        .map(|&j| copy(j))
+        .collect();
+    let mut joined: Vec<Choice<'p, 'c>> = groups[b].iter().map(|&j| copy(j)).collect();
+    joined.push(choices[*i].with(c.clone(), rate.clone()));
+    (left, joined)
+}
+
+/// Each pool on the cheapest of the options its alternatives list (`alternatives::options`),
+/// where that pool, packed for real, costs less than the pool as it is. Workloads choose their
+/// SKU from the node share a replica takes, as if pools packed perfectly; a small pool pays
+/// for its last node whole, and on a node of another size it may not: two replicas of 16
+/// vCPUs on a g4dn.metal pay for eight GPUs, on a g4dn.12xlarge for four. A pool whose
+/// option is a pool that already exists is a merge, which the merge stage judged.
+///
+/// A pool of more than `MOVE_REPLICAS` replicas is judged as its alternatives are listed:
+/// the option by the quick packers, which never beat the final packing, so a move taken is a
+/// saving, and an option listed as cheaper was not left untaken.
+pub(super) fn rehome_pools(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
+    let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
+    let keys: Vec<PoolKey> = groups.keys().cloned().collect();
+    for a in keys {
+        let Some(members) = groups.get(&a).cloned() else {
+            continue;
+        };
+        if members
+            .iter()
+            .any(|&i| choices[i].d.peak < choices[i].d.planned_peak())
+        {
+            continue;
+        }
+        let thorough = members.iter().map(|&i| choices[i].d.peak).sum::<u32>() <= MOVE_REPLICAS;
+        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+        let here = build_cached(cache, &ms, a.3, catalog, plan_hours, true).cost;
+        let mut best: Option<(f64, PoolKey, rehome::Moved<'_, '_>)> = None;
+        for (_, _, to) in alternatives::options(choices, &members, &a, catalog, plan_hours)
+            .into_iter()
+            .take(alternatives::LISTED)
+        {
+            if groups.contains_key(&to) {
+                continue;
+            }
+            let Some((_, moved)) = rehome::rehomed(choices, &members, &to.1, &to.2, to.3, catalog)
+            else {
+                continue;
+            };
+            let trial: Vec<Choice<'_, '_>> = moved
+                .iter()
+                .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
+                .collect();
+            let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
+            let cost = build_cached(cache, &refs, to.3, catalog, plan_hours, thorough).cost;
+            if cost < here - 0.005 && best.as_ref().is_none_or(|b| cost < b.0) {
+                best = Some((cost, to, moved));
+            }
+        }
+        let Some((_, to, moved)) = best else { continue };
+        let moved: Vec<(usize, Candidate<'_>, Rate)> = moved
+            .into_iter()
+            .map(|(i, c, rate)| (i, c.into_owned(), rate))
+            .collect();
+        for (i, c, rate) in moved {
+            choices[i].c = c;
+            choices[i].rate = rate;
+        }
+        groups.remove(&a);
+        groups.insert(to, members);
+    }
+}
