@@ -8,10 +8,13 @@
 //! 3. Workloads that chose the same SKU, region, capacity type and sharing settings, and may
 //!    share a pool (their [`demand::Segment`]), form one pool. With `mig_manager = "aks"` a pool
 //!    has one MIG profile, and profiles are merged upwards when that saves nodes.
-//! 4. Each pool is packed: MIG instances onto GPUs optimally ([`crate::mig::pack`]), then
+//! 4. Single workloads move between pools, and small pools to another node size, where the
+//!    final packing says the fleet gets cheaper (`moves`): the choice in step 2 assumes
+//!    pools pack perfectly and prices a reservation per workload.
+//! 5. Each pool is packed: MIG instances onto GPUs optimally ([`crate::mig::pack`]), then
 //!    replicas or prepared GPUs onto nodes ([`pack`]); the minimum covers the warm floor, the
 //!    maximum the peak.
-//! 5. Costs per pool, workload and team, the alternatives considered, and today's declared
+//! 6. Costs per pool, workload and team, the alternatives considered, and today's declared
 //!    pools for comparison.
 
 pub mod candidate;

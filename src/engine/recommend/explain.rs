@@ -248,6 +248,23 @@ pub(super) fn why_line(
             ));
         }
     }
+    // Workloads choose from the node share a replica takes; merges and moves then put some
+    // where the packed fleet costs less. Say so, rather than let "cheapest" stand for each.
+    for m in ms {
+        let Some((i, rate)) = best_choice(&m.d, &m.all, plan_hours) else {
+            continue;
+        };
+        let own = &m.all[i];
+        if own.sku.name != c.sku.name || own.region != c.region {
+            parts.push(format!(
+                "`{}` would cost least on {} in {} ({}) priced per replica; packed, the fleet costs less with it here",
+                m.d.name,
+                own.sku.name,
+                own.region,
+                rate.capacity.as_str()
+            ));
+        }
+    }
     if ms.iter().any(|m| m.d.gang > 1) {
         parts.push(format!(
             "gangs take whole nodes; the pool holds the largest gang ({} nodes)",

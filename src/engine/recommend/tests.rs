@@ -795,6 +795,13 @@ skus = ["g4dn.metal", "g4dn.12xlarge"]
         "{}",
         p.monthly_cost_usd
     );
+    assert!(
+        p.why.contains(
+            "`api` would cost least on g4dn.metal in us-east-1 (reserved-3y) priced per replica"
+        ),
+        "{}",
+        p.why
+    );
     // The pool it left is listed as dearer, not as a saving left untaken.
     let metal = p.considered.iter().find(|a| a.sku == "g4dn.metal");
     assert!(
