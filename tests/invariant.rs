@@ -68,7 +68,7 @@ fn violations(name: &str, text: &str, catalog: &Catalog) -> Result<Vec<String>, 
         .iter()
         .map(|u| u.workload.as_str())
         .collect();
-    Ok(fit_errors(&out, catalog)
+    let mut v: Vec<String> = fit_errors(&out, catalog)
         .into_iter()
         .filter(|(_, w, _)| {
             w.as_deref().is_none_or(|w| {
@@ -76,7 +76,51 @@ fn violations(name: &str, text: &str, catalog: &Catalog) -> Result<Vec<String>, 
             })
         })
         .map(|(r, _, m)| format!("{r}: {m}"))
-        .collect())
+        .collect();
+    v.extend(untaken(&p, &rec));
+    Ok(v)
+}
+
+/// Cheaper options a pool lists without a reason that holds. The pool stage moves a pool of
+/// up to 16 workloads and 600 replicas to any listed option that costs less packed, so an
+/// option still listed as cheaper must be held back by a quota, or be a pool the fleet
+/// already has (a merge, which the merge stage judged); "not tried" is for larger pools.
+fn untaken(p: &Plan, rec: &gpuplan::engine::recommend::Recommendation) -> Vec<String> {
+    let replicas = |name: &str| {
+        p.workloads()
+            .iter()
+            .find(|w| w.name.as_str() == name)
+            .map_or(0, |w| w.replicas().max())
+    };
+    let mut out = Vec::new();
+    for pool in &rec.pools {
+        let split = rec
+            .workloads
+            .iter()
+            .any(|w| pool.workloads.contains(&w.workload) && !w.also_pools.is_empty());
+        let large = pool.workloads.len() > 16
+            || pool.workloads.iter().map(|w| replicas(w)).sum::<i64>() > 600
+            || split;
+        for a in &pool.considered {
+            if a.kind != "next-cheapest" || !a.delta_usd.is_some_and(|d| d < -0.01) {
+                continue;
+            }
+            let exists = rec
+                .pools
+                .iter()
+                .any(|q| q.sku == a.sku && q.region == a.region && q.capacity == a.capacity);
+            let holds = a.note.contains("not taken: quota")
+                || (a.note.contains("not taken: not tried") && large)
+                || (a.note.contains("fleet as a whole") && exists);
+            if !holds {
+                out.push(format!(
+                    "{}: {} {} {} is listed {:?} cheaper: {}",
+                    pool.name, a.sku, a.region, a.capacity, a.delta_usd, a.note
+                ));
+            }
+        }
+    }
+    out
 }
 
 #[test]

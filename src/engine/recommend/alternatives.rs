@@ -7,13 +7,13 @@ use super::*;
 /// first, with their cost delta; for a pool that idles GPUs, the cheapest way to fewer of
 /// them; and the capacity types that were closed, with why.
 pub(super) fn alternatives(
+    cx: &Cx<'_, '_>,
     choices: &[Choice<'_, '_>],
     members: &[usize],
     key: &PoolKey,
     chosen: &Built,
-    catalog: &Catalog,
-    plan_hours: f64,
 ) -> Vec<Alternative> {
+    let (catalog, plan_hours) = (cx.catalog, cx.plan_hours);
     let first = &choices[members[0]];
     let options = options(choices, members, key, catalog, plan_hours);
     let pack = |to: &PoolKey| -> Option<(Built, u32)> {
@@ -23,7 +23,8 @@ pub(super) fn alternatives(
             .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
             .collect();
         let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
-        let b = build(&refs, to.3, catalog, plan_hours, false);
+        // Cached: the pool stage packed the first few options of each pool the same way.
+        let b = build_cached(&cx.cache, &refs, to.3, catalog, plan_hours, false);
         let per_node = refs.first().map_or(0, |m| m.c.sku.gpu_count);
         let gpus = b.nodes_max * per_node;
         Some((b, gpus))
@@ -169,15 +170,17 @@ pub(super) fn options(
 pub(super) const LISTED: usize = 3;
 
 /// Why a cheaper alternative was not taken, appended to its note: the quota bucket it draws
-/// on could not hold it beside the rest of the fleet, or (with no quota in the way) the
-/// fleet as a whole is cheaper as chosen: the choice is made for all pools together (shared
-/// nodes, merges, reservations), while the alternative is priced as this pool alone.
+/// on could not hold it beside the rest of the fleet; the pool is too large for the pool
+/// stage to try its options (`tried` is false); or the fleet as a whole is cheaper as chosen:
+/// the option is a pool the fleet has, which the merge stage judged (shared nodes, merges,
+/// reservations), while the alternative is priced as this pool alone.
 pub(super) fn why_not(
     a: &mut Alternative,
     plan: &crate::plan::Plan,
     catalog: &Catalog,
     used: &BTreeMap<(String, String), f64>,
     own: &((String, String), f64),
+    tried: bool,
 ) {
     if a.kind != "next-cheapest" || !a.delta_usd.is_some_and(|d| d < 0.0) {
         return;
@@ -208,6 +211,11 @@ pub(super) fn why_not(
             crate::core::num(quota),
             crate::core::num(fleet.max(0.0)),
             crate::core::num(need)
+        ),
+        _ if !tried => format!(
+            "; not taken: not tried, only pools of up to {} workloads and {} replicas, none split over AKS profiles, are moved to their listed options (packing each for real costs more time than the rest of the recommendation)",
+            super::moves::MOVE_MEMBERS,
+            super::moves::MOVE_REPLICAS
         ),
         _ => "; not taken: priced as this pool alone it is cheaper, but the fleet as a whole costs less as chosen (its workloads share nodes, merges or reservations with other pools)".to_owned(),
     };

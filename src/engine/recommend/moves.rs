@@ -7,14 +7,28 @@
 //! (AWS), 51 time-sliced serving replicas of 6 vCPUs leave four g4dn.metal nodes for one more
 //! g6.48xlarge in the L4 pool, $5,396 a month less.
 //!
-//! Only pools of up to `MOVE_REPLICAS` replicas take part: the final packing of a pool of
-//! thousands costs a hundred times more, and a move there shifts its cost by less than the
-//! packing's own rounding.
+//! Only pools of up to `MOVE_REPLICAS` replicas of up to `MOVE_MEMBERS` workloads take part:
+//! the final packing of a pool of thousands of replicas, or of a hundred replica shapes,
+//! costs a hundred times more, and a move there shifts its cost by less than the packing's
+//! own rounding. `MOVE_TRIALS` bounds the moves weighed at once, so an estate of many small
+//! pools stays linear.
 
 use super::*;
 
 /// Replicas a pool may hold to take part in single moves.
-const MOVE_REPLICAS: u32 = 600;
+pub(super) const MOVE_REPLICAS: u32 = 600;
+
+/// Workloads a pool may hold to take part in single moves.
+pub(super) const MOVE_MEMBERS: usize = 16;
+
+/// Moves weighed in one round (each packs up to two pools).
+const MOVE_TRIALS: usize = 256;
+
+/// Whether a pool is small enough for its moves to be judged by the final packing.
+pub(super) fn small(members: &[usize], choices: &[Choice<'_, '_>]) -> bool {
+    members.len() <= MOVE_MEMBERS
+        && members.iter().map(|&i| choices[i].d.peak).sum::<u32>() <= MOVE_REPLICAS
+}
 
 /// Moves this stage may make: each one lowers the fleet's cost, so it ends anyway; the cap
 /// bounds its time on a plan whose pools trade many small savings.
@@ -27,10 +41,11 @@ type Trial<'c> = (usize, PoolKey, PoolKey, Candidate<'c>, Rate);
 pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     for _ in 0..MAX_MOVES {
-        let small = |k: &PoolKey| {
-            groups[k].iter().map(|&i| choices[i].d.peak).sum::<u32>() <= MOVE_REPLICAS
-        };
-        let keys: Vec<PoolKey> = groups.keys().filter(|k| small(k)).cloned().collect();
+        let keys: Vec<PoolKey> = groups
+            .iter()
+            .filter(|(_, m)| small(m, choices))
+            .map(|(k, _)| k.clone())
+            .collect();
         let mut trials: Vec<Trial<'_>> = Vec::new();
         for a in &keys {
             // A pool's sole member moving is a merge, which the merge stage judged.
@@ -55,7 +70,7 @@ pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut
                     else {
                         continue;
                     };
-                    if fit_key(&c.fit, ch.d.mig_manager) == b.5 {
+                    if fit_key(&c.fit, ch.d.mig_manager) == b.5 && trials.len() < MOVE_TRIALS {
                         trials.push((i, a.clone(), b.clone(), c.into_owned(), rate));
                     }
                 }
@@ -146,23 +161,43 @@ fn trial_pools<'p, 'c>(
 /// vCPUs on a g4dn.metal pay for eight GPUs, on a g4dn.12xlarge for four. A pool whose
 /// option is a pool that already exists is a merge, which the merge stage judged.
 ///
-/// A pool of more than `MOVE_REPLICAS` replicas is judged as its alternatives are listed:
-/// the option by the quick packers, which never beat the final packing, so a move taken is a
-/// saving, and an option listed as cheaper was not left untaken.
+/// Only pools that `small` admits are tried: on a pool of hundreds of nodes the last node's
+/// rounding is a small part of its cost, and packing every option for real would cost more
+/// time than the rest of the recommender.
 pub(super) fn rehome_pools(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
+    // A pool that moves frees its key, which another pool skipped as a merge may now take.
+    for _ in 0..MAX_PASSES {
+        if !rehome_pass(cx, groups, choices) {
+            return;
+        }
+    }
+}
+
+/// Passes over the pools `rehome_pools` makes at most; each pass that moves a pool lowers the
+/// fleet's cost.
+const MAX_PASSES: usize = 4;
+
+/// Whether the pool stage tries a pool's listed options: it is `small`, and none of its
+/// members is one part of a workload split over AKS profiles (the parts stay together).
+pub(super) fn tried(members: &[usize], choices: &[Choice<'_, '_>]) -> bool {
+    small(members, choices)
+        && members
+            .iter()
+            .all(|&i| choices[i].d.peak >= choices[i].d.planned_peak())
+}
+
+/// One pass over the pools; whether any moved.
+fn rehome_pass(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) -> bool {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     let keys: Vec<PoolKey> = groups.keys().cloned().collect();
+    let mut moved_any = false;
     for a in keys {
         let Some(members) = groups.get(&a).cloned() else {
             continue;
         };
-        if members
-            .iter()
-            .any(|&i| choices[i].d.peak < choices[i].d.planned_peak())
-        {
+        if !tried(&members, choices) {
             continue;
         }
-        let thorough = members.iter().map(|&i| choices[i].d.peak).sum::<u32>() <= MOVE_REPLICAS;
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
         let here = build_cached(cache, &ms, a.3, catalog, plan_hours, true).cost;
         let mut best: Option<(f64, PoolKey, rehome::Moved<'_, '_>)> = None;
@@ -182,7 +217,7 @@ pub(super) fn rehome_pools(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
                 .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
                 .collect();
             let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
-            let cost = build_cached(cache, &refs, to.3, catalog, plan_hours, thorough).cost;
+            let cost = build_cached(cache, &refs, to.3, catalog, plan_hours, true).cost;
             if cost < here - 0.005 && best.as_ref().is_none_or(|b| cost < b.0) {
                 best = Some((cost, to, moved));
             }
@@ -198,5 +233,7 @@ pub(super) fn rehome_pools(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
         }
         groups.remove(&a);
         groups.insert(to, members);
+        moved_any = true;
     }
+    moved_any
 }
