@@ -14,6 +14,7 @@ pub(super) fn alternatives(
     chosen: &Built,
 ) -> Vec<Alternative> {
     let (catalog, plan_hours) = (cx.catalog, cx.plan_hours);
+    let tried = super::moves::tried(members, choices);
     let first = &choices[members[0]];
     let options = options(choices, members, key, catalog, plan_hours);
     let pack = |to: &PoolKey| -> Option<(Built, u32)> {
@@ -23,8 +24,9 @@ pub(super) fn alternatives(
             .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
             .collect();
         let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
-        // Cached: the pool stage packed the first few options of each pool the same way.
-        let b = build_cached(&cx.cache, &refs, to.3, catalog, plan_hours, false);
+        // A pool the pool stage tries is priced as that stage judged its options, by the
+        // final packing (cached from there); a larger one by the quick packers.
+        let b = build_cached(&cx.cache, &refs, to.3, catalog, plan_hours, tried);
         let per_node = refs.first().map_or(0, |m| m.c.sku.gpu_count);
         let gpus = b.nodes_max * per_node;
         Some((b, gpus))

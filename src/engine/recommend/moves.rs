@@ -38,6 +38,7 @@ const MAX_MOVES: usize = 16;
 /// pool it joins, and its candidate and rate there.
 type Trial<'c> = (usize, PoolKey, PoolKey, Candidate<'c>, Rate);
 
+/// The best single move between small pools, while one lowers the fleet's cost as packed.
 pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     for _ in 0..MAX_MOVES {
@@ -90,8 +91,9 @@ pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut
             groups[k].iter().map(|&j| &choices[j]).collect()
         };
         // The final packings take most of the time: pack them side by side first. A pool
-        // never costs less for holding more, so only a workload whose leaving saves a node
-        // where it is can pay for a move: the pools it would join are packed for those only.
+        // does not get cheaper for holding more, so only a workload whose leaving saves a
+        // node where it is can pay for a move: the pools it would join are packed for those
+        // only.
         let mut jobs: Vec<(Vec<&Choice<'_, '_>>, Capacity)> = Vec::new();
         for (t, (left, _)) in trials.iter().zip(&built) {
             jobs.push((members(&t.1), t.1 .3));
