@@ -5,30 +5,23 @@ use super::*;
 
 /// Other SKUs, regions and capacity types every workload of the pool could use, cheapest
 /// first, with their cost delta; for a pool that idles GPUs, the cheapest way to fewer of
-/// them; and the capacity types that were closed, with why.
+/// them; and the capacity types that were closed, with why. A pool the pool stage `tried` is
+/// priced as that stage judged its options, by the final packing (cached from there); a
+/// larger one by the quick packers.
 pub(super) fn alternatives(
     cx: &Cx<'_, '_>,
     choices: &[Choice<'_, '_>],
     members: &[usize],
     key: &PoolKey,
     chosen: &Built,
+    tried: bool,
 ) -> Vec<Alternative> {
     let (catalog, plan_hours) = (cx.catalog, cx.plan_hours);
-    let tried = super::moves::tried(members, choices);
     let first = &choices[members[0]];
     let options = options(choices, members, key, catalog, plan_hours);
     let pack = |to: &PoolKey| -> Option<(Built, u32)> {
-        let (_, moved) = rehome::rehomed(choices, members, &to.1, &to.2, to.3, catalog)?;
-        let trial: Vec<Choice<'_, '_>> = moved
-            .iter()
-            .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
-            .collect();
-        let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
-        // A pool the pool stage tries is priced as that stage judged its options, by the
-        // final packing (cached from there); a larger one by the quick packers.
-        let b = build_cached(&cx.cache, &refs, to.3, catalog, plan_hours, tried);
-        let per_node = refs.first().map_or(0, |m| m.c.sku.gpu_count);
-        let gpus = b.nodes_max * per_node;
+        let (b, moved) = packed(cx, choices, members, to, tried)?;
+        let gpus = b.nodes_max * moved.first().map_or(0, |(_, c, _)| c.sku.gpu_count);
         Some((b, gpus))
     };
     let mut out = Vec::new();
@@ -166,6 +159,25 @@ pub(super) fn options(
     }
     options.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
     options
+}
+
+/// The pool's members on the option `to`, packed (`thorough`: by the final packing), with
+/// each member's candidate and rate there; None when a member cannot go there.
+pub(super) fn packed<'a, 'c>(
+    cx: &Cx<'_, '_>,
+    choices: &'a [Choice<'_, 'c>],
+    members: &[usize],
+    to: &PoolKey,
+    thorough: bool,
+) -> Option<(Built, rehome::Moved<'a, 'c>)> {
+    let (_, moved) = rehome::rehomed(choices, members, &to.1, &to.2, to.3, cx.catalog)?;
+    let trial: Vec<Choice<'_, '_>> = moved
+        .iter()
+        .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
+        .collect();
+    let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
+    let b = build_cached(&cx.cache, &refs, to.3, cx.catalog, cx.plan_hours, thorough);
+    Some((b, moved))
 }
 
 /// Options the alternatives pack and list, and the pool stage tries (`moves::rehome_pools`).

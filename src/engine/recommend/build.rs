@@ -412,12 +412,12 @@ pub(super) fn final_pools(
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
         let built = build_cached(cache, &ms, key.3, catalog, plan_hours, true);
         let mut pool = describe(plan, catalog, key, &ms, &built, plan_hours);
-        pool.considered = alternatives(cx, choices, members, key, &built);
+        let tried = super::moves::tried(members, choices);
+        pool.considered = alternatives(cx, choices, members, key, &built, tried);
         let own = (
             super::quota::bucket(ms[0], key.3),
             f64::from(built.nodes_max) * f64::from(ms[0].c.sku.vcpus),
         );
-        let tried = super::moves::tried(members, choices);
         for a in &mut pool.considered {
             super::alternatives::why_not(a, plan, catalog, &used, &own, tried);
         }

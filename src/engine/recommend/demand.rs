@@ -90,6 +90,11 @@ impl Demand<'_> {
     pub(crate) fn planned_peak(&self) -> u32 {
         u32::try_from(self.w.replicas().max().max(0)).unwrap_or(u32::MAX)
     }
+    /// Whether this demand is one part of a workload split over AKS MIG profiles: such parts
+    /// stay in their family (quota repair, moves and the pool stage leave them be).
+    pub(crate) fn is_part(&self) -> bool {
+        self.peak < self.planned_peak()
+    }
     /// Replica-hours a month: the floor all month, the rest for the workload's hours.
     pub(crate) fn replica_hours(&self, plan_hours: f64) -> f64 {
         f64::from(self.floor) * plan_hours + f64::from(self.peak - self.floor) * self.hours

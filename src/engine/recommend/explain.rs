@@ -182,11 +182,12 @@ pub(super) fn why_line(
                             m.d.name, profile.name, own.name
                         ));
                     }
-                    let all = m.d.planned_peak();
-                    if m.d.peak < all {
+                    if m.d.is_part() {
                         s.push_str(&format!(
-                            "; `{}` is split over this family's profiles: {} of its {all} replicas at peak run here (its pods ask for `nvidia.com/gpu` under AKS's single strategy, so any of these pools can run them)",
-                            m.d.name, m.d.peak
+                            "; `{}` is split over this family's profiles: {} of its {} replicas at peak run here (its pods ask for `nvidia.com/gpu` under AKS's single strategy, so any of these pools can run them)",
+                            m.d.name,
+                            m.d.peak,
+                            m.d.planned_peak()
                         ));
                     }
                 }

@@ -63,20 +63,11 @@ pub(super) fn merge_stage(
                     continue;
                 }
                 // The replicas of `a`, re-homed on `b`'s SKU and region with `b`'s sharing.
-                let shares = match b.5 {
-                    FitKey::Shared(n, _) => Some(n),
-                    _ => None,
-                };
                 let mut moved = Vec::new();
                 for &i in &groups[a] {
-                    let Some((c, rate)) =
-                        rehome::moved_to(&choices[i], &b.1, &b.2, b.3, shares, catalog)
-                    else {
+                    let Some((c, rate)) = rehome::joining(&choices[i], b, catalog) else {
                         break;
                     };
-                    if fit_key(&c.fit, choices[i].d.mig_manager) != b.5 {
-                        break;
-                    }
                     moved.push((i, c.into_owned(), rate));
                 }
                 if moved.len() != groups[a].len() {

@@ -15,6 +15,8 @@
 
 use super::*;
 
+use std::collections::BTreeSet;
+
 /// Replicas a pool may hold to take part in single moves.
 pub(super) const MOVE_REPLICAS: u32 = 600;
 
@@ -57,21 +59,16 @@ pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut
                 if a == b || a.0 != b.0 || a.3 != b.3 || a.4 != b.4 {
                     continue;
                 }
-                let shares = match b.5 {
-                    FitKey::Shared(n, _) => Some(n),
-                    _ => None,
-                };
                 for &i in &groups[a] {
                     let ch = &choices[i];
                     // The parts of a workload split over AKS profiles stay in their family.
-                    if ch.d.peak < ch.d.planned_peak() {
+                    if ch.d.is_part() {
                         continue;
                     }
-                    let Some((c, rate)) = rehome::moved_to(ch, &b.1, &b.2, b.3, shares, catalog)
-                    else {
+                    let Some((c, rate)) = rehome::joining(ch, b, catalog) else {
                         continue;
                     };
-                    if fit_key(&c.fit, ch.d.mig_manager) == b.5 && trials.len() < MOVE_TRIALS {
+                    if trials.len() < MOVE_TRIALS {
                         trials.push((i, a.clone(), b.clone(), c.into_owned(), rate));
                     }
                 }
@@ -80,46 +77,72 @@ pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut
         if trials.is_empty() {
             return;
         }
-        let built: Vec<(Vec<Choice<'_, '_>>, Vec<Choice<'_, '_>>)> = trials
-            .iter()
-            .map(|t| trial_pools(groups, choices, t))
-            .collect();
-        let cost = |ms: Vec<&Choice<'_, '_>>, capacity| {
-            build_cached(cache, &ms, capacity, catalog, plan_hours, true).cost
+        let cost = |ms: &[&Choice<'_, '_>], capacity| {
+            build_cached(cache, ms, capacity, catalog, plan_hours, true).cost
         };
-        let members = |k: &PoolKey| -> Vec<&Choice<'_, '_>> {
+        let pool = |k: &PoolKey| -> Vec<&Choice<'_, '_>> {
             groups[k].iter().map(|&j| &choices[j]).collect()
         };
+        // Each moving workload's pool without it: the same whichever pool it would join.
+        let mut left: BTreeMap<usize, Vec<&Choice<'_, '_>>> = BTreeMap::new();
+        for (i, a, ..) in &trials {
+            left.entry(*i).or_insert_with(|| {
+                groups[a]
+                    .iter()
+                    .filter(|&&j| j != *i)
+                    .map(|&j| &choices[j])
+                    .collect()
+            });
+        }
         // The final packings take most of the time: pack them side by side first. A pool
         // does not get cheaper for holding more, so only a workload whose leaving saves a
         // node where it is can pay for a move: the pools it would join are packed for those
         // only.
+        let involved: BTreeSet<&PoolKey> = trials.iter().flat_map(|(_, a, b, ..)| [a, b]).collect();
         let mut jobs: Vec<(Vec<&Choice<'_, '_>>, Capacity)> = Vec::new();
-        for (t, (left, _)) in trials.iter().zip(&built) {
-            jobs.push((members(&t.1), t.1 .3));
-            jobs.push((left.iter().collect(), t.1 .3));
+        for key in &involved {
+            jobs.push((pool(key), key.3));
+        }
+        for (i, a, ..) in &trials {
+            jobs.push((left[i].clone(), a.3));
         }
         prefetch_thorough(cache, jobs, catalog, plan_hours);
-        let open: Vec<bool> = trials
+        let here: BTreeMap<&PoolKey, f64> = involved
+            .into_iter()
+            .map(|k| (k, cost(&pool(k), k.3)))
+            .collect();
+        // Workloads whose leaving saves where they are.
+        let pays: BTreeSet<usize> = trials
             .iter()
-            .zip(&built)
-            .map(|(t, (left, _))| {
-                cost(left.iter().collect(), t.1 .3) < cost(members(&t.1), t.1 .3) - 0.005
+            .filter(|(i, a, ..)| cost(&left[i], a.3) < here[a] - 0.005)
+            .map(|t| t.0)
+            .collect();
+        // Those on their candidate in the pool they would join.
+        let moved: Vec<Option<Choice<'_, '_>>> = trials
+            .iter()
+            .map(|(i, _, _, c, rate)| {
+                pays.contains(i)
+                    .then(|| choices[*i].with(c.clone(), rate.clone()))
             })
             .collect();
+        let joined = |k: usize| -> Option<Vec<&Choice<'_, '_>>> {
+            let m = moved[k].as_ref()?;
+            let mut ms = pool(&trials[k].2);
+            ms.push(m);
+            Some(ms)
+        };
         let mut jobs: Vec<(Vec<&Choice<'_, '_>>, Capacity)> = Vec::new();
-        for ((t, (_, joined)), _) in trials.iter().zip(&built).zip(&open).filter(|x| *x.1) {
-            jobs.push((members(&t.2), t.2 .3));
-            jobs.push((joined.iter().collect(), t.2 .3));
+        for (k, (.., b, _, _)) in trials.iter().enumerate() {
+            if let Some(ms) = joined(k) {
+                jobs.push((ms, b.3));
+            }
         }
         prefetch_thorough(cache, jobs, catalog, plan_hours);
         let mut best: Option<(f64, usize)> = None;
-        for (k, (t, (left, joined))) in trials.iter().zip(&built).enumerate() {
-            if !open[k] {
-                continue;
-            }
-            let before = cost(members(&t.1), t.1 .3) + cost(members(&t.2), t.2 .3);
-            let after = cost(left.iter().collect(), t.1 .3) + cost(joined.iter().collect(), t.2 .3);
+        for (k, (i, a, b, ..)) in trials.iter().enumerate() {
+            let Some(ms) = joined(k) else { continue };
+            let before = here[a] + here[b];
+            let after = cost(&left[i], a.3) + cost(&ms, b.3);
             let saving = before - after;
             if saving > 0.005 && best.is_none_or(|(s, _)| saving > s) {
                 best = Some((saving, k));
@@ -136,24 +159,6 @@ pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut
             members.push(i);
         }
     }
-}
-
-/// The two pools a trial leaves: the one the workload leaves, without it, and the one it
-/// joins, with it on its candidate there.
-fn trial_pools<'p, 'c>(
-    groups: &Groups,
-    choices: &[Choice<'p, 'c>],
-    (i, a, b, c, rate): &Trial<'c>,
-) -> (Vec<Choice<'p, 'c>>, Vec<Choice<'p, 'c>>) {
-    let copy = |j: usize| choices[j].with(choices[j].c.clone(), choices[j].rate.clone());
-    let left = groups[a]
-        .iter()
-        .filter(|&&j| j != *i)
-        .map(|&j| copy(j))
-        .collect();
-    let mut joined: Vec<Choice<'p, 'c>> = groups[b].iter().map(|&j| copy(j)).collect();
-    joined.push(choices[*i].with(c.clone(), rate.clone()));
-    (left, joined)
 }
 
 /// Each pool on the cheapest of the options its alternatives list (`alternatives::options`),
@@ -182,10 +187,7 @@ const MAX_PASSES: usize = 4;
 /// Whether the pool stage tries a pool's listed options: it is `small`, and none of its
 /// members is one part of a workload split over AKS profiles (the parts stay together).
 pub(super) fn tried(members: &[usize], choices: &[Choice<'_, '_>]) -> bool {
-    small(members, choices)
-        && members
-            .iter()
-            .all(|&i| choices[i].d.peak >= choices[i].d.planned_peak())
+    small(members, choices) && members.iter().all(|&i| !choices[i].d.is_part())
 }
 
 /// One pass over the pools; whether any moved.
@@ -210,16 +212,11 @@ fn rehome_pass(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '
             if groups.contains_key(&to) {
                 continue;
             }
-            let Some((_, moved)) = rehome::rehomed(choices, &members, &to.1, &to.2, to.3, catalog)
+            let Some((built, moved)) = alternatives::packed(cx, choices, &members, &to, true)
             else {
                 continue;
             };
-            let trial: Vec<Choice<'_, '_>> = moved
-                .iter()
-                .map(|(i, c, rate)| choices[*i].with(c.as_ref().clone(), rate.clone()))
-                .collect();
-            let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
-            let cost = build_cached(cache, &refs, to.3, catalog, plan_hours, true).cost;
+            let cost = built.cost;
             if cost < here - 0.005 && best.as_ref().is_none_or(|b| cost < b.0) {
                 best = Some((cost, to, moved));
             }

@@ -68,7 +68,7 @@ pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
             for &i in members {
                 let ch = &choices[i];
                 // The parts of a workload split over AKS profiles stay in their family.
-                if ch.d.peak < ch.d.planned_peak() {
+                if ch.d.is_part() {
                     continue;
                 }
                 let rest: Vec<usize> = members.iter().copied().filter(|&j| j != i).collect();

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::candidate::{self, Candidate, Fit, Rate};
-use super::{fit_key, pool_sharing, Choice, PoolKey};
+use super::{fit_key, pool_sharing, Choice, FitKey, PoolKey};
 use crate::catalog::Catalog;
 use crate::plan::raw::Capacity;
 
@@ -62,6 +62,21 @@ pub(super) fn rehomed<'a, 'c>(
         return None;
     }
     Some((to, moved))
+}
+
+/// One workload joining the pool `to`: its candidate on that pool's SKU, region and capacity
+/// type, with the pool's time-slicing shares, if it has one there and takes the pool's fit.
+pub(super) fn joining<'a, 'c>(
+    ch: &'a Choice<'_, 'c>,
+    to: &PoolKey,
+    catalog: &Catalog,
+) -> Option<(Cow<'a, Candidate<'c>>, Rate)> {
+    let shares = match to.5 {
+        FitKey::Shared(n, _) => Some(n),
+        _ => None,
+    };
+    let (c, rate) = moved_to(ch, &to.1, &to.2, to.3, shares, catalog)?;
+    (fit_key(&c.fit, ch.d.mig_manager) == to.5).then_some((c, rate))
 }
 
 /// One workload on a SKU, region and capacity type: its candidate there, with time-sliced
