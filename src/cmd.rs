@@ -74,6 +74,29 @@ pub(crate) fn validate_file(
     Ok((plan, catalog))
 }
 
+/// Write one output file a command was asked for: `-` is standard output; any other path
+/// goes through [`crate::fsio::write_file`] (regular files only, atomic, a replaced file's
+/// mode kept), and never over one of the command's `inputs`. True when a file was written.
+pub(crate) fn write_output(
+    out: &Out,
+    path: &std::path::Path,
+    text: &str,
+    inputs: &[&std::path::Path],
+) -> CmdResult<bool> {
+    if path.as_os_str() == "-" {
+        out.stdout(text);
+        return Ok(false);
+    }
+    if inputs.iter().any(|i| crate::fsio::same_file(i, path)) {
+        return Err(CmdError::Usage(format!(
+            "`{}` is one of this command's inputs; write the output to another file",
+            crate::core::shown(path)
+        )));
+    }
+    crate::fsio::write_file(path, text.as_bytes())?;
+    Ok(true)
+}
+
 /// With `--verbose`: the command's wall time and the process's peak resident memory, the
 /// figures the benches read.
 pub(crate) fn report_resources(out: &Out, started: std::time::Instant) {

@@ -13,6 +13,7 @@ pub(crate) mod cmd;
 pub mod core;
 pub mod diag;
 pub mod engine;
+pub(crate) mod fsio;
 // Without the `live` feature nothing calls the clients' support code.
 #[cfg_attr(not(feature = "live"), allow(dead_code))]
 pub(crate) mod http;
@@ -31,6 +32,7 @@ pub use crate::core::exit;
 
 /// Run a parsed command line; returns the process exit code.
 pub fn run(cli: cli::Cli) -> u8 {
+    remember_secrets();
     let out = output::Out::new(&cli.global);
     let result = match environment_error() {
         Some(e) => Err(e),
@@ -68,6 +70,54 @@ fn dispatch(cli: cli::Cli, out: &output::Out) -> cmd::CmdResult {
             clap_complete::generate(shell, &mut c, "gpuplan", &mut buf);
             out.stdout(&String::from_utf8_lossy(&buf));
             Ok(exit::OK)
+        }
+    }
+}
+
+/// Every credential this run was handed, remembered so no output repeats it (a server may
+/// echo one in an error body): the password of any URL on the command line or in the
+/// environment, with the Basic value a client would send for it, the bearer token and basic
+/// auth flags, and the cloud SDKs' secret variables.
+fn remember_secrets() {
+    let args: Vec<String> = std::env::args().collect();
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    for v in args.iter().chain(env.iter().map(|(_, v)| v)) {
+        for word in v.split_whitespace() {
+            if let Ok(u) = url::Url::parse(word) {
+                if let Some(pw) = u.password() {
+                    core::format::secret(pw);
+                    core::format::secret(&core::format::basic_value(u.username(), pw));
+                }
+            }
+        }
+    }
+    for (i, a) in args.iter().enumerate() {
+        let value = |flag: &str| {
+            a.strip_prefix(&format!("{flag}=")).or_else(|| {
+                (a == flag)
+                    .then(|| args.get(i + 1).map(String::as_str))
+                    .flatten()
+            })
+        };
+        if let Some(t) = value("--bearer-token") {
+            core::format::secret(t);
+        }
+        if let Some(b) = value("--basic-auth") {
+            let (user, pw) = b.split_once(':').unwrap_or((b, ""));
+            core::format::secret(pw);
+            core::format::secret(&core::format::basic_value(user, pw));
+        }
+    }
+    for (k, v) in &env {
+        if matches!(
+            k.as_str(),
+            "AZURE_CLIENT_SECRET"
+                | "AWS_SECRET_ACCESS_KEY"
+                | "AWS_SESSION_TOKEN"
+                | "GPUPLAN_PROMETHEUS_TOKEN"
+                | "GPUPLAN_BEARER_TOKEN"
+        ) {
+            core::format::secret(v);
         }
     }
 }

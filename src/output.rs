@@ -2,7 +2,6 @@
 //! quietness decided once from the flags and NO_COLOR. The only module that prints.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 
 use crate::cli::{ColorChoice, Global};
 
@@ -37,6 +36,9 @@ impl Out {
     }
 
     pub(crate) fn stdout(&self, s: &str) {
+        // The last line of defence: whatever a command prints, no credential it was handed
+        // and no URL's user info reaches the terminal or a pipe.
+        let s = &crate::core::redact(s);
         let mut o = std::io::stdout().lock();
         // A closed pipe (`gpuplan ... | head`) is not worth a panic, but it is not success.
         if let Err(e) = o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
@@ -47,6 +49,7 @@ impl Out {
     }
 
     pub(crate) fn stderr(&self, s: &str) {
+        let s = &crate::core::redact(s);
         let mut e = std::io::stderr().lock();
         let _ = e.write_all(s.as_bytes());
         let _ = e.flush();
@@ -65,27 +68,4 @@ impl Out {
             self.stderr(&format!("{s}\n"));
         }
     }
-}
-
-/// Write a file atomically: a temporary file beside it, then a rename, so a failure leaves
-/// the previous content intact.
-pub(crate) fn write_atomic(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    // Created exclusively under an unpredictable name: a symlink planted where the
-    // temporary file would go is never followed. Dropped (and removed) on any failure.
-    let mut f = tempfile::Builder::new()
-        .prefix(&format!(".{name}.gpuplan-"))
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    f.write_all(content)?;
-    f.as_file().sync_all()?;
-    f.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }

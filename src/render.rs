@@ -170,15 +170,12 @@ fn template_text(o: &Output_, dir: Option<&Path>) -> Result<String, RenderError>
         Some(d) => {
             let path = d.join(o.template);
             if path.exists() {
-                let text = crate::source::read_bounded(&path, 1 << 20)
-                    .and_then(|b| {
-                        String::from_utf8(b)
-                            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-                    })
-                    .map_err(|source| RenderError::ReadTemplate {
+                let text = crate::fsio::read_text(&path, 1 << 20).map_err(|source| {
+                    RenderError::ReadTemplate {
                         path: path.clone(),
                         source,
-                    })?;
+                    }
+                })?;
                 check_template(&path.display().to_string(), &text)?;
                 Ok(text)
             } else {
@@ -239,82 +236,130 @@ fn tidy(text: &str) -> String {
     out
 }
 
-/// Files under `dir` that differ from what would be written (missing ones included).
-pub(crate) fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> {
-    files
-        .iter()
-        .filter(|(rel, content)| {
-            std::fs::read_to_string(dir.join(rel)).map_or(true, |on_disk| &on_disk != *content)
-        })
-        .map(|(rel, _)| rel.clone())
-        .collect()
+/// The list `render` keeps in its output directory of the files it wrote there: the next
+/// render removes those it no longer writes (its own files only), and `--check` reports them.
+pub(crate) const MANIFEST: &str = ".gpuplan-render.toml";
+
+/// Rendered files are small; anything past this at a target is not one of them.
+const MAX_RENDERED_BYTES: u64 = 256 << 20;
+
+fn manifest_text(files: &BTreeMap<String, String>) -> String {
+    let mut t = String::from(
+        "# Files `gpuplan render` wrote in this directory. The next render removes those it no\n# longer writes; `gpuplan render --check` reports them. Do not edit.\nversion = 1\nfiles = [\n",
+    );
+    for rel in files.keys() {
+        t.push_str(&format!("  {},\n", toml::Value::String(rel.clone())));
+    }
+    t.push_str("]\n");
+    t
 }
 
-/// Write every file, all or nothing as far as the file system allows: each goes to a
-/// temporary file beside its target first; only when all are written are they renamed into
-/// place, and a rename that fails puts back what the others replaced. `--check` never sees
-/// a mixed set.
-pub(crate) fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<(), RenderError> {
-    let fail = |path: &Path, source: std::io::Error| RenderError::Write {
-        path: path.to_owned(),
-        source,
+/// A path a manifest may name: a plain relative path of the kind render writes (no hidden
+/// component, a rendered file's extension). A tampered manifest never steers a removal.
+fn rendered_path(rel: &str) -> bool {
+    crate::fsio::plain_relative(rel)
+        && rel.split('/').all(|c| !c.starts_with('.'))
+        && [".tf", ".yaml", ".md"].iter().any(|x| rel.ends_with(x))
+}
+
+/// The files the previous render in `dir` wrote, as its manifest says (none without one).
+fn previous(dir: &Path) -> Result<Vec<String>, RenderError> {
+    let fail = |e: crate::fsio::FileError| RenderError::Write {
+        path: e.path,
+        source: e.source,
     };
-    // Stage: every file written to an exclusively created, unpredictably named temporary
-    // file beside its target (a planted symlink is never followed); dropped on failure.
-    let mut staged = Vec::new();
-    for (rel, content) in files {
-        let target = dir.join(rel);
-        let parent = target.parent().unwrap_or(dir).to_owned();
-        std::fs::create_dir_all(&parent).map_err(|e| fail(&parent, e))?;
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}.gpuplan-"))
-            .suffix(".tmp")
-            .tempfile_in(&parent)
-            .map_err(|e| fail(&parent, e))?;
-        use std::io::Write as _;
-        tmp.write_all(content.as_bytes())
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| fail(tmp.path(), e))?;
-        // What the target held before, to put back if a later file cannot be swapped in.
-        let before = match std::fs::symlink_metadata(&target) {
-            Ok(m) if m.is_file() => Some(std::fs::read(&target).map_err(|e| fail(&target, e))?),
-            _ => None,
-        };
-        staged.push((tmp, target, before));
-    }
-    // Swap: each rename is atomic; on a failure the files already swapped get their old
-    // content back (or go, if they are new), so the directory never holds a mixed set.
-    let mut done: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
-    for (tmp, target, before) in staged {
-        if let Err(e) = tmp.persist(&target) {
-            for (t, old) in done.into_iter().rev() {
-                match old {
-                    Some(bytes) => {
-                        let _ = crate::render::restore(&t, &bytes);
-                    }
-                    None => {
-                        let _ = std::fs::remove_file(&t);
-                    }
-                }
-            }
-            return Err(fail(&target, e.error));
+    let text = match crate::fsio::read_tree(dir, &[MANIFEST.to_owned()], 1 << 20).map_err(fail)? {
+        v if v.first().is_some_and(|f| f.is_some()) => {
+            v.into_iter().next().flatten().unwrap_or_default()
         }
-        done.push((target, before));
+        _ => return Ok(Vec::new()),
+    };
+    #[derive(serde::Deserialize)]
+    struct Manifest {
+        files: Vec<String>,
     }
-    Ok(())
+    let m: Manifest = std::str::from_utf8(&text)
+        .ok()
+        .and_then(|t| toml::from_str(t).ok())
+        .ok_or_else(|| RenderError::Write {
+            path: dir.join(MANIFEST),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not a manifest gpuplan wrote; remove it to render into this directory",
+            ),
+        })?;
+    Ok(m.files.into_iter().filter(|f| rendered_path(f)).collect())
 }
 
-/// Put a file's previous content back, atomically.
-fn restore(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".gpuplan-restore-")
-        .tempfile_in(parent)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+/// How the files under a directory stand against what render would write now.
+#[derive(Debug, Default)]
+pub(crate) struct Drift {
+    /// Files that differ from what would be written, missing ones included.
+    pub changed: Vec<String>,
+    /// Files a previous render wrote that this one would remove.
+    pub stale: Vec<String>,
+}
+
+impl Drift {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.stale.is_empty()
+    }
+}
+
+/// What differs under `dir`; read without following links below it and from regular files
+/// only (a FIFO at a target is an error, never a wait).
+pub(crate) fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Result<Drift, RenderError> {
+    let fail = |e: crate::fsio::FileError| RenderError::Write {
+        path: e.path,
+        source: e.source,
+    };
+    let old = previous(dir)?;
+    let mut all: Vec<(String, String)> =
+        files.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    all.push((MANIFEST.to_owned(), manifest_text(files)));
+    let rels: Vec<String> = all.iter().map(|(k, _)| k.clone()).collect();
+    let on_disk = crate::fsio::read_tree(dir, &rels, MAX_RENDERED_BYTES).map_err(fail)?;
+    let changed = all
+        .iter()
+        .zip(on_disk)
+        .filter(|((_, want), have)| have.as_deref() != Some(want.as_bytes()))
+        .map(|((rel, _), _)| rel.clone())
+        .collect();
+    let gone: Vec<String> = old.into_iter().filter(|f| !files.contains_key(f)).collect();
+    let there = crate::fsio::read_tree(dir, &gone, MAX_RENDERED_BYTES).map_err(fail)?;
+    let stale = gone
+        .into_iter()
+        .zip(there)
+        .filter(|(_, t)| t.is_some())
+        .map(|(f, _)| f)
+        .collect();
+    Ok(Drift { changed, stale })
+}
+
+/// Write every file, all or nothing ([`crate::fsio::Tree`]): staged beside their targets,
+/// renamed into place only when all are written, the previous files put back on any failure,
+/// the manifest last; files the previous render wrote and this one does not are removed.
+/// Returns the files removed.
+pub(crate) fn write(
+    dir: &Path,
+    files: &BTreeMap<String, String>,
+) -> Result<Vec<String>, RenderError> {
+    let fail = |e: crate::fsio::FileError| RenderError::Write {
+        path: e.path,
+        source: e.source,
+    };
+    let stale: Vec<String> = previous(dir)?
+        .into_iter()
+        .filter(|f| !files.contains_key(f))
+        .collect();
+    let mut t = crate::fsio::Tree::new(dir, true);
+    for (rel, content) in files {
+        t.put(rel, content.clone().into_bytes());
+    }
+    t.put(MANIFEST, manifest_text(files).into_bytes());
+    for f in &stale {
+        t.remove(f);
+    }
+    t.commit().map_err(fail)?;
+    Ok(stale)
 }

@@ -99,38 +99,6 @@ fn same_length_shown(text: &str) -> String {
     out
 }
 
-/// Read at most `limit` bytes of a regular file. A FIFO, a device (`/dev/zero`) or a
-/// directory is refused before it is opened (opening a FIFO blocks until a writer comes), and
-/// a file past the limit is an error instead of an unbounded read.
-pub(crate) fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    let buf = read_prefix(path, limit + 1)?;
-    if buf.len() as u64 > limit {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} MiB, the limit for this input", limit >> 20),
-        ));
-    }
-    Ok(buf)
-}
-
-/// The first `n` bytes of a regular file (all of it when shorter); refused as
-/// [`read_bounded`] refuses.
-pub(crate) fn read_prefix(path: &std::path::Path, n: u64) -> std::io::Result<Vec<u8>> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a pipe, a device or a directory)",
-        ));
-    }
-    let mut buf = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(std::fs::File::open(path)?, n),
-        &mut buf,
-    )?;
-    Ok(buf)
-}
-
 /// See [`SourceFile::stable_name`].
 pub(crate) fn stable_name(name: &str) -> String {
     let plain = name.strip_prefix("./").unwrap_or(name).replace('\\', "/");

@@ -221,9 +221,19 @@ fn a_pipe_or_a_device_is_refused_where_a_file_is_needed() {
         let fifo = dir.path().join("plan.toml");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         if made.is_ok_and(|s| s.success()) {
+            // A plan may come through a pipe; a FIFO nobody writes to reads as empty at once
+            // (the open never waits for a writer), so the command ends, refusing it.
             let out = gpuplan()
                 .arg("check")
                 .arg(&fifo)
+                .output()
+                .expect("runs, and does not hang");
+            assert_eq!(out.status.code(), Some(2));
+            // Where a data file is read, a FIFO is refused outright.
+            let out = gpuplan()
+                .args(["check", "--baseline"])
+                .arg(&fifo)
+                .arg("plans/minimal.toml")
                 .output()
                 .expect("runs, and does not hang");
             assert_eq!(out.status.code(), Some(2));

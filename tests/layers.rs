@@ -11,6 +11,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("core", 0),
     ("source", 0),
     ("http", 0),
+    ("fsio", 0),
     ("diag", 1),
     ("catalog", 2),
     ("mig", 3),

@@ -333,3 +333,146 @@ fn an_unknown_part_is_refused_before_any_request() {
         .contains("`--only evictions`: expected prices, eviction, quota or skus"));
     assert!(!cache.exists());
 }
+
+/// Every file under `dir`, as bytes, joined: what must never hold a secret.
+fn everything(dir: &Path) -> String {
+    common::tree(dir)
+        .into_iter()
+        .map(|(p, t)| format!("{p}\n{t}\n"))
+        .collect()
+}
+
+#[test]
+fn a_password_in_the_endpoint_never_reaches_the_cache_or_any_output() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let (url, h) = server(vec![
+        (200, "", Box::new(page_one)),
+        (200, "", Box::new(page_two)),
+    ]);
+    let with_password = url.replacen("http://", "http://admin:hunter2@", 1);
+    let out = gpuplan(&cache, &with_password)
+        .args(EASTUS_PRICES)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    h.join().expect("server");
+    let all = everything(&cache);
+    assert!(all.contains("prices-retail.csv"), "{all}");
+    assert!(!all.contains("hunter2") && !all.contains("admin:"), "{all}");
+    let mut shown = String::from_utf8_lossy(&out.stderr).into_owned();
+    for args in [
+        &["catalog", "--sku", "Standard_ND96isr_H100_v5", "-v"][..],
+        &[
+            "catalog",
+            "--sku",
+            "Standard_ND96isr_H100_v5",
+            "--format",
+            "json",
+        ][..],
+    ] {
+        let o = gpuplan(&cache, &with_password)
+            .args(args)
+            .assert()
+            .code(0)
+            .get_output()
+            .clone();
+        shown.push_str(&String::from_utf8_lossy(&o.stdout));
+        shown.push_str(&String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(shown.contains("Azure Retail Prices API"), "{shown}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    // Spellings the HTTP client still sends as Basic auth: neither an error nor a dry run
+    // nor the cache repeats the password.
+    for spelled in [
+        "http:admin:hunter2@127.0.0.1:9/api/retail/prices",
+        "http:/admin:hunter2@127.0.0.1:9/api/retail/prices",
+        "http:\\\\admin:hunter2@127.0.0.1:9/api/retail/prices",
+    ] {
+        for extra in [&["--timeout", "2"][..], &["--dry-run"][..]] {
+            let o = gpuplan(&cache, spelled)
+                .args(EASTUS_PRICES)
+                .args(extra)
+                .output()
+                .expect("runs");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(!text.contains("hunter2"), "{spelled} {extra:?}: {text}");
+        }
+    }
+    assert!(!everything(&cache).contains("hunter2"));
+}
+
+#[test]
+fn a_directory_that_is_not_a_cache_is_never_taken_for_one() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let foreign = dir.path().join("project");
+    std::fs::create_dir_all(&foreign).expect("dir");
+    std::fs::write(foreign.join("main.py"), "print('mine')\n").expect("py");
+    std::fs::write(foreign.join("sources.toml"), "this is [not toml\n").expect("toml");
+    let before = common::tree(&foreign);
+    let (url, _h) = server(vec![
+        (200, "", Box::new(page_one)),
+        (200, "", Box::new(page_two)),
+    ]);
+    let out = gpuplan(&foreign, &url)
+        .args(EASTUS_PRICES)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not a gpuplan cache"), "{err}");
+    assert_eq!(common::tree(&foreign), before);
+    // Nor is it read as one: commands run on the embedded catalog.
+    gpuplan(&foreign, "http://127.0.0.1:9/unused")
+        .args(["recommend", "plans/minimal.toml"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn a_fifo_or_a_device_where_the_cache_lists_a_file_never_hangs_a_command() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let (url, h) = server(vec![
+        (200, "", Box::new(page_one)),
+        (200, "", Box::new(page_two)),
+    ]);
+    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
+    h.join().expect("server");
+    let listed = cache.join("azure/prices-retail.csv");
+    std::fs::remove_file(&listed).expect("rm");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&listed)
+        .status()
+        .expect("mkfifo")
+        .success());
+    for args in [
+        &["recommend", "plans/minimal.toml"][..],
+        &["check", "plans/minimal.toml"][..],
+    ] {
+        let out = gpuplan(&cache, "http://127.0.0.1:9/unused")
+            .args(args)
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("not a regular file"),
+            "{args:?}"
+        );
+    }
+    std::fs::remove_file(&listed).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", &listed).expect("link");
+    gpuplan(&cache, "http://127.0.0.1:9/unused")
+        .args(["recommend", "plans/minimal.toml"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2);
+}

@@ -147,9 +147,11 @@ impl Files {
                 }
                 if newer(path) {
                     let p = dir.join(path);
-                    let text = std::fs::read_to_string(&p).map_err(|source| CatalogError::Io {
-                        path: p.display().to_string(),
-                        source,
+                    let text = crate::fsio::read_text(&p, MAX_DATA_BYTES).map_err(|source| {
+                        CatalogError::Io {
+                            path: p.display().to_string(),
+                            source,
+                        }
                     })?;
                     return Ok(SourceFile::new(p.display().to_string(), text));
                 }
@@ -157,15 +159,21 @@ impl Files {
             }
             Files::Dir(dir) => {
                 let p = dir.join(path);
-                let text = std::fs::read_to_string(&p).map_err(|source| CatalogError::Io {
-                    path: p.display().to_string(),
-                    source,
+                let text = crate::fsio::read_text(&p, MAX_DATA_BYTES).map_err(|source| {
+                    CatalogError::Io {
+                        path: p.display().to_string(),
+                        source,
+                    }
                 })?;
                 Ok(SourceFile::new(p.display().to_string(), text))
             }
         }
     }
 }
+
+/// A catalog data file (a price table, a SKU list) read from a directory or the cache: the
+/// embedded ones are under 1 MiB, and a refresh writes a few MiB at most.
+const MAX_DATA_BYTES: u64 = 64 << 20;
 
 fn toml_file<T: for<'de> Deserialize<'de>>(file: &Arc<SourceFile>) -> Result<T, CatalogError> {
     toml::from_str(&file.text).map_err(|e| {
@@ -408,7 +416,7 @@ fn date(file: &Arc<SourceFile>, s: &str) -> Result<Date, CatalogError> {
 /// in the embedded file that would have been read instead).
 fn cache_list(dir: &Path) -> Result<String, CatalogError> {
     let path = dir.join("sources.toml");
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::fsio::read_text(&path, MAX_DATA_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
         Err(source) => {

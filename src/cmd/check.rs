@@ -88,13 +88,14 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
             ));
         }
         let b = baseline::build(&findings);
-        crate::output::write_atomic(path, baseline::to_json(&b).as_bytes())
-            .map_err(|e| CmdError::write(path, e))?;
-        out.info(&format!(
-            "wrote {} finding(s) to the baseline `{}`",
-            b.findings.len(),
-            path.display()
-        ));
+        let inputs: Vec<&std::path::Path> = args.plans.iter().map(|p| p.as_path()).collect();
+        if super::write_output(out, path, &baseline::to_json(&b), &inputs)? {
+            out.info(&format!(
+                "wrote {} finding(s) to the baseline `{}`",
+                b.findings.len(),
+                crate::core::shown(path)
+            ));
+        }
         return Ok(exit::OK);
     }
     if let Some(path) = &args.baseline {

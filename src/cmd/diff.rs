@@ -44,24 +44,39 @@ fn read_git(reference: &str, path: &Path) -> CmdResult<Arc<SourceFile>> {
         .file_name()
         .map_or(String::new(), |n| n.to_string_lossy().into_owned());
     let spec = format!("{reference}:./{name}");
-    let o = std::process::Command::new("git")
+    let mut child = std::process::Command::new("git")
         .args(["show", &spec, "--"])
         .current_dir(dir)
-        .output()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| CmdError::Usage(format!("cannot run git: {e}")))?;
-    if !o.status.success() {
+    // The plan's own size limit, whichever way it is read: no more than one byte past it.
+    let mut bytes = Vec::new();
+    if let Some(so) = child.stdout.take() {
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(so, plan::load::MAX_PLAN_BYTES as u64 + 1),
+            &mut bytes,
+        )
+        .map_err(|e| CmdError::Usage(format!("cannot read from git: {e}")))?;
+    }
+    let too_large = bytes.len() > plan::load::MAX_PLAN_BYTES;
+    if too_large {
+        let _ = child.kill();
+    }
+    let o = child
+        .wait_with_output()
+        .map_err(|e| CmdError::Usage(format!("cannot run git: {e}")))?;
+    if !too_large && !o.status.success() {
         return Err(CmdError::Usage(format!(
             "cannot read `{}` at `{reference}` from git: {}",
-            path.display(),
-            String::from_utf8_lossy(&o.stderr).trim()
+            crate::core::printable(&path.display().to_string()),
+            crate::core::printable(String::from_utf8_lossy(&o.stderr).trim())
         )));
     }
-    let text = String::from_utf8(o.stdout)
-        .map_err(|_| CmdError::Usage(format!("`{spec}` is not UTF-8 text")))?;
-    Ok(SourceFile::new(
-        format!("{reference}:{}", path.display()),
-        text,
-    ))
+    plan::load::from_bytes(format!("{reference}:{}", path.display()), bytes)
+        .map_err(|d| CmdError::Located(vec![*d]))
 }
 
 /// One line for a pull-request comment: the recommended cost before and after.

@@ -66,14 +66,16 @@ pub(crate) enum CmdError {
     Live(#[from] crate::live::LiveError),
 }
 
-impl CmdError {
-    pub(crate) fn write(path: &std::path::Path, source: std::io::Error) -> CmdError {
+impl From<crate::fsio::FileError> for CmdError {
+    fn from(e: crate::fsio::FileError) -> CmdError {
         CmdError::Write {
-            path: path.display().to_string(),
-            source,
+            path: crate::core::shown(&e.path),
+            source: e.source,
         }
     }
+}
 
+impl CmdError {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CmdError::Refused(_) => exit::FINDINGS,
@@ -90,7 +92,7 @@ impl CmdError {
             }
             e => format!(
                 "error: {}\n",
-                crate::core::printable_lines(&crate::core::redact(&e.to_string()))
+                crate::core::printable_lines(&crate::core::format::redact_short(&e.to_string()))
             ),
         }
     }

@@ -2,7 +2,7 @@
 
 use crate::cli::{InitArgs, ProviderArg};
 use crate::core::exit;
-use crate::output::{write_atomic, Out};
+use crate::output::Out;
 
 const AZURE: &str = include_str!("../../templates/init/azure.toml");
 const AWS: &str = include_str!("../../templates/init/aws.toml");
@@ -18,17 +18,14 @@ pub(crate) fn run(args: &InitArgs, out: &Out) -> CmdResult {
         out.stdout(text);
         return Ok(exit::OK);
     }
-    if args.path.exists() && !args.force {
+    if std::fs::symlink_metadata(&args.path).is_ok() && !args.force {
         return Err(CmdError::Usage(format!(
             "`{}` already exists; pass --force to overwrite it",
-            args.path.display()
+            crate::core::shown(&args.path)
         )));
     }
-    write_atomic(&args.path, text.as_bytes()).map_err(|e| CmdError::write(&args.path, e))?;
-    out.info(&format!(
-        "wrote {}; run `gpuplan check {}`",
-        args.path.display(),
-        args.path.display()
-    ));
+    super::write_output(out, &args.path, text, &[])?;
+    let shown = crate::core::shown(&args.path);
+    out.info(&format!("wrote {shown}; run `gpuplan check {shown}`"));
     Ok(exit::OK)
 }

@@ -7,7 +7,7 @@ use crate::engine::recommend;
 use crate::output::Out;
 use crate::report::recommend::{human, json, markdown};
 
-use super::{CmdError, CmdResult};
+use super::CmdResult;
 
 pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
     let started = std::time::Instant::now();
@@ -39,12 +39,14 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
     }
     if let Some(dest) = &args.write_plan {
         let text = crate::render::write_plan::plan_with_pools(&p, &rec)?;
-        crate::output::write_atomic(dest, text.as_bytes()).map_err(|e| CmdError::write(dest, e))?;
-        out.stderr(&format!(
-            "wrote {} recommended pool(s) into `{}`\n",
-            rec.pools.len(),
-            crate::core::printable(&dest.display().to_string())
-        ));
+        // OUT may be the plan itself: rewriting it is what the flag is for.
+        if super::write_output(out, dest, &text, &[])? {
+            out.stderr(&format!(
+                "wrote {} recommended pool(s) into `{}`\n",
+                rec.pools.len(),
+                crate::core::shown(dest)
+            ));
+        }
     }
     super::report_resources(out, started);
     Ok(if rec.unsatisfiable() {

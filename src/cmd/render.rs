@@ -73,33 +73,64 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
         }
     }
     let files = render::render(&v, args.templates.as_deref())?;
+    let shown = crate::core::shown(&args.out);
+    if std::fs::metadata(&args.out).is_ok_and(|m| !m.is_dir()) {
+        return Err(CmdError::Usage(format!(
+            "`--out {shown}` is not a directory: render writes a directory of files"
+        )));
+    }
     if args.check {
-        let drift = render::drift(&args.out, &files);
+        let drift = render::drift(&args.out, &files)?;
         if drift.is_empty() {
             out.info(&format!(
-                "{} file(s) in `{}` are up to date",
-                files.len(),
-                args.out.display()
+                "{} file(s) in `{shown}` are up to date",
+                files.len()
             ));
             return Ok(exit::OK);
         }
-        for f in &drift {
-            out.stdout(&format!("{}\n", args.out.join(f).display()));
+        for f in &drift.changed {
+            out.stdout(&format!("{}\n", crate::core::shown(&args.out.join(f))));
         }
-        return Err(CmdError::Refused(format!(
-            "{} file(s) differ from what `{}` renders today",
-            drift.len(),
-            args.plan.display()
-        )));
+        for f in &drift.stale {
+            out.stdout(&format!(
+                "{} (stale: an earlier render wrote it; this one would remove it)\n",
+                crate::core::shown(&args.out.join(f))
+            ));
+        }
+        let mut parts = Vec::new();
+        if !drift.changed.is_empty() {
+            parts.push(format!(
+                "{} file(s) differ from what `{}` renders today",
+                drift.changed.len(),
+                crate::core::shown(&args.plan)
+            ));
+        }
+        if !drift.stale.is_empty() {
+            parts.push(format!(
+                "{} stale file(s) an earlier render wrote are still there",
+                drift.stale.len()
+            ));
+        }
+        return Err(CmdError::Refused(parts.join("; ")));
     }
-    render::write(&args.out, &files)?;
+    let removed = render::write(&args.out, &files)?;
     for f in files.keys() {
-        out.detail(&format!("wrote {}", args.out.join(f).display()));
+        out.detail(&format!("wrote {}", crate::core::shown(&args.out.join(f))));
+    }
+    for f in &removed {
+        out.detail(&format!(
+            "removed {} (an earlier render wrote it; this one does not)",
+            crate::core::shown(&args.out.join(f))
+        ));
     }
     out.info(&format!(
-        "wrote {} file(s) to `{}`",
+        "wrote {} file(s) to `{shown}`{}",
         files.len(),
-        args.out.display()
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(", removed {} stale file(s)", removed.len())
+        }
     ));
     Ok(exit::OK)
 }

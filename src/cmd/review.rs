@@ -135,11 +135,20 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         ReviewFormat::Markdown => crate::report::review::markdown(&r),
         ReviewFormat::Html => crate::report::review::html(&r),
     };
+    let inputs: Vec<&std::path::Path> =
+        [Some(&args.plan), args.csv.as_ref(), args.metrics.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.as_path())
+            .collect();
     match &args.out {
         Some(path) => {
-            crate::output::write_atomic(path, text.as_bytes())
-                .map_err(|e| CmdError::write(path, e))?;
-            out.info(&format!("wrote the review to `{}`", path.display()));
+            if super::write_output(out, path, &text, &inputs)? {
+                out.info(&format!(
+                    "wrote the review to `{}`",
+                    crate::core::shown(path)
+                ));
+            }
         }
         None => out.stdout(&text),
     }

@@ -48,34 +48,226 @@ pub fn cents(x: f64) -> f64 {
     (x * 100.0).round() / 100.0 + 0.0
 }
 
-/// `text` with the user info of every URL in it removed: `http://admin:pw@host/x` becomes
-/// `http://host/x`. Endpoint URLs may carry credentials; no report, error, dry run or cache
-/// file repeats them.
+/// `text` with every credential gpuplan knows of removed: the user info of every URL in it
+/// (`http://admin:pw@host/x` becomes `http://host/x`), however it is spelled, a bearer or
+/// basic `Authorization` value a server echoed back, and every secret the command was handed
+/// ([`secret`]). Endpoint URLs may carry credentials; no report, error, dry run or cache file
+/// repeats them.
+///
+/// A URL is found and read as the HTTP clients read it: the WHATWG URL parser (the `url`
+/// crate, which ureq and reqwest parse with), so `http:admin:pw@host`, `http:/admin:pw@host`
+/// and `http:\\admin:pw@host`, which they all send as Basic auth, are seen as the client sees
+/// them.
 pub fn redact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        let end = tail
-            .find(|c: char| {
-                c == '/'
-                    || c == '?'
-                    || c == '#'
-                    || c.is_whitespace()
-                    || c == '`'
-                    || c == '"'
-                    || c == '\''
-            })
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority.rfind('@') {
-            Some(at) => out.push_str(&authority[at + 1..]),
-            None => out.push_str(authority),
-        }
-        rest = &tail[end..];
+    urls(text, false)
+}
+
+/// [`redact`], and each URL cut to its scheme, host and path: for an error message, where a
+/// thousand characters of query string bury the reason.
+pub fn redact_short(text: &str) -> String {
+    urls(text, true)
+}
+
+static SECRETS: std::sync::OnceLock<std::sync::Mutex<Vec<String>>> = std::sync::OnceLock::new();
+
+/// Remember a secret this run was handed (a bearer token, a password), so that [`redact`]
+/// removes it wherever it appears: a server that echoes it in an error body cannot make
+/// gpuplan print it. Values under four characters are too common to remove safely.
+pub fn secret(value: &str) {
+    if value.chars().count() < 4 {
+        return;
     }
-    out.push_str(rest);
+    if let Ok(mut v) = SECRETS.get_or_init(Default::default).lock() {
+        if !v.iter().any(|s| s == value) {
+            v.push(value.to_owned());
+            // Longest first, so a secret that contains another is removed whole.
+            v.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+}
+
+const REDACTED: &str = "[redacted]";
+
+/// The value of a Basic `Authorization` header for `user` and `password` (RFC 7617).
+pub fn basic_value(user: &str, password: &str) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let raw = format!("{user}:{password}");
+    let mut out = String::new();
+    for chunk in raw.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(A[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn urls(text: &str, short: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let bytes = text.as_bytes();
+    while i < text.len() {
+        let at_boundary = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let scheme = ["https:", "http:"].into_iter().find(|s| {
+            text[i..]
+                .get(..s.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(s))
+        });
+        match scheme {
+            Some(_) if at_boundary => {
+                let end = text[i..]
+                    .find(|c: char| {
+                        c.is_whitespace()
+                            || c.is_control()
+                            || matches!(c, '`' | '"' | '\'' | '<' | '>')
+                    })
+                    .map_or(text.len(), |n| i + n);
+                out.push_str(&url_shown(&text[i..end], short));
+                i = end;
+            }
+            _ => {
+                let c = text[i..].chars().next().unwrap_or(' ');
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    let out = authorization(&out);
+    match SECRETS.get().and_then(|s| s.lock().ok()) {
+        Some(list) if !list.is_empty() => {
+            let mut t = out;
+            for s in list.iter() {
+                if t.contains(s.as_str()) {
+                    t = t.replace(s.as_str(), REDACTED);
+                }
+            }
+            t
+        }
+        _ => out,
+    }
+}
+
+/// One URL as it may be shown: without user info; cut to scheme, host and path if `short`.
+fn url_shown(token: &str, short: bool) -> String {
+    // Trailing punctuation of the sentence around it is not part of the URL.
+    let body = token.trim_end_matches(['.', ',', ';', ':', ')', ']']);
+    let tail = &token[body.len()..];
+    match url::Url::parse(body) {
+        Ok(mut u) => {
+            let had_user = !u.username().is_empty() || u.password().is_some();
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            let cut = short && (u.query().is_some() || u.fragment().is_some());
+            if cut {
+                u.set_query(None);
+                u.set_fragment(None);
+            }
+            if !had_user && !cut {
+                return token.to_owned();
+            }
+            let mut shown = u.to_string();
+            // The parser writes a bare host with a `/`; the text had none.
+            if u.path() == "/" && shown.ends_with('/') && !body.ends_with(['/', '\\']) {
+                shown.pop();
+            }
+            format!("{shown}{}{tail}", if cut { "?…" } else { "" })
+        }
+        // Not a URL the client would send; still never show what looks like user info.
+        Err(_) => {
+            let colon = body.find(':').map_or(0, |c| c + 1);
+            let rest = body[colon..].trim_start_matches(['/', '\\']);
+            let auth_end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+            match rest[..auth_end].rfind('@') {
+                Some(at) => format!("{}//{}{tail}", &body[..colon], &rest[at + 1..]),
+                None => token.to_owned(),
+            }
+        }
+    }
+}
+
+/// Whether `v` is base64 of `user:password`, as a Basic `Authorization` value is.
+fn basic_credentials(v: &str) -> bool {
+    let digit = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let body = v.trim_end_matches('=');
+    if v.len() < 8 || v.len() % 4 != 0 || v.len() - body.len() > 2 {
+        return false;
+    }
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut decoded = Vec::new();
+    for &c in body.as_bytes() {
+        let Some(d) = digit(c) else {
+            return false;
+        };
+        bits = (bits << 6) | d;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            decoded.push((bits >> n) as u8);
+        }
+    }
+    decoded.contains(&b':') && decoded.iter().all(|b| !b.is_ascii_control())
+}
+
+/// `Bearer <token>` and `Basic <credentials>` values, as a server echoing the request's
+/// `Authorization` header would print them.
+fn authorization(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains("bearer ") && !lower.contains("basic ") {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let word = ["bearer ", "basic "].into_iter().find(|w| {
+            lower[i..].starts_with(w)
+                && (i == 0 || !lower.as_bytes()[i - 1].is_ascii_alphanumeric())
+        });
+        if let Some(w) = word {
+            let start = i + w.len();
+            let len = text[start..]
+                .find(|c: char| {
+                    !(c.is_ascii_alphanumeric()
+                        || matches!(c, '-' | '.' | '_' | '~' | '+' | '/' | '='))
+                })
+                .unwrap_or(text.len() - start);
+            // A credential is a long opaque run, or base64 of `user:password`; a word after
+            // "basic " in prose is neither.
+            let value = &text[start..start + len];
+            let credential = if w == "bearer " {
+                len >= 16
+            } else {
+                basic_credentials(value)
+            };
+            if credential {
+                out.push_str(&text[i..start]);
+                out.push_str(REDACTED);
+                i = start + len;
+                continue;
+            }
+        }
+        let c = text[i..].chars().next().unwrap_or(' ');
+        out.push(c);
+        i += c.len_utf8();
+    }
     out
 }
 
@@ -84,6 +276,12 @@ pub fn redact(text: &str) -> String {
 /// then move no cursor, recolour nothing and forge no line.
 pub fn printable(text: &str) -> String {
     escaped(text, |_| true)
+}
+
+/// A path as a message shows it: [`printable`], so a file name holding an escape sequence or
+/// a newline moves no cursor and forges no line.
+pub fn shown(path: &std::path::Path) -> String {
+    printable(&path.display().to_string())
 }
 
 /// `text` as [`printable`] writes it, but keeping its line breaks and tabs: for messages
@@ -120,6 +318,56 @@ mod tests {
         assert_eq!(
             printable_lines("bad header\nexpected `.`\r\u{9b}"),
             "bad header\nexpected `.`\\r\\u{9b}"
+        );
+    }
+
+    #[test]
+    fn user_info_never_survives_any_spelling_the_client_sends() {
+        for spelled in [
+            "http://admin:hunter2@host/x",
+            "http:admin:hunter2@host/x",
+            "http:/admin:hunter2@host/x",
+            "http:\\\\admin:hunter2@host/x",
+            "HTTP://admin:hunter2@host/x",
+            "https:///admin:hunter2@host/x",
+            "http://admin:hunter2@[::1/x",
+        ] {
+            let shown = redact(&format!("cannot reach `{spelled}`: refused"));
+            assert!(!shown.contains("hunter2"), "{spelled} -> {shown}");
+            assert!(!shown.contains("admin"), "{spelled} -> {shown}");
+            // The client would send the password: the parser agrees there is one.
+            if let Ok(u) = url::Url::parse(spelled) {
+                assert_eq!(u.password(), Some("hunter2"), "{spelled}");
+            }
+        }
+        assert_eq!(
+            redact_short("GET http://h:9090/api/v1/query_range?query=up&start=1 failed."),
+            "GET http://h:9090/api/v1/query_range?… failed."
+        );
+        assert_eq!(
+            redact("see https://example.test/docs."),
+            "see https://example.test/docs."
+        );
+    }
+
+    #[test]
+    fn echoed_authorization_and_known_secrets_are_removed() {
+        secret("s3cr3t-token-value");
+        let body =
+            "401: header was Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc and s3cr3t-token-value";
+        let shown = redact(body);
+        assert!(!shown.contains("eyJhbGci"), "{shown}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert_eq!(redact("basic auth is off"), "basic auth is off");
+        assert_eq!(
+            redact("a basic research question"),
+            "a basic research question"
+        );
+        assert_eq!(basic_value("admin", "hunter2"), "YWRtaW46aHVudGVyMg==");
+        // `admin:hunter2`, as a client sends it.
+        assert_eq!(
+            redact("got Basic YWRtaW46aHVudGVyMg=="),
+            "got Basic [redacted]"
         );
     }
 

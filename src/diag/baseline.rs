@@ -157,15 +157,10 @@ pub(crate) enum BaselineError {
 pub(crate) fn read(path: &Path) -> Result<Baseline, BaselineError> {
     let shown = path.display().to_string();
     // A baseline holds a fingerprint per accepted finding: 64 MiB is millions of them.
-    let text = crate::source::read_bounded(path, 64 << 20)
-        .and_then(|b| {
-            String::from_utf8(b)
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-        })
-        .map_err(|source| BaselineError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+    let text = crate::fsio::read_text(path, 64 << 20).map_err(|source| BaselineError::Read {
+        path: shown.clone(),
+        source,
+    })?;
     let b: Baseline = serde_json::from_str(&text).map_err(|e| BaselineError::Parse {
         path: shown.clone(),
         line: e.line(),

@@ -207,6 +207,9 @@ impl Client {
         .await
         .map_err(|_| "Azure token: no answer from the identity endpoint".to_owned())?
         .map_err(|e| describe("Azure token", &e))?;
+        // A service that echoes the request's header in an error body cannot make gpuplan
+        // print the token.
+        crate::core::format::secret(t.token.secret());
         Ok(t.token.secret().to_owned())
     }
 

@@ -113,6 +113,15 @@ fn classify(i: &Item) -> Option<&'static str> {
     }
 }
 
+/// Whether `link` is on the scheme, host and port of `base`: a paging link is followed only
+/// there, whatever a server puts in it.
+fn same_origin(base: &str, link: &str) -> bool {
+    match (url::Url::parse(base), url::Url::parse(link)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
+    }
+}
+
 pub(crate) struct Client {
     pub base: String,
     pub timeout: Duration,
@@ -139,6 +148,13 @@ impl Client {
                     "Azure Retail Prices at {}: paging for {region} did not end after {} pages",
                     self.base,
                     pages - 1
+                ));
+            }
+            if !same_origin(&self.base, &link) {
+                return Err(format!(
+                    "Azure Retail Prices at {}: a NextPageLink points at another host ({}); paging stays on the host it started on",
+                    self.base,
+                    crate::core::redact_short(&link)
                 ));
             }
             let page = self.get(&link)?;

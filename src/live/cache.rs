@@ -19,9 +19,24 @@ pub(crate) fn default_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("gpuplan"))
 }
 
-/// A cache that holds refreshed files.
+/// The tag that makes a directory gpuplan's cache: the Cache Directory Tagging
+/// Specification's (<https://bford.info/cachedir/>), so backup tools skip it too, naming gpuplan.
+pub(crate) const TAG: &str = "CACHEDIR.TAG";
+const TAG_SIGNATURE: &str = "Signature: 8a477f597d28d172789f06886806bc55";
+const TAG_TEXT: &str = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by gpuplan (`gpuplan catalog refresh`).\n# For information about cache directory tags, see https://bford.info/cachedir/\n";
+/// The first line of every `sources.toml` gpuplan writes.
+const LIST_HEADER: &str = "# Files refreshed by `gpuplan catalog refresh`";
+
+/// A directory gpuplan made its cache: it carries gpuplan's tag (or, written by a gpuplan
+/// from before the tag, a `sources.toml` that is gpuplan's own list), never merely a file
+/// called `sources.toml`.
 pub(crate) fn present(dir: &Path) -> bool {
-    dir.join("sources.toml").is_file()
+    let read = |name: &str| crate::fsio::read_text(&dir.join(name), 1 << 20).ok();
+    let Some(list) = read("sources.toml") else {
+        return false;
+    };
+    let tagged = read(TAG).is_some_and(|t| t.starts_with(TAG_SIGNATURE) && t.contains("gpuplan"));
+    tagged || list.starts_with(LIST_HEADER) && toml::from_str::<toml::Table>(&list).is_ok()
 }
 
 /// A refreshed CSV file: `header`, then the previous file's rows for regions not refreshed
@@ -121,7 +136,7 @@ use crate::source::safe_path;
 /// The cache's own list of files (`[[file]]` of `sources.toml`), keeping only entries whose
 /// path is safe and whose file is there: a tampered or damaged list never steers a write.
 fn owned_entries(dir: &Path, notes: &mut Vec<String>) -> (toml::Table, Vec<toml::Value>) {
-    let text = std::fs::read_to_string(dir.join("sources.toml")).unwrap_or_default();
+    let text = crate::fsio::read_text(&dir.join("sources.toml"), 1 << 20).unwrap_or_default();
     let mut sources: toml::Table = match toml::from_str(&text) {
         Ok(t) => t,
         Err(e) => {
@@ -187,12 +202,12 @@ fn write_owned(
     notes: &mut Vec<String>,
 ) -> Result<(), CacheError> {
     let io = |source: std::io::Error| CacheError::Io {
-        dir: dir.display().to_string(),
+        dir: crate::core::shown(dir),
         source,
     };
     match std::fs::symlink_metadata(dir) {
         Ok(m) if !(m.is_dir() || m.file_type().is_symlink() && dir.is_dir()) => {
-            return Err(CacheError::NotADirectory(dir.display().to_string()))
+            return Err(CacheError::NotADirectory(crate::core::shown(dir)))
         }
         Ok(_) if !present(dir) => {
             let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -203,33 +218,42 @@ fn write_owned(
             names.sort();
             if let Some(entry) = names.into_iter().next() {
                 return Err(CacheError::Foreign {
-                    dir: dir.display().to_string(),
-                    entry,
+                    dir: crate::core::shown(dir),
+                    entry: crate::core::printable(&entry),
                 });
             }
         }
-        Ok(_) => {}
-        Err(_) => std::fs::create_dir_all(dir).map_err(io)?,
+        _ => {}
     }
-    let (mut sources, mut files) = owned_entries(dir, notes);
+    let (mut sources, mut files) = if present(dir) {
+        owned_entries(dir, notes)
+    } else {
+        (toml::Table::new(), Vec::new())
+    };
     files.retain(|f| {
         let p = f.get("path").and_then(|v| v.as_str()).unwrap_or("");
         !entries.iter().any(|e| e.path == p)
     });
-    // The would-be cache, staged inside the cache directory (same file system, so the
-    // renames below are atomic), for `verify` to load.
+    // The would-be cache, staged in a private temporary directory for `verify` to load
+    // exactly as the next command will; the cache itself changes only below, in one set.
     let stage = tempfile::Builder::new()
-        .prefix(".gpuplan-stage-")
-        .tempdir_in(dir)
+        .prefix("gpuplan-stage-")
+        .tempdir()
         .map_err(io)?;
     for f in &files {
         let p = f.get("path").and_then(|v| v.as_str()).unwrap_or("");
+        let text = crate::fsio::read(&dir.join(p), 64 << 20).map_err(io)?;
         let target = stage.path().join(p);
         if let Some(d) = target.parent() {
             std::fs::create_dir_all(d).map_err(io)?;
         }
-        std::fs::copy(dir.join(p), target).map_err(io)?;
+        std::fs::write(target, &text).map_err(io)?;
     }
+    let in_set = |e: crate::fsio::FileError| CacheError::Io {
+        dir: crate::core::shown(&e.path),
+        source: e.source,
+    };
+    let mut set = crate::fsio::Tree::new(dir, true);
     for e in entries {
         if !safe_path(dir, e.path) {
             return Err(CacheError::Invalid(format!(
@@ -241,7 +265,11 @@ fn write_owned(
         if let Some(d) = target.parent() {
             std::fs::create_dir_all(d).map_err(io)?;
         }
-        std::fs::write(&target, &e.text).map_err(io)?;
+        // What a refresh stores never carries a credential, whichever row or column an
+        // endpoint URL reached (a price row's `source` names the API it came from).
+        let text = crate::core::redact(&e.text);
+        std::fs::write(&target, &text).map_err(io)?;
+        set.put(e.path, text.into_bytes());
         let mut t = toml::Table::new();
         t.insert("path".into(), e.path.into());
         t.insert("kind".into(), e.kind.into());
@@ -258,21 +286,16 @@ fn write_owned(
     });
     sources.insert("file".into(), toml::Value::Array(files));
     let list = format!(
-        "# Files refreshed by `gpuplan catalog refresh`; each is used while it is newer than the embedded one.\n{}",
+        "{LIST_HEADER}; each is used while it is newer than the embedded one.\n{}",
         toml::to_string(&sources).unwrap_or_default()
     );
     std::fs::write(stage.path().join("sources.toml"), &list).map_err(io)?;
     verify(stage.path()).map_err(CacheError::Invalid)?;
 
-    // Commit: the verified files themselves, renamed from the stage over their targets
-    // (the stage is inside `dir`, so each rename is atomic), the list last.
-    for e in entries {
-        let target = dir.join(e.path);
-        if let Some(d) = target.parent() {
-            std::fs::create_dir_all(d).map_err(io)?;
-        }
-        std::fs::rename(stage.path().join(e.path), &target).map_err(io)?;
-    }
-    std::fs::rename(stage.path().join("sources.toml"), dir.join("sources.toml")).map_err(io)?;
+    // Commit, all or nothing: the verified files, the tag, the list last (a reader sees the
+    // old list or the new one, never no cache).
+    set.put(TAG, TAG_TEXT.as_bytes().to_vec());
+    set.put("sources.toml", list.into_bytes());
+    set.commit().map_err(in_set)?;
     Ok(())
 }

@@ -78,7 +78,7 @@ impl Scope {
     /// The previous text of a cached file: the cache's, else the embedded one, else empty.
     pub(crate) fn previous(&self, path: &str) -> String {
         if cache::present(&self.dir) {
-            if let Ok(t) = std::fs::read_to_string(self.dir.join(path)) {
+            if let Ok(t) = crate::fsio::read_text(&self.dir.join(path), 64 << 20) {
                 return t;
             }
         }
@@ -259,7 +259,10 @@ fn azure(scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
                     }
                     rows.append(&mut x);
                 }
-                let source = format!("Azure Retail Prices API ({})", client.base);
+                let source = crate::core::redact(&format!(
+                    "Azure Retail Prices API ({})",
+                    client.base
+                ));
                 Ok(vec![cache::Entry {
                     path: "azure/prices-retail.csv",
                     kind: "prices",
@@ -275,7 +278,9 @@ fn azure(scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
         return Ok((requests, tasks));
     }
     let client = Arc::new(azure_mgmt::Client::new(&mgmt, &sub, scope.timeout)?);
-    let source = format!("Azure Resource Manager ({mgmt}), subscription scope");
+    let source = crate::core::redact(&format!(
+        "Azure Resource Manager ({mgmt}), subscription scope"
+    ));
     if scope.wants("quota") {
         let (c, regions, previous, today, source) = (
             Arc::clone(&client),

@@ -18,12 +18,14 @@ pub(crate) const MAX_NESTING: usize = 32;
 /// Read a plan file from disk (or `-` for standard input).
 pub(crate) fn read(path: &Path) -> Result<Arc<SourceFile>, Box<Diag>> {
     let name = path.display().to_string();
-    let bytes = if name == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().take_limit(), &mut buf).map(|_| buf)
-    } else {
-        read_limited(path)
-    };
+    let bytes = crate::fsio::read_as(
+        path,
+        MAX_PLAN_BYTES as u64,
+        crate::fsio::Input::RegularOrPipe,
+    );
+    if matches!(&bytes, Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge) {
+        return Err(too_large(name));
+    }
     let bytes = bytes.map_err(|e| {
         Box::new(
             Diag::error(
@@ -38,34 +40,27 @@ pub(crate) fn read(path: &Path) -> Result<Arc<SourceFile>, Box<Diag>> {
     from_bytes(name, bytes)
 }
 
-trait TakeLimit: std::io::Read + Sized {
-    fn take_limit(self) -> std::io::Take<Self> {
-        self.take(MAX_PLAN_BYTES as u64 + 1)
-    }
-}
-impl<R: std::io::Read> TakeLimit for R {}
-
-fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
-    // One byte past the limit, so `from_bytes` reports the size with its own message.
-    crate::source::read_prefix(path, MAX_PLAN_BYTES as u64 + 1)
+fn too_large(name: String) -> Box<Diag> {
+    let file = SourceFile::new(name.clone(), "");
+    Box::new(
+        Diag::error(
+            PlanCode::TooLarge,
+            &file,
+            0..0,
+            format!(
+                "`{}` is larger than {} MiB, the limit for a plan file",
+                crate::core::printable(&name),
+                MAX_PLAN_BYTES >> 20
+            ),
+        )
+        .help("a plan lists workloads and pools; split generated data out of it"),
+    )
 }
 
 /// Check size and encoding; the text that comes back is what every later span points into.
 pub(crate) fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<Diag>> {
     if bytes.len() > MAX_PLAN_BYTES {
-        let file = SourceFile::new(name.clone(), "");
-        return Err(Box::new(
-            Diag::error(
-                PlanCode::TooLarge,
-                &file,
-                0..0,
-                format!(
-                    "`{name}` is larger than {} MiB, the limit for a plan file",
-                    MAX_PLAN_BYTES >> 20
-                ),
-            )
-            .help("a plan lists workloads and pools; split generated data out of it"),
-        ));
+        return Err(too_large(name));
     }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(SourceFile::new(name, text)),

@@ -200,14 +200,9 @@ fn each_line(
     file: &str,
     mut f: impl FnMut(usize, &str) -> Result<(), ReviewError>,
 ) -> Result<u64, ReviewError> {
-    let meta = std::fs::metadata(path).map_err(read_err(file))?;
-    if !meta.is_file() {
-        return Err(read_err(file)(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a pipe, a device or a directory)",
-        )));
-    }
-    let fh = std::fs::File::open(path).map_err(read_err(file))?;
+    let fh = crate::fsio::open(path, crate::fsio::Input::Regular)
+        .map_err(read_err(file))?
+        .file;
     let mut r = std::io::BufReader::with_capacity(1 << 20, fh);
     let mut buf = Vec::new();
     let mut n = 0usize;
@@ -474,12 +469,7 @@ pub fn read_exposition(
 /// Read the CSV format as the samples kube-state-metrics and dcgm-exporter would have given.
 pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, ReviewError> {
     let file = path.display().to_string();
-    let text = crate::source::read_bounded(path, 4 << 30)
-        .and_then(|b| {
-            String::from_utf8(b)
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-        })
-        .map_err(read_err(&file))?;
+    let text = crate::fsio::read_text(path, 4 << 30).map_err(read_err(&file))?;
     let rows = csv_rows(&file, &text)?;
     let (Some(min), Some(max)) = (
         rows.iter().map(|r| r.time).min(),
