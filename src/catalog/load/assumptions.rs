@@ -1,0 +1,186 @@
+//! `assumptions.toml`: the planning assumptions every figure rests on (spot bands, restart
+//! times, server defaults, staleness limits, node overheads, render defaults).
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use super::sources::Meta;
+use super::{invalid, toml_file, CatalogError};
+use crate::catalog::Assumptions;
+use crate::core::Provider;
+use crate::source::SourceFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AssumptionsFile {
+    #[allow(dead_code)]
+    meta: Meta,
+    spot_band: Vec<BandEntry>,
+    restart: RestartEntry,
+    server_default: Vec<ServerDefault>,
+    check: CheckEntry,
+    recommend: RecommendEntry,
+    render: RenderEntry,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RenderEntry {
+    node_disk_os_gib: f64,
+    node_disk_images_gib: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RecommendEntry {
+    daemonset_cpu: f64,
+    allocatable_memory_share: f64,
+    time_slicing_memory_headroom: f64,
+    time_slicing_default_share: f64,
+    kube_reserved_cpu: Vec<KubeReservedEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct KubeReservedEntry {
+    provider: Provider,
+    vcpus: Vec<f64>,
+    millicores: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BandEntry {
+    index: u8,
+    aws_label: String,
+    azure_label: String,
+    monthly_interruption: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RestartEntry {
+    node_acquire_minutes: f64,
+    image_pull_minutes: f64,
+    weight_load_minutes: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ServerDefault {
+    engine: String,
+    gpu_memory_utilization: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CheckEntry {
+    stale_after_days: i64,
+    stale_after_days_by_figure: StaleEntry,
+    low_utilization: f64,
+    min_kv_cache_share: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StaleEntry {
+    on_demand: i64,
+    reserved: i64,
+    spot_price: i64,
+    spot_band: i64,
+    capacity_block: i64,
+}
+
+pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError> {
+    let a: AssumptionsFile = toml_file(file)?;
+    let mut kube_reserved_cpu = IndexMap::new();
+    for k in a.recommend.kube_reserved_cpu {
+        let rising = k.vcpus.windows(2).all(|w| w[0] < w[1]);
+        let sane = k
+            .vcpus
+            .iter()
+            .chain(&k.millicores)
+            .all(|v| v.is_finite() && *v >= 0.0);
+        if k.vcpus.len() < 2 || k.vcpus.len() != k.millicores.len() || !rising || !sane {
+            return Err(invalid(
+                file,
+                0..0,
+                format!(
+                    "kube_reserved_cpu for {}: `vcpus` must rise, with one `millicores` value \
+                     each and at least two points",
+                    k.provider.as_str()
+                ),
+            ));
+        }
+        let pts = k.vcpus.into_iter().zip(k.millicores).collect();
+        if kube_reserved_cpu.insert(k.provider, pts).is_some() {
+            return Err(invalid(
+                file,
+                0..0,
+                format!(
+                    "kube_reserved_cpu for {} is listed twice",
+                    k.provider.as_str()
+                ),
+            ));
+        }
+    }
+    for (name, v) in [
+        ("node_disk_os_gib", a.render.node_disk_os_gib),
+        ("node_disk_images_gib", a.render.node_disk_images_gib),
+    ] {
+        if !(v.is_finite() && (0.0..=65_536.0).contains(&v)) {
+            let at = file.text.find(name).map_or(0..0, |i| i..i + name.len());
+            return Err(invalid(
+                file,
+                at,
+                format!("{name} must be in [0, 65536] GiB"),
+            ));
+        }
+    }
+    if !(a.recommend.daemonset_cpu.is_finite() && a.recommend.daemonset_cpu >= 0.0) {
+        return Err(invalid(
+            file,
+            0..0,
+            "daemonset_cpu must be 0 or more".into(),
+        ));
+    }
+    Ok(Assumptions {
+        band_monthly_interruption: a
+            .spot_band
+            .into_iter()
+            .map(|b| (b.index, b.aws_label, b.azure_label, b.monthly_interruption))
+            .collect(),
+        node_acquire_minutes: a.restart.node_acquire_minutes,
+        image_pull_minutes: a.restart.image_pull_minutes,
+        weight_load_minutes: a.restart.weight_load_minutes,
+        server_defaults: a
+            .server_default
+            .into_iter()
+            .map(|s| (s.engine.to_ascii_lowercase(), s.gpu_memory_utilization))
+            .collect(),
+        stale_after_days: a.check.stale_after_days,
+        stale_limits: {
+            let s = &a.check.stale_after_days_by_figure;
+            [
+                (crate::catalog::Figure::OnDemand, s.on_demand),
+                (crate::catalog::Figure::Reserved, s.reserved),
+                (crate::catalog::Figure::Spot, s.spot_price),
+                (crate::catalog::Figure::SpotBand, s.spot_band),
+                (crate::catalog::Figure::CapacityBlock, s.capacity_block),
+            ]
+            .into_iter()
+            .collect()
+        },
+        low_utilization: a.check.low_utilization,
+        min_kv_cache_share: a.check.min_kv_cache_share,
+        daemonset_cpu: a.recommend.daemonset_cpu,
+        kube_reserved_cpu,
+        allocatable_memory_share: a.recommend.allocatable_memory_share,
+        time_slicing_memory_headroom: a.recommend.time_slicing_memory_headroom,
+        time_slicing_default_share: a.recommend.time_slicing_default_share,
+        node_disk_os_gib: a.render.node_disk_os_gib,
+        node_disk_images_gib: a.render.node_disk_images_gib,
+    })
+}

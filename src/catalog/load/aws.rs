@@ -1,0 +1,209 @@
+//! AWS's own tables: the 2025-11-30 snapshot (on-demand, spot, bands, Reserved Instance
+//! rates) and the Spot Instance Advisor file.
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use super::prices::{
+    column, csv_err, drop_unlisted, is_region, offer, offer_band, offer_spot, parse_price, row_at,
+};
+use super::{invalid, CatalogError};
+use crate::catalog::{Catalog, Price, ProviderCatalog, SpotBand};
+use crate::core::Date;
+use crate::core::Provider;
+use crate::source::SourceFile;
+
+/// The AWS snapshot (instances.vantage.sh, 2025-11-30): on-demand, spot min, interruption band
+/// and Reserved Instance effective hourly rates per instance type and region. It is complete
+/// for the types it lists.
+pub(super) fn load_aws_snapshot(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    catalog: &Catalog,
+    as_of: Option<Date>,
+) -> Result<(), CatalogError> {
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
+    let col = |name: &str| column(file, &headers, name);
+    let (c_type, c_region, c_od, c_spot, c_band) = (
+        col("instance_type")?,
+        col("region")?,
+        col("ondemand")?,
+        col("spot_min")?,
+        col("pct_interrupt")?,
+    );
+    // The term gpuplan quotes, in order of preference: standard before convertible (cheaper,
+    // and what a steady floor needs), no upfront before partial and all upfront (no capital
+    // outlay; the rates are effective hourly with any upfront amortised over the term).
+    let terms = |years: u8| -> Result<Vec<(usize, String)>, CatalogError> {
+        let mut out = Vec::new();
+        for (kind, label) in [
+            ("Standard.noUpfront", "standard, no upfront"),
+            ("Standard.partialUpfront", "standard, partial upfront"),
+            ("Standard.allUpfront", "standard, all upfront"),
+            ("Convertible.noUpfront", "convertible, no upfront"),
+        ] {
+            out.push((
+                col(&format!("yrTerm{years}{kind}"))?,
+                format!("{years}-year {label}"),
+            ));
+        }
+        Ok(out)
+    };
+    let (terms_1y, terms_3y) = (terms(1)?, terms(3)?);
+    let name: &str = &file.name;
+    let mut listed: IndexMap<String, Vec<String>> = IndexMap::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let (sku, region) = (
+            rec.get(c_type).unwrap_or(""),
+            rec.get(c_region).unwrap_or(""),
+        );
+        if !pc.skus.contains_key(sku) || !is_region(Provider::Aws, region) {
+            continue;
+        }
+        let at = row_at(&rec);
+        let Some(od) = parse_price(file, &rec, c_od)? else {
+            continue;
+        };
+        listed
+            .entry(sku.to_owned())
+            .or_default()
+            .push(region.to_owned());
+        let key = (sku.to_owned(), region.to_owned());
+        let price = |usd: f64, what: &str| Price {
+            usd_per_hour: usd,
+            source: Arc::from(format!("{name} ({what})")),
+            as_of,
+        };
+        let reserved = |terms: &[(usize, String)]| -> Result<Option<Price>, CatalogError> {
+            for (c, label) in terms {
+                if let Some(v) = parse_price(file, &rec, *c)? {
+                    if v > 0.0 && v < od {
+                        return Ok(Some(price(
+                            v,
+                            &format!("Reserved Instance, {label}, effective hourly"),
+                        )));
+                    }
+                    return Err(invalid(
+                        file,
+                        at..at,
+                        format!("reserved rate {v} for `{sku}` in {region} is not below its on-demand {od}"),
+                    ));
+                }
+            }
+            Ok(None)
+        };
+        let (r1, r3) = (reserved(&terms_1y)?, reserved(&terms_3y)?);
+        let entry = pc.prices.entry(key.clone()).or_default();
+        offer(&mut entry.on_demand, price(od, "Linux on-demand"));
+        if let Some(p) = r1 {
+            offer(&mut entry.reserved_1y, p);
+        }
+        if let Some(p) = r3 {
+            offer(&mut entry.reserved_3y, p);
+        }
+        // A spot price at or above on-demand is no spot price (as in the SkyPilot rows).
+        if let Some(sp) = parse_price(file, &rec, c_spot)?.filter(|sp| *sp > 0.0 && *sp < od) {
+            offer_spot(entry, price(sp, "spot, lowest zone"), "");
+        }
+        let label = rec.get(c_band).unwrap_or("").trim();
+        if !label.is_empty() {
+            let Some(b) = catalog
+                .assumptions
+                .band_monthly_interruption
+                .iter()
+                .find(|b| b.1 == label)
+            else {
+                return Err(invalid(
+                    file,
+                    at..at,
+                    format!(
+                        "interruption band `{label}`: expected <5%, 5-10%, 10-15%, 15-20% or >20%"
+                    ),
+                ));
+            };
+            offer_band(
+                pc,
+                key,
+                SpotBand {
+                    index: b.0,
+                    label: label.to_owned(),
+                    savings_pct: None,
+                    source: Arc::from(format!("{name} (Spot Instance Advisor band)")),
+                    as_of,
+                },
+            );
+        }
+    }
+    drop_unlisted(pc, &listed);
+    Ok(())
+}
+
+#[derive(Deserialize)]
+pub(super) struct AdvisorFile {
+    ranges: Vec<AdvisorRange>,
+    spot_advisor: IndexMap<String, IndexMap<String, IndexMap<String, AdvisorEntry>>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct AdvisorRange {
+    index: u8,
+    label: String,
+}
+
+#[derive(Deserialize)]
+pub(super) struct AdvisorEntry {
+    s: i32,
+    r: u8,
+}
+
+pub(super) fn load_advisor(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    as_of: Option<Date>,
+) -> Result<(), CatalogError> {
+    let parsed: AdvisorFile = serde_json::from_str(&file.text).map_err(|e| {
+        let off = line_offset(&file.text, e.line(), e.column());
+        invalid(file, off..off, format!("spot advisor data: {e}"))
+    })?;
+    let source: Arc<str> = Arc::from(file.name.as_str());
+    for (region, oses) in parsed.spot_advisor {
+        let Some(linux) = oses.get("Linux") else {
+            continue;
+        };
+        for (ty, e) in linux {
+            if !pc.skus.contains_key(ty) {
+                continue;
+            }
+            let label = parsed
+                .ranges
+                .iter()
+                .find(|r| r.index == e.r)
+                .map(|r| r.label.clone())
+                .unwrap_or_else(|| format!("band {}", e.r));
+            offer_band(
+                pc,
+                (ty.clone(), region.clone()),
+                SpotBand {
+                    index: e.r,
+                    label,
+                    savings_pct: Some(e.s),
+                    source: Arc::clone(&source),
+                    as_of,
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn line_offset(text: &str, line: usize, col: usize) -> usize {
+    text.split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>()
+        + col.saturating_sub(1)
+}

@@ -1,0 +1,144 @@
+//! `gpus.toml`: GPU models, their memory and MIG geometry.
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use super::sources::Meta;
+use super::{invalid, invalid_at_name, toml_file, CatalogError};
+use crate::catalog::{GpuModel, MigProfile, MigSpec};
+use crate::source::SourceFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GpusFile {
+    #[allow(dead_code)]
+    meta: Meta,
+    gpu: Vec<GpuEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GpuEntry {
+    name: String,
+    vendor: String,
+    memory_gib: f64,
+    architecture: String,
+    compute_capability: Option<String>,
+    #[serde(default)]
+    aliases: Vec<String>,
+    mig: Option<MigEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MigEntry {
+    compute_slices: u8,
+    memory_slices: u8,
+    pci_device_ids: Vec<String>,
+    placement_source: String,
+    #[serde(default)]
+    aks_profiles: Vec<String>,
+    profiles: Vec<ProfileEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ProfileEntry {
+    name: String,
+    compute: u8,
+    memory_slices: u8,
+    memory_gib: f64,
+    starts: Vec<u8>,
+    max_count: u8,
+}
+
+pub(super) fn load_gpus(
+    file: &Arc<SourceFile>,
+) -> Result<IndexMap<String, GpuModel>, CatalogError> {
+    let parsed: GpusFile = toml_file(file)?;
+    let mut out = IndexMap::new();
+    for g in parsed.gpu {
+        let mig = g.mig.map(|m| MigSpec {
+            compute_slices: m.compute_slices,
+            memory_slices: m.memory_slices,
+            pci_device_ids: m.pci_device_ids,
+            placement_source: m.placement_source,
+            aks_profiles: m.aks_profiles,
+            profiles: m
+                .profiles
+                .into_iter()
+                .map(|p| MigProfile {
+                    name: p.name,
+                    compute: p.compute,
+                    memory_slices: p.memory_slices,
+                    memory_gib: p.memory_gib,
+                    starts: p.starts,
+                    max_count: p.max_count,
+                })
+                .collect(),
+        });
+        if let Some(m) = &mig {
+            // Placements are bit masks over memory slices (mig.rs): keep them within a u32.
+            if m.memory_slices == 0 || m.memory_slices > 31 || m.compute_slices == 0 {
+                return Err(invalid_at_name(
+                    file,
+                    &g.name,
+                    format!(
+                        "`{}`: MIG needs 1-31 memory slices and at least one compute slice",
+                        g.name
+                    ),
+                ));
+            }
+            if let Some(bad) = m.aks_profiles.iter().find(|a| m.profile(a).is_none()) {
+                return Err(invalid_at_name(
+                    file,
+                    &g.name,
+                    format!(
+                        "`{}`: AKS profile `{bad}` is not one of its MIG profiles",
+                        g.name
+                    ),
+                ));
+            }
+            // A placement must fit inside the GPU; otherwise every layout check below is wrong.
+            for p in &m.profiles {
+                if p.starts.iter().any(|s| {
+                    u16::from(*s) + u16::from(p.memory_slices) > u16::from(m.memory_slices)
+                }) || p.compute > m.compute_slices
+                    || p.compute == 0
+                    || p.memory_slices == 0
+                {
+                    return Err(invalid_at_name(
+                        file,
+                        &p.name,
+                        format!(
+                            "MIG profile `{}` of `{}` does not fit the GPU's slices",
+                            p.name, g.name
+                        ),
+                    ));
+                }
+            }
+        }
+        if out.contains_key(&g.name) {
+            return Err(invalid(
+                file,
+                0..0,
+                format!("GPU `{}` is listed twice", g.name),
+            ));
+        }
+        out.insert(
+            g.name.clone(),
+            GpuModel {
+                name: g.name,
+                vendor: g.vendor,
+                memory_gib: g.memory_gib,
+                architecture: g.architecture,
+                compute_capability: g.compute_capability,
+                aliases: g.aliases,
+                mig,
+            },
+        );
+    }
+    Ok(out)
+}

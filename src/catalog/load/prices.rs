@@ -1,0 +1,267 @@
+//! The embedded price tables: the SkyPilot catalog rows, the dated on-demand tables, and the
+//! rules every price file follows (the newest dated figure wins; regions, not zones).
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::{invalid, CatalogError};
+use crate::catalog::{DataSource, Price, ProviderCatalog, SpotBand};
+use crate::core::Date;
+use crate::core::Provider;
+use crate::source::SourceFile;
+
+pub(super) fn csv_err(file: &Arc<SourceFile>, e: &csv::Error) -> CatalogError {
+    let at = e
+        .position()
+        .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
+    invalid(file, at..at, format!("malformed CSV: {e}"))
+}
+
+pub(super) fn parse_price(
+    file: &Arc<SourceFile>,
+    rec: &csv::StringRecord,
+    idx: usize,
+) -> Result<Option<f64>, CatalogError> {
+    let raw = rec.get(idx).unwrap_or("").trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let at = rec
+        .position()
+        .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
+    match raw.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(Some(v)),
+        _ => Err(invalid(
+            file,
+            at..at,
+            format!("`{raw}` is not a price in USD per hour"),
+        )),
+    }
+}
+
+/// The Azure on-demand table of every GPU size in every region (2026-06-18).
+pub(super) const AZURE_TABLE: &str = "azure/ondemand-2026-06-18.csv";
+
+/// The AWS snapshot with on-demand, spot, bands and reserved rates (2025-11-30).
+pub(super) const AWS_SNAPSHOT: &str = "aws/prices-2025-11-30.csv";
+
+/// The newest AWS on-demand figures, us-east-1 only (2026-07-20).
+pub(super) const AWS_US_EAST_1: &str = "aws/ondemand-us-east-1-2026-07-20.csv";
+
+/// The date figures from `path` carry: the file's `as_of`, or `None` for an undated source.
+pub(super) fn figure_date(sources: &[DataSource], path: &str) -> Option<Date> {
+    sources
+        .iter()
+        .rev()
+        .find(|s| s.file == path)
+        .filter(|s| !s.undated)
+        .map(|s| s.as_of)
+}
+
+/// Keep the newer figure: a dated one beats an undated one, a later date an earlier one, and
+/// on a tie the one read later (a correction or capture of the same day) wins.
+pub(super) fn offer(slot: &mut Option<Price>, p: Price) -> bool {
+    if slot.as_ref().is_none_or(|old| old.as_of <= p.as_of) {
+        *slot = Some(p);
+        true
+    } else {
+        false
+    }
+}
+
+/// A spot price replaces the zone list with its own when it is the newer figure.
+pub(super) fn offer_spot(entry: &mut crate::catalog::RegionPrices, p: Price, zone: &str) {
+    let v = p.usd_per_hour;
+    let same_source = entry.spot.as_ref().is_some_and(|s| s.source == p.source);
+    if same_source {
+        // More zones of the same file: the lowest is the region's figure.
+        entry.spot_zones.push((zone.to_owned(), v));
+        if entry.spot.as_ref().is_some_and(|s| v < s.usd_per_hour) {
+            entry.spot = Some(p);
+        }
+    } else if offer(&mut entry.spot, p) {
+        entry.spot_zones = vec![(zone.to_owned(), v)];
+    }
+}
+
+pub(super) fn offer_band(pc: &mut ProviderCatalog, key: (String, String), band: SpotBand) {
+    match pc.spot_bands.get(&key) {
+        Some(old) if old.as_of > band.as_of => {}
+        _ => {
+            pc.spot_bands.insert(key, band);
+        }
+    }
+}
+
+/// A region name, not a Local Zone or Wavelength zone (`us-east-1-atl-1`), which the tables
+/// list beside regions but which node groups do not run in.
+pub(super) fn is_region(provider: Provider, r: &str) -> bool {
+    match provider {
+        Provider::Azure => {
+            !r.is_empty()
+                && r.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        }
+        Provider::Aws => {
+            let parts: Vec<&str> = r.split('-').collect();
+            matches!(parts.len(), 3 | 4)
+                && parts
+                    .last()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                && parts[..parts.len() - 1]
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+                && (parts.len() == 3 || parts[1] == "gov")
+        }
+    }
+}
+
+/// The index of a named CSV column, or a located error.
+pub(super) fn column(
+    file: &Arc<SourceFile>,
+    headers: &csv::StringRecord,
+    name: &str,
+) -> Result<usize, CatalogError> {
+    headers
+        .iter()
+        .position(|h| h == name)
+        .ok_or_else(|| invalid(file, 0..0, format!("missing CSV column `{name}`")))
+}
+
+pub(super) fn row_at(rec: &csv::StringRecord) -> usize {
+    rec.position()
+        .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0))
+}
+
+/// SkyPilot `vms.csv` rows: InstanceType, ..., Price, SpotPrice, Region, (Generation | AvailabilityZone).
+pub(super) fn load_skypilot_prices(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    as_of: Option<Date>,
+) -> Result<(), CatalogError> {
+    let source: Arc<str> = Arc::from(file.name.as_str());
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
+    let col = |name: &str| column(file, &headers, name);
+    let (c_type, c_price, c_spot, c_region) = (
+        col("InstanceType")?,
+        col("Price")?,
+        col("SpotPrice")?,
+        col("Region")?,
+    );
+    let c_zone = headers.iter().position(|h| h == "AvailabilityZone");
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let sku = rec.get(c_type).unwrap_or("");
+        if !pc.skus.contains_key(sku) {
+            continue;
+        }
+        let region = rec.get(c_region).unwrap_or("").to_owned();
+        let od = parse_price(file, &rec, c_price)?;
+        let spot = parse_price(file, &rec, c_spot)?;
+        let entry = pc.prices.entry((sku.to_owned(), region)).or_default();
+        if let Some(od) = od {
+            // The first row of a (SKU, region) is kept: duplicates in the source repeat it.
+            if entry.on_demand.is_none() {
+                offer(
+                    &mut entry.on_demand,
+                    Price {
+                        usd_per_hour: od,
+                        source: Arc::clone(&source),
+                        as_of,
+                    },
+                );
+            }
+        }
+        // A spot price equal to (or above) on-demand means the source had none.
+        if let Some(sp) = spot.filter(|sp| od.is_none_or(|od| *sp < od)) {
+            let zone = c_zone.and_then(|c| rec.get(c)).unwrap_or_default();
+            offer_spot(
+                entry,
+                Price {
+                    usd_per_hour: sp,
+                    source: Arc::clone(&source),
+                    as_of,
+                },
+                zone,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `sku|instance_type, region, ondemand_usd_per_hour` tables (from the Karpenter providers'
+/// generated price lists). `complete`: the table lists every region a SKU is sold in, so an
+/// older row for a region it omits is dropped (the SKU is no longer offered there).
+/// `_Promo` sizes are skipped: they are temporary discounts on retired sizes, 2.2-3x off the
+/// list price, and not something to plan capacity on.
+pub(super) fn load_ondemand_table(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    as_of: Option<Date>,
+    complete: bool,
+) -> Result<(), CatalogError> {
+    let source: Arc<str> = Arc::from(file.name.as_str());
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
+    if headers.len() != 3 || headers.get(2) != Some("ondemand_usd_per_hour") {
+        return Err(invalid(
+            file,
+            0..0,
+            "expected the columns sku (or instance_type), region, ondemand_usd_per_hour".into(),
+        ));
+    }
+    let mut listed: IndexMap<String, Vec<String>> = IndexMap::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let (sku, region) = (rec.get(0).unwrap_or(""), rec.get(1).unwrap_or(""));
+        let Some(provider) = pc.skus.get(sku).map(|s| s.provider) else {
+            continue;
+        };
+        if sku.ends_with("_Promo") || !is_region(provider, region) {
+            continue;
+        }
+        let Some(v) = parse_price(file, &rec, 2)? else {
+            continue;
+        };
+        if v <= 0.0 {
+            return Err(invalid(
+                file,
+                row_at(&rec)..row_at(&rec),
+                format!("`{v}` is not a price: on-demand is never free"),
+            ));
+        }
+        listed
+            .entry(sku.to_owned())
+            .or_default()
+            .push(region.to_owned());
+        let entry = pc
+            .prices
+            .entry((sku.to_owned(), region.to_owned()))
+            .or_default();
+        offer(
+            &mut entry.on_demand,
+            Price {
+                usd_per_hour: v,
+                source: Arc::clone(&source),
+                as_of,
+            },
+        );
+    }
+    if complete {
+        drop_unlisted(pc, &listed);
+    }
+    Ok(())
+}
+
+/// Forget the older figures of (SKU, region) pairs a complete newer table does not list.
+pub(super) fn drop_unlisted(pc: &mut ProviderCatalog, listed: &IndexMap<String, Vec<String>>) {
+    let gone = |(sku, region): &(String, String)| {
+        listed
+            .get(sku)
+            .is_some_and(|regions| !regions.contains(region))
+    };
+    pc.prices.retain(|k, _| !gone(k));
+    pc.spot_bands.retain(|k, _| !gone(k));
+}

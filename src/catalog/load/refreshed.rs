@@ -1,0 +1,272 @@
+//! Files a refresh writes (and the embedded Retail capture in the same shape): captured
+//! Retail Prices rows, quota, availability, Azure eviction bands, EC2 instance shapes and
+//! spot placement scores, each row dated by its `captured` column.
+
+use std::sync::Arc;
+
+use super::prices::{csv_err, offer, offer_spot, parse_price, row_at};
+use super::{invalid, CatalogError};
+use crate::catalog::{Catalog, InterNode, Price, ProviderCatalog, SpotBand};
+use crate::core::Date;
+use crate::source::SourceFile;
+
+/// Captured Retail Prices rows, newer than the SkyPilot snapshot: they replace it.
+pub(super) fn load_retail_overrides(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+) -> Result<(), CatalogError> {
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let (sku, region, kind) = (
+            rec.get(0).unwrap_or(""),
+            rec.get(1).unwrap_or(""),
+            rec.get(2).unwrap_or(""),
+        );
+        let Some(v) = parse_price(file, &rec, 3)? else {
+            continue;
+        };
+        let at = row_at(&rec);
+        // `captured` is the day the row was fetched: the figure's date.
+        let captured = rec.get(5).unwrap_or("").trim();
+        let as_of = Some(captured_date(file, at, captured)?);
+        let source: Arc<str> = Arc::from(format!(
+            "{} ({}, captured {})",
+            file.name,
+            rec.get(6).unwrap_or(""),
+            rec.get(5).unwrap_or("")
+        ));
+        let price = Price {
+            usd_per_hour: v,
+            source,
+            as_of,
+        };
+        let entry = pc
+            .prices
+            .entry((sku.to_owned(), region.to_owned()))
+            .or_default();
+        match kind {
+            "consumption" => {
+                offer(&mut entry.on_demand, price);
+            }
+            "capacity-block" => {
+                offer(&mut entry.capacity_block, price);
+            }
+            "spot" => offer_spot(entry, price, ""),
+            // Reservation rows carry the price of the whole term (Retail Prices API): 365 or
+            // 3 x 365 days of 24 hours.
+            "reservation-1y" | "reservation-3y" => {
+                let hours = if kind == "reservation-1y" {
+                    8760.0
+                } else {
+                    26_280.0
+                };
+                let hourly = Price {
+                    usd_per_hour: price.usd_per_hour / hours,
+                    ..price
+                };
+                if kind == "reservation-1y" {
+                    offer(&mut entry.reserved_1y, hourly);
+                } else {
+                    offer(&mut entry.reserved_3y, hourly);
+                }
+            }
+            other => {
+                return Err(invalid(
+                    file,
+                    at..at,
+                    format!("price kind `{other}`: expected consumption, spot, capacity-block, reservation-1y or reservation-3y"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The records of a refreshed CSV file with its named columns, each record with its byte
+/// offset for errors.
+pub(super) fn records(
+    file: &Arc<SourceFile>,
+    columns: &[&str],
+) -> Result<Vec<(usize, Vec<String>)>, CatalogError> {
+    let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
+    let idx = columns
+        .iter()
+        .map(|c| {
+            headers
+                .iter()
+                .position(|h| h == *c)
+                .ok_or_else(|| invalid(file, 0..0, format!("missing CSV column `{c}`")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| csv_err(file, &e))?;
+        let at = rec
+            .position()
+            .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
+        out.push((
+            at,
+            idx.iter()
+                .map(|&i| rec.get(i).unwrap_or("").trim().to_owned())
+                .collect(),
+        ));
+    }
+    Ok(out)
+}
+
+pub(super) fn number(
+    file: &Arc<SourceFile>,
+    at: usize,
+    raw: &str,
+    what: &str,
+) -> Result<f64, CatalogError> {
+    match raw.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(invalid(file, at..at, format!("`{raw}` is not {what}"))),
+    }
+}
+
+pub(super) fn row_source(file: &Arc<SourceFile>, source: &str, captured: &str) -> Arc<str> {
+    Arc::from(format!("{} ({source}, captured {captured})", file.name))
+}
+
+/// `quota.csv`: region, family, limit_vcpus, used_vcpus, captured, source.
+pub(super) fn load_quota(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+) -> Result<(), CatalogError> {
+    for (at, r) in records(file, &crate::catalog::columns::QUOTA)? {
+        let limit = number(file, at, &r[2], "a vCPU limit")?;
+        // AWS Service Quotas reports no usage.
+        let used = match r[3].as_str() {
+            "" => None,
+            u => Some(number(file, at, u, "a vCPU count")?),
+        };
+        pc.quotas.insert(
+            (r[0].clone(), crate::catalog::quota_key(&r[1])),
+            crate::catalog::QuotaLimit {
+                family: r[1].clone(),
+                limit,
+                used,
+                source: row_source(file, &r[5], &r[4]),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// `availability.csv`: sku, region, zones (space-separated), restriction, captured, source.
+pub(super) fn load_availability(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+) -> Result<(), CatalogError> {
+    for (_, r) in records(file, &crate::catalog::columns::AVAILABILITY)? {
+        pc.availability.insert(
+            (r[0].clone(), r[1].clone()),
+            crate::catalog::Availability {
+                zones: r[2].split_whitespace().map(str::to_owned).collect(),
+                restriction: Some(r[3].clone()).filter(|x| !x.is_empty()),
+                source: row_source(file, &r[5], &r[4]),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// `azure/spot-eviction.csv`: sku, region, band (`0-5` … `20+`), spot_usd_per_hour, captured,
+/// source. A band replaces the catalog's "unknown"; a spot price replaces the retail one.
+pub(super) fn load_eviction(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    catalog: &Catalog,
+) -> Result<(), CatalogError> {
+    for (at, r) in records(file, &crate::catalog::columns::EVICTION)? {
+        let source = row_source(file, &r[5], &r[4]);
+        let as_of = Some(captured_date(file, at, &r[4])?);
+        if !r[2].is_empty() {
+            let Some(b) = catalog
+                .assumptions
+                .band_monthly_interruption
+                .iter()
+                .find(|b| b.2 == r[2])
+            else {
+                return Err(invalid(
+                    file,
+                    at..at,
+                    format!(
+                        "eviction band `{}`: expected 0-5, 5-10, 10-15, 15-20 or 20+",
+                        r[2]
+                    ),
+                ));
+            };
+            pc.spot_bands.insert(
+                (r[0].clone(), r[1].clone()),
+                SpotBand {
+                    index: b.0,
+                    label: r[2].clone(),
+                    savings_pct: None,
+                    source: Arc::clone(&source),
+                    as_of,
+                },
+            );
+        }
+        if !r[3].is_empty() {
+            let v = number(file, at, &r[3], "a price in USD per hour")?;
+            let entry = pc.prices.entry((r[0].clone(), r[1].clone())).or_default();
+            offer_spot(
+                entry,
+                Price {
+                    usd_per_hour: v,
+                    source,
+                    as_of,
+                },
+                "",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The date of a refreshed row's `captured` (a date or an RFC 3339 time).
+pub(super) fn captured_date(
+    file: &Arc<SourceFile>,
+    at: usize,
+    captured: &str,
+) -> Result<Date, CatalogError> {
+    captured.get(..10).and_then(Date::parse).ok_or_else(|| {
+        invalid(
+            file,
+            at..at,
+            format!("`captured` is `{captured}`, expected a date (YYYY-MM-DD)"),
+        )
+    })
+}
+
+/// `aws/instance-types.csv` (DescribeInstanceTypes): sku, gpu_count, vcpus, memory_mib, efa,
+/// captured, source. The provider's own shape replaces the catalog's.
+pub(super) fn load_shapes(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+) -> Result<(), CatalogError> {
+    for (at, r) in records(file, &crate::catalog::columns::SHAPES)? {
+        let Some(sku) = pc.skus.get_mut(&r[0]) else {
+            continue;
+        };
+        let whole = |raw: &str, what: &str| -> Result<u32, CatalogError> {
+            raw.parse::<u32>()
+                .map_err(|_| invalid(file, at..at, format!("`{raw}` is not {what}")))
+        };
+        // Fractional-GPU sizes report one GPU; their share stays the catalog's.
+        if !r[1].is_empty() && sku.gpu_partition >= 1.0 {
+            sku.gpu_count = whole(&r[1], "a GPU count")?;
+        }
+        sku.vcpus = whole(&r[2], "a vCPU count")?;
+        sku.memory_gib = number(file, at, &r[3], "a memory size in MiB")? / 1024.0;
+        if r[4] == "true" && sku.inter_node == InterNode::None {
+            sku.inter_node = InterNode::Efa;
+        }
+    }
+    Ok(())
+}
