@@ -509,6 +509,22 @@ impl CatalogCode {
 }
 
 /// A catalog file that failed to load is reported like a plan error: file, line, column.
+/// A name from catalog data (a GPU model, an alias, a SKU, a region, a zone, a MIG profile, a
+/// quota family) gpuplan will carry into a finding, a Terraform file or a README: letters,
+/// digits, `.`, `_`, `+`, `-`, parentheses and single inner spaces, up to 128 characters. Like a plan's
+/// names, it is checked on load, so no file, cache or `--catalog` directory can make one a
+/// line of code.
+pub(crate) fn name_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && !s.ends_with(' ')
+        && !s.contains("  ")
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-' | ' ' | '(' | ')')
+        })
+}
+
 pub(crate) fn catalog_diag(
     file: &Arc<SourceFile>,
     span: std::ops::Range<usize>,

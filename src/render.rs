@@ -36,56 +36,65 @@ pub enum RenderError {
     },
 }
 
-/// One output: its path under the output directory, its template, and how it is finished.
+/// The language of an output: how a value a template writes bare (`{{x}}`) is escaped, and how
+/// the file is finished.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Hcl,
+    Yaml,
+    Markdown,
+}
+
+/// One output: its path under the output directory, its template, and its language.
 struct Output_ {
     path: &'static str,
     template: &'static str,
     embedded: &'static str,
-    hcl: bool,
+    format: Format,
 }
 
 const AZURE: Output_ = Output_ {
     path: "terraform/main.tf",
     template: "terraform/azure.tf.hbs",
     embedded: include_str!("../templates/render/terraform/azure.tf.hbs"),
-    hcl: true,
+    format: Format::Hcl,
 };
 const AWS: Output_ = Output_ {
     path: "terraform/main.tf",
     template: "terraform/aws.tf.hbs",
     embedded: include_str!("../templates/render/terraform/aws.tf.hbs"),
-    hcl: true,
+    format: Format::Hcl,
 };
 const KARPENTER: Output_ = Output_ {
     path: "karpenter/karpenter.yaml",
     template: "karpenter/karpenter.yaml.hbs",
     embedded: include_str!("../templates/render/karpenter/karpenter.yaml.hbs"),
-    hcl: false,
+    format: Format::Yaml,
 };
 const COMMON: [Output_; 4] = [
     Output_ {
         path: "helm/gpu-operator-values.yaml",
         template: "helm/gpu-operator-values.yaml.hbs",
         embedded: include_str!("../templates/render/helm/gpu-operator-values.yaml.hbs"),
-        hcl: false,
+        format: Format::Yaml,
     },
     Output_ {
         path: "kueue/kueue.yaml",
         template: "kueue/kueue.yaml.hbs",
         embedded: include_str!("../templates/render/kueue/kueue.yaml.hbs"),
-        hcl: false,
+        format: Format::Yaml,
     },
     Output_ {
         path: "serving/values.yaml",
         template: "serving/values.yaml.hbs",
         embedded: include_str!("../templates/render/serving/values.yaml.hbs"),
-        hcl: false,
+        format: Format::Yaml,
     },
     Output_ {
         path: "README.md",
         template: "README.md.hbs",
         embedded: include_str!("../templates/render/README.md.hbs"),
-        hcl: false,
+        format: Format::Markdown,
     },
 ];
 
@@ -116,12 +125,12 @@ fn quoting(
     }
 }
 
-/// The registry: strict (a missing field is an error), no HTML escaping, the helpers `hcl`
-/// and `yaml` that quote a value for the target language.
+/// The registry: strict (a missing field is an error), the helpers `hcl` and `yaml` that
+/// quote a value for the target language, and (set per output, [`Format`]) the escaping of
+/// every value a template writes bare: the target language's, never HTML's.
 fn registry() -> Handlebars<'static> {
     let mut hb = Handlebars::new();
     hb.set_strict_mode(true);
-    hb.register_escape_fn(handlebars::no_escape);
     hb.register_helper("hcl", Box::new(quoting("hcl", escape::hcl_string)));
     hb.register_helper("yaml", Box::new(quoting("yaml", escape::yaml_string)));
     hb
@@ -191,11 +200,16 @@ pub fn render(
     v: &view::View,
     templates: Option<&Path>,
 ) -> Result<BTreeMap<String, String>, RenderError> {
-    let hb = registry();
+    let mut hb = registry();
     let tf = if v.provider == "aws" { AWS } else { AZURE };
     let mut out = BTreeMap::new();
     let karpenter = v.karpenter_enabled.then_some(&KARPENTER);
     for o in std::iter::once(&tf).chain(COMMON.iter()).chain(karpenter) {
+        hb.register_escape_fn(match o.format {
+            Format::Hcl => escape::hcl_text,
+            Format::Yaml => escape::yaml_text,
+            Format::Markdown => escape::md_text,
+        });
         let text = template_text(o, templates)?;
         let rendered = hb
             .render_template(&text, v)
@@ -203,7 +217,7 @@ pub fn render(
                 name: o.template.to_owned(),
                 message: e.to_string(),
             })?;
-        let finished = if o.hcl {
+        let finished = if o.format == Format::Hcl {
             escape::hcl_fmt(&rendered)
         } else {
             tidy(&rendered)

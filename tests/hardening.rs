@@ -342,3 +342,111 @@ fn control_characters_in_a_plan_never_reach_any_output_raw() {
         }
     }
 }
+
+/// A copy of the embedded catalog in `dir`, with `edit` applied to one of its files.
+fn catalog_with(dir: &Path, file: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");
+    let cat = dir.join("catalog");
+    for entry in ["", "azure", "aws"] {
+        std::fs::create_dir_all(cat.join(entry)).expect("dir");
+    }
+    for sub in ["", "azure", "aws"] {
+        for e in std::fs::read_dir(root.join(sub))
+            .expect("providers")
+            .flatten()
+        {
+            if e.path().is_file() {
+                std::fs::copy(e.path(), cat.join(sub).join(e.file_name())).expect("copy");
+            }
+        }
+    }
+    let p = cat.join(file);
+    let text = std::fs::read_to_string(&p).expect("file");
+    std::fs::write(&p, edit(&text)).expect("edit");
+    cat
+}
+
+#[test]
+fn names_from_catalog_data_never_become_code() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let payloads = [
+        "T4\nresource \"null_resource\" \"pwned\" {}",
+        "T4\"",
+        "T4\r\n---",
+        "T4 <<EOF",
+        "T4|evil|row",
+        "T4`x",
+    ];
+    for (i, payload) in payloads.iter().enumerate() {
+        let d = dir.path().join(format!("c{i}"));
+        let escaped = payload
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+            .replace('\r', "\\r");
+        let cat = catalog_with(&d, "gpus.toml", |t| {
+            t.replacen("name = \"T4\"", &format!("name = \"{escaped}\""), 1)
+        });
+        let out = gpuplan()
+            .arg("--catalog")
+            .arg(&cat)
+            .args(["render", "plans/minimal.toml", "--out"])
+            .arg(d.join("out"))
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{payload:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is not a catalog name"), "{payload:?}: {err}");
+        assert!(err.contains("gpus.toml:"), "located: {err}");
+        assert!(!d.join("out").exists(), "{payload:?}: nothing rendered");
+    }
+    // A SKU name that would add a row to the README's table.
+    let d = dir.path().join("sku");
+    let cat = catalog_with(&d, "azure/skus.toml", |t| {
+        t.replacen(
+            "name = \"Standard_NC4as_T4_v3\"",
+            "name = \"Standard_NC4as_T4_v3 | x | y\"",
+            1,
+        )
+    });
+    let out = gpuplan()
+        .arg("--catalog")
+        .arg(&cat)
+        .args(["recommend", "plans/minimal.toml"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a catalog name"));
+}
+
+#[test]
+fn a_hostile_plan_file_name_stays_text_in_every_pr_format() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let name = "x](javascript:alert(1)) \u{1b}[31m`|.toml";
+    let plan = dir.path().join(name);
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/mixed-estate.toml"),
+        &plan,
+    )
+    .expect("plan");
+    for format in ["github", "markdown"] {
+        let out = gpuplan()
+            .args(["check", "--format", format])
+            .arg(&plan)
+            .output()
+            .expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.is_empty(), "{format}");
+        assert!(!text.contains('\u{1b}'), "{format}: raw escape in {text}");
+        if format == "markdown" {
+            // Outside code spans (where Markdown reads no link), no link to the payload forms,
+            // and no unescaped `|` can end a table cell.
+            let outside: String = text.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+            assert!(!outside.contains("](javascript"), "{text}");
+            assert!(
+                text.lines().all(|l| l.matches('`').count() % 2 == 0),
+                "{text}"
+            );
+        }
+    }
+}

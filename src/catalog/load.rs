@@ -252,22 +252,12 @@ pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, Cat
     let sources: SourcesFile = toml_file(&sources_file)?;
     let mut data_sources = Vec::new();
     for s in &sources.file {
-        let kind = match s.kind.as_str() {
-            "gpus" => "gpus",
-            "skus" => "skus",
-            "prices" => "prices",
-            "spot-bands" => "spot-bands",
-            "assumptions" => "assumptions",
-            "quota" => "quota",
-            "availability" => "availability",
-            "shapes" => "shapes",
-            other => {
-                return Err(invalid(
-                    &sources_file,
-                    0..0,
-                    format!("unknown data kind `{other}` for `{}`", s.path),
-                ))
-            }
+        let Some(kind) = sources::KINDS.iter().copied().find(|k| *k == s.kind) else {
+            return Err(invalid(
+                &sources_file,
+                0..0,
+                format!("unknown data kind `{}` for `{}`", s.kind, s.path),
+            ));
         };
         data_sources.push(DataSource {
             file: s.path.clone(),
@@ -312,6 +302,21 @@ fn load_provider(
     let parsed: SkusFile = toml_file(&skus_file)?;
     let mut pc = ProviderCatalog::default();
     for s in parsed.sku {
+        let names = [&s.name, &s.gpu_model, &s.quota_family]
+            .into_iter()
+            .chain(&s.spot_quota_family);
+        for n in names {
+            if !super::name_ok(n) {
+                return Err(invalid_at_name(
+                    &skus_file,
+                    n,
+                    format!(
+                        "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
+                        n.escape_debug()
+                    ),
+                ));
+            }
+        }
         if catalog.gpu(&s.gpu_model).is_none() {
             return Err(invalid_at_name(
                 &skus_file,

@@ -284,6 +284,36 @@ pub fn shown(path: &std::path::Path) -> String {
     printable(&path.display().to_string())
 }
 
+/// Text made safe for one Markdown table cell, list line or code span: `|` escaped, lines
+/// joined, HTML (`<script>` in a namespace label, say: a `<` opens no tag) written as text,
+/// `[` and `]` escaped so no link or image forms (`[x](javascript:…)` in a plan's reason stays
+/// text), and control characters dropped: names from plans, catalogs and servers render as
+/// what they are. Backquotes stay (gpuplan's messages quote values in code spans); a value
+/// put inside a code span goes through [`md_code`].
+pub fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            '<' => out.push_str("&lt;"),
+            '[' => out.push_str("\\["),
+            ']' => out.push_str("\\]"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A value for inside a Markdown code span in a table cell: [`md`], and a backquote (which
+/// would close the span) shown as `'`; inside a span `[` needs no escape.
+pub fn md_code(s: &str) -> String {
+    md(&s.replace('`', "'"))
+        .replace("\\[", "[")
+        .replace("\\]", "]")
+}
+
 /// `text` as [`printable`] writes it, but keeping its line breaks and tabs: for messages
 /// whose own lines are meant (a parser's two-line error), which may still quote a name or
 /// a server answer holding an escape sequence or a carriage return.
@@ -383,6 +413,17 @@ mod tests {
         );
         assert_eq!(redact("https://user@host"), "https://host");
         assert_eq!(redact("no url here"), "no url here");
+    }
+
+    #[test]
+    fn markdown_cells_hold_no_link_row_or_tag() {
+        let s = md("[x](javascript:alert(1)) | <b>\nnext");
+        assert!(!s.contains("[x]("), "{s}");
+        assert!(
+            !s.contains(" | ") && !s.contains('\n') && !s.contains("<b>"),
+            "{s}"
+        );
+        assert_eq!(md_code("a`b|c[d]"), "a'b\\|c[d]");
     }
 
     #[test]

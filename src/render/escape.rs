@@ -27,6 +27,27 @@ pub(crate) fn hcl_string(s: &str) -> String {
     out
 }
 
+/// Text as it may stand in HCL outside a string helper, in a `#` comment or between quotes a
+/// template wrote itself: what [`hcl_string`] puts between its quotes. No value can end the
+/// comment line (a newline, CR), close a string, or open an interpolation.
+pub(crate) fn hcl_text(s: &str) -> String {
+    let q = hcl_string(s);
+    q[1..q.len() - 1].to_owned()
+}
+
+/// Text as it may stand in YAML outside the `yaml` helper (a comment, a value the template
+/// did not quote): control characters written as escapes, so no value starts a new line, a
+/// new key or a new document.
+pub(crate) fn yaml_text(s: &str) -> String {
+    crate::core::printable(s)
+}
+
+/// Text as it may stand in the rendered README: [`crate::core::format::md`], so a name can
+/// add no table row, link or HTML.
+pub(crate) fn md_text(s: &str) -> String {
+    crate::core::format::md(s)
+}
+
 /// A YAML double-quoted scalar (the JSON string syntax, which YAML 1.2 accepts as is).
 pub(crate) fn yaml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
@@ -191,6 +212,20 @@ pub(crate) fn path_label(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_bare_value_cannot_leave_its_line_in_any_language() {
+        let payload = "T4\nresource \"null_resource\" \"pwned\" {}\r\n--- |${x}";
+        for out in [hcl_text(payload), yaml_text(payload), md_text(payload)] {
+            assert!(!out.contains('\n') && !out.contains('\r'), "{out}");
+        }
+        assert!(
+            !hcl_text(payload).contains("\"pwned\""),
+            "quotes stay inside a string"
+        );
+        assert!(hcl_text(payload).contains("$${x}"));
+        assert!(md_text(payload).contains("\\|"));
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -3,11 +3,22 @@
 
 use crate::diag::{Diag, Severity};
 
-/// Data (the message) escapes `%`, CR and LF; property values also `:` and `,`.
+/// Data (the message) escapes `%`, CR and LF as the runner reads them back, and every other
+/// control character too (an escape sequence in a file name would reach the log raw);
+/// property values also `:` and `,`.
 pub(crate) fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            c if c.is_control() && (c as u32) < 0x100 => {
+                out.push_str(&format!("%{:02X}", c as u32));
+            }
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 pub(crate) fn escape_property(s: &str) -> String {

@@ -5,18 +5,17 @@ use std::fmt::Write as _;
 
 use crate::diag::{Diag, Severity};
 
-/// Text made safe for one Markdown table cell or list line: `|` escaped, lines joined, HTML
-/// (`<script>` in a namespace label, say: a `<` opens no tag) written as text, and control characters dropped,
-/// so names from plans and servers render as what they are.
-pub(crate) fn md(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '\n' | '\r' | '\t' => out.push(' '),
-            '<' => out.push_str("&lt;"),
-            c if c.is_control() => {}
-            c => out.push(c),
+pub(crate) use crate::core::format::md;
+
+/// A path as a link target: everything but unreserved characters and `/` percent-encoded, so
+/// no space, parenthesis or control character ends or breaks the link.
+fn url_path(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    for b in p.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
         }
     }
     out
@@ -46,11 +45,12 @@ pub(crate) fn comment(
     }
     let link = |d: &Diag| {
         let (line, col) = d.line_col();
-        let label = format!("{}:{line}:{col}", d.file.name);
+        // A hostile file name can neither close the code span nor the link, nor forge a line.
+        let label = crate::core::format::md_code(&format!("{}:{line}:{col}", d.file.name));
         let target = format!(
             "{}{}#L{line}",
-            link_base.unwrap_or(""),
-            d.file.name.trim_start_matches("./")
+            link_base.map(md).unwrap_or_default(),
+            url_path(d.file.name.trim_start_matches("./"))
         );
         format!("[`{label}`]({target})")
     };

@@ -60,6 +60,26 @@ pub(super) fn load_gpus(
     let parsed: GpusFile = toml_file(file)?;
     let mut out = IndexMap::new();
     for g in parsed.gpu {
+        let names = std::iter::once(&g.name)
+            .chain(&g.aliases)
+            .chain(
+                g.mig
+                    .iter()
+                    .flat_map(|m| m.profiles.iter().map(|p| &p.name)),
+            )
+            .chain(g.mig.iter().flat_map(|m| &m.aks_profiles));
+        for n in names {
+            if !crate::catalog::name_ok(n) {
+                return Err(invalid_at_name(
+                    file,
+                    n,
+                    format!(
+                        "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
+                        n.escape_debug()
+                    ),
+                ));
+            }
+        }
         let mig = g.mig.map(|m| MigSpec {
             compute_slices: m.compute_slices,
             memory_slices: m.memory_slices,

@@ -23,10 +23,21 @@ pub(super) fn load_retail_overrides(
             rec.get(1).unwrap_or(""),
             rec.get(2).unwrap_or(""),
         );
-        let Some(v) = parse_price(file, &rec, 3)? else {
+        // Rows of sizes the catalog does not list price nothing a plan can name.
+        let Some(provider) = pc.skus.get(sku).map(|s| s.provider) else {
             continue;
         };
         let at = row_at(&rec);
+        if !super::prices::is_region(provider, region) {
+            return Err(invalid(
+                file,
+                at..at,
+                format!("`{}` is not a region name", region.escape_debug()),
+            ));
+        }
+        let Some(v) = parse_price(file, &rec, 3)? else {
+            continue;
+        };
         // `captured` is the day the row was fetched: the figure's date.
         let captured = rec.get(5).unwrap_or("").trim();
         let as_of = Some(captured_date(file, at, captured)?);
@@ -116,6 +127,23 @@ pub(super) fn records(
     Ok(out)
 }
 
+/// The names of a refreshed row (SKU, region, family, zones): catalog names, or a located
+/// error, never text that could reach a rendered file as code.
+fn names<'a>(
+    file: &Arc<SourceFile>,
+    at: usize,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<(), CatalogError> {
+    match names.into_iter().find(|n| !crate::catalog::name_ok(n)) {
+        Some(n) => Err(invalid(
+            file,
+            at..at,
+            format!("`{}` is not a catalog name", n.escape_debug()),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub(super) fn number(
     file: &Arc<SourceFile>,
     at: usize,
@@ -138,6 +166,7 @@ pub(super) fn load_quota(
     pc: &mut ProviderCatalog,
 ) -> Result<(), CatalogError> {
     for (at, r) in records(file, &crate::catalog::columns::QUOTA)? {
+        names(file, at, [r[0].as_str(), r[1].as_str()])?;
         let limit = number(file, at, &r[2], "a vCPU limit")?;
         // AWS Service Quotas reports no usage.
         let used = match r[3].as_str() {
@@ -162,7 +191,14 @@ pub(super) fn load_availability(
     file: &Arc<SourceFile>,
     pc: &mut ProviderCatalog,
 ) -> Result<(), CatalogError> {
-    for (_, r) in records(file, &crate::catalog::columns::AVAILABILITY)? {
+    for (at, r) in records(file, &crate::catalog::columns::AVAILABILITY)? {
+        names(
+            file,
+            at,
+            [r[0].as_str(), r[1].as_str()]
+                .into_iter()
+                .chain(r[2].split_whitespace()),
+        )?;
         pc.availability.insert(
             (r[0].clone(), r[1].clone()),
             crate::catalog::Availability {
@@ -183,6 +219,7 @@ pub(super) fn load_eviction(
     catalog: &Catalog,
 ) -> Result<(), CatalogError> {
     for (at, r) in records(file, &crate::catalog::columns::EVICTION)? {
+        names(file, at, [r[0].as_str(), r[1].as_str()])?;
         let source = row_source(file, &r[5], &r[4]);
         let as_of = Some(captured_date(file, at, &r[4])?);
         if !r[2].is_empty() {

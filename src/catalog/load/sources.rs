@@ -54,9 +54,38 @@ pub(super) fn date(file: &Arc<SourceFile>, s: &str) -> Result<Date, CatalogError
     })
 }
 
+/// The kinds of data a `sources.toml` entry may hold.
+pub(super) const KINDS: [&str; 8] = [
+    "gpus",
+    "skus",
+    "prices",
+    "spot-bands",
+    "assumptions",
+    "quota",
+    "availability",
+    "shapes",
+];
+
+/// One entry of the cache's list, with where each value stands in the cache's own file.
+#[derive(Deserialize)]
+struct CacheEntry {
+    path: toml::Spanned<String>,
+    kind: toml::Spanned<String>,
+    as_of: toml::Spanned<String>,
+    #[serde(flatten)]
+    _rest: toml::Table,
+}
+
+#[derive(Deserialize)]
+struct CacheList {
+    #[serde(default)]
+    file: Vec<CacheEntry>,
+}
+
 /// The refresh cache's own `sources.toml`, checked before any file it lists is used: a list
-/// that does not parse, or names a path outside the cache, is an error located in it (not
-/// in the embedded file that would have been read instead).
+/// that does not parse, names a path that is not a plain file inside the cache, a kind gpuplan
+/// does not know or a date that is not one is an error located in that file, at that value
+/// (never in the merged list, which is not on disk), every such problem at once.
 pub(super) fn cache_list(dir: &Path) -> Result<String, CatalogError> {
     let path = dir.join("sources.toml");
     let text = match crate::fsio::read_text(&path, MAX_DATA_BYTES) {
@@ -64,24 +93,54 @@ pub(super) fn cache_list(dir: &Path) -> Result<String, CatalogError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
         Err(source) => {
             return Err(CatalogError::Io {
-                path: path.display().to_string(),
+                path: crate::core::shown(&path),
                 source,
             })
         }
     };
     let file = SourceFile::new(path.display().to_string(), text.clone());
-    let list: SourcesFile = toml_file(&file)?;
+    let list: CacheList = toml_file(&file)?;
+    let _: SourcesFile = toml_file(&file)?;
+    let mut problems = Vec::new();
+    let mut bad = |span: std::ops::Range<usize>, msg: String| {
+        problems.push(crate::catalog::catalog_diag(&file, span, msg).help(
+            "the cache's list was edited or damaged; run `gpuplan catalog refresh` to replace it",
+        ));
+    };
     for e in &list.file {
-        if !crate::source::safe_path(dir, &e.path) {
-            let at = text
-                .find(&format!("\"{}\"", e.path))
-                .map_or(0..0, |i| i..i + e.path.len() + 2);
-            return Err(invalid(
-                &file,
-                at,
-                format!("`{}` is not a path inside the cache: the list was edited or damaged; run `gpuplan catalog refresh` to replace it", e.path),
-            ));
+        let p = e.path.get_ref();
+        if !crate::fsio::plain_relative(p) || !crate::source::safe_path(dir, p) {
+            bad(
+                e.path.span(),
+                format!(
+                    "`{}` is not a plain path to a file inside the cache",
+                    p.escape_debug()
+                ),
+            );
+        }
+        if !KINDS.contains(&e.kind.get_ref().as_str()) {
+            bad(
+                e.kind.span(),
+                format!(
+                    "unknown data kind `{}`; expected one of {}",
+                    e.kind.get_ref().escape_debug(),
+                    KINDS.join(", ")
+                ),
+            );
+        }
+        if Date::parse(e.as_of.get_ref()).is_none() {
+            bad(
+                e.as_of.span(),
+                format!(
+                    "`as_of = \"{}\"` is not a date (YYYY-MM-DD)",
+                    e.as_of.get_ref().escape_debug()
+                ),
+            );
         }
     }
-    Ok(text)
+    if problems.is_empty() {
+        Ok(text)
+    } else {
+        Err(CatalogError::Invalid(problems))
+    }
 }
