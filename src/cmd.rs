@@ -58,7 +58,7 @@ pub(crate) fn load_plan_embedded(
 ) -> CmdResult<crate::plan::Plan> {
     let file = crate::plan::load::read(path).map_err(|d| CmdError::Located(vec![*d]))?;
     let raw = crate::plan::load::parse(&file).map_err(CmdError::Located)?;
-    let catalog = Catalog::embedded(&[*raw.plan.provider.get(), provider])?;
+    let catalog = Catalog::embedded(&[*raw.raw.plan.provider.get(), provider])?;
     crate::rules::validate_plan(file, raw, &catalog).map_err(CmdError::Located)
 }
 
@@ -69,7 +69,7 @@ pub(crate) fn validate_file(
     out: &Out,
 ) -> CmdResult<(crate::plan::Plan, Catalog)> {
     let raw = crate::plan::load::parse(&file).map_err(CmdError::Located)?;
-    let catalog = load_catalog(g, &[*raw.plan.provider.get()], out)?;
+    let catalog = load_catalog(g, &[*raw.raw.plan.provider.get()], out)?;
     let plan = crate::rules::validate_plan(file, raw, &catalog).map_err(CmdError::Located)?;
     Ok((plan, catalog))
 }

@@ -254,8 +254,11 @@ impl Plan {
 /// `[[allow]]` and `[rules]` entries name are the registry's to check: `rules::load_plan`
 /// does both.
 pub fn load_and_validate(file: Arc<SourceFile>, catalog: &Catalog) -> Result<Plan, Vec<Diag>> {
-    let raw = load::parse(&file)?;
-    validate::validate(file, raw, catalog)
+    let parsed = load::parse(&file)?;
+    if !parsed.errors.is_empty() {
+        return Err(parsed.errors);
+    }
+    validate::validate(file, parsed.raw, catalog)
 }
 
 /// The date an `[[allow]]` expires (validated to be a plain date).

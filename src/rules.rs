@@ -210,28 +210,43 @@ pub(crate) fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Dia
     out
 }
 
-/// Validate a parsed plan: what it means (`plan`) and the rule ids it names (here), every
-/// problem at once.
+/// Validate a parsed plan: what it means (`plan`) and the rule ids it names (here), with the
+/// problems reading it found, every problem at once (in file order, at most
+/// [`crate::plan::load::MAX_LOAD_ERRORS`]). What was set aside to read past a problem raises
+/// no second one.
 pub(crate) fn validate_plan(
     file: Arc<SourceFile>,
-    raw: RawPlan,
+    parsed: crate::plan::load::Partial,
     catalog: &Catalog,
 ) -> Result<Plan, Vec<Diag>> {
+    let crate::plan::load::Partial {
+        raw,
+        mut errors,
+        patched,
+    } = parsed;
+    let echo = |d: &Diag| {
+        patched
+            .iter()
+            .any(|p| d.span.start < p.end && p.start < d.span.end.max(d.span.start + 1))
+    };
     let unknown = validate_entries(&file, &raw);
-    match crate::plan::validate_raw(file, raw, catalog) {
-        Ok(plan) if unknown.is_empty() => Ok(plan),
-        Ok(_) => Err(unknown),
-        Err(mut ds) => {
-            ds.extend(unknown);
-            Err(ds)
-        }
-    }
+    let meaning = crate::plan::validate_raw(file, raw, catalog);
+    let clean = errors.is_empty() && unknown.is_empty();
+    let more = match meaning {
+        Ok(plan) if clean => return Ok(plan),
+        Ok(_) => Vec::new(),
+        Err(ds) => ds,
+    };
+    errors.extend(more.into_iter().chain(unknown).filter(|d| !echo(d)));
+    errors.sort_by_key(|d| d.span.start);
+    errors.truncate(crate::plan::load::MAX_LOAD_ERRORS);
+    Err(errors)
 }
 
 /// Parse and validate one plan file, rule ids included.
 pub fn load_plan(file: Arc<SourceFile>, catalog: &Catalog) -> Result<Plan, Vec<Diag>> {
-    let raw = crate::plan::load::parse(&file)?;
-    validate_plan(file, raw, catalog)
+    let parsed = crate::plan::load::parse(&file)?;
+    validate_plan(file, parsed, catalog)
 }
 
 /// What a rule sees, and where it reports.

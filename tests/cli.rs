@@ -406,3 +406,70 @@ fn help_and_completions() {
         .stdout(predicate::str::contains("gpuplan"));
     gpuplan().arg("frobnicate").assert().code(2);
 }
+
+#[test]
+fn every_load_time_mistake_shows_in_one_run() {
+    // A key typo, a wrong-case enum, an inline table's key typo, a SKU typo, a workload typo
+    // and a misspelled required enum: all located, in file order, in one run.
+    let out = gpuplan()
+        .args(["check", "--format", "json", "tests/fixtures/bad/many_mistakes.toml"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let found: Vec<(String, u64)> = v["errors"]
+        .as_array()
+        .or_else(|| v["findings"].as_array())
+        .expect("errors")
+        .iter()
+        .map(|d| {
+            (
+                d["message"].as_str().unwrap_or("").to_owned(),
+                d["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let expect = [
+        ("unknown key `sharring`", 14),
+        ("`MIG` is not an allowed value", 20),
+        ("unknown key `maxx`", 21),
+        ("SKU `Standard_NC24ads_A100_v5`", 25),
+        ("names workload `chatt`", 28),
+        ("`trainig` is not an allowed value", 33),
+    ];
+    assert_eq!(found.len(), expect.len(), "{found:#?}");
+    for ((msg, line), (want, at)) in found.iter().zip(expect) {
+        assert!(msg.contains(want), "{msg} vs {want}");
+        assert_eq!(*line, at, "{msg}");
+    }
+}
+
+#[test]
+fn a_required_value_of_the_wrong_type_stops_reading_but_keeps_what_came_before() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\ncolour = 1\n\n[[workload]]\nname = 5\nteam = \"t\"\nkind = \"batch\"\n",
+    )
+    .expect("plan");
+    let out = gpuplan().arg("check").arg(&p).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown key `colour`"), "{err}");
+    assert!(err.contains("wrong type") || err.contains("invalid type"), "{err}");
+}
+
+#[test]
+fn a_misspelled_quota_family_is_an_error_not_a_silent_rule() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("q.toml");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules/GP014/fires.toml"))
+        .expect("fixture")
+        .replace("StandardNCADSA100v4Family", "StandardNCADSA100v4Familly");
+    std::fs::write(&p, text).expect("plan");
+    let out = gpuplan().arg("check").arg(&p).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("quota family `StandardNCADSA100v4Familly`"), "{err}");
+    assert!(err.contains("did you mean `standardNCADSA100v4Family`"), "{err}");
+}

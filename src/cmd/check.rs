@@ -57,7 +57,10 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
             },
         }
     }
-    let providers: BTreeSet<_> = parsed.iter().map(|(_, r)| *r.plan.provider.get()).collect();
+    let providers: BTreeSet<_> = parsed
+        .iter()
+        .map(|(_, r)| *r.raw.plan.provider.get())
+        .collect();
     let providers: Vec<_> = providers.into_iter().collect();
     let catalog = super::load_catalog(g, &providers, out)?;
     for s in catalog.sources.iter() {

@@ -291,14 +291,26 @@ pub fn shown(path: &std::path::Path) -> String {
 /// what they are. Backquotes stay (gpuplan's messages quote values in code spans); a value
 /// put inside a code span goes through [`md_code`].
 pub fn md(s: &str) -> String {
+    // Inside a code span no link forms (and a backslash would show): brackets stay. With an
+    // odd number of backquotes no span can be trusted, so none is assumed and the last
+    // backquote is shown as `'`.
+    let balanced = s.matches('`').count() % 2 == 0;
     let mut out = String::with_capacity(s.len());
+    let mut in_code = false;
     for c in s.chars() {
         match c {
+            '`' if balanced => {
+                in_code = !in_code;
+                out.push(c);
+            }
+            '`' => out.push('\''),
             '|' => out.push_str("\\|"),
             '\n' | '\r' | '\t' => out.push(' '),
             '<' => out.push_str("&lt;"),
-            '[' => out.push_str("\\["),
-            ']' => out.push_str("\\]"),
+            '[' | ']' if !in_code => {
+                out.push('\\');
+                out.push(c);
+            }
             c if c.is_control() => {}
             c => out.push(c),
         }
@@ -309,9 +321,8 @@ pub fn md(s: &str) -> String {
 /// A value for inside a Markdown code span in a table cell: [`md`], and a backquote (which
 /// would close the span) shown as `'`; inside a span `[` needs no escape.
 pub fn md_code(s: &str) -> String {
-    md(&s.replace('`', "'"))
-        .replace("\\[", "[")
-        .replace("\\]", "]")
+    let inner = md(&format!("`{}`", s.replace('`', "'")));
+    inner[1..inner.len() - 1].to_owned()
 }
 
 /// `text` as [`printable`] writes it, but keeping its line breaks and tabs: for messages
@@ -424,6 +435,11 @@ mod tests {
             "{s}"
         );
         assert_eq!(md_code("a`b|c[d]"), "a'b\\|c[d]");
+        assert_eq!(
+            md("see `[[workload]]` [x](y)"),
+            "see `[[workload]]` \\[x\\](y)"
+        );
+        assert_eq!(md("odd ` [x](y)"), "odd ' \\[x\\](y)");
     }
 
     #[test]

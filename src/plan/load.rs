@@ -1,6 +1,7 @@
 //! Reading a plan file into [`RawPlan`]: size, encoding, nesting, TOML syntax, types and
 //! unknown keys. Each failure is a diagnostic at the offending text.
 
+use std::ops::Range;
 use std::path::Path;
 
 use super::PlanCode;
@@ -83,8 +84,25 @@ pub(crate) fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>
     }
 }
 
-/// Parse TOML into the raw plan, reporting the first syntax or type problem with its location.
-pub(crate) fn parse(file: &Arc<SourceFile>) -> Result<RawPlan, Vec<Diag>> {
+/// At most this many problems are reported for one plan file: past them, the rest are noise.
+pub(crate) const MAX_LOAD_ERRORS: usize = 50;
+
+/// A plan as far as it could be read, with every problem reading it found.
+pub struct Partial {
+    pub raw: RawPlan,
+    /// Problems of syntax, types and keys, each at its place.
+    pub errors: Vec<Diag>,
+    /// Byte ranges of the text set aside to read on past a problem; a later finding there is
+    /// an echo of one already reported.
+    pub patched: Vec<Range<usize>>,
+}
+
+/// Parse TOML into the raw plan, reporting every type, key and value problem with its
+/// location, not only the first: each problem's entry is set aside (blanked, so every offset
+/// still points into the file as written; a required key's value stood in for by one of its
+/// type) and the parse runs again, up to [`MAX_LOAD_ERRORS`]. A syntax error ends the
+/// reading; what was found before it is reported with it.
+pub(crate) fn parse(file: &Arc<SourceFile>) -> Result<Partial, Vec<Diag>> {
     if let Some(at) = too_deep(&file.text) {
         return Err(vec![Diag::error(
             PlanCode::TooDeep,
@@ -97,7 +115,227 @@ pub(crate) fn parse(file: &Arc<SourceFile>) -> Result<RawPlan, Vec<Diag>> {
             "no key of a plan file nests this deep; check for a runaway generated value",
         )]);
     }
-    toml::from_str::<RawPlan>(&file.text).map_err(|e| vec![toml_error(file, &e)])
+    let mut text = file.text.clone();
+    let mut errors: Vec<Diag> = Vec::new();
+    let mut patched: Vec<Range<usize>> = Vec::new();
+    // The entry blanked last, to stand a value in for it if its key turns out required.
+    let mut last: Option<Blanked> = None;
+    loop {
+        let e = match toml::from_str::<RawPlan>(&text) {
+            Ok(raw) => {
+                return Ok(Partial {
+                    raw,
+                    errors,
+                    patched,
+                })
+            }
+            Err(e) => e,
+        };
+        let msg = e.message().trim().to_owned();
+        let span = e.span().unwrap_or(0..0);
+        // A required key just blanked: the problem is the one reported; put a value of its
+        // type back in its place instead.
+        if let (Some(field), Some(b)) = (missing_field(&msg), &last) {
+            if field == b.key
+                && span.start <= b.blank.start
+                && b.blank.end <= span.end.max(b.blank.end)
+            {
+                let restored = restore(&file.text, &text, &b.blank);
+                match stand_in(&b.expected, b.value.len()) {
+                    Some(v) => {
+                        text = restored;
+                        text.replace_range(b.value.clone(), &v);
+                        last = None;
+                        continue;
+                    }
+                    None => return Err(errors),
+                }
+            }
+        }
+        // `{ min = 1, maxx = 2 }`: once `maxx` is reported (did you mean `max`?), the missing
+        // `max` is the same mistake.
+        let echo = missing_field(&msg).is_some_and(|f| {
+            last.as_ref().is_some_and(|b| {
+                span.start <= b.blank.start
+                    && b.blank.end <= span.end
+                    && did_you_mean(&b.key, std::slice::from_ref(&f)).is_some()
+            })
+        });
+        if !echo {
+            errors.push(toml_error(file, &e));
+        }
+        if errors.len() >= MAX_LOAD_ERRORS || span.is_empty() && span.start == 0 {
+            return Err(errors);
+        }
+        let Some(entry) = entry_at(&text, span.start) else {
+            return Err(errors);
+        };
+        blank(&mut text, entry.blank.clone());
+        patched.push(entry.blank.clone());
+        last = Some(Blanked {
+            expected: expected_of(&msg),
+            key: entry.key,
+            value: entry.value,
+            blank: entry.blank,
+        });
+    }
+}
+
+/// An entry set aside, and what its value must be if its key is required.
+struct Blanked {
+    key: String,
+    value: Range<usize>,
+    blank: Range<usize>,
+    expected: Vec<String>,
+}
+
+/// An entry of the document: its key, its value, and the bytes to blank to set it aside (an
+/// inline table's entry takes a comma with it, so the table stays valid TOML).
+struct Entry {
+    key: String,
+    value: Range<usize>,
+    blank: Range<usize>,
+}
+
+/// The innermost `key = value` entry whose key or value holds `at`.
+fn entry_at(text: &str, at: usize) -> Option<Entry> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    find(text, doc.as_table(), at, false)
+}
+
+fn find(text: &str, t: &dyn toml_edit::TableLike, at: usize, inline: bool) -> Option<Entry> {
+    for (name, _) in t.iter() {
+        let (key, item) = t.get_key_value(name)?;
+        let (Some(ks), Some(vs)) = (key.span(), item.span().or_else(|| table_span(item))) else {
+            continue;
+        };
+        // Deeper first: the entry inside a table or an inline table.
+        let inner = match item {
+            toml_edit::Item::Table(sub) => find(text, sub, at, false),
+            toml_edit::Item::ArrayOfTables(a) => {
+                a.iter().find_map(|sub| find(text, sub, at, false))
+            }
+            toml_edit::Item::Value(toml_edit::Value::InlineTable(it)) => find(text, it, at, true),
+            toml_edit::Item::Value(toml_edit::Value::Array(arr)) => {
+                arr.iter().find_map(|v| match v {
+                    toml_edit::Value::InlineTable(it) => find(text, it, at, true),
+                    _ => None,
+                })
+            }
+            _ => None,
+        };
+        if inner.is_some() {
+            return inner;
+        }
+        let whole = ks.start..vs.end.max(ks.end);
+        if !(whole.start <= at && at < whole.end.max(whole.start + 1)) {
+            continue;
+        }
+        if matches!(
+            item,
+            toml_edit::Item::Table(_) | toml_edit::Item::ArrayOfTables(_)
+        ) {
+            return None;
+        }
+        let mut blank = whole.clone();
+        if inline {
+            // `{ a = 1, b = 2 }`: take the comma after the entry, else the one before it.
+            let after = &text[blank.end..];
+            let gap = after.len() - after.trim_start().len();
+            if after[gap..].starts_with(',') {
+                blank.end += gap + 1;
+            } else {
+                let before = &text[..blank.start];
+                let trimmed = before.trim_end();
+                if trimmed.ends_with(',') {
+                    blank.start = trimmed.len() - 1;
+                }
+            }
+        }
+        return Some(Entry {
+            key: name.to_owned(),
+            value: vs,
+            blank,
+        });
+    }
+    None
+}
+
+/// The span of a `[table]` item (its header to its last entry), which `Item::span` lacks.
+fn table_span(item: &toml_edit::Item) -> Option<Range<usize>> {
+    match item {
+        toml_edit::Item::Table(t) => t.span(),
+        _ => None,
+    }
+}
+
+/// `text` with `r` replaced by spaces (line ends kept), byte for byte.
+fn blank(text: &mut String, r: Range<usize>) {
+    let r = r.start.min(text.len())..r.end.min(text.len());
+    let spaced: String = text[r.clone()]
+        .chars()
+        .map(|c| {
+            if c == '\n' {
+                "\n".to_owned()
+            } else {
+                " ".repeat(c.len_utf8())
+            }
+        })
+        .collect();
+    text.replace_range(r, &spaced);
+}
+
+/// `now` with the bytes of `r` as they are in `original`.
+fn restore(original: &str, now: &str, r: &Range<usize>) -> String {
+    let mut out = now.to_owned();
+    out.replace_range(r.clone(), &original[r.clone()]);
+    out
+}
+
+/// `missing field `x``: the field.
+fn missing_field(msg: &str) -> Option<String> {
+    msg.strip_prefix("missing field `")
+        .and_then(|s| s.split_once('`'))
+        .map(|(f, _)| f.to_owned())
+}
+
+/// What an error says was expected: the allowed variants, or a type (`a string`, `u32`).
+fn expected_of(msg: &str) -> Vec<String> {
+    if let Some((_, expected)) = unknown_variant(msg) {
+        return expected.into_iter().map(|v| format!("\"{v}\"")).collect();
+    }
+    let Some((_, want)) = msg.split_once(", expected ") else {
+        return Vec::new();
+    };
+    let want = want.trim();
+    let v = if want.contains("string") || want.contains("name") {
+        "\"\""
+    } else if want.contains("bool") {
+        "true"
+    } else if want.contains("f64") || want.contains("float") || want.contains("number") {
+        "1.0"
+    } else if want.contains("integer")
+        || want.contains("u32")
+        || want.contains("i64")
+        || want.contains("u8")
+        || want.contains("u64")
+    {
+        "1"
+    } else if want.contains("sequence") || want.contains("array") {
+        "[]"
+    } else {
+        return Vec::new();
+    };
+    vec![v.to_owned()]
+}
+
+/// A stand-in from `expected` that fits in `len` bytes, padded with spaces.
+fn stand_in(expected: &[String], len: usize) -> Option<String> {
+    expected
+        .iter()
+        .filter(|v| v.len() <= len)
+        .min_by_key(|v| v.len())
+        .map(|v| format!("{v}{}", " ".repeat(len - v.len())))
 }
 
 fn toml_error(file: &Arc<SourceFile>, e: &toml::de::Error) -> Diag {

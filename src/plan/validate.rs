@@ -359,20 +359,29 @@ pub(super) fn validate(
                 );
             }
         }
-        for (key, v) in [
-            ("gpu_memory_gib", &w.gpu_memory_gib),
-            ("kv_cache_gib", &w.kv_cache_gib),
-            ("cpu", &w.cpu),
-            ("memory_gib", &w.memory_gib),
-            ("checkpoint_minutes", &w.checkpoint_minutes),
-            ("tokens_per_second", &w.tokens_per_second),
+        // Upper bounds far past any hardware or job, so no figure built from them (a cost per
+        // 1M tokens, GPU-hours) can overflow to infinity.
+        for (key, v, lo, hi) in [
+            ("gpu_memory_gib", &w.gpu_memory_gib, 0.0, 1e5),
+            ("kv_cache_gib", &w.kv_cache_gib, 0.0, 1e5),
+            ("cpu", &w.cpu, 0.0, 1e5),
+            ("memory_gib", &w.memory_gib, 0.0, 1e7),
+            ("checkpoint_minutes", &w.checkpoint_minutes, 0.0, 1e6),
+            ("tokens_per_second", &w.tokens_per_second, 0.0, 1e9),
         ] {
             if let Some(v) = v {
-                ctx.range_f(key, v, 0.0, false, f64::INFINITY, false);
+                ctx.range_f(key, v, lo, false, hi, true);
+            }
+        }
+        // A throughput below a token a thousand seconds is a typo, and divides a cost to
+        // infinity.
+        if let Some(v) = &w.tokens_per_second {
+            if *v.get() > 0.0 && *v.get() < 1e-3 {
+                ctx.range_f("tokens_per_second", v, 1e-3, true, 1e9, true);
             }
         }
         if let Some(v) = &w.restart_minutes {
-            ctx.range_f("restart_minutes", v, 0.0, true, f64::INFINITY, false);
+            ctx.range_f("restart_minutes", v, 0.0, true, 1e6, true);
         }
         if let Some(v) = &w.hours_per_month {
             ctx.range_f("hours_per_month", v, 0.0, false, 744.0, true);
@@ -545,7 +554,38 @@ pub(super) fn validate(
         }
     }
 
-    // Quota
+    // Quota: a family that no SKU of the catalog draws on would switch GP014 off without a
+    // word, so it must be one of them (or one a refresh read from the provider).
+    let mut families: Vec<String> = pc
+        .map(|p| {
+            p.skus
+                .values()
+                .flat_map(|s| [s.quota_family.clone(), s.spot_quota().to_owned()])
+                .chain(p.quotas.values().map(|q| q.family.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    families.sort();
+    families.dedup();
+    for q in &raw.quota {
+        let key = crate::catalog::quota_key(q.family.get());
+        if !families.iter().any(|f| crate::catalog::quota_key(f) == key) {
+            let help = match did_you_mean(q.family.get(), &families) {
+                Some(best) => format!("did you mean `{best}`? a plan's quota names the family the SKUs draw on (`gpuplan catalog --sku NAME` shows it)"),
+                None => "a plan's quota names the family the SKUs draw on (`gpuplan catalog --sku NAME` shows it)".to_owned(),
+            };
+            ctx.err(
+                PlanCode::UnknownQuotaFamily,
+                q.family.span(),
+                format!(
+                    "quota family `{}` is not one any {provider} SKU in the catalog draws on",
+                    q.family.get()
+                ),
+                "unknown quota family",
+                help,
+            );
+        }
+    }
     for q in &raw.quota {
         ctx.member(
             PlanCode::UnknownRegion,

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::core::format::md_code;
 use crate::core::usd;
 use crate::report::markdown::md;
 use crate::review::{telemetry, Review};
@@ -71,7 +72,7 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}`{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                md(&p.pool),
+                md_code(&p.pool),
                 if p.in_plan { "" } else { " (not in the plan)" },
                 md(p.model.as_deref().unwrap_or("-")),
                 p.signal.as_deref().unwrap_or("no usage data"),
@@ -103,7 +104,7 @@ pub(crate) fn markdown(r: &Review) -> String {
         let _ = writeln!(
             o,
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
-            md(&w.workload),
+            md_code(&w.workload),
             md(&w.team),
             hours(w.allocated_gpu_seconds),
             hours(w.used_gpu_seconds),
@@ -123,7 +124,7 @@ pub(crate) fn markdown(r: &Review) -> String {
                 a.kind,
                 usd(a.saving_usd),
                 md(&a.message),
-                md(&a.change)
+                md_code(&a.change)
             );
         }
     }
@@ -133,8 +134,8 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}/{}` | {} | {} | {:.1} | {} |",
-                md(&s.team),
-                md(&s.pod),
+                md_code(&s.team),
+                md_code(&s.pod),
                 md(s.workload.as_deref().unwrap_or("-")),
                 s.since,
                 s.seconds as f64 / 3600.0,
@@ -151,8 +152,8 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}/{}` | {} | {} |",
-                md(&p.team),
-                md(&p.pod),
+                md_code(&p.team),
+                md_code(&p.pod),
                 md(p.workload.as_deref().unwrap_or("-")),
                 hours(p.gpu_seconds)
             );
@@ -164,8 +165,8 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "- `{}/{}` held {} GPU-h with no usage series: no data, not 0%",
-                md(&p.namespace),
-                md(&p.pod),
+                md_code(&p.namespace),
+                md_code(&p.pod),
                 hours(p.allocated_gpu_seconds)
             );
         }
@@ -173,8 +174,8 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "- `{}/{}` shows {} GPU-h of usage but requested no GPU",
-                md(&p.namespace),
-                md(&p.pod),
+                md_code(&p.namespace),
+                md_code(&p.pod),
                 hours(p.used_gpu_seconds)
             );
         }
@@ -189,7 +190,7 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                md(&a.pool),
+                md_code(&a.pool),
                 md(&a.sku),
                 md(&a.region),
                 a.floor_gpus,

@@ -30,7 +30,8 @@ pub(super) fn assemble(
         let per_million = match (tokens, replica_hours) {
             (Some(t), Some(h)) if t > 0.0 && h > 0.0 => Some(cost / (t * 3600.0 * h / 1e6)),
             _ => None,
-        };
+        }
+        .filter(|x| x.is_finite());
         *teams.entry(w.team.get().clone()).or_default() += cost;
         workloads.push(WorkloadCost {
             workload: w.name.get().clone(),
