@@ -94,6 +94,38 @@ pub fn estate(n: usize, provider: &str, regions: &[&str]) -> String {
     s
 }
 
+/// `n` one-GPU batch jobs that all look alike (one team in fifty each, as generated
+/// per-tenant plans are): what must scale linearly, since their demands are one shape.
+pub fn identical(n: usize, provider: &str, region: &str) -> String {
+    let mut s = format!(
+        "version = 1\n\n[plan]\nname = \"identical\"\nowner = \"bench\"\nprovider = \"{provider}\"\nregions = [\"{region}\"]\n"
+    );
+    for i in 0..n {
+        let _ = write!(
+            s,
+            "[[workload]]\nname=\"j{i}\"\nteam=\"t{}\"\nkind=\"batch\"\ngpus=1\n",
+            i % 50
+        );
+    }
+    s
+}
+
+/// Time `recommend` on `text` (load excluded), with the size and what it made.
+fn run(text: &str, catalog: &Catalog) -> (f64, usize, usize) {
+    let file = SourceFile::new("estate.toml", text.to_owned());
+    let p = match gpuplan::rules::load_plan(file, catalog) {
+        Ok(p) => p,
+        Err(ds) => panic!("the generated plan is valid: {}", ds[0].message),
+    };
+    let t = Instant::now();
+    let r = recommend(&p, catalog);
+    (
+        t.elapsed().as_secs_f64(),
+        r.pools.len(),
+        r.unsatisfied.len(),
+    )
+}
+
 fn main() {
     // `GPUPLAN_SCALE_SIZES=8000` runs one size (to profile it); the default is the curve.
     let sizes: Vec<usize> = std::env::var("GPUPLAN_SCALE_SIZES")
@@ -119,21 +151,34 @@ fn main() {
                 let v: toml::Table = toml::from_str(&text).expect("toml");
                 std::hint::black_box(v);
             });
-            let file = SourceFile::new("estate.toml", text.clone());
-            let p = match gpuplan::rules::load_plan(file, &catalog) {
-                Ok(p) => p,
-                Err(ds) => panic!("the generated plan is valid: {}", ds[0].message),
-            };
-            let t = Instant::now();
-            let r = recommend(&p, &catalog);
-            let took = t.elapsed().as_secs_f64();
+            let (took, pools, unsatisfied) = run(&text, &catalog);
             let ratio = previous.map_or("-".to_owned(), |p| format!("{:.2}", took / p));
             println!(
-                "{n:>6} workloads  {:>9.3} s  x{ratio:<5} vs the previous size  ({:.0}x its TOML parse; {} pools, {} unsatisfied)",
+                "{n:>6} workloads  {:>9.3} s  x{ratio:<5} vs the previous size  ({:.0}x its TOML parse; {pools} pools, {unsatisfied} unsatisfied)",
                 took,
                 took / baseline.as_secs_f64(),
-                r.pools.len(),
-                r.unsatisfied.len()
+            );
+            previous = Some(took);
+        }
+        // Identical workloads, 4x at a time: each step should cost about 4x (linear).
+        let sizes: Vec<usize> = std::env::var("GPUPLAN_IDENTICAL_SIZES")
+            .ok()
+            .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+            .filter(|v: &Vec<usize>| !v.is_empty())
+            .unwrap_or_else(|| vec![6250, 25_000, 100_000]);
+        println!("== identical one-GPU batch jobs on {provider}");
+        let mut previous: Option<f64> = None;
+        for &n in &sizes {
+            let text = identical(n, provider.as_str(), regions[0]);
+            let baseline = timing::time(3, || {
+                let v: toml::Table = toml::from_str(&text).expect("toml");
+                std::hint::black_box(v);
+            });
+            let (took, pools, _) = run(&text, &catalog);
+            let ratio = previous.map_or("-".to_owned(), |p| format!("{:.2}", took / p));
+            println!(
+                "{n:>6} identical  {took:>9.3} s  x{ratio:<5} vs the previous size  ({:.1}x its TOML parse; {pools} pools)",
+                took / baseline.as_secs_f64(),
             );
             previous = Some(took);
         }

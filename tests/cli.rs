@@ -412,7 +412,12 @@ fn every_load_time_mistake_shows_in_one_run() {
     // A key typo, a wrong-case enum, an inline table's key typo, a SKU typo, a workload typo
     // and a misspelled required enum: all located, in file order, in one run.
     let out = gpuplan()
-        .args(["check", "--format", "json", "tests/fixtures/bad/many_mistakes.toml"])
+        .args([
+            "check",
+            "--format",
+            "json",
+            "tests/fixtures/bad/many_mistakes.toml",
+        ])
         .assert()
         .code(2)
         .get_output()
@@ -454,22 +459,45 @@ fn a_required_value_of_the_wrong_type_stops_reading_but_keeps_what_came_before()
         "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\ncolour = 1\n\n[[workload]]\nname = 5\nteam = \"t\"\nkind = \"batch\"\n",
     )
     .expect("plan");
-    let out = gpuplan().arg("check").arg(&p).assert().code(2).get_output().clone();
+    let out = gpuplan()
+        .arg("check")
+        .arg(&p)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown key `colour`"), "{err}");
-    assert!(err.contains("wrong type") || err.contains("invalid type"), "{err}");
+    assert!(
+        err.contains("wrong type") || err.contains("invalid type"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_misspelled_quota_family_is_an_error_not_a_silent_rule() {
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("q.toml");
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules/GP014/fires.toml"))
-        .expect("fixture")
-        .replace("StandardNCADSA100v4Family", "StandardNCADSA100v4Familly");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules/GP014/fires.toml"),
+    )
+    .expect("fixture")
+    .replace("StandardNCADSA100v4Family", "StandardNCADSA100v4Familly");
     std::fs::write(&p, text).expect("plan");
-    let out = gpuplan().arg("check").arg(&p).assert().code(2).get_output().clone();
+    let out = gpuplan()
+        .arg("check")
+        .arg(&p)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("quota family `StandardNCADSA100v4Familly`"), "{err}");
-    assert!(err.contains("did you mean `standardNCADSA100v4Family`"), "{err}");
+    assert!(
+        err.contains("quota family `StandardNCADSA100v4Familly`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("did you mean `standardNCADSA100v4Family`"),
+        "{err}"
+    );
 }

@@ -97,7 +97,7 @@ pub(super) fn alternatives(
     // Spot that was not open, once per pool.
     if key.3 != Capacity::Spot {
         if let Some(why) = ms.iter().find_map(|m| match &m.c.spot {
-            Some(q) => q.effective.as_ref().err().cloned(),
+            Some(q) => q.effective.as_ref().err().map(|w| w.why(m.d.name)),
             None => None,
         }) {
             out.push(Alternative {
@@ -129,7 +129,7 @@ pub(super) fn options(
 ) -> Vec<(f64, f64, PoolKey)> {
     let first = &choices[members[0]];
     let mut options: Vec<(f64, f64, PoolKey)> = Vec::new();
-    for c0 in &first.all {
+    for c0 in first.all.iter() {
         for r0 in c0.rates(&first.d) {
             if c0.sku.name == key.1 && c0.region == key.2 && r0.capacity == key.3 {
                 continue;

@@ -95,7 +95,7 @@ pub(super) fn nodes_for(
     // or whole GPUs), and GPUs prepared by a shared server or a MIG layout.
     let mut batches: Vec<(Vec<(Item, u32)>, u32)> = Vec::new();
     if !items.is_empty() {
-        batches.push((items, units_per_node));
+        batches.push((pack::merged(items), units_per_node));
     }
     if !server.is_empty() {
         batches.push((pack::group(pack::server_gpus(&server)), per_node));

@@ -93,12 +93,30 @@ pub struct Candidate<'c> {
     pub reserved_3y: Option<f64>,
 }
 
+/// Why spot is no option for a workload on a SKU and region: closed to the workload, or a
+/// reason of the SKU and region.
+#[derive(Debug, Clone)]
+pub enum SpotNo {
+    Closed(super::demand::SpotClosed),
+    Because(String),
+}
+
+impl SpotNo {
+    /// The reason, naming the workload where it is the workload's.
+    pub fn why(&self, name: &str) -> String {
+        match self {
+            SpotNo::Closed(c) => c.why(name),
+            SpotNo::Because(s) => s.clone(),
+        }
+    }
+}
+
 /// Spot for one workload on one SKU and region, or why it is not an option.
 #[derive(Debug, Clone)]
 pub struct SpotQuote {
     pub assessment: spot::Assessment,
-    /// Expected spot cost per useful node-hour (price x waste), when known.
-    pub effective: Result<f64, String>,
+    /// Expected spot cost per useful node-hour (price x waste), when known; else why not.
+    pub effective: Result<f64, SpotNo>,
     /// The band is unknown and spot was judged at the worst band (and still wins).
     pub at_worst_band: bool,
 }
@@ -527,10 +545,13 @@ fn spot_quote(
 ) -> SpotQuote {
     let mut assessment = spot::assess(catalog, plan.provider(), d.w, &sku.name, region);
     let mut at_worst_band = false;
-    let effective = if let Some(why) = &d.spot_closed {
-        Err(why.clone())
+    let effective = if let Some(why) = d.spot_closed {
+        Err(SpotNo::Closed(why))
     } else if !has_price {
-        Err(format!("no spot price for `{}` in {region}", sku.name))
+        Err(SpotNo::Because(format!(
+            "no spot price for `{}` in {region}",
+            sku.name
+        )))
     } else {
         match (assessment.spot, assessment.monthly_interruption) {
             (Some(price), Some(p)) => {
@@ -565,7 +586,7 @@ fn spot_quote(
                             .iter()
                             .filter(|b| waste_at(b.3).waste_factor <= be)
                             .max_by(|a, b| a.3.total_cmp(&b.3));
-                        Err(match wins_up_to {
+                        Err(SpotNo::Because(match wins_up_to {
                             Some(b) => format!(
                                 "the eviction band of `{}` in {region} is unknown (refresh live data); spot would win up to band {} ({}% of nodes a month), not at the worst",
                                 sku.name,
@@ -576,11 +597,14 @@ fn spot_quote(
                                 "the eviction band of `{}` in {region} is unknown (refresh live data), and spot loses even at the lowest band",
                                 sku.name
                             ),
-                        })
+                        }))
                     }
                 }
             }
-            (None, _) => Err(format!("no spot price for `{}` in {region}", sku.name)),
+            (None, _) => Err(SpotNo::Because(format!(
+                "no spot price for `{}` in {region}",
+                sku.name
+            ))),
         }
     };
     SpotQuote {

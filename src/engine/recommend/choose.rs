@@ -8,8 +8,10 @@ pub(super) struct Choice<'p, 'c> {
     pub(super) d: Demand<'p>,
     pub(super) c: Candidate<'c>,
     pub(super) rate: Rate,
-    /// Every candidate the workload had (for alternatives).
-    pub(super) all: Vec<Candidate<'c>>,
+    /// Every candidate the workload had (for alternatives), shared by every workload of the
+    /// same shape ([`demand::Demand::shape`]): an estate of thousands of identical jobs holds
+    /// one list, not thousands.
+    pub(super) all: std::sync::Arc<Vec<Candidate<'c>>>,
 }
 
 impl<'p, 'c> Choice<'p, 'c> {
@@ -20,7 +22,7 @@ impl<'p, 'c> Choice<'p, 'c> {
             d: self.d.clone(),
             c,
             rate,
-            all: Vec::new(),
+            all: std::sync::Arc::default(),
         }
     }
 }
@@ -76,15 +78,30 @@ pub(super) fn first_choices<'p, 'c>(
 ) -> (Vec<Choice<'p, 'c>>, Vec<Unsatisfied>) {
     let mut unsatisfied = Vec::new();
     let mut choices = Vec::new();
+    // Candidates and the first choice depend on a demand's shape alone, never its name:
+    // worked out once per shape.
+    type Found<'c> = Result<
+        (std::sync::Arc<Vec<Candidate<'c>>>, Option<(usize, Rate)>),
+        Vec<candidate::Rejection>,
+    >;
+    let mut by_shape: std::collections::HashMap<String, Found<'c>> =
+        std::collections::HashMap::new();
     for d in demand::demands(plan, catalog) {
         if d.peak == 0 {
             continue;
         }
-        match candidate::candidates(plan, catalog, &d) {
-            Err(rejections) => unsatisfied.push(explain_rejections(plan, &d, &rejections)),
-            Ok(all) => {
-                if let Some((i, rate)) = best_choice(&d, &all, plan_hours) {
+        let found = by_shape.entry(d.shape()).or_insert_with(|| {
+            candidate::candidates(plan, catalog, &d).map(|all| {
+                let best = best_choice(&d, &all, plan_hours);
+                (std::sync::Arc::new(all), best)
+            })
+        });
+        match found {
+            Err(rejections) => unsatisfied.push(explain_rejections(plan, &d, rejections)),
+            Ok((all, best)) => {
+                if let Some((i, rate)) = best.clone() {
                     let c = all[i].clone();
+                    let all = std::sync::Arc::clone(all);
                     choices.push(Choice { d, c, rate, all });
                 }
             }

@@ -14,6 +14,12 @@ pub(super) fn assemble(
     let (plan, catalog, plan_hours) = (cx.plan, cx.catalog, cx.plan_hours);
     let mut workloads = Vec::new();
     let mut teams: BTreeMap<String, f64> = BTreeMap::new();
+    // Replica-hours per workload, summed over its parts (a workload split over several pools
+    // has a choice per part): one pass, not one per workload.
+    let mut replica_hours_of: IndexMap<&str, f64> = IndexMap::new();
+    for c in choices {
+        *replica_hours_of.entry(c.d.name).or_default() += c.d.replica_hours(plan_hours);
+    }
     for w in plan.workloads() {
         let (names, cost) = workload_pool
             .get(w.name.get().as_str())
@@ -21,12 +27,7 @@ pub(super) fn assemble(
                 (ps.iter().map(|&i| pools[i].name.clone()).collect(), *c)
             });
         let tokens = w.tokens_per_second.as_ref().map(|t| *t.get());
-        // A workload split over several pools has a choice per part.
-        let replica_hours = choices
-            .iter()
-            .filter(|c| c.d.name == w.name.get())
-            .map(|c| c.d.replica_hours(plan_hours))
-            .reduce(|a, b| a + b);
+        let replica_hours = replica_hours_of.get(w.name.get().as_str()).copied();
         let per_million = match (tokens, replica_hours) {
             (Some(t), Some(h)) if t > 0.0 && h > 0.0 => Some(cost / (t * 3600.0 * h / 1e6)),
             _ => None,

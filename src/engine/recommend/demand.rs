@@ -46,6 +46,29 @@ impl Segment {
     }
 }
 
+/// Why spot is closed to a workload: a fact of the workload, named when shown (so demands of
+/// one shape share their candidates whatever they are called).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpotClosed {
+    UserFacing,
+    NotInterruptible,
+    NoCheckpoint,
+}
+
+impl SpotClosed {
+    pub fn why(self, name: &str) -> String {
+        match self {
+            SpotClosed::UserFacing => {
+                format!("`{name}` is user-facing: an interruption is an outage")
+            }
+            SpotClosed::NotInterruptible => format!("`{name}` is not `interruptible`"),
+            SpotClosed::NoCheckpoint => {
+                format!("`{name}` has no `checkpoint_minutes`: an interruption loses all its work")
+            }
+        }
+    }
+}
+
 /// One workload's demand.
 #[derive(Debug, Clone)]
 pub struct Demand<'p> {
@@ -75,7 +98,7 @@ pub struct Demand<'p> {
     /// Hours a month the replicas above the floor run.
     pub hours: f64,
     /// Why spot capacity is closed to this workload, if it is.
-    pub spot_closed: Option<String>,
+    pub spot_closed: Option<SpotClosed>,
     /// Minutes of work lost per interruption besides the restart (half a checkpoint interval
     /// is the expectation; the spot model integrates it). `None` for stateless work.
     pub checkpoint_minutes: Option<f64>,
@@ -85,6 +108,39 @@ pub struct Demand<'p> {
 }
 
 impl Demand<'_> {
+    /// Everything about this demand its candidates and their prices depend on, written out:
+    /// two workloads of one shape (name and team aside) have the same candidates. A reason
+    /// spot is closed names its workload, so such demands keep shapes of their own.
+    pub(crate) fn shape(&self) -> String {
+        let w = self.w.get();
+        let list = |l: &Option<Sp<Vec<Sp<String>>>>| {
+            l.as_ref()
+                .map(|v| v.iter().map(|s| s.get().clone()).collect::<Vec<_>>())
+        };
+        format!(
+            "{:?}|{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            self.segment,
+            self.sharing,
+            self.gpus,
+            self.share,
+            self.memory_need,
+            self.usable,
+            self.cpu,
+            self.memory_gib,
+            self.gang,
+            self.floor,
+            self.peak,
+            self.hours,
+            self.spot_closed,
+            self.checkpoint_minutes,
+            self.mig_manager,
+            list(&w.skus),
+            list(&w.gpu_models),
+            w.restart_minutes.as_ref().map(|r| *r.get()),
+            w.interruptible.as_ref().map(|r| *r.get()),
+        )
+    }
+
     /// The workload's replicas at peak, as the plan states them; more than `peak` when this
     /// demand is one part of a workload split over AKS MIG profiles.
     pub(crate) fn planned_peak(&self) -> u32 {
@@ -150,17 +206,11 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
     };
     let checkpoint = w.checkpoint_minutes.as_ref().map(|c| *c.get());
     let spot_closed = if w.user_facing() {
-        Some(format!(
-            "`{}` is user-facing: an interruption is an outage",
-            w.name.get()
-        ))
+        Some(SpotClosed::UserFacing)
     } else if !w.interruptible() {
-        Some(format!("`{}` is not `interruptible`", w.name.get()))
+        Some(SpotClosed::NotInterruptible)
     } else if checkpoint.is_none() && matches!(kind, Kind::Training | Kind::Batch) {
-        Some(format!(
-            "`{}` has no `checkpoint_minutes`: an interruption loses all its work",
-            w.name.get()
-        ))
+        Some(SpotClosed::NoCheckpoint)
     } else {
         None
     };

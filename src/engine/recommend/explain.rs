@@ -251,8 +251,15 @@ pub(super) fn why_line(
     }
     // Workloads choose from the node share a replica takes; merges and moves then put some
     // where the packed fleet costs less. Say so, rather than let "cheapest" stand for each.
+    // One answer per shared candidate list (workloads of one shape choose alike).
+    let mut best: std::collections::HashMap<*const Vec<Candidate<'_>>, Option<(usize, Rate)>> =
+        std::collections::HashMap::new();
     for m in ms {
-        let Some((i, rate)) = best_choice(&m.d, &m.all, plan_hours) else {
+        let pick = best
+            .entry(std::sync::Arc::as_ptr(&m.all))
+            .or_insert_with(|| best_choice(&m.d, &m.all, plan_hours))
+            .clone();
+        let Some((i, rate)) = pick else {
             continue;
         };
         let own = &m.all[i];
@@ -309,7 +316,7 @@ pub(super) fn why_line(
                         r(a.on_demand.unwrap_or(0.0)),
                         be
                     ),
-                    (Err(why), _, _) => format!("spot not open: {why}"),
+                    (Err(why), _, _) => format!("spot not open: {}", why.why(m.d.name)),
                     _ => "spot not assessed".to_owned(),
                 }
             }

@@ -429,6 +429,26 @@ pub(crate) fn group(items: Vec<Item>) -> Vec<(Item, u32)> {
     joined(items.into_iter().map(|i| (i, 1)).collect())
 }
 
+/// `groups` with equal items joined at the first one's place, counts added: what every packer
+/// sees is the same, but a pool of thousands of identical workloads is a handful of kinds,
+/// not thousands (packing is then linear in the estate).
+pub(crate) fn merged(groups: Vec<(Item, u32)>) -> Vec<(Item, u32)> {
+    let mut at: std::collections::HashMap<(u32, u64, u64), usize> =
+        std::collections::HashMap::new();
+    let mut out: Vec<(Item, u32)> = Vec::with_capacity(groups.len().min(1024));
+    for (i, n) in groups {
+        let key = (i.units, i.cpu.to_bits(), i.mem.to_bits());
+        match at.get(&key) {
+            Some(&k) => out[k].1 += n,
+            None => {
+                at.insert(key, out.len());
+                out.push((i, n));
+            }
+        }
+    }
+    out
+}
+
 /// `groups` sorted by units, vCPUs and RAM, equal items joined with their counts added.
 fn joined(mut groups: Vec<(Item, u32)>) -> Vec<(Item, u32)> {
     groups.sort_by(|(a, _), (b, _)| {

@@ -73,7 +73,7 @@ pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
                 }
                 let rest: Vec<usize> = members.iter().copied().filter(|&j| j != i).collect();
                 let leave = cost(choices, key, members) - cost(choices, key, &rest);
-                for c in &ch.all {
+                for c in ch.all.iter() {
                     let Some(rate) = c.rates(&ch.d).into_iter().find(|r| r.capacity == key.3)
                     else {
                         continue;

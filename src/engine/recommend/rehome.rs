@@ -39,13 +39,24 @@ pub(super) fn rehomed<'a, 'c>(
             }
         })
         .min();
-    let moved: Moved<'a, 'c> = members
-        .iter()
-        .map(|&i| {
-            let (c, rate) = moved_to(&choices[i], sku, region, capacity, shares, catalog)?;
-            Some((i, c, rate))
-        })
-        .collect::<Option<_>>()?;
+    // Members that share a candidate list (one shape) move alike: worked out once for them.
+    let mut memo: std::collections::HashMap<
+        *const Vec<Candidate<'c>>,
+        (Cow<'a, Candidate<'c>>, Rate),
+    > = std::collections::HashMap::new();
+    let mut moved: Moved<'a, 'c> = Vec::with_capacity(members.len());
+    for &i in members {
+        let at = std::sync::Arc::as_ptr(&choices[i].all);
+        let found = match memo.get(&at) {
+            Some(hit) => hit.clone(),
+            None => {
+                let hit = moved_to(&choices[i], sku, region, capacity, shares, catalog)?;
+                memo.insert(at, hit.clone());
+                hit
+            }
+        };
+        moved.push((i, found.0, found.1));
+    }
     let key_of = |i: usize, c: &Candidate<'_>, r: &Rate| -> PoolKey {
         (
             choices[i].d.segment,

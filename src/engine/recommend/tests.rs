@@ -905,3 +905,30 @@ gpus = 1
         "every workload in one pool"
     );
 }
+
+#[test]
+fn workloads_of_one_shape_share_one_candidate_list_and_name_their_own_reasons() {
+    // Two teams' identical jobs share one list (an estate of 100,000 of them holds one), and
+    // a reason spot is closed still names each job, not the first of its shape.
+    let mut text = head("azure", "\"eastus\"", "");
+    for (name, team) in [("job-a", "one"), ("job-b", "two"), ("job-c", "one")] {
+        text.push_str(&format!(
+            "\n[[workload]]\nname = \"{name}\"\nteam = \"{team}\"\nkind = \"batch\"\ngpus = 1\n"
+        ));
+    }
+    let file = SourceFile::new("t.toml", text.clone());
+    let cat = catalog(Provider::Azure);
+    let plan = crate::plan::load_and_validate(file, cat).expect("valid");
+    let (choices, _) = first_choices(&plan, cat, plan.hours_per_month());
+    assert_eq!(choices.len(), 3);
+    assert!(choices
+        .windows(2)
+        .all(|w| std::sync::Arc::ptr_eq(&w[0].all, &w[1].all)));
+    for ch in &choices {
+        let why = ch.c.spot.as_ref().and_then(|q| q.effective.as_ref().err());
+        let why = why.map(|w| w.why(ch.d.name)).unwrap_or_default();
+        assert!(why.contains(&format!("`{}`", ch.d.name)), "{why}");
+    }
+    let r = rec(&text);
+    assert_eq!(r.pools.len(), 1, "one pool for the three");
+}
