@@ -173,29 +173,58 @@ fn check_template(name: &str, text: &str) -> Result<(), RenderError> {
     Ok(())
 }
 
-fn template_text(o: &Output_, dir: Option<&Path>) -> Result<String, RenderError> {
-    match dir {
-        None => Ok(o.embedded.to_owned()),
-        Some(d) => {
-            let path = d.join(o.template);
-            if path.exists() {
-                let text = crate::fsio::read_text(&path, 1 << 20).map_err(|source| {
-                    RenderError::ReadTemplate {
-                        path: path.clone(),
-                        source,
-                    }
-                })?;
-                check_template(&path.display().to_string(), &text)?;
-                Ok(text)
-            } else {
-                // A template directory may override some outputs and keep the rest.
-                Ok(o.embedded.to_owned())
-            }
-        }
+/// A custom template's text, if `dir` overrides this output (a template directory may
+/// override some outputs and keep the rest).
+fn custom_text(o: &Output_, dir: Option<&Path>) -> Result<Option<String>, RenderError> {
+    let Some(d) = dir else {
+        return Ok(None);
+    };
+    let path = d.join(o.template);
+    if !path.exists() {
+        return Ok(None);
     }
+    let text =
+        crate::fsio::read_text(&path, 1 << 20).map_err(|source| RenderError::ReadTemplate {
+            path: path.clone(),
+            source,
+        })?;
+    check_template(&path.display().to_string(), &text)?;
+    Ok(Some(text))
 }
 
-/// Every output file (relative path -> content), rendered in memory.
+/// One template rendered into at most `cap` bytes.
+fn render_one(
+    hb: &Handlebars<'_>,
+    o: &Output_,
+    text: &str,
+    v: &view::View,
+    cap: u64,
+) -> Result<String, RenderError> {
+    let fail = |message: String| RenderError::Template {
+        name: o.template.to_owned(),
+        message,
+    };
+    let mut sink = Capped {
+        buf: Vec::new(),
+        cap,
+        over: false,
+    };
+    hb.render_template_to_write(text, v, &mut sink).map_err(|e| {
+        fail(if sink.over {
+            format!(
+                "the output passed {} MiB, the limit for this rendered file (a template that loops over every workload inside a loop over every workload?)",
+                sink.cap >> 20
+            )
+        } else {
+            e.to_string()
+        })
+    })?;
+    String::from_utf8(sink.buf).map_err(|e| fail(e.to_string()))
+}
+
+/// Every output file (relative path -> content), rendered in memory. A custom template may
+/// write what the built-in one writes for the same plan several times over, and no more: a
+/// loop over every workload inside a loop over every workload stops in seconds, not minutes.
 pub fn render(
     v: &view::View,
     templates: Option<&Path>,
@@ -210,13 +239,15 @@ pub fn render(
             Format::Yaml => escape::yaml_text,
             Format::Markdown => escape::md_text,
         });
-        let text = template_text(o, templates)?;
-        let rendered = hb
-            .render_template(&text, v)
-            .map_err(|e| RenderError::Template {
-                name: o.template.to_owned(),
-                message: e.to_string(),
-            })?;
+        let built_in = render_one(&hb, o, o.embedded, v, MAX_RENDERED_BYTES)?;
+        let rendered = match custom_text(o, templates)? {
+            None => built_in,
+            Some(text) => {
+                let cap =
+                    (built_in.len() as u64 * CUSTOM_GROWTH + (16 << 20)).min(MAX_RENDERED_BYTES);
+                render_one(&hb, o, &text, v, cap)?
+            }
+        };
         let finished = if o.format == Format::Hcl {
             escape::hcl_fmt(&rendered)
         } else {
@@ -225,6 +256,31 @@ pub fn render(
         out.insert(o.path.to_owned(), finished);
     }
     Ok(out)
+}
+
+/// How many times the built-in output of a file a custom template may write (plus 16 MiB).
+const CUSTOM_GROWTH: u64 = 4;
+
+/// A rendering's output that refuses to grow past `cap`: a custom template can loop inside a
+/// loop over every workload, and the render stops there instead of running for minutes.
+struct Capped {
+    buf: Vec<u8>,
+    cap: u64,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() as u64 + b.len() as u64 > self.cap {
+            self.over = true;
+            return Err(crate::fsio::too_large(self.cap));
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Trailing spaces off, runs of blank lines folded to one, one final newline.

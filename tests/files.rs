@@ -399,3 +399,45 @@ fn plans_are_read_from_a_pipe_and_standard_input() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("larger than 8 MiB"));
 }
+
+#[test]
+fn two_renders_into_one_directory_never_interleave() {
+    // Another writer holds the directory's lock (as a second `gpuplan render` would): this
+    // render waits for it and then writes its whole set.
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).expect("out");
+    let mut holder = std::process::Command::new("flock")
+        .arg(&out)
+        .args(["sleep", "3"])
+        .spawn()
+        .expect("flock");
+    // Until the holder has the lock, a non-blocking attempt succeeds.
+    while std::process::Command::new("flock")
+        .args(["-n"])
+        .arg(&out)
+        .arg("true")
+        .status()
+        .expect("flock -n")
+        .success()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let bin = assert_cmd::cargo::cargo_bin("gpuplan");
+    let mut render = std::process::Command::new(bin)
+        .current_dir(root())
+        .env("GPUPLAN_TODAY", "2026-12-02")
+        .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
+        .args(["--quiet", "render", "plans/minimal.toml", "--out"])
+        .arg(&out)
+        .spawn()
+        .expect("render");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(
+        !out.join("README.md").exists(),
+        "the render waits for the lock"
+    );
+    holder.wait().expect("holder");
+    assert!(render.wait().expect("render").success());
+    assert!(out.join("README.md").is_file());
+}

@@ -450,3 +450,39 @@ fn a_hostile_plan_file_name_stays_text_in_every_pr_format() {
         }
     }
 }
+
+#[test]
+fn a_custom_template_cannot_render_without_bound() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut plan = String::from(
+        "version = 1\n[plan]\nname = \"many\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n",
+    );
+    for i in 0..1500 {
+        plan.push_str(&format!(
+            "[[workload]]\nname=\"w{i}\"\nteam=\"t\"\nkind=\"inference\"\ngpus=1\n"
+        ));
+    }
+    let p = dir.path().join("many.toml");
+    std::fs::write(&p, plan).expect("plan");
+    let t = dir.path().join("templates/serving");
+    std::fs::create_dir_all(&t).expect("dir");
+    // Every workload inside every workload: 2.25M names, far past what the file should be.
+    std::fs::write(
+        t.join("values.yaml.hbs"),
+        "{{#each serving}}{{#each ../serving}}{{workload}} {{namespace}} {{gpu_resource}} {{/each}}{{/each}}\n",
+    )
+    .expect("template");
+    let out = gpuplan()
+        .arg("render")
+        .arg(&p)
+        .arg("--templates")
+        .arg(dir.path().join("templates"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the limit for this rendered file"), "{err}");
+    assert!(!dir.path().join("out").exists(), "nothing written");
+}
