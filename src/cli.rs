@@ -285,9 +285,21 @@ pub struct DiffArgs {
     pub base_ref: Option<String>,
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
-    /// Exit 1 when the recommended monthly cost rises by more than this: `10%` or `500` (USD)
+    /// Exit 1 when the monthly cost rises by more than this: `10%` or `500` (USD); held to
+    /// the recommended fleet and the declared pools each (`--guard`)
     #[arg(long, value_name = "LIMIT")]
     pub fail_on_increase: Option<String>,
+    /// Which cost `--fail-on-increase` watches: the declared pools (what render --declared
+    /// creates, as Infracost prices it), the recommendation, or both
+    #[arg(long, value_enum, default_value_t = GuardWhat::Both)]
+    pub guard: GuardWhat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GuardWhat {
+    Recommended,
+    Declared,
+    Both,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

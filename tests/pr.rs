@@ -362,10 +362,27 @@ fn diff_of_two_revisions_shows_the_delta_and_honours_the_guardrail() {
         gpuplan().args(["diff", "--fail-on-increase", "lots", base, head]),
         2,
     );
-    // going back is a saving: never over a limit
+    // going back is a saving of the recommendation: never over a limit; but it declares
+    // the removed pool again, which the declared-fleet guard sees
     run(
-        gpuplan().args(["diff", "--fail-on-increase", "0", head, base]),
+        gpuplan().args([
+            "diff",
+            "--fail-on-increase",
+            "0",
+            "--guard",
+            "recommended",
+            head,
+            base,
+        ]),
         0,
+    );
+    let (_, err) = run(
+        gpuplan().args(["diff", "--fail-on-increase", "0", head, base]),
+        1,
+    );
+    assert!(
+        err.contains("the declared pools' monthly cost rises by $106.66"),
+        "{err}"
     );
 }
 
@@ -472,4 +489,66 @@ fn baseline_fingerprints_do_not_depend_on_the_working_directory() {
             cwd.display()
         );
     }
+}
+
+#[test]
+fn the_guardrail_watches_the_declared_fleet_too() {
+    // One declared pool grows from 5 to 50 nodes: the recommendation does not move, the
+    // declared cost (what Terraform will create) rises tenfold, and the guardrail trips.
+    let dir = tempfile::tempdir().expect("tmp");
+    let base_text = std::fs::read_to_string("plans/azure-inference.toml").expect("plan");
+    assert!(base_text.contains("nodes = { min = 2, max = 5 }"));
+    let head_text = base_text.replacen(
+        "nodes = { min = 2, max = 5 }",
+        "nodes = { min = 2, max = 50 }",
+        1,
+    );
+    let (base, head) = (dir.path().join("base.toml"), dir.path().join("head.toml"));
+    std::fs::write(&base, &base_text).expect("base");
+    std::fs::write(&head, &head_text).expect("head");
+    let (b, h) = (base.to_str().unwrap(), head.to_str().unwrap());
+    let (out, _) = run(gpuplan().args(["diff", "--format", "json", b, h]), 0);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["delta_usd"].as_f64(), Some(0.0), "{v:#}");
+    let declared = v["declared_delta_usd"].as_f64().expect("declared delta");
+    assert!(declared > 0.0, "{v:#}");
+    // Per pool, and they add up.
+    let per_pool: f64 = v["declared_pools"]
+        .as_array()
+        .expect("declared pools")
+        .iter()
+        .map(|l| l["delta_usd"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!((per_pool - declared).abs() < 0.02, "{v:#}");
+    let (_, err) = run(
+        gpuplan().args(["diff", "--fail-on-increase", "10%", b, h]),
+        1,
+    );
+    assert!(
+        err.contains("the declared pools' monthly cost rises"),
+        "{err}"
+    );
+    // Watching only the recommendation, as before, it passes.
+    run(
+        gpuplan().args([
+            "diff",
+            "--fail-on-increase",
+            "10%",
+            "--guard",
+            "recommended",
+            b,
+            h,
+        ]),
+        0,
+    );
+    // The PR comment shows the declared cost beside the recommended one.
+    // (The head fails `check`: fifty nodes pass the plan's budget and quota.)
+    let (md, _) = run(
+        gpuplan().args(["check", "--format", "markdown", "--base", b, h]),
+        1,
+    );
+    assert!(
+        md.contains("**Declared pools' monthly cost:** $15,049.03 → $135,707.08"),
+        "{md}"
+    );
 }

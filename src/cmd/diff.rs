@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::cli::GuardWhat;
 use crate::cli::{DiffArgs, Global, ReportFormat};
 use crate::core::exit;
 use crate::core::usd;
-use crate::engine::diff::{compute, Guard, Guardrail};
+use crate::engine::diff::{compute, Guard, Version, Watch};
 use crate::engine::recommend::{self, Recommendation};
 use crate::output::Out;
 use crate::plan::{self, Plan};
@@ -18,10 +19,14 @@ use crate::source::SourceFile;
 use super::{CmdError, CmdResult};
 
 /// Load, validate and recommend one plan file.
-fn load(g: &Global, file: Arc<SourceFile>, out: &Out) -> CmdResult<(Plan, Recommendation)> {
+fn load(
+    g: &Global,
+    file: Arc<SourceFile>,
+    out: &Out,
+) -> CmdResult<(Plan, Recommendation, crate::catalog::Catalog)> {
     let (p, catalog) = super::validate_file(g, file, out)?;
     let r = recommend::recommend(&p, &catalog);
-    Ok((p, r))
+    Ok((p, r, catalog))
 }
 
 fn read(path: &Path) -> CmdResult<Arc<SourceFile>> {
@@ -86,10 +91,21 @@ pub(crate) fn cost_delta_line(
     head: &Plan,
     out: &Out,
 ) -> CmdResult<String> {
-    let (bp, rb) = load(g, read(base)?, out)?;
+    let (bp, rb, cb) = load(g, read(base)?, out)?;
     let catalog = super::load_catalog(g, &[head.provider()], out)?;
     let rh = recommend::recommend(head, &catalog);
-    let d = compute(&bp, head, &rb, &rh);
+    let d = compute(
+        Version {
+            plan: &bp,
+            rec: &rb,
+            catalog: &cb,
+        },
+        Version {
+            plan: head,
+            rec: &rh,
+            catalog: &catalog,
+        },
+    );
     Ok(delta_sentence(&d))
 }
 
@@ -114,18 +130,29 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
         }
     };
     let head_file = read(head_path)?;
-    let (bp, rb) = load(g, base_file, out)?;
-    let (hp, rh) = load(g, head_file, out)?;
-    let mut d = compute(&bp, &hp, &rb, &rh);
-    let exceeded = guard.is_some_and(|gd| {
-        gd.exceeded(d.base.total_monthly_cost_usd, d.head.total_monthly_cost_usd)
-    });
-    if let Some(limit) = &args.fail_on_increase {
-        d.guardrail = Some(Guardrail {
-            limit: limit.clone(),
-            exceeded,
-        });
-    }
+    let (bp, rb, cb) = load(g, base_file, out)?;
+    let (hp, rh, ch) = load(g, head_file, out)?;
+    let mut d = compute(
+        Version {
+            plan: &bp,
+            rec: &rb,
+            catalog: &cb,
+        },
+        Version {
+            plan: &hp,
+            rec: &rh,
+            catalog: &ch,
+        },
+    );
+    let watch = match args.guard {
+        GuardWhat::Recommended => Watch::Recommended,
+        GuardWhat::Declared => Watch::Declared,
+        GuardWhat::Both => Watch::Both,
+    };
+    let exceeded = match (guard, &args.fail_on_increase) {
+        (Some(gd), Some(limit)) => d.guard(limit, gd, watch),
+        _ => false,
+    };
     match args.format {
         ReportFormat::Json => {
             out.stdout(&(serde_json::to_string_pretty(&d).unwrap_or_default() + "\n"))
@@ -134,12 +161,32 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
         ReportFormat::Markdown => out.stdout(&markdown(&d)),
     }
     if exceeded {
+        let limit = args.fail_on_increase.as_deref().unwrap_or("");
+        let by = d
+            .guardrail
+            .as_ref()
+            .map(|g| g.exceeded_by.clone())
+            .unwrap_or_default();
+        let mut why = Vec::new();
+        if by.contains(&"recommended") {
+            why.push(format!(
+                "the recommended monthly cost rises by {} ({})",
+                usd(d.delta_usd),
+                d.delta_pct
+                    .map_or("from nothing".to_owned(), |p| format!("{p:+.2}%"))
+            ));
+        }
+        if by.contains(&"declared") {
+            why.push(format!(
+                "the declared pools' monthly cost rises by {} ({})",
+                usd(d.declared_delta_usd.unwrap_or(0.0)),
+                d.declared_delta_pct
+                    .map_or("from nothing".to_owned(), |p| format!("{p:+.2}%"))
+            ));
+        }
         return Err(CmdError::Refused(format!(
-            "the recommended monthly cost rises by {} ({}), past `--fail-on-increase {}`",
-            usd(d.delta_usd),
-            d.delta_pct
-                .map_or("from nothing".to_owned(), |p| format!("{p:+.2}%")),
-            args.fail_on_increase.as_deref().unwrap_or("")
+            "{}, past `--fail-on-increase {limit}`",
+            why.join("; ")
         )));
     }
     Ok(exit::OK)

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::catalog::Catalog;
 use crate::core::cents;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
@@ -100,6 +101,12 @@ pub(crate) struct Diff {
     pub workloads: Changes,
     pub pools: Changes,
     pub recommended_pools: Vec<CostLine>,
+    /// The declared pools' monthly cost, per pool, on each side.
+    pub declared_pools: Vec<CostLine>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_delta_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_delta_pct: Option<f64>,
     pub teams: Vec<CostLine>,
     pub guardrail: Option<Guardrail>,
 }
@@ -108,6 +115,67 @@ pub(crate) struct Diff {
 pub(crate) struct Guardrail {
     pub limit: String,
     pub exceeded: bool,
+    /// Which costs the limit was held to (`recommended`, `declared`).
+    pub watches: Vec<&'static str>,
+    /// Which of them went past it.
+    pub exceeded_by: Vec<&'static str>,
+}
+
+/// Which costs `--fail-on-increase` holds to its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watch {
+    Recommended,
+    Declared,
+    Both,
+}
+
+impl Diff {
+    /// The guardrail over the costs `watch` names: each is held to `guard` on its own (the
+    /// declared fleet only when either side declares pools).
+    pub(crate) fn guard(&mut self, limit: &str, guard: Guard, watch: Watch) -> bool {
+        let mut watches = Vec::new();
+        let mut exceeded_by = Vec::new();
+        if watch != Watch::Declared {
+            watches.push("recommended");
+            if guard.exceeded(
+                self.base.total_monthly_cost_usd,
+                self.head.total_monthly_cost_usd,
+            ) {
+                exceeded_by.push("recommended");
+            }
+        }
+        let declared = (
+            self.base.declared_monthly_cost_usd,
+            self.head.declared_monthly_cost_usd,
+        );
+        if watch != Watch::Recommended && (declared.0.is_some() || declared.1.is_some()) {
+            watches.push("declared");
+            if guard.exceeded(declared.0.unwrap_or(0.0), declared.1.unwrap_or(0.0)) {
+                exceeded_by.push("declared");
+            }
+        }
+        let exceeded = !exceeded_by.is_empty();
+        self.guardrail = Some(Guardrail {
+            limit: limit.to_owned(),
+            exceeded,
+            watches,
+            exceeded_by,
+        });
+        exceeded
+    }
+}
+
+/// What each declared pool costs a month, by name: [`crate::engine::cost::declared_pool`],
+/// the one formula `check` (GP013, GP017) and the comparison use, so the guardrail prices
+/// what `render --declared` would create.
+pub(crate) fn declared_costs(p: &Plan, catalog: &Catalog) -> BTreeMap<String, f64> {
+    p.pools()
+        .iter()
+        .filter_map(|pool| {
+            let c = crate::engine::cost::declared_pool(p, catalog, pool)?;
+            Some((pool.name.get().clone(), c.expected))
+        })
+        .collect()
 }
 
 /// Named tables of an array (`[[workload]]`, `[[pool]]`) compared by name and key.
@@ -196,17 +264,30 @@ fn lines(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Vec<C
         .collect()
 }
 
-fn side(p: &Plan, r: &Recommendation) -> Side {
+fn side(p: &Plan, r: &Recommendation, declared: &BTreeMap<String, f64>) -> Side {
     Side {
         plan: p.name().to_owned(),
         source: p.file.name.clone(),
         total_monthly_cost_usd: r.total_monthly_cost_usd,
-        declared_monthly_cost_usd: r.comparison.as_ref().map(|c| c.today_monthly_cost_usd),
+        declared_monthly_cost_usd: (!p.pools().is_empty())
+            .then(|| cents(declared.values().sum::<f64>())),
         unsatisfied: r.unsatisfied.iter().map(|u| u.workload.clone()).collect(),
     }
 }
 
-pub(crate) fn compute(base: &Plan, head: &Plan, rb: &Recommendation, rh: &Recommendation) -> Diff {
+/// One side of a diff: the plan, its recommendation and the catalog it was priced on.
+pub(crate) struct Version<'a> {
+    pub plan: &'a Plan,
+    pub rec: &'a Recommendation,
+    pub catalog: &'a Catalog,
+}
+
+pub(crate) fn compute(b: Version<'_>, h: Version<'_>) -> Diff {
+    let (base, head, rb, rh) = (b.plan, h.plan, b.rec, h.rec);
+    let (db, dh) = (
+        declared_costs(base, b.catalog),
+        declared_costs(head, h.catalog),
+    );
     let parse = |p: &Plan| toml::from_str::<toml::Table>(&p.file.text).unwrap_or_default();
     let (tb, th) = (parse(base), parse(head));
     let pools = |r: &Recommendation| -> BTreeMap<String, f64> {
@@ -222,10 +303,23 @@ pub(crate) fn compute(base: &Plan, head: &Plan, rb: &Recommendation, rh: &Recomm
             .collect()
     };
     let delta = rh.total_monthly_cost_usd - rb.total_monthly_cost_usd;
+    let (base_side, head_side) = (side(base, rb, &db), side(head, rh, &dh));
+    let declared = match (
+        base_side.declared_monthly_cost_usd,
+        head_side.declared_monthly_cost_usd,
+    ) {
+        (None, None) => None,
+        (x, y) => Some((x.unwrap_or(0.0), y.unwrap_or(0.0))),
+    };
     Diff {
         schema: SCHEMA,
-        base: side(base, rb),
-        head: side(head, rh),
+        declared_delta_usd: declared.map(|(x, y)| cents(y - x)),
+        declared_delta_pct: declared
+            .filter(|(x, _)| *x > 0.0)
+            .map(|(x, y)| ((y - x) / x * 10_000.0).round() / 100.0),
+        declared_pools: lines(&db, &dh),
+        base: base_side,
+        head: head_side,
         delta_usd: cents(delta),
         delta_pct: (rb.total_monthly_cost_usd > 0.0)
             .then(|| (delta / rb.total_monthly_cost_usd * 10_000.0).round() / 100.0),

@@ -6,16 +6,56 @@ use std::fmt::Write as _;
 use crate::core::usd;
 use crate::engine::diff::{Changes, Diff};
 
-pub(crate) fn delta_sentence(d: &Diff) -> String {
+/// `before → after (+delta, +pct%)`.
+fn change(before: f64, after: f64, delta: f64, pct: Option<f64>) -> String {
     format!(
-        "**Recommended monthly cost:** {} → {} ({}{}{})",
-        usd(d.base.total_monthly_cost_usd),
-        usd(d.head.total_monthly_cost_usd),
-        if d.delta_usd >= 0.0 { "+" } else { "" },
-        usd(d.delta_usd),
-        d.delta_pct
-            .map(|p| format!(", {}{p:.2}%", if p >= 0.0 { "+" } else { "" }))
+        "{} → {} ({}{}{})",
+        usd(before),
+        usd(after),
+        if delta >= 0.0 { "+" } else { "" },
+        usd(delta),
+        pct.map(|p| format!(", {}{p:.2}%", if p >= 0.0 { "+" } else { "" }))
             .unwrap_or_default()
+    )
+}
+
+/// The cost lines of a pull-request comment: what the declared pools (what Terraform will
+/// create) cost before and after, when either side declares pools, and the recommendation.
+pub(crate) fn delta_sentence(d: &Diff) -> String {
+    let mut s = String::new();
+    if d.declared_delta_usd.is_some() {
+        s.push_str(&format!(
+            "**Declared pools' monthly cost:** {}\n\n",
+            change(
+                d.base.declared_monthly_cost_usd.unwrap_or(0.0),
+                d.head.declared_monthly_cost_usd.unwrap_or(0.0),
+                d.declared_delta_usd.unwrap_or(0.0),
+                d.declared_delta_pct
+            )
+        ));
+    }
+    s.push_str(&format!(
+        "**Recommended monthly cost:** {}",
+        change(
+            d.base.total_monthly_cost_usd,
+            d.head.total_monthly_cost_usd,
+            d.delta_usd,
+            d.delta_pct
+        )
+    ));
+    s
+}
+
+fn guard_line(gd: &crate::engine::diff::Guardrail) -> String {
+    let state = if gd.exceeded {
+        format!("exceeded by the {} cost", gd.exceeded_by.join(" and the "))
+    } else {
+        "within".to_owned()
+    };
+    format!(
+        "guardrail --fail-on-increase {} (watching the {} cost): {state}",
+        gd.limit,
+        gd.watches.join(" and the ")
     )
 }
 
@@ -74,6 +114,7 @@ pub(crate) fn human(d: &Diff) -> String {
     changes_text(&mut o, "workload", &d.workloads);
     changes_text(&mut o, "declared pool", &d.pools);
     for (title, ls) in [
+        ("Declared pools", &d.declared_pools),
         ("Recommended pools", &d.recommended_pools),
         ("Teams", &d.teams),
     ] {
@@ -104,12 +145,7 @@ pub(crate) fn human(d: &Diff) -> String {
         }
     }
     if let Some(gd) = &d.guardrail {
-        let _ = writeln!(
-            o,
-            "\nguardrail --fail-on-increase {}: {}",
-            gd.limit,
-            if gd.exceeded { "exceeded" } else { "within" }
-        );
+        let _ = writeln!(o, "\n{}", guard_line(gd));
     }
     o
 }
@@ -152,6 +188,7 @@ pub(crate) fn markdown(d: &Diff) -> String {
         let _ = writeln!(o);
     }
     for (title, ls) in [
+        ("declared pool", &d.declared_pools),
         ("recommended pool", &d.recommended_pools),
         ("team", &d.teams),
     ] {
@@ -176,14 +213,13 @@ pub(crate) fn markdown(d: &Diff) -> String {
     if let Some(gd) = &d.guardrail {
         let _ = writeln!(
             o,
-            "{} guardrail `--fail-on-increase {}`: {}",
+            "{} {}",
             if gd.exceeded {
                 ":x:"
             } else {
                 ":white_check_mark:"
             },
-            gd.limit,
-            if gd.exceeded { "exceeded" } else { "within" }
+            guard_line(gd)
         );
     }
     o
