@@ -12,6 +12,8 @@ pub(crate) mod azure_prices;
 pub(crate) mod cache;
 #[cfg(feature = "live")]
 pub(crate) mod refresh;
+#[cfg(feature = "live")]
+pub(crate) mod scope;
 
 /// Why a refresh did not happen; the cache is as it was in every case.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]

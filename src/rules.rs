@@ -430,8 +430,26 @@ pub(crate) fn settle_recommendation(
     plan: &Plan,
     today: Date,
     levels: &Levels,
-    findings: &mut Vec<crate::engine::recommend::Finding>,
+    rec: &mut crate::engine::recommend::Recommendation,
 ) {
+    // Findings the rules make of the recommended fleet, as `check` would: located, with help.
+    if let Some(d) = gp017_budget_exceeded::recommended(plan, rec.total_monthly_cost_at_max_usd) {
+        let (line, column) = d.line_col();
+        rec.findings.insert(
+            0,
+            crate::engine::recommend::Finding {
+                rule: "GP017",
+                severity: "error",
+                message: d.message.clone(),
+                file: Some(d.file.name.clone()),
+                line: Some(line),
+                column: Some(column),
+                help: d.help.clone(),
+                ..Default::default()
+            },
+        );
+    }
+    let findings = &mut rec.findings;
     let levels = plan_levels(plan, levels);
     let mut matched = vec![false; plan.allows().len()];
     findings.retain(|f| levels.overrides.get(f.rule) != Some(&Level::Allow));

@@ -168,10 +168,9 @@ fn dependencies_point_down() {
     );
 }
 
-#[test]
-fn no_cycles_between_modules() {
-    let g = graph();
-    // Depth-first search with colours; a grey node reached again closes a cycle.
+/// A cycle in `g`, if it has one (depth-first search with colours; a grey node reached again
+/// closes a cycle).
+fn find_cycle(g: &BTreeMap<String, BTreeMap<String, Vec<String>>>) -> Option<Vec<String>> {
     fn visit(
         n: &str,
         g: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
@@ -207,11 +206,75 @@ fn no_cycles_between_modules() {
     let mut colour = BTreeMap::new();
     for n in g.keys() {
         if colour.get(n).copied().unwrap_or(0) == 0 {
-            if let Some(c) = visit(n, &g, &mut colour, &mut Vec::new()) {
-                panic!("module cycle: {}", c.join(" → "));
+            if let Some(c) = visit(n, g, &mut colour, &mut Vec::new()) {
+                return Some(c);
             }
         }
     }
+    None
+}
+
+#[test]
+fn no_cycles_between_modules() {
+    if let Some(c) = find_cycle(&graph()) {
+        panic!("module cycle: {}", c.join(" → "));
+    }
+}
+
+/// The files directly under `src/<top>/` and the siblings each names (`super::x`,
+/// `crate::<top>::x`).
+fn sibling_graph(top: &str) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(top);
+    let mut g: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(&dir).expect("dir").flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "rs") {
+            names.push(p.file_stem().expect("stem").to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    for n in &names {
+        let text = std::fs::read_to_string(dir.join(format!("{n}.rs"))).expect("readable");
+        for line in text.lines().map(code) {
+            for other in &names {
+                if other == n {
+                    continue;
+                }
+                let named = [
+                    format!("super::{other}::"),
+                    format!("crate::{top}::{other}::"),
+                    format!("super::{other};"),
+                    format!("crate::{top}::{other};"),
+                ]
+                .iter()
+                .any(|p| line.contains(p.as_str()))
+                    || line.contains(&format!("crate::{top}::{{")) && line.contains(other.as_str());
+                if named {
+                    g.entry(n.clone())
+                        .or_default()
+                        .entry(other.clone())
+                        .or_default()
+                        .push(format!("src/{top}/{n}.rs"));
+                }
+            }
+        }
+    }
+    g
+}
+
+#[test]
+fn the_live_clients_never_import_each_other() {
+    // `refresh` runs the providers' plans; `aws` (and every other client) shares only what
+    // `scope` holds, so no provider module and the refresh reach each other in a loop.
+    let g = sibling_graph("live");
+    if let Some(c) = find_cycle(&g) {
+        panic!("cycle between live modules: {}", c.join(" → "));
+    }
+    assert!(
+        !g.get("aws").is_some_and(|t| t.contains_key("refresh")),
+        "live/aws.rs uses live::refresh: {g:?}"
+    );
 }
 
 #[test]

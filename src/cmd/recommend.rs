@@ -20,7 +20,7 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
         &p,
         crate::core::Date::today(),
         &crate::rules::Levels::default(),
-        &mut rec.findings,
+        &mut rec,
     );
     match args.format {
         ReportFormat::Json => out.stdout(&json(&rec)),

@@ -43,6 +43,17 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
     } else {
         recommend::recommend(&p, &catalog)
     };
+    let mut rec = rec;
+    // A recommended fleet meets the rules `recommend` reports (its budget, with the plan's
+    // allows); declared pools were judged by `check` above.
+    if !args.declared {
+        crate::rules::settle_recommendation(
+            &p,
+            crate::core::Date::today(),
+            &crate::rules::Levels::default(),
+            &mut rec,
+        );
+    }
     if rec.unsatisfiable() {
         for u in &rec.unsatisfied {
             out.stderr(&format!("error: {}\n", u.message));

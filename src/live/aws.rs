@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::columns;
-use crate::live::refresh::{account_csv, url_or, Scope, Task};
+use crate::live::scope::{account_csv, url_or, Scope, Task};
 use crate::live::{cache, Pages};
 
 pub(crate) const PRICING_URL: &str = "https://api.pricing.us-east-1.amazonaws.com";

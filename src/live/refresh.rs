@@ -2,14 +2,14 @@
 //! [`plan`] lists the requests and builds the tasks that fetch them; [`execute`] runs them
 //! all before anything is written, so one failure leaves the cache as it was.
 
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::columns;
 use crate::core::{Date, Provider};
+pub(crate) use crate::live::scope::Endpoints;
+use crate::live::scope::{account_csv, url_or, Scope, Task};
 use crate::live::{aws, azure_mgmt, azure_prices, cache, LiveError};
 
 /// A refresh as the command line (or any caller) asks for it.
@@ -28,67 +28,11 @@ pub(crate) struct Request {
     pub dry_run: bool,
 }
 
-/// Endpoint overrides (a local server in tests, a sovereign cloud); `None` is the public one.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Endpoints {
-    pub azure_management: Option<String>,
-    pub azure_prices: Option<String>,
-    pub aws_pricing: Option<String>,
-    pub aws_spot_advisor: Option<String>,
-}
-
 /// Requests in flight at once: below Resource Graph's 15 per 5 s per tenant with room for
 /// the retries.
 pub(crate) const CONCURRENCY: usize = 8;
 
 pub(crate) const PARTS: [&str; 4] = ["prices", "eviction", "quota", "skus"];
-
-/// One unit of work: a label for the progress bar and what it fetches.
-pub(crate) struct Task {
-    pub label: String,
-    pub run: Pin<Box<dyn Future<Output = Result<Vec<cache::Entry>, String>> + Send>>,
-}
-
-/// What a refresh of one provider needs to know.
-pub(crate) struct Scope {
-    pub regions: Vec<String>,
-    /// The catalog's current (non-retired, x86) SKUs: what eviction and availability are
-    /// asked about.
-    pub skus: Vec<String>,
-    pub parts: Vec<&'static str>,
-    pub timeout: Duration,
-    pub today: String,
-    /// The cache directory, for the rows of regions not refreshed now.
-    pub dir: std::path::PathBuf,
-    /// The embedded catalog of the provider refreshed: the SKUs, quota codes and GPU models
-    /// to ask about.
-    pub catalog: crate::catalog::Catalog,
-    /// The Azure subscription quota and SKU availability are read for.
-    pub subscription: Option<String>,
-    pub endpoints: Endpoints,
-    /// Only list the requests (`--dry-run`): no credentials needed, nothing fetched.
-    pub dry_run: bool,
-}
-
-impl Scope {
-    pub(crate) fn wants(&self, part: &str) -> bool {
-        self.parts.contains(&part)
-    }
-
-    /// The previous text of a cached file: the cache's, else the embedded one, else empty.
-    pub(crate) fn previous(&self, path: &str) -> String {
-        if cache::present(&self.dir) {
-            if let Ok(t) = crate::fsio::read_text(&self.dir.join(path), 64 << 20) {
-                return t;
-            }
-        }
-        crate::catalog::embedded_files()
-            .into_iter()
-            .find(|(p, _)| *p == path)
-            .map(|(_, t)| t.to_owned())
-            .unwrap_or_default()
-    }
-}
 
 /// What a request fetches: the scope it covers, the requests (as `--dry-run` lists them) and
 /// the tasks (none for a dry run).
@@ -184,13 +128,6 @@ pub(crate) fn execute(tasks: Vec<Task>, progress: bool) -> Result<Vec<cache::Ent
     // Tasks finish in any order; the cache is written in one.
     entries.sort_by(|a, b| a.path.cmp(b.path));
     Ok(entries)
-}
-
-/// A flag's URL (clap fills it from its environment variable), else the public endpoint.
-pub(crate) fn url_or(flag: &Option<String>, default: &str) -> String {
-    flag.clone()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| default.to_owned())
 }
 
 /// The Azure requests (for `--dry-run`) and tasks of a refresh.
@@ -411,29 +348,4 @@ fn azure(scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
         });
     }
     Ok((requests, tasks))
-}
-
-/// A refreshed per-account CSV file (`quota.csv`, `availability.csv`): `rows` for the
-/// refreshed regions, the previous rows of the others.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn account_csv(
-    path: &'static str,
-    kind: &'static str,
-    provider: &'static str,
-    columns: &[&str],
-    previous: &str,
-    regions: &[String],
-    rows: &[Vec<String>],
-    source: &str,
-    today: &str,
-) -> cache::Entry {
-    let region_col = columns.iter().position(|c| *c == "region").unwrap_or(0);
-    cache::Entry {
-        path,
-        kind,
-        provider,
-        source: format!("{source}, fetched {today}"),
-        licence: "provider data of the account that fetched it",
-        text: cache::merge_csv(previous, columns, region_col, regions, rows),
-    }
 }

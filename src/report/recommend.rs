@@ -218,6 +218,12 @@ pub(crate) fn human(rec: &Recommendation) -> String {
         }
         for f in &rec.findings {
             let _ = writeln!(o, "{}[{}]: {}", f.severity, f.rule, f.message);
+            if let (Some(file), Some(line), Some(col)) = (&f.file, f.line, f.column) {
+                let _ = writeln!(o, "  --> {}:{line}:{col}", crate::core::printable(file));
+            }
+            if let Some(h) = &f.help {
+                let _ = writeln!(o, "  help: {h}");
+            }
             if let Some(s) = &f.suppressed {
                 let _ = writeln!(o, "  (suppressed by an allow: {s})");
             }

@@ -28,6 +28,30 @@ declare_rule! {
     pub(crate) struct BudgetExceeded { id: "GP017", name: "budget-exceeded", severity: Error }
 }
 
+/// The recommended fleet against the budget: the same finding `check` makes for declared
+/// pools, at the budget's line with its help, for `recommend` and `render` to report.
+pub(crate) fn recommended(plan: &crate::plan::Plan, at_max: f64) -> Option<crate::diag::Diag> {
+    let budget = plan.monthly_budget()?;
+    if at_max <= *budget.get() {
+        return None;
+    }
+    Some(
+        crate::diag::Diag::new(
+            "GP017",
+            crate::diag::Severity::Error,
+            &plan.file,
+            budget.span(),
+            format!(
+                "the recommended pools cost {} a month at their maximum size, above the budget of {}",
+                usd(at_max),
+                usd(*budget.get())
+            ),
+        )
+        .label("monthly budget")
+        .help("raise the budget deliberately, or allow less: lower replicas' maximum, let batch run on spot, or cut hours"),
+    )
+}
+
 impl Rule for BudgetExceeded {
     fn check(&self, cx: &mut Cx<'_>) {
         let Some(budget) = cx.plan.monthly_budget() else {

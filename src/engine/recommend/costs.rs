@@ -44,24 +44,9 @@ pub(super) fn assemble(
         });
     }
     let total: f64 = pools.iter().map(|p| p.monthly_cost_usd).sum();
-    let at_max: f64 = pools.iter().map(|p| p.monthly_cost_at_max_usd).sum();
+    // The budget (GP017) is the rule's to judge, at the plan's line, with its help
+    // (`rules::settle_recommendation`).
     let mut findings = Vec::new();
-    if let Some(b) = plan.monthly_budget() {
-        if at_max > *b.get() {
-            findings.push(Finding {
-                rule: "GP017",
-                severity: "error",
-                message: format!(
-                    "the recommended pools cost {} a month at their maximum size, above the budget of {}",
-                    crate::core::usd(at_max),
-                    crate::core::usd(*b.get())
-                ),
-                workload: None,
-                pool: None,
-                suppressed: None,
-            });
-        }
-    }
     findings.extend(quota_findings(plan, catalog, &pools));
     for p in &pools {
         if let Some(s) = &p.stranded {
@@ -78,6 +63,7 @@ pub(super) fn assemble(
                     workload: None,
                     pool: Some(p.name.clone()),
                     suppressed: None,
+                    ..Finding::default()
                 });
             }
         }
@@ -113,6 +99,7 @@ pub(super) fn assemble(
                 workload: None,
                 pool: Some(p.name.clone()),
                 suppressed: None,
+                ..Finding::default()
             });
         }
     }

@@ -162,6 +162,7 @@ pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) 
                     workload: None,
                     pool: None,
                     suppressed: None,
+                    ..Finding::default()
                 });
             }
         }

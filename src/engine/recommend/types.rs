@@ -159,7 +159,7 @@ pub struct Change {
     pub note: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct Finding {
     pub rule: &'static str,
     pub severity: &'static str,
@@ -169,6 +169,16 @@ pub struct Finding {
     /// Why the finding is accepted: the `[[allow]]` that matched it (`rules::settle_recommendation`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppressed: Option<String>,
+    /// Where in the plan it points, and how to fix it, for a finding a rule made (as `check`
+    /// reports it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
