@@ -60,6 +60,9 @@ pub struct Diag {
     pub workload: Option<String>,
     pub pool: Option<String>,
     pub suppressed: Option<Suppression>,
+    /// The rule's name beside its id where a person reads the finding (`GP022
+    /// stale-provider-data`); machine formats keep the id alone.
+    pub title: Option<&'static str>,
 }
 
 impl Diag {
@@ -82,6 +85,7 @@ impl Diag {
             workload: None,
             pool: None,
             suppressed: None,
+            title: None,
         }
     }
 
@@ -140,7 +144,10 @@ impl std::error::Error for Diag {}
 
 impl Diagnostic for Diag {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        Some(Box::new(&self.code))
+        match self.title {
+            Some(t) => Some(Box::new(format!("{} {t}", self.code))),
+            None => Some(Box::new(&self.code)),
+        }
     }
 
     fn severity(&self) -> Option<miette::Severity> {

@@ -322,6 +322,9 @@ pub fn check(plan: &Plan, catalog: &Catalog, today: Date, levels: &Levels) -> Ve
         rule.check(&mut cx);
     }
     let mut out = cx.out;
+    for d in &mut out {
+        d.title = by_id(&d.code).map(|r| r.name());
+    }
     apply_allows(plan, today, &mut out);
     apply_levels(&plan_levels(plan, levels), &mut out);
     crate::diag::sort(&mut out);

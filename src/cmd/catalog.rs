@@ -26,6 +26,23 @@ pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult
         .provider
         .map_or(Provider::ALL.to_vec(), |p| vec![provider_of(p)]);
     let catalog = super::load_catalog(g, &providers, out)?;
+    if let Some(region) = &args.region {
+        // A region no provider in view has is a typo, not an empty listing.
+        let known: Vec<String> = catalog
+            .providers
+            .values()
+            .flat_map(|pc| pc.regions.iter().cloned())
+            .collect();
+        if !known.contains(region) {
+            let hint = crate::plan::load::did_you_mean(region, &known)
+                .map(|b| format!("; did you mean `{b}`?"))
+                .unwrap_or_default();
+            return Err(super::CmdError::Usage(format!(
+                "unknown region `{}`{hint} (`gpuplan catalog` lists each provider's regions)",
+                crate::core::printable(region)
+            )));
+        }
+    }
     if let Some(name) = &args.gpu {
         let Some(gpu) = catalog.gpu(name) else {
             let names: Vec<String> = catalog.gpus.keys().cloned().collect();

@@ -148,14 +148,11 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
                 .cloned()
                 .collect();
             out.stdout(&output::human(&shown, out.color));
-            if errors.is_empty() {
-                out.info(&output::summary(&findings, args.plans.len()));
-            } else {
-                out.info(&format!(
-                    "{} problem(s) in the input: nothing was checked in those files",
-                    errors.len()
-                ));
-            }
+            out.info(&output::summary_with_errors(
+                &findings,
+                &errors,
+                args.plans.len(),
+            ));
         }
     }
     // Input errors were reported with the findings, in the format asked for.

@@ -344,6 +344,7 @@ fn toml_error(file: &Arc<SourceFile>, e: &toml::de::Error) -> Diag {
     if let Some((unknown, expected)) = unknown_field(&msg) {
         let help = match did_you_mean(&unknown, &expected) {
             Some(best) => format!("did you mean `{best}`?"),
+            None if expected.is_empty() => "this table takes no keys".to_owned(),
             None => format!(
                 "known keys here: {}",
                 expected

@@ -218,6 +218,8 @@ pub(crate) fn unknown_member(
 fn suggest(word: &str, known: &[String], what: &str) -> String {
     match did_you_mean(word, known) {
         Some(b) => format!("did you mean `{b}`?"),
+        // A plan that defines none: say so, rather than list nothing.
+        None if known.is_empty() => format!("the plan defines no {what}"),
         None if known.len() <= 12 => format!(
             "known {what}: {}",
             known

@@ -30,11 +30,12 @@ pub fn human(diags: &[Diag], color: bool) -> String {
             );
         }
         if let Some(s) = &d.suppressed {
-            let _ = writeln!(
-                one,
-                "  (suppressed by {}: {} — approved by {})",
-                s.kind, s.justification, s.approved_by
-            );
+            let by = if s.approved_by.is_empty() {
+                String::new()
+            } else {
+                format!(" — approved by {}", s.approved_by)
+            };
+            let _ = writeln!(one, "  (suppressed by {}: {}{by})", s.kind, s.justification);
         }
         out.push_str(&one);
     }
@@ -51,14 +52,19 @@ pub(crate) fn summary(diags: &[Diag], files: usize) -> String {
     };
     let suppressed = diags.iter().filter(|d| d.suppressed.is_some()).count();
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let failing: std::collections::BTreeSet<&str> = diags
+        .iter()
+        .filter(|d| d.is_blocking())
+        .map(|d| d.file.name.as_str())
+        .collect();
+    // "failed in 1 of 4 files", never "failed in 4 files" when one did.
+    let verdict = match (failing.len(), files) {
+        (0, n) => format!("passed in {}", plural(n, "file")),
+        (f, n) if f >= n => format!("failed in {}", plural(n, "file")),
+        (f, n) => format!("failed in {f} of {n} files"),
+    };
     let mut s = format!(
-        "{} in {}: {}, {}, {}",
-        if diags.iter().any(Diag::is_blocking) {
-            "failed"
-        } else {
-            "passed"
-        },
-        plural(files, "file"),
+        "{verdict}: {}, {}, {}",
         plural(count(Severity::Error), "error"),
         plural(count(Severity::Warning), "warning"),
         plural(count(Severity::Note), "note"),
@@ -77,12 +83,25 @@ pub(crate) fn summary_with_errors(findings: &[Diag], errors: &[Diag], files: usi
     }
     let unread: std::collections::BTreeSet<&str> =
         errors.iter().map(|d| d.file.name.as_str()).collect();
-    format!(
+    let checked = files.saturating_sub(unread.len());
+    let mut s = format!(
         "failed: {} input error(s) in {} of {} file(s), which were not checked",
         errors.len(),
         unread.len(),
         files
-    )
+    );
+    if checked > 0 {
+        // What the files that were read say, too.
+        let of_checked = summary(findings, checked);
+        let _ = write!(
+            s,
+            "; the other {checked}: {}",
+            of_checked
+                .split_once(": ")
+                .map_or(of_checked.as_str(), |(_, c)| c)
+        );
+    }
+    s
 }
 
 #[derive(Serialize)]
