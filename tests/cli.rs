@@ -325,6 +325,51 @@ fn schema_is_json_schema_of_the_plan() {
         .is_some_and(|s| s.contains("json-schema.org")));
     assert!(v["definitions"]["Workload"]["properties"]["gpu_memory_gib"].is_object());
     assert_eq!(v["definitions"]["Workload"]["additionalProperties"], false);
+    assert_eq!(v["properties"]["version"]["const"], 1);
+    // Every example and rule fixture that loads is valid under the schema; a SKU, region or
+    // GPU-model typo, or another version, is not.
+    let validator = jsonschema::validator_for(&v).expect("a valid schema");
+    let mut plans: Vec<std::path::PathBuf> = std::fs::read_dir("plans")
+        .expect("plans")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    for rule in std::fs::read_dir("tests/fixtures/rules")
+        .expect("fixtures")
+        .flatten()
+    {
+        plans.extend(
+            std::fs::read_dir(rule.path())
+                .expect("rule")
+                .flatten()
+                .map(|e| e.path()),
+        );
+    }
+    // TOML as an editor's schema support sees it: dates are strings.
+    fn json_of(t: toml::Value) -> serde_json::Value {
+        match t {
+            toml::Value::Datetime(d) => serde_json::Value::String(d.to_string()),
+            toml::Value::Array(a) => a.into_iter().map(json_of).collect(),
+            toml::Value::Table(m) => m.into_iter().map(|(k, v)| (k, json_of(v))).collect(),
+            other => serde_json::to_value(other).expect("json"),
+        }
+    }
+    let as_json =
+        |text: &str| -> serde_json::Value { json_of(toml::from_str(text).expect("toml")) };
+    for p in &plans {
+        let text = std::fs::read_to_string(p).expect("plan");
+        let doc = as_json(&text);
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", p.display());
+    }
+    let minimal = std::fs::read_to_string("plans/minimal.toml").expect("plan");
+    for (from, to) in [
+        ("version = 1", "version = 2"),
+        ("\"eastus\"", "\"eastuss\""),
+    ] {
+        let bad = as_json(&minimal.replacen(from, to, 1));
+        assert!(!validator.is_valid(&bad), "{to}");
+    }
 }
 
 #[test]
