@@ -165,6 +165,39 @@ pub fn readme_table() -> String {
     out
 }
 
+/// The anchor a rule's section has in `docs/rules.md`, as GitHub and GitLab make it from the
+/// heading `GP001 timeslice-memory-oversubscribed`: lower case, spaces as `-`.
+pub fn docs_anchor(rule: &dyn Rule) -> String {
+    format!("{}-{}", rule.id().to_ascii_lowercase(), rule.name())
+}
+
+/// `docs/rules.md`: every rule's documentation under a heading of its own, what SARIF's
+/// `helpUri` (`--docs-url URL#anchor`) links to (a test holds the file equal to it).
+pub fn docs_page() -> String {
+    let mut out = String::from(
+        "# gpuplan rules\n\nGenerated from the rules' own documentation (`gpuplan explain --all`); do not edit.\n",
+    );
+    for r in RULES {
+        out.push_str(&format!(
+            "\n## {} {}\n\nSeverity: {}.\n",
+            r.id(),
+            r.name(),
+            r.default_severity()
+        ));
+        // The rule's own `# GPnnn name` title is the heading above; its sections sit under it.
+        for line in docs_text(*r).lines().skip_while(|l| l.starts_with("# ")) {
+            match line.strip_prefix("## ") {
+                Some(h) => out.push_str(&format!("### {h}\n")),
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The rule ids a plan's `[[allow]]` entries and `[rules] deny` name, checked against the
 /// registry: an unknown id is an error at its span, with the closest id suggested.
 pub(crate) fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {

@@ -84,7 +84,7 @@ fn sarif_reports_allows_as_suppressions_and_links_rules() {
         gpuplan()
             .current_dir(dir.path())
             .args(["check", "--format", "sarif", "plan.toml"])
-            .env("GPUPLAN_DOCS_URL", "https://example.org/gpuplan/README.md"),
+            .env("GPUPLAN_DOCS_URL", "https://example.org/gpuplan/docs/rules.md"),
         1,
     );
     let v: Value = serde_json::from_str(&out).expect("json");
@@ -102,7 +102,7 @@ fn sarif_reports_allows_as_suppressions_and_links_rules() {
         .is_some_and(|j| j.contains("approved by")));
     assert_eq!(
         v["runs"][0]["tool"]["driver"]["rules"][0]["helpUri"],
-        "https://example.org/gpuplan/README.md#gp001"
+        "https://example.org/gpuplan/docs/rules.md#gp001-timeslice-memory-oversubscribed"
     );
 }
 

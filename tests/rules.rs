@@ -151,3 +151,56 @@ fn the_readme_rule_table_is_made_from_the_rule_docs() {
         );
     }
 }
+
+/// The anchor GitHub gives a Markdown heading: lower case, letters, digits, `-` and `_` kept,
+/// spaces as `-`, everything else dropped.
+fn github_slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_rules_page_is_made_from_the_rule_docs_and_every_link_lands() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rules.md");
+    let want = rules::docs_page();
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    if have != want {
+        if std::env::var_os("GPUPLAN_BLESS").is_some() {
+            std::fs::create_dir_all(path.parent().expect("docs")).expect("docs dir");
+            std::fs::write(&path, &want).expect("write docs/rules.md");
+        } else {
+            panic!("docs/rules.md differs from the rule docs; run `GPUPLAN_BLESS=1 cargo test --test rules`");
+        }
+    }
+    // Every anchor SARIF links to (`--docs-url URL#anchor`) is a heading of the page.
+    let anchors: Vec<String> = want
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(github_slug)
+        .collect();
+    for r in RULES {
+        assert!(
+            anchors.contains(&rules::docs_anchor(*r)),
+            "{} links to #{}, which docs/rules.md has no heading for",
+            r.id(),
+            rules::docs_anchor(*r)
+        );
+    }
+    // The CI examples point --docs-url at the page.
+    for example in ["examples/github-actions.yml", "examples/gitlab-ci.yml"] {
+        let text =
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(example))
+                .expect("example");
+        for line in text.lines().filter(|l| l.contains("--docs-url")) {
+            assert!(line.contains("docs/rules.md"), "{example}: {line}");
+        }
+    }
+}

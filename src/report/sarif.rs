@@ -18,8 +18,9 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
-/// `docs_url`: where the rule documentation lives (e.g. the README's rules table); each rule
-/// links to `{docs_url}#gpNNN`. Without it rules carry their full help text only.
+/// `docs_url`: where the rule documentation lives (`docs/rules.md` of the repository); each
+/// rule links to its section there, `{docs_url}#gp001-timeslice-memory-oversubscribed`.
+/// Without it rules carry their full help text only.
 pub(crate) fn sarif(findings: &[Diag], errors: &[Diag], docs_url: Option<&str>) -> String {
     let rules: Vec<Value> = RULES
         .iter()
@@ -37,7 +38,7 @@ pub(crate) fn sarif(findings: &[Diag], errors: &[Diag], docs_url: Option<&str>) 
                 "properties": { "tags": ["gpu", "capacity"] },
             });
             if let Some(base) = docs_url {
-                rule["helpUri"] = json!(format!("{base}#{}", r.id().to_ascii_lowercase()));
+                rule["helpUri"] = json!(format!("{base}#{}", crate::rules::docs_anchor(*r)));
             }
             rule
         })

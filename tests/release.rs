@@ -1,0 +1,233 @@
+//! How gpuplan is installed in CI: the release workflow, the composite action, the Dockerfile
+//! and the CI examples parse, say what they must, and the action's script really installs a
+//! release (from a local server speaking the release-download paths), checksum verified.
+
+#![cfg(unix)]
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn yaml(rel: &str) -> serde_yaml::Value {
+    let text = std::fs::read_to_string(root().join(rel)).expect(rel);
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{rel} is not YAML: {e}"))
+}
+
+#[test]
+fn the_release_builds_static_binaries_with_checksums_and_an_image() {
+    let w = yaml(".github/workflows/release.yml");
+    assert!(w["on"]["push"]["tags"].as_sequence().is_some(), "{w:?}");
+    let targets: Vec<&str> = w["jobs"]["binaries"]["strategy"]["matrix"]["target"]
+        .as_sequence()
+        .expect("a target matrix")
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert_eq!(
+        targets,
+        ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"]
+    );
+    let steps = format!("{:?}", w["jobs"]["binaries"]["steps"]);
+    assert!(
+        steps.contains("--locked") && steps.contains("sha256sum"),
+        "{steps}"
+    );
+    assert!(format!("{:?}", w["jobs"]["image"]).contains("docker/build-push-action"));
+}
+
+#[test]
+fn the_action_is_composite_and_the_examples_install_without_compiling() {
+    let a = yaml("action.yml");
+    assert_eq!(a["runs"]["using"].as_str(), Some("composite"));
+    assert!(a["inputs"]["version"]["default"].as_str().is_some());
+    for rel in ["examples/github-actions.yml", "examples/gitlab-ci.yml"] {
+        let v = yaml(rel);
+        let text = std::fs::read_to_string(root().join(rel)).expect(rel);
+        assert!(
+            !text.contains("cargo install"),
+            "{rel} compiles gpuplan on every run"
+        );
+        assert!(v.as_mapping().is_some_and(|m| !m.is_empty()), "{rel}");
+    }
+    let gh = std::fs::read_to_string(root().join("examples/github-actions.yml")).expect("gh");
+    assert!(
+        gh.contains("uses: ${{ vars.GPUPLAN_REPO }}@v1"),
+        "the example uses the action"
+    );
+    // GitLab: one note per merge request, updated in place.
+    let gl = std::fs::read_to_string(root().join("examples/gitlab-ci.yml")).expect("gl");
+    assert!(
+        gl.contains("--request PUT") && gl.contains("<!-- gpuplan -->"),
+        "{gl}"
+    );
+}
+
+#[test]
+fn the_dockerfile_ships_the_binary_its_build_stage_makes() {
+    let text = std::fs::read_to_string(root().join("Dockerfile")).expect("Dockerfile");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
+    let froms: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("FROM "))
+        .copied()
+        .collect();
+    assert_eq!(froms.len(), 2, "a build stage and a final one: {froms:?}");
+    assert!(froms[0].ends_with(" AS build"), "{froms:?}");
+    assert!(
+        froms[1].contains("distroless") || froms[1].contains("scratch"),
+        "{froms:?}"
+    );
+    // The build stage makes /gpuplan with the locked lockfile; the final stage copies that
+    // path and runs where it put it.
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("RUN cargo build --release --locked")));
+    assert!(lines
+        .iter()
+        .any(|l| l.contains("cp target/release/gpuplan /gpuplan")));
+    let copy = lines
+        .iter()
+        .find(|l| l.starts_with("COPY --from=build "))
+        .expect("a COPY from the build stage");
+    let parts: Vec<&str> = copy.split_whitespace().collect();
+    assert_eq!(parts[2], "/gpuplan");
+    let entry = lines
+        .iter()
+        .find(|l| l.starts_with("ENTRYPOINT"))
+        .expect("an entrypoint");
+    assert!(entry.contains(parts[3]), "{entry} runs {}", parts[3]);
+}
+
+/// A server on 127.0.0.1 that answers `GET {path}` with the bytes of `files[path]`, 404
+/// otherwise; `requests` many.
+fn server(files: Vec<(String, Vec<u8>)>, requests: usize) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for _ in 0..requests {
+            let Ok((mut c, _)) = listener.accept() else {
+                break;
+            };
+            let mut buf = [0u8; 4096];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let req = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let path = req.split_whitespace().nth(1).unwrap_or("").to_owned();
+            match files.iter().find(|(p, _)| *p == path) {
+                Some((_, body)) => {
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = c.write_all(body);
+                }
+                None => {
+                    let _ = c.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                }
+            }
+        }
+    });
+    url
+}
+
+/// The action's install step as a shell script.
+fn action_script() -> String {
+    let a = yaml("action.yml");
+    a["runs"]["steps"][0]["run"]
+        .as_str()
+        .expect("a run script")
+        .to_owned()
+}
+
+fn run_action(server: &str, version: &str, tmp: &Path) -> std::process::Output {
+    std::fs::create_dir_all(tmp.join("runner")).expect("runner");
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg(action_script())
+        .env("VERSION", version)
+        .env("REPO", "acme/gpuplan")
+        .env("SERVER", server)
+        .env("RUNNER_TEMP", tmp.join("runner"))
+        .env("GITHUB_PATH", tmp.join("path.txt"))
+        .env("GITHUB_OUTPUT", tmp.join("output.txt"))
+        .output()
+        .expect("bash")
+}
+
+#[test]
+fn the_action_installs_a_release_and_refuses_a_bad_checksum() {
+    let arch = std::process::Command::new("uname")
+        .arg("-m")
+        .output()
+        .expect("uname");
+    let target = format!(
+        "{}-unknown-linux-musl",
+        String::from_utf8_lossy(&arch.stdout).trim()
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    // A release archive as the workflow packs it, of the binary under test.
+    let name = format!("gpuplan-{target}");
+    let pack = dir.path().join("pack");
+    std::fs::create_dir_all(pack.join(&name)).expect("pack");
+    std::fs::copy(
+        assert_cmd::cargo::cargo_bin("gpuplan"),
+        pack.join(&name).join("gpuplan"),
+    )
+    .expect("binary");
+    let tar = std::process::Command::new("tar")
+        .current_dir(&pack)
+        .args(["czf", &format!("{name}.tar.gz"), &name])
+        .status()
+        .expect("tar");
+    assert!(tar.success());
+    let archive = std::fs::read(pack.join(format!("{name}.tar.gz"))).expect("archive");
+    let sum = std::process::Command::new("sha256sum")
+        .current_dir(&pack)
+        .arg(format!("{name}.tar.gz"))
+        .output()
+        .expect("sha256sum");
+    let files = |sum: Vec<u8>| {
+        vec![
+            (
+                format!("/acme/gpuplan/releases/download/v9.9.9/{name}.tar.gz"),
+                archive.clone(),
+            ),
+            (
+                format!("/acme/gpuplan/releases/download/v9.9.9/{name}.tar.gz.sha256"),
+                sum,
+            ),
+        ]
+    };
+    let url = server(files(sum.stdout.clone()), 2);
+    let out = run_action(&url, "v9.9.9", dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = std::fs::read_to_string(dir.path().join("path.txt")).expect("GITHUB_PATH");
+    let installed = Path::new(path.trim()).join("gpuplan");
+    let v = std::process::Command::new(&installed)
+        .arg("--version")
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("gpuplan "));
+    let output = std::fs::read_to_string(dir.path().join("output.txt")).expect("output");
+    assert!(output.starts_with("version=gpuplan "), "{output}");
+    // A checksum that does not match the archive: nothing installed.
+    let bad = dir.path().join("bad");
+    let mut wrong = sum.stdout.clone();
+    wrong[0] = if wrong[0] == b'0' { b'1' } else { b'0' };
+    let url = server(files(wrong), 2);
+    let out = run_action(&url, "v9.9.9", &bad);
+    assert!(!out.status.success());
+    assert!(!bad.join("path.txt").exists());
+}
