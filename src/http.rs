@@ -35,6 +35,18 @@ pub(crate) fn send_json<T: DeserializeOwned>(
     request: impl Fn() -> ureq::Request,
     body: Option<&serde_json::Value>,
 ) -> Result<T, Failure> {
+    send_with(request, body, |r| {
+        serde_json::from_reader(r).map_err(|e| e.to_string())
+    })
+}
+
+/// [`send_json`] with the answer handed to `read` as it streams in (at most
+/// [`MAX_BODY_BYTES`]): a reader that folds a large answer into what it needs never holds it.
+pub(crate) fn send_with<T>(
+    request: impl Fn() -> ureq::Request,
+    body: Option<&serde_json::Value>,
+    mut read: impl FnMut(&mut dyn std::io::Read) -> Result<T, String>,
+) -> Result<T, Failure> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -47,8 +59,8 @@ pub(crate) fn send_json<T: DeserializeOwned>(
         match sent {
             // Streamed: a large answer is far beyond what reading it into one string allows.
             Ok(r) => {
-                let body = std::io::Read::take(r.into_reader(), MAX_BODY_BYTES);
-                return serde_json::from_reader(body).map_err(|e| {
+                let mut body = std::io::Read::take(r.into_reader(), MAX_BODY_BYTES);
+                return read(&mut body).map_err(|e| {
                     Failure::Decode(format!(
                         "{e} (an answer is read up to {} MiB)",
                         MAX_BODY_BYTES >> 20

@@ -69,3 +69,66 @@ impl Out {
         }
     }
 }
+
+/// Progress on standard error while long work runs: shown only where a person watches (a
+/// terminal, not `--quiet`), and only once the work has taken about a second
+/// (`GPUPLAN_PROGRESS_DELAY_MS` sets the wait), so quick commands print nothing extra. It
+/// clears itself when dropped.
+pub(crate) struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Out {
+    /// Progress of `what`: a spinner, or a bar of `total` steps.
+    pub(crate) fn progress(&self, what: &str, total: Option<u64>) -> Progress {
+        if self.quiet || !std::io::stderr().is_terminal() {
+            return Progress { bar: None };
+        }
+        let bar = match total {
+            Some(n) => indicatif::ProgressBar::with_draw_target(
+                Some(n),
+                indicatif::ProgressDrawTarget::hidden(),
+            )
+            .with_style(
+                indicatif::ProgressStyle::with_template("{msg} {bar:30} {pos}/{len}, {elapsed}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            ),
+            None => indicatif::ProgressBar::hidden().with_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            ),
+        };
+        bar.set_message(crate::core::printable(what));
+        let delay = std::env::var("GPUPLAN_PROGRESS_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000);
+        let shown = bar.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+            if !shown.is_finished() {
+                shown.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                shown.enable_steady_tick(std::time::Duration::from_millis(120));
+            }
+        });
+        Progress { bar: Some(bar) }
+    }
+}
+
+impl Progress {
+    /// `done` of the steps finished, and a word on what is left.
+    pub(crate) fn set(&self, done: usize, total: usize) {
+        if let Some(b) = &self.bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}

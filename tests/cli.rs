@@ -546,3 +546,48 @@ fn a_misspelled_quota_family_is_an_error_not_a_silent_rule() {
         "{err}"
     );
 }
+
+#[test]
+fn long_work_shows_progress_on_a_terminal_only() {
+    // On a terminal (a pty, as `script` gives one) the recommender's progress appears once
+    // the wait has passed (0 here); through a pipe, or with --quiet, nothing does.
+    let bin = assert_cmd::cargo::cargo_bin("gpuplan");
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("pty.log");
+    // Long enough that the progress is drawn before it ends: 2,000 alike jobs.
+    let plan = dir.path().join("many.toml");
+    let mut text = String::from(
+        "version = 1\n[plan]\nname = \"many\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n",
+    );
+    for i in 0..2000 {
+        text.push_str(&format!(
+            "[[workload]]\nname=\"j{i}\"\nteam=\"t\"\nkind=\"batch\"\ngpus=1\n"
+        ));
+    }
+    std::fs::write(&plan, text).expect("plan");
+    let on_tty = |extra: &str| {
+        let status = std::process::Command::new("script")
+            .args(["-qefc"])
+            .arg(format!(
+                "'{}' {extra} recommend '{}' > /dev/null",
+                bin.display(),
+                plan.display()
+            ))
+            .arg(&log)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("GPUPLAN_PROGRESS_DELAY_MS", "0")
+            .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
+            .output()
+            .expect("script");
+        assert!(status.status.success());
+        std::fs::read_to_string(&log).expect("log")
+    };
+    assert!(on_tty("").contains("recommending pools for"));
+    assert!(!on_tty("--quiet").contains("recommending pools for"));
+    let out = gpuplan()
+        .env("GPUPLAN_PROGRESS_DELAY_MS", "0")
+        .args(["recommend", "plans/aws-training.toml"])
+        .output()
+        .expect("runs");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("recommending"));
+}

@@ -84,7 +84,10 @@ fn sarif_reports_allows_as_suppressions_and_links_rules() {
         gpuplan()
             .current_dir(dir.path())
             .args(["check", "--format", "sarif", "plan.toml"])
-            .env("GPUPLAN_DOCS_URL", "https://example.org/gpuplan/docs/rules.md"),
+            .env(
+                "GPUPLAN_DOCS_URL",
+                "https://example.org/gpuplan/docs/rules.md",
+            ),
         1,
     );
     let v: Value = serde_json::from_str(&out).expect("json");

@@ -443,7 +443,26 @@ fn mock_prometheus(
     fault: impl Fn(usize) -> Option<common::mock::Resp> + Send + Sync + 'static,
 ) -> common::mock::Mock {
     common::mock::Mock::start(move |r, seen| {
-        if let Some(f) = fault(seen.len()) {
+        // The series index, asked once whether the window holds data: it answers as the
+        // queries would (a series when any query has one). Faults count the other requests.
+        if r.target.contains("/api/v1/series") {
+            let any = [
+                "kube_pod_container_resource_requests",
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            ]
+            .iter()
+            .any(|m| !answer(m).is_empty());
+            return common::mock::Resp::json(if any {
+                "{\"status\":\"success\",\"data\":[{\"__name__\":\"kube_pod_container_resource_requests\"}]}"
+            } else {
+                "{\"status\":\"success\",\"data\":[]}"
+            });
+        }
+        let n = seen
+            .iter()
+            .filter(|r| !r.target.contains("/api/v1/series"))
+            .count();
+        if let Some(f) = fault(n) {
             return f;
         }
         if r.target.contains("buildinfo") {
@@ -607,7 +626,7 @@ fn prometheus_faults_are_retried_or_reported() {
     assert_eq!(workload(&v, "chat-api")["used_gpu_seconds"], 257.14);
     // a query Prometheus refuses: its own reason is shown
     let m = mock_prometheus(
-        |_| Vec::new(),
+        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
         |n| {
             (n == 1).then(|| Resp::new(400, "application/json", "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"parse error at char 4\"}"))
         },
@@ -619,14 +638,14 @@ fn prometheus_faults_are_retried_or_reported() {
     );
     // a truncated answer
     let m = mock_prometheus(
-        |_| Vec::new(),
+        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
         |n| (n == 1).then(|| Resp::json("{\"status\":\"success\",\"data\":{\"resu")),
     );
     let err = review_against(&m.url, &[], 2);
     assert!(err.contains("not a query_range answer"), "{err}");
     // a server that keeps failing: three tries, then a clear error
     let m = mock_prometheus(
-        |_| Vec::new(),
+        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
         |n| (n >= 1).then(|| Resp::new(500, "text/plain", "oops")),
     );
     let err = review_against(&m.url, &[], 2);
@@ -634,7 +653,7 @@ fn prometheus_faults_are_retried_or_reported() {
     assert!(err.contains("HTTP 500"), "{err}");
     // a slow server: the timeout ends it
     let m = mock_prometheus(
-        |_| Vec::new(),
+        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
         |n| {
             (n >= 1).then(|| {
                 let mut r = Resp::json("{}");
@@ -656,6 +675,23 @@ fn prometheus_faults_are_retried_or_reported() {
     assert!(
         err.contains("no kube_pod_container_resource_requests"),
         "{err}"
+    );
+    // A window with no data says so after one request to the series index, not after every
+    // query.
+    let m = mock_prometheus(|_| Vec::new(), |_| None);
+    let err = review_against(&m.url, &[], 2);
+    assert!(
+        err.contains("has no kube_pod_container_resource_requests"),
+        "{err}"
+    );
+    assert_eq!(
+        m.requests().len(),
+        1,
+        "{:?}",
+        m.requests()
+            .iter()
+            .map(|r| r.target.clone())
+            .collect::<Vec<_>>()
     );
 }
 

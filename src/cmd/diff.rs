@@ -130,8 +130,10 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
         }
     };
     let head_file = read(head_path)?;
+    let progress = out.progress("recommending the base and the head", None);
     let (bp, rb, cb) = load(g, base_file, out)?;
     let (hp, rh, ch) = load(g, head_file, out)?;
+    drop(progress);
     let mut d = compute(
         Version {
             plan: &bp,

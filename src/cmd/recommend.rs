@@ -15,7 +15,13 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
         super::refresh::live(g, &args.plan, out)?;
     }
     let (p, catalog) = super::load_plan(g, &args.plan, out)?;
-    let mut rec = recommend::recommend(&p, &catalog);
+    let mut rec = {
+        let _shown = out.progress(
+            &format!("recommending pools for {} workload(s)", p.workloads().len()),
+            None,
+        );
+        recommend::recommend(&p, &catalog)
+    };
     crate::rules::settle_recommendation(
         &p,
         crate::core::Date::today(),

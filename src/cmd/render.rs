@@ -11,6 +11,10 @@ use super::{CmdError, CmdResult};
 
 pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
     let (p, catalog) = super::load_plan(g, &args.plan, out)?;
+    let progress = out.progress(
+        &format!("rendering {} workload(s)", p.workloads().len()),
+        None,
+    );
     let rec = if args.declared {
         if p.pools().is_empty() {
             return Err(CmdError::Usage(
@@ -84,6 +88,7 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
         }
     }
     let files = render::render(&v, args.templates.as_deref())?;
+    drop(progress);
     let shown = crate::core::shown(&args.out);
     if std::fs::metadata(&args.out).is_ok_and(|m| !m.is_dir()) {
         return Err(CmdError::Usage(format!(

@@ -85,7 +85,10 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         let step = step.unwrap_or_else(|| prometheus::step_for(to - from));
         let grid = review::query::Grid::new(from, to, step)?;
         (
-            client.fetch(grid, cluster)?,
+            {
+                let bar = out.progress("Prometheus queries", Some(0));
+                client.fetch(grid, cluster, &|done, total| bar.set(done, total))?
+            },
             grid,
             format!("Prometheus {}", crate::core::redact(url)),
             Vec::new(),

@@ -51,9 +51,7 @@ fn file_err(file: &str, message: String) -> ReviewError {
     }
 }
 
-/// The largest value a GPU request, allocatable count or usage sample may have: no node holds
-/// a million GPUs. A larger one is a broken exporter or a hand-edited file.
-const MAX_GPUS: f64 = 1e6;
+use super::query::{sample_max, MAX_GPUS};
 
 /// The longest exposition line read: a sample with hundreds of labels is a few KiB.
 const MAX_LINE: u64 = 1 << 20;
@@ -154,30 +152,41 @@ fn cut<'a>(file: &str, line: usize, l: &'a str) -> Result<Line<'a>, ReviewError>
     })
 }
 
-/// Labels of one exposition line: `{a="x",b="y"}`, with `\"`, `\\` and `\n` escapes.
+/// Labels of one exposition line: `{a="x",b="y"}`, with `\"`, `\\` and `\n` escapes, as the
+/// text format defines them: a name is `[a-zA-Z_][a-zA-Z0-9_]*`, pairs are separated by a
+/// comma (one trailing comma allowed), a name appears once, and no other escape exists.
+/// `None` for anything else: what Prometheus's own parser refuses is refused here.
 fn labels(s: &str) -> Option<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     let mut rest = s.strip_prefix('{')?;
     loop {
-        rest = rest.trim_start_matches([' ', ',']);
-        if rest.strip_prefix('}').is_some() {
-            return Some(out);
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix('}') {
+            return after.trim().is_empty().then_some(out);
         }
         let eq = rest.find('=')?;
-        let name = rest[..eq].trim().to_owned();
+        let name = rest[..eq].trim();
+        let mut chars = name.chars();
+        let first = chars.next()?;
+        if !(first.is_ascii_alphabetic() || first == '_')
+            || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return None;
+        }
         let body = rest[eq + 1..].trim_start();
-        let mut chars = body.char_indices();
-        if chars.next()?.1 != '"' {
+        let mut it = body.char_indices();
+        if it.next()?.1 != '"' {
             return None;
         }
         let mut value = String::new();
         let mut end = None;
         let mut escaped = false;
-        for (i, c) in chars {
+        for (i, c) in it {
             if escaped {
                 value.push(match c {
                     'n' => '\n',
-                    other => other,
+                    '\\' | '"' => c,
+                    _ => return None,
                 });
                 escaped = false;
             } else if c == '\\' {
@@ -189,8 +198,15 @@ fn labels(s: &str) -> Option<BTreeMap<String, String>> {
                 value.push(c);
             }
         }
-        rest = &body[end? + 1..];
-        out.insert(name, value);
+        if out.insert(name.to_owned(), value).is_some() {
+            return None;
+        }
+        rest = body[end? + 1..].trim_start();
+        match rest.strip_prefix(',') {
+            Some(r) => rest = r,
+            None if rest.starts_with('}') => {}
+            None => return None,
+        }
     }
 }
 
@@ -242,6 +258,9 @@ struct Scan {
     all_plausible_seconds: bool,
     min: f64,
     max: f64,
+    /// Where the latest timestamp stands (line, column): a timestamp past 9999 is refused
+    /// there.
+    max_at: (usize, usize),
     samples: u64,
     /// By series id: its latest time, and whether it ever went back.
     last: Vec<f64>,
@@ -348,7 +367,10 @@ pub fn read_exposition(
             scan.all_plausible_seconds = false;
         }
         scan.min = scan.min.min(v);
-        scan.max = scan.max.max(v);
+        if v > scan.max {
+            scan.max = v;
+            scan.max_at = (n, col_of(l, ts));
+        }
         scan.samples += 1;
         let (id, new) = ids.id(c.key);
         if new {
@@ -387,12 +409,21 @@ pub fn read_exposition(
     };
     let limit = super::telemetry::MAX_TIME as f64 * 1000.0;
     if to_ms(scan.max) > limit {
-        return Err(file_err(
+        // A millisecond time in a file of seconds (OpenMetrics), or a garbled one: refused
+        // where it stands.
+        return Err(err_at(
             &file,
+            scan.max_at.0,
+            scan.max_at.1,
             format!(
-                "timestamps beyond 9999 ({}): expected {}",
+                "timestamp `{}` is past the year 9999 read as {} ({format}): expected {}",
                 scan.max,
-                if seconds { "seconds" } else { "milliseconds" }
+                if seconds { "seconds" } else { "milliseconds" },
+                if seconds {
+                    "Unix seconds (OpenMetrics)"
+                } else {
+                    "Unix milliseconds"
+                }
             ),
         ));
     }
@@ -437,12 +468,7 @@ pub fn read_exposition(
                 }
             }
         };
-        let max = match cut.name {
-            n if n.contains("tokens") => 1e18,
-            "DCGM_FI_DEV_GPU_UTIL" => 100.0,
-            _ => MAX_GPUS,
-        };
-        let v = value_of(&file, n, l, cut.value, max)?;
+        let v = value_of(&file, n, l, cut.value, sample_max(cut.name))?;
         let ts = cut.ts.unwrap_or("0");
         let ms = to_ms(ts.parse::<f64>().unwrap_or(0.0)).round() as i64;
         c.sample(id, ms, v);
@@ -467,20 +493,30 @@ pub fn read_exposition(
 }
 
 /// Read the CSV format as the samples kube-state-metrics and dcgm-exporter would have given.
+/// Read the CSV format as the samples kube-state-metrics and dcgm-exporter would have given,
+/// streamed twice (the times first, for the grid; then the samples): memory grows with the
+/// pods and windows, not with the file.
 pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, ReviewError> {
     let file = path.display().to_string();
-    let text = crate::fsio::read_text(path, 4 << 30).map_err(read_err(&file))?;
-    let rows = csv_rows(&file, &text)?;
-    let (Some(min), Some(max)) = (
-        rows.iter().map(|r| r.time).min(),
-        rows.iter().map(|r| r.time).max(),
-    ) else {
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    csv_rows(path, &file, |r| {
+        min = min.min(r.time);
+        max = max.max(r.time);
+        Ok(())
+    })?;
+    if min > max {
         return Err(file_err(&file, "no rows".to_owned()));
-    };
+    }
     let grid = grid_for(min * 1000, max * 1000, w)?;
     let mut c = Collector::new(grid, None);
     let mut ids: HashMap<(String, String, u8), usize> = HashMap::new();
-    for r in &rows {
+    // Each pod's `app` per window, once (bounded by pods and windows, not rows).
+    let mut apps: BTreeMap<(u32, String, String), String> = BTreeMap::new();
+    csv_rows(path, &file, |r| {
+        if let (Some(app), Some(k)) = (&r.app, grid.window(r.time * 1000)) {
+            apps.entry((k, r.ns.clone(), r.pod.clone()))
+                .or_insert_with(|| app.clone());
+        }
         let ms = r.time * 1000;
         let mut feed = |kind: u8, name: &str, v: f64, c: &mut Collector| {
             let key = (r.ns.clone(), r.pod.clone(), kind);
@@ -523,23 +559,17 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
         if let Some(t) = r.tokens {
             feed(3, "vllm:generation_tokens_total", t, &mut c);
         }
-    }
+        Ok(())
+    })?;
     let mut answers = c.finish();
     answers.gpus_as_given = true;
-    for r in rows.iter().filter(|r| r.app.is_some()) {
-        if let Some(k) = grid.window(r.time * 1000) {
-            answers.add(
-                super::query::Q::PodLabels,
-                vec![
-                    String::new(),
-                    r.ns.clone(),
-                    r.pod.clone(),
-                    r.app.clone().unwrap_or_default(),
-                ],
-                k,
-                1.0,
-            );
-        }
+    for ((k, ns, pod), app) in apps {
+        answers.add(
+            super::query::Q::PodLabels,
+            vec![String::new(), ns, pod, app],
+            k,
+            1.0,
+        );
     }
     Ok(Read {
         answers,
@@ -559,10 +589,18 @@ struct Row {
     app: Option<String>,
 }
 
-fn csv_rows(file: &str, text: &str) -> Result<Vec<Row>, ReviewError> {
+/// Each row of a CSV file, in order, read as it streams in.
+fn csv_rows(
+    path: &std::path::Path,
+    file: &str,
+    mut each: impl FnMut(Row) -> Result<(), ReviewError>,
+) -> Result<(), ReviewError> {
+    let fh = crate::fsio::open(path, crate::fsio::Input::Regular)
+        .map_err(read_err(file))?
+        .file;
     let mut rdr = csv::ReaderBuilder::new()
         .flexible(true)
-        .from_reader(text.as_bytes());
+        .from_reader(std::io::BufReader::with_capacity(1 << 20, fh));
     let header = rdr
         .headers()
         .map_err(|e| err(file, 1, format!("not CSV: {e}")))?
@@ -585,12 +623,17 @@ fn csv_rows(file: &str, text: &str) -> Result<Vec<Row>, ReviewError> {
         need("used_gpus")?,
     );
     let (c_tok, c_app) = (col("tokens_total"), col("app"));
-    let mut out = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line() as usize);
-            err(file, line, format!("not CSV: {e}"))
-        })?;
+    let mut rec = csv::StringRecord::new();
+    loop {
+        match rdr.read_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line() as usize);
+                return Err(err(file, line, format!("not CSV: {e}")));
+            }
+        }
+        let rec = &rec;
         let line = rec.position().map_or(0, |p| p.line() as usize);
         // The 1-based column of field `c` (exact for unquoted fields: the fields before it
         // and their commas).
@@ -633,7 +676,7 @@ fn csv_rows(file: &str, text: &str) -> Result<Vec<Row>, ReviewError> {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(str::to_owned);
-        out.push(Row {
+        each(Row {
             time,
             ns: ns.to_owned(),
             pod: pod.to_owned(),
@@ -641,7 +684,6 @@ fn csv_rows(file: &str, text: &str) -> Result<Vec<Row>, ReviewError> {
             used,
             tokens,
             app,
-        });
+        })?;
     }
-    Ok(out)
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use crate::http::Failure;
 
-use serde::Deserialize;
-
 use super::query::{Answers, Grid, Q, QUERIES};
+
+mod stream;
 
 /// How to reach the server.
 pub(crate) struct Client {
@@ -18,28 +18,6 @@ pub(crate) struct Client {
     pub bearer: Option<String>,
     pub basic: Option<(String, String)>,
     pub timeout: Duration,
-}
-
-#[derive(Deserialize)]
-struct Envelope {
-    status: String,
-    data: Option<Data>,
-    #[serde(rename = "errorType")]
-    error_type: Option<String>,
-    error: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Data {
-    #[serde(rename = "resultType")]
-    result_type: String,
-    result: Vec<Matrix>,
-}
-
-#[derive(Deserialize)]
-struct Matrix {
-    metric: std::collections::BTreeMap<String, String>,
-    values: Vec<(f64, String)>,
 }
 
 /// A step of whole minutes that keeps the window under 11,000 points.
@@ -54,36 +32,39 @@ pub(crate) fn step_for(window: i64) -> i64 {
 /// Mimir's query frontends split them.
 pub(crate) const SPLIT_SECONDS: i64 = 7 * 86_400;
 
+/// Requests to the server in flight at once: a review is 16 queries over a few week-long
+/// pieces each; four at a time keeps a shared Prometheus responsive.
+pub(crate) const CONCURRENCY: usize = 4;
+
+/// One request of a review: a query over one piece of the window.
+struct Job<'q> {
+    query: &'q super::query::Query,
+    promql: String,
+    start: String,
+    end: String,
+}
+
 impl Client {
-    /// `query` at the end of every window of `grid`, in consecutive pieces of at most
-    /// `SPLIT_SECONDS`; each series' values joined in time order.
-    fn query_split(&self, query: &str, grid: Grid) -> Result<Vec<Matrix>, ReviewError> {
+    fn shown(&self) -> String {
+        crate::core::redact_short(&self.base)
+    }
+
+    /// The pieces of the window a query is asked for: at most `SPLIT_SECONDS` each, ending at
+    /// a window's last millisecond (seconds with a fraction, as Prometheus takes times).
+    fn pieces(grid: Grid) -> Vec<(String, String)> {
         let per = (SPLIT_SECONDS / grid.step).max(1) as u32;
-        let mut out: Vec<Matrix> = Vec::new();
-        let mut index: std::collections::BTreeMap<
-            std::collections::BTreeMap<String, String>,
-            usize,
-        > = Default::default();
-        // A window's last millisecond, as Prometheus takes times: seconds with a fraction.
         let end_of = |k: u32| {
             let ms = (grid.from + grid.step * (i64::from(k) + 1)) * 1000 - 1;
             format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000))
         };
+        let mut out = Vec::new();
         let mut k = 0u32;
         while k < grid.windows {
             let last = (k + per - 1).min(grid.windows - 1);
-            for m in self.query_range(query, &end_of(k), &end_of(last), grid.step)? {
-                match index.get(&m.metric) {
-                    Some(&i) => out[i].values.extend(m.values),
-                    None => {
-                        index.insert(m.metric.clone(), out.len());
-                        out.push(m);
-                    }
-                }
-            }
+            out.push((end_of(k), end_of(last)));
             k = last + 1;
         }
-        Ok(out)
+        out
     }
 
     /// The server's major version (`/api/v1/status/buildinfo`); 2 when it does not say
@@ -121,109 +102,220 @@ impl Client {
         }
     }
 
-    fn query_range(
-        &self,
-        query: &str,
-        start: &str,
-        end: &str,
-        step: i64,
-    ) -> Result<Vec<Matrix>, ReviewError> {
-        let url = format!("{}/api/v1/query_range", self.base.trim_end_matches('/'));
+    fn no_data(&self, grid: Grid) -> ReviewError {
+        ReviewError::Prometheus(format!(
+            "Prometheus at {} has no kube_pod_container_resource_requests{{resource=\"nvidia_com_gpu\"}} (kube-state-metrics) or DCGM_FI_PROF_GR_ENGINE_ACTIVE (dcgm-exporter) series between {} and {}: are they scraped, and is the window right?",
+            self.shown(),
+            super::telemetry::format_time(grid.from),
+            super::telemetry::format_time(grid.to())
+        ))
+    }
+
+    /// Whether the window holds any series a review reads, asked once of the series index
+    /// (`/api/v1/series`, no samples read) before the review's requests: a window with no
+    /// data says so in one request, not after hundreds. A server without the endpoint (some
+    /// gateways) is asked the queries themselves.
+    fn has_data(&self, grid: Grid, cluster: Option<&str>) -> Option<bool> {
+        let url = format!("{}/api/v1/series", self.base.trim_end_matches('/'));
+        let sel = |m: &str, extra: &str| {
+            let c = cluster.map_or(String::new(), |c| {
+                format!(
+                    ",cluster=\"{}\"",
+                    c.replace('\\', "\\\\").replace('"', "\\\"")
+                )
+            });
+            format!("{m}{{{extra}{c}}}").replace("{,", "{")
+        };
         let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
         let request = || {
             self.authorize(
                 agent
                     .get(&url)
-                    .query("query", query)
-                    .query("start", start)
-                    .query("end", end)
-                    .query("step", &step.to_string()),
+                    .query(
+                        "match[]",
+                        &sel(
+                            "kube_pod_container_resource_requests",
+                            "resource=\"nvidia_com_gpu\"",
+                        ),
+                    )
+                    .query("match[]", &sel("DCGM_FI_PROF_GR_ENGINE_ACTIVE", ""))
+                    .query("match[]", &sel("DCGM_FI_DEV_GPU_UTIL", ""))
+                    .query("start", &grid.from.to_string())
+                    .query("end", &grid.to().to_string())
+                    .query("limit", "1"),
             )
         };
-        let env: Envelope = match crate::http::get_json(request) {
-            Ok(env) => env,
+        let v: serde_json::Value = crate::http::get_json(request).ok()?;
+        (v["status"] == "success").then(|| v["data"].as_array().is_some_and(|a| !a.is_empty()))
+    }
+
+    /// One request's answer, folded into `out` as it streams in, every value held to the
+    /// file reader's bounds.
+    fn run(&self, job: &Job<'_>, grid: Grid, out: &mut Answers) -> Result<(), ReviewError> {
+        let url = format!("{}/api/v1/query_range", self.base.trim_end_matches('/'));
+        let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
+        let step = grid.step.to_string();
+        let request = || {
+            self.authorize(
+                agent
+                    .get(&url)
+                    .query("query", &job.promql)
+                    .query("start", &job.start)
+                    .query("end", &job.end)
+                    .query("step", &step),
+            )
+        };
+        let q = job.query;
+        // The file reader's bounds, held on what the server computed from the same samples:
+        // NaN, infinity, a negative or a value no sample in bounds could give is a broken
+        // exporter, refused as the file path refuses it.
+        let max = q.answer_max(grid.step);
+        let status = crate::http::send_with(request, None, |r| {
+            stream::read(r, &mut |labels, ts, raw| {
+                let v = raw
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && (0.0..=max).contains(v))
+                    .ok_or_else(|| {
+                        format!(
+                            "it answered `{}` for {} of {} at {}: expected a number from 0 to {max:e} (a broken exporter or a relabelled metric?)",
+                            crate::core::printable(raw),
+                            q.metrics.join("|"),
+                            crate::core::printable(&format!("{labels:?}")),
+                            super::telemetry::format_time((ts.floor() as i64).max(0)),
+                        )
+                    })?;
+                if let Some(k) = grid.window_ending((ts * 1000.0).round() as i64) {
+                    let group =
+                        q.by.iter()
+                            .map(|l| labels.get(*l).cloned().unwrap_or_default())
+                            .collect();
+                    out.add(q.id, group, k, v);
+                }
+                Ok(())
+            })
+        });
+        let status = match status {
+            Ok(s) => s,
             Err(Failure::Decode(e)) => {
                 return Err(ReviewError::Prometheus(format!(
                     "Prometheus at {}: not a query_range answer ({e})",
-                    crate::core::redact(&self.base)
+                    self.shown()
                 )))
             }
             Err(Failure::Status(code, body)) => {
-                let detail = serde_json::from_str::<Envelope>(&body)
+                let detail = serde_json::from_str::<serde_json::Value>(&body)
                     .ok()
-                    .and_then(|e| e.error)
+                    .and_then(|e| e["error"].as_str().map(str::to_owned))
                     .unwrap_or_else(|| body.chars().take(200).collect());
                 return Err(ReviewError::Prometheus(format!(
-                    "Prometheus at {} answered HTTP {code}: {detail}",
-                    crate::core::redact(&self.base)
+                    "Prometheus at {} answered HTTP {code}: {}",
+                    self.shown(),
+                    crate::core::printable(&crate::core::redact(&detail))
                 )));
             }
             Err(Failure::Transport(t)) => {
-                return Err(ReviewError::Prometheus(crate::core::redact(&format!(
-                    "cannot reach Prometheus at {}: {t}",
-                    self.base
-                ))));
+                return Err(ReviewError::Prometheus(crate::core::redact_short(
+                    &format!("cannot reach Prometheus at {}: {t}", self.base),
+                )));
             }
         };
-        if env.status != "success" {
+        if status.status != "success" {
             return Err(ReviewError::Prometheus(format!(
                 "Prometheus at {} refused the query: {}: {}",
-                crate::core::redact(&self.base),
-                env.error_type.unwrap_or_default(),
-                env.error.unwrap_or_default()
+                self.shown(),
+                status.error_type.unwrap_or_default(),
+                crate::core::redact(&status.error.unwrap_or_default())
             )));
         }
-        let data = env.data.ok_or_else(|| {
-            ReviewError::Prometheus(format!(
+        match status.result_type.as_deref() {
+            Some("matrix") => Ok(()),
+            None => Err(ReviewError::Prometheus(format!(
                 "Prometheus at {}: no data in the answer",
-                crate::core::redact(&self.base)
-            ))
-        })?;
-        if data.result_type != "matrix" {
-            return Err(ReviewError::Prometheus(format!(
+                self.shown()
+            ))),
+            Some(other) => Err(ReviewError::Prometheus(format!(
                 "Prometheus at {}: expected a matrix, got `{}`",
-                crate::core::redact(&self.base),
-                data.result_type
-            )));
+                self.shown(),
+                crate::core::printable(other)
+            ))),
         }
-        Ok(data.result)
     }
 
-    /// Every query of [`QUERIES`] over `grid`, evaluated at each window's end.
-    pub(crate) fn fetch(&self, grid: Grid, cluster: Option<&str>) -> Result<Answers, ReviewError> {
+    /// Every query of [`QUERIES`] over `grid`, evaluated at each window's end: first whether
+    /// the window holds data at all (one cheap request), then the queries over week-long
+    /// pieces, [`CONCURRENCY`] at a time, `progress(done, total)` after each.
+    pub(crate) fn fetch(
+        &self,
+        grid: Grid,
+        cluster: Option<&str>,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<Answers, ReviewError> {
+        if self.has_data(grid, cluster) == Some(false) {
+            return Err(self.no_data(grid));
+        }
         let v3 = self.major_version() >= 3;
-        let mut out = Answers::default();
-        for q in QUERIES {
-            let result = self.query_split(&q.promql(grid.step, cluster, v3), grid)?;
-            for m in result {
-                let group: Vec<String> =
-                    q.by.iter()
-                        .map(|l| m.metric.get(*l).cloned().unwrap_or_default())
-                        .collect();
-                for (ts, v) in m.values {
-                    let v: f64 = v.parse().map_err(|_| {
-                        ReviewError::Prometheus(format!(
-                            "Prometheus at {}: sample `{v}` is not a number",
-                            crate::core::redact(&self.base)
-                        ))
-                    })?;
-                    let Some(k) = grid.window_ending((ts * 1000.0).round() as i64) else {
-                        continue;
-                    };
-                    if v.is_finite() {
-                        out.add(q.id, group.clone(), k, v);
+        let pieces = Self::pieces(grid);
+        let jobs: Vec<Job<'_>> = QUERIES
+            .iter()
+            .flat_map(|q| {
+                let promql = q.promql(grid.step, cluster, v3);
+                pieces.iter().map(move |(start, end)| Job {
+                    query: q,
+                    promql: promql.clone(),
+                    start: start.clone(),
+                    end: end.clone(),
+                })
+            })
+            .collect();
+        let total = jobs.len();
+        // The first request alone: a server that refuses or fails answers it, not four at
+        // once with their retries.
+        let mut first = Answers::default();
+        if let Some(job) = jobs.first() {
+            self.run(job, grid, &mut first)?;
+            progress(1, total);
+        }
+        let next = std::sync::atomic::AtomicUsize::new(1);
+        let done = std::sync::atomic::AtomicUsize::new(1);
+        let failed: std::sync::Mutex<Option<ReviewError>> = std::sync::Mutex::new(None);
+        let parts: std::sync::Mutex<Vec<Answers>> = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..CONCURRENCY.min(total) {
+                s.spawn(|| {
+                    let mut mine = Answers::default();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let stop = failed.lock().map_or(true, |f| f.is_some());
+                        let Some(job) = jobs.get(i).filter(|_| !stop) else {
+                            break;
+                        };
+                        if let Err(e) = self.run(job, grid, &mut mine) {
+                            if let Ok(mut f) = failed.lock() {
+                                f.get_or_insert(e);
+                            }
+                            break;
+                        }
+                        let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        progress(d, total);
                     }
-                }
+                    if let Ok(mut p) = parts.lock() {
+                        p.push(mine);
+                    }
+                });
             }
+        });
+        if let Some(e) = failed.into_inner().ok().flatten() {
+            return Err(e);
+        }
+        // Each request's windows are its own; joined by the queries' own rule (max).
+        let mut out = first;
+        for part in parts.into_inner().unwrap_or_default() {
+            out.merge(part);
         }
         let has = |q: Q| out.rows.get(&q).is_some_and(|r| !r.is_empty());
         if !has(Q::Requests) && !has(Q::Active) && !has(Q::Util) {
-            return Err(ReviewError::Prometheus(format!(
-                "Prometheus at {} has no kube_pod_container_resource_requests{{resource=\"nvidia_com_gpu\"}} (kube-state-metrics) or DCGM_FI_PROF_GR_ENGINE_ACTIVE (dcgm-exporter) series between {} and {}: are they scraped, and is the window right?",
-                crate::core::redact(&self.base),
-                super::telemetry::format_time(grid.from),
-                super::telemetry::format_time(grid.to())
-            )));
+            return Err(self.no_data(grid));
         }
         Ok(out)
     }

@@ -467,6 +467,21 @@ impl Answers {
             .position(|x| *x == l)
             .expect("a label the query groups by")
     }
+    /// Join another set of answers into this one, each value combined as the queries combine
+    /// series.
+    pub(crate) fn merge(&mut self, other: Answers) {
+        for (q, rows) in other.rows {
+            let mine = self.rows.entry(q).or_default();
+            for (group, row) in rows {
+                let r = mine.entry(group).or_default();
+                for (k, v) in row {
+                    combine(r, k, v);
+                }
+            }
+        }
+        self.gpus_as_given |= other.gpus_as_given;
+    }
+
     /// Add one group's value of one window, combined as the query combines series.
     pub(crate) fn add(&mut self, q: Q, group: Vec<String>, k: u32, v: f64) {
         let row = self.rows.entry(q).or_default().entry(group).or_default();
@@ -506,6 +521,48 @@ pub(crate) struct Collector {
     series: Vec<Series>,
     pub duplicates: u64,
     pub conflicts: u64,
+}
+
+/// The largest value a GPU request, allocatable count or usage sample may have: no node holds
+/// a million GPUs. A larger one is a broken exporter or a hand-edited file.
+pub(crate) const MAX_GPUS: f64 = 1e6;
+
+/// The largest value one raw sample of metric `name` may have, on both paths: a ratio
+/// (`DCGM_FI_PROF_GR_ENGINE_ACTIVE`, 0 to 1) is never a thousand, utilisation is a
+/// percentage, a state or info metric is 0 or 1, a token counter is a counter.
+pub(crate) fn sample_max(name: &str) -> f64 {
+    match name {
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => 1.0,
+        "DCGM_FI_DEV_GPU_UTIL" => 100.0,
+        "kube_pod_status_phase"
+        | "kube_pod_labels"
+        | "kube_pod_init_container_info"
+        | "kube_node_labels" => 1.0,
+        n if n.contains("tokens") => 1e18,
+        _ => MAX_GPUS,
+    }
+}
+
+/// Samples a second a scrape can give at most (a 100 ms interval): what bounds a count or a
+/// sum over a window that a server computed.
+const MAX_SAMPLES_PER_SECOND: f64 = 10.0;
+
+impl Query {
+    /// The largest value this query's answer may hold for one window of `step` seconds, if
+    /// every sample was in bounds ([`sample_max`]): what a server's answer is held to.
+    pub(crate) fn answer_max(&self, step: i64) -> f64 {
+        let per_sample = self
+            .metrics
+            .iter()
+            .map(|m| sample_max(m))
+            .fold(0.0, f64::max);
+        let samples = MAX_SAMPLES_PER_SECOND * step as f64;
+        match self.over {
+            Over::Avg | Over::Max => per_sample,
+            Over::Count => samples,
+            Over::Sum => per_sample * samples,
+        }
+    }
 }
 
 /// Whether any query reads metric `name`: asked of every line of a file, so a `match`
