@@ -781,3 +781,52 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
         ranges.iter().map(|r| &r.target).take(2).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn hostile_telemetry_labels_stay_text_in_every_report() {
+    // A namespace and pod named to break a Markdown table, forge a line, open a link or run
+    // a script: every report shows them as text.
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = dir.path().join("evil.csv");
+    let pod = "x|y](javascript:alert(1))<script>alert(1)</script>";
+    let mut text = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+    for i in 0..40 {
+        text.push_str(&format!(
+            "{},\"team|a\",\"{pod}\",1,0.01\n",
+            1_767_225_600 + i * 30
+        ));
+    }
+    std::fs::write(&csv, text).expect("csv");
+    for format in ["markdown", "html", "json"] {
+        let out = gpuplan()
+            .args(["review", "plans/minimal.toml", "--format", format, "--csv"])
+            .arg(&csv)
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let t = String::from_utf8_lossy(&out.stdout);
+        match format {
+            "markdown" => {
+                for line in t.lines().filter(|l| l.starts_with('|')) {
+                    // Every row of a table has as many cells as its header: no `|` from a
+                    // label splits one.
+                    let cells = line.replace("\\|", "").matches('|').count();
+                    assert!(cells >= 2, "{line}");
+                }
+                let outside: String = t.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+                assert!(!outside.contains("](javascript"), "{t}");
+                assert!(!t.contains("<script>"), "{t}");
+            }
+            "html" => assert!(!t.contains("<script>alert"), "{t}"),
+            _ => {
+                let v: Value = serde_json::from_str(&t).expect("json");
+                assert!(v["teams"].to_string().contains("team|a"));
+            }
+        }
+    }
+}

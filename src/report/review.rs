@@ -33,7 +33,7 @@ pub(crate) fn markdown(r: &Review) -> String {
         "{} to {} ({}). **{} GPU-hours allocated, {} used ({}); the idle part cost {}.**",
         r.window.from,
         r.window.to,
-        r.source,
+        md(&r.source),
         hours(a),
         hours(u),
         pct((a > 0.0).then(|| u / a)),
@@ -215,7 +215,7 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}` | {} | {} |",
-                p.pool,
+                md_code(&p.pool),
                 hours(p.idle_gpu_seconds),
                 usd(p.idle_cost_usd)
             );
@@ -230,10 +230,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}` | {} | {:.1} | {} | {} |",
-                n.node,
+                md_code(&n.node),
                 match (&n.pool, &n.pool_label) {
-                    (Some(p), _) => format!("`{p}`"),
-                    (None, Some(l)) => format!("`{l}` (not in the plan)"),
+                    (Some(p), _) => format!("`{}`", md_code(p)),
+                    (None, Some(l)) => format!("`{}` (not in the plan)", md_code(l)),
                     (None, None) => "unlabelled".to_owned(),
                 },
                 n.empty_seconds as f64 / 3600.0,
@@ -248,7 +248,7 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}` | {} | {} | {} |",
-                f.pool,
+                md_code(&f.pool),
                 hours(f.reserved_gpu_seconds),
                 hours(f.allocated_gpu_seconds),
                 pct(Some(f.fill))
@@ -261,8 +261,8 @@ pub(crate) fn markdown(r: &Review) -> String {
             let _ = writeln!(
                 o,
                 "| `{}/{}` | {} | {} |",
-                m.namespace,
-                m.pod,
+                md_code(&m.namespace),
+                md_code(&m.pod),
                 hours(m.allocated_gpu_seconds),
                 hours(m.used_gpu_seconds)
             );
@@ -271,11 +271,15 @@ pub(crate) fn markdown(r: &Review) -> String {
     o
 }
 
+/// Text for HTML (an element or a quoted attribute): the markup characters as entities and
+/// control characters as visible escapes, so a telemetry label is shown, never obeyed.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
+    crate::core::printable(s)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 const PALETTE: [&str; 8] = [
@@ -434,7 +438,11 @@ fn markdown_to_html(md: &str) -> String {
     let mut in_table = false;
     let mut in_list = false;
     let inline = |s: &str| {
-        let e = esc(s);
+        // The Markdown escapes (`\|`, `\[`, `\]`) are for Markdown; HTML shows the character.
+        let e = esc(&s
+            .replace("\\|", "|")
+            .replace("\\[", "[")
+            .replace("\\]", "]"));
         let mut out = String::new();
         for (i, part) in e.split('`').enumerate() {
             if i % 2 == 1 {
