@@ -486,3 +486,50 @@ fn a_custom_template_cannot_render_without_bound() {
     assert!(err.contains("the limit for this rendered file"), "{err}");
     assert!(!dir.path().join("out").exists(), "nothing written");
 }
+
+#[test]
+fn a_base_from_git_is_held_to_the_plan_size_limit_and_tiny_rates_are_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let git = |args: &[&str]| {
+        let s = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@x")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@x")
+            .status()
+            .expect("git");
+        assert!(s.success(), "{args:?}");
+    };
+    git(&["init", "-q"]);
+    let plan = dir.path().join("plan.toml");
+    let minimal =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/minimal.toml"))
+            .expect("plan");
+    std::fs::write(&plan, format!("{minimal}\n#{}\n", "x".repeat(9 << 20))).expect("big");
+    git(&["add", "plan.toml"]);
+    git(&["commit", "-qm", "big"]);
+    std::fs::write(&plan, &minimal).expect("small");
+    let out = gpuplan()
+        .args(["diff", "--base-ref", "HEAD"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("larger than 8 MiB"));
+    // A throughput that would price a million tokens at infinity is refused at its line.
+    let tiny = dir.path().join("tiny.toml");
+    std::fs::write(
+        &tiny,
+        "version = 1\n[plan]\nname = \"t\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"inference\"\ntokens_per_second = 1e-300\n",
+    )
+    .expect("plan");
+    let out = gpuplan()
+        .arg("recommend")
+        .arg(&tiny)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tokens_per_second"));
+}

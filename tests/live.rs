@@ -476,3 +476,82 @@ fn a_fifo_or_a_device_where_the_cache_lists_a_file_never_hangs_a_command() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn a_paging_link_to_another_host_is_not_followed() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let (url, h) = server(vec![(
+        200,
+        "",
+        Box::new(|_: &str| {
+            page(
+                &[],
+                Some("http://127.0.0.2:9/api/retail/prices?$skip=1000".to_owned()),
+            )
+        }),
+    )]);
+    let out = gpuplan(&cache, &url)
+        .args(EASTUS_PRICES)
+        .args(["--timeout", "5"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let asked = h.join().expect("server");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("points at another host"), "{err}");
+}
+
+#[test]
+fn a_damaged_cache_list_is_refused_at_its_own_lines() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let (url, h) = server(vec![
+        (200, "", Box::new(page_one)),
+        (200, "", Box::new(page_two)),
+    ]);
+    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
+    h.join().expect("server");
+    let list = cache.join("sources.toml");
+    let mut text = std::fs::read_to_string(&list).expect("list");
+    // Each damage its own entry, on its own lines after the real one.
+    for (path, as_of) in [
+        ("azure/prices-retail.csv", ""),
+        ("azure//x.csv", "2026-12-02"),
+        ("azure/", "2026-12-02"),
+        ("azure/a\\u0000b.csv", "2026-12-02"),
+    ] {
+        text.push_str(&format!(
+            "\n[[file]]\npath = \"{path}\"\nkind = \"prices\"\nprovider = \"azure\"\nas_of = \"{as_of}\"\nsource = \"x\"\nlicence = \"x\"\n"
+        ));
+    }
+    std::fs::write(&list, &text).expect("tamper");
+    let out = gpuplan(&cache, "http://127.0.0.1:9/unused")
+        .args(["recommend", "plans/minimal.toml"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line_of = |needle: &str| {
+        text[..text.find(needle).expect("in list")]
+            .matches('\n')
+            .count()
+            + 1
+    };
+    for (needle, what) in [
+        ("as_of = \"\"", "is not a date"),
+        ("azure//x.csv", "not a plain path"),
+        ("\"azure/\"", "not a plain path"),
+        ("a\\u0000b", "not a plain path"),
+    ] {
+        let line = line_of(needle);
+        assert!(err.contains(what), "{what}: {err}");
+        assert!(
+            err.contains(&format!("sources.toml:{line}:")),
+            "{needle} at line {line}: {err}"
+        );
+    }
+}
