@@ -830,3 +830,107 @@ fn hostile_telemetry_labels_stay_text_in_every_report() {
         }
     }
 }
+
+#[test]
+fn the_pools_render_made_are_priced_in_the_review() {
+    // The weekly loop: recommend, write the plan with its pools, render them, then review
+    // telemetry from the nodes those pools create. Each node carries the AKS agent pool name
+    // render gave it (and, on half of them, gpuplan.io/pool): every node is priced.
+    let dir = tempfile::tempdir().expect("tmp");
+    let next = dir.path().join("next.toml");
+    gpuplan()
+        .args(["recommend", "plans/azure-inference.toml", "--write-plan"])
+        .arg(&next)
+        .assert()
+        .code(0);
+    let out = dir.path().join("out");
+    gpuplan()
+        .args(["render", "--declared", "--force"])
+        .arg(&next)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
+    let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("tf");
+    // Each node pool resource: its AKS name and the plan pool it was rendered from.
+    let mut pools: Vec<(String, String)> = Vec::new();
+    let mut in_pool = false;
+    let mut aks = None;
+    for line in tf.lines() {
+        let l = line.trim();
+        if l.starts_with("resource \"azurerm_kubernetes_cluster_node_pool\"") {
+            in_pool = true;
+            aks = None;
+        } else if in_pool && l.starts_with("name ") {
+            aks = l.split('"').nth(1).map(str::to_owned);
+        } else if in_pool && l.starts_with("\"gpuplan.io/pool\"") {
+            if let (Some(a), Some(p)) = (aks.clone(), l.split('"').nth(3)) {
+                pools.push((a, p.to_owned()));
+                in_pool = false;
+            }
+        }
+    }
+    assert!(pools.len() >= 2, "{pools:?}");
+    let mut s = String::from("# TYPE kube_node_status_allocatable gauge\n");
+    let ts = |i: u32| 1_788_220_800 + i * 30;
+    for (n, _) in pools.iter().enumerate() {
+        for i in 0..40 {
+            s.push_str(&format!(
+                "kube_node_status_allocatable{{node=\"node-{n}\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 2 {}\n",
+                ts(i)
+            ));
+        }
+    }
+    s.push_str("# TYPE kube_node_labels gauge\n");
+    for (n, (aks, pool)) in pools.iter().enumerate() {
+        let own = if n % 2 == 0 {
+            format!(",label_gpuplan_io_pool=\"{pool}\"")
+        } else {
+            String::new()
+        };
+        for i in 0..40 {
+            s.push_str(&format!(
+                "kube_node_labels{{node=\"node-{n}\",label_kubernetes_azure_com_agentpool=\"{aks}\"{own}}} 1 {}\n",
+                ts(i)
+            ));
+        }
+    }
+    // One pod on node-0 holds one of its two GPUs.
+    s.push_str("# TYPE kube_pod_container_resource_requests gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!("kube_pod_container_resource_requests{{namespace=\"assistants\",pod=\"chat-api-1\",container=\"main\",node=\"node-0\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 1 {}\n", ts(i)));
+    }
+    s.push_str("# TYPE kube_pod_status_phase gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!("kube_pod_status_phase{{namespace=\"assistants\",pod=\"chat-api-1\",phase=\"Running\"}} 1 {}\n", ts(i)));
+    }
+    s.push_str("# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",Hostname=\"node-0\",namespace=\"gpu-operator\",pod=\"dcgm\",exported_namespace=\"assistants\",exported_pod=\"chat-api-1\"}} 0.5 {}\n",
+            ts(i)
+        ));
+    }
+    s.push_str("# EOF\n");
+    let om = dir.path().join("nodes.om");
+    std::fs::write(&om, s).expect("om");
+    let out = gpuplan()
+        .args(["review", "--format", "json"])
+        .arg(&next)
+        .arg("--metrics")
+        .arg(&om)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let nodes = v["idle_nodes"].as_array().expect("idle nodes");
+    assert_eq!(nodes.len(), pools.len(), "{v:#}");
+    for n in nodes {
+        assert!(n["pool"].is_string(), "a node not in the plan: {n}");
+        assert!(
+            n["idle_cost_usd"].is_number(),
+            "a node without a price: {n}"
+        );
+    }
+}

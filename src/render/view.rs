@@ -308,31 +308,6 @@ pub struct ServingView {
     pub tolerations: Vec<TaintView>,
 }
 
-fn segment_abbrev(segment: &str) -> &'static str {
-    match segment {
-        "serving" => "srv",
-        "inference" => "inf",
-        "interactive" => "nb",
-        "training" => "trn",
-        _ => "bat",
-    }
-}
-
-/// AKS Linux node pool names are lowercase letters and digits, start with a letter and have
-/// at most 12 characters: segment, GPU and a number, all from fixed vocabularies.
-fn aks_name(p: &RecPool, index: usize) -> String {
-    let gpu: String = p
-        .gpu_model
-        .to_ascii_lowercase()
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(5)
-        .collect();
-    let mut n = format!("{}{}{:02}", segment_abbrev(p.segment), gpu, index + 1);
-    n.truncate(12);
-    n
-}
-
 fn taint(spec: &str) -> TaintView {
     // `key=value:Effect`, as RecPool states them.
     let (kv, effect) = spec.rsplit_once(':').unwrap_or((spec, "NoSchedule"));
@@ -460,7 +435,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         let mut base = PoolView {
             name: p.name.clone(),
             ident: super::escape::hcl_ident(&p.name),
-            aks_name: aks_name(p, i),
+            aks_name: crate::engine::names::aks_pool(p, i),
             region: p.region.clone(),
             region_alias: alias(&p.region),
             sku: p.sku.clone(),
@@ -575,17 +550,13 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 let floor = floor_left.min(*count);
                 floor_left -= floor;
                 let mut v = PoolView {
-                    name: if kinds.len() == 1 {
-                        p.name.clone()
-                    } else {
-                        format!("{}-{}", p.name, k + 1)
-                    },
-                    ident: super::escape::hcl_ident(&if kinds.len() == 1 {
-                        p.name.clone()
-                    } else {
-                        format!("{}-{}", p.name, k + 1)
-                    }),
-                    aks_name: aks_name(p, i * 10 + k),
+                    name: crate::engine::names::part(&p.name, k, kinds.len()),
+                    ident: super::escape::hcl_ident(&crate::engine::names::part(
+                        &p.name,
+                        k,
+                        kinds.len(),
+                    )),
+                    aks_name: crate::engine::names::aks_pool(p, i * 10 + k),
                     min: floor,
                     max: *count,
                     autoscaled: floor != *count,

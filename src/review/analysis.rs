@@ -321,11 +321,16 @@ pub fn analyse(
             let workload = owner(plan, p);
             let node = p.node.as_ref().and_then(|n| t.nodes.get(n));
             let pool_label = node.and_then(|n| n.pool.clone());
-            let plan_pool = plan_pool(plan, pool_label.as_deref()).or_else(|| {
-                workload
-                    .and_then(|w| plan.workload_pools(w).next())
-                    .map(|p| p.get())
-            });
+            let plan_pool = node
+                .and_then(|n| n.plan_pool.as_deref())
+                .and_then(|name| plan.pool(name))
+                .map(|p| p.get())
+                .or_else(|| plan_pool(plan, pool_label.as_deref()))
+                .or_else(|| {
+                    workload
+                        .and_then(|w| plan.workload_pools(w).next())
+                        .map(|p| p.get())
+                });
             let model = plan_pool
                 .and_then(|pp| catalog.sku(plan.provider(), pp.sku.get()))
                 .map(|s| s.gpu_model.clone())
@@ -941,9 +946,14 @@ fn idle_nodes(
             continue;
         }
         let pool = n
-            .pool
+            .plan_pool
             .as_deref()
-            .and_then(|l| plan.pools().iter().find(|p| pool_matches(l, p.name.get())));
+            .and_then(|name| plan.pool(name))
+            .or_else(|| {
+                n.pool
+                    .as_deref()
+                    .and_then(|l| plan.pools().iter().find(|p| pool_matches(l, p.name.get())))
+            });
         let price = pool.and_then(|p| pool_gpu_second(plan, catalog, p));
         let cost = price.map(|p| round(idle * p));
         if empty >= 86_400 {

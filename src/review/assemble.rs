@@ -17,8 +17,10 @@ use super::telemetry::{NodeSeries, Orphan, PodSeries, Signal, Telemetry};
 use crate::catalog::Catalog;
 use crate::plan::Plan;
 
-/// Node labels that name a node's pool, in the `label_` form kube-state-metrics exports.
-pub(crate) const POOL_LABELS: [&str; 4] = [
+/// Node labels that name a node's pool, in the `label_` form kube-state-metrics exports:
+/// gpuplan's own first (render puts `gpuplan.io/pool` on every node it creates).
+pub(crate) const POOL_LABELS: [&str; 5] = [
+    "label_gpuplan_io_pool",
     "label_kubernetes_azure_com_agentpool",
     "label_agentpool",
     "label_eks_amazonaws_com_nodegroup",
@@ -48,6 +50,47 @@ pub(crate) fn plan_pool<'p>(
         .iter()
         .map(|p| p.get())
         .find(|p| pool_matches(l, p.name.get()))
+}
+
+/// Which plan pool a node's pool labels name, as render named what it created
+/// (`engine::names`): `gpuplan.io/pool` itself, else the AKS agent pool, EKS node group or
+/// Karpenter NodePool name render gives each declared pool (what `render --declared`
+/// creates), else a label that reads as a pool's name.
+pub(crate) struct PoolNames {
+    by_name: BTreeMap<String, String>,
+}
+
+impl PoolNames {
+    pub(crate) fn new(plan: &Plan, catalog: &Catalog) -> PoolNames {
+        let mut by_name = BTreeMap::new();
+        if !plan.pools().is_empty() {
+            let declared = crate::engine::recommend::declared(plan, catalog);
+            for (node_pool, pool) in crate::engine::names::node_pool_names(&declared.pools) {
+                by_name.entry(node_pool).or_insert(pool);
+            }
+        }
+        PoolNames { by_name }
+    }
+
+    pub(crate) fn pool<'p>(
+        &self,
+        plan: &'p Plan,
+        labels: &BTreeMap<String, String>,
+    ) -> Option<&'p crate::plan::raw::Pool> {
+        for k in POOL_LABELS {
+            let Some(v) = labels.get(k).filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            let named = self.by_name.get(v).map(String::as_str).unwrap_or(v);
+            if let Some(p) = plan.pool(named) {
+                return Some(p.get());
+            }
+        }
+        POOL_LABELS
+            .iter()
+            .find_map(|k| labels.get(*k))
+            .and_then(|l| plan_pool(plan, Some(l)))
+    }
 }
 
 /// Which workload a pod belongs to: its team's namespace, and the workload's name as the
@@ -419,10 +462,12 @@ pub(crate) fn assemble(
         })
         .collect();
 
-    // A node without a pool label takes the declared pool of a workload running on it.
+    // A node's pool by the names render gave; a node without one takes the declared pool of
+    // a workload running on it.
+    let names = PoolNames::new(plan, catalog);
     let mut node_pool: BTreeMap<String, &crate::plan::raw::Pool> = BTreeMap::new();
     for (name, n) in &nodes {
-        if let Some(p) = plan_pool(plan, n.pool_label()) {
+        if let Some(p) = names.pool(plan, &n.labels) {
             node_pool.insert(name.clone(), p);
         }
     }
@@ -484,6 +529,7 @@ pub(crate) fn assemble(
             name.clone(),
             NodeSeries {
                 pool,
+                plan_pool: node_pool.get(name).map(|p| p.name.get().clone()),
                 model,
                 replicas: u.replicas,
                 gpus: physical.values().copied().fold(0.0, f64::max),

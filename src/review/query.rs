@@ -192,6 +192,7 @@ const GPU_RES: &[(&str, Match)] = &[("resource", Match::GpuResource)];
 pub(crate) const NODE_LABELS: &[&str] = &[
     "cluster",
     "node",
+    "label_gpuplan_io_pool",
     "label_kubernetes_azure_com_agentpool",
     "label_agentpool",
     "label_eks_amazonaws_com_nodegroup",

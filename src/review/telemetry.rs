@@ -40,6 +40,10 @@ pub struct PodSeries {
 pub struct NodeSeries {
     /// The node pool / node group label (`kube_node_labels`), when exported.
     pub pool: Option<String>,
+    /// The plan pool the node belongs to, when its labels name one (`gpuplan.io/pool`, the
+    /// AKS node pool name render gives it, its EKS node group or Karpenter NodePool) or a
+    /// workload of a declared pool runs on it.
+    pub plan_pool: Option<String>,
     /// GPU model: its plan pool's, else GPU feature discovery's `nvidia.com/gpu.product`.
     pub model: Option<String>,
     /// Device plugin replicas per GPU when time-sliced (1 otherwise).
