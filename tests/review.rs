@@ -298,6 +298,22 @@ fn reports_render_in_markdown_and_html() {
     assert_eq!(html.matches("<svg").count(), 3);
     assert!(html.contains("<table>"));
     assert!(!html.contains("<script"), "self-contained and static");
+    // The time series has a scale: a unit, a 0 and a peak tick per team row.
+    let timeline = &html[html.find("<svg").expect("svg")..];
+    let timeline = &timeline[..timeline.find("</svg>").expect("end")];
+    assert!(
+        timeline.contains(">GPUs</text>") && timeline.contains(">0</text>"),
+        "{timeline}"
+    );
+    // The idle chart is pools only, each at the figure the pools table gives it.
+    let idle_at = html.find("Idle cost per pool").expect("idle chart");
+    let idle = &html[idle_at..];
+    let idle = &idle[..idle.find("</svg>").expect("end")];
+    assert!(!idle.contains(">team "), "{idle}");
+    // Wide tables scroll inside the page instead of running off it.
+    assert!(html.contains("overflow-x:auto"));
+    // No saving is claimed where no price is known.
+    assert!(!html.contains("saves $0.00"));
 }
 
 #[test]

@@ -120,9 +120,13 @@ pub(crate) fn markdown(r: &Review) -> String {
         for a in &r.recommendations {
             let _ = writeln!(
                 o,
-                "- **{}** (saves {} over the window): {}. Change: `{}`",
+                "- **{}** ({}): {}. Change: `{}`",
                 a.kind,
-                usd(a.saving_usd),
+                match a.saving_usd {
+                    Some(s) => format!("saves {} over the window", usd(s)),
+                    None if a.kind == "unmet-demand" => "buys capacity, saves nothing".to_owned(),
+                    None => "saving unknown: no price for its pool".to_owned(),
+                },
                 md(&a.message),
                 md_code(&a.change)
             );
@@ -209,7 +213,7 @@ pub(crate) fn markdown(r: &Review) -> String {
     if !r.idle_pools.is_empty() {
         let _ = writeln!(
             o,
-            "\n## Idle pool floors\n\n| pool | idle GPU-h | cost |\n|---|---:|---:|"
+            "\n## Pool floors nobody requested\n\n| pool | floor GPU-h unrequested | cost |\n|---|---:|---:|"
         );
         for p in &r.idle_pools {
             let _ = writeln!(
@@ -224,7 +228,7 @@ pub(crate) fn markdown(r: &Review) -> String {
     if !r.idle_nodes.is_empty() {
         let _ = writeln!(
             o,
-            "\n## Nodes with unrequested GPUs\n\n| node | pool | empty (h) | idle GPU-h | cost |\n|---|---|---:|---:|---:|"
+            "\n## Nodes with unrequested GPUs\n\n| node | pool | empty (h) | unrequested GPU-h | cost |\n|---|---|---:|---:|---:|"
         );
         for n in &r.idle_nodes {
             let _ = writeln!(
@@ -305,7 +309,7 @@ fn timeline_svg(r: &Review) -> String {
     let x = |t: i64| pad_l + (t - tmin) as f64 / span * (w - pad_l - pad_r);
     let h = row * r.timeline.len() as f64 + 24.0;
     let mut s = format!(
-        "<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"GPUs allocated and used per team over time\">"
+        "<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"GPUs allocated and used per team over time\"><text x=\"{pad_l}\" y=\"8\" font-size=\"10\" fill=\"#555\">GPUs</text>"
     );
     for (i, (team, pts)) in r.timeline.iter().enumerate() {
         let top = row * i as f64 + 8.0;
@@ -337,6 +341,23 @@ fn timeline_svg(r: &Review) -> String {
             top + 50.0,
             used.join(" "),
             w - pad_r
+        );
+        // The row's scale: 0 at the base line, the peak at the top, with a tick and a faint
+        // grid line at each.
+        let _ = write!(
+            s,
+            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{base:.1}\" stroke=\"#999\"/><line x1=\"{pad_l}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#e5e5e5\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\" text-anchor=\"end\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\" text-anchor=\"end\">0</text>",
+            pad_l,
+            y(ymax),
+            pad_l,
+            y(ymax),
+            w - pad_r,
+            y(ymax),
+            pad_l - 3.0,
+            y(ymax) + 3.0,
+            crate::core::num(ymax),
+            pad_l - 3.0,
+            base + 3.0,
         );
     }
     let _ = write!(
@@ -381,15 +402,12 @@ fn bars_svg(label: &str, rows: &[(String, f64)], fmt: &dyn Fn(f64) -> String) ->
 
 /// A self-contained page: numbers first, then the three charts, then the tables.
 pub(crate) fn html(r: &Review) -> String {
+    // One idle figure per pool, the one the pools table shows (allocated GPU time nobody
+    // used, at the pool's price): pools only, never mixed with teams.
     let mut idle: Vec<(String, f64)> = r
-        .idle_pools
+        .pools
         .iter()
-        .map(|p| (p.pool.clone(), p.idle_cost_usd))
-        .chain(
-            r.teams
-                .iter()
-                .map(|t| (format!("team {}", t.team), t.idle_cost_usd)),
-        )
+        .filter_map(|p| p.idle_cost_usd.map(|c| (p.pool.clone(), c)))
         .filter(|x| x.1 > 0.0)
         .collect();
     idle.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -410,7 +428,7 @@ pub(crate) fn html(r: &Review) -> String {
         })
         .collect();
     // The Markdown report: its title and headline first, its tables after the charts.
-    let idle_svg = bars_svg("idle cost", &idle, &|v| usd(v));
+    let idle_svg = bars_svg("idle cost per pool", &idle, &|v| usd(v));
     let hist_svg = bars_svg("workloads by efficiency", &hist, &|v| {
         format!("{v:.0} workload(s)")
     });
@@ -420,9 +438,9 @@ pub(crate) fn html(r: &Review) -> String {
         markdown_to_html(&md[..split]),
         markdown_to_html(&md[split..]),
     );
-    let body = format!("{head}<h2>Allocated (shaded) against used (line), per team</h2>\n{{timeline}}\n<h2>Idle cost</h2>\n{{idle}}\n<h2>Workload efficiency</h2>\n{{hist}}\n{tables}");
+    let body = format!("{head}<h2>Allocated (shaded) against used (line), per team</h2>\n{{timeline}}\n<h2>Idle cost per pool (allocated, not used)</h2>\n{{idle}}\n<h2>Workload efficiency</h2>\n{{hist}}\n{tables}");
     format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>GPU capacity review: {plan}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}h2{{margin-top:2em}}svg{{width:100%;height:auto;background:#fafafa}}</style></head>\n<body>\n{body}\n</body></html>\n",
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>GPU capacity review: {plan}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto;max-width:100%}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right;overflow-wrap:anywhere;max-width:24em}}td:first-child,th:first-child{{text-align:left}}h2{{margin-top:2em}}svg{{width:100%;height:auto;background:#fafafa}}</style></head>\n<body>\n{body}\n</body></html>\n",
         body = body
             .replace("{timeline}", &timeline_svg(r))
             .replace("{idle}", &idle_svg)

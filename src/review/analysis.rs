@@ -213,7 +213,9 @@ pub struct Advice {
     pub kind: &'static str,
     pub workload: Option<String>,
     pub pool: Option<String>,
-    pub saving_usd: f64,
+    /// What the change would have saved over the window; `None` where no price is known
+    /// (or the change buys capacity rather than saving it).
+    pub saving_usd: Option<f64>,
     pub message: String,
     /// The plan change to make, as TOML.
     pub change: String,
@@ -530,13 +532,12 @@ pub fn analyse(
         let price = st
             .workload
             .as_deref()
-            .and_then(|w| gpu_second_price(plan, rec, catalog, w))
-            .unwrap_or(0.0);
+            .and_then(|w| gpu_second_price(plan, rec, catalog, w));
         advice.push(Advice {
             kind: "reap-stalled",
             workload: st.workload.clone(),
             pool: None,
-            saving_usd: round(st.allocated_gpus * st.seconds as f64 * price),
+            saving_usd: price.map(|p| round(st.allocated_gpus * st.seconds as f64 * p)),
             message: format!(
                 "pod `{}/{}` held {} GPU(s) with no activity for {:.1} h from {}",
                 st.team,
@@ -554,7 +555,7 @@ pub fn analyse(
             kind: "unmet-demand",
             workload: None,
             pool: None,
-            saving_usd: 0.0,
+            saving_usd: None,
             message: format!(
                 "{:.1} GPU-hours were requested by Pending pods and never ran",
                 pending_total / 3600.0
@@ -575,7 +576,8 @@ pub fn analyse(
         let floor = p.nodes().min().max(0) as f64 * gpus * covered as f64;
         let key = (p.name.get().clone(), true);
         let held: f64 = by_pool.get(&key).map_or(0.0, |x| x.0.alloc);
-        let price = pool_gpu_second(plan, catalog, p).unwrap_or(0.0);
+        let priced = pool_gpu_second(plan, catalog, p);
+        let price = priced.unwrap_or(0.0);
         let idle = (floor - held).max(0.0);
         if idle > 0.0 && covered > 0 {
             let nodes_idle = (idle / covered as f64 / gpus.max(1.0)).floor();
@@ -589,7 +591,7 @@ pub fn analyse(
                     kind: "shrink-pool",
                     workload: None,
                     pool: Some(p.name.get().clone()),
-                    saving_usd: round(nodes_idle * gpus * covered as f64 * price),
+                    saving_usd: priced.map(|p| round(nodes_idle * gpus * covered as f64 * p)),
                     message: format!(
                         "pool `{}` kept {} node(s) of its floor idle on average over the {:.1} h the data covers",
                         p.name.get(),
@@ -623,7 +625,7 @@ pub fn analyse(
                     kind: "reserve-floor",
                     workload: None,
                     pool: Some(p.name.get().clone()),
-                    saving_usd: round(best.saving_usd_per_month * covered as f64 / (crate::core::HOURS_PER_MONTH * 3600.0)),
+                    saving_usd: Some(round(best.saving_usd_per_month * covered as f64 / (crate::core::HOURS_PER_MONTH * 3600.0))),
                     message: format!(
                         "pool `{}` held at least {} GPU(s) 90% of the time: {} node(s) of {} on a {} reservation save {} a month (break-even at {:.0}% of hours held)",
                         p.name.get(),
@@ -648,7 +650,8 @@ pub fn analyse(
     let idle_nodes = idle_nodes(plan, catalog, t, &mut advice);
     advice.sort_by(|a, b| {
         b.saving_usd
-            .total_cmp(&a.saving_usd)
+            .unwrap_or(0.0)
+            .total_cmp(&a.saving_usd.unwrap_or(0.0))
             .then(a.kind.cmp(b.kind))
     });
 
@@ -841,7 +844,7 @@ fn right_size(
         kind: "right-size",
         workload: Some(name.clone()),
         pool: None,
-        saving_usd: saving.min(round(idle_cost)),
+        saving_usd: Some(saving.min(round(idle_cost))),
         message: format!(
             "`{name}` kept what it held busy {:.0}% of the time; {what} ({fraction} of a GPU{}) would have held the same work",
             eff * 100.0,
@@ -962,7 +965,7 @@ fn idle_nodes(
                 kind: "empty-node",
                 workload: None,
                 pool: pool.map(|p| p.name.get().clone()),
-                saving_usd: price.map_or(0.0, |p| round(empty as f64 * p * n.gpus)),
+                saving_usd: price.map(|p| round(empty as f64 * p * n.gpus)),
                 message: format!(
                     "node `{name}`{} ran {days:.1} day(s) with no GPU requested",
                     n.pool
