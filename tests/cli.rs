@@ -591,3 +591,32 @@ fn long_work_shows_progress_on_a_terminal_only() {
         .expect("runs");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("recommending"));
 }
+
+#[test]
+fn the_readmes_sample_outputs_are_what_the_binary_prints() {
+    // Each `<!-- sample: gpuplan ARGS ... -->` block of the README: its lines appear in the
+    // binary's output for ARGS, in order, exactly.
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let mut samples = 0;
+    let mut rest = readme.as_str();
+    while let Some(at) = rest.find("<!-- sample: gpuplan ") {
+        rest = &rest[at + "<!-- sample: gpuplan ".len()..];
+        let args_end = rest.find(" (").expect("the sample's command");
+        let args: Vec<&str> = rest[..args_end].split_whitespace().collect();
+        let block = &rest[rest.find("```text\n").expect("a text block") + 8..];
+        let block = &block[..block.find("```").expect("its end")];
+        let out = gpuplan().args(&args).output().expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        for want in block.lines() {
+            assert!(
+                lines.any(|l| l == want),
+                "README sample of `gpuplan {}` has a line the binary does not print (in that order):\n{want}\n--- output:\n{text}",
+                args.join(" ")
+            );
+        }
+        samples += 1;
+    }
+    assert!(samples >= 1, "the README has samples");
+}
