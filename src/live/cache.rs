@@ -290,7 +290,14 @@ fn write_owned(
         toml::to_string(&sources).unwrap_or_default()
     );
     std::fs::write(stage.path().join("sources.toml"), &list).map_err(io)?;
-    verify(stage.path()).map_err(CacheError::Invalid)?;
+    // The staged copy is where the files are checked, but the user's cache is what they
+    // are: an error names the cache, never the temporary directory.
+    verify(stage.path()).map_err(|e| {
+        CacheError::Invalid(e.replace(
+            &stage.path().display().to_string(),
+            &crate::core::shown(dir),
+        ))
+    })?;
 
     // Commit, all or nothing: the verified files, the tag, the list last (a reader sees the
     // old list or the new one, never no cache).

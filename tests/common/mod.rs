@@ -56,6 +56,12 @@ pub fn fails_and_keeps(
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(expect), "expected `{expect}` in: {err}");
     assert!(err.contains("the cache is unchanged"), "{err}");
+    // No temporary name: the staged copy and the files being swapped in are gpuplan's
+    // business, the cache is the user's.
+    assert!(
+        !err.contains("gpuplan-stage") && !err.contains(".gpuplan-"),
+        "{err}"
+    );
     for s in secrets {
         assert!(!err.contains(s), "{err}");
     }
