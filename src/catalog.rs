@@ -20,7 +20,13 @@ pub use load::{embedded_files, CatalogError};
 pub struct GpuModel {
     pub name: String,
     pub vendor: String,
+    /// GiB as CUDA reports the device's total (nvidia-smi's FB total / 1024): what a server's
+    /// memory fraction multiplies, so every memory rule and the recommender use this figure.
     pub memory_gib: f64,
+    /// The nominal (marketing) figure, for display beside the model's name.
+    pub nominal_memory_gib: f64,
+    /// Where `memory_gib` comes from.
+    pub usable_memory_source: String,
     pub architecture: String,
     pub compute_capability: Option<String>,
     pub aliases: Vec<String>,
@@ -109,6 +115,8 @@ pub struct Sku {
     pub quota_family_verified: bool,
     pub nvlink: bool,
     pub inter_node: InterNode,
+    /// EFA interfaces per instance (EC2 DescribeInstanceTypes), where the catalog knows it.
+    pub efa_interfaces: Option<u32>,
     pub retired: bool,
     /// Arm host CPUs (AWS Graviton): images must be built for arm64.
     pub arm64: bool,
@@ -116,6 +124,21 @@ pub struct Sku {
     /// is in the catalog for its shape and offered nowhere until a refresh prices it.
     pub unpriced: Option<String>,
     pub note: Option<String>,
+}
+
+impl Sku {
+    /// What a multi-node gang lacks on this SKU, or `None` when it can run one: a fabric
+    /// between nodes (InfiniBand, or EFA where EC2 gives the type EFA interfaces). NVLink
+    /// inside a node speeds tensor parallelism but a gang does not need it: EC2 offers EFA on
+    /// g5, g6 and g6e sizes for exactly this. `recommend` and GP026 both ask this, so they
+    /// never disagree.
+    pub(crate) fn gang_gap(&self) -> Option<&'static str> {
+        match self.inter_node {
+            InterNode::Infiniband | InterNode::Efa => None,
+            InterNode::None if self.nvlink => Some("NVLink only, no InfiniBand/EFA between nodes"),
+            InterNode::None => Some("no InfiniBand/EFA between nodes"),
+        }
+    }
 }
 
 impl Sku {
@@ -407,6 +430,10 @@ impl Assumptions {
 #[derive(Debug, Clone)]
 pub struct Catalog {
     pub gpus: IndexMap<String, GpuModel>,
+    /// The GPU of each partitioned size (g6f, NVadsA10 v5, NVv4), by SKU name: its model
+    /// with the memory of its share and no MIG, so every memory test sees the slice the VM
+    /// gets, never the whole card.
+    pub partitions: IndexMap<String, GpuModel>,
     pub providers: IndexMap<Provider, ProviderCatalog>,
     pub assumptions: Assumptions,
     pub sources: Vec<DataSource>,
@@ -448,7 +475,10 @@ impl Catalog {
     }
 
     /// GPU model of a SKU.
-    pub(crate) fn sku_gpu(&self, sku: &Sku) -> Option<&GpuModel> {
+    pub fn sku_gpu(&self, sku: &Sku) -> Option<&GpuModel> {
+        if sku.gpu_partition < 1.0 {
+            return self.partitions.get(&sku.name);
+        }
         self.gpu(&sku.gpu_model)
     }
 

@@ -1054,22 +1054,25 @@ fn right_size_advice_fits_the_gpu() {
             .find(|a| a["kind"] == "right-size" && a["workload"] == w)
             .cloned()
     };
-    // notebooks: 3 GiB each on a 16 GiB T4; a 4-way share is what they have, so a smaller
-    // one must still fit 3 GiB per replica
-    let a = advice("research-notebooks").expect("the notebooks are over-sized");
-    let change = a["change"].as_str().unwrap_or("");
+    // notebooks: 3 GiB each on a T4, which CUDA reports as 15,360 MiB (15 GiB), not its
+    // marketing 16: a 5-way share leaves each replica less than 3 GiB after the headroom, so
+    // the 4-way share they have is already the smallest that holds them and no right-size
+    // advice may shrink it (with 16 GiB it advised 5 ways, which would run out of memory).
     assert!(
-        change.contains("time-slicing") && !change.contains("\"mig\""),
-        "{a:#}"
+        advice("research-notebooks").is_none_or(|a| {
+            let c = a["change"].as_str().unwrap_or("");
+            c.contains("time-slicing") && !c.contains("\"mig\"") && {
+                let f: f64 = c
+                    .split("gpu_fraction = ")
+                    .nth(1)
+                    .and_then(|r| r.split(',').next())
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(1.0);
+                15.0 * f * 0.95 >= 3.0
+            }
+        }),
+        "{v:#}"
     );
-    let f: f64 = change
-        .split("gpu_fraction = ")
-        .nth(1)
-        .and_then(|r| r.split(',').next())
-        .and_then(|x| x.parse().ok())
-        .expect("a fraction");
-    // each replica keeps its 3 GiB of a 16 GiB card after the headroom
-    assert!(f < 0.25 && 16.0 * f >= 3.0, "{a:#}");
     let e = advice("embeddings").expect("embeddings is over-sized");
     let change = e["change"].as_str().unwrap_or("");
     // 12 GiB: AKS creates 1g.10gb, 2g.20gb, ...: 2g.20gb is the smallest that holds it

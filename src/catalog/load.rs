@@ -22,7 +22,7 @@ use aws::{load_advisor, load_aws_snapshot};
 use gpus::load_gpus;
 use prices::{
     figure_date, load_ondemand_table, load_skypilot_prices, AWS_SNAPSHOT, AWS_US_EAST_1,
-    AZURE_TABLE,
+    AZURE_RETAIL_EU, AZURE_TABLE,
 };
 use refreshed::{
     load_availability, load_eviction, load_quota, load_retail_overrides, load_shapes, records,
@@ -82,6 +82,7 @@ embedded!(
     "azure/prices.csv",
     "azure/prices-retail.csv",
     "azure/ondemand-2026-06-18.csv",
+    "azure/retail-eu-2026-08-20.csv",
     "aws/skus.toml",
     "aws/prices.csv",
     "aws/prices-2025-11-30.csv",
@@ -224,6 +225,8 @@ struct SkuEntry {
     quota_family_verified: bool,
     nvlink: bool,
     inter_node: String,
+    /// EFA interfaces EC2 gives the type (AWS only); absent where no source lists it.
+    efa_interfaces: Option<u32>,
     #[serde(default)]
     retired: bool,
     /// `arm64` for Graviton-based instances; x86_64 when absent.
@@ -274,6 +277,7 @@ pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, Cat
 
     let mut catalog = Catalog {
         gpus,
+        partitions: IndexMap::new(),
         providers: IndexMap::new(),
         assumptions,
         sources: data_sources,
@@ -283,6 +287,17 @@ pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, Cat
     wanted.dedup();
     for p in wanted {
         let pc = load_provider(files, p, &catalog)?;
+        for s in pc.skus.values().filter(|s| s.gpu_partition < 1.0) {
+            if let Some(g) = catalog.gpus.get(&s.gpu_model) {
+                let part = crate::catalog::GpuModel {
+                    memory_gib: g.memory_gib * s.gpu_partition,
+                    nominal_memory_gib: g.nominal_memory_gib * s.gpu_partition,
+                    mig: None,
+                    ..g.clone()
+                };
+                catalog.partitions.insert(s.name.clone(), part);
+            }
+        }
         catalog.providers.insert(p, pc);
     }
     catalog.sources.retain(|s| {
@@ -354,6 +369,7 @@ fn load_provider(
                 quota_family_verified: s.quota_family_verified,
                 nvlink: s.nvlink,
                 inter_node,
+                efa_interfaces: s.efa_interfaces,
                 retired: s.retired,
                 arm64: s.cpu_architecture.as_deref() == Some("arm64"),
                 unpriced: s.unpriced,
@@ -372,6 +388,10 @@ fn load_provider(
         }
         let retail = files.read("azure/prices-retail.csv")?;
         load_retail_overrides(&retail, &mut pc)?;
+        // The only dated offline source of Azure spot (Linux meters of four EU regions).
+        if let Some(f) = files.optional(AZURE_RETAIL_EU)? {
+            load_retail_overrides(&f, &mut pc)?;
+        }
     }
     if p == Provider::Aws {
         let advisor = files.read("aws/spot-advisor.json")?;

@@ -96,7 +96,9 @@ fn pretty(v: &Value) -> String {
 
 fn gpu_json(g: &GpuModel) -> Value {
     json!({
-        "name": g.name, "vendor": g.vendor, "memory_gib": g.memory_gib, "architecture": g.architecture,
+        "name": g.name, "vendor": g.vendor, "memory_gib": g.memory_gib,
+        "nominal_memory_gib": g.nominal_memory_gib, "usable_memory_source": g.usable_memory_source,
+        "architecture": g.architecture,
         "compute_capability": g.compute_capability, "aliases": g.aliases,
         "mig": g.mig.as_ref().map(|m| json!({
             "compute_slices": m.compute_slices, "memory_slices": m.memory_slices,
@@ -111,13 +113,18 @@ fn gpu_json(g: &GpuModel) -> Value {
 
 fn gpu_text(g: &GpuModel) -> String {
     let mut s = format!(
-        "{} ({}, {}, {} GiB",
-        g.name, g.vendor, g.architecture, g.memory_gib
+        "{} ({}, {}, {} GiB nominal, {} GiB usable",
+        g.name,
+        g.vendor,
+        g.architecture,
+        g.nominal_memory_gib,
+        crate::core::num(g.memory_gib)
     );
     if let Some(cc) = &g.compute_capability {
         let _ = write!(s, ", compute capability {cc}");
     }
     s.push_str(")\n");
+    let _ = writeln!(s, "  usable memory: {}", g.usable_memory_source);
     match &g.mig {
         None => s.push_str("MIG: not supported\n"),
         Some(m) => {
@@ -210,7 +217,8 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
         "gpu_partition": s.gpu_partition, "gpu_memory_gib": c.sku_gpu(s).map(|g| g.memory_gib),
         "vcpus": s.vcpus, "memory_gib": s.memory_gib, "quota_family": s.quota_family,
         "spot_quota_family": s.spot_quota(), "quota_family_verified": s.quota_family_verified,
-        "nvlink": s.nvlink, "inter_node": s.inter_node.as_str(), "retired": s.retired,
+        "nvlink": s.nvlink, "inter_node": s.inter_node.as_str(), "efa_interfaces": s.efa_interfaces,
+        "retired": s.retired,
         "unpriced": s.unpriced, "note": s.note,
         "regions": regions,
     })
@@ -219,20 +227,29 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
 fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku, verbose: bool) -> String {
     let gpu = c.sku_gpu(s);
     let mut t = format!(
-        "{} ({}): {} x {} ({} GiB each), {} vCPUs, {} GiB RAM\n",
+        "{} ({}): {} x {}{} ({} GiB usable each), {} vCPUs, {} GiB RAM\n",
         s.name,
         s.provider,
         s.gpu_count,
         s.gpu_model,
-        gpu.map_or(0.0, |g| g.memory_gib),
+        if s.gpu_partition < 1.0 {
+            format!(" (a {} share)", s.gpu_partition)
+        } else {
+            String::new()
+        },
+        crate::core::num(gpu.map_or(0.0, |g| g.memory_gib)),
         s.vcpus,
         s.memory_gib
     );
     let _ = writeln!(
         t,
-        "interconnect: NVLink {}, between nodes {}",
+        "interconnect: NVLink {}, between nodes {}{}",
         if s.nvlink { "yes" } else { "no" },
-        s.inter_node.as_str()
+        s.inter_node.as_str(),
+        s.efa_interfaces
+            .filter(|n| *n > 0)
+            .map(|n| format!(" ({n} EFA interface(s))"))
+            .unwrap_or_default()
     );
     let _ = writeln!(
         t,
@@ -380,7 +397,10 @@ fn overview_text(c: &Catalog, region: Option<&str>) -> String {
         let _ = writeln!(
             t,
             "  {:<18} {:<9} {:>6} GiB  {}",
-            g.name, g.vendor, g.memory_gib, mig
+            g.name,
+            g.vendor,
+            crate::core::num(g.memory_gib),
+            mig
         );
     }
     for (p, pc) in &c.providers {

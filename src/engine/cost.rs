@@ -62,7 +62,7 @@ pub(crate) fn node_hour(
         Capacity::CapacityBlock => {
             "no Capacity Block price in the catalog (`catalog refresh --provider aws`); on-demand price used"
         }
-        Capacity::Spot => "no spot price in the catalog; on-demand price used",
+        Capacity::Spot => "spot price unknown offline (no dated figure; a live refresh fetches it): costed at on-demand, no saving assumed",
         Capacity::Reserved1y | Capacity::Reserved3y => {
             match provider {
                 Provider::Azure => "reserved price unknown (Azure reservations are unknown offline; a live refresh fetches them): costed at on-demand, no saving assumed",

@@ -110,7 +110,11 @@ pub(crate) fn container(
             let p = mig.profile(&profile)?;
             Some(Container {
                 gib: p.memory_gib,
-                what: format!("a `{}` slice ({} GiB)", p.name, p.memory_gib),
+                what: format!(
+                    "a `{}` slice ({} GiB)",
+                    p.name,
+                    crate::core::num(p.memory_gib)
+                ),
             })
         }
         _ => {
@@ -118,9 +122,17 @@ pub(crate) fn container(
             Some(Container {
                 gib: gpu.memory_gib * n,
                 what: if n > 1.0 {
-                    format!("{n} x {} ({} GiB)", gpu.name, gpu.memory_gib * n)
+                    format!(
+                        "{n} x {} ({} GiB)",
+                        gpu.name,
+                        crate::core::num(gpu.memory_gib * n)
+                    )
                 } else {
-                    format!("one {} ({} GiB)", gpu.name, gpu.memory_gib)
+                    format!(
+                        "one {} ({} GiB)",
+                        gpu.name,
+                        crate::core::num(gpu.memory_gib)
+                    )
                 },
             })
         }

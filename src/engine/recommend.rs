@@ -110,8 +110,8 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     merge_pools(&cx, &mut groups, &mut choices);
     move_workloads(&cx, &mut groups, &mut choices);
     rehome_pools(&cx, &mut groups, &mut choices);
-    repair_quota(&cx, &mut groups, &mut choices);
-    let (pools, workload_pool) = final_pools(&cx, &groups, &choices);
+    let repaired = repair_quota(&cx, &mut groups, &mut choices);
+    let (pools, workload_pool) = final_pools(&cx, &groups, &choices, &repaired);
     assemble(&cx, pools, &workload_pool, &choices, unsatisfied)
 }
 

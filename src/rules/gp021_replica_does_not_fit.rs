@@ -23,8 +23,15 @@ declare_rule! {
     /// ```
     /// Use instead: `gpus = 2` (tensor parallel), `precision = "fp8"`, or a bigger GPU.
     ///
+    /// A GPU gives what CUDA reports as its total (nvidia-smi's FB memory total), not its
+    /// marketing figure: a T4 is 15,360 MiB (15 GiB), an L4 23,034 MiB, an H100 80GB 81,559
+    /// MiB. That total is what vLLM's `gpu_memory_utilization` multiplies, so a replica on
+    /// a T4 at 0.9 gets 13.5 GiB, not 14.4. `gpuplan catalog --gpu NAME` shows both figures
+    /// and the source of the usable one.
+    ///
     /// ## Source
     /// Weights = parameters x bytes per parameter (fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.5).
+    /// GPU totals: `usable_memory_mib` in providers/gpus.toml, each with its source.
     pub(crate) struct ReplicaDoesNotFit { id: "GP021", name: "replica-does-not-fit", severity: Error }
 }
 

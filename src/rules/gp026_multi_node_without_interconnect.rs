@@ -1,5 +1,5 @@
 use super::{Cx, Rule};
-use crate::catalog::{InterNode, Sku};
+use crate::catalog::Sku;
 use crate::plan::raw::Kind;
 
 declare_rule! {
@@ -7,9 +7,12 @@ declare_rule! {
     ///
     /// ## What it does
     /// Flags multi-node training (`kind = "training"`, `nodes > 1`) on a SKU without a
-    /// high-bandwidth interconnect: NVLink between the GPUs in a node and InfiniBand (Azure
-    /// ND-series) or EFA (AWS P-series) between nodes. Checked on the pools the workload
-    /// lands on, or on its allowed SKUs when it has no pool.
+    /// high-bandwidth fabric between nodes: InfiniBand (Azure ND-series) or EFA (every AWS
+    /// type EC2 gives EFA interfaces: p4d/p5, and also g4dn, g5, g6 and g6e from 8xlarge up,
+    /// g7e, gr6.8xlarge, trn1). Checked on the pools the workload lands on, or on its allowed
+    /// SKUs when it has no pool. NVLink inside a node speeds tensor parallelism but is not
+    /// required of a gang; `recommend` applies the same test, so it never places a gang where
+    /// this rule would fire.
     ///
     /// ## Why is this bad?
     /// Data- and tensor-parallel training exchanges gradients every step; over PCIe and
@@ -25,18 +28,14 @@ declare_rule! {
     /// `p4d.24xlarge` / `p5.48xlarge`.
     ///
     /// ## Source
-    /// Context article ("training wants A100 or H100 class with NVLink"); provider SKU docs
-    /// (interconnect fields in providers/*/skus.toml).
+    /// Context article ("training wants A100 or H100 class with NVLink"); EC2
+    /// DescribeInstanceTypes EFA interface counts (`efa_interfaces` in providers/aws/skus.toml,
+    /// from Karpenter's generated instance-type reference); Azure size docs (InfiniBand).
     pub(crate) struct MultiNodeWithoutInterconnect { id: "GP026", name: "multi-node-without-interconnect", severity: Warning }
 }
 
 fn lacks(sku: &Sku) -> Option<&'static str> {
-    match (sku.nvlink, sku.inter_node) {
-        (true, InterNode::Infiniband | InterNode::Efa) => None,
-        (false, InterNode::None) => Some("neither NVLink nor InfiniBand/EFA"),
-        (false, _) => Some("no NVLink between its GPUs"),
-        (true, InterNode::None) => Some("no InfiniBand/EFA between nodes"),
-    }
+    sku.gang_gap()
 }
 
 impl Rule for MultiNodeWithoutInterconnect {
@@ -54,7 +53,7 @@ impl Rule for MultiNodeWithoutInterconnect {
                     cx.push(
                         cx.finding(pool.sku.span(), format!("gang of {} nodes for `{}` on `{}`, which has {why}", w.gang(), w.name.get(), sku.name))
                             .label("no high-bandwidth interconnect")
-                            .help("use an NVLink + InfiniBand/EFA SKU (Azure ND-series, AWS p4d/p5) for multi-node training")
+                            .help("use a SKU with InfiniBand or EFA between nodes (Azure ND-series; AWS p4d/p5, or g5/g6/g6e 8xlarge and up) for multi-node training")
                             .workload(w.name.get())
                             .pool(pool.name.get()),
                     );
@@ -70,9 +69,9 @@ impl Rule for MultiNodeWithoutInterconnect {
                     .all(|s| lacks(s).is_some());
                 if !skus.is_empty() && all_lack {
                     cx.push(
-                        cx.finding(skus.span(), format!("gang of {} nodes for `{}`, but none of its allowed SKUs has NVLink and InfiniBand/EFA", w.gang(), w.name.get()))
+                        cx.finding(skus.span(), format!("gang of {} nodes for `{}`, but none of its allowed SKUs has InfiniBand or EFA between nodes", w.gang(), w.name.get()))
                             .label("no high-bandwidth interconnect")
-                            .help("allow an ND-series (Azure) or p4d/p5 (AWS) SKU")
+                            .help("allow an ND-series (Azure) or an EFA type (AWS p4d/p5, g5/g6/g6e 8xlarge and up)")
                             .workload(w.name.get()),
                     );
                 }

@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 use super::prices::{
-    column, csv_err, drop_unlisted, is_region, offer, offer_band, offer_spot, parse_price, row_at,
+    column, csv_err, is_region, offer, offer_band, offer_spot, parse_price, row_at,
 };
 use super::{invalid, CatalogError};
 use crate::catalog::{Catalog, Price, ProviderCatalog, SpotBand};
@@ -16,8 +16,9 @@ use crate::core::Provider;
 use crate::source::SourceFile;
 
 /// The AWS snapshot (instances.vantage.sh, 2025-11-30): on-demand, spot min, interruption band
-/// and Reserved Instance effective hourly rates per instance type and region. It is complete
-/// for the types it lists.
+/// and Reserved Instance effective hourly rates per instance type and region. It is not
+/// complete (six priced offerings are missing from it), so a region it omits keeps an older
+/// source's figure rather than being dropped.
 pub(super) fn load_aws_snapshot(
     file: &Arc<SourceFile>,
     pc: &mut ProviderCatalog,
@@ -54,7 +55,6 @@ pub(super) fn load_aws_snapshot(
     };
     let (terms_1y, terms_3y) = (terms(1)?, terms(3)?);
     let name: &str = &file.name;
-    let mut listed: IndexMap<String, Vec<String>> = IndexMap::new();
     for rec in rdr.records() {
         let rec = rec.map_err(|e| csv_err(file, &e))?;
         let (sku, region) = (
@@ -68,10 +68,6 @@ pub(super) fn load_aws_snapshot(
         let Some(od) = parse_price(file, &rec, c_od)? else {
             continue;
         };
-        listed
-            .entry(sku.to_owned())
-            .or_default()
-            .push(region.to_owned());
         let key = (sku.to_owned(), region.to_owned());
         let price = |usd: f64, what: &str| Price {
             usd_per_hour: usd,
@@ -138,7 +134,6 @@ pub(super) fn load_aws_snapshot(
             );
         }
     }
-    drop_unlisted(pc, &listed);
     Ok(())
 }
 

@@ -24,6 +24,8 @@ pub(super) struct GpuEntry {
     name: String,
     vendor: String,
     memory_gib: f64,
+    usable_memory_mib: f64,
+    usable_memory_source: String,
     architecture: String,
     compute_capability: Option<String>,
     #[serde(default)]
@@ -80,6 +82,21 @@ pub(super) fn load_gpus(
                 ));
             }
         }
+        // What CUDA reports is what a server's memory fraction multiplies; a total above the
+        // nominal figure, or none at all, is a typo the fit rules would trust.
+        if !(g.usable_memory_mib > 0.0 && g.usable_memory_mib <= g.memory_gib * 1024.0 + 1e-9)
+            || g.usable_memory_source.trim().is_empty()
+        {
+            return Err(invalid_at_name(
+                file,
+                &g.name,
+                format!(
+                    "`{}`: usable_memory_mib must be above 0 and at most the nominal {} GiB, with its source",
+                    g.name, g.memory_gib
+                ),
+            ));
+        }
+        let usable_gib = g.usable_memory_mib / 1024.0;
         let mig = g.mig.map(|m| MigSpec {
             compute_slices: m.compute_slices,
             memory_slices: m.memory_slices,
@@ -93,7 +110,8 @@ pub(super) fn load_gpus(
                     name: p.name,
                     compute: p.compute,
                     memory_slices: p.memory_slices,
-                    memory_gib: p.memory_gib,
+                    // A slice is never larger than its whole GPU as CUDA reports it.
+                    memory_gib: p.memory_gib.min(usable_gib),
                     starts: p.starts,
                     max_count: p.max_count,
                 })
@@ -152,7 +170,9 @@ pub(super) fn load_gpus(
             GpuModel {
                 name: g.name,
                 vendor: g.vendor,
-                memory_gib: g.memory_gib,
+                memory_gib: usable_gib,
+                nominal_memory_gib: g.memory_gib,
+                usable_memory_source: g.usable_memory_source,
                 architecture: g.architecture,
                 compute_capability: g.compute_capability,
                 aliases: g.aliases,

@@ -43,6 +43,9 @@ pub(super) fn parse_price(
 /// The Azure on-demand table of every GPU size in every region (2026-06-18).
 pub(super) const AZURE_TABLE: &str = "azure/ondemand-2026-06-18.csv";
 
+/// Azure Retail Prices rows of four EU regions, Linux meters only (2026-08-20).
+pub(super) const AZURE_RETAIL_EU: &str = "azure/retail-eu-2026-08-20.csv";
+
 /// The AWS snapshot with on-demand, spot, bands and reserved rates (2025-11-30).
 pub(super) const AWS_SNAPSHOT: &str = "aws/prices-2025-11-30.csv";
 
@@ -174,8 +177,11 @@ pub(super) fn load_skypilot_prices(
                 );
             }
         }
-        // A spot price equal to (or above) on-demand means the source had none.
-        if let Some(sp) = spot.filter(|sp| od.is_none_or(|od| *sp < od)) {
+        // A spot price equal to (or above) on-demand means the source had none. An undated
+        // spot figure is no price at all: spot moves with supply, and the SkyPilot rows were
+        // 11% of on-demand where a dated Retail capture says 26% (ND96amsr_A100_v4). Without
+        // a dated figure spot is "unknown offline", as Azure reservations are.
+        if let Some(sp) = spot.filter(|sp| as_of.is_some() && od.is_none_or(|od| *sp < od)) {
             let zone = c_zone.and_then(|c| rec.get(c)).unwrap_or_default();
             offer_spot(
                 entry,

@@ -195,6 +195,7 @@ pub(super) fn why_not(
     used: &BTreeMap<(String, String), f64>,
     own: &((String, String), f64),
     tried: bool,
+    repaired: bool,
 ) {
     if a.kind != "next-cheapest" || !a.delta_usd.is_some_and(|d| d < 0.0) {
         return;
@@ -231,6 +232,10 @@ pub(super) fn why_not(
             super::moves::MOVE_MEMBERS,
             super::moves::MOVE_REPLICAS
         ),
+        // Quota repair runs after the pool stage: a workload it moved here off a pool over its
+        // quota took the cheapest place that quota allowed one workload at a time, and nothing
+        // weighs this pool's options again.
+        _ if repaired => "; not taken: quota repair moved a workload here off a pool over its quota after the pool stage, which does not revisit this pool's options".to_owned(),
         _ => "; not taken: priced as this pool alone it is cheaper, but the fleet as a whole costs less as chosen (its workloads share nodes, merges or reservations with other pools)".to_owned(),
     };
     a.note.push_str(&lost);

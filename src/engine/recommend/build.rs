@@ -401,6 +401,7 @@ pub(super) fn final_pools(
     cx: &Cx<'_, '_>,
     groups: &Groups,
     choices: &[Choice<'_, '_>],
+    repaired: &[usize],
 ) -> (Vec<RecPool>, WorkloadPools) {
     let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let mut pools = Vec::new();
@@ -419,7 +420,8 @@ pub(super) fn final_pools(
             f64::from(built.nodes_max) * f64::from(ms[0].c.sku.vcpus),
         );
         for a in &mut pool.considered {
-            super::alternatives::why_not(a, plan, catalog, &used, &own, tried);
+            let repaired = members.iter().any(|i| repaired.contains(i));
+            super::alternatives::why_not(a, plan, catalog, &used, &own, tried, repaired);
         }
         // Split the pool's cost over its workloads by the node-hours each asks for.
         let weights: Vec<f64> = ms

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::demand::Demand;
-use crate::catalog::{Catalog, GpuModel, InterNode, MigProfile, Sku};
+use crate::catalog::{Catalog, GpuModel, MigProfile, Sku};
 use crate::engine::spot;
 use crate::plan::raw::{Capacity, Kind, Sharing};
 use crate::plan::Plan;
@@ -369,7 +369,7 @@ fn candidate<'c>(
                             "a replica needs {} GiB and one {} has {} GiB",
                             crate::core::num(m),
                             gpu.name,
-                            gpu.memory_gib
+                            crate::core::num(gpu.memory_gib)
                         ),
                     ));
                 }
@@ -435,23 +435,16 @@ fn candidate<'c>(
             ),
         ));
     }
-    if d.gang > 1
-        && w.kind() == Kind::Training
-        && (!sku.nvlink || sku.inter_node == InterNode::None)
-    {
-        return Err(reject(
-            Constraint::Interconnect,
-            format!(
-                "a {}-node gang needs NVLink and InfiniBand/EFA; `{}` has {}",
-                d.gang,
-                sku.name,
-                match (sku.nvlink, sku.inter_node) {
-                    (false, InterNode::None) => "neither".to_owned(),
-                    (true, _) => "NVLink only".to_owned(),
-                    (false, i) => format!("{} but no NVLink", i.as_str()),
-                }
-            ),
-        ));
+    if d.gang > 1 && w.kind() == Kind::Training {
+        if let Some(gap) = sku.gang_gap() {
+            return Err(reject(
+                Constraint::Interconnect,
+                format!(
+                    "a {}-node gang needs InfiniBand or EFA between its nodes; `{}` has {gap}",
+                    d.gang, sku.name
+                ),
+            ));
+        }
     }
     let node_share = node_share(&fit, sku, gpu, d, cpu_alloc, mem_alloc);
     // A workload that alone needs more on-demand vCPUs than a known quota cannot be placed
@@ -548,10 +541,7 @@ fn spot_quote(
     let effective = if let Some(why) = d.spot_closed {
         Err(SpotNo::Closed(why))
     } else if !has_price {
-        Err(SpotNo::Because(format!(
-            "no spot price for `{}` in {region}",
-            sku.name
-        )))
+        Err(SpotNo::Because(spot_unknown(sku, region)))
     } else {
         match (assessment.spot, assessment.monthly_interruption) {
             (Some(price), Some(p)) => {
@@ -601,10 +591,7 @@ fn spot_quote(
                     }
                 }
             }
-            (None, _) => Err(SpotNo::Because(format!(
-                "no spot price for `{}` in {region}",
-                sku.name
-            ))),
+            (None, _) => Err(SpotNo::Because(spot_unknown(sku, region))),
         }
     };
     SpotQuote {
@@ -612,6 +599,16 @@ fn spot_quote(
         effective,
         at_worst_band,
     }
+}
+
+/// Why spot is not offered where the catalog has no dated spot price: an undated figure is
+/// not used, so spot is unknown offline rather than guessed, and not proposed (a saving that
+/// rests on no price is not a decision a person can check).
+fn spot_unknown(sku: &Sku, region: &str) -> String {
+    format!(
+        "spot price of `{}` in {region} unknown offline (no dated figure; a live refresh fetches it), so spot is not offered",
+        sku.name
+    )
 }
 
 impl Candidate<'_> {

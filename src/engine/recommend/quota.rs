@@ -39,8 +39,14 @@ pub(super) fn bucket_use(
 
 /// Known quota is a hard limit: while a bucket is over it, move the one workload whose move
 /// to another region or VM family costs least, without pushing the destination over its
-/// own quota. What cannot be moved stays, and GP014 reports it.
-pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
+/// own quota. What cannot be moved stays, and GP014 reports it. Returns the workloads it
+/// moved: the pool stage ran before it and does not revisit their pools' options.
+pub(super) fn repair_quota(
+    cx: &Cx<'_, '_>,
+    groups: &mut Groups,
+    choices: &mut [Choice<'_, '_>],
+) -> Vec<usize> {
+    let mut moved = Vec::new();
     let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let quota = |b: &(String, String)| plan.known_quota(catalog, &b.0, &b.1).map(|q| q.0);
     let cost = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
@@ -58,7 +64,7 @@ pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
             .find(|(b, v)| quota(b).is_some_and(|q| **v > q + 1e-9))
             .map(|(b, _)| b.clone())
         else {
-            return;
+            return moved;
         };
         let mut best: Option<(f64, usize, PoolKey, PoolKey, Candidate<'_>, Rate)> = None;
         for (key, members) in groups.iter() {
@@ -119,8 +125,9 @@ pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
             }
         }
         let Some((_, i, from, to, c, rate)) = best else {
-            return;
+            return moved;
         };
+        moved.push(i);
         choices[i].c = c;
         choices[i].rate = rate;
         if let Some(m) = groups.get_mut(&from) {
@@ -131,6 +138,7 @@ pub(super) fn repair_quota(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [
         }
         groups.entry(to).or_default().push(i);
     }
+    moved
 }
 
 pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
