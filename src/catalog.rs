@@ -127,16 +127,18 @@ pub struct Sku {
 }
 
 impl Sku {
-    /// What a multi-node gang lacks on this SKU, or `None` when it can run one: a fabric
-    /// between nodes (InfiniBand, or EFA where EC2 gives the type EFA interfaces). NVLink
-    /// inside a node speeds tensor parallelism but a gang does not need it: EC2 offers EFA on
-    /// g5, g6 and g6e sizes for exactly this. `recommend` and GP026 both ask this, so they
-    /// never disagree.
-    pub(crate) fn gang_gap(&self) -> Option<&'static str> {
-        match self.inter_node {
-            InterNode::Infiniband | InterNode::Efa => None,
-            InterNode::None if self.nvlink => Some("NVLink only, no InfiniBand/EFA between nodes"),
-            InterNode::None => Some("no InfiniBand/EFA between nodes"),
+    /// What a multi-node gang whose replicas use `gpus` GPUs each lacks on this SKU, or `None`
+    /// when it can run there: a fabric between nodes (InfiniBand, or EFA where EC2 gives the
+    /// type EFA interfaces), and NVLink between a node's GPUs when a replica spans several
+    /// (its gradients or tensor shards cross them every step; the context article: training
+    /// wants NVLink). A gang of one-GPU replicas needs only the fabric, which is why EC2 offers
+    /// EFA on g5, g6 and g6e sizes. `recommend` and GP026 both ask this, so they never disagree.
+    pub(crate) fn gang_gap(&self, gpus: u32) -> Option<&'static str> {
+        match (self.inter_node, self.nvlink || gpus <= 1) {
+            (InterNode::None, true) => Some("no InfiniBand/EFA between nodes"),
+            (InterNode::None, false) => Some("neither NVLink nor InfiniBand/EFA"),
+            (_, false) => Some("no NVLink between the GPUs a replica spans"),
+            (_, true) => None,
         }
     }
 }

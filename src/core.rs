@@ -87,6 +87,41 @@ pub enum MigManager {
     GpuOperator,
 }
 
+/// The longest reservation a plan commits to (`[plan] reservation_term`): a 3-year term is a
+/// decision a person records, never a default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, JsonSchema)]
+pub enum ReservationTerm {
+    /// No reservations: every floor on-demand.
+    #[serde(rename = "none")]
+    None,
+    /// 1-year reservations (the default).
+    #[default]
+    #[serde(rename = "1y")]
+    OneYear,
+    /// 1- or 3-year reservations, whichever costs less.
+    #[serde(rename = "3y")]
+    ThreeYear,
+}
+
+impl ReservationTerm {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ReservationTerm::None => "none",
+            ReservationTerm::OneYear => "1y",
+            ReservationTerm::ThreeYear => "3y",
+        }
+    }
+
+    /// Whether a reservation of this capacity type is within the term.
+    pub(crate) fn allows(self, c: Capacity) -> bool {
+        match c {
+            Capacity::Reserved1y => self >= ReservationTerm::OneYear,
+            Capacity::Reserved3y => self == ReservationTerm::ThreeYear,
+            _ => true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {

@@ -44,6 +44,15 @@ impl Plan {
     pub(crate) fn regions(&self) -> impl Iterator<Item = &str> {
         self.raw.plan.regions.iter().map(|r| r.get().as_str())
     }
+    /// The longest reservation the plan allows (`[plan] reservation_term`, default 1 year).
+    pub fn reservation_term(&self) -> crate::core::ReservationTerm {
+        self.raw
+            .plan
+            .reservation_term
+            .as_ref()
+            .map_or_else(Default::default, |t| *t.get())
+    }
+
     pub fn hours_per_month(&self) -> f64 {
         self.raw
             .plan

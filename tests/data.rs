@@ -349,6 +349,7 @@ name = "steady"
 owner = "platform"
 provider = "aws"
 regions = ["us-east-1"]
+reservation_term = "3y"
 
 [[workload]]
 name = "chat"
@@ -389,6 +390,28 @@ fn a_steady_aws_floor_is_reserved_offline_with_its_break_even() {
     assert!(why.contains("breaks even at 43% utilisation"), "{why}");
     let monthly = pool["monthly_cost_usd"].as_f64().expect("cost");
     assert!((monthly - 4.0 * 23.77728 * 730.0).abs() < 0.01, "{monthly}");
+    // Without a recorded term the plan commits for one year at most, and `why` says what
+    // three would save.
+    let one_year = STEADY.replace("reservation_term = \"3y\"\n", "");
+    let out = run(
+        &[
+            "recommend",
+            "--format",
+            "json",
+            plan.to_str().expect("utf-8"),
+        ],
+        Some((&plan, &one_year)),
+        "2026-12-03",
+    );
+    let v1 = json(&out);
+    let p1 = &v1["pools"][0];
+    assert_eq!(p1["capacity"], "reserved-1y", "{p1:#}");
+    let why1 = p1["why"].as_str().expect("why");
+    assert!(
+        why1.contains("a 3-year term at $23.7773/h would save")
+            && why1.contains("`reservation_term = \"1y\"` caps the commitment"),
+        "{why1}"
+    );
     // The on-demand alternative is the saving's reference, never the other way round.
     let od = pool["considered"]
         .as_array()

@@ -113,8 +113,8 @@ pub(crate) fn pool_month(
 /// What a declared pool costs a month.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PoolCost {
-    /// The floor all month, nodes above it for the longest `hours_per_month` of its
-    /// workloads; a Capacity Block all its nodes for the block's hours.
+    /// The floor all month, nodes above it for the hours of the workloads that need them
+    /// ([`burst_hours`]); a Capacity Block all its nodes for the block's hours.
     pub expected: f64,
     /// Every node of `nodes.max` for the paid hours.
     pub at_max: f64,
@@ -146,22 +146,45 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         // A block's instances are bought together: every one is paid for the whole block.
         at_max
     } else {
-        let burst_hours = plan
-            .pool_workloads(pool)
-            .map(|w| {
-                w.hours_per_month
-                    .as_ref()
-                    .map_or(hours, |h| *h.get())
-                    .min(hours)
-            })
-            .fold(0.0, f64::max);
-        price.usd * (min * hours + (max - min).max(0.0) * burst_hours)
+        // The pool's own floor is its `nodes.min`, whatever its workloads' minimums: the
+        // nodes above it carry each member's GPUs at peak, for that member's hours.
+        let burst = burst_hours(plan.pool_workloads(pool).map(|w| {
+            let above = w.replicas().max().max(0) as f64;
+            let h = w
+                .hours_per_month
+                .as_ref()
+                .map_or(hours, |h| *h.get())
+                .min(hours);
+            (above * w.gpu_share() * w.gang().max(1) as f64, h)
+        }));
+        price.usd * (min * hours + (max - min).max(0.0) * burst)
     };
     Some(PoolCost {
         expected,
         at_max,
         price,
     })
+}
+
+/// The hours a pool's nodes above its floor run a month: each member's hours, weighted by the
+/// burst capacity it asks for (`(weight, hours)` per member: its replicas above its floor in
+/// nodes or GPUs). Each node-hour is paid once, by the work that needs it: for a pool of one
+/// replica per node the burst costs exactly the sum of (replicas above the floor x hours), so
+/// ten 30-hour replicas beside one 700-hour replica pay 1,000 node-hours, not 11 x 700.
+/// Recommended pools (`build`) and declared pools (`declared_pool`) both use it.
+pub(crate) fn burst_hours(members: impl IntoIterator<Item = (f64, f64)>) -> f64 {
+    let (mut weight, mut weighted) = (0.0, 0.0);
+    for (w, h) in members {
+        if w > 0.0 && h.is_finite() {
+            weight += w;
+            weighted += w * h;
+        }
+    }
+    if weight > 0.0 {
+        weighted / weight
+    } else {
+        0.0
+    }
 }
 
 /// GPUs one node of a SKU provides (partitioned sizes count their share).

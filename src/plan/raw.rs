@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-pub use crate::core::{Capacity, Kind, MigManager, Provider, Sharing, Sp};
+pub use crate::core::{Capacity, Kind, MigManager, Provider, ReservationTerm, Sharing, Sp};
 
 /// A gpuplan plan file.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -63,6 +63,9 @@ pub struct PlanMeta {
     pub hours_per_month: Option<Sp<f64>>,
     /// Monthly budget in USD; a plan that costs more is an error (GP017).
     pub monthly_budget: Option<Sp<f64>>,
+    /// The longest reservation the recommender may propose: `none`, `1y` (default) or `3y`.
+    /// How long the work will live is a decision a person records here.
+    pub reservation_term: Option<Sp<ReservationTerm>>,
     /// Azure subscription ID whose quota and SKU availability `catalog refresh --plan` reads
     /// (a flag or `AZURE_SUBSCRIPTION_ID` takes precedence).
     pub subscription: Option<Sp<String>>,

@@ -46,7 +46,9 @@ impl Rule for ReservationExceedsSteadyDemand {
             let steady_gpus: f64 = cx
                 .plan
                 .pool_workloads(pool)
-                .filter(|w| !w.scale_to_zero())
+                // Steady as the recommender reads it: minimum replicas of work that runs
+                // every hour of the month and does not scale to zero.
+                .filter(|w| !w.scale_to_zero() && cx.hours(Some(w)) >= cx.hours(None))
                 .map(|w| w.replicas().min() as f64 * w.gpu_share() * w.gang() as f64)
                 .sum();
             let steady_nodes = (steady_gpus / per_node - 1e-9).ceil().max(0.0) as i64;

@@ -10,9 +10,9 @@ declare_rule! {
     /// high-bandwidth fabric between nodes: InfiniBand (Azure ND-series) or EFA (every AWS
     /// type EC2 gives EFA interfaces: p4d/p5, and also g4dn, g5, g6 and g6e from 8xlarge up,
     /// g7e, gr6.8xlarge, trn1). Checked on the pools the workload lands on, or on its allowed
-    /// SKUs when it has no pool. NVLink inside a node speeds tensor parallelism but is not
-    /// required of a gang; `recommend` applies the same test, so it never places a gang where
-    /// this rule would fire.
+    /// SKUs when it has no pool. A gang whose replicas span several GPUs also needs NVLink
+    /// between them; a gang of one-GPU replicas needs only the fabric. `recommend` applies the
+    /// same test, so it never places a gang where this rule would fire.
     ///
     /// ## Why is this bad?
     /// Data- and tensor-parallel training exchanges gradients every step; over PCIe and
@@ -34,8 +34,8 @@ declare_rule! {
     pub(crate) struct MultiNodeWithoutInterconnect { id: "GP026", name: "multi-node-without-interconnect", severity: Warning }
 }
 
-fn lacks(sku: &Sku) -> Option<&'static str> {
-    sku.gang_gap()
+fn lacks(sku: &Sku, gpus: u32) -> Option<&'static str> {
+    sku.gang_gap(gpus)
 }
 
 impl Rule for MultiNodeWithoutInterconnect {
@@ -44,16 +44,17 @@ impl Rule for MultiNodeWithoutInterconnect {
             if w.kind() != Kind::Training || w.gang() <= 1 {
                 continue;
             }
+            let gpus = u32::try_from(w.gpus().max(1)).unwrap_or(u32::MAX);
             let pools = cx.pools_of(w);
             for pool in &pools {
                 let Some(sku) = cx.pool_sku(pool) else {
                     continue;
                 };
-                if let Some(why) = lacks(sku) {
+                if let Some(why) = lacks(sku, gpus) {
                     cx.push(
                         cx.finding(pool.sku.span(), format!("gang of {} nodes for `{}` on `{}`, which has {why}", w.gang(), w.name.get(), sku.name))
                             .label("no high-bandwidth interconnect")
-                            .help("use a SKU with InfiniBand or EFA between nodes (Azure ND-series; AWS p4d/p5, or g5/g6/g6e 8xlarge and up) for multi-node training")
+                            .help("use a SKU with InfiniBand or EFA between nodes, and NVLink when a replica spans GPUs (Azure ND-series; AWS p4d/p5, or for one-GPU replicas g5/g6/g6e 8xlarge and up)")
                             .workload(w.name.get())
                             .pool(pool.name.get()),
                     );
@@ -66,10 +67,10 @@ impl Rule for MultiNodeWithoutInterconnect {
                 let all_lack = skus
                     .iter()
                     .filter_map(|s| cx.sku(s.get()))
-                    .all(|s| lacks(s).is_some());
+                    .all(|s| lacks(s, gpus).is_some());
                 if !skus.is_empty() && all_lack {
                     cx.push(
-                        cx.finding(skus.span(), format!("gang of {} nodes for `{}`, but none of its allowed SKUs has InfiniBand or EFA between nodes", w.gang(), w.name.get()))
+                        cx.finding(skus.span(), format!("gang of {} nodes for `{}`, but none of its allowed SKUs has what it needs between nodes", w.gang(), w.name.get()))
                             .label("no high-bandwidth interconnect")
                             .help("allow an ND-series (Azure) or an EFA type (AWS p4d/p5, g5/g6/g6e 8xlarge and up)")
                             .workload(w.name.get()),

@@ -340,11 +340,13 @@ pub(super) fn build(
         nodes_for(ms, &floors, first.sku, first.gpu, catalog, mm, thorough).nodes
     };
     let nodes_min = nodes_min.min(nodes_max);
-    let burst_hours = ms
-        .iter()
-        .filter(|m| m.d.peak > m.d.floor)
-        .map(|m| m.d.hours)
-        .fold(0.0, f64::max);
+    let burst_hours = crate::engine::cost::burst_hours(ms.iter().map(|m| {
+        let above = f64::from(m.d.peak.saturating_sub(m.d.floor));
+        (
+            m.c.node_share * f64::from(m.d.gang.max(1)) * above,
+            m.d.hours,
+        )
+    }));
     let od = first.on_demand;
     // Spot waste differs by workload (gang, checkpoints): weight it by node-hours asked.
     let (mut wsum, mut wtot) = (0.0, 0.0);

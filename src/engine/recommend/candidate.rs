@@ -216,6 +216,23 @@ pub fn candidates<'c>(
         if !named && (sku.arm64 || sku.gpu_partition < 1.0 || !gpu.is_nvidia()) {
             continue;
         }
+        // A partitioned size (g6f, NVadsA10 v5) gives a share of one GPU: only a replica that
+        // asks for no more than that share, and is not a multi-GPU or MIG replica, fits it.
+        if sku.gpu_partition < 1.0 {
+            let need = d.w.gpu_share();
+            if need > sku.gpu_partition + 1e-9 || d.w.gpus() > 1 || d.sharing == Sharing::Mig {
+                rejected.push(reject(
+                    Constraint::GpusPerNode,
+                    format!(
+                        "a replica needs {} GPU(s) and `{}` has a {} share of one",
+                        crate::core::num(need),
+                        sku.name,
+                        sku.gpu_partition
+                    ),
+                ));
+                continue;
+            }
+        }
         for (rank, region) in regions.iter().enumerate() {
             match candidate(plan, catalog, d, sku, gpu, region) {
                 Ok(mut c) => {
@@ -436,11 +453,11 @@ fn candidate<'c>(
         ));
     }
     if d.gang > 1 && w.kind() == Kind::Training {
-        if let Some(gap) = sku.gang_gap() {
+        if let Some(gap) = sku.gang_gap(d.gpus) {
             return Err(reject(
                 Constraint::Interconnect,
                 format!(
-                    "a {}-node gang needs InfiniBand or EFA between its nodes; `{}` has {gap}",
+                    "a {}-node gang needs InfiniBand or EFA between its nodes (and NVLink when a replica spans GPUs); `{}` has {gap}",
                     d.gang, sku.name
                 ),
             ));
@@ -638,6 +655,9 @@ impl Candidate<'_> {
                 (Capacity::Reserved1y, self.reserved_1y),
                 (Capacity::Reserved3y, self.reserved_3y),
             ] {
+                if !d.reservation_term.allows(cap) {
+                    continue;
+                }
                 if let Some(usd) = r {
                     out.push(Rate {
                         capacity: cap,

@@ -102,6 +102,8 @@ pub struct Demand<'p> {
     /// Minutes of work lost per interruption besides the restart (half a checkpoint interval
     /// is the expectation; the spot model integrates it). `None` for stateless work.
     pub checkpoint_minutes: Option<f64>,
+    /// The longest reservation the plan allows (plan-wide).
+    pub reservation_term: crate::core::ReservationTerm,
     /// Who partitions its MIG GPUs: the `mig_manager` of a declared pool it is meant for,
     /// else the cluster's. Pools of different managers never merge (their fit keys differ).
     pub mig_manager: crate::core::MigManager,
@@ -174,12 +176,13 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
     let r = w.replicas();
     let peak = u32::try_from(r.max().max(0)).unwrap_or(u32::MAX);
     let kind = w.kind();
-    // Queued work may drop to nothing between jobs; so may anything marked scale_to_zero or
-    // that does not run all month. A person waiting on it keeps one replica warm regardless.
-    let mut floor = if matches!(kind, Kind::Batch | Kind::Evaluation)
-        || w.scale_to_zero()
-        || hours < plan_hours
-    {
+    // The floor is what runs all month, whatever the workload is called: its minimum
+    // replicas when it runs every hour of the plan's month and may not scale to zero. A batch
+    // scorer of 8 fixed replicas for 730 h is as steady as a server (and reserving it costs
+    // $3,059.69 a month where on-demand costs $4,700.03 on g6.xlarge). Work that does not run
+    // all month, or that scales to zero, has no floor. A person waiting on it keeps one replica
+    // warm regardless.
+    let mut floor = if w.scale_to_zero() || hours < plan_hours {
         0
     } else {
         u32::try_from(r.min().max(0)).unwrap_or(0)
@@ -236,6 +239,7 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
         hours,
         spot_closed,
         checkpoint_minutes: checkpoint,
+        reservation_term: plan.reservation_term(),
         mig_manager: plan
             .workload_pools(w.name.get())
             .find(|p| p.mig_manager.is_some())

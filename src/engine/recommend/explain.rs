@@ -357,6 +357,18 @@ pub(super) fn why_line(
                 crate::core::num(HOURS_PER_MONTH),
                 plan_hours / HOURS_PER_MONTH * 100.0
             ));
+            // The plan's term caps the commitment; say what a longer one would save.
+            let term = m.d.reservation_term;
+            if let (Capacity::Reserved1y, Some(r3)) = (cap, m.c.reserved_3y) {
+                if term < crate::core::ReservationTerm::ThreeYear && r3 < m.rate.usd {
+                    parts.push(format!(
+                        "a 3-year term at {}/h would save {} a month on this floor; the plan's `reservation_term = \"{}\"` caps the commitment",
+                        crate::core::rate(r3),
+                        crate::core::usd(f64::from(b.nodes_min) * (m.rate.usd - r3) * HOURS_PER_MONTH),
+                        term.as_str()
+                    ));
+                }
+            }
         }
         Capacity::CapacityReservation | Capacity::CapacityBlock => {}
     }

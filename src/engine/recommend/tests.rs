@@ -782,7 +782,8 @@ memory_gib = 16
 gpus = 1
 skus = ["g4dn.metal", "g4dn.12xlarge"]
 "#;
-    let r = rec(&(head("aws", "\"us-east-1\"", "") + body));
+    // A 3-year term recorded in the plan (the default is one year).
+    let r = rec(&(head("aws", "\"us-east-1\"", "reservation_term = \"3y\"") + body));
     let p = pool_of(&r, "api");
     assert_eq!(
         (p.sku.as_str(), p.nodes.max),
@@ -931,4 +932,40 @@ fn workloads_of_one_shape_share_one_candidate_list_and_name_their_own_reasons() 
     }
     let r = rec(&text);
     assert_eq!(r.pools.len(), 1, "one pool for the three");
+}
+
+#[test]
+fn a_gang_of_one_gpu_replicas_runs_on_an_efa_type_without_nvlink() {
+    // EC2 gives g6e.8xlarge and up EFA interfaces (DescribeInstanceTypes, Karpenter's
+    // reference): a 4-node gang of one-L40S replicas may run there. A gang whose replicas
+    // span 4 GPUs also needs NVLink, which no L40S size has: it is unsatisfiable.
+    let one = r#"
+[[workload]]
+name = "ddp"
+team = "t"
+kind = "training"
+nodes = 4
+gpus = 1
+gpu_models = ["L40S"]
+"#;
+    let r = rec(&(head("aws", "\"us-east-1\"", "") + one));
+    let p = pool_of(&r, "ddp");
+    let sku = catalog(Provider::Aws)
+        .sku(Provider::Aws, &p.sku)
+        .expect("sku");
+    assert_eq!(sku.inter_node, crate::catalog::InterNode::Efa, "{}", p.sku);
+    assert!(p.sku.starts_with("g6e."), "{}", p.sku);
+    let four = one.replace("gpus = 1", "gpus = 4");
+    let r = rec(&(head("aws", "\"us-east-1\"", "") + &four));
+    assert!(
+        r.pools.is_empty(),
+        "{:?}",
+        r.pools.iter().map(|p| &p.sku).collect::<Vec<_>>()
+    );
+    let u = r
+        .unsatisfied
+        .iter()
+        .find(|u| u.workload == "ddp")
+        .expect("unsatisfied");
+    assert!(format!("{u:?}").contains("NVLink"), "{u:?}");
 }
