@@ -181,10 +181,13 @@ pub(crate) fn dated(as_of: Option<crate::core::Date>) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct RegionPrices {
     pub on_demand: Option<Price>,
-    /// Lowest spot price across zones; `None` when the source has none (or a spot price
-    /// equal to on-demand, which in the SkyPilot rows means "not recorded").
+    /// Spot as bought: the zones' average (a pool's nodes land in whichever zone has
+    /// capacity); `None` when no dated source has one (or a spot price equal to on-demand,
+    /// which in the SkyPilot rows means "not recorded").
     pub spot: Option<Price>,
     pub spot_zones: Vec<(String, f64)>,
+    /// The cheapest zone's spot price where the source gives it: a note, never the price.
+    pub spot_cheapest_zone: Option<f64>,
     pub reserved_1y: Option<Price>,
     pub reserved_3y: Option<Price>,
     /// AWS Capacity Block for ML, per instance-hour (from a refresh).

@@ -202,7 +202,13 @@ fn newest_dated_figure_wins_and_says_where_it_came_from() {
         .price("p5.48xlarge", "us-east-1")
         .and_then(|p| p.spot.clone())
         .expect("spot");
-    assert_eq!((s.usd_per_hour, s.as_of), (13.2182, d("2025-11-30")));
+    // Spot as bought: the zones' average ($28.11), never the cheapest zone ($13.22), which
+    // stays a note.
+    assert_eq!((s.usd_per_hour, s.as_of), (28.106467, d("2025-11-30")));
+    let cheapest = aws
+        .price("p5.48xlarge", "us-east-1")
+        .and_then(|p| p.spot_cheapest_zone);
+    assert_eq!(cheapest, Some(13.2182));
     // The older advisor file stays the fallback for a type the snapshot lacks.
     let dl1 = aws.band("dl1.24xlarge", "us-east-1").expect("dl1 band");
     assert_eq!(dl1.as_of, d("2025-06-28"));

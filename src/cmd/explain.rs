@@ -30,7 +30,7 @@ pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
         .as_deref()
         .is_some_and(|r| r.eq_ignore_ascii_case("recommend"))
     {
-        let c = crate::catalog::Catalog::embedded(&[])?;
+        let c = crate::catalog::Catalog::embedded(&crate::core::Provider::ALL)?;
         out.stdout(&crate::engine::recommend::model_text(&c));
         return Ok(exit::OK);
     }

@@ -130,18 +130,27 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         pool.nodes().min().max(0) as f64,
         pool.nodes().max().max(0) as f64,
     );
-    // A block with no stated length is costed for the plan's month, and the price says so.
+    // A block with no stated length lasts as long as the work it was bought for: its
+    // longest member's `hours_per_month` (the plan's month when none says), and the price
+    // says so.
+    let mut block_hours = None;
     if pool.capacity() == Capacity::CapacityBlock && pool.block_hours.is_none() {
+        let h = plan
+            .pool_workloads(pool)
+            .filter_map(|w| w.hours_per_month.as_ref().map(|h| *h.get()))
+            .fold(None, |m: Option<f64>, h| Some(m.map_or(h, |m| m.max(h))))
+            .map_or(hours, |h| h.min(hours));
+        block_hours = Some(h);
         let unknown = format!(
-            "the block's length is not in the plan (`block_hours`): costed for {} hours",
-            crate::core::num(hours)
+            "the block's length is not in the plan (`block_hours`): costed for {} hours, its workloads' longest month",
+            crate::core::num(h)
         );
         price.caveat = Some(match price.caveat.take() {
             Some(c) => format!("{c}; {unknown}"),
             None => unknown,
         });
     }
-    let at_max = price.usd * max * paid_hours(pool, hours);
+    let at_max = price.usd * max * block_hours.unwrap_or_else(|| paid_hours(pool, hours));
     let expected = if pool.capacity() == Capacity::CapacityBlock {
         // A block's instances are bought together: every one is paid for the whole block.
         at_max

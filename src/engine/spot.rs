@@ -178,3 +178,24 @@ pub(crate) fn assess(
         economics,
     }
 }
+
+/// The one figure both `recommend` and GP009 judge spot by when a band is unknown: the
+/// highest monthly interruption the catalog assumes for any band (20%+: 30% of nodes a month),
+/// with that band's label for the provider. Spot that wins even there is safe to take.
+pub(crate) fn worst_band(
+    catalog: &crate::catalog::Catalog,
+    provider: crate::core::Provider,
+) -> Option<(String, f64)> {
+    catalog
+        .assumptions
+        .band_monthly_interruption
+        .iter()
+        .max_by(|a, b| a.3.total_cmp(&b.3))
+        .map(|b| {
+            let label = match provider {
+                crate::core::Provider::Azure => b.2.clone(),
+                crate::core::Provider::Aws => b.1.clone(),
+            };
+            (label, b.3)
+        })
+}

@@ -192,10 +192,15 @@ pub(crate) fn human(rec: &Recommendation) -> String {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            "Today's declared pools: {} a month; recommended {}; {}",
+            "Today's declared pools: {} a month; recommended {}; {}{}",
             usd(c.today_monthly_cost_usd),
             usd(c.recommended_monthly_cost_usd),
-            saving(c.saving_usd)
+            saving(c.saving_usd),
+            if c.not_compared.is_empty() {
+                String::new()
+            } else {
+                format!(" (not compared, no price: {})", c.not_compared.join(", "))
+            }
         );
         for ch in &c.changes {
             let _ = writeln!(
@@ -311,10 +316,22 @@ pub(crate) fn markdown(rec: &Recommendation) -> String {
     if let Some(c) = &rec.comparison {
         let _ = writeln!(
             o,
-            "Today's declared pools cost {}; the recommendation {} ({}).",
+            "Today's declared pools cost {}; the recommendation {} ({}).{}",
             usd(c.today_monthly_cost_usd),
             usd(c.recommended_monthly_cost_usd),
-            saving(c.saving_usd)
+            saving(c.saving_usd),
+            if c.not_compared.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " Not compared (no price): {}.",
+                    c.not_compared
+                        .iter()
+                        .map(|n| crate::core::format::md_code(n))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
         );
         let _ = writeln!(o);
         let _ = writeln!(

@@ -13,7 +13,9 @@ declare_rule! {
     /// arithmetic: the expected restart waste (paid hours per useful hour) from the eviction
     /// band, gang size, checkpoint interval and restart time, against the break-even waste
     /// (on-demand price / spot price). An error when spot is expected to cost more than
-    /// on-demand; a warning otherwise, or when the band is unknown.
+    /// on-demand; a warning otherwise. When the band is unknown (Azure offline) the gang is
+    /// judged at the worst band, 20%+ = 30% of nodes a month, the one figure `recommend` also
+    /// uses, so the two never disagree; a warning either way, since the real band may be lower.
     ///
     /// The model: each node is interrupted at `h = -ln(1 - p) / 730` per hour, where `p` is the
     /// monthly interruption assumed for the band (<5%: 2.5%, 5-10%: 7.5%, 10-15%: 12.5%,
@@ -78,7 +80,7 @@ impl Rule for GangOnSpot {
                         rate(s),
                         num(b)
                     ),
-                    _ => "no spot price in the catalog, so the break-even is unknown".to_owned(),
+                    _ => "no dated spot price in the catalog (unknown offline; a live refresh fetches it), so the break-even is unknown".to_owned(),
                 };
                 let (msg, severity) = match (&a.band, a.economics, a.break_even) {
                     (Some(band), Some(e), Some(b)) => {
@@ -93,8 +95,33 @@ impl Rule for GangOnSpot {
                             if e.waste_factor > b { Severity::Error } else { Severity::Warning },
                         )
                     }
+                    // Unknown band: the worst band's figure, as `recommend` judges it, so the
+                    // two never disagree about a plan `--write-plan` wrote.
+                    (None, _, Some(b)) if a.checkpoint_minutes.is_some() => {
+                        let (label, p) = crate::engine::spot::worst_band(cx.catalog, cx.plan.provider())
+                            .unwrap_or_else(|| ("20+".to_owned(), 0.30));
+                        let e = crate::engine::spot::economics(
+                            p,
+                            u32::try_from(gang).unwrap_or(u32::MAX),
+                            a.checkpoint_minutes.unwrap_or(1.0),
+                            a.restart_minutes,
+                        );
+                        let verdict = if e.waste_factor <= b {
+                            "spot wins even at the worst band"
+                        } else {
+                            "spot loses at the worst band; a live refresh reads the real band"
+                        };
+                        (
+                            format!(
+                                "gang of {gang} nodes on spot: the eviction band of `{}` in `{}` is unknown (Azure bands need a live SpotResources query), so it is judged at the worst band ({label}, {}% of nodes a month, the figure `recommend` uses): checkpoint every {} min, {restart} -> expected waste {}x; {prices}: {verdict}",
+                                pool.sku.get(), pool.region.get(), num(p * 100.0),
+                                num(a.checkpoint_minutes.unwrap_or(0.0)), num(e.waste_factor)
+                            ),
+                            Severity::Warning,
+                        )
+                    }
                     (None, _, _) => (
-                        format!("gang of {gang} nodes on spot: the eviction band of `{}` in `{}` is unknown (Azure bands need a live SpotResources query), so the restart waste cannot be computed; {prices}", pool.sku.get(), pool.region.get()),
+                        format!("gang of {gang} nodes on spot: the eviction band of `{}` in `{}` is unknown (Azure bands need a live SpotResources query), and without {} the restart waste cannot be computed; {prices}", pool.sku.get(), pool.region.get(), if a.break_even.is_none() { "a spot price" } else { "a checkpoint interval" }),
                         Severity::Warning,
                     ),
                     _ => (

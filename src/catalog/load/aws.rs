@@ -28,10 +28,11 @@ pub(super) fn load_aws_snapshot(
     let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
     let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
     let col = |name: &str| column(file, &headers, name);
-    let (c_type, c_region, c_od, c_spot, c_band) = (
+    let (c_type, c_region, c_od, c_spot, c_spot_min, c_band) = (
         col("instance_type")?,
         col("region")?,
         col("ondemand")?,
+        col("spot_avg")?,
         col("spot_min")?,
         col("pct_interrupt")?,
     );
@@ -101,9 +102,15 @@ pub(super) fn load_aws_snapshot(
         if let Some(p) = r3 {
             offer(&mut entry.reserved_3y, p);
         }
-        // A spot price at or above on-demand is no spot price (as in the SkyPilot rows).
+        // Spot as bought: the zones' average (a pool's nodes land in whichever zone has
+        // capacity), with the cheapest zone named in the source, never priced at it. A spot
+        // price at or above on-demand is no spot price (as in the SkyPilot rows).
         if let Some(sp) = parse_price(file, &rec, c_spot)?.filter(|sp| *sp > 0.0 && *sp < od) {
-            offer_spot(entry, price(sp, "spot, lowest zone"), "");
+            let cheapest = parse_price(file, &rec, c_spot_min)?.filter(|m| *m < sp);
+            offer_spot(entry, price(sp, "spot, zones' average"), "");
+            if entry.spot.as_ref().is_some_and(|s| s.usd_per_hour == sp) {
+                entry.spot_cheapest_zone = cheapest;
+            }
         }
         let label = rec.get(c_band).unwrap_or("").trim();
         if !label.is_empty() {

@@ -78,10 +78,13 @@ pub(super) fn offer_spot(entry: &mut crate::catalog::RegionPrices, p: Price, zon
     let v = p.usd_per_hour;
     let same_source = entry.spot.as_ref().is_some_and(|s| s.source == p.source);
     if same_source {
-        // More zones of the same file: the lowest is the region's figure.
+        // More zones of the same file: spot is bought in whichever zone has capacity, so the
+        // region's figure is the zones' average (the cheapest zone stays listed, as a note).
         entry.spot_zones.push((zone.to_owned(), v));
-        if entry.spot.as_ref().is_some_and(|s| v < s.usd_per_hour) {
-            entry.spot = Some(p);
+        let mean =
+            entry.spot_zones.iter().map(|z| z.1).sum::<f64>() / entry.spot_zones.len() as f64;
+        if let Some(s) = entry.spot.as_mut() {
+            s.usd_per_hour = mean;
         }
     } else if offer(&mut entry.spot, p) {
         entry.spot_zones = vec![(zone.to_owned(), v)];

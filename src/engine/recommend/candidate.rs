@@ -575,11 +575,11 @@ fn spot_quote(
                 let bands = &catalog.assumptions.band_monthly_interruption;
                 let waste_at = |p: f64| spot::economics(p, d.gang, c, assessment.restart_minutes);
                 let be = assessment.break_even.unwrap_or(0.0);
-                let worst = bands.iter().max_by(|a, b| a.3.total_cmp(&b.3));
+                let worst = spot::worst_band(catalog, plan.provider());
                 match worst {
-                    Some(w) if waste_at(w.3).waste_factor <= be => {
-                        let e = waste_at(w.3);
-                        assessment.monthly_interruption = Some(w.3);
+                    Some((_, w)) if waste_at(w).waste_factor <= be => {
+                        let e = waste_at(w);
+                        assessment.monthly_interruption = Some(w);
                         assessment.economics = Some(e);
                         at_worst_band = true;
                         Ok(price * e.waste_factor)

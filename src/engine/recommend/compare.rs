@@ -16,8 +16,17 @@ pub(super) fn compare(
     }
     let mut today = 0.0;
     let mut changes = Vec::new();
+    let (mut uncompared, mut not_compared) = (0.0, Vec::new());
     for p in plan.pools() {
-        let priced = crate::engine::cost::declared_pool(plan, catalog, p);
+        // A Capacity Block without a block price is not costed at on-demand here: a block is
+        // bought at its own price, so a saving against on-demand would be one nobody gets.
+        let block_unknown = p.capacity() == Capacity::CapacityBlock
+            && catalog
+                .provider(plan.provider())
+                .and_then(|pc| pc.price(p.sku.get(), p.region.get()))
+                .is_none_or(|rp| rp.capacity_block.is_none());
+        let priced =
+            crate::engine::cost::declared_pool(plan, catalog, p).filter(|_| !block_unknown);
         let cost = priced.as_ref().map(|c| c.expected);
         // A stand-in price (a reservation with no reserved rate, costed at on-demand) is said
         // so: the comparison never shows on-demand as what a reservation saves.
@@ -35,8 +44,13 @@ pub(super) fn compare(
             }
         }
         let note = match (&cost, moves.is_empty()) {
+            (None, _) if block_unknown => format!(
+                "Capacity Block price of `{}` in {} unknown offline (a live refresh reads DescribeCapacityBlockOfferings): not compared, no saving claimed",
+                p.sku.get(),
+                p.region.get()
+            ),
             (None, _) => format!(
-                "no price for `{}` in {} in the catalog",
+                "no price for `{}` in {} in the catalog: not compared",
                 p.sku.get(),
                 p.region.get()
             ),
@@ -56,6 +70,12 @@ pub(super) fn compare(
             .filter(|w| p.workloads.iter().any(|x| x.get() == &w.workload))
             .map(|w| w.monthly_cost_usd)
             .sum();
+        if cost.is_none() {
+            // Neither side of an unpriced pool enters the totals, so the saving compares like
+            // with like and the per-pool savings add up to it.
+            uncompared += recommended_here;
+            not_compared.push(p.name.get().clone());
+        }
         changes.push(Change {
             declared_pool: p.name.get().clone(),
             today_monthly_cost_usd: cost.map(cents),
@@ -65,10 +85,12 @@ pub(super) fn compare(
             note,
         });
     }
+    let compared = recommended - uncompared;
     Some(Comparison {
         today_monthly_cost_usd: cents(today),
-        recommended_monthly_cost_usd: cents(recommended),
-        saving_usd: cents(today - recommended),
+        recommended_monthly_cost_usd: cents(compared),
+        saving_usd: cents(today - compared),
         changes,
+        not_compared,
     })
 }

@@ -324,7 +324,21 @@ pub(super) fn why_line(
         }
     };
     match cap {
-        Capacity::Spot => parts.push(format!("spot: {}", spot_detail(ms[0]))),
+        Capacity::Spot => {
+            parts.push(format!("spot: {}", spot_detail(ms[0])));
+            // Priced at the zones' average, as bought; the cheapest zone is only a note.
+            let cheapest = catalog
+                .provider(c.sku.provider)
+                .and_then(|pc| pc.price(&c.sku.name, &c.region))
+                .and_then(|p| p.spot.as_ref().zip(p.spot_cheapest_zone));
+            if let Some((avg, min)) = cheapest {
+                parts.push(format!(
+                    "spot priced at the zones' average {}/h; the cheapest zone is {}/h, but nodes land in whichever zone has capacity",
+                    r(avg.usd_per_hour),
+                    r(min)
+                ));
+            }
+        }
         Capacity::OnDemand => {
             let m = ms[0];
             parts.push(format!("on-demand; {}", spot_detail(m)));
@@ -499,9 +513,14 @@ pub fn model_text(catalog: &Catalog) -> String {
          - expected wall time per checkpoint interval C with restart R at gang hazard λ: \
          e^(λR) (e^(λC) - 1) / λ; stateless work loses only the restart\n\
          - spot wins while paid hours per useful hour stay below the break-even on-demand / \
-         spot price (the 8 x H100 example: $98.32 / $18.17 = 5.41x)\n\
-         - reservations (1 or 3 years) cover the floor when it runs more of the month than \
-         the reserved / on-demand price ratio (the break-even utilisation, stated per pool); \
+         spot price ({}); spot is priced at the zones' average (nodes land where capacity is), \
+         never the cheapest zone, and an undated spot figure is no price: spot is then \
+         unknown offline and not offered\n\
+         - reservations cover the floor when it runs more of the month than the reserved / \
+         on-demand price ratio (the break-even utilisation, stated per pool), up to the plan's \
+         `reservation_term` (none, 1y by default, or 3y: a 3-year commitment is recorded, \
+         never assumed); the floor is what runs every hour of the month, whatever the \
+         workload's kind; \
          they never exceed the floor (GP023). AWS Reserved Instance rates are embedded (the \
          2025-11-30 snapshot: standard before convertible, no upfront first); Azure \
          reservation prices are unknown offline and a live refresh fetches them\n\
@@ -522,8 +541,38 @@ pub fn model_text(catalog: &Catalog) -> String {
             a.image_pull_minutes,
             a.weight_load_minutes
         )),
+        break_even_examples(catalog),
     );
     o
+}
+
+/// The break-even of the 8 x H100 sizes in today's catalog, each with its figures' dates:
+/// an example quoted from data, never from a number typed into the text.
+fn break_even_examples(catalog: &Catalog) -> String {
+    let mut out = Vec::new();
+    for (p, sku, region) in [
+        (Provider::Aws, "p5.48xlarge", "us-east-1"),
+        (Provider::Azure, "Standard_ND96isr_H100_v5", "eastus"),
+    ] {
+        let Some(rp) = catalog.provider(p).and_then(|pc| pc.price(sku, region)) else {
+            continue;
+        };
+        if let (Some(od), Some(sp)) = (&rp.on_demand, &rp.spot) {
+            out.push(format!(
+                "{sku} in {region}: {} / {} = {:.2}x, {} and {}",
+                crate::core::rate(od.usd_per_hour),
+                crate::core::rate(sp.usd_per_hour),
+                od.usd_per_hour / sp.usd_per_hour,
+                crate::catalog::dated(od.as_of),
+                crate::catalog::dated(sp.as_of)
+            ));
+        }
+    }
+    if out.is_empty() {
+        "no 8 x H100 size has both prices in this catalog".to_owned()
+    } else {
+        format!("today's catalog: {}", out.join("; "))
+    }
 }
 
 /// The constraint names, for documentation and tests.

@@ -146,6 +146,9 @@ pub struct Comparison {
     pub recommended_monthly_cost_usd: f64,
     pub saving_usd: f64,
     pub changes: Vec<Change>,
+    /// Declared pools with no price (a Capacity Block whose block price is unknown offline):
+    /// neither they nor their workloads' recommended cost are in the totals above.
+    pub not_compared: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
