@@ -166,13 +166,61 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
                 .min(hours);
             (above * w.gpu_share() * w.gang().max(1) as f64, h)
         }));
-        price.usd * (min * hours + (max - min).max(0.0) * burst)
+        let paid = price.usd * (min * hours + (max - min).max(0.0) * burst);
+        // Restart waste is spot's; a spot pool costed at on-demand (no spot price) has none.
+        if pool.capacity() == Capacity::Spot && price.caveat.is_none() {
+            paid * declared_spot_waste(plan, catalog, pool)
+        } else {
+            paid
+        }
     };
     Some(PoolCost {
         expected,
         at_max,
         price,
     })
+}
+
+/// Paid hours per useful hour on a declared spot pool, as `recommend` prices its own spot
+/// pools: each member's restart waste (its band, else the worst band; its gang, checkpoint
+/// and restart time; stateless work loses only the restart), weighted by the GPU-hours it
+/// asks for. 1.0 when nothing is known to weigh.
+fn declared_spot_waste(plan: &Plan, catalog: &Catalog, pool: &Pool) -> f64 {
+    let worst = crate::engine::spot::worst_band(catalog, plan.provider()).map(|w| w.1);
+    let (mut weight, mut weighted) = (0.0, 0.0);
+    for w in plan.pool_workloads(pool) {
+        let a = crate::engine::spot::assess(
+            catalog,
+            plan.provider(),
+            w,
+            pool.sku.get(),
+            pool.region.get(),
+        );
+        let Some(p) = a.monthly_interruption.or(worst) else {
+            continue;
+        };
+        let gang = u32::try_from(w.gang().max(1)).unwrap_or(u32::MAX);
+        let e = crate::engine::spot::economics(
+            p,
+            gang,
+            a.checkpoint_minutes.unwrap_or(1.0),
+            a.restart_minutes,
+        );
+        let hours = w
+            .hours_per_month
+            .as_ref()
+            .map_or(plan.hours_per_month(), |h| *h.get());
+        let g = w.replicas().max().max(0) as f64 * w.gpu_share() * f64::from(gang) * hours;
+        if g > 0.0 && e.waste_factor.is_finite() {
+            weight += g;
+            weighted += g * e.waste_factor;
+        }
+    }
+    if weight > 0.0 {
+        weighted / weight
+    } else {
+        1.0
+    }
 }
 
 /// The hours a pool's nodes above its floor run a month: each member's hours, weighted by the

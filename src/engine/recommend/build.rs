@@ -415,6 +415,19 @@ pub(super) fn final_pools(
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
         let built = build_cached(cache, &ms, key.3, catalog, plan_hours, true);
         let mut pool = describe(plan, catalog, key, &ms, &built, plan_hours);
+        // A pool in a region whose quota is unknown, where another of the plan's regions has a
+        // known one, says so: quota repair may have moved work here only because nothing here
+        // is known to stop it.
+        let (region, family) = super::quota::bucket(ms[0], key.3);
+        if plan.known_quota(catalog, &region, &family).is_none()
+            && plan
+                .regions()
+                .any(|r| plan.known_quota(catalog, r, &family).is_some())
+        {
+            pool.why.push_str(&format!(
+                "; quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
+            ));
+        }
         let tried = super::moves::tried(members, choices);
         pool.considered = alternatives(cx, choices, members, key, &built, tried);
         let own = (
