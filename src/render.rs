@@ -13,6 +13,7 @@ use handlebars::{
 };
 
 pub(crate) mod escape;
+mod operator;
 pub mod view;
 pub mod write_plan;
 

@@ -30,6 +30,12 @@ pub struct View {
     pub teams: Vec<TeamView>,
     /// `kueue.x-k8s.io/v1beta2` or `kueue.x-k8s.io/v1beta1`.
     pub kueue_api: &'static str,
+    /// Every taint gpuplan puts on a GPU node, tolerated by the operator's operands and NFD's
+    /// worker beside the chart's defaults (`render::operator`).
+    pub operand_tolerations: Vec<TaintView>,
+    /// Whether the GPU Operator's MIG manager runs, and why (`render::operator::mig_manager`).
+    pub mig_manager_enabled: bool,
+    pub mig_manager_note: &'static str,
     /// Whether the GPU Operator installs the driver and container toolkit, and why.
     pub driver_enabled: bool,
     pub driver_note: &'static str,
@@ -381,6 +387,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     let mut karpenter = Vec::new();
     let mut karpenter_skipped = Vec::new();
     let mut any_operator_mig = false;
+    let mut any_aks_mig = false;
     // The device plugin's MIG strategy is the cluster's (the chart's `mig.strategy`), mixed
     // where the GPU Operator partitions any pool; AKS-managed MIG pools in such a cluster run
     // the single strategy through a device-plugin config of their own, so each of their MIG
@@ -584,7 +591,26 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 .unwrap_or_default();
             let slices: String = profile.chars().take_while(char::is_ascii_digit).collect();
             base.gpu_instance = Some(format!("MIG{slices}g"));
+            any_aks_mig = true;
             if mixed_cluster {
+                // The operator's MIG manager runs for the other pools: hand it this pool's own
+                // AKS geometry, so applying the label's config changes nothing.
+                let count = p
+                    .mig_layout
+                    .as_ref()
+                    .and_then(|l| l.get(&profile).copied())
+                    .unwrap_or(1);
+                let geometry = super::operator::aks_geometry(&profile, count);
+                base.labels.push(KeyValue {
+                    key: "nvidia.com/mig.config".into(),
+                    value: geometry.name.clone(),
+                });
+                if !mig_configs
+                    .iter()
+                    .any(|c: &MigConfigView| c.name == geometry.name)
+                {
+                    mig_configs.push(geometry);
+                }
                 let name = "gpuplan-mig-single".to_owned();
                 base.labels.push(KeyValue {
                     key: "nvidia.com/device-plugin.config".into(),
@@ -950,7 +976,12 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         .and_then(|c| c.name.as_ref())
         .map_or_else(|| plan.name().to_owned(), |n| n.get().clone());
     let network_notes = network_notes(&pools);
+    let (mig_manager_enabled, mig_manager_note) =
+        super::operator::mig_manager(any_aks_mig, any_operator_mig);
     View {
+        operand_tolerations: super::operator::operand_tolerations(&pools),
+        mig_manager_enabled,
+        mig_manager_note,
         plan: rec.plan.clone(),
         plan_file: crate::render::escape::path_label(&plan.file.stable_name()),
         provider: rec.provider.clone(),
