@@ -401,9 +401,16 @@ impl Assumptions {
         let sum: f64 = weights.iter().sum();
         let largest = weights.iter().copied().fold(0.0, f64::max);
         let gib = self.node_disk_os_gib + self.node_disk_images_gib + sum + largest;
-        let rounded = (gib.max(floor) / 10.0).ceil() * 10.0;
+        // Up to a tier (128, 256, 512 ... GiB, Azure's premium disk sizes): a model added to
+        // the plan changes the disk, which replaces an EKS node group and rotates an AKS pool,
+        // only when it crosses a tier, not on every few GiB.
+        let need = gib.max(floor).max(1.0);
+        let mut tier = 128.0_f64;
+        while tier < need && tier < f64::from(u32::MAX) {
+            tier *= 2.0;
+        }
         // Bounded in the loader; a plan's weights are bounded by its own validation.
-        rounded.min(f64::from(u32::MAX)) as u32
+        tier.min(f64::from(u32::MAX)) as u32
     }
 }
 
@@ -573,6 +580,20 @@ pub(crate) fn catalog_diag(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_disks_come_in_tiers_so_a_new_model_rarely_resizes_a_pool() {
+        let c = Catalog::embedded(&[]).expect("catalog");
+        let a = &c.assumptions;
+        // A 7B bf16 model (13 GiB), then a 1B one added beside it: the same tier, so the EKS
+        // node group is not replaced and the AKS pool not rotated.
+        let one = a.node_disk_gib(&[13.04], 0.0);
+        assert_eq!(one, a.node_disk_gib(&[13.04, 1.86], 0.0));
+        assert!([128, 256, 512, 1024].contains(&one), "{one}");
+        // AKS's 128 GB default is the floor; a 70B model crosses into a larger tier.
+        assert_eq!(a.node_disk_gib(&[], 128.0), 128);
+        assert_eq!(a.node_disk_gib(&[130.4], 0.0), 512);
+    }
 
     #[test]
     fn kube_reserved_cpu_follows_the_published_schedules() {

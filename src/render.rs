@@ -13,6 +13,7 @@ use handlebars::{
 };
 
 pub(crate) mod escape;
+pub mod floors;
 mod operator;
 pub mod view;
 pub mod write_plan;

@@ -303,7 +303,7 @@ fn an_eks_gang_is_shielded_and_placed_together() {
     )));
     assert_eq!(
         str_of(&class["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"]),
-        "390Gi"
+        "512Gi"
     );
     assert_eq!(
         str_of(&pool["spec"]["disruption"]["budgets"][0]["nodes"]),

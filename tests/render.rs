@@ -907,13 +907,14 @@ fn an_eks_gang_gets_efa_a_placement_group_and_a_disk_for_its_model() {
             attr(placement, "group_name"),
             Some(format!("aws_placement_group.{ident}.name"))
         );
-        // 70e9 bf16 parameters are 130.4 GiB: 20 (OS) + 100 (images) + 130.4 + 130.4 -> 390
+        // 70e9 bf16 parameters are 130.4 GiB: 20 (OS) + 100 (images) + 130.4 + 130.4 = 381,
+        // up to the 512 GiB tier (tiers keep a model added to the plan from resizing it)
         let ebs = block(
             block(lt, "block_device_mappings").expect("root volume"),
             "ebs",
         )
         .expect("ebs");
-        assert_eq!(attr(ebs, "volume_size").as_deref(), Some("390"));
+        assert_eq!(attr(ebs, "volume_size").as_deref(), Some("512"));
     }
     assert_eq!(efa_pools, 1);
     assert!(
@@ -958,8 +959,8 @@ fn aks_disks_follow_the_model_and_an_nd_gang_notes_its_infiniband() {
     assert_eq!(
         disks,
         [
-            ("\"Standard_NC4as_T4_v3\"".to_owned(), "130".to_owned()),
-            ("\"Standard_ND96isr_H100_v5\"".to_owned(), "390".to_owned()),
+            ("\"Standard_NC4as_T4_v3\"".to_owned(), "128".to_owned()),
+            ("\"Standard_ND96isr_H100_v5\"".to_owned(), "512".to_owned()),
         ]
     );
     assert!(
@@ -1049,5 +1050,67 @@ fn each_pool_has_its_own_mig_manager() {
     assert!(
         err.contains("EKS has none") && err.contains("18:15"),
         "{err}"
+    );
+}
+
+/// The provider floor in `required_providers` is at least the release that added every newer
+/// argument the file uses (`render::floors`), on every example and fixture, plain and
+/// declared, and no higher than those arguments need.
+#[test]
+fn provider_floors_cover_the_arguments_each_file_uses() {
+    let mut seen = BTreeSet::new();
+    for dir in ["plans", "tests/fixtures/render"] {
+        for e in std::fs::read_dir(root().join(dir)).expect("dir").flatten() {
+            let path = e.path();
+            if path.extension().is_none_or(|x| x != "toml") {
+                continue;
+            }
+            for extra in [&["--capacity-reservations"][..], &["--declared"][..]] {
+                let out = tempfile::tempdir().expect("tmp");
+                let ok = gpuplan()
+                    .args(["--quiet", "render"])
+                    .arg(&path)
+                    .arg("--out")
+                    .arg(out.path())
+                    .args(extra)
+                    .output()
+                    .expect("runs");
+                if !ok.status.success() {
+                    continue;
+                }
+                let tf =
+                    std::fs::read_to_string(out.path().join("terraform/main.tf")).expect("main.tf");
+                let provider = if tf.contains("hashicorp/azurerm") {
+                    "azurerm"
+                } else {
+                    "aws"
+                };
+                let floor = tf
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("version = \">= "))
+                    .and_then(|v| v.strip_suffix('"'))
+                    .expect("a version floor");
+                let mut need = gpuplan::render::floors::baseline(provider).to_owned();
+                for (p, arg, version, _) in gpuplan::render::floors::FLOORS {
+                    let used = tf.lines().any(|l| {
+                        let l = l.trim();
+                        l.starts_with(&format!("{arg} ")) || l.contains(&format!(".{arg}"))
+                    });
+                    if *p == provider && used {
+                        seen.insert(*arg);
+                        if gpuplan::render::floors::newer(version, &need) {
+                            need = (*version).to_owned();
+                        }
+                    }
+                }
+                assert_eq!(floor, need, "{}: {extra:?}", path.display());
+            }
+        }
+    }
+    // Both newer arguments occur somewhere, so both floors are exercised.
+    assert_eq!(
+        seen.len(),
+        gpuplan::render::floors::FLOORS.len(),
+        "{seen:?}"
     );
 }

@@ -112,16 +112,25 @@ pub(crate) fn hcl_fmt(text: &str) -> String {
         let level = lines[i].0;
         let mut j = i;
         let mut width = name_len;
+        // A value that opens a multi-line object or list stands alone, with one space before
+        // its `=`, and ends the run before it (hclwrite's format: such a line is never
+        // aligned with its neighbours).
+        if opens(&lines[i].1) {
+            let (name, value) = lines[i].1.split_once('=').unwrap_or((&lines[i].1, ""));
+            let alone = format!("{} = {}", name.trim_end(), value.trim_start());
+            push_line(&mut out, &(level, alone));
+            i += 1;
+            continue;
+        }
         while j < lines.len() && lines[j].0 == level {
             let Some(n) = attr_name_len(&lines[j].1) else {
                 break;
             };
-            width = width.max(n);
-            j += 1;
-            // A value that opens a block or list ends the run after its own line.
-            if opens(&lines[j - 1].1) {
+            if opens(&lines[j].1) {
                 break;
             }
+            width = width.max(n);
+            j += 1;
         }
         for (lvl, line) in &lines[i..j] {
             let (name, value) = line.split_once('=').unwrap_or((line, ""));
@@ -249,7 +258,14 @@ mod tests {
         let src = "resource \"x\" \"y\" {\nname = \"a\"\nvm_size = \"b\"\nnode_labels = {\n\"k\" = \"v\"\n}\n}\n";
         assert_eq!(
             hcl_fmt(src),
-            "resource \"x\" \"y\" {\n  name        = \"a\"\n  vm_size     = \"b\"\n  node_labels = {\n    \"k\" = \"v\"\n  }\n}\n"
+            "resource \"x\" \"y\" {\n  name    = \"a\"\n  vm_size = \"b\"\n  node_labels = {\n    \"k\" = \"v\"\n  }\n}\n"
+        );
+        // What `terraform fmt` (v1.11) makes of a lone attribute before a multi-line one: no
+        // padding on either.
+        let src = "r \"x\" \"y\" {\n# why\ngpu_driver = \"None\"\nnode_labels = {\n\"k\" = \"v\"\n}\nnode_taints = [\n\"a\",\n]\ntags = 1\n}\n";
+        assert_eq!(
+            hcl_fmt(src),
+            "r \"x\" \"y\" {\n  # why\n  gpu_driver = \"None\"\n  node_labels = {\n    \"k\" = \"v\"\n  }\n  node_taints = [\n    \"a\",\n  ]\n  tags = 1\n}\n"
         );
     }
 

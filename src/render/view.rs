@@ -30,6 +30,9 @@ pub struct View {
     pub teams: Vec<TeamView>,
     /// `kueue.x-k8s.io/v1beta2` or `kueue.x-k8s.io/v1beta1`.
     pub kueue_api: &'static str,
+    /// `>= X` of the provider's `required_providers` entry, from the arguments the file uses
+    /// (`render::floors`).
+    pub provider_floor: String,
     /// Every taint gpuplan puts on a GPU node, tolerated by the operator's operands and NFD's
     /// worker beside the chart's defaults (`render::operator`).
     pub operand_tolerations: Vec<TaintView>,
@@ -77,6 +80,10 @@ pub struct PoolView {
     /// Terraform resource name.
     pub ident: String,
     /// AKS node pool name: lowercase letters and digits, at most 12 characters.
+    /// AKS `temporary_name_for_rotation`: the pool AKS cycles through when a change (disk
+    /// size, VM size, zones) rebuilds the pool; `tmp` and the end of the pool's own name,
+    /// which carries its unique index.
+    pub rotation_name: String,
     pub aks_name: String,
     pub region: String,
     pub region_alias: String,
@@ -359,6 +366,19 @@ fn network_notes(pools: &[PoolView]) -> Vec<String> {
     out
 }
 
+/// An AKS pool name (at most 12 lowercase letters and digits) for the pool's rotation.
+fn rotation_name(aks_name: &str) -> String {
+    let tail: String = aks_name
+        .chars()
+        .rev()
+        .take(9)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!("tmp{tail}")
+}
+
 fn alias(region: &str) -> String {
     region.replace('-', "_")
 }
@@ -443,6 +463,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             name: p.name.clone(),
             ident: super::escape::hcl_ident(&p.name),
             aks_name: crate::engine::names::aks_pool(p, i),
+            rotation_name: rotation_name(&crate::engine::names::aks_pool(p, i)),
             region: p.region.clone(),
             region_alias: alias(&p.region),
             sku: p.sku.clone(),
@@ -564,6 +585,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                         kinds.len(),
                     )),
                     aks_name: crate::engine::names::aks_pool(p, i * 10 + k),
+                    rotation_name: rotation_name(&crate::engine::names::aks_pool(p, i * 10 + k)),
                     min: floor,
                     max: *count,
                     autoscaled: floor != *count,
@@ -978,7 +1000,17 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     let network_notes = network_notes(&pools);
     let (mig_manager_enabled, mig_manager_note) =
         super::operator::mig_manager(any_aks_mig, any_operator_mig);
+    let provider_floor = if rec.provider == "aws" {
+        super::floors::floor("aws", |arg| {
+            arg == "efa_maximum_interfaces" && pools.iter().any(|p| p.efa)
+        })
+    } else {
+        super::floors::floor("azurerm", |arg| {
+            arg == "gpu_driver" && pools.iter().any(|p| p.gpu_instance.is_none())
+        })
+    };
     View {
+        provider_floor,
         operand_tolerations: super::operator::operand_tolerations(&pools),
         mig_manager_enabled,
         mig_manager_note,
