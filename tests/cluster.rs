@@ -364,3 +364,72 @@ workloads = ["eval"]
         assert!(cfg.starts_with("gpuplan-aks-"), "{cfg}");
     }
 }
+
+#[test]
+fn an_aks_spot_gang_is_autoscaled_so_evicted_nodes_come_back() {
+    // With `eviction_policy = "Delete"` an evicted spot node is gone from the scale set; only
+    // the cluster autoscaler adds it back, so a fixed-size spot gang pool must still be
+    // autoscaled (min = max). Its nodes carry AKS's spot taint, which the operator tolerates.
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("gang.toml");
+    std::fs::write(
+        &plan,
+        r#"version = 1
+[plan]
+name = "gang"
+owner = "o"
+provider = "azure"
+regions = ["eastus"]
+
+[[workload]]
+name = "pretrain"
+team = "f"
+kind = "training"
+nodes = 4
+gpus = 8
+interruptible = true
+checkpoint_minutes = 30
+skus = ["Standard_ND96isr_H100_v5"]
+
+[[pool]]
+name = "gang-spot"
+sku = "Standard_ND96isr_H100_v5"
+region = "eastus"
+nodes = 4
+capacity = "spot"
+workloads = ["pretrain"]
+"#,
+    )
+    .expect("plan");
+    let out = dir.path().join("out");
+    let (tf, values) = render(&plan, &out, &["--declared"]);
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    let pool = body
+        .get_blocks("resource")
+        .find(|b| {
+            b.labels.first().map(|l| l.as_str()) == Some("azurerm_kubernetes_cluster_node_pool")
+        })
+        .expect("node pool");
+    let attr = |k: &str| {
+        pool.body
+            .get_attribute(k)
+            .map(|a| a.value.to_string().trim().to_owned())
+    };
+    assert_eq!(
+        attr("auto_scaling_enabled").as_deref(),
+        Some("true"),
+        "{tf}"
+    );
+    assert_eq!(attr("min_count").as_deref(), Some("4"));
+    assert_eq!(attr("max_count").as_deref(), Some("4"));
+    assert!(attr("node_count").is_none());
+    let spot = Taint {
+        key: "kubernetes.azure.com/scalesetpriority".into(),
+        value: "spot".into(),
+        effect: "NoSchedule".into(),
+    };
+    let daemonsets = values["daemonsets"]["tolerations"]
+        .as_sequence()
+        .expect("list");
+    assert!(daemonsets.iter().any(|t| tolerates(t, &spot)), "{values:?}");
+}

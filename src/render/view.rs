@@ -471,7 +471,11 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             gpus_per_node: p.gpus_per_node,
             min: p.nodes.min,
             max: p.nodes.max,
-            autoscaled: p.nodes.min != p.nodes.max,
+            // An AKS spot pool is always autoscaled: with `eviction_policy = "Delete"` an
+            // evicted node is gone, and only the cluster autoscaler brings it back (a spot
+            // gang at a fixed size would never reassemble).
+            autoscaled: p.nodes.min != p.nodes.max
+                || (rec.provider == "azure" && p.capacity == "spot"),
             spot: p.capacity == "spot",
             capacity_block: p.capacity == "capacity-block",
             capacity: p.capacity.to_owned(),
@@ -588,7 +592,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     rotation_name: rotation_name(&crate::engine::names::aks_pool(p, i * 10 + k)),
                     min: floor,
                     max: *count,
-                    autoscaled: floor != *count,
+                    autoscaled: floor != *count || base.spot,
                     labels: base.labels.clone(),
                     ..base.clone()
                 };
