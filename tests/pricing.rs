@@ -196,3 +196,44 @@ fn a_reserved_pool_is_costed_at_its_offline_reserved_rate_and_an_unknown_one_say
     assert!((today - 4.0 * 63.296 * 730.0).abs() < 0.01, "{rec}");
     assert!(rec.to_string().contains("reserved price unknown"), "{rec}");
 }
+
+/// With a block price known (a refresh read an offering), recommend offers a Capacity Block
+/// to a gang that runs part of the month, with its arithmetic; without one it never does.
+#[test]
+fn recommend_offers_a_capacity_block_only_where_its_price_is_known() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let plan = tmp.path().join("gang.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n\n[plan]\nname = \"gang\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
+         [[workload]]\nname = \"pretrain\"\nteam = \"f\"\nkind = \"training\"\nnodes = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\ncheckpoint_minutes = 60\nhours_per_month = 336\n",
+    )
+    .expect("plan");
+    let pool = |cache: &Path| {
+        let out = common::gpuplan(cache)
+            .args(["recommend", "--format", "json"])
+            .arg(&plan)
+            .output()
+            .expect("runs");
+        json(&out)["pools"][0].clone()
+    };
+    // No block price offline: the gang stays on-demand, and no block is priced.
+    let none = pool(&tmp.path().join("no-cache"));
+    assert_eq!(none["capacity"], "on-demand", "{none}");
+    // $31.464 an instance-hour against $55.04 on-demand: 4 x 336 x 31.464 = $42,287.62.
+    let cache = tmp.path().join("cache");
+    cache_with_block_price(&cache, 31.464);
+    let p = pool(&cache);
+    assert_eq!(p["capacity"], "capacity-block", "{p}");
+    let cost = p["monthly_cost_usd"].as_f64().expect("cost");
+    assert!((cost - 4.0 * 336.0 * 31.464).abs() < 0.01, "{cost}");
+    let why = p["why"].as_str().expect("why");
+    assert!(
+        why.contains("4 node(s) x 336 h x $31.464/h = $42,287.62"),
+        "{why}"
+    );
+    // A block dearer than on-demand is not taken.
+    let dear = tmp.path().join("dear");
+    cache_with_block_price(&dear, 60.0);
+    assert_eq!(pool(&dear)["capacity"], "on-demand");
+}

@@ -91,6 +91,8 @@ pub struct Candidate<'c> {
     pub spot: Option<SpotQuote>,
     pub reserved_1y: Option<f64>,
     pub reserved_3y: Option<f64>,
+    /// EC2 Capacity Block price per instance-hour, where a refresh read an offering.
+    pub capacity_block: Option<f64>,
 }
 
 /// Why spot is no option for a workload on a SKU and region: closed to the workload, or a
@@ -500,6 +502,7 @@ fn candidate<'c>(
         spot,
         reserved_1y: listed(Capacity::Reserved1y),
         reserved_3y: listed(Capacity::Reserved3y),
+        capacity_block: listed(Capacity::CapacityBlock),
     })
 }
 
@@ -647,6 +650,18 @@ impl Candidate<'_> {
                     capacity: Capacity::Spot,
                     usd: price,
                     waste: eff / price,
+                });
+            }
+        }
+        // A gang that runs part of the month fits a Capacity Block bought for its hours: its
+        // nodes together, paid only for the block. Offered only where a block price is known
+        // (a live refresh reads DescribeCapacityBlockOfferings); never guessed.
+        if let Some(usd) = self.capacity_block {
+            if d.gang > 1 && d.floor == 0 && d.w.kind() == Kind::Training && usd > 0.0 {
+                out.push(Rate {
+                    capacity: Capacity::CapacityBlock,
+                    usd,
+                    waste: 1.0,
                 });
             }
         }

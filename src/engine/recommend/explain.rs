@@ -384,7 +384,21 @@ pub(super) fn why_line(
                 }
             }
         }
-        Capacity::CapacityReservation | Capacity::CapacityBlock => {}
+        Capacity::CapacityBlock => {
+            let m = ms[0];
+            let hours = ms.iter().map(|m| m.d.hours).fold(0.0, f64::max);
+            let nodes = f64::from(b.nodes_max);
+            parts.push(format!(
+                "EC2 Capacity Block for the gang: {} node(s) x {} h x {}/h = {} a month against {} on-demand ({}/h), bought for the gang's hours and paid only for them; the gang must run inside the block's dates (`block_hours` on the written pool)",
+                b.nodes_max,
+                crate::core::num(hours),
+                crate::core::rate(m.rate.usd),
+                crate::core::usd(nodes * hours * m.rate.usd),
+                crate::core::usd(nodes * hours * m.c.on_demand),
+                crate::core::rate(m.c.on_demand)
+            ));
+        }
+        Capacity::CapacityReservation => {}
     }
     parts.join("; ")
 }
