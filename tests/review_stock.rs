@@ -918,34 +918,56 @@ fn init_and_sidecar_requests_count_as_kubernetes_counts_them() {
     );
 }
 
-/// Reservation advice from the measured floor: 16 GPUs held 85% of two days and 8 the rest
-/// gives one p5 node (the 10th percentile), priced at the catalog's AWS reserved rates.
+/// Reservation advice from the measured floor: 16 GPUs held 85% of the time and 8 the rest
+/// gives one p5 node (the 10th percentile), priced at the catalog's AWS reserved rates, for
+/// the plan's term only, and only from at least 30 covered days.
 #[test]
 fn reservations_are_advised_from_the_measured_floor_only() {
-    let mut csv = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
-    for m in 0..(2 * 1440) {
-        let t = T0 + m * 60;
-        let _ = writeln!(csv, "{t},foundation,pretrain-7b-0,8,6");
-        if m % 20 < 17 {
-            let _ = writeln!(csv, "{t},foundation,pretrain-7b-1,8,6");
+    let telemetry = |days: i64, step: i64| {
+        let mut csv = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+        for m in 0..(days * 1440 / step) {
+            let t = T0 + m * step * 60;
+            let _ = writeln!(csv, "{t},foundation,pretrain-7b-0,8,6");
+            if m % 20 < 17 {
+                let _ = writeln!(csv, "{t},foundation,pretrain-7b-1,8,6");
+            }
         }
-    }
+        csv
+    };
     let dir = tempfile::tempdir().expect("tmp");
-    let f = write(dir.path(), "p5.csv", &csv);
-    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-        .args([
-            "review",
-            "plans/aws-training.toml",
-            "--format",
-            "json",
-            "--csv",
-        ])
-        .arg(&f)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let review = |plan: &Path, csv: &str| -> Value {
+        let f = write(dir.path(), "p5.csv", csv);
+        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args(["review"])
+            .arg(plan)
+            .args(["--format", "json", "--csv"])
+            .arg(&f)
+            .assert()
+            .code(0)
+            .get_output()
+            .clone();
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let plan = Path::new("plans/aws-training.toml");
+    // Two days: the floor is measured, but a one-year commitment is not advised from it.
+    let v = review(plan, &telemetry(2, 1));
+    let a = row(&v, "reservation_advice", "pool", "pretrain-p5");
+    assert!(a["options"].as_array().is_some_and(Vec::is_empty), "{a:#}");
+    assert!(
+        a["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at least 30 covered days"),
+        "{a:#}"
+    );
+    assert!(!v["recommendations"]
+        .as_array()
+        .expect("advice")
+        .iter()
+        .any(|r| r["kind"] == "reserve-floor"));
+
+    // 31 days at 5-minute samples: advice, at the plan's default 1-year term only.
+    let v = review(plan, &telemetry(31, 5));
     let a = row(&v, "reservation_advice", "pool", "pretrain-p5");
     assert_eq!(a["sku"], "p5.48xlarge");
     assert_eq!(a["p10_gpus"], 8.0, "{a:#}");
@@ -956,6 +978,7 @@ fn reservations_are_advised_from_the_measured_floor_only() {
         !options.is_empty(),
         "the catalog has AWS reserved prices offline: {a:#}"
     );
+    assert!(options.iter().all(|o| o["term"] == "reserved-1y"), "{a:#}");
     let od = a["on_demand_usd_per_month"].as_f64().unwrap_or(0.0);
     for o in options {
         let ri = o["usd_per_month"].as_f64().unwrap_or(0.0);
@@ -975,6 +998,21 @@ fn reservations_are_advised_from_the_measured_floor_only() {
         .expect("advice")
         .iter()
         .any(|r| r["kind"] == "reserve-floor"));
+
+    // A plan that records a 3-year term gets the 3-year option too.
+    let three = dir.path().join("three.toml");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(plan))
+        .expect("plan")
+        .replacen("[plan]\n", "[plan]\nreservation_term = \"3y\"\n", 1);
+    std::fs::write(&three, text).expect("plan");
+    let v = review(&three, &telemetry(31, 5));
+    let a = row(&v, "reservation_advice", "pool", "pretrain-p5");
+    assert!(
+        a["options"]
+            .as_array()
+            .is_some_and(|o| o.iter().any(|o| o["term"] == "reserved-3y")),
+        "{a:#}"
+    );
 }
 
 /// Hostile files: a line without end, a device, a directory: refused, never read whole.

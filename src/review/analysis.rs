@@ -854,7 +854,11 @@ fn right_size(
     })
 }
 
-/// Reservation advice for an on-demand plan pool from the GPUs it held per covered window.
+/// Covered days of data below which no reservation is advised.
+const MIN_RESERVATION_DAYS: i64 = 30;
+
+/// Reservation advice for an on-demand plan pool from the GPUs it held per covered window:
+/// at least [`MIN_RESERVATION_DAYS`] covered, and terms up to the plan's `reservation_term`.
 fn reservation(
     plan: &Plan,
     catalog: &Catalog,
@@ -884,11 +888,20 @@ fn reservation(
         crate::engine::cost::listed(catalog, plan.provider(), sku, region, Capacity::OnDemand)?;
     let month = crate::core::HOURS_PER_MONTH * nodes as f64;
     let mut options = Vec::new();
-    for (cap, term) in [
+    // A reservation commits for a year or more: less than a month of covered data is no
+    // basis for one, and a term longer than the plan allows is not advised.
+    let days = covered as f64 / 86_400.0;
+    let enough = covered >= MIN_RESERVATION_DAYS * 86_400;
+    let term = plan.reservation_term();
+    for (cap, label) in [
         (Capacity::Reserved1y, "reserved-1y"),
         (Capacity::Reserved3y, "reserved-3y"),
     ] {
+        if !enough || !term.allows(cap) {
+            continue;
+        }
         if let Some(r) = crate::engine::cost::listed(catalog, plan.provider(), sku, region, cap) {
+            let term = label;
             options.push(ReservationOption {
                 term,
                 usd_per_month: round(r.usd_per_hour * month),
@@ -899,14 +912,23 @@ fn reservation(
         }
     }
     let note = options.is_empty().then(|| {
-        format!(
-            "no reserved price for {sku} in {region} in the catalog{}",
-            match plan.provider() {
-                crate::plan::raw::Provider::Azure =>
-                    " (Azure reservations are unknown offline; `catalog refresh` fetches them)",
-                crate::plan::raw::Provider::Aws => "",
-            }
-        )
+        if !enough {
+            format!(
+                "not advised: the window covers {} day(s) of data; a reservation commits for a year or more, so at least {MIN_RESERVATION_DAYS} covered days are needed",
+                crate::core::num(days)
+            )
+        } else if term == crate::core::ReservationTerm::None {
+            "not advised: the plan's reservation_term = \"none\"".to_owned()
+        } else {
+            format!(
+                "no reserved price for {sku} in {region} in the catalog{}",
+                match plan.provider() {
+                    crate::plan::raw::Provider::Azure =>
+                        " (Azure reservations are unknown offline; `catalog refresh` fetches them)",
+                    crate::plan::raw::Provider::Aws => "",
+                }
+            )
+        }
     });
     Some(ReservationAdvice {
         pool: p.name.get().clone(),
