@@ -1166,3 +1166,36 @@ fn a_step_too_small_for_the_window_is_refused() {
         assert!(err.contains("give a larger `--step`"), "{source:?}: {err}");
     }
 }
+
+/// A Pending MIG pod is unmet demand at its profile's share of a GPU: a 2g.20gb pod Pending
+/// for 6 h is 6 x 3600 x 2/7 = 6,171 GPU-seconds, not 21,600.
+#[test]
+fn pending_mig_counts_at_its_profile_share() {
+    let mut om = Om::default();
+    om.series(
+        "kube_pod_status_phase",
+        &format!("namespace=\"search\",pod=\"mig-wait-0\",uid=\"uid-mig-wait-0\",phase=\"Pending\",{KSM_TARGET}"),
+        KSM,
+        |t| (t < 6.0 * H).then_some(1.0),
+    );
+    om.series(
+        "kube_pod_container_resource_requests",
+        &format!("namespace=\"search\",pod=\"mig-wait-0\",uid=\"uid-mig-wait-0\",container=\"main\",node=\"\",resource=\"nvidia_com_mig_2g_20gb\",unit=\"integer\",{KSM_TARGET}"),
+        KSM,
+        |t| (t < 6.0 * H).then_some(1.0),
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = telemetry(false, false, KSM, DCGM) + &om.text();
+    let f = write(dir.path(), "mig-pending.prom", &text);
+    let (v, err) = review(&f, &[]);
+    let pending = v["pending"].as_array().expect("pending");
+    let p = pending
+        .iter()
+        .find(|p| p["pod"] == "mig-wait-0")
+        .unwrap_or_else(|| panic!("{pending:#?}\n{err}"));
+    close(
+        "pending MIG GPU-seconds",
+        p["gpu_seconds"].as_f64().unwrap_or(0.0),
+        6.0 * H * 2.0 / 7.0,
+    );
+}

@@ -273,7 +273,8 @@ struct PodReq {
     /// container -> resource -> window -> avg (scheduled rows only)
     app: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
     init: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
-    /// Requests per window of any row (scheduled or not), for Pending demand.
+    /// Requests per window of any row (scheduled or not), for Pending demand, in GPUs (a MIG
+    /// profile counts as its share of one).
     any: BTreeMap<u32, f64>,
 }
 
@@ -404,9 +405,16 @@ pub(crate) fn assemble(
                 continue;
             }
             let r = reqs.entry((ns.clone(), pod.clone())).or_default();
+            // A Pending MIG request is its profile's share of a GPU (2g.20gb: 2/7), as a
+            // running one is; `nvidia.com/gpu` takes its node's replica share below.
+            let mig_share = if res == "nvidia_com_gpu" {
+                1.0
+            } else {
+                super::telemetry::resource_share(catalog, res).unwrap_or(1.0)
+            };
             for (k, v) in w {
                 let e = r.any.entry(*k).or_default();
-                *e = e.max(*v);
+                *e = e.max(*v * mig_share);
             }
             if node.is_empty() && has_phase {
                 continue;
