@@ -53,6 +53,16 @@ impl Plan {
             .map_or_else(Default::default, |t| *t.get())
     }
 
+    /// Hours a month a workload runs: its own `hours_per_month`, else the plan's, never more
+    /// than the plan's month.
+    pub fn workload_hours(&self, w: &crate::plan::raw::Workload) -> f64 {
+        let plan = self.hours_per_month();
+        w.hours_per_month
+            .as_ref()
+            .map_or(plan, |h| *h.get())
+            .min(plan)
+    }
+
     pub fn hours_per_month(&self) -> f64 {
         self.raw
             .plan

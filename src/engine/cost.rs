@@ -157,15 +157,10 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
     } else {
         // The pool's own floor is its `nodes.min`, whatever its workloads' minimums: the
         // nodes above it carry each member's GPUs at peak, for that member's hours.
-        let burst = burst_hours(plan.pool_workloads(pool).map(|w| {
-            let above = w.replicas().max().max(0) as f64;
-            let h = w
-                .hours_per_month
-                .as_ref()
-                .map_or(hours, |h| *h.get())
-                .min(hours);
-            (above * w.gpu_share() * w.gang().max(1) as f64, h)
-        }));
+        let burst = burst_hours(
+            plan.pool_workloads(pool)
+                .map(|w| (peak_gpus(w), plan.workload_hours(w))),
+        );
         let paid = price.usd * (min * hours + (max - min).max(0.0) * burst);
         // Restart waste is spot's; a spot pool costed at on-demand (no spot price) has none.
         if pool.capacity() == Capacity::Spot && price.caveat.is_none() {
@@ -179,6 +174,12 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         at_max,
         price,
     })
+}
+
+/// The GPUs a workload holds at its peak: replicas x GPUs each x gang nodes. A declared
+/// pool's members are weighed by it, for burst hours and for spot waste alike.
+fn peak_gpus(w: &crate::plan::raw::Workload) -> f64 {
+    w.replicas().max().max(0) as f64 * w.gpu_share() * w.gang().max(1) as f64
 }
 
 /// Paid hours per useful hour on a declared spot pool, as `recommend` prices its own spot
@@ -206,11 +207,7 @@ fn declared_spot_waste(plan: &Plan, catalog: &Catalog, pool: &Pool) -> f64 {
             a.checkpoint_minutes.unwrap_or(1.0),
             a.restart_minutes,
         );
-        let hours = w
-            .hours_per_month
-            .as_ref()
-            .map_or(plan.hours_per_month(), |h| *h.get());
-        let g = w.replicas().max().max(0) as f64 * w.gpu_share() * f64::from(gang) * hours;
+        let g = peak_gpus(w) * plan.workload_hours(w);
         if g > 0.0 && e.waste_factor.is_finite() {
             weight += g;
             weighted += g * e.waste_factor;

@@ -191,11 +191,14 @@ pub(crate) fn worst_band(
         .band_monthly_interruption
         .iter()
         .max_by(|a, b| a.3.total_cmp(&b.3))
-        .map(|b| {
-            let label = match provider {
-                crate::core::Provider::Azure => b.2.clone(),
-                crate::core::Provider::Aws => b.1.clone(),
-            };
-            (label, b.3)
-        })
+        .map(|b| (band_label(b, provider), b.3))
+}
+
+/// A band's name as the provider spells it (AWS `>20%`, Azure `20+`), from an assumptions row
+/// `(index, AWS label, Azure label, monthly interruption)`.
+pub(crate) fn band_label(b: &(u8, String, String, f64), provider: crate::core::Provider) -> String {
+    match provider {
+        crate::core::Provider::Azure => b.2.clone(),
+        crate::core::Provider::Aws => b.1.clone(),
+    }
 }

@@ -892,16 +892,15 @@ fn reservation(
     // basis for one, and a term longer than the plan allows is not advised.
     let days = covered as f64 / 86_400.0;
     let enough = covered >= MIN_RESERVATION_DAYS * 86_400;
-    let term = plan.reservation_term();
-    for (cap, label) in [
+    let plan_term = plan.reservation_term();
+    for (cap, term) in [
         (Capacity::Reserved1y, "reserved-1y"),
         (Capacity::Reserved3y, "reserved-3y"),
     ] {
-        if !enough || !term.allows(cap) {
+        if !enough || !plan_term.allows(cap) {
             continue;
         }
         if let Some(r) = crate::engine::cost::listed(catalog, plan.provider(), sku, region, cap) {
-            let term = label;
             options.push(ReservationOption {
                 term,
                 usd_per_month: round(r.usd_per_hour * month),
@@ -917,7 +916,7 @@ fn reservation(
                 "not advised: the window covers {} day(s) of data; a reservation commits for a year or more, so at least {MIN_RESERVATION_DAYS} covered days are needed",
                 crate::core::num(days)
             )
-        } else if term == crate::core::ReservationTerm::None {
+        } else if plan_term == crate::core::ReservationTerm::None {
             "not advised: the plan's reservation_term = \"none\"".to_owned()
         } else {
             format!(

@@ -1,5 +1,4 @@
 use super::{Cx, Rule};
-use crate::catalog::Sku;
 use crate::plan::raw::Kind;
 
 declare_rule! {
@@ -34,10 +33,6 @@ declare_rule! {
     pub(crate) struct MultiNodeWithoutInterconnect { id: "GP026", name: "multi-node-without-interconnect", severity: Warning }
 }
 
-fn lacks(sku: &Sku, gpus: u32) -> Option<&'static str> {
-    sku.gang_gap(gpus)
-}
-
 impl Rule for MultiNodeWithoutInterconnect {
     fn check(&self, cx: &mut Cx<'_>) {
         for w in cx.plan.workloads() {
@@ -50,7 +45,7 @@ impl Rule for MultiNodeWithoutInterconnect {
                 let Some(sku) = cx.pool_sku(pool) else {
                     continue;
                 };
-                if let Some(why) = lacks(sku, gpus) {
+                if let Some(why) = sku.gang_gap(gpus) {
                     cx.push(
                         cx.finding(pool.sku.span(), format!("gang of {} nodes for `{}` on `{}`, which has {why}", w.gang(), w.name.get(), sku.name))
                             .label("no high-bandwidth interconnect")
@@ -67,7 +62,7 @@ impl Rule for MultiNodeWithoutInterconnect {
                 let all_lack = skus
                     .iter()
                     .filter_map(|s| cx.sku(s.get()))
-                    .all(|s| lacks(s, gpus).is_some());
+                    .all(|s| s.gang_gap(gpus).is_some());
                 if !skus.is_empty() && all_lack {
                     cx.push(
                         cx.finding(skus.span(), format!("gang of {} nodes for `{}`, but none of its allowed SKUs has what it needs between nodes", w.gang(), w.name.get()))

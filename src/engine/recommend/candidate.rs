@@ -588,10 +588,8 @@ fn spot_quote(
                         Ok(price * e.waste_factor)
                     }
                     _ => {
-                        let label = |b: &(u8, String, String, f64)| match plan.provider() {
-                            crate::core::Provider::Azure => b.2.clone(),
-                            crate::core::Provider::Aws => b.1.clone(),
-                        };
+                        let label =
+                            |b: &(u8, String, String, f64)| spot::band_label(b, plan.provider());
                         let wins_up_to = bands
                             .iter()
                             .filter(|b| waste_at(b.3).waste_factor <= be)

@@ -21,10 +21,14 @@ pub(super) fn compare(
         // A Capacity Block without a block price is not costed at on-demand here: a block is
         // bought at its own price, so a saving against on-demand would be one nobody gets.
         let block_unknown = p.capacity() == Capacity::CapacityBlock
-            && catalog
-                .provider(plan.provider())
-                .and_then(|pc| pc.price(p.sku.get(), p.region.get()))
-                .is_none_or(|rp| rp.capacity_block.is_none());
+            && crate::engine::cost::listed(
+                catalog,
+                plan.provider(),
+                p.sku.get(),
+                p.region.get(),
+                Capacity::CapacityBlock,
+            )
+            .is_none();
         let priced =
             crate::engine::cost::declared_pool(plan, catalog, p).filter(|_| !block_unknown);
         let cost = priced.as_ref().map(|c| c.expected);

@@ -168,11 +168,7 @@ pub fn demands<'p>(plan: &'p Plan, catalog: &Catalog) -> Vec<Demand<'p>> {
 
 fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<'p> {
     let plan_hours = plan.hours_per_month();
-    let hours = w
-        .hours_per_month
-        .as_ref()
-        .map_or(plan_hours, |h| *h.get())
-        .min(plan_hours);
+    let hours = plan.workload_hours(w);
     let r = w.replicas();
     let peak = u32::try_from(r.max().max(0)).unwrap_or(u32::MAX);
     let kind = w.kind();
