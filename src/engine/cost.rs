@@ -150,7 +150,25 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
             None => unknown,
         });
     }
-    let at_max = price.usd * max * block_hours.unwrap_or_else(|| paid_hours(pool, hours));
+    // Nodes above a reservation's floor are not reserved: they run at the on-demand rate.
+    let reserved = matches!(pool.capacity(), Capacity::Reserved1y | Capacity::Reserved3y);
+    let od = if reserved {
+        node_hour(
+            catalog,
+            plan.provider(),
+            pool.sku.get(),
+            pool.region.get(),
+            Capacity::OnDemand,
+        )
+        .map_or(price.usd, |p| p.usd)
+    } else {
+        price.usd
+    };
+    let at_max = if reserved {
+        price.usd * min * HOURS_PER_MONTH + od * (max - min).max(0.0) * hours
+    } else {
+        price.usd * max * block_hours.unwrap_or_else(|| paid_hours(pool, hours))
+    };
     let expected = if pool.capacity() == Capacity::CapacityBlock {
         // A block's instances are bought together: every one is paid for the whole block.
         at_max
@@ -161,7 +179,14 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
             plan.pool_workloads(pool)
                 .map(|w| (peak_gpus(w), plan.workload_hours(w))),
         );
-        let paid = price.usd * (min * hours + (max - min).max(0.0) * burst);
+        let above = (max - min).max(0.0) * burst;
+        // The reserved floor is paid every hour of the month; nodes above it run on-demand
+        // for their hours, as `recommend` prices its own reserved pools.
+        let paid = if reserved {
+            price.usd * min * HOURS_PER_MONTH + od * above
+        } else {
+            price.usd * (min * hours + above)
+        };
         // Restart waste is spot's; a spot pool costed at on-demand (no spot price) has none.
         if pool.capacity() == Capacity::Spot && price.caveat.is_none() {
             paid * declared_spot_waste(plan, catalog, pool)
@@ -241,7 +266,181 @@ pub(crate) fn burst_hours(members: impl IntoIterator<Item = (f64, f64)>) -> f64 
     }
 }
 
+/// One member's share of the nodes above a pool's floor: its weight (replicas above its
+/// floor, in nodes or GPUs), the hours they run a month, and whether they run steadily for
+/// those hours (minimum replicas) or are a peak (replicas above the minimum, which a
+/// reservation never covers: a peak is what on-demand and spot are for).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BurstMember {
+    pub weight: f64,
+    pub hours: f64,
+    pub steady: bool,
+}
+
+/// One node above a pool's floor: the hours a month it runs, and whether only steady work
+/// runs on it (so a reservation may cover it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BusyNode {
+    pub hours: f64,
+    pub steady: bool,
+}
+
+impl BusyNode {
+    /// Whether a reservation at `reserved` costs less than this node's busy hours at
+    /// `on_demand` (by more than a cent, so a tie is not committed to); a node carrying a
+    /// peak never is.
+    pub(crate) fn worth_reserving(&self, reserved: f64, on_demand: f64) -> bool {
+        self.steady && self.hours * on_demand > reserved * HOURS_PER_MONTH + 0.01
+    }
+}
+
+/// The busy hours of each node above a pool's floor: the members' burst capacity stacked
+/// over `nodes` nodes, steady work first and longest-running first within it, each node
+/// taking the hours of the work it carries. The profile sums to `nodes` x [`burst_hours`],
+/// so reserving some of these nodes and paying the rest on-demand pays each node-hour once.
+pub(crate) fn burst_profile(
+    members: impl IntoIterator<Item = BurstMember>,
+    nodes: u32,
+) -> Vec<BusyNode> {
+    let mut ms: Vec<BurstMember> = members
+        .into_iter()
+        .filter(|m| m.weight > 0.0 && m.hours.is_finite())
+        .collect();
+    let total: f64 = ms.iter().map(|m| m.weight).sum();
+    if nodes == 0 || total <= 0.0 {
+        return vec![
+            BusyNode {
+                hours: 0.0,
+                steady: false
+            };
+            nodes as usize
+        ];
+    }
+    ms.sort_by(|a, b| b.steady.cmp(&a.steady).then(b.hours.total_cmp(&a.hours)));
+    // Each node carries `total / nodes` of the weight; its hours are the weighted mean of
+    // the hours over its slice of the stack.
+    let per = total / f64::from(nodes);
+    let mut out = Vec::with_capacity(nodes as usize);
+    let (mut i, mut left) = (0usize, ms[0].weight);
+    for _ in 0..nodes {
+        let (mut need, mut acc, mut steady) = (per, 0.0, true);
+        while need > 1e-9 * per && i < ms.len() {
+            let take = left.min(need);
+            acc += take * ms[i].hours;
+            steady &= ms[i].steady;
+            need -= take;
+            left -= take;
+            if left <= 1e-9 * per {
+                i += 1;
+                left = ms.get(i).map_or(0.0, |m| m.weight);
+            }
+        }
+        out.push(BusyNode {
+            hours: acc / per,
+            steady,
+        });
+    }
+    out
+}
+
+/// Which of a pool's nodes a reservation should pay for, and the node-hours left on-demand.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Reserve {
+    /// Nodes worth reserving: steady nodes whose busy hours beat the break-even.
+    pub nodes: u32,
+    /// Node-hours of the nodes not reserved, paid on-demand.
+    pub on_demand_hours: f64,
+    /// Reserved rate / on-demand rate: the share of the month a node must run for a
+    /// reservation (paid every hour of the month) to cost less than on-demand.
+    pub break_even: f64,
+}
+
+/// Reserve the k-th node when its busy hours exceed the break-even utilisation: a
+/// reservation is paid all [`HOURS_PER_MONTH`] hours at `reserved`, on-demand only the busy
+/// hours at `on_demand`. `busy` is each node's month (the floor's nodes at the plan's month,
+/// then [`burst_profile`]); a node that carries a peak is never reserved. `recommend` sizes
+/// its reserved pools by it and GP023 holds a declared reservation to it, so they agree.
+pub(crate) fn reserve(busy: &[BusyNode], reserved: f64, on_demand: f64) -> Reserve {
+    let break_even = if on_demand > 0.0 {
+        reserved / on_demand
+    } else {
+        f64::INFINITY
+    };
+    let mut nodes = 0u32;
+    let mut on_demand_hours = 0.0;
+    for n in busy {
+        if n.worth_reserving(reserved, on_demand) {
+            nodes += 1;
+        } else {
+            on_demand_hours += n.hours;
+        }
+    }
+    Reserve {
+        nodes,
+        on_demand_hours,
+        break_even,
+    }
+}
+
 /// GPUs one node of a SKU provides (partitioned sizes count their share).
 pub(crate) fn gpus_per_node(sku: &Sku) -> f64 {
     f64::from(sku.gpu_count) * sku.gpu_partition
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn member(weight: f64, hours: f64, steady: bool) -> BurstMember {
+        BurstMember {
+            weight,
+            hours,
+            steady,
+        }
+    }
+
+    #[test]
+    fn the_issues_pair_reserves_the_long_node_only() {
+        // 10 x 30 h and 1 x 700 h, one replica a node: the 700-hour node runs 96% of the
+        // month, past a g6.xlarge's 65% break-even; the ten 30-hour nodes do not.
+        let busy = burst_profile([member(10.0, 30.0, true), member(1.0, 700.0, true)], 11);
+        assert_eq!(busy[0].hours, 700.0);
+        assert!(busy[1..].iter().all(|n| (n.hours - 30.0).abs() < 1e-9));
+        let r = reserve(&busy, 0.5239, 0.8048);
+        assert_eq!(r.nodes, 1);
+        assert!((r.on_demand_hours - 300.0).abs() < 1e-9);
+        assert!((r.break_even - 0.651).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_peak_is_never_reserved() {
+        let busy = burst_profile([member(4.0, 730.0, false)], 4);
+        assert_eq!(reserve(&busy, 0.1, 1.0).nodes, 0);
+        // A node that carries part steady work, part peak, is a peak node.
+        let busy = burst_profile([member(1.5, 730.0, true), member(0.5, 730.0, false)], 2);
+        assert_eq!(reserve(&busy, 0.1, 1.0).nodes, 1);
+    }
+
+    proptest! {
+        #[test]
+        fn each_node_hour_is_paid_once_and_reserving_never_costs_more(
+            ms in proptest::collection::vec((0.0f64..20.0, 0.0f64..730.0, any::<bool>()), 0..8),
+            nodes in 0u32..40,
+            ratio in 0.2f64..1.2,
+        ) {
+            let members: Vec<BurstMember> =
+                ms.iter().map(|&(w, h, s)| member(w, h, s)).collect();
+            let busy = burst_profile(members.iter().copied(), nodes);
+            prop_assert_eq!(busy.len(), nodes as usize);
+            let total: f64 = busy.iter().map(|n| n.hours).sum();
+            let want = f64::from(nodes)
+                * burst_hours(members.iter().map(|m| (m.weight, m.hours)));
+            prop_assert!((total - want).abs() <= 1e-6 * want.max(1.0), "{} vs {}", total, want);
+            let (od, rsv) = (1.0, ratio);
+            let r = reserve(&busy, rsv, od);
+            let with = f64::from(r.nodes) * rsv * HOURS_PER_MONTH + r.on_demand_hours * od;
+            prop_assert!(with <= total * od + 1e-6, "{} > {}", with, total * od);
+        }
+    }
 }

@@ -1,7 +1,10 @@
 use super::{Cx, Rule};
 use crate::core::num;
 use crate::core::usd;
-use crate::engine::cost::{gpus_per_node, pool_hour};
+use crate::engine::cost::{
+    burst_profile, gpus_per_node, listed, pool_hour, reserve, BurstMember, BusyNode,
+};
+use crate::plan::raw::Capacity;
 
 declare_rule! {
     /// # GP023 reservation-exceeds-steady-demand
@@ -10,8 +13,9 @@ declare_rule! {
     /// For a pool on committed capacity (`reserved-1y`, `reserved-3y`,
     /// `capacity-reservation`), compares the reserved nodes (the pool's minimum) with the
     /// steady demand of its workloads (minimum replicas x GPUs per replica x gang size, in
-    /// nodes; workloads that may scale to zero contribute nothing) and flags the excess with
-    /// its idle cost.
+    /// nodes; workloads that may scale to zero contribute nothing), plus the nodes above it
+    /// whose work runs past the break-even utilisation (reserved rate / on-demand rate: a
+    /// reservation is paid all 730 hours), and flags the excess with its idle cost.
     ///
     /// ## Why is this bad?
     /// Reserved capacity is paid whether used or not. A reservation above the steady floor
@@ -23,7 +27,9 @@ declare_rule! {
     /// capacity = "reserved-1y"
     /// nodes = 8            # steady demand: 3 nodes
     /// ```
-    /// Use instead: reserve the steady floor, and cover peaks with on-demand or spot.
+    /// Use instead: reserve the steady floor and the nodes that run past the break-even
+    /// (a `g6.xlarge` at $0.5239/h reserved against $0.8048/h breaks even at 65%, 475 of 730
+    /// hours), and cover the rest with on-demand or spot.
     ///
     /// ## Source
     /// Context article (steady use vs reserved price); OpenCost/Infracost practice.
@@ -43,20 +49,94 @@ impl Rule for ReservationExceedsSteadyDemand {
             if per_node <= 0.0 {
                 continue;
             }
+            let plan_hours = cx.hours(None);
+            let steady = |w: &crate::plan::raw::Workload| {
+                !w.scale_to_zero() && cx.hours(Some(w)) >= plan_hours
+            };
             let steady_gpus: f64 = cx
                 .plan
                 .pool_workloads(pool)
                 // Steady as the recommender reads it: minimum replicas of work that runs
                 // every hour of the month and does not scale to zero.
-                .filter(|w| !w.scale_to_zero() && cx.hours(Some(w)) >= cx.hours(None))
+                .filter(|w| steady(w))
                 .map(|w| w.replicas().min() as f64 * w.gpu_share() * w.gang() as f64)
                 .sum();
             let steady_nodes = (steady_gpus / per_node - 1e-9).ceil().max(0.0) as i64;
+            // Nodes above the steady floor are worth reserving too when the work they carry
+            // runs past the break-even utilisation: the rule `recommend` sizes reservations
+            // by (`cost::reserve`), over the same stack of members' hours.
+            let rates = (
+                listed(
+                    cx.catalog,
+                    cx.plan.provider(),
+                    pool.sku.get(),
+                    pool.region.get(),
+                    pool.capacity(),
+                ),
+                listed(
+                    cx.catalog,
+                    cx.plan.provider(),
+                    pool.sku.get(),
+                    pool.region.get(),
+                    Capacity::OnDemand,
+                ),
+            );
+            let (worth, break_even) = match rates {
+                (Some(r), Some(od)) if pool.capacity() != Capacity::CapacityReservation => {
+                    let burst_nodes = (pool.nodes().max() - steady_nodes).max(0);
+                    // Each member's minimum replicas run its hours (steady); replicas above
+                    // the minimum are its peak, which no reservation covers.
+                    let members = cx.plan.pool_workloads(pool).flat_map(|w| {
+                        let per = w.gpu_share() * w.gang() as f64;
+                        let floor = if steady(w) { w.replicas().min() } else { 0 };
+                        let min = if w.scale_to_zero() {
+                            0
+                        } else {
+                            w.replicas().min()
+                        };
+                        let hours = cx.hours(Some(w)).min(plan_hours);
+                        [
+                            BurstMember {
+                                weight: (min - floor).max(0) as f64 * per,
+                                hours,
+                                steady: true,
+                            },
+                            BurstMember {
+                                weight: (w.replicas().max() - min.max(floor)).max(0) as f64 * per,
+                                hours,
+                                steady: false,
+                            },
+                        ]
+                    });
+                    let mut busy = vec![
+                        BusyNode {
+                            hours: plan_hours,
+                            steady: true
+                        };
+                        usize::try_from(steady_nodes).unwrap_or(0)
+                    ];
+                    busy.extend(burst_profile(
+                        members,
+                        u32::try_from(burst_nodes).unwrap_or(0),
+                    ));
+                    let r = reserve(&busy, r.usd_per_hour, od.usd_per_hour);
+                    (i64::from(r.nodes).max(steady_nodes), Some(r.break_even))
+                }
+                _ => (steady_nodes, None),
+            };
             let reserved = pool.nodes().min();
-            if reserved <= steady_nodes {
+            if reserved <= worth {
                 continue;
             }
-            let excess = reserved - steady_nodes;
+            let excess = reserved - worth;
+            let beyond = match break_even {
+                Some(b) if worth > steady_nodes => format!(
+                    ", and {} more node(s) run past the break-even utilisation of {:.0}%",
+                    worth - steady_nodes,
+                    b * 100.0
+                ),
+                _ => String::new(),
+            };
             let price = pool_hour(cx.catalog, cx.plan.provider(), pool);
             let idle = price.as_ref().map_or("unknown (no price)".to_owned(), |p| {
                 format!("{} a month", usd(p.usd * excess as f64 * cx.hours(None)))
@@ -66,9 +146,9 @@ impl Rule for ReservationExceedsSteadyDemand {
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default();
             cx.push(
-                cx.finding(pool.nodes.span(), format!("pool `{}` reserves {reserved} nodes but its steady demand is {} GPUs = {steady_nodes} nodes: {excess} reserved nodes idle, {idle}{caveat}", pool.name.get(), num(steady_gpus)))
+                cx.finding(pool.nodes.span(), format!("pool `{}` reserves {reserved} nodes but its steady demand is {} GPUs = {steady_nodes} nodes{beyond}: {excess} reserved nodes idle, {idle}{caveat}", pool.name.get(), num(steady_gpus)))
                     .label("reserved nodes")
-                    .help(format!("reserve {steady_nodes} nodes and cover peaks with on-demand or spot"))
+                    .help(format!("reserve {worth} nodes and cover peaks with on-demand or spot"))
                     .pool(pool.name.get()),
             );
         }

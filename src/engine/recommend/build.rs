@@ -16,6 +16,9 @@ pub(super) struct Built {
     pub(super) mig_configs: Vec<MigConfig>,
     pub(super) ts_replicas: Option<u32>,
     pub(super) stranded: Option<Stranded>,
+    /// A reserved pool's nodes' busy hours a month, busiest first (empty for other
+    /// capacity): `why` states each node's utilisation against the break-even.
+    pub(super) busy: Vec<crate::engine::cost::BusyNode>,
 }
 
 /// Nodes for some replica counts, with the MIG geometry that got them there.
@@ -340,13 +343,26 @@ pub(super) fn build(
         nodes_for(ms, &floors, first.sku, first.gpu, catalog, mm, thorough).nodes
     };
     let nodes_min = nodes_min.min(nodes_max);
-    let burst_hours = crate::engine::cost::burst_hours(ms.iter().map(|m| {
-        let above = f64::from(m.d.peak.saturating_sub(m.d.floor));
-        (
-            m.c.node_share * f64::from(m.d.gang.max(1)) * above,
-            m.d.hours,
-        )
-    }));
+    let burst_members = || {
+        ms.iter().flat_map(|m| {
+            let per = m.c.node_share * f64::from(m.d.gang.max(1));
+            let steady = m.d.steady();
+            [
+                crate::engine::cost::BurstMember {
+                    weight: per * f64::from(steady - m.d.floor),
+                    hours: m.d.hours,
+                    steady: true,
+                },
+                crate::engine::cost::BurstMember {
+                    weight: per * f64::from(m.d.peak - steady),
+                    hours: m.d.hours,
+                    steady: false,
+                },
+            ]
+        })
+    };
+    let burst_hours =
+        crate::engine::cost::burst_hours(burst_members().map(|b| (b.weight, b.hours)));
     let od = first.on_demand;
     // Spot waste differs by workload (gang, checkpoints): weight it by node-hours asked.
     let (mut wsum, mut wtot) = (0.0, 0.0);
@@ -359,19 +375,40 @@ pub(super) fn build(
     let rate = ms[0].rate.usd;
     let floor_h = f64::from(nodes_min) * plan_hours;
     let burst_h = f64::from(nodes_max - nodes_min) * burst_hours;
-    let (cost, cost_at_max) = match capacity {
-        Capacity::Reserved1y | Capacity::Reserved3y => (
-            f64::from(nodes_min) * rate * HOURS_PER_MONTH + burst_h * od,
-            f64::from(nodes_min) * rate * HOURS_PER_MONTH
-                + f64::from(nodes_max - nodes_min) * od * plan_hours,
-        ),
+    let mut busy = Vec::new();
+    let (cost, cost_at_max, nodes_min) = match capacity {
+        Capacity::Reserved1y | Capacity::Reserved3y => {
+            // The floor runs all month; each node above it for the hours of the work it
+            // carries. Reserve every node that runs past the break-even; the rest on-demand.
+            busy = vec![
+                crate::engine::cost::BusyNode {
+                    hours: plan_hours,
+                    steady: true
+                };
+                nodes_min as usize
+            ];
+            busy.extend(crate::engine::cost::burst_profile(
+                burst_members(),
+                nodes_max - nodes_min,
+            ));
+            let r = crate::engine::cost::reserve(&busy, rate, od);
+            let fixed = f64::from(r.nodes) * rate * HOURS_PER_MONTH;
+            (
+                fixed + r.on_demand_hours * od,
+                fixed + f64::from(nodes_max - r.nodes) * od * plan_hours,
+                // A reserved node is paid whether it runs or not: keep it in the pool.
+                nodes_min.max(r.nodes),
+            )
+        }
         Capacity::Spot => (
             rate * waste * (floor_h + burst_h),
             rate * f64::from(nodes_max) * plan_hours,
+            nodes_min,
         ),
         _ => (
             rate * (floor_h + burst_h),
             rate * f64::from(nodes_max) * plan_hours,
+            nodes_min,
         ),
     };
     let ts = ms.iter().find_map(|m| match m.c.fit {
@@ -390,6 +427,7 @@ pub(super) fn build(
         mig_configs: configs,
         ts_replicas: ts,
         stranded,
+        busy,
     }
 }
 

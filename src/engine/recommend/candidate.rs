@@ -663,15 +663,22 @@ impl Candidate<'_> {
                 });
             }
         }
-        if d.floor > 0 {
-            for (cap, r) in [
-                (Capacity::Reserved1y, self.reserved_1y),
-                (Capacity::Reserved3y, self.reserved_3y),
-            ] {
-                if !d.reservation_term.allows(cap) {
-                    continue;
-                }
-                if let Some(usd) = r {
+        for (cap, r) in [
+            (Capacity::Reserved1y, self.reserved_1y),
+            (Capacity::Reserved3y, self.reserved_3y),
+        ] {
+            if !d.reservation_term.allows(cap) {
+                continue;
+            }
+            if let Some(usd) = r {
+                // Open to a floor that runs all month, and to steady work (its minimum
+                // replicas) whose hours beat the break-even utilisation (reserved /
+                // on-demand) whatever its floor; never to a peak or to work that may scale to
+                // zero, whose hours are not a promise to run.
+                if d.floor > 0
+                    || (d.steady() > 0
+                        && d.hours * self.on_demand > usd * crate::core::HOURS_PER_MONTH + 0.01)
+                {
                     out.push(Rate {
                         capacity: cap,
                         usd,

@@ -34,8 +34,16 @@ pub(super) fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: 
     let floor = f64::from(d.floor);
     let burst = f64::from(d.peak - d.floor);
     match r.capacity {
+        // The floor reserved; each steady replica above it reserved too when its hours beat
+        // the break-even (as `build` reserves the k-th node), else on-demand for its hours;
+        // the peak on-demand.
         Capacity::Reserved1y | Capacity::Reserved3y => {
-            share * (floor * r.usd * HOURS_PER_MONTH + burst * c.on_demand * d.hours)
+            let steady = f64::from(d.steady() - d.floor);
+            let peak = f64::from(d.peak - d.steady());
+            share
+                * (floor * r.usd * HOURS_PER_MONTH
+                    + steady * (c.on_demand * d.hours).min(r.usd * HOURS_PER_MONTH)
+                    + peak * c.on_demand * d.hours)
         }
         _ => share * r.usd * r.waste * (floor * plan_hours + burst * d.hours),
     }

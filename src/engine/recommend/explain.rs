@@ -359,26 +359,41 @@ pub(super) fn why_line(
         Capacity::Reserved1y | Capacity::Reserved3y => {
             let m = ms[0];
             let ratio = m.rate.usd / m.c.on_demand;
+            // Each node's utilisation, so the break-even can be checked node by node: the
+            // reserved ones run past it, the on-demand ones do not.
+            let (kept, rest): (Vec<_>, Vec<_>) = b
+                .busy
+                .iter()
+                .partition(|n| n.worth_reserving(m.rate.usd, m.c.on_demand));
+            let reserved = kept.len();
+            let above = if rest.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; the other {} node(s) stay on-demand at {}",
+                    rest.len(),
+                    utilisations(&rest, HOURS_PER_MONTH)
+                )
+            };
             parts.push(format!(
-                "{} for the floor of {} node(s) at {}/h against {}/h on-demand: a reservation is paid all {} h a month, so it breaks even at {:.0}% utilisation, and the floor runs {} of {} h ({:.0}%); nodes above the floor on-demand",
+                "{} for {} node(s) at {}/h against {}/h on-demand: a reservation is paid all {} h a month, so a node breaks even at {:.0}% utilisation; the reserved nodes run {}{above}",
                 cap.as_str(),
-                b.nodes_min,
+                reserved,
                 crate::core::rate(m.rate.usd),
                 crate::core::rate(m.c.on_demand),
                 crate::core::num(HOURS_PER_MONTH),
                 ratio * 100.0,
-                crate::core::num(plan_hours),
-                crate::core::num(HOURS_PER_MONTH),
-                plan_hours / HOURS_PER_MONTH * 100.0
+                utilisations(&kept, HOURS_PER_MONTH),
             ));
+            parts.push(spot_detail(m));
             // The plan's term caps the commitment; say what a longer one would save.
             let term = m.d.reservation_term;
             if let (Capacity::Reserved1y, Some(r3)) = (cap, m.c.reserved_3y) {
                 if term < crate::core::ReservationTerm::ThreeYear && r3 < m.rate.usd {
                     parts.push(format!(
-                        "a 3-year term at {}/h would save {} a month on this floor; the plan's `reservation_term = \"{}\"` caps the commitment",
+                        "a 3-year term at {}/h would save {} a month on these reserved nodes; the plan's `reservation_term = \"{}\"` caps the commitment",
                         crate::core::rate(r3),
-                        crate::core::usd(f64::from(b.nodes_min) * (m.rate.usd - r3) * HOURS_PER_MONTH),
+                        crate::core::usd(reserved as f64 * (m.rate.usd - r3) * HOURS_PER_MONTH),
                         term.as_str()
                     ));
                 }
@@ -401,6 +416,35 @@ pub(super) fn why_line(
         Capacity::CapacityReservation => {}
     }
     parts.join("; ")
+}
+
+/// Nodes' utilisations of a month, runs of equal ones counted: "3 x 100%, 82%".
+fn utilisations(busy: &[&crate::engine::cost::BusyNode], month: f64) -> String {
+    let mut runs: Vec<(u32, String)> = Vec::new();
+    for n in busy {
+        let pct = format!(
+            "{:.0}%{}",
+            n.hours / month * 100.0,
+            if n.steady { "" } else { " (peak)" }
+        );
+        match runs.last_mut() {
+            Some((n, p)) if *p == pct => *n += 1,
+            _ => runs.push((1, pct)),
+        }
+    }
+    if runs.is_empty() {
+        return "nothing".to_owned();
+    }
+    runs.iter()
+        .map(|(n, p)| {
+            if *n > 1 {
+                format!("{n} x {p}")
+            } else {
+                p.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// DNS-1123 names from what a pool is: segment, GPU, sharing, capacity; numbered on clashes.
@@ -530,12 +574,14 @@ pub fn model_text(catalog: &Catalog) -> String {
          spot price ({}); spot is priced at the zones' average (nodes land where capacity is), \
          never the cheapest zone, and an undated spot figure is no price: spot is then \
          unknown offline and not offered\n\
-         - reservations cover the floor when it runs more of the month than the reserved / \
-         on-demand price ratio (the break-even utilisation, stated per pool), up to the plan's \
-         `reservation_term` (none, 1y by default, or 3y: a 3-year commitment is recorded, \
-         never assumed); the floor is what runs every hour of the month, whatever the \
-         workload's kind; \
-         they never exceed the floor (GP023). AWS Reserved Instance rates are embedded (the \
+         - a reservation covers the k-th node of a pool when that node's busy hours beat the \
+         break-even utilisation, the reserved / on-demand price ratio (a reservation is paid \
+         all 730 hours), up to the plan's `reservation_term` (none, 1y by default, or 3y: a \
+         3-year commitment is recorded, never assumed); nodes are stacked steady work first, \
+         longest-running first: the floor (what runs every hour of the month, whatever the \
+         workload's kind), then each workload's minimum replicas for its hours; replicas \
+         above a minimum are a peak, which stays on-demand or spot; `why` states each node's \
+         utilisation, and GP023 holds declared reservations to the same rule. AWS Reserved Instance rates are embedded (the \
          2025-11-30 snapshot: standard before convertible, no upfront first); Azure \
          reservation prices are unknown offline and a live refresh fetches them\n\
          - a capacity reservation for a user-facing floor is offered as an option, priced at \
