@@ -132,6 +132,19 @@ pub enum Kind {
     Evaluation,
 }
 
+impl Kind {
+    /// The plan's spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Training => "training",
+            Kind::Inference => "inference",
+            Kind::Batch => "batch",
+            Kind::Notebook => "notebook",
+            Kind::Evaluation => "evaluation",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sharing {

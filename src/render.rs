@@ -14,8 +14,10 @@ use handlebars::{
 
 pub(crate) mod escape;
 pub mod floors;
+pub mod kueue;
 mod operator;
 pub mod view;
+mod workloads;
 pub mod write_plan;
 
 /// Library failures of rendering: templates and files.
@@ -73,6 +75,13 @@ const KARPENTER: Output_ = Output_ {
     embedded: include_str!("../templates/render/karpenter/karpenter.yaml.hbs"),
     format: Format::Yaml,
 };
+/// Kueue's objects, rendered once per cluster (`kueue/<region>.yaml`).
+const KUEUE: Output_ = Output_ {
+    path: "kueue/<region>.yaml",
+    template: "kueue/kueue.yaml.hbs",
+    embedded: include_str!("../templates/render/kueue/kueue.yaml.hbs"),
+    format: Format::Yaml,
+};
 const COMMON: [Output_; 4] = [
     Output_ {
         path: "helm/gpu-operator-values.yaml",
@@ -81,9 +90,9 @@ const COMMON: [Output_; 4] = [
         format: Format::Yaml,
     },
     Output_ {
-        path: "kueue/kueue.yaml",
-        template: "kueue/kueue.yaml.hbs",
-        embedded: include_str!("../templates/render/kueue/kueue.yaml.hbs"),
+        path: "workloads/values.yaml",
+        template: "workloads/values.yaml.hbs",
+        embedded: include_str!("../templates/render/workloads/values.yaml.hbs"),
         format: Format::Yaml,
     },
     Output_ {
@@ -199,7 +208,7 @@ fn render_one(
     hb: &Handlebars<'_>,
     o: &Output_,
     text: &str,
-    v: &view::View,
+    v: &impl serde::Serialize,
     cap: u64,
 ) -> Result<String, RenderError> {
     let fail = |message: String| RenderError::Template {
@@ -236,28 +245,43 @@ pub fn render(
     let mut out = BTreeMap::new();
     let karpenter = v.karpenter_enabled.then_some(&KARPENTER);
     for o in std::iter::once(&tf).chain(COMMON.iter()).chain(karpenter) {
-        hb.register_escape_fn(match o.format {
-            Format::Hcl => escape::hcl_text,
-            Format::Yaml => escape::yaml_text,
-            Format::Markdown => escape::md_text,
-        });
-        let built_in = render_one(&hb, o, o.embedded, v, MAX_RENDERED_BYTES)?;
-        let rendered = match custom_text(o, templates)? {
-            None => built_in,
-            Some(text) => {
-                let cap =
-                    (built_in.len() as u64 * CUSTOM_GROWTH + (16 << 20)).min(MAX_RENDERED_BYTES);
-                render_one(&hb, o, &text, v, cap)?
-            }
-        };
-        let finished = if o.format == Format::Hcl {
-            escape::hcl_fmt(&rendered)
-        } else {
-            tidy(&rendered)
-        };
-        out.insert(o.path.to_owned(), finished);
+        let text = render_output(&mut hb, o, v, templates)?;
+        out.insert(o.path.to_owned(), text);
+    }
+    for cluster in &v.kueue {
+        let file = kueue::KueueFile::of(v, cluster);
+        let text = render_output(&mut hb, &KUEUE, &file, templates)?;
+        out.insert(cluster.file.clone(), text);
     }
     Ok(out)
+}
+
+/// One output rendered from its built-in template, or a custom one within bounds, and
+/// finished for its language.
+fn render_output(
+    hb: &mut Handlebars<'_>,
+    o: &Output_,
+    v: &impl serde::Serialize,
+    templates: Option<&Path>,
+) -> Result<String, RenderError> {
+    hb.register_escape_fn(match o.format {
+        Format::Hcl => escape::hcl_text,
+        Format::Yaml => escape::yaml_text,
+        Format::Markdown => escape::md_text,
+    });
+    let built_in = render_one(hb, o, o.embedded, v, MAX_RENDERED_BYTES)?;
+    let rendered = match custom_text(o, templates)? {
+        None => built_in,
+        Some(text) => {
+            let cap = (built_in.len() as u64 * CUSTOM_GROWTH + (16 << 20)).min(MAX_RENDERED_BYTES);
+            render_one(hb, o, &text, v, cap)?
+        }
+    };
+    Ok(if o.format == Format::Hcl {
+        escape::hcl_fmt(&rendered)
+    } else {
+        tidy(&rendered)
+    })
 }
 
 /// How many times the built-in output of a file a custom template may write (plus 16 MiB).

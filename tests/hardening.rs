@@ -464,12 +464,12 @@ fn a_custom_template_cannot_render_without_bound() {
     }
     let p = dir.path().join("many.toml");
     std::fs::write(&p, plan).expect("plan");
-    let t = dir.path().join("templates/serving");
+    let t = dir.path().join("templates/workloads");
     std::fs::create_dir_all(&t).expect("dir");
     // Every workload inside every workload: 2.25M names, far past what the file should be.
     std::fs::write(
         t.join("values.yaml.hbs"),
-        "{{#each serving}}{{#each ../serving}}{{workload}} {{namespace}} {{gpu_resource}} {{/each}}{{/each}}\n",
+        "{{#each workloads}}{{#each ../workloads}}{{workload}} {{namespace}} {{gpu_resource}} {{/each}}{{/each}}\n",
     )
     .expect("template");
     let out = gpuplan()

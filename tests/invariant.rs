@@ -985,7 +985,7 @@ skus = ["Standard_NC24ads_A100_v4"]
         .arg(dir.join("out"))
         .assert()
         .success();
-    let values = std::fs::read_to_string(dir.join("out/serving/values.yaml")).expect("values");
+    let values = std::fs::read_to_string(dir.join("out/workloads/values.yaml")).expect("values");
     let v: serde_yaml::Value = serde_yaml::from_str(&values).expect("YAML");
     let terms = &v["embed"]["affinity"]["nodeAffinity"]
         ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]

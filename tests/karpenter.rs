@@ -219,7 +219,13 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
         }
         // Every Kueue flavor's nodes are a NodePool's: its labels are the NodePool's template
         // labels or its requirements, and its taints the NodePool's.
-        for f in docs(&files["kueue/kueue.yaml"])
+        let kueue: String = files
+            .iter()
+            .filter(|(k, _)| k.starts_with("kueue/"))
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for f in docs(&kueue)
             .iter()
             .filter(|o| o["kind"] == "ResourceFlavor")
         {

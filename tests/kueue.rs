@@ -25,8 +25,26 @@ fn gpuplan() -> assert_cmd::Command {
     c
 }
 
-/// The rendered Kueue and serving files and the recommendation they came from.
-fn render(plan: &Path, extra: &[&str]) -> (Vec<Value>, Value, serde_json::Value) {
+/// Every rendered `kueue/<region>.yaml`, by file, in name order.
+fn kueue_files(dir: &Path) -> Vec<(String, Vec<Value>)> {
+    let mut files: Vec<String> = std::fs::read_dir(dir.join("kueue"))
+        .expect("kueue/")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no Kueue file");
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(dir.join("kueue").join(&f)).expect("kueue file");
+            (f, docs(&text))
+        })
+        .collect()
+}
+
+/// The rendered Kueue files, the workloads' values, and the recommendation they came from.
+#[allow(clippy::type_complexity)]
+fn render(plan: &Path, extra: &[&str]) -> (Vec<(String, Vec<Value>)>, Value, serde_json::Value) {
     let out = tempfile::tempdir().expect("tmp");
     gpuplan()
         .arg("render")
@@ -43,10 +61,249 @@ fn render(plan: &Path, extra: &[&str]) -> (Vec<Value>, Value, serde_json::Value)
         .output()
         .expect("recommend");
     (
-        docs(&read("kueue/kueue.yaml")),
-        serde_yaml::from_str(&read("serving/values.yaml")).expect("serving"),
+        kueue_files(out.path()),
+        serde_yaml::from_str(&read("workloads/values.yaml")).expect("workloads"),
         serde_json::from_slice(&rec.stdout).expect("recommendation"),
     )
+}
+
+/// The GPU resource and count a pod of a workload asks for, from its values.
+fn gpu_limit(values: &Value) -> (String, f64) {
+    let limits = values["resources"]["limits"].as_mapping().expect("limits");
+    limits
+        .iter()
+        .find(|(k, _)| k.as_str().is_some_and(|k| k.starts_with("nvidia.com/")))
+        .map(|(k, v)| (k.as_str().unwrap_or("").to_owned(), qty(v)))
+        .expect("a GPU resource")
+}
+
+/// Whether a pod's tolerations tolerate a taint (core/v1 `Toleration.ToleratesTaint`: an
+/// empty key with `Exists` tolerates everything; `Equal` needs key, value and effect).
+fn tolerates_taint(tolerations: &[Value], taint: &Value) -> bool {
+    tolerations.iter().any(|t| {
+        let op = t["operator"].as_str().unwrap_or("Equal");
+        let effect_ok = t["effect"]
+            .as_str()
+            .is_none_or(|e| e.is_empty() || Some(e) == taint["effect"].as_str());
+        let key_ok = t["key"]
+            .as_str()
+            .is_none_or(|k| k.is_empty() && op == "Exists")
+            || t["key"] == taint["key"];
+        let value_ok = op == "Exists"
+            || t["value"].as_str().unwrap_or("") == taint["value"].as_str().unwrap_or("");
+        effect_ok && key_ok && value_ok
+    })
+}
+
+/// Kueue's flavor assignment for one pod set (kubernetes-sigs/kueue
+/// `pkg/scheduler/flavorassigner/flavorassigner.go`, `findFlavorForPodSetResource`): the
+/// ClusterQueue's flavors in order; a flavor is skipped when one of its NoSchedule or
+/// NoExecute `nodeTaints` is tolerated neither by the pod nor by the flavor's own
+/// `tolerations`, or when its `nodeLabels` fail the pod's nodeSelector and required node
+/// affinity restricted to the label keys the group's flavors use (`flavorSelector`); the first
+/// with nominal quota left for every requested resource is taken.
+fn assign<'a>(
+    pod: &Value,
+    pods: f64,
+    order: &[&'a Value],
+    flavors: &BTreeMap<String, &Value>,
+    used: &mut BTreeMap<(String, String), f64>,
+) -> Option<&'a str> {
+    let keys: Vec<String> = order
+        .iter()
+        .filter_map(|f| flavors.get(f["name"].as_str()?))
+        .flat_map(|fl| {
+            fl["spec"]["nodeLabels"]
+                .as_mapping()
+                .map(|m| {
+                    m.keys()
+                        .filter_map(|k| k.as_str().map(str::to_owned))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let tolerations: Vec<Value> = pod["tolerations"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default();
+    let (gpu, count) = gpu_limit(pod);
+    let mut asks: Vec<(String, f64)> = vec![(gpu, count * pods)];
+    for r in ["cpu", "memory"] {
+        if let Some(q) = pod["resources"]["requests"].get(r) {
+            asks.push((r.to_owned(), qty(q) * pods));
+        }
+    }
+    'flavors: for f in order {
+        let name = f["name"].as_str()?;
+        let fl = flavors.get(name)?;
+        let mut tol = tolerations.clone();
+        tol.extend(
+            fl["spec"]["tolerations"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        for t in fl["spec"]["nodeTaints"].as_sequence().into_iter().flatten() {
+            let e = t["effect"].as_str().unwrap_or("");
+            if (e == "NoSchedule" || e == "NoExecute") && !tolerates_taint(&tol, t) {
+                continue 'flavors;
+            }
+        }
+        let labels = &fl["spec"]["nodeLabels"];
+        if let Some(sel) = pod["nodeSelector"].as_mapping() {
+            for (k, v) in sel {
+                let k = k.as_str().unwrap_or("");
+                if keys.iter().any(|x| x == k) && labels.get(k) != Some(v) {
+                    continue 'flavors;
+                }
+            }
+        }
+        let terms = &pod["affinity"]["nodeAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+        if let Some(terms) = terms.as_sequence() {
+            let ok = terms.iter().any(|term| {
+                term["matchExpressions"]
+                    .as_sequence()
+                    .into_iter()
+                    .flatten()
+                    .all(|e| {
+                        let k = e["key"].as_str().unwrap_or("");
+                        if !keys.iter().any(|x| x == k) {
+                            return true;
+                        }
+                        let vals = e["values"].as_sequence().cloned().unwrap_or_default();
+                        match e["operator"].as_str() {
+                            Some("In") => labels.get(k).is_some_and(|v| vals.contains(v)),
+                            Some("NotIn") => labels.get(k).is_none_or(|v| !vals.contains(v)),
+                            _ => true,
+                        }
+                    })
+            });
+            if !ok {
+                continue;
+            }
+        }
+        let quota = |r: &str| {
+            f["resources"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .find(|q| q["name"] == r)
+                .map_or(0.0, |q| qty(&q["nominalQuota"]))
+        };
+        let fits = asks.iter().all(|(r, need)| {
+            used.get(&(name.to_owned(), r.clone()))
+                .copied()
+                .unwrap_or(0.0)
+                + need
+                <= quota(r) + 1e-9
+        });
+        if fits {
+            for (r, need) in &asks {
+                *used.entry((name.to_owned(), r.clone())).or_default() += need;
+            }
+            return Some(name);
+        }
+    }
+    None
+}
+
+/// Every workload of every team, admitted by the model above in the order the ClusterQueue
+/// lists its flavors and in the reverse order, lands on a flavor of a pool it was planned
+/// for; no ClusterQueue names a flavor of another file's (cluster's) pools.
+fn admission_follows_the_plan(
+    files: &[(String, Vec<Value>)],
+    values: &Value,
+    rec: &serde_json::Value,
+    ws: &BTreeMap<String, (String, f64, f64, f64, f64)>,
+    label: &str,
+) {
+    let pools = rec["pools"].as_array().expect("pools");
+    let mut admitted: BTreeMap<String, usize> = BTreeMap::new();
+    for (file, objects) in files {
+        let region = file.trim_end_matches(".yaml");
+        let flavors: BTreeMap<String, &Value> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ResourceFlavor")
+            .map(|o| (o["metadata"]["name"].as_str().unwrap_or("").to_owned(), o))
+            .collect();
+        for (name, f) in &flavors {
+            let pool = f["spec"]["nodeLabels"]["gpuplan.io/pool"]
+                .as_str()
+                .unwrap_or("");
+            let p = pools
+                .iter()
+                .find(|p| p["name"] == pool)
+                .expect("flavor's pool");
+            assert_eq!(p["region"], region, "{label}: flavor {name} in {file}");
+        }
+        for q in objects.iter().filter(|o| o["kind"] == "ClusterQueue") {
+            let team = q["spec"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+                .as_str()
+                .expect("team");
+            let order: Vec<&Value> = q["spec"]["resourceGroups"][0]["flavors"]
+                .as_sequence()
+                .expect("flavors")
+                .iter()
+                .collect();
+            for f in &order {
+                assert!(
+                    flavors.contains_key(f["name"].as_str().unwrap_or("")),
+                    "{label}: {file} names a flavor it does not define"
+                );
+            }
+            for reversed in [false, true] {
+                let mut order = order.clone();
+                if reversed {
+                    order.reverse();
+                }
+                let mut used = BTreeMap::new();
+                for (w, (t, pods, ..)) in ws {
+                    if t != team {
+                        continue;
+                    }
+                    let planned: Vec<&str> = pools
+                        .iter()
+                        .filter(|p| {
+                            p["region"] == region
+                                && p["workloads"]
+                                    .as_array()
+                                    .is_some_and(|a| a.iter().any(|x| x == w.as_str()))
+                        })
+                        .filter_map(|p| p["name"].as_str())
+                        .collect();
+                    if planned.is_empty() {
+                        continue;
+                    }
+                    let pod = &values[w.as_str()];
+                    assert_eq!(pod["namespace"].as_str(), Some(team), "{label}: {w}");
+                    assert_eq!(
+                        pod["labels"]["kueue.x-k8s.io/queue-name"].as_str(),
+                        Some("gpuplan")
+                    );
+                    let got =
+                        assign(pod, *pods, &order, &flavors, &mut used).unwrap_or_else(|| {
+                            panic!("{label}: {w} is admitted nowhere (reversed: {reversed})")
+                        });
+                    let pool = flavors[got]["spec"]["nodeLabels"]["gpuplan.io/pool"]
+                        .as_str()
+                        .unwrap_or("");
+                    assert!(planned.contains(&pool), "{label}: {w} admitted to {got} ({pool}), planned {planned:?} (reversed: {reversed})");
+                    *admitted.entry(w.clone()).or_default() += 1;
+                }
+            }
+        }
+    }
+    for p in pools {
+        for w in p["workloads"].as_array().into_iter().flatten() {
+            let w = w.as_str().unwrap_or("");
+            assert!(
+                admitted.get(w).copied().unwrap_or(0) >= 2,
+                "{label}: {w} never admitted"
+            );
+        }
+    }
 }
 
 /// A Kubernetes quantity as a number: `96`, `95500m`, `1382Gi`.
@@ -98,7 +355,15 @@ fn workloads(plan: &Path) -> BTreeMap<String, (String, f64, f64, f64, f64)> {
 }
 
 fn check(plan: &Path, extra: &[&str], api: &str) {
-    let (objects, serving, rec) = render(plan, extra);
+    let (files, values, rec) = render(plan, extra);
+    admission_follows_the_plan(
+        &files,
+        &values,
+        &rec,
+        &workloads(plan),
+        &plan.display().to_string(),
+    );
+    let objects: Vec<Value> = files.into_iter().flat_map(|(_, o)| o).collect();
     let schemas: BTreeMap<&str, jsonschema::Validator> = [
         (
             "ResourceFlavor",
@@ -169,10 +434,12 @@ fn check(plan: &Path, extra: &[&str], api: &str) {
             .map(|t| t.as_str().unwrap_or("").to_owned())
             .collect();
         assert_eq!(taints, want, "{name}: the flavor's taints are the pool's");
-        let tolerated = f["spec"]["tolerations"]
-            .as_sequence()
-            .map_or(0, |t| t.len());
-        assert_eq!(tolerated, want.len(), "{name} tolerates every taint");
+        // A flavor's own tolerations would let any pod past its taints (Kueue counts them as
+        // the pod's): the pods tolerate their pool's taints themselves.
+        assert!(
+            f["spec"]["tolerations"].is_null(),
+            "{name} tolerates nothing"
+        );
         for (k, v) in pool["labels"].as_object().expect("labels") {
             if let Some(fv) = f["spec"]["nodeLabels"][k.as_str()].as_str() {
                 assert_eq!(Some(fv), v.as_str(), "{name}: label {k}");
@@ -305,25 +572,10 @@ fn check(plan: &Path, extra: &[&str], api: &str) {
                 let (_, pods, c, m, g) = ws[w];
                 cpu += pods * c;
                 mem += pods * m;
-                // The resource a pod asks for is the one the serving values give it, or one
-                // nvidia.com/gpu per GPU of the replica.
-                let (res, count) = match serving.get(w.as_str()) {
-                    Some(s) => {
-                        let limits = s["resources"]["limits"].as_mapping().expect("limits");
-                        let (k, v) = limits.iter().next().expect("one GPU resource");
-                        (k.as_str().unwrap_or("").to_owned(), qty(v))
-                    }
-                    None if pool["sharing"] == "dedicated" => ("nvidia.com/gpu".to_owned(), g),
-                    None => ("nvidia.com/gpu".to_owned(), 1.0),
-                };
-                // Operator MIG pods outside the serving values ask for a profile this test
-                // cannot tell; their quota bound is checked above.
-                if !(pool["sharing"] == "mig"
-                    && res == "nvidia.com/gpu"
-                    && rec["provider"] == "aws")
-                {
-                    *gpu.entry(res).or_default() += pods * count;
-                }
+                // The resource a pod asks for is the one its values give it.
+                let _ = g;
+                let (res, count) = gpu_limit(&values[w.as_str()]);
+                *gpu.entry(res).or_default() += pods * count;
             }
             assert!(have("cpu") + 1e-9 >= cpu, "{team} on {}: cpu", pool["name"]);
             assert!(
@@ -343,11 +595,12 @@ fn check(plan: &Path, extra: &[&str], api: &str) {
     }
 }
 
-const PLANS: [&str; 4] = [
+const PLANS: [&str; 5] = [
     "plans/azure-inference.toml",
     "plans/aws-training.toml",
     "plans/minimal.toml",
     "tests/fixtures/render/operator-mig.toml",
+    "tests/fixtures/render/one-team-two-pools.toml",
 ];
 
 #[test]
@@ -405,7 +658,10 @@ fn mig_quotas_never_exceed_the_physical_instances_and_aks_mig_asks_for_gpus() {
         .assert()
         .success();
     let read = |p: &str| std::fs::read_to_string(out.path().join(p)).expect(p);
-    let objects = docs(&read("kueue/kueue.yaml"));
+    let objects: Vec<Value> = kueue_files(out.path())
+        .into_iter()
+        .flat_map(|(_, o)| o)
+        .collect();
     let all = serde_yaml::to_string(&objects).expect("yaml");
     assert!(!all.contains("nvidia.com/mig-"), "{all}");
     let spot = objects
@@ -422,7 +678,7 @@ fn mig_quotas_never_exceed_the_physical_instances_and_aks_mig_asks_for_gpus() {
         })
     };
     assert!(
-        taint(&spot["spec"]["nodeTaints"]) && taint(&spot["spec"]["tolerations"]),
+        taint(&spot["spec"]["nodeTaints"]) && spot["spec"]["tolerations"].is_null(),
         "{spot:?}"
     );
     let tf = read("terraform/main.tf");
@@ -434,14 +690,14 @@ fn mig_quotas_never_exceed_the_physical_instances_and_aks_mig_asks_for_gpus() {
         tf.contains("\"kubernetes.azure.com/scalesetpriority\" = \"spot\""),
         "{tf}"
     );
-    let serving: Value = serde_yaml::from_str(&read("serving/values.yaml")).expect("serving");
+    let values: Value = serde_yaml::from_str(&read("workloads/values.yaml")).expect("values");
     assert!(
-        taint(&serving["scoring"]["tolerations"]),
+        taint(&values["scoring"]["tolerations"]),
         "{:?}",
-        serving["scoring"]
+        values["scoring"]
     );
     assert_eq!(
-        serving["chat"]["resources"]["limits"]["nvidia.com/gpu"].as_u64(),
+        values["chat"]["resources"]["limits"]["nvidia.com/gpu"].as_u64(),
         Some(1)
     );
 }
@@ -514,7 +770,11 @@ fn teams_sharing_a_flavor_split_what_they_state_no_request_for() {
     };
     // team -> resource -> quota on the one flavor
     let quotas = |plan: &Path| -> BTreeMap<String, BTreeMap<String, f64>> {
-        let (objects, _, _) = render(plan, &[]);
+        let objects: Vec<Value> = render(plan, &[])
+            .0
+            .into_iter()
+            .flat_map(|(_, o)| o)
+            .collect();
         let mut out = BTreeMap::new();
         for q in objects.iter().filter(|o| o["kind"] == "ClusterQueue") {
             let team = q["metadata"]["name"]

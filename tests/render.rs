@@ -59,6 +59,17 @@ fn collect(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
     }
 }
 
+/// Every rendered Kueue file (one per cluster), as one YAML stream.
+fn kueue_of(files: &BTreeMap<String, String>) -> String {
+    let all: Vec<&str> = files
+        .iter()
+        .filter(|(k, _)| k.starts_with("kueue/"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert!(!all.is_empty(), "no Kueue file");
+    all.join("\n")
+}
+
 fn rendered(plan: &str, extra: &[&str]) -> BTreeMap<String, String> {
     let dir = tempfile::tempdir().expect("tmp");
     render_to(plan, dir.path(), extra)
@@ -409,7 +420,8 @@ fn kueue_objects_validate_against_the_crds() {
     let mut kinds = BTreeSet::new();
     for (_, plan) in PLANS {
         let files = rendered(plan, &[]);
-        for doc in serde_yaml::Deserializer::from_str(&files["kueue/kueue.yaml"]) {
+        let kueue = kueue_of(&files);
+        for doc in serde_yaml::Deserializer::from_str(&kueue) {
             let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).expect("yaml document");
             if v.is_null() {
                 continue;
@@ -508,7 +520,7 @@ fn check_reports_drift_and_a_failed_render_leaves_the_old_output() {
         &out,
         &["--templates", templates.to_str().expect("utf-8")],
     );
-    assert_eq!(files["kueue/kueue.yaml"], "# minimal on azure\n");
+    assert_eq!(files["kueue/eastus.yaml"], "# minimal on azure\n");
     assert!(files["terraform/main.tf"].contains("azurerm_kubernetes_cluster_node_pool"));
 }
 
@@ -689,8 +701,8 @@ fn numbered_pools_keep_their_own_kueue_quotas() {
     )
     .expect("write");
     let files = rendered(plan.to_str().expect("utf-8"), &[]);
-    let kueue = &files["kueue/kueue.yaml"];
-    let cq = serde_yaml::Deserializer::from_str(kueue)
+    let kueue = kueue_of(&files);
+    let cq = serde_yaml::Deserializer::from_str(&kueue)
         .map(|d| <serde_yaml::Value as serde::Deserialize>::deserialize(d).expect("doc"))
         .find(|v| v["kind"].as_str() == Some("ClusterQueue"))
         .expect("cluster queue");
@@ -1113,4 +1125,133 @@ fn provider_floors_cover_the_arguments_each_file_uses() {
         gpuplan::render::floors::FLOORS.len(),
         "{seen:?}"
     );
+}
+
+/// The device plugin's `failRequestsGreaterThanOne` is the plan's `[cluster]` setting where it
+/// states one (the plugin as deployed), and on where it states none.
+#[test]
+fn the_device_plugin_flag_follows_the_plan() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    let body = "\n[[workload]]\nname = \"notes\"\nteam = \"lab\"\nkind = \"notebook\"\ngpus = 1\nreplicas = 4\nsharing = \"time-slicing\"\nutilization = 0.2\nskus = [\"Standard_NC4as_T4_v3\"]\n";
+    let head = "version = 1\n[plan]\nname = \"ts\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n";
+    for (cluster, want) in [
+        (
+            "\n[cluster]\nfail_requests_greater_than_one = false\n",
+            "false",
+        ),
+        (
+            "\n[cluster]\nfail_requests_greater_than_one = true\n",
+            "true",
+        ),
+        ("", "true"),
+    ] {
+        std::fs::write(&plan, format!("{head}{cluster}{body}")).expect("write");
+        let files = rendered(plan.to_str().expect("utf-8"), &[]);
+        let values = &files["helm/gpu-operator-values.yaml"];
+        assert!(
+            values.contains(&format!("failRequestsGreaterThanOne: {want}")),
+            "{cluster}: {values}"
+        );
+    }
+}
+
+/// Every workload, of every kind, gets its scheduling settings: the plan's cpu and memory as
+/// requests, its pool's selector and taints, and for user-facing work a spread and a PDB.
+#[test]
+fn every_workload_gets_its_scheduling_settings() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n[plan]\nname = \"w\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
+         [[workload]]\nname = \"api\"\nteam = \"web\"\nkind = \"inference\"\nuser_facing = true\nreplicas = 3\ngpus = 1\ncpu = 2.5\nmemory_gib = 12.5\nskus = [\"g6.xlarge\"]\n\n\
+         [[workload]]\nname = \"nightly\"\nteam = \"data\"\nkind = \"batch\"\nreplicas = 2\ngpus = 1\nhours_per_month = 100\nskus = [\"g6.xlarge\"]\n",
+    )
+    .expect("write");
+    let files = rendered(plan.to_str().expect("utf-8"), &[]);
+    let v = yaml(&files["workloads/values.yaml"]);
+    let rec: serde_json::Value = serde_json::from_slice(
+        &gpuplan()
+            .args(["recommend", "--format", "json"])
+            .arg(&plan)
+            .output()
+            .expect("recommend")
+            .stdout,
+    )
+    .expect("json");
+    for (w, team) in [("api", "web"), ("nightly", "data")] {
+        let pool = rec["pools"]
+            .as_array()
+            .expect("pools")
+            .iter()
+            .find(|p| {
+                p["workloads"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x == w))
+            })
+            .expect("pool");
+        let e = &v[w];
+        assert_eq!(e["namespace"].as_str(), Some(team));
+        assert_eq!(
+            e["labels"]["kueue.x-k8s.io/queue-name"].as_str(),
+            Some("gpuplan")
+        );
+        assert_eq!(
+            e["nodeSelector"]["gpuplan.io/pool"],
+            pool["name"].as_str().unwrap()
+        );
+        let tolerated: Vec<String> = e["tolerations"]
+            .as_sequence()
+            .expect("tolerations")
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}={}:{}",
+                    t["key"].as_str().unwrap_or(""),
+                    t["value"].as_str().unwrap_or(""),
+                    t["effect"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        for t in pool["taints"].as_array().expect("taints") {
+            assert!(
+                tolerated.contains(&t.as_str().unwrap().to_owned()),
+                "{w}: {t}"
+            );
+        }
+        assert_eq!(e["resources"]["limits"]["nvidia.com/gpu"].as_u64(), Some(1));
+    }
+    let api = &v["api"];
+    assert_eq!(api["resources"]["requests"]["cpu"].as_str(), Some("2500m"));
+    assert_eq!(
+        api["resources"]["requests"]["memory"].as_str(),
+        Some("12800Mi")
+    );
+    assert_eq!(
+        api["resources"]["limits"]["memory"].as_str(),
+        Some("12800Mi")
+    );
+    assert_eq!(
+        api["podDisruptionBudget"]["maxUnavailable"].as_u64(),
+        Some(1)
+    );
+    assert_eq!(
+        api["topologySpreadConstraints"][0]["topologyKey"].as_str(),
+        Some("kubernetes.io/hostname")
+    );
+    let nightly = &v["nightly"];
+    assert!(nightly["podDisruptionBudget"].is_null());
+    assert!(
+        nightly["resources"]["requests"].is_null(),
+        "the plan states none"
+    );
+    // No invented server settings: `api` states no memory cap and runs alone on its GPU.
+    let serving = yaml(&files["serving/values.yaml"]);
+    assert!(serving["api"]["vllm"]["gpuMemoryUtilization"].is_null());
+    assert_eq!(
+        serving["api"]["vllm"]["tensorParallelSize"].as_u64(),
+        Some(1)
+    );
+    assert!(serving["nightly"].is_null());
 }

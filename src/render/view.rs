@@ -6,7 +6,6 @@ use serde::Serialize;
 
 use crate::catalog::Catalog;
 use crate::engine::recommend::{RecPool, Recommendation};
-use crate::plan::raw::Kind;
 use crate::plan::Plan;
 
 #[derive(Debug, Serialize)]
@@ -26,8 +25,8 @@ pub struct View {
     pub plugin_mig_strategy: &'static str,
     pub mig_configs: Vec<MigConfigView>,
     pub sharing_configs: Vec<SharingView>,
-    pub flavors: Vec<FlavorView>,
-    pub teams: Vec<TeamView>,
+    /// Kueue's objects, one set per cluster (region): no ClusterQueue spans clusters.
+    pub kueue: Vec<super::kueue::ClusterView>,
     /// `kueue.x-k8s.io/v1beta2` or `kueue.x-k8s.io/v1beta1`.
     pub kueue_api: &'static str,
     /// `>= X` of the provider's `required_providers` entry, from the arguments the file uses
@@ -57,7 +56,9 @@ pub struct View {
     /// `render --karpenter` was asked for (the file is written even when no pool qualifies).
     pub karpenter_enabled: bool,
     pub aws: bool,
-    pub serving: Vec<ServingView>,
+    pub serving: Vec<super::workloads::ServingView>,
+    /// Every placed workload's scheduling settings (`workloads/values.yaml`).
+    pub workloads: Vec<super::workloads::WorkloadView>,
     pub total_monthly_cost: String,
 }
 
@@ -206,57 +207,10 @@ pub struct KarpenterView {
     pub reservation: bool,
 }
 
-#[derive(Debug, Serialize)]
-pub struct FlavorView {
-    pub name: String,
-    pub labels: Vec<KeyValue>,
-    pub taints: Vec<TaintView>,
-}
-
-/// A team's ClusterQueue. Kueue lets a resource appear in one resource group only, and every
-/// flavor of a group must list every covered resource: one group covers all of the team's
-/// resources, with a quota of 0 where a flavor has none of one.
-#[derive(Debug, Serialize)]
-pub struct TeamView {
-    pub name: String,
-    pub queue: String,
-    pub resources: Vec<String>,
-    pub flavors: Vec<FlavorQuotas>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct FlavorQuotas {
-    pub flavor: String,
-    pub quotas: Vec<ResourceQuota>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ResourceQuota {
-    pub resource: String,
-    /// A Kubernetes quantity: `96`, `95.5`, `1382Gi`.
-    pub quota: String,
-}
-
-/// A quota as a Kubernetes quantity: memory in GiB, cpu to the millicore, counts whole.
-fn quantity(resource: &str, q: f64) -> String {
-    match resource {
-        "memory" => format!("{}Gi", q.max(0.0).floor()),
-        "cpu" => {
-            let m = (q.max(0.0) * 1000.0).floor();
-            if m % 1000.0 == 0.0 {
-                format!("{}", m / 1000.0)
-            } else {
-                format!("{m}m")
-            }
-        }
-        _ => format!("{}", q.max(0.0).floor()),
-    }
-}
-
 /// The extended resource a pod of `w` asks for on pool `p`, and how many: whole GPUs, one
 /// time-sliced GPU, one MIG instance under AKS (single strategy: `nvidia.com/gpu`), or the
 /// smallest profile of the pool's layouts that holds it (GPU Operator, mixed strategy).
-fn gpu_request(
+pub(super) fn gpu_request(
     plan: &Plan,
     catalog: &Catalog,
     p: &RecPool,
@@ -301,27 +255,7 @@ fn gpu_request(
     ("nvidia.com/gpu".to_owned(), per)
 }
 
-#[derive(Debug, Serialize)]
-pub struct ServingView {
-    pub workload: String,
-    pub namespace: String,
-    pub pool: String,
-    /// Every pool its replicas run in: more than one when they are split over AKS MIG
-    /// profiles (`split`), and the pods then select any of them.
-    pub pools: Vec<String>,
-    pub split: bool,
-    pub gpu_memory_utilization: String,
-    pub tensor_parallel_size: u32,
-    pub why: String,
-    /// The extended resource the pod requests on its pool (`nvidia.com/gpu`,
-    /// `nvidia.com/mig-3g.40gb`) and how many.
-    pub gpu_resource: String,
-    pub gpu_count: u32,
-    /// Every taint of the pool's nodes, tolerated.
-    pub tolerations: Vec<TaintView>,
-}
-
-fn taint(spec: &str) -> TaintView {
+pub(super) fn taint(spec: &str) -> TaintView {
     // `key=value:Effect`, as RecPool states them.
     let (kv, effect) = spec.rsplit_once(':').unwrap_or((spec, "NoSchedule"));
     let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
@@ -384,7 +318,7 @@ fn alias(region: &str) -> String {
 }
 
 /// Whole GPUs one replica asks for (tensor-parallel size).
-fn gpus_of(plan: &Plan, workload: &str) -> u32 {
+pub(super) fn gpus_of(plan: &Plan, workload: &str) -> u32 {
     plan.workload(workload)
         .map_or(1, |w| u32::try_from(w.gpus().max(1)).unwrap_or(1))
 }
@@ -502,7 +436,15 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 },
                 replicas: p.time_slicing_replicas.unwrap_or(2),
                 rename_by_default: false,
-                fail_requests_greater_than_one: true,
+                // The plan's setting where it states one (the device plugin as deployed);
+                // else on, so a pod asking for two shares of one card fails at once
+                // instead of getting one card twice (GP003).
+                fail_requests_greater_than_one: plan
+                    .raw
+                    .cluster
+                    .as_ref()
+                    .and_then(|c| c.fail_requests_greater_than_one.as_ref())
+                    .is_none_or(|b| *b.get()),
             });
             base.labels.push(KeyValue {
                 key: "nvidia.com/device-plugin.config".into(),
@@ -741,7 +683,8 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     reservation: karpenter_capacity == "reserved",
                 });
             }
-            flavors.push(FlavorView {
+            flavors.push(super::kueue::FlavorView {
+                region: v.region.clone(),
                 name: v.name.clone(),
                 labels: flavor_labels,
                 taints: v.taints.clone(),
@@ -750,247 +693,18 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         }
     }
 
-    // Kueue: one ClusterQueue per team covering every resource its pods request (cpu,
-    // memory and the GPU or MIG resource each pool really advertises), quotas from the team's
-    // planned peak, each bounded by what the flavor's nodes have.
-    let mut teams: IndexMap<String, IndexMap<String, IndexMap<String, f64>>> = IndexMap::new();
-    for p in &rec.pools {
-        let Some(sku) = catalog.sku(plan.provider(), &p.sku) else {
-            continue;
-        };
-        let (cpu_alloc, mem_alloc) = crate::engine::recommend::candidate::allocatable(sku, catalog);
-        let spec = catalog.sku_gpu(sku).and_then(|g| g.mig.as_ref());
-        let aks_mig = p.sharing == "mig"
-            && rec.provider == "azure"
-            && p.mig_manager == crate::plan::raw::MigManager::Aks;
-        for view_name in rendered.get(&p.name).cloned().unwrap_or_default() {
-            let Some(v) = pools.iter().find(|v| v.name == view_name) else {
-                continue;
-            };
-            let nodes = f64::from(v.max);
-            // What the flavor's nodes advertise, per resource.
-            let mut physical: IndexMap<String, f64> = IndexMap::new();
-            physical.insert("cpu".into(), (cpu_alloc * nodes * 1000.0).floor() / 1000.0);
-            physical.insert("memory".into(), (mem_alloc * nodes).floor());
-            let gpus = nodes * f64::from(p.gpus_per_node);
-            let per_gpu_layouts = view_layouts.get(&view_name);
-            match (p.sharing, aks_mig, per_gpu_layouts) {
-                ("mig", true, _) => {
-                    // AKS runs the single strategy: every MIG instance is one `nvidia.com/gpu`.
-                    let instances = p
-                        .mig_layout
-                        .as_ref()
-                        .and_then(|l| l.values().next().copied())
-                        .unwrap_or(1);
-                    physical.insert("nvidia.com/gpu".into(), gpus * f64::from(instances));
-                }
-                ("mig", false, Some(layouts)) => {
-                    for (profile, n) in layouts {
-                        *physical
-                            .entry(format!("nvidia.com/mig-{profile}"))
-                            .or_default() += f64::from(*n) * f64::from(v.max);
-                    }
-                }
-                _ => {
-                    let shares = f64::from(p.time_slicing_replicas.unwrap_or(1));
-                    physical.insert("nvidia.com/gpu".into(), gpus * shares);
-                }
-            }
-            // What each team's pods on this flavor ask for at peak, and their GPU-resource
-            // count (which shares out what pods that state no cpu or memory may take).
-            let mut asks: IndexMap<String, IndexMap<String, Option<f64>>> = IndexMap::new();
-            let mut accel: IndexMap<String, f64> = IndexMap::new();
-            for w in &p.workloads {
-                let Some(wl) = plan.workload(w) else { continue };
-                let pods = f64::from(u32::try_from(wl.replicas().max().max(0)).unwrap_or(0))
-                    * f64::from(u32::try_from(wl.gang().max(1)).unwrap_or(1));
-                let team = asks.entry(wl.team.get().clone()).or_default();
-                let (resource, per_pod) = gpu_request(plan, catalog, p, wl, spec, aks_mig);
-                if physical.contains_key(&resource) {
-                    let e = team.entry(resource.clone()).or_insert(Some(0.0));
-                    *e = e.map(|x| x + pods * per_pod);
-                    // As a share of the flavor's GPU resource, so MIG profiles compare.
-                    let of = physical.get(&resource).copied().unwrap_or(0.0);
-                    if of > 0.0 {
-                        *accel.entry(wl.team.get().clone()).or_default() += pods * per_pod / of;
-                    }
-                }
-                for (r, each) in [
-                    ("cpu", wl.cpu.as_ref().map(|c| *c.get())),
-                    ("memory", wl.memory_gib.as_ref().map(|m| *m.get())),
-                ] {
-                    let e = team.entry(r.to_owned()).or_insert(Some(0.0));
-                    *e = match (*e, each) {
-                        (Some(x), Some(c)) => Some(x + pods * c),
-                        _ => None,
-                    };
-                }
-            }
-            // A team whose pods state no cpu or memory request gets what the stating teams
-            // leave of the flavor, shared by GPU demand, instead of the whole flavor each:
-            // their quotas add up to what the nodes have, not to a multiple of it.
-            let stated = |r: &str| -> f64 {
-                asks.values()
-                    .filter_map(|t| t.get(r).copied().flatten())
-                    .sum()
-            };
-            let unstated_accel = |r: &str| -> f64 {
-                asks.iter()
-                    .filter(|(_, t)| matches!(t.get(r), Some(None)))
-                    .map(|(team, _)| accel.get(team).copied().unwrap_or(0.0))
-                    .sum()
-            };
-            let unstated_teams = |r: &str| {
-                asks.values()
-                    .filter(|t| matches!(t.get(r), Some(None)))
-                    .count()
-            };
-            let mut quotas: Vec<(String, String, f64)> = Vec::new();
-            for (team, by_resource) in &asks {
-                for (r, ask) in by_resource {
-                    let have = physical.get(r).copied().unwrap_or(0.0);
-                    let q = match ask {
-                        Some(a) => a.min(have),
-                        None => {
-                            let left = (have - stated(r).min(have)).max(0.0);
-                            let all = unstated_accel(r);
-                            let share = if all > 0.0 {
-                                accel.get(team).copied().unwrap_or(0.0) / all
-                            } else {
-                                1.0 / unstated_teams(r).max(1) as f64
-                            };
-                            left * share
-                        }
-                    };
-                    quotas.push((team.clone(), r.clone(), q));
-                }
-            }
-            for (team, r, q) in quotas {
-                *teams
-                    .entry(team)
-                    .or_default()
-                    .entry(r)
-                    .or_default()
-                    .entry(view_name.clone())
-                    .or_default() += q;
-            }
-        }
-    }
-    let teams = teams
-        .into_iter()
-        .map(|(team, by_resource)| {
-            // cpu and memory first, then the accelerators, each once.
-            let mut resources: Vec<String> = by_resource.keys().cloned().collect();
-            resources.sort_by_key(|r| match r.as_str() {
-                "cpu" => (0, String::new()),
-                "memory" => (1, String::new()),
-                other => (2, other.to_owned()),
-            });
-            let mut flavor_names: Vec<String> = Vec::new();
-            for fl in by_resource.values() {
-                for f in fl.keys() {
-                    if !flavor_names.contains(f) {
-                        flavor_names.push(f.clone());
-                    }
-                }
-            }
-            let flavors = flavor_names
-                .into_iter()
-                .map(|flavor| FlavorQuotas {
-                    quotas: resources
-                        .iter()
-                        .map(|r| {
-                            let q = by_resource
-                                .get(r)
-                                .and_then(|fl| fl.get(&flavor))
-                                .copied()
-                                .unwrap_or(0.0);
-                            ResourceQuota {
-                                resource: r.clone(),
-                                quota: quantity(r, q),
-                            }
-                        })
-                        .collect(),
-                    flavor,
-                })
-                .collect();
-            TeamView {
-                queue: format!("gpuplan-{team}"),
-                name: team,
-                resources,
-                flavors,
-            }
-        })
-        .collect();
-
-    let serving = rec
-        .pools
-        .iter()
-        .flat_map(|p| {
-            p.workloads.iter().filter_map(move |w| {
-                let wl = plan.workload(w)?;
-                if wl.kind() != Kind::Inference {
-                    return None;
-                }
-                let declared = wl
-                    .server
-                    .as_ref()
-                    .and_then(|s| s.gpu_memory_utilization.as_ref())
-                    .map(|u| *u.get());
-                let (util, why) = match (p.gpu_memory_utilization, declared) {
-                    (Some(u), _) => (
-                        u,
-                        format!(
-                            "{} instances share each GPU; their caps add up to at most 0.95",
-                            p.time_slicing_replicas.unwrap_or(1)
-                        ),
-                    ),
-                    (None, Some(d)) => (
-                        d,
-                        "the plan's setting; the GPU or slice is the instance's own".into(),
-                    ),
-                    (None, None) => (0.9, "the GPU or slice is the instance's own".into()),
-                };
-                let aks_mig = p.sharing == "mig"
-                    && rec.provider == "azure"
-                    && p.mig_manager == crate::plan::raw::MigManager::Aks;
-                let spec = catalog
-                    .sku(plan.provider(), &p.sku)
-                    .and_then(|s| catalog.sku_gpu(s))
-                    .and_then(|g| g.mig.as_ref());
-                let (resource, count) = gpu_request(plan, catalog, p, wl, spec, aks_mig);
-                Some(ServingView {
-                    workload: w.clone(),
-                    namespace: wl.team.get().clone(),
-                    pool: p.name.clone(),
-                    pools: vec![p.name.clone()],
-                    split: false,
-                    gpu_memory_utilization: crate::core::num(util),
-                    tensor_parallel_size: gpus_of(plan, w),
-                    why,
-                    gpu_resource: resource,
-                    gpu_count: count as u32,
-                    tolerations: p.taints.iter().map(|t| taint(t)).collect(),
-                })
-            })
-        })
-        .fold(Vec::<ServingView>::new(), |mut all, s| {
-            // A workload split over several pools is one entry that may run in any of them.
-            match all.iter_mut().find(|x| x.workload == s.workload) {
-                Some(x) => {
-                    x.pools.push(s.pool);
-                    x.split = true;
-                    for t in s.tolerations {
-                        if !x.tolerations.contains(&t) {
-                            x.tolerations.push(t);
-                        }
-                    }
-                }
-                None => all.push(s),
-            }
-            all
-        });
-
+    let kueue = super::kueue::clusters(
+        plan,
+        catalog,
+        rec,
+        &pools,
+        &rendered,
+        &view_layouts,
+        flavors,
+        opts.kueue_api,
+    );
+    let serving = super::workloads::serving(plan, catalog, rec);
+    let workloads = super::workloads::workloads(plan, catalog, rec);
     let mut region_names: Vec<String> = rec.pools.iter().map(|p| p.region.clone()).collect();
     region_names.sort();
     region_names.dedup();
@@ -1049,8 +763,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         single_mig_config,
         mig_configs,
         sharing_configs,
-        flavors,
-        teams,
+        kueue,
         kueue_api: opts.kueue_api,
         // EKS's AL2023 NVIDIA AMI ships the driver and the container toolkit; AKS pools set
         // `gpu_driver = "None"` (except AKS-managed MIG, which AKS sets up with its own driver;
@@ -1070,6 +783,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         aws: rec.provider == "aws",
         cluster,
         serving,
+        workloads,
         total_monthly_cost: crate::core::usd(rec.total_monthly_cost_usd),
     }
 }

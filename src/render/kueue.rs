@@ -1,0 +1,333 @@
+//! Kueue's objects for a cluster: a ResourceFlavor per rendered node pool, a ClusterQueue per
+//! team and a LocalQueue in each team's namespace, one set per region (each region is its own
+//! cluster in the Terraform, so no ClusterQueue names a flavor whose nodes are elsewhere).
+//!
+//! How Kueue admits, as modelled in `tests/kueue.rs` (kubernetes-sigs/kueue
+//! `pkg/scheduler/flavorassigner/flavorassigner.go`): it tries a ClusterQueue's flavors in
+//! order and takes the first with quota; a flavor whose `nodeLabels` contradict the pod's
+//! nodeSelector on a key the queue's flavors use is skipped, as is one whose `nodeTaints` the
+//! pod does not tolerate, where a flavor's own `tolerations` count as the pod's. So the
+//! flavors carry the pool's taints and no tolerations, and every pod selects its pool
+//! (`workloads/values.yaml`): admission lands it on its planned pool whatever the order.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use super::view::{gpu_request, KeyValue, PoolView, TaintView};
+use crate::catalog::Catalog;
+use crate::engine::recommend::Recommendation;
+use crate::plan::Plan;
+
+/// One cluster's Kueue objects.
+#[derive(Debug, Serialize)]
+pub struct ClusterView {
+    pub region: String,
+    /// The rendered file, `kueue/<region>.yaml`.
+    pub file: String,
+    pub flavors: Vec<FlavorView>,
+    pub teams: Vec<TeamView>,
+    /// The cohort every team's ClusterQueue joins in this cluster.
+    pub cohort: String,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct FlavorView {
+    /// The cluster its nodes are in.
+    #[serde(skip)]
+    pub region: String,
+    pub name: String,
+    pub labels: Vec<KeyValue>,
+    pub taints: Vec<TaintView>,
+}
+
+/// A team's ClusterQueue. Kueue lets a resource appear in one resource group only, and every
+/// flavor of a group must list every covered resource: one group covers all of the team's
+/// resources, with a quota of 0 where a flavor has none of one.
+#[derive(Debug, Serialize)]
+pub struct TeamView {
+    pub name: String,
+    pub queue: String,
+    pub resources: Vec<String>,
+    pub flavors: Vec<FlavorQuotas>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FlavorQuotas {
+    pub flavor: String,
+    pub quotas: Vec<ResourceQuota>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ResourceQuota {
+    pub resource: String,
+    /// A Kubernetes quantity: `96`, `95.5`, `1382Gi`.
+    pub quota: String,
+}
+
+/// A quota as a Kubernetes quantity: memory in GiB, cpu to the millicore, counts whole.
+pub(super) fn quantity(resource: &str, q: f64) -> String {
+    match resource {
+        "memory" => format!("{}Gi", q.max(0.0).floor()),
+        "cpu" => {
+            let m = (q.max(0.0) * 1000.0).floor();
+            if m % 1000.0 == 0.0 {
+                format!("{}", m / 1000.0)
+            } else {
+                format!("{m}m")
+            }
+        }
+        _ => format!("{}", q.max(0.0).floor()),
+    }
+}
+
+/// Every cluster's Kueue objects: the flavors of its pools and each team's quotas there.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn clusters(
+    plan: &Plan,
+    catalog: &Catalog,
+    rec: &Recommendation,
+    pools: &[PoolView],
+    rendered: &IndexMap<String, Vec<String>>,
+    view_layouts: &IndexMap<String, IndexMap<String, u32>>,
+    flavors: Vec<FlavorView>,
+    _api: &str,
+) -> Vec<ClusterView> {
+    let mut regions: Vec<String> = rec.pools.iter().map(|p| p.region.clone()).collect();
+    regions.sort();
+    regions.dedup();
+    regions
+        .into_iter()
+        .map(|region| ClusterView {
+            file: format!("kueue/{region}.yaml"),
+            flavors: flavors
+                .iter()
+                .filter(|f| f.region == region)
+                .cloned()
+                .collect(),
+            teams: teams(plan, catalog, rec, pools, rendered, view_layouts, &region),
+            cohort: "gpuplan".to_owned(),
+            region,
+        })
+        .collect()
+}
+
+/// One ClusterQueue per team covering every resource its pods request in `region` (cpu,
+/// memory and the GPU or MIG resource each pool really advertises), quotas from the team's
+/// planned peak, each bounded by what the flavor's nodes have.
+fn teams(
+    plan: &Plan,
+    catalog: &Catalog,
+    rec: &Recommendation,
+    pools: &[PoolView],
+    rendered: &IndexMap<String, Vec<String>>,
+    view_layouts: &IndexMap<String, IndexMap<String, u32>>,
+    region: &str,
+) -> Vec<TeamView> {
+    // Kueue: one ClusterQueue per team covering every resource its pods request (cpu,
+    // memory and the GPU or MIG resource each pool really advertises), quotas from the team's
+    // planned peak, each bounded by what the flavor's nodes have.
+    let mut teams: IndexMap<String, IndexMap<String, IndexMap<String, f64>>> = IndexMap::new();
+    for p in rec.pools.iter().filter(|p| p.region == region) {
+        let Some(sku) = catalog.sku(plan.provider(), &p.sku) else {
+            continue;
+        };
+        let (cpu_alloc, mem_alloc) = crate::engine::recommend::candidate::allocatable(sku, catalog);
+        let spec = catalog.sku_gpu(sku).and_then(|g| g.mig.as_ref());
+        let aks_mig = p.sharing == "mig"
+            && rec.provider == "azure"
+            && p.mig_manager == crate::plan::raw::MigManager::Aks;
+        for view_name in rendered.get(&p.name).cloned().unwrap_or_default() {
+            let Some(v) = pools.iter().find(|v| v.name == view_name) else {
+                continue;
+            };
+            let nodes = f64::from(v.max);
+            // What the flavor's nodes advertise, per resource.
+            let mut physical: IndexMap<String, f64> = IndexMap::new();
+            physical.insert("cpu".into(), (cpu_alloc * nodes * 1000.0).floor() / 1000.0);
+            physical.insert("memory".into(), (mem_alloc * nodes).floor());
+            let gpus = nodes * f64::from(p.gpus_per_node);
+            let per_gpu_layouts = view_layouts.get(&view_name);
+            match (p.sharing, aks_mig, per_gpu_layouts) {
+                ("mig", true, _) => {
+                    // AKS runs the single strategy: every MIG instance is one `nvidia.com/gpu`.
+                    let instances = p
+                        .mig_layout
+                        .as_ref()
+                        .and_then(|l| l.values().next().copied())
+                        .unwrap_or(1);
+                    physical.insert("nvidia.com/gpu".into(), gpus * f64::from(instances));
+                }
+                ("mig", false, Some(layouts)) => {
+                    for (profile, n) in layouts {
+                        *physical
+                            .entry(format!("nvidia.com/mig-{profile}"))
+                            .or_default() += f64::from(*n) * f64::from(v.max);
+                    }
+                }
+                _ => {
+                    let shares = f64::from(p.time_slicing_replicas.unwrap_or(1));
+                    physical.insert("nvidia.com/gpu".into(), gpus * shares);
+                }
+            }
+            // What each team's pods on this flavor ask for at peak, and their GPU-resource
+            // count (which shares out what pods that state no cpu or memory may take).
+            let mut asks: IndexMap<String, IndexMap<String, Option<f64>>> = IndexMap::new();
+            let mut accel: IndexMap<String, f64> = IndexMap::new();
+            for w in &p.workloads {
+                let Some(wl) = plan.workload(w) else { continue };
+                let pods = f64::from(u32::try_from(wl.replicas().max().max(0)).unwrap_or(0))
+                    * f64::from(u32::try_from(wl.gang().max(1)).unwrap_or(1));
+                let team = asks.entry(wl.team.get().clone()).or_default();
+                let (resource, per_pod) = gpu_request(plan, catalog, p, wl, spec, aks_mig);
+                if physical.contains_key(&resource) {
+                    let e = team.entry(resource.clone()).or_insert(Some(0.0));
+                    *e = e.map(|x| x + pods * per_pod);
+                    // As a share of the flavor's GPU resource, so MIG profiles compare.
+                    let of = physical.get(&resource).copied().unwrap_or(0.0);
+                    if of > 0.0 {
+                        *accel.entry(wl.team.get().clone()).or_default() += pods * per_pod / of;
+                    }
+                }
+                for (r, each) in [
+                    ("cpu", wl.cpu.as_ref().map(|c| *c.get())),
+                    ("memory", wl.memory_gib.as_ref().map(|m| *m.get())),
+                ] {
+                    let e = team.entry(r.to_owned()).or_insert(Some(0.0));
+                    *e = match (*e, each) {
+                        (Some(x), Some(c)) => Some(x + pods * c),
+                        _ => None,
+                    };
+                }
+            }
+            // A team whose pods state no cpu or memory request gets what the stating teams
+            // leave of the flavor, shared by GPU demand, instead of the whole flavor each:
+            // their quotas add up to what the nodes have, not to a multiple of it.
+            let stated = |r: &str| -> f64 {
+                asks.values()
+                    .filter_map(|t| t.get(r).copied().flatten())
+                    .sum()
+            };
+            let unstated_accel = |r: &str| -> f64 {
+                asks.iter()
+                    .filter(|(_, t)| matches!(t.get(r), Some(None)))
+                    .map(|(team, _)| accel.get(team).copied().unwrap_or(0.0))
+                    .sum()
+            };
+            let unstated_teams = |r: &str| {
+                asks.values()
+                    .filter(|t| matches!(t.get(r), Some(None)))
+                    .count()
+            };
+            let mut quotas: Vec<(String, String, f64)> = Vec::new();
+            for (team, by_resource) in &asks {
+                for (r, ask) in by_resource {
+                    let have = physical.get(r).copied().unwrap_or(0.0);
+                    let q = match ask {
+                        Some(a) => a.min(have),
+                        None => {
+                            let left = (have - stated(r).min(have)).max(0.0);
+                            let all = unstated_accel(r);
+                            let share = if all > 0.0 {
+                                accel.get(team).copied().unwrap_or(0.0) / all
+                            } else {
+                                1.0 / unstated_teams(r).max(1) as f64
+                            };
+                            left * share
+                        }
+                    };
+                    quotas.push((team.clone(), r.clone(), q));
+                }
+            }
+            for (team, r, q) in quotas {
+                *teams
+                    .entry(team)
+                    .or_default()
+                    .entry(r)
+                    .or_default()
+                    .entry(view_name.clone())
+                    .or_default() += q;
+            }
+        }
+    }
+    teams
+        .into_iter()
+        .map(|(team, by_resource)| {
+            // cpu and memory first, then the accelerators, each once.
+            let mut resources: Vec<String> = by_resource.keys().cloned().collect();
+            resources.sort_by_key(|r| match r.as_str() {
+                "cpu" => (0, String::new()),
+                "memory" => (1, String::new()),
+                other => (2, other.to_owned()),
+            });
+            let mut flavor_names: Vec<String> = Vec::new();
+            for fl in by_resource.values() {
+                for f in fl.keys() {
+                    if !flavor_names.contains(f) {
+                        flavor_names.push(f.clone());
+                    }
+                }
+            }
+            let flavors = flavor_names
+                .into_iter()
+                .map(|flavor| FlavorQuotas {
+                    quotas: resources
+                        .iter()
+                        .map(|r| {
+                            let q = by_resource
+                                .get(r)
+                                .and_then(|fl| fl.get(&flavor))
+                                .copied()
+                                .unwrap_or(0.0);
+                            ResourceQuota {
+                                resource: r.clone(),
+                                quota: quantity(r, q),
+                            }
+                        })
+                        .collect(),
+                    flavor,
+                })
+                .collect();
+            TeamView {
+                queue: format!("gpuplan-{team}"),
+                name: team,
+                resources,
+                flavors,
+            }
+        })
+        .collect()
+}
+
+/// What the Kueue template sees for one cluster.
+#[derive(Debug, Serialize)]
+pub struct KueueFile<'v> {
+    pub plan: &'v str,
+    pub provider: &'v str,
+    pub plan_file: &'v str,
+    pub kueue_api: &'v str,
+    /// `kueue.x-k8s.io/v1beta2` names the cohort `cohortName`, v1beta1 `cohort`.
+    pub cohort_field: &'static str,
+    pub region: &'v str,
+    pub cohort: &'v str,
+    pub flavors: &'v [FlavorView],
+    pub teams: &'v [TeamView],
+}
+
+impl<'v> KueueFile<'v> {
+    pub fn of(v: &'v super::view::View, c: &'v ClusterView) -> KueueFile<'v> {
+        KueueFile {
+            plan: &v.plan,
+            provider: &v.provider,
+            plan_file: &v.plan_file,
+            kueue_api: v.kueue_api,
+            cohort_field: if v.kueue_api.ends_with("v1beta1") {
+                "cohort"
+            } else {
+                "cohortName"
+            },
+            region: &c.region,
+            cohort: &c.cohort,
+            flavors: &c.flavors,
+            teams: &c.teams,
+        }
+    }
+}

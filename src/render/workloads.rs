@@ -1,0 +1,169 @@
+//! What each workload's pods need to run where the recommendation put them
+//! (`workloads/values.yaml`, every kind), and the inference servers' own settings
+//! (`serving/values.yaml`, only what the plan's `server` says or the pool's sharing forces).
+
+use serde::Serialize;
+
+use super::view::{gpu_request, gpus_of, taint, TaintView};
+use crate::catalog::Catalog;
+use crate::engine::recommend::{RecPool, Recommendation};
+use crate::plan::raw::Kind;
+use crate::plan::Plan;
+
+/// The LocalQueue every team's namespace gets (`kueue/<region>.yaml`).
+pub(super) const LOCAL_QUEUE: &str = "gpuplan";
+
+/// One workload's scheduling settings.
+#[derive(Debug, Serialize)]
+pub struct WorkloadView {
+    pub workload: String,
+    pub kind: &'static str,
+    /// The team's namespace, where its LocalQueue is.
+    pub namespace: String,
+    /// The LocalQueue its pods name (`kueue.x-k8s.io/queue-name`).
+    pub queue: &'static str,
+    /// The pools it runs in: one, or several when its replicas are split over AKS MIG
+    /// profiles (`split`), and its pods then select any of them.
+    pub pools: Vec<String>,
+    pub split: bool,
+    /// Every taint of those pools' nodes, AKS's spot taint included.
+    pub tolerations: Vec<TaintView>,
+    /// The extended resource its pods request on the pool (`nvidia.com/gpu`,
+    /// `nvidia.com/mig-3g.40gb`) and how many.
+    pub gpu_resource: String,
+    pub gpu_count: u32,
+    /// The plan's cpu and memory per replica as Kubernetes quantities, when stated.
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+    /// User-facing: spread over nodes (and zones where there are several) with a
+    /// PodDisruptionBudget, so one node's loss or drain is never an outage.
+    pub user_facing: bool,
+    /// Pods a gang starts together (1 for a single pod per replica).
+    pub gang: u32,
+}
+
+/// One inference server's settings.
+#[derive(Debug, Serialize)]
+pub struct ServingView {
+    pub workload: String,
+    pub namespace: String,
+    /// The memory cap the server must set, when the pool's sharing forces one (instances on
+    /// a time-sliced GPU) or the plan's `server` states it; absent otherwise (the server's own
+    /// default applies).
+    pub gpu_memory_utilization: Option<String>,
+    pub tensor_parallel_size: u32,
+    pub why: String,
+}
+
+fn aks_mig(rec: &Recommendation, p: &RecPool) -> bool {
+    p.sharing == "mig"
+        && rec.provider == "azure"
+        && p.mig_manager == crate::plan::raw::MigManager::Aks
+}
+
+/// A cpu count or GiB figure as a Kubernetes quantity: `4`, `500m`, `32Gi`, `7.5Gi`.
+fn cpu_quantity(c: f64) -> String {
+    let m = (c.max(0.0) * 1000.0).round();
+    if m % 1000.0 == 0.0 {
+        format!("{}", m / 1000.0)
+    } else {
+        format!("{m}m")
+    }
+}
+
+fn memory_quantity(gib: f64) -> String {
+    let mib = (gib.max(0.0) * 1024.0).ceil();
+    if mib % 1024.0 == 0.0 {
+        format!("{}Gi", mib / 1024.0)
+    } else {
+        format!("{mib}Mi")
+    }
+}
+
+/// Every placed workload, in the order of the pools that hold them; a workload split over
+/// several pools is one entry that selects all of them.
+pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) -> Vec<WorkloadView> {
+    let mut out: Vec<WorkloadView> = Vec::new();
+    for p in &rec.pools {
+        let spec = catalog
+            .sku(plan.provider(), &p.sku)
+            .and_then(|s| catalog.sku_gpu(s))
+            .and_then(|g| g.mig.as_ref());
+        for w in &p.workloads {
+            let Some(wl) = plan.workload(w) else { continue };
+            let tolerations: Vec<TaintView> = p.taints.iter().map(|t| taint(t)).collect();
+            if let Some(x) = out.iter_mut().find(|x| &x.workload == w) {
+                x.pools.push(p.name.clone());
+                x.split = true;
+                for t in tolerations {
+                    if !x.tolerations.contains(&t) {
+                        x.tolerations.push(t);
+                    }
+                }
+                continue;
+            }
+            let (resource, count) = gpu_request(plan, catalog, p, wl, spec, aks_mig(rec, p));
+            out.push(WorkloadView {
+                workload: w.clone(),
+                kind: wl.kind().as_str(),
+                namespace: wl.team.get().clone(),
+                queue: LOCAL_QUEUE,
+                pools: vec![p.name.clone()],
+                split: false,
+                tolerations,
+                gpu_resource: resource,
+                gpu_count: count as u32,
+                cpu: wl.cpu.as_ref().map(|c| cpu_quantity(*c.get())),
+                memory: wl.memory_gib.as_ref().map(|m| memory_quantity(*m.get())),
+                user_facing: wl.user_facing(),
+                gang: u32::try_from(wl.gang().max(1)).unwrap_or(1),
+            });
+        }
+    }
+    out
+}
+
+/// The inference servers' settings: only what the plan's `server` states, and the memory cap
+/// a time-sliced pool forces (its instances' caps add up to less than the card, so none
+/// crash-loops at start). Nothing is invented.
+pub(super) fn serving(plan: &Plan, _catalog: &Catalog, rec: &Recommendation) -> Vec<ServingView> {
+    let mut out: Vec<ServingView> = Vec::new();
+    for p in &rec.pools {
+        for w in &p.workloads {
+            let Some(wl) = plan.workload(w) else { continue };
+            if wl.kind() != Kind::Inference || out.iter().any(|x| &x.workload == w) {
+                continue;
+            }
+            let declared = wl
+                .server
+                .as_ref()
+                .and_then(|s| s.gpu_memory_utilization.as_ref())
+                .map(|u| *u.get());
+            let (util, why) = match (p.gpu_memory_utilization, declared) {
+                (Some(u), _) => (
+                    Some(u),
+                    format!(
+                        "{} instances share each GPU; their caps add up to at most 0.95",
+                        p.time_slicing_replicas.unwrap_or(1)
+                    ),
+                ),
+                (None, Some(d)) => (
+                    Some(d),
+                    "the plan's setting; the GPU or slice is the instance's own".into(),
+                ),
+                (None, None) => (
+                    None,
+                    "the GPU or slice is the instance's own; the plan sets no memory cap, so the server's default applies".into(),
+                ),
+            };
+            out.push(ServingView {
+                workload: w.clone(),
+                namespace: wl.team.get().clone(),
+                gpu_memory_utilization: util.map(crate::core::num),
+                tensor_parallel_size: gpus_of(plan, w),
+                why,
+            });
+        }
+    }
+    out
+}
