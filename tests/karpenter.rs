@@ -41,6 +41,44 @@ fn render(plan: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The most nodes the Terraform node group of a pool may have (`max_size`, `max_count` or
+/// `node_count`), found by its `gpuplan-pool` tag; `None` when terraform/ has no such group.
+fn tf_max_nodes(tf: &str, pool: &str) -> Option<u64> {
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    for block in body.get_blocks("resource") {
+        let kind = block.labels.first().map(|l| l.as_str().to_owned());
+        if !matches!(
+            kind.as_deref(),
+            Some("aws_eks_node_group" | "azurerm_kubernetes_cluster_node_pool")
+        ) {
+            continue;
+        }
+        let name = block
+            .body
+            .get_attribute("node_group_name")
+            .or_else(|| block.body.get_attribute("name"))
+            .map(|a| a.value.to_string())
+            .unwrap_or_default();
+        let tags = block
+            .body
+            .get_attribute("tags")
+            .map(|a| a.value.to_string())
+            .unwrap_or_default();
+        if !name.contains(&format!("\"{pool}\"")) && !tags.contains(&format!("\"{pool}\"")) {
+            continue;
+        }
+        let num = |b: &hcl_edit::structure::Body, k: &str| {
+            b.get_attribute(k)
+                .and_then(|a| a.value.to_string().trim().parse::<u64>().ok())
+        };
+        if let Some(sc) = block.body.get_blocks("scaling_config").next() {
+            return num(&sc.body, "max_size");
+        }
+        return num(&block.body, "max_count").or_else(|| num(&block.body, "node_count"));
+    }
+    None
+}
+
 fn str_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -88,7 +126,6 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
     for plan in PLANS {
         let files = render(Path::new(plan));
         let objects = docs(&files["karpenter/karpenter.yaml"]);
-        assert!(!objects.is_empty(), "{plan}: no Karpenter objects");
         let rec: serde_json::Value = serde_json::from_slice(
             &gpuplan()
                 .args(["recommend", "--format", "json", plan])
@@ -97,6 +134,12 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
                 .stdout,
         )
         .expect("recommendation");
+        // Karpenter objects exactly where some pool has nodes above its floor that Karpenter
+        // can launch (not MIG).
+        let burst = rec["pools"].as_array().expect("pools").iter().any(|p| {
+            p["sharing"] != "mig" && p["nodes"]["min"].as_u64() != p["nodes"]["max"].as_u64()
+        });
+        assert_eq!(!objects.is_empty(), burst, "{plan}: Karpenter objects");
         let mut classes: BTreeMap<(String, String), &Value> = BTreeMap::new();
         let mut pools: BTreeMap<String, &Value> = BTreeMap::new();
         for o in &objects {
@@ -128,23 +171,39 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
             let aws = rec["provider"] == "aws";
             assert_eq!(key.0, if aws { "EC2NodeClass" } else { "AKSNodeClass" });
         }
-        // Each recommended pool (but AKS-managed MIG, which NAP cannot partition) has its
-        // NodePool: its SKU, its maximum as limits, gangs never disrupted.
+        // Each recommended pool with nodes above its floor has its NodePool (but MIG pools:
+        // Karpenter's instance types offer `nvidia.com/gpu`, never `nvidia.com/mig-*`, and
+        // NAP cannot set AKS's `gpu_instance`): its SKU, the nodes above the floor as limits,
+        // gangs never disrupted. The floor is Terraform's, so the two add up to the maximum.
+        let tf = &files["terraform/main.tf"];
         for rp in rec["pools"].as_array().expect("pools") {
             let name = rp["name"].as_str().expect("name");
-            let aks_mig = rec["provider"] == "azure" && rp["sharing"] == "mig";
             let mine: Vec<&&Value> = pools
                 .iter()
                 .filter(|(n, _)| *n == name || n.starts_with(&format!("{name}-")))
                 .map(|(_, v)| v)
                 .collect();
-            if aks_mig {
-                assert!(mine.is_empty(), "{plan}: {name} is AKS-managed MIG");
+            let (min_nodes, max_nodes) = (
+                rp["nodes"]["min"].as_u64().expect("min"),
+                rp["nodes"]["max"].as_u64().expect("max"),
+            );
+            let group = tf_max_nodes(tf, name);
+            if rp["sharing"] == "mig" || min_nodes == max_nodes {
+                assert!(mine.is_empty(), "{plan}: {name} has no NodePool");
                 assert!(files["README.md"].contains(&format!("`{name}` is not in karpenter/")));
+                if rp["sharing"] != "mig" {
+                    assert_eq!(group, Some(max_nodes), "{plan}: {name} all in terraform/");
+                }
                 continue;
             }
             assert!(!mine.is_empty(), "{plan}: no NodePool for {name}");
-            let max_nodes: u64 = rp["nodes"]["max"].as_u64().expect("max");
+            // The floor in terraform/, fixed; none at all where there is no floor.
+            assert_eq!(
+                group,
+                (min_nodes > 0).then_some(min_nodes),
+                "{plan}: {name}'s node group holds its floor only"
+            );
+            let max_nodes = max_nodes - min_nodes;
             let per_node = rp["gpus_per_node"].as_u64().expect("gpus per node");
             let limit_gpus: u64 = mine
                 .iter()
@@ -154,7 +213,11 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
                         .expect("gpus")
                 })
                 .sum();
-            assert_eq!(limit_gpus, max_nodes * per_node, "{plan}: {name}");
+            assert_eq!(
+                limit_gpus,
+                max_nodes * per_node,
+                "{plan}: {name}: only above the floor"
+            );
             for p in &mine {
                 let reqs = p["spec"]["template"]["spec"]["requirements"]
                     .as_sequence()
@@ -232,12 +295,15 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
             let labels = map_of(&f["spec"]["nodeLabels"]);
             let want = taints(&f["spec"]["nodeTaints"]);
             let pool = &labels["gpuplan.io/pool"];
-            let aks_mig = rec["pools"].as_array().expect("pools").iter().any(|p| {
-                p["name"].as_str() == Some(pool.as_str())
-                    && rec["provider"] == "azure"
-                    && p["sharing"] == "mig"
-            });
-            if aks_mig {
+            // A pool Karpenter gives no NodePool (MIG, or all floor) is all in terraform/.
+            let has_node_pool = pools
+                .keys()
+                .any(|n| n == pool || n.starts_with(&format!("{pool}-")));
+            if !has_node_pool {
+                assert!(
+                    tf_max_nodes(tf, pool).is_some(),
+                    "{plan}: {pool} has no nodes"
+                );
                 continue;
             }
             let matched = pools.values().any(|p| {

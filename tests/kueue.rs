@@ -607,6 +607,8 @@ const PLANS: [&str; 5] = [
 fn every_example_renders_kueue_objects_that_admit_its_pods() {
     for p in PLANS {
         check(&root().join(p), &[], "v1beta2");
+        // With Karpenter the flavors select what Terraform's and Karpenter's nodes share.
+        check(&root().join(p), &["--karpenter"], "v1beta2");
     }
     check(
         &root().join(PLANS[0]),

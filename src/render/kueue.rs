@@ -140,7 +140,8 @@ fn teams(
             let Some(v) = pools.iter().find(|v| v.name == view_name) else {
                 continue;
             };
-            let nodes = f64::from(v.max);
+            // Terraform's nodes and the ones Karpenter may add above them.
+            let nodes = f64::from(v.max + v.karpenter_nodes);
             // What the flavor's nodes advertise, per resource.
             let mut physical: IndexMap<String, f64> = IndexMap::new();
             physical.insert("cpu".into(), (cpu_alloc * nodes * 1000.0).floor() / 1000.0);
@@ -161,7 +162,7 @@ fn teams(
                     for (profile, n) in layouts {
                         *physical
                             .entry(format!("nvidia.com/mig-{profile}"))
-                            .or_default() += f64::from(*n) * f64::from(v.max);
+                            .or_default() += f64::from(*n) * nodes;
                     }
                 }
                 _ => {

@@ -49,7 +49,7 @@ pub struct View {
     /// `render --karpenter`: one NodePool and node class per rendered pool.
     pub karpenter: Vec<KarpenterView>,
     /// Pools Karpenter cannot create (AKS-managed MIG), for the README.
-    pub karpenter_skipped: Vec<String>,
+    pub karpenter_skipped: Vec<SkippedView>,
     /// The cluster the Karpenter selectors name, and the node role (EKS).
     pub cluster: String,
     pub node_role: String,
@@ -119,6 +119,18 @@ pub struct PoolView {
     pub launch_template: bool,
     /// Azure: the SKU's InfiniBand, for gangs that span nodes.
     pub infiniband: bool,
+    /// Whether Terraform creates this node pool: false where Karpenter alone provides its
+    /// nodes (`--karpenter`, a pool with no floor).
+    pub terraform: bool,
+    /// Nodes Karpenter may add above the Terraform floor (`--karpenter`); 0 without.
+    pub karpenter_nodes: u32,
+}
+
+/// A pool `render --karpenter` gives no NodePool, and why.
+#[derive(Debug, Serialize)]
+pub struct SkippedView {
+    pub name: String,
+    pub why: &'static str,
 }
 
 #[derive(Debug, Serialize, Clone)]
@@ -424,6 +436,8 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             placement_group: efa && p.capacity != "capacity-block",
             launch_template: efa || p.capacity == "capacity-block",
             infiniband,
+            terraform: true,
+            karpenter_nodes: 0,
         };
         if p.time_slicing_replicas.is_some() {
             let name = format!("gpuplan-{}", p.name);
@@ -619,19 +633,15 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     .filter(|l| l.key == "nvidia.com/mig.config")
                     .cloned(),
             );
-            // EKS labels every managed node with its capacity type, and Karpenter every node
-            // it launches; the flavor selects the label the nodes will carry.
             let karpenter_capacity = match p.capacity {
                 "spot" => "spot",
                 "capacity-block" | "capacity-reservation" => "reserved",
                 _ => "on-demand",
             };
-            if rec.provider == "aws" && opts.karpenter {
-                flavor_labels.push(KeyValue {
-                    key: "karpenter.sh/capacity-type".into(),
-                    value: karpenter_capacity.into(),
-                });
-            } else if rec.provider == "aws" {
+            // EKS labels every managed node with its capacity type; under `--karpenter` a pool's
+            // nodes may come from a Terraform floor and from Karpenter, which label it
+            // differently, so the flavor selects only `gpuplan.io/pool`, which both carry.
+            if rec.provider == "aws" && !opts.karpenter {
                 let capacity_type = match p.capacity {
                     "spot" => "SPOT",
                     "capacity-block" => "CAPACITY_BLOCK",
@@ -642,9 +652,38 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     value: capacity_type.into(),
                 });
             }
-            if opts.karpenter && aks_managed {
-                karpenter_skipped.push(v.name.clone());
+            // No NodePool where the nodes must be partitioned before pods can use them:
+            // Karpenter sizes a node by the resources its instance type offers
+            // (`nvidia.com/gpu`), never `nvidia.com/mig-*`, so a pod asking for a MIG instance
+            // would never get a node; and AKS's `gpu_instance` is not a NodePool setting.
+            let skip = if !opts.karpenter {
+                None
+            } else if aks_managed {
+                Some("its GPUs are partitioned by AKS (`gpu_instance`), which node auto-provisioning cannot set")
+            } else if operator_mig {
+                Some("its pods request `nvidia.com/mig-*`, which Karpenter's instance types never offer (they offer `nvidia.com/gpu`), so Karpenter would never launch a node for them")
+            } else {
+                None
+            };
+            if let Some(why) = skip {
+                karpenter_skipped.push(SkippedView {
+                    name: v.name.clone(),
+                    why,
+                });
+            } else if opts.karpenter && v.min == v.max {
+                karpenter_skipped.push(SkippedView {
+                    name: v.name.clone(),
+                    why: "all its nodes are its floor, which the Terraform node group keeps warm",
+                });
             } else if opts.karpenter {
+                // One source of nodes per node: the floor stays a fixed Terraform node group
+                // (warm before pods exist), Karpenter adds the rest; a pool with no floor is
+                // Karpenter's alone. Together they never exceed the pool's maximum.
+                let floor_user_facing = v.min > 0 && members.iter().any(|w| w.user_facing());
+                v.karpenter_nodes = v.max - v.min;
+                v.max = v.min;
+                v.autoscaled = rec.provider == "azure" && v.spot && v.min > 0;
+                v.terraform = v.min > 0;
                 let (vcpus, memory) = sku.map_or((0, 0.0), |s| (s.vcpus, s.memory_gib));
                 karpenter.push(KarpenterView {
                     name: v.name.clone(),
@@ -668,11 +707,11 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                         .cloned()
                         .collect(),
                     taints: v.taints.clone(),
-                    limit_cpu: vcpus * v.max,
-                    limit_memory_gib: (memory * f64::from(v.max)).ceil() as u32,
-                    limit_gpus: v.gpus_per_node * v.max,
+                    limit_cpu: vcpus * v.karpenter_nodes,
+                    limit_memory_gib: (memory * f64::from(v.karpenter_nodes)).ceil() as u32,
+                    limit_gpus: v.gpus_per_node * v.karpenter_nodes,
                     gang,
-                    floor: v.min > 0 && members.iter().any(|w| w.user_facing()),
+                    floor: floor_user_facing,
                     // AKSNodeClass takes 30-2048 GB.
                     disk_gib: if rec.provider == "azure" {
                         v.disk_gib.clamp(30, 2048)
