@@ -189,12 +189,45 @@ fn terraform_parses_and_uses_the_providers_attribute_names() {
         "aws_placement_group",
         doc_args("placement_group.html.markdown"),
     );
+    allowed.insert(
+        "aws_autoscaling_schedule",
+        lines_of("aws_autoscaling_schedule_args.txt"),
+    );
+    allowed.insert(
+        "aws_security_group",
+        lines_of("aws_security_group_args.txt"),
+    );
+    // Data sources: `type name` per line.
+    let mut data: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for l in lines_of("aws_data_source_names.txt") {
+        if let Some((t, n)) = l.split_once(' ') {
+            data.entry(t.to_owned()).or_default().insert(n.to_owned());
+        }
+    }
     // Launch-template blocks are documented each under its own name.
     let template = all_doc_names("launch_template.html.markdown");
     allowed.insert("aws_launch_template", BTreeSet::new());
     let mut seen = BTreeSet::new();
-    for (_, plan) in PLANS {
-        let files = rendered(plan, &["--capacity-reservations"]);
+    let mut cases: Vec<(&str, Vec<&str>)> = PLANS
+        .iter()
+        .map(|(_, p)| (*p, vec!["--capacity-reservations"]))
+        .collect();
+    // An EFA gang with a reserved floor, and a declared Capacity Block.
+    cases.push((
+        "tests/fixtures/render/efa-gang.toml",
+        vec!["--capacity-reservations"],
+    ));
+    cases.push((
+        "tests/fixtures/render/efa-floor.toml",
+        vec!["--capacity-reservations"],
+    ));
+    cases.push((
+        "tests/fixtures/render/capacity-block.toml",
+        vec!["--declared"],
+    ));
+    for (plan, extra) in &cases {
+        let plan = *plan;
+        let files = rendered(plan, extra);
         let tf = &files["terraform/main.tf"];
         let body: hcl_edit::structure::Body =
             tf.parse().unwrap_or_else(|e| panic!("{plan}: {e}\n{tf}"));
@@ -202,14 +235,29 @@ fn terraform_parses_and_uses_the_providers_attribute_names() {
             let hcl_edit::structure::Structure::Block(b) = s else {
                 continue;
             };
-            if b.ident.as_str() != "resource" {
-                continue;
-            }
             let kind = b
                 .labels
                 .first()
                 .map(|l| l.as_str().to_owned())
                 .unwrap_or_default();
+            if b.ident.as_str() == "data" {
+                let Some(ok) = data.get(&kind) else {
+                    panic!("{plan}: unexpected data source `{kind}`");
+                };
+                let mut got = Vec::new();
+                names(&b.body, "", &mut got);
+                for n in got {
+                    assert!(
+                        ok.contains(&n) || META.contains(&n.as_str()),
+                        "{plan}: data `{kind}` has no argument `{n}`"
+                    );
+                }
+                seen.insert(format!("data.{kind}"));
+                continue;
+            }
+            if b.ident.as_str() != "resource" {
+                continue;
+            }
             let Some(ok) = allowed.get(kind.as_str()) else {
                 panic!("{plan}: unexpected resource type `{kind}`");
             };
@@ -233,6 +281,30 @@ fn terraform_parses_and_uses_the_providers_attribute_names() {
     }
     for kind in allowed.keys() {
         assert!(seen.contains(*kind), "no plan rendered a `{kind}`");
+    }
+    // Attributes read from data sources are documented ones.
+    for (plan, extra) in &cases {
+        let tf = &rendered(plan, extra)["terraform/main.tf"];
+        for (t, attrs) in &data {
+            let needle = format!("data.{t}.");
+            for (i, _) in tf.match_indices(&needle) {
+                let rest = &tf[i + needle.len()..];
+                let rest = rest.split_once('.').map_or("", |x| x.1);
+                let path: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || "_.[]".contains(*c))
+                    .collect();
+                let path = path.replace("[0]", "");
+                let path: String = path
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || "_.".contains(*c))
+                    .collect();
+                assert!(
+                    attrs.contains(path.trim_end_matches('.')),
+                    "{plan}: data.{t} has no attribute `{path}`"
+                );
+            }
+        }
     }
 }
 
@@ -637,6 +709,8 @@ fn a_declared_capacity_block_gets_its_launch_template() {
     let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
     let node_group = lines_of("aws_eks_node_group_args.txt");
     let template = all_doc_names("launch_template.html.markdown");
+    let schedule = lines_of("aws_autoscaling_schedule_args.txt");
+    let group = lines_of("aws_security_group_args.txt");
     let mut kinds = BTreeSet::new();
     for s in body.iter() {
         let hcl_edit::structure::Structure::Block(b) = s else {
@@ -656,6 +730,8 @@ fn a_declared_capacity_block_gets_its_launch_template() {
             let ok = META.contains(&n.as_str())
                 || match kind.as_str() {
                     "aws_eks_node_group" => node_group.contains(n),
+                    "aws_autoscaling_schedule" => schedule.contains(n),
+                    "aws_security_group" => group.contains(n),
                     // nested launch-template blocks are documented under their own names
                     "aws_launch_template" => n
                         .rsplit('.')
@@ -667,9 +743,45 @@ fn a_declared_capacity_block_gets_its_launch_template() {
         }
         kinds.insert(kind);
     }
-    assert_eq!(kinds.len(), 2);
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
     assert!(tf.contains("capacity_type   = \"CAPACITY_BLOCK\""));
     assert!(tf.contains("market_type = \"capacity-block\""));
+    // The block's node group: its instance type in the launch template (EKS takes it from
+    // there), zero nodes outside the block, scaled up at its start and to zero 30 minutes
+    // before its end.
+    let block = |kind: &str, name: &str| {
+        body.get_blocks("resource")
+            .find(|b| {
+                b.labels.first().map(|l| l.as_str()) == Some(kind)
+                    && b.labels.get(1).map(|l| l.as_str()) == Some(name)
+            })
+            .unwrap_or_else(|| panic!("{kind}.{name}"))
+    };
+    let attr = |b: &hcl_edit::structure::Block, k: &str| {
+        b.body
+            .get_attribute(k)
+            .map(|a| a.value.to_string().trim().to_owned())
+    };
+    let ng = block("aws_eks_node_group", "pretrain_block");
+    assert_eq!(attr(ng, "instance_types"), None);
+    let sc = ng
+        .body
+        .get_blocks("scaling_config")
+        .next()
+        .expect("scaling");
+    assert_eq!(attr(sc, "desired_size").as_deref(), Some("0"));
+    assert_eq!(attr(sc, "min_size").as_deref(), Some("0"));
+    assert_eq!(attr(sc, "max_size").as_deref(), Some("4"));
+    let lt = block("aws_launch_template", "pretrain_block");
+    assert_eq!(
+        attr(lt, "instance_type").as_deref(),
+        Some("\"p5.48xlarge\"")
+    );
+    let start = block("aws_autoscaling_schedule", "pretrain_block_start");
+    assert_eq!(attr(start, "desired_capacity").as_deref(), Some("4"));
+    let end = block("aws_autoscaling_schedule", "pretrain_block_end");
+    assert_eq!(attr(end, "desired_capacity").as_deref(), Some("0"));
+    assert!(attr(end, "start_time").is_some_and(|t| t.contains("\"-30m\"")));
 }
 
 #[test]
@@ -1254,4 +1366,77 @@ fn every_workload_gets_its_scheduling_settings() {
         Some(1)
     );
     assert!(serving["nightly"].is_null());
+}
+
+/// What breaks at apply time, fixed: an On-Demand Capacity Reservation and its node group in
+/// one subnet's zone; EFA interfaces with the cluster's security group and one that allows all
+/// traffic to and from itself; AKS pools over the plan's zones (gangs in one).
+#[test]
+fn reservations_efa_and_zones_hold_at_apply_time() {
+    let files = rendered(
+        "tests/fixtures/render/efa-floor.toml",
+        &["--capacity-reservations"],
+    );
+    let tf = &files["terraform/main.tf"];
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    let attr = |b: &hcl_edit::structure::Block, k: &str| {
+        b.body
+            .get_attribute(k)
+            .map(|a| a.value.to_string().trim().to_owned())
+            .unwrap_or_default()
+    };
+    let mut reservations = 0;
+    for r in body
+        .get_blocks("resource")
+        .filter(|b| b.labels.first().map(|l| l.as_str()) == Some("aws_ec2_capacity_reservation"))
+    {
+        reservations += 1;
+        let ident = r.labels[1].as_str();
+        assert_eq!(
+            attr(r, "availability_zone"),
+            format!("data.aws_subnet.{ident}.availability_zone")
+        );
+        // The node group it reserves for uses that one subnet.
+        let ng = body
+            .get_blocks("resource")
+            .find(|b| {
+                b.labels.first().map(|l| l.as_str()) == Some("aws_eks_node_group")
+                    && attr(b, "subnet_ids") == format!("[data.aws_subnet.{ident}.id]")
+            })
+            .unwrap_or_else(|| panic!("no node group in {ident}'s subnet\n{tf}"));
+        assert!(ident.starts_with(ng.labels[1].as_str()), "{ident}");
+    }
+    assert_eq!(reservations, 1, "{tf}");
+    assert!(
+        tf.contains("security_groups       = concat([data.aws_eks_cluster.us_east_1.vpc_config[0].cluster_security_group_id, aws_security_group.efa_us_east_1.id]"),
+        "{tf}"
+    );
+    let sg = body
+        .get_blocks("resource")
+        .find(|b| b.labels.first().map(|l| l.as_str()) == Some("aws_security_group"))
+        .expect("EFA security group");
+    for dir in ["ingress", "egress"] {
+        assert!(
+            sg.body
+                .get_blocks(dir)
+                .any(|b| attr(b, "self") == "true" && attr(b, "protocol") == "\"-1\""),
+            "{dir} to and from itself"
+        );
+    }
+    // AKS: pools spread over the plan's zones; pools with a capacity reservation stay
+    // regional.
+    let files = rendered("plans/azure-inference.toml", &["--capacity-reservations"]);
+    let tf = &files["terraform/main.tf"];
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    for p in body.get_blocks("resource").filter(|b| {
+        b.labels.first().map(|l| l.as_str()) == Some("azurerm_kubernetes_cluster_node_pool")
+    }) {
+        let reserved = !attr(p, "capacity_reservation_group_id").is_empty();
+        assert_eq!(
+            attr(p, "zones").is_empty(),
+            reserved,
+            "{}: zones unless reserved",
+            p.labels[1].as_str()
+        );
+    }
 }

@@ -67,6 +67,9 @@ pub struct RegionView {
     pub name: String,
     /// Terraform provider alias (AWS) / map key.
     pub alias: String,
+    /// AWS: a Terraform launch template here has EFA interfaces, so the region gets the EFA
+    /// security group (all traffic to and from itself) beside the cluster's.
+    pub efa: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -119,6 +122,8 @@ pub struct PoolView {
     pub launch_template: bool,
     /// Azure: the SKU's InfiniBand, for gangs that span nodes.
     pub infiniband: bool,
+    /// A multi-node gang runs here: its nodes stay in one zone.
+    pub gang: bool,
     /// Whether Terraform creates this node pool: false where Karpenter alone provides its
     /// nodes (`--karpenter`, a pool with no floor).
     pub terraform: bool,
@@ -160,6 +165,8 @@ pub struct ReservationView {
     pub sku: String,
     pub count: u32,
     pub pool_ident: String,
+    /// AWS: the pool is an EFA gang, whose one subnet the reservation follows.
+    pub efa: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -436,6 +443,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             placement_group: efa && p.capacity != "capacity-block",
             launch_template: efa || p.capacity == "capacity-block",
             infiniband,
+            gang,
             terraform: true,
             karpenter_nodes: 0,
         };
@@ -620,6 +628,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     sku: v.sku.clone(),
                     count: v.min,
                     pool_ident: v.ident.clone(),
+                    efa: v.efa,
                 });
             }
             let mut flavor_labels = vec![KeyValue {
@@ -778,6 +787,10 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             .into_iter()
             .map(|r| RegionView {
                 alias: alias(&r),
+                efa: rec.provider == "aws"
+                    && pools
+                        .iter()
+                        .any(|p| p.region == r && p.efa && p.terraform && p.launch_template),
                 name: r,
             })
             .collect(),
