@@ -391,6 +391,11 @@ pub struct Assumptions {
     pub node_disk_os_gib: f64,
     /// Node disk: room for the container images, GiB.
     pub node_disk_images_gib: f64,
+    /// The NVIDIA driver the GPU Operator installs where it installs one.
+    pub gpu_driver_version: String,
+    /// AWS's public parameter for an EKS NVIDIA AMI release, `{kubernetes}` the cluster's
+    /// version.
+    pub eks_release_parameter: String,
 }
 
 impl Assumptions {

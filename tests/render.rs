@@ -1440,3 +1440,74 @@ fn reservations_efa_and_zones_hold_at_apply_time() {
         );
     }
 }
+
+/// Versions are pinned in one place (`providers/assumptions.toml`, `[render.pins]`): the
+/// operator's driver on AKS, and on EKS every node group of a cluster runs one AMI release
+/// (the cluster's Kubernetes version, the release AWS's public parameter names for it, or the
+/// release `eks_release_versions` pins).
+#[test]
+fn driver_and_node_image_are_pinned_in_one_place() {
+    let pins: toml::Table = toml::from_str(
+        &std::fs::read_to_string(root().join("providers/assumptions.toml")).expect("assumptions"),
+    )
+    .expect("toml");
+    let pins = &pins["render"]["pins"];
+    let driver = pins["gpu_driver_version"].as_str().expect("driver");
+    let files = rendered("plans/azure-inference.toml", &[]);
+    let values = yaml(&files["helm/gpu-operator-values.yaml"]);
+    assert_eq!(values["driver"]["version"].as_str(), Some(driver));
+    // The chart knows the key, and its own default is the pin's source.
+    let chart = yaml(
+        &std::fs::read_to_string(
+            root().join("tests/fixtures/conformance/gpu-operator-values.yaml"),
+        )
+        .expect("chart"),
+    );
+    assert_eq!(chart["driver"]["version"].as_str(), Some(driver));
+
+    let files = rendered("plans/aws-training.toml", &[]);
+    let tf = &files["terraform/main.tf"];
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    let param = pins["eks_release_parameter"].as_str().expect("parameter");
+    let (head, tail) = param.split_once("{kubernetes}").expect("placeholder");
+    let mut groups = 0;
+    for ng in body
+        .get_blocks("resource")
+        .filter(|b| b.labels.first().map(|l| l.as_str()) == Some("aws_eks_node_group"))
+    {
+        groups += 1;
+        let attr = |k: &str| {
+            ng.body
+                .get_attribute(k)
+                .map(|a| a.value.to_string().trim().to_owned())
+                .unwrap_or_default()
+        };
+        let alias = attr("provider").trim_start_matches("aws.").to_owned();
+        assert_eq!(
+            attr("version"),
+            format!("data.aws_eks_cluster.{alias}.version")
+        );
+        assert!(
+            attr("release_version").contains(&format!(
+                "nonsensitive(data.aws_ssm_parameter.eks_release_{alias}.value)"
+            )) && attr("release_version").starts_with("lookup(var.eks_release_versions,"),
+            "{}",
+            attr("release_version")
+        );
+        let want = format!("\"{head}${{data.aws_eks_cluster.{alias}.version}}{tail}\"");
+        let p = body
+            .get_blocks("data")
+            .find(|d| {
+                d.labels.first().map(|l| l.as_str()) == Some("aws_ssm_parameter")
+                    && d.labels.get(1).map(|l| l.as_str()) == Some(&format!("eks_release_{alias}"))
+            })
+            .expect("the release parameter");
+        assert_eq!(
+            p.body
+                .get_attribute("name")
+                .map(|a| a.value.to_string().trim().to_owned()),
+            Some(want)
+        );
+    }
+    assert!(groups >= 2);
+}

@@ -40,6 +40,8 @@ pub struct View {
     pub mig_manager_note: &'static str,
     /// Whether the GPU Operator installs the driver and container toolkit, and why.
     pub driver_enabled: bool,
+    /// The driver version the operator installs (`[render.pins]`).
+    pub driver_version: String,
     pub driver_note: &'static str,
     /// What multi-node training needs beyond the node pools (EFA device plugin, InfiniBand
     /// and RDMA), one sentence each.
@@ -70,6 +72,10 @@ pub struct RegionView {
     /// AWS: a Terraform launch template here has EFA interfaces, so the region gets the EFA
     /// security group (all traffic to and from itself) beside the cluster's.
     pub efa: bool,
+    /// AWS: the public parameter of the cluster's NVIDIA AMI release, around the cluster's
+    /// Kubernetes version (`providers/assumptions.toml`, `[render.pins]`).
+    pub eks_release_prefix: String,
+    pub eks_release_suffix: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -764,6 +770,11 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         .and_then(|c| c.name.as_ref())
         .map_or_else(|| plan.name().to_owned(), |n| n.get().clone());
     let network_notes = network_notes(&pools);
+    let eks_release = catalog
+        .assumptions
+        .eks_release_parameter
+        .split_once("{kubernetes}")
+        .unwrap_or(("", ""));
     let (mig_manager_enabled, mig_manager_note) =
         super::operator::mig_manager(any_aks_mig, any_operator_mig);
     let provider_floor = if rec.provider == "aws" {
@@ -791,6 +802,8 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     && pools
                         .iter()
                         .any(|p| p.region == r && p.efa && p.terraform && p.launch_template),
+                eks_release_prefix: eks_release.0.to_owned(),
+                eks_release_suffix: eks_release.1.to_owned(),
                 name: r,
             })
             .collect(),
@@ -821,6 +834,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         // `gpu_driver = "None"` (except AKS-managed MIG, which AKS sets up with its own driver;
         // the operator finds that driver pre-installed and leaves it).
         driver_enabled: rec.provider != "aws",
+        driver_version: catalog.assumptions.gpu_driver_version.clone(),
         driver_note: if rec.provider == "aws" {
             "the EKS AL2023 NVIDIA AMI (ami_type AL2023_x86_64_NVIDIA) ships the driver and the container toolkit, so the operator installs neither"
         } else {

@@ -30,6 +30,14 @@ pub(super) struct AssumptionsFile {
 pub(super) struct RenderEntry {
     node_disk_os_gib: f64,
     node_disk_images_gib: f64,
+    pins: PinsEntry,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PinsEntry {
+    gpu_driver_version: String,
+    eks_release_parameter: String,
 }
 
 #[derive(Deserialize)]
@@ -139,6 +147,36 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
             ));
         }
     }
+    // Pins reach rendered files: a driver version is digits and dots; the EKS parameter is one
+    // of AWS's public EKS AMI paths with the cluster's version as its one placeholder.
+    let pins = &a.render.pins;
+    let at = |name: &str| file.text.find(name).map_or(0..0, |i| i..i + name.len());
+    let driver = &pins.gpu_driver_version;
+    if driver.is_empty()
+        || driver.len() > 32
+        || !driver.chars().all(|c| c.is_ascii_digit() || c == '.')
+    {
+        return Err(invalid(
+            file,
+            at("gpu_driver_version"),
+            "gpu_driver_version must be a driver version such as 595.91.07".into(),
+        ));
+    }
+    let param = &pins.eks_release_parameter;
+    if !param.starts_with("/aws/service/eks/optimized-ami/")
+        || param.matches("{kubernetes}").count() != 1
+        || param.len() > 256
+        || !param
+            .replace("{kubernetes}", "")
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/_.-".contains(c))
+    {
+        return Err(invalid(
+            file,
+            at("eks_release_parameter"),
+            "eks_release_parameter must be an /aws/service/eks/optimized-ami/ path with one {kubernetes}".into(),
+        ));
+    }
     if !(a.recommend.daemonset_cpu.is_finite() && a.recommend.daemonset_cpu >= 0.0) {
         return Err(invalid(
             file,
@@ -182,5 +220,7 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
         time_slicing_default_share: a.recommend.time_slicing_default_share,
         node_disk_os_gib: a.render.node_disk_os_gib,
         node_disk_images_gib: a.render.node_disk_images_gib,
+        gpu_driver_version: a.render.pins.gpu_driver_version,
+        eks_release_parameter: a.render.pins.eks_release_parameter,
     })
 }
