@@ -14,7 +14,9 @@ use handlebars::{
 
 pub(crate) mod escape;
 pub mod floors;
+pub mod karpenter;
 pub mod kueue;
+mod mig;
 mod operator;
 pub mod view;
 mod workloads;

@@ -13,7 +13,8 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::view::{gpu_request, KeyValue, PoolView, TaintView};
+use super::view::{KeyValue, PoolView, TaintView};
+use super::workloads::gpu_request;
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;

@@ -14,7 +14,8 @@
 //!   operator MIG pools share a cluster, each AKS pool is labelled with a mig-parted config
 //!   that is exactly its AKS geometry, so applying it changes nothing.
 
-use super::view::{MigConfigView, MigEntryView, PoolView, ProfileCount, TaintView};
+use super::mig::{MigConfigView, MigEntryView, ProfileCount};
+use super::view::{PoolView, TaintView};
 
 /// Every distinct taint of the rendered GPU node pools, in a stable order.
 pub(crate) fn operand_tolerations(pools: &[PoolView]) -> Vec<TaintView> {

@@ -5,8 +5,10 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::catalog::Catalog;
-use crate::engine::recommend::{RecPool, Recommendation};
+use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
+
+pub use super::mig::MigConfigView;
 
 #[derive(Debug, Serialize)]
 pub struct View {
@@ -49,9 +51,9 @@ pub struct View {
     /// The images' share of the node disk, GiB (stated in the README).
     pub disk_images_gib: String,
     /// `render --karpenter`: one NodePool and node class per rendered pool.
-    pub karpenter: Vec<KarpenterView>,
+    pub karpenter: Vec<super::karpenter::KarpenterView>,
     /// Pools Karpenter cannot create (AKS-managed MIG), for the README.
-    pub karpenter_skipped: Vec<SkippedView>,
+    pub karpenter_skipped: Vec<super::karpenter::SkippedView>,
     /// The cluster the Karpenter selectors name, and the node role (EKS).
     pub cluster: String,
     pub node_role: String,
@@ -137,13 +139,6 @@ pub struct PoolView {
     pub karpenter_nodes: u32,
 }
 
-/// A pool `render --karpenter` gives no NodePool, and why.
-#[derive(Debug, Serialize)]
-pub struct SkippedView {
-    pub name: String,
-    pub why: &'static str,
-}
-
 #[derive(Debug, Serialize, Clone)]
 pub struct KeyValue {
     pub key: String,
@@ -176,27 +171,6 @@ pub struct ReservationView {
 }
 
 #[derive(Debug, Serialize)]
-pub struct MigConfigView {
-    pub name: String,
-    pub entries: Vec<MigEntryView>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MigEntryView {
-    /// `all`, or a flow list of GPU indices: `[0, 1]`.
-    pub devices: String,
-    pub devices_yaml: String,
-    pub enabled: bool,
-    pub profiles: Vec<ProfileCount>,
-}
-
-#[derive(Debug, Serialize, Clone)]
-pub struct ProfileCount {
-    pub profile: String,
-    pub count: u32,
-}
-
-#[derive(Debug, Serialize)]
 pub struct SharingView {
     pub name: String,
     /// `timeSlicing` or `mps`.
@@ -204,80 +178,6 @@ pub struct SharingView {
     pub replicas: u32,
     pub rename_by_default: bool,
     pub fail_requests_greater_than_one: bool,
-}
-
-/// One Karpenter NodePool and its node class (EC2NodeClass or AKSNodeClass).
-#[derive(Debug, Serialize)]
-pub struct KarpenterView {
-    pub name: String,
-    pub node_class: String,
-    pub sku: String,
-    pub region: String,
-    /// `karpenter.sh/capacity-type`: spot, on-demand or reserved.
-    pub capacity_type: &'static str,
-    pub arch: &'static str,
-    pub labels: Vec<KeyValue>,
-    pub taints: Vec<TaintView>,
-    pub limit_cpu: u32,
-    pub limit_memory_gib: u32,
-    pub limit_gpus: u32,
-    /// Gangs: never disrupted voluntarily, never expired mid-run.
-    pub gang: bool,
-    /// User-facing floors: only empty nodes are consolidated.
-    pub floor: bool,
-    pub disk_gib: u32,
-    /// EKS: the gang's cluster placement group (rendered in terraform/).
-    pub placement_group: bool,
-    /// EKS: a Capacity Block or capacity reservation, selected by its `gpuplan.io/pool` tag.
-    pub reservation: bool,
-}
-
-/// The extended resource a pod of `w` asks for on pool `p`, and how many: whole GPUs, one
-/// time-sliced GPU, one MIG instance under AKS (single strategy: `nvidia.com/gpu`), or the
-/// smallest profile of the pool's layouts that holds it (GPU Operator, mixed strategy).
-pub(super) fn gpu_request(
-    plan: &Plan,
-    catalog: &Catalog,
-    p: &RecPool,
-    w: &crate::plan::raw::Workload,
-    spec: Option<&crate::catalog::MigSpec>,
-    aks_mig: bool,
-) -> (String, f64) {
-    if p.sharing == "mig" && !aks_mig {
-        if let Some(spec) = spec {
-            let mut names: Vec<&String> = p
-                .mig_layout
-                .iter()
-                .flat_map(|l| l.keys())
-                .chain(p.mig_configs.iter().flat_map(|c| c.layout.keys()))
-                .collect();
-            names.sort();
-            names.dedup();
-            let mut profiles: Vec<&crate::catalog::MigProfile> =
-                names.iter().filter_map(|n| spec.profile(n)).collect();
-            profiles.sort_by_key(|q| (q.memory_slices, q.compute));
-            let need = crate::engine::memory::need_in_instance(w, catalog);
-            let usable = crate::engine::memory::usable_share(w, catalog);
-            let compute = crate::engine::memory::compute_slices_needed(
-                spec.compute_slices,
-                w.gpu_fraction.as_ref().map_or(1.0, |f| *f.get()),
-                w.gpu_fraction.is_none(),
-            );
-            let chosen = profiles
-                .iter()
-                .find(|q| crate::engine::memory::profile_holds(q, need, usable, compute))
-                .or(profiles.last());
-            if let Some(q) = chosen {
-                return (format!("nvidia.com/mig-{}", q.name), 1.0);
-            }
-        }
-    }
-    let per = if p.sharing == "mig" || p.time_slicing_replicas.is_some() {
-        1.0
-    } else {
-        f64::from(gpus_of(plan, w.name.get()))
-    };
-    ("nvidia.com/gpu".to_owned(), per)
 }
 
 pub(super) fn taint(spec: &str) -> TaintView {
@@ -326,7 +226,7 @@ fn network_notes(pools: &[PoolView]) -> Vec<String> {
 }
 
 /// An AKS pool name (at most 12 lowercase letters and digits) for the pool's rotation.
-fn rotation_name(aks_name: &str) -> String {
+pub(super) fn rotation_name(aks_name: &str) -> String {
     let tail: String = aks_name
         .chars()
         .rev()
@@ -482,101 +382,9 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         let mut views = Vec::new();
         if operator_mig {
             any_operator_mig = true;
-            // Node labels are per pool: each distinct node filling gets its own sub-pool
-            // labelled with its own mig-parted config.
-            let mut gpus: Vec<IndexMap<String, u32>> = Vec::new();
-            match (&p.mig_layout, p.mig_configs.is_empty()) {
-                (Some(l), _) => gpus.extend(std::iter::repeat_n(l.clone(), p.gpus.max as usize)),
-                (None, false) => {
-                    for c in &p.mig_configs {
-                        gpus.extend(std::iter::repeat_n(c.layout.clone(), c.gpus as usize));
-                    }
-                }
-                (None, true) => {}
-            }
-            let per = p.gpus_per_node.max(1) as usize;
-            let mut nodes: Vec<Vec<IndexMap<String, u32>>> =
-                gpus.chunks(per).map(<[_]>::to_vec).collect();
-            // A last node with fewer GPUs in use still has all of them: unused ones stay
-            // without MIG.
-            let mut kinds: Vec<(Vec<IndexMap<String, u32>>, u32)> = Vec::new();
-            for n in nodes.drain(..) {
-                match kinds.iter_mut().find(|(k, _)| *k == n) {
-                    Some((_, c)) => *c += 1,
-                    None => kinds.push((n, 1)),
-                }
-            }
-            let mut floor_left = p.nodes.min;
-            for (k, (layouts, count)) in kinds.iter().enumerate() {
-                let cfg = if kinds.len() == 1 {
-                    format!("gpuplan-{}", p.name)
-                } else {
-                    format!("gpuplan-{}-{}", p.name, k + 1)
-                };
-                let mut entries = Vec::new();
-                for (g, l) in layouts.iter().enumerate() {
-                    entries.push(MigEntryView {
-                        devices: format!("[{g}]"),
-                        devices_yaml: format!("[{g}]"),
-                        enabled: true,
-                        profiles: l
-                            .iter()
-                            .map(|(profile, count)| ProfileCount {
-                                profile: profile.clone(),
-                                count: *count,
-                            })
-                            .collect(),
-                    });
-                }
-                for g in layouts.len()..per {
-                    entries.push(MigEntryView {
-                        devices: format!("[{g}]"),
-                        devices_yaml: format!("[{g}]"),
-                        enabled: false,
-                        profiles: Vec::new(),
-                    });
-                }
-                // Identical GPUs fold into one `devices: all` entry.
-                if entries.len() == per
-                    && entries.iter().all(|e| e.enabled)
-                    && layouts.windows(2).all(|w| w[0] == w[1])
-                {
-                    entries.truncate(1);
-                    entries[0].devices = "all".into();
-                    entries[0].devices_yaml = "all".into();
-                }
-                mig_configs.push(MigConfigView {
-                    name: cfg.clone(),
-                    entries,
-                });
-                let floor = floor_left.min(*count);
-                floor_left -= floor;
-                let mut v = PoolView {
-                    name: crate::engine::names::part(&p.name, k, kinds.len()),
-                    ident: super::escape::hcl_ident(&crate::engine::names::part(
-                        &p.name,
-                        k,
-                        kinds.len(),
-                    )),
-                    aks_name: crate::engine::names::aks_pool(p, i * 10 + k),
-                    rotation_name: rotation_name(&crate::engine::names::aks_pool(p, i * 10 + k)),
-                    min: floor,
-                    max: *count,
-                    autoscaled: floor != *count || base.spot,
-                    labels: base.labels.clone(),
-                    ..base.clone()
-                };
-                v.labels.push(KeyValue {
-                    key: "nvidia.com/mig.config".into(),
-                    value: cfg,
-                });
-                let mut per_node: IndexMap<String, u32> = IndexMap::new();
-                for l in layouts {
-                    for (profile, n) in l {
-                        *per_node.entry(profile.clone()).or_default() += n;
-                    }
-                }
+            for (v, per_node, config) in super::mig::node_fillings(p, i, &base) {
                 view_layouts.insert(v.name.clone(), per_node);
+                mig_configs.push(config);
                 views.push(v);
             }
         } else if aks_managed {
@@ -648,11 +456,6 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     .filter(|l| l.key == "nvidia.com/mig.config")
                     .cloned(),
             );
-            let karpenter_capacity = match p.capacity {
-                "spot" => "spot",
-                "capacity-block" | "capacity-reservation" => "reserved",
-                _ => "on-demand",
-            };
             // EKS labels every managed node with its capacity type; under `--karpenter` a pool's
             // nodes may come from a Terraform floor and from Karpenter, which label it
             // differently, so the flavor selects only `gpuplan.io/pool`, which both carry.
@@ -667,75 +470,18 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     value: capacity_type.into(),
                 });
             }
-            // No NodePool where the nodes must be partitioned before pods can use them:
-            // Karpenter sizes a node by the resources its instance type offers
-            // (`nvidia.com/gpu`), never `nvidia.com/mig-*`, so a pod asking for a MIG instance
-            // would never get a node; and AKS's `gpu_instance` is not a NodePool setting.
-            let skip = if !opts.karpenter {
-                None
-            } else if aks_managed {
-                Some("its GPUs are partitioned by AKS (`gpu_instance`), which node auto-provisioning cannot set")
-            } else if operator_mig {
-                Some("its pods request `nvidia.com/mig-*`, which Karpenter's instance types never offer (they offer `nvidia.com/gpu`), so Karpenter would never launch a node for them")
-            } else {
-                None
-            };
-            if let Some(why) = skip {
-                karpenter_skipped.push(SkippedView {
-                    name: v.name.clone(),
-                    why,
-                });
-            } else if opts.karpenter && v.min == v.max {
-                karpenter_skipped.push(SkippedView {
-                    name: v.name.clone(),
-                    why: "all its nodes are its floor, which the Terraform node group keeps warm",
-                });
-            } else if opts.karpenter {
-                // One source of nodes per node: the floor stays a fixed Terraform node group
-                // (warm before pods exist), Karpenter adds the rest; a pool with no floor is
-                // Karpenter's alone. Together they never exceed the pool's maximum.
-                let floor_user_facing = v.min > 0 && members.iter().any(|w| w.user_facing());
-                v.karpenter_nodes = v.max - v.min;
-                v.max = v.min;
-                v.autoscaled = rec.provider == "azure" && v.spot && v.min > 0;
-                v.terraform = v.min > 0;
-                let (vcpus, memory) = sku.map_or((0, 0.0), |s| (s.vcpus, s.memory_gib));
-                karpenter.push(KarpenterView {
-                    name: v.name.clone(),
-                    node_class: format!("gpuplan-{}", v.name),
-                    sku: v.sku.clone(),
-                    region: v.region.clone(),
-                    capacity_type: karpenter_capacity,
-                    arch: if sku.is_some_and(|s| s.arm64) {
-                        "arm64"
-                    } else {
-                        "amd64"
-                    },
-                    // Labels in the providers' own domains are theirs to set.
-                    labels: v
-                        .labels
-                        .iter()
-                        .filter(|l| {
-                            !l.key.starts_with("kubernetes.azure.com/")
-                                && !l.key.starts_with("eks.amazonaws.com/")
-                        })
-                        .cloned()
-                        .collect(),
-                    taints: v.taints.clone(),
-                    limit_cpu: vcpus * v.karpenter_nodes,
-                    limit_memory_gib: (memory * f64::from(v.karpenter_nodes)).ceil() as u32,
-                    limit_gpus: v.gpus_per_node * v.karpenter_nodes,
-                    gang,
-                    floor: floor_user_facing,
-                    // AKSNodeClass takes 30-2048 GB.
-                    disk_gib: if rec.provider == "azure" {
-                        v.disk_gib.clamp(30, 2048)
-                    } else {
-                        v.disk_gib
-                    },
-                    placement_group: v.placement_group,
-                    reservation: karpenter_capacity == "reserved",
-                });
+            if opts.karpenter {
+                let mig = if aks_managed {
+                    Some(true)
+                } else if operator_mig {
+                    Some(false)
+                } else {
+                    None
+                };
+                match super::karpenter::node_pool(rec, p, &mut v, sku, &members, mig) {
+                    Ok(k) => karpenter.push(k),
+                    Err(skipped) => karpenter_skipped.push(skipped),
+                }
             }
             flavors.push(super::kueue::FlavorView {
                 region: v.region.clone(),

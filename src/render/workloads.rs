@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::view::{gpu_request, gpus_of, taint, TaintView};
+use super::view::{gpus_of, taint, TaintView};
 use crate::catalog::Catalog;
 use crate::engine::recommend::{RecPool, Recommendation};
 use crate::plan::raw::Kind;
@@ -166,4 +166,52 @@ pub(super) fn serving(plan: &Plan, _catalog: &Catalog, rec: &Recommendation) -> 
         }
     }
     out
+}
+
+/// The extended resource a pod of `w` asks for on pool `p`, and how many: whole GPUs, one
+/// time-sliced GPU, one MIG instance under AKS (single strategy: `nvidia.com/gpu`), or the
+/// smallest profile of the pool's layouts that holds it (GPU Operator, mixed strategy).
+pub(super) fn gpu_request(
+    plan: &Plan,
+    catalog: &Catalog,
+    p: &RecPool,
+    w: &crate::plan::raw::Workload,
+    spec: Option<&crate::catalog::MigSpec>,
+    aks_mig: bool,
+) -> (String, f64) {
+    if p.sharing == "mig" && !aks_mig {
+        if let Some(spec) = spec {
+            let mut names: Vec<&String> = p
+                .mig_layout
+                .iter()
+                .flat_map(|l| l.keys())
+                .chain(p.mig_configs.iter().flat_map(|c| c.layout.keys()))
+                .collect();
+            names.sort();
+            names.dedup();
+            let mut profiles: Vec<&crate::catalog::MigProfile> =
+                names.iter().filter_map(|n| spec.profile(n)).collect();
+            profiles.sort_by_key(|q| (q.memory_slices, q.compute));
+            let need = crate::engine::memory::need_in_instance(w, catalog);
+            let usable = crate::engine::memory::usable_share(w, catalog);
+            let compute = crate::engine::memory::compute_slices_needed(
+                spec.compute_slices,
+                w.gpu_fraction.as_ref().map_or(1.0, |f| *f.get()),
+                w.gpu_fraction.is_none(),
+            );
+            let chosen = profiles
+                .iter()
+                .find(|q| crate::engine::memory::profile_holds(q, need, usable, compute))
+                .or(profiles.last());
+            if let Some(q) = chosen {
+                return (format!("nvidia.com/mig-{}", q.name), 1.0);
+            }
+        }
+    }
+    let per = if p.sharing == "mig" || p.time_slicing_replicas.is_some() {
+        1.0
+    } else {
+        f64::from(gpus_of(plan, w.name.get()))
+    };
+    ("nvidia.com/gpu".to_owned(), per)
 }

@@ -1,0 +1,128 @@
+//! Karpenter for `render --karpenter`: a NodePool (with its EC2NodeClass or AKSNodeClass) for
+//! the nodes of a pool above its floor, which stays a fixed Terraform node group, so the two
+//! never provide the same node; none for MIG pools or a pool that is all floor.
+
+use serde::Serialize;
+
+use super::view::{KeyValue, PoolView, TaintView};
+use crate::catalog::Sku;
+use crate::engine::recommend::{RecPool, Recommendation};
+
+/// One Karpenter NodePool and its node class (EC2NodeClass or AKSNodeClass).
+#[derive(Debug, Serialize)]
+pub struct KarpenterView {
+    pub name: String,
+    pub node_class: String,
+    pub sku: String,
+    pub region: String,
+    /// `karpenter.sh/capacity-type`: spot, on-demand or reserved.
+    pub capacity_type: &'static str,
+    pub arch: &'static str,
+    pub labels: Vec<KeyValue>,
+    pub taints: Vec<TaintView>,
+    pub limit_cpu: u32,
+    pub limit_memory_gib: u32,
+    pub limit_gpus: u32,
+    /// Gangs: never disrupted voluntarily, never expired mid-run.
+    pub gang: bool,
+    /// User-facing floors: only empty nodes are consolidated.
+    pub floor: bool,
+    pub disk_gib: u32,
+    /// EKS: the gang's cluster placement group (rendered in terraform/).
+    pub placement_group: bool,
+    /// EKS: a Capacity Block or capacity reservation, selected by its `gpuplan.io/pool` tag.
+    pub reservation: bool,
+}
+
+/// A pool `render --karpenter` gives no NodePool, and why.
+#[derive(Debug, Serialize)]
+pub struct SkippedView {
+    pub name: String,
+    pub why: &'static str,
+}
+
+/// The NodePool for a pool's nodes above its floor, with `v` cut to the floor Terraform keeps
+/// (none where the pool has no floor); or why the pool gets none. `mig` is whether AKS
+/// (`Some(true)`) or the GPU Operator (`Some(false)`) partitions its GPUs.
+pub(super) fn node_pool(
+    rec: &Recommendation,
+    p: &RecPool,
+    v: &mut PoolView,
+    sku: Option<&Sku>,
+    members: &[&crate::plan::raw::Workload],
+    mig: Option<bool>,
+) -> Result<KarpenterView, SkippedView> {
+    let karpenter_capacity = match p.capacity {
+        "spot" => "spot",
+        "capacity-block" | "capacity-reservation" => "reserved",
+        _ => "on-demand",
+    };
+    // No NodePool where the nodes must be partitioned before pods can use them:
+    // Karpenter sizes a node by the resources its instance type offers
+    // (`nvidia.com/gpu`), never `nvidia.com/mig-*`, so a pod asking for a MIG instance
+    // would never get a node; and AKS's `gpu_instance` is not a NodePool setting.
+    let skip = if mig == Some(true) {
+        Some("its GPUs are partitioned by AKS (`gpu_instance`), which node auto-provisioning cannot set")
+    } else if mig == Some(false) {
+        Some("its pods request `nvidia.com/mig-*`, which Karpenter's instance types never offer (they offer `nvidia.com/gpu`), so Karpenter would never launch a node for them")
+    } else {
+        None
+    };
+    if let Some(why) = skip {
+        return Err(SkippedView {
+            name: v.name.clone(),
+            why,
+        });
+    }
+    if v.min == v.max {
+        return Err(SkippedView {
+            name: v.name.clone(),
+            why: "all its nodes are its floor, which the Terraform node group keeps warm",
+        });
+    }
+    // One source of nodes per node: the floor stays a fixed Terraform node group
+    // (warm before pods exist), Karpenter adds the rest; a pool with no floor is
+    // Karpenter's alone. Together they never exceed the pool's maximum.
+    let floor_user_facing = v.min > 0 && members.iter().any(|w| w.user_facing());
+    v.karpenter_nodes = v.max - v.min;
+    v.max = v.min;
+    v.autoscaled = rec.provider == "azure" && v.spot && v.min > 0;
+    v.terraform = v.min > 0;
+    let (vcpus, memory) = sku.map_or((0, 0.0), |s| (s.vcpus, s.memory_gib));
+    Ok(KarpenterView {
+        name: v.name.clone(),
+        node_class: format!("gpuplan-{}", v.name),
+        sku: v.sku.clone(),
+        region: v.region.clone(),
+        capacity_type: karpenter_capacity,
+        arch: if sku.is_some_and(|s| s.arm64) {
+            "arm64"
+        } else {
+            "amd64"
+        },
+        // Labels in the providers' own domains are theirs to set.
+        labels: v
+            .labels
+            .iter()
+            .filter(|l| {
+                !l.key.starts_with("kubernetes.azure.com/")
+                    && !l.key.starts_with("eks.amazonaws.com/")
+            })
+            .cloned()
+            .collect(),
+        taints: v.taints.clone(),
+        limit_cpu: vcpus * v.karpenter_nodes,
+        limit_memory_gib: (memory * f64::from(v.karpenter_nodes)).ceil() as u32,
+        limit_gpus: v.gpus_per_node * v.karpenter_nodes,
+        gang: v.gang,
+        floor: floor_user_facing,
+        // AKSNodeClass takes 30-2048 GB.
+        disk_gib: if rec.provider == "azure" {
+            v.disk_gib.clamp(30, 2048)
+        } else {
+            v.disk_gib
+        },
+        placement_group: v.placement_group,
+        reservation: karpenter_capacity == "reserved",
+    })
+}

@@ -1,0 +1,133 @@
+//! MIG as the GPU Operator applies it: each distinct node filling of a pool is a node pool
+//! of its own, labelled with the mig-parted config that partitions its GPUs
+//! (`nvidia.com/mig.config`), and the per-GPU layouts of that config.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use super::view::{rotation_name, KeyValue, PoolView};
+use crate::engine::recommend::RecPool;
+
+#[derive(Debug, Serialize)]
+pub struct MigConfigView {
+    pub name: String,
+    pub entries: Vec<MigEntryView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MigEntryView {
+    /// `all`, or a flow list of GPU indices: `[0, 1]`.
+    pub devices: String,
+    pub devices_yaml: String,
+    pub enabled: bool,
+    pub profiles: Vec<ProfileCount>,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct ProfileCount {
+    pub profile: String,
+    pub count: u32,
+}
+
+/// The node pools of an operator-MIG pool, one per distinct node filling: each with the MIG
+/// instances one of its nodes carries by profile, and its mig-parted config. The pool's floor
+/// goes to the first fillings.
+pub(super) fn node_fillings(
+    p: &RecPool,
+    i: usize,
+    base: &PoolView,
+) -> Vec<(PoolView, IndexMap<String, u32>, MigConfigView)> {
+    let mut out = Vec::new();
+    // Node labels are per pool: each distinct node filling gets its own sub-pool
+    // labelled with its own mig-parted config.
+    let mut gpus: Vec<IndexMap<String, u32>> = Vec::new();
+    match (&p.mig_layout, p.mig_configs.is_empty()) {
+        (Some(l), _) => gpus.extend(std::iter::repeat_n(l.clone(), p.gpus.max as usize)),
+        (None, false) => {
+            for c in &p.mig_configs {
+                gpus.extend(std::iter::repeat_n(c.layout.clone(), c.gpus as usize));
+            }
+        }
+        (None, true) => {}
+    }
+    let per = p.gpus_per_node.max(1) as usize;
+    let mut nodes: Vec<Vec<IndexMap<String, u32>>> = gpus.chunks(per).map(<[_]>::to_vec).collect();
+    // A last node with fewer GPUs in use still has all of them: unused ones stay
+    // without MIG.
+    let mut kinds: Vec<(Vec<IndexMap<String, u32>>, u32)> = Vec::new();
+    for n in nodes.drain(..) {
+        match kinds.iter_mut().find(|(k, _)| *k == n) {
+            Some((_, c)) => *c += 1,
+            None => kinds.push((n, 1)),
+        }
+    }
+    let mut floor_left = p.nodes.min;
+    for (k, (layouts, count)) in kinds.iter().enumerate() {
+        let cfg = if kinds.len() == 1 {
+            format!("gpuplan-{}", p.name)
+        } else {
+            format!("gpuplan-{}-{}", p.name, k + 1)
+        };
+        let mut entries = Vec::new();
+        for (g, l) in layouts.iter().enumerate() {
+            entries.push(MigEntryView {
+                devices: format!("[{g}]"),
+                devices_yaml: format!("[{g}]"),
+                enabled: true,
+                profiles: l
+                    .iter()
+                    .map(|(profile, count)| ProfileCount {
+                        profile: profile.clone(),
+                        count: *count,
+                    })
+                    .collect(),
+            });
+        }
+        for g in layouts.len()..per {
+            entries.push(MigEntryView {
+                devices: format!("[{g}]"),
+                devices_yaml: format!("[{g}]"),
+                enabled: false,
+                profiles: Vec::new(),
+            });
+        }
+        // Identical GPUs fold into one `devices: all` entry.
+        if entries.len() == per
+            && entries.iter().all(|e| e.enabled)
+            && layouts.windows(2).all(|w| w[0] == w[1])
+        {
+            entries.truncate(1);
+            entries[0].devices = "all".into();
+            entries[0].devices_yaml = "all".into();
+        }
+        let config = MigConfigView {
+            name: cfg.clone(),
+            entries,
+        };
+        let floor = floor_left.min(*count);
+        floor_left -= floor;
+        let mut v = PoolView {
+            name: crate::engine::names::part(&p.name, k, kinds.len()),
+            ident: super::escape::hcl_ident(&crate::engine::names::part(&p.name, k, kinds.len())),
+            aks_name: crate::engine::names::aks_pool(p, i * 10 + k),
+            rotation_name: rotation_name(&crate::engine::names::aks_pool(p, i * 10 + k)),
+            min: floor,
+            max: *count,
+            autoscaled: floor != *count || base.spot,
+            labels: base.labels.clone(),
+            ..base.clone()
+        };
+        v.labels.push(KeyValue {
+            key: "nvidia.com/mig.config".into(),
+            value: cfg,
+        });
+        let mut per_node: IndexMap<String, u32> = IndexMap::new();
+        for l in layouts {
+            for (profile, n) in l {
+                *per_node.entry(profile.clone()).or_default() += n;
+            }
+        }
+        out.push((v, per_node, config));
+    }
+    out
+}
