@@ -13,6 +13,14 @@
 //! - gpu-operator `controllers/nodelabeling_controller.go`: with the MIG manager enabled, a
 //!   MIG-capable node without `nvidia.com/mig.config` is labelled with the default config
 //!   (`all-disabled`), which the MIG manager then applies.
+//! - What a node advertises: NVIDIA/k8s-device-plugin `docs` and `api/config/v1` (a named
+//!   config chosen by the node's `nvidia.com/device-plugin.config` label; `timeSlicing` or
+//!   `mps` with `replicas` advertises GPUs x replicas, under its own name while
+//!   `renameByDefault` is false; the `mixed` MIG strategy advertises each MIG instance as
+//!   `nvidia.com/mig-<profile>`, `single` as `nvidia.com/gpu`); NVIDIA/mig-parted
+//!   `examples/config.yaml` (a config is a list of `devices` (`all` or indices) with
+//!   `mig-devices` per GPU); AKS `gpu_instance` creates every instance of its profile that a
+//!   GPU holds, each one `nvidia.com/gpu` (single strategy).
 
 mod common;
 
@@ -144,6 +152,12 @@ fn node_pools(tf: &str) -> Vec<NodePool> {
 /// The rendered Terraform and operator values, or `None` for a plan that cannot be met (the
 /// trap-laden examples: render refuses them, exit 1, and writes nothing).
 fn try_render(plan: &Path, dir: &Path, extra: &[&str]) -> Option<(String, Value)> {
+    try_render_as(plan, dir, extra, false)
+}
+
+/// [`try_render`]; with `loose`, a plan that does not load (exit 2, a generated combination
+/// the validator refuses) is skipped as well.
+fn try_render_as(plan: &Path, dir: &Path, extra: &[&str], loose: bool) -> Option<(String, Value)> {
     let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["--quiet", "render"])
@@ -156,6 +170,7 @@ fn try_render(plan: &Path, dir: &Path, extra: &[&str]) -> Option<(String, Value)
     match out.status.code() {
         Some(0) => Some(render_files(dir)),
         Some(1) => None,
+        Some(2) if loose => None,
         _ => panic!(
             "{}: {}",
             plan.display(),
@@ -432,4 +447,258 @@ workloads = ["pretrain"]
         .as_sequence()
         .expect("list");
     assert!(daemonsets.iter().any(|t| tolerates(t, &spot)), "{values:?}");
+}
+
+/// A node kind of a rendered cluster: its labels, its taints (`key=value:Effect`) and AKS's
+/// `gpu_instance`, from a Terraform node pool or a Karpenter NodePool's template.
+struct NodeKind {
+    labels: BTreeMap<String, String>,
+    taints: Vec<Taint>,
+    gpu_instance: Option<String>,
+}
+
+/// What one node of a kind advertises, per extended resource, under the rendered device-plugin
+/// and MIG configs (see the module's sources).
+fn advertised(
+    node: &NodeKind,
+    gpus: f64,
+    aks_instances: f64,
+    values: &Value,
+) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    if node.gpu_instance.is_some() {
+        out.insert("nvidia.com/gpu".to_owned(), gpus * aks_instances);
+        return out;
+    }
+    let strategy = values["mig"]["strategy"].as_str().unwrap_or("single");
+    if let Some(cfg) = node.labels.get("nvidia.com/mig.config") {
+        let configs: Value = values["migManager"]["config"]["data"]["config.yaml"]
+            .as_str()
+            .map(|s| serde_yaml::from_str(s).expect("mig-parted yaml"))
+            .unwrap_or(Value::Null);
+        for entry in configs["mig-configs"][cfg.as_str()]
+            .as_sequence()
+            .expect("the node's mig-parted config")
+        {
+            if entry["mig-enabled"] != true {
+                continue;
+            }
+            let devices = match &entry["devices"] {
+                Value::Sequence(d) => d.len() as f64,
+                _ => gpus,
+            };
+            for (profile, n) in entry["mig-devices"].as_mapping().into_iter().flatten() {
+                let name = if strategy == "mixed" {
+                    format!("nvidia.com/mig-{}", profile.as_str().unwrap_or(""))
+                } else {
+                    "nvidia.com/gpu".to_owned()
+                };
+                *out.entry(name).or_default() += devices * n.as_f64().unwrap_or(0.0);
+            }
+        }
+        return out;
+    }
+    let mut replicas = 1.0;
+    if let Some(name) = node.labels.get("nvidia.com/device-plugin.config") {
+        let cfg: Value = serde_yaml::from_str(
+            values["devicePlugin"]["config"]["data"][name.as_str()]
+                .as_str()
+                .expect("the node's device-plugin config"),
+        )
+        .expect("device-plugin yaml");
+        let sharing = &cfg["sharing"];
+        let kind = if sharing["timeSlicing"].is_mapping() {
+            &sharing["timeSlicing"]
+        } else {
+            &sharing["mps"]
+        };
+        assert_ne!(kind["renameByDefault"], true, "pods ask for nvidia.com/gpu");
+        for r in kind["resources"].as_sequence().into_iter().flatten() {
+            if r["name"] == "nvidia.com/gpu" {
+                replicas = r["replicas"].as_f64().unwrap_or(1.0);
+            }
+        }
+    }
+    out.insert("nvidia.com/gpu".to_owned(), gpus * replicas);
+    out
+}
+
+/// The Karpenter NodePools of a render, as node kinds.
+fn karpenter_kinds(dir: &Path) -> Vec<NodeKind> {
+    let Ok(text) = std::fs::read_to_string(dir.join("karpenter/karpenter.yaml")) else {
+        return Vec::new();
+    };
+    common::k8s::docs(&text)
+        .into_iter()
+        .filter(|o| o["kind"] == "NodePool")
+        .map(|o| {
+            let t = &o["spec"]["template"];
+            NodeKind {
+                labels: t["metadata"]["labels"]
+                    .as_mapping()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().unwrap_or("").to_owned(),
+                            v.as_str().unwrap_or("").to_owned(),
+                        )
+                    })
+                    .collect(),
+                taints: t["spec"]["taints"]
+                    .as_sequence()
+                    .into_iter()
+                    .flatten()
+                    .map(|x| Taint {
+                        key: x["key"].as_str().unwrap_or("").to_owned(),
+                        value: x["value"].as_str().unwrap_or("").to_owned(),
+                        effect: x["effect"].as_str().unwrap_or("").to_owned(),
+                    })
+                    .collect(),
+                gpu_instance: None,
+            }
+        })
+        .collect()
+}
+
+/// Every workload's pods, as `workloads/values.yaml` gives them, land only on nodes of a pool
+/// the recommendation planned for them (their selector and tolerations admit no other), and
+/// fit one such node: it advertises the GPU resource they ask for, as many as they ask.
+#[test]
+fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
+    // Every example and fixture, and plans generated as the invariant tests generate them.
+    let gen_dir = tempfile::tempdir().expect("tmp");
+    let mut all = plans();
+    for seed in 1..=24u64 {
+        let make = if seed % 2 == 0 {
+            common::gen::generated
+        } else {
+            common::gen::generated_wide
+        };
+        let p = gen_dir.path().join(format!("gen-{seed}.toml"));
+        std::fs::write(&p, make(seed)).expect("plan");
+        all.push(p);
+    }
+    let (mut checked, mut rendered_generated) = (0, 0);
+    for plan in all {
+        let loose = plan.starts_with(gen_dir.path());
+        for extra in [&[][..], &["--karpenter"][..]] {
+            let dir = tempfile::tempdir().expect("tmp");
+            let Some((tf, values)) = try_render_as(&plan, dir.path(), extra, loose) else {
+                continue;
+            };
+            rendered_generated += usize::from(loose);
+            let rec: serde_json::Value = serde_json::from_slice(
+                &common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .args(["recommend", "--format", "json"])
+                    .arg(&plan)
+                    .output()
+                    .expect("recommend")
+                    .stdout,
+            )
+            .expect("recommendation");
+            let pools = rec["pools"].as_array().expect("pools");
+            let mut kinds: Vec<NodeKind> = node_pools(&tf)
+                .into_iter()
+                .map(|p| NodeKind {
+                    labels: p.labels,
+                    taints: p.taints,
+                    gpu_instance: p.gpu_instance,
+                })
+                .collect();
+            kinds.extend(karpenter_kinds(dir.path()));
+            let workloads: Value = serde_yaml::from_str(
+                &std::fs::read_to_string(dir.path().join("workloads/values.yaml"))
+                    .expect("workloads"),
+            )
+            .expect("yaml");
+            for (w, pod) in workloads.as_mapping().into_iter().flatten() {
+                let w = w.as_str().expect("name");
+                let planned: Vec<&serde_json::Value> = pools
+                    .iter()
+                    .filter(|p| {
+                        p["workloads"]
+                            .as_array()
+                            .is_some_and(|a| a.iter().any(|x| x == w))
+                    })
+                    .collect();
+                assert!(!planned.is_empty(), "{}: {w} in no pool", plan.display());
+                let tolerations: Vec<Value> = pod["tolerations"]
+                    .as_sequence()
+                    .cloned()
+                    .unwrap_or_default();
+                let selects = |k: &NodeKind| {
+                    let pool = k.labels.get("gpuplan.io/pool");
+                    let by_selector =
+                        pod["nodeSelector"]
+                            .as_mapping()
+                            .into_iter()
+                            .flatten()
+                            .all(|(key, v)| {
+                                k.labels.get(key.as_str().unwrap_or("")).map(String::as_str)
+                                    == v.as_str()
+                            });
+                    let by_affinity = pod["affinity"]["nodeAffinity"]
+                        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                        ["matchExpressions"][0]["values"]
+                        .as_sequence()
+                        .is_none_or(|vs| vs.iter().any(|v| pool.map(String::as_str) == v.as_str()));
+                    let tolerated = k.taints.iter().all(|t| {
+                        !matches!(t.effect.as_str(), "NoSchedule" | "NoExecute")
+                            || tolerations.iter().any(|x| tolerates(x, t))
+                    });
+                    by_selector && by_affinity && tolerated
+                };
+                let reachable: Vec<&NodeKind> = kinds.iter().filter(|k| selects(k)).collect();
+                assert!(
+                    !reachable.is_empty(),
+                    "{} {extra:?}: no node admits {w}",
+                    plan.display()
+                );
+                let limits = pod["resources"]["limits"].as_mapping().expect("limits");
+                let (resource, count) = limits
+                    .iter()
+                    .find(|(k, _)| k.as_str().is_some_and(|k| k.starts_with("nvidia.com/")))
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().unwrap_or("").to_owned(),
+                            v.as_f64().unwrap_or(0.0),
+                        )
+                    })
+                    .expect("a GPU resource");
+                let mut fits = false;
+                for k in &reachable {
+                    let name = k.labels.get("gpuplan.io/pool").cloned().unwrap_or_default();
+                    let p = planned
+                        .iter()
+                        .find(|p| p["name"] == name.as_str())
+                        .unwrap_or_else(|| {
+                            panic!(
+                                "{} {extra:?}: {w} can land on `{name}`, not a pool planned for it",
+                                plan.display()
+                            )
+                        });
+                    let gpus = p["gpus_per_node"].as_f64().unwrap_or(0.0);
+                    let aks = p["mig_layout"]
+                        .as_object()
+                        .map_or(1.0, |l| l.values().filter_map(|n| n.as_f64()).sum());
+                    let have = advertised(k, gpus, aks, &values);
+                    fits |= have.get(&resource).copied().unwrap_or(0.0) >= count;
+                }
+                assert!(
+                    fits,
+                    "{} {extra:?}: no node of {w}'s pool advertises {count} {resource}",
+                    plan.display()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} workloads checked");
+    // Plain and with --karpenter: most of the 24 generated plans render.
+    assert!(
+        rendered_generated >= 24,
+        "only {rendered_generated} generated renders"
+    );
 }

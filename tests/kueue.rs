@@ -363,7 +363,31 @@ fn check(plan: &Path, extra: &[&str], api: &str) {
         &workloads(plan),
         &plan.display().to_string(),
     );
-    let objects: Vec<Value> = files.into_iter().flat_map(|(_, o)| o).collect();
+    // Each cluster's objects on their own: the same team has a ClusterQueue of the same name
+    // in every cluster.
+    for (file, objects) in &files {
+        check_cluster(
+            plan,
+            objects,
+            file.trim_end_matches(".yaml"),
+            &values,
+            &rec,
+            api,
+        );
+    }
+}
+
+/// One cluster's Kueue objects: valid against the CRDs, flavors that are its pools', quotas
+/// within the nodes, and every planned pod of each team within its queue's quota.
+fn check_cluster(
+    plan: &Path,
+    objects: &[Value],
+    region: &str,
+    values: &Value,
+    rec: &serde_json::Value,
+    api: &str,
+) {
+    let objects = objects.to_vec();
     let schemas: BTreeMap<&str, jsonschema::Validator> = [
         (
             "ResourceFlavor",
@@ -539,7 +563,7 @@ fn check(plan: &Path, extra: &[&str], api: &str) {
         }
         // Every planned pod of the team fits: per pool, its flavors' quota for each resource
         // covers the team's pods there.
-        for pool in pools {
+        for pool in pools.iter().filter(|p| p["region"] == region) {
             let mine: Vec<&String> = ws
                 .iter()
                 .filter(|(w, (t, ..))| {
@@ -819,4 +843,38 @@ fn teams_sharing_a_flavor_split_what_they_state_no_request_for() {
     }
     assert_eq!(shared["a"]["nvidia.com/gpu"], 3.0);
     assert_eq!(shared["b"]["nvidia.com/gpu"], 1.0);
+}
+
+/// The admission model over generated plans (as the invariant tests generate them), plain and
+/// with `--karpenter`: every workload lands on its planned pool whatever the flavor order.
+#[test]
+fn generated_plans_admit_every_workload_to_its_planned_pool() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut checked = 0;
+    for seed in 1..=16u64 {
+        let plan = dir.path().join(format!("gen-{seed}.toml"));
+        let text = if seed % 2 == 0 {
+            common::gen::generated(seed)
+        } else {
+            common::gen::generated_wide(seed)
+        };
+        std::fs::write(&plan, text).expect("plan");
+        let out = tempfile::tempdir().expect("tmp");
+        let ok = gpuplan()
+            .arg("render")
+            .arg(&plan)
+            .arg("--out")
+            .arg(out.path())
+            .output()
+            .expect("render")
+            .status
+            .success();
+        if !ok {
+            continue;
+        }
+        check(&plan, &[], "v1beta2");
+        check(&plan, &["--karpenter"], "v1beta2");
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} generated plans rendered");
 }

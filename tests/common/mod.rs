@@ -1,4 +1,6 @@
 #[allow(dead_code)]
+pub mod gen;
+#[allow(dead_code)]
 pub mod k8s;
 pub mod mock;
 pub mod prometheus;
