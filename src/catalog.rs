@@ -393,9 +393,10 @@ pub struct Assumptions {
     pub node_disk_images_gib: f64,
     /// The NVIDIA driver the GPU Operator installs where it installs one.
     pub gpu_driver_version: String,
-    /// AWS's public parameter for an EKS NVIDIA AMI release, `{kubernetes}` the cluster's
-    /// version.
-    pub eks_release_parameter: String,
+    /// The EKS AMI release nodes run (`v20260714`), and its release version per Kubernetes
+    /// minor.
+    pub eks_ami_release: String,
+    pub eks_release_versions: IndexMap<String, String>,
 }
 
 impl Assumptions {

@@ -1442,9 +1442,8 @@ fn reservations_efa_and_zones_hold_at_apply_time() {
 }
 
 /// Versions are pinned in one place (`providers/assumptions.toml`, `[render.pins]`): the
-/// operator's driver on AKS, and on EKS every node group of a cluster runs one AMI release
-/// (the cluster's Kubernetes version, the release AWS's public parameter names for it, or the
-/// release `eks_release_versions` pins).
+/// operator's driver on AKS; on EKS one AMI release (from awslabs/amazon-eks-ami's changelog)
+/// for every node group, at its cluster's Kubernetes version, and for Karpenter's nodes.
 #[test]
 fn driver_and_node_image_are_pinned_in_one_place() {
     let pins: toml::Table = toml::from_str(
@@ -1465,11 +1464,20 @@ fn driver_and_node_image_are_pinned_in_one_place() {
     );
     assert_eq!(chart["driver"]["version"].as_str(), Some(driver));
 
-    let files = rendered("plans/aws-training.toml", &[]);
+    let files = rendered("plans/aws-training.toml", &["--karpenter"]);
     let tf = &files["terraform/main.tf"];
     let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
-    let param = pins["eks_release_parameter"].as_str().expect("parameter");
-    let (head, tail) = param.split_once("{kubernetes}").expect("placeholder");
+    let release = pins["eks_ami_release"].as_str().expect("release");
+    let versions = pins["eks_release_versions"].as_table().expect("versions");
+    // The release versions, each of that release, in one local map.
+    for (minor, v) in versions {
+        let v = v.as_str().expect("version");
+        assert!(v.ends_with(&release[1..]) && v.starts_with(&format!("{minor}.")));
+        assert!(
+            tf.contains(&format!("\"{minor}\" = \"{v}\"")),
+            "{minor} {v}\n{tf}"
+        );
+    }
     let mut groups = 0;
     for ng in body
         .get_blocks("resource")
@@ -1487,27 +1495,16 @@ fn driver_and_node_image_are_pinned_in_one_place() {
             attr("version"),
             format!("data.aws_eks_cluster.{alias}.version")
         );
-        assert!(
-            attr("release_version").contains(&format!(
-                "nonsensitive(data.aws_ssm_parameter.eks_release_{alias}.value)"
-            )) && attr("release_version").starts_with("lookup(var.eks_release_versions,"),
-            "{}",
-            attr("release_version")
-        );
-        let want = format!("\"{head}${{data.aws_eks_cluster.{alias}.version}}{tail}\"");
-        let p = body
-            .get_blocks("data")
-            .find(|d| {
-                d.labels.first().map(|l| l.as_str()) == Some("aws_ssm_parameter")
-                    && d.labels.get(1).map(|l| l.as_str()) == Some(&format!("eks_release_{alias}"))
-            })
-            .expect("the release parameter");
         assert_eq!(
-            p.body
-                .get_attribute("name")
-                .map(|a| a.value.to_string().trim().to_owned()),
-            Some(want)
+            attr("release_version"),
+            format!("lookup(var.eks_release_versions, \"{}\", lookup(local.eks_release_versions, data.aws_eks_cluster.{alias}.version, null))", alias.replace('_', "-"))
         );
     }
-    assert!(groups >= 2);
+    // Karpenter's nodes run the same release.
+    assert!(
+        files["karpenter/karpenter.yaml"].contains(&format!("alias: al2023@{release}")),
+        "{}",
+        files["karpenter/karpenter.yaml"]
+    );
+    assert!(groups >= 1);
 }

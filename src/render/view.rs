@@ -44,6 +44,10 @@ pub struct View {
     pub driver_enabled: bool,
     /// The driver version the operator installs (`[render.pins]`).
     pub driver_version: String,
+    /// The EKS AMI release (`[render.pins]`): Karpenter's alias, and the node groups' release
+    /// version per Kubernetes minor.
+    pub eks_ami_release: String,
+    pub eks_release_versions: Vec<ReleaseView>,
     pub driver_note: &'static str,
     /// What multi-node training needs beyond the node pools (EFA device plugin, InfiniBand
     /// and RDMA), one sentence each.
@@ -74,10 +78,13 @@ pub struct RegionView {
     /// AWS: a Terraform launch template here has EFA interfaces, so the region gets the EFA
     /// security group (all traffic to and from itself) beside the cluster's.
     pub efa: bool,
-    /// AWS: the public parameter of the cluster's NVIDIA AMI release, around the cluster's
-    /// Kubernetes version (`providers/assumptions.toml`, `[render.pins]`).
-    pub eks_release_prefix: String,
-    pub eks_release_suffix: String,
+}
+
+/// One pinned EKS release version: the Kubernetes minor it is for.
+#[derive(Debug, Serialize)]
+pub struct ReleaseView {
+    pub kubernetes: String,
+    pub version: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -516,11 +523,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         .and_then(|c| c.name.as_ref())
         .map_or_else(|| plan.name().to_owned(), |n| n.get().clone());
     let network_notes = network_notes(&pools);
-    let eks_release = catalog
-        .assumptions
-        .eks_release_parameter
-        .split_once("{kubernetes}")
-        .unwrap_or(("", ""));
+
     let (mig_manager_enabled, mig_manager_note) =
         super::operator::mig_manager(any_aks_mig, any_operator_mig);
     let provider_floor = if rec.provider == "aws" {
@@ -548,8 +551,6 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                     && pools
                         .iter()
                         .any(|p| p.region == r && p.efa && p.terraform && p.launch_template),
-                eks_release_prefix: eks_release.0.to_owned(),
-                eks_release_suffix: eks_release.1.to_owned(),
                 name: r,
             })
             .collect(),
@@ -581,6 +582,16 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         // the operator finds that driver pre-installed and leaves it).
         driver_enabled: rec.provider != "aws",
         driver_version: catalog.assumptions.gpu_driver_version.clone(),
+        eks_ami_release: catalog.assumptions.eks_ami_release.clone(),
+        eks_release_versions: catalog
+            .assumptions
+            .eks_release_versions
+            .iter()
+            .map(|(k, v)| ReleaseView {
+                kubernetes: k.clone(),
+                version: v.clone(),
+            })
+            .collect(),
         driver_note: if rec.provider == "aws" {
             "the EKS AL2023 NVIDIA AMI (ami_type AL2023_x86_64_NVIDIA) ships the driver and the container toolkit, so the operator installs neither"
         } else {

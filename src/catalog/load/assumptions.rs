@@ -37,7 +37,8 @@ pub(super) struct RenderEntry {
 #[serde(deny_unknown_fields)]
 pub(super) struct PinsEntry {
     gpu_driver_version: String,
-    eks_release_parameter: String,
+    eks_ami_release: String,
+    eks_release_versions: IndexMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -162,20 +163,32 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
             "gpu_driver_version must be a driver version such as 595.91.07".into(),
         ));
     }
-    let param = &pins.eks_release_parameter;
-    if !param.starts_with("/aws/service/eks/optimized-ami/")
-        || param.matches("{kubernetes}").count() != 1
-        || param.len() > 256
-        || !param
-            .replace("{kubernetes}", "")
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/_.-".contains(c))
-    {
+    // An AMI release is `v` and a date; a release version `<minor>.<patch>-<date>` of that
+    // release, keyed by its Kubernetes minor.
+    let date = |s: &str| s.len() == 8 && s.chars().all(|c| c.is_ascii_digit());
+    let release = pins.eks_ami_release.strip_prefix('v').unwrap_or("");
+    if !date(release) {
         return Err(invalid(
             file,
-            at("eks_release_parameter"),
-            "eks_release_parameter must be an /aws/service/eks/optimized-ami/ path with one {kubernetes}".into(),
+            at("eks_ami_release"),
+            "eks_ami_release must be an AMI release such as v20260714".into(),
         ));
+    }
+    for (minor, version) in &pins.eks_release_versions {
+        let ok = version.split_once('-').is_some_and(|(v, d)| {
+            d == release
+                && v.starts_with(&format!("{minor}."))
+                && v.split('.').count() == 3
+                && v.split('.')
+                    .all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        });
+        if !ok {
+            return Err(invalid(
+                file,
+                at(version),
+                format!("eks_release_versions: `{minor}` must map to a {minor}.<patch>-{release} release version"),
+            ));
+        }
     }
     if !(a.recommend.daemonset_cpu.is_finite() && a.recommend.daemonset_cpu >= 0.0) {
         return Err(invalid(
@@ -221,6 +234,7 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
         node_disk_os_gib: a.render.node_disk_os_gib,
         node_disk_images_gib: a.render.node_disk_images_gib,
         gpu_driver_version: a.render.pins.gpu_driver_version,
-        eks_release_parameter: a.render.pins.eks_release_parameter,
+        eks_ami_release: a.render.pins.eks_ami_release,
+        eks_release_versions: a.render.pins.eks_release_versions,
     })
 }
