@@ -393,10 +393,46 @@ impl Query {
             step * 1000 - 1
         };
         let mut e = format!("{over}_over_time({name}{{{}}}[{range}ms])", sel.join(","));
-        if self.pod_labels {
-            for (dst, src) in REWRITES {
-                e = format!("label_replace({e}, \"{dst}\", \"$1\", \"{src}\", \"(.+)\")");
-            }
+        if !self.pod_labels {
+            return format!("max by ({}) ({e})", self.by.join(", "));
+        }
+        // The rewrites write into labels of their own (`gpuplan_pod` ...), so every raw series
+        // keeps its own labels and stays unique: rewriting `pod` in place would give an old
+        // and a new dcgm-exporter on hostNetwork (the same `instance`, differing only by the
+        // exporter's `pod`) the same labelset, which Prometheus refuses (HTTP 422). The groups
+        // are then formed on the rewritten labels, as the file path forms them, and only then
+        // named back.
+        let rewritten = |l: &str| REWRITES.iter().any(|(dst, _)| *dst == l);
+        let own = |l: &str| format!("gpuplan_{l}");
+        for dst in self.by.iter().filter(|l| rewritten(l)) {
+            e = format!(
+                "label_replace({e}, \"{}\", \"$1\", \"{dst}\", \"(.+)\")",
+                own(dst)
+            );
+        }
+        for (dst, src) in REWRITES.iter().filter(|(dst, _)| self.by.contains(dst)) {
+            e = format!(
+                "label_replace({e}, \"{}\", \"$1\", \"{src}\", \"(.+)\")",
+                own(dst)
+            );
+        }
+        let inner: Vec<String> = self
+            .by
+            .iter()
+            .map(|l| {
+                if rewritten(l) {
+                    own(l)
+                } else {
+                    (*l).to_owned()
+                }
+            })
+            .collect();
+        e = format!("max by ({}) ({e})", inner.join(", "));
+        for l in self.by.iter().filter(|l| rewritten(l)) {
+            e = format!(
+                "label_replace({e}, \"{l}\", \"$1\", \"{}\", \"(.*)\")",
+                own(l)
+            );
         }
         format!("max by ({}) ({e})", self.by.join(", "))
     }
@@ -777,7 +813,9 @@ mod tests {
         let q = Answers::query(Q::Running);
         assert_eq!(
             q.promql(60, Some("prod"), false),
-            "max by (cluster, namespace, pod) (label_replace(label_replace(label_replace(label_replace(label_replace(sum_over_time(kube_pod_status_phase{phase=\"Running\",cluster=\"prod\"}[59999ms]), \"pod\", \"$1\", \"pod_name\", \"(.+)\"), \"namespace\", \"$1\", \"pod_namespace\", \"(.+)\"), \"pod\", \"$1\", \"exported_pod\", \"(.+)\"), \"namespace\", \"$1\", \"exported_namespace\", \"(.+)\"), \"container\", \"$1\", \"exported_container\", \"(.+)\"))"
+            // Rewritten into labels of their own, grouped, then named back: raw series never
+            // collide (two exporters on hostNetwork differing only by their own `pod`).
+            "max by (cluster, namespace, pod) (label_replace(label_replace(max by (cluster, gpuplan_namespace, gpuplan_pod) (label_replace(label_replace(label_replace(label_replace(label_replace(label_replace(sum_over_time(kube_pod_status_phase{phase=\"Running\",cluster=\"prod\"}[59999ms]), \"gpuplan_namespace\", \"$1\", \"namespace\", \"(.+)\"), \"gpuplan_pod\", \"$1\", \"pod\", \"(.+)\"), \"gpuplan_pod\", \"$1\", \"pod_name\", \"(.+)\"), \"gpuplan_namespace\", \"$1\", \"pod_namespace\", \"(.+)\"), \"gpuplan_pod\", \"$1\", \"exported_pod\", \"(.+)\"), \"gpuplan_namespace\", \"$1\", \"exported_namespace\", \"(.+)\")), \"namespace\", \"$1\", \"gpuplan_namespace\", \"(.*)\"), \"pod\", \"$1\", \"gpuplan_pod\", \"(.*)\"))"
         );
         assert!(Answers::query(Q::Tokens)
             .promql(60, None, true)
