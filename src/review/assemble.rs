@@ -161,6 +161,157 @@ pub(crate) fn interval<'a>(
         .map(|g| f64::from(*g) * step as f64)
 }
 
+/// Seconds each sample stands for, per window, for one source (kube-state-metrics, one
+/// card's dcgm-exporter): each window's own neighbourhood of samples, so targets scraped at
+/// different intervals and an interval changed mid-window are each counted at their own rate.
+///
+/// Per window, the series present before and after it (interior: a series that starts or
+/// ends inside a window has a partial count there) give samples per window; their
+/// mean between changes of rate is the rate. A change is where the mean rates of up to
+/// [`RADIUS`] windows before and after a window differ by more than 15%; that window's
+/// samples stand for the step (its interior series cover it whole), so a change is never
+/// smeared over the windows around it. Windows with no interior data take the
+/// nearest window's rate, else the source's overall interval.
+pub(crate) struct Intervals {
+    keys: Vec<u32>,
+    at: Vec<f64>,
+    fallback: Option<f64>,
+}
+
+/// Windows each side a rate is taken over: a sample jittered across a boundary moves a
+/// window's count by one, under 2% of 61 windows' samples.
+const RADIUS: usize = 30;
+
+/// Scrape intervals people configure: an estimate within 3% of one is that one.
+const COMMON_INTERVALS: [f64; 14] = [
+    1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0,
+];
+
+/// A local interval estimate, settled: the source's overall interval where it agrees within
+/// 5% (no change there, only jitter); else a common scrape interval within 3%; else whole
+/// seconds within 2%.
+fn snap(iv: f64, overall: Option<f64>) -> f64 {
+    if let Some(o) = overall.filter(|o| (iv - o).abs() <= 0.05 * o) {
+        return o;
+    }
+    if let Some(c) = COMMON_INTERVALS
+        .iter()
+        .find(|c| (iv - **c).abs() <= 0.03 * **c)
+    {
+        return *c;
+    }
+    if (iv - iv.round()).abs() < 0.02 * iv {
+        iv.round()
+    } else {
+        iv
+    }
+}
+
+impl Intervals {
+    pub(crate) fn of<'a>(
+        rows: impl Iterator<Item = &'a BTreeMap<u32, f64>>,
+        step: i64,
+        fallback: Option<f64>,
+    ) -> Intervals {
+        // window -> (interior series, their samples)
+        let mut per: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+        for r in rows {
+            // Runs of the series: windows with samples, a single empty window allowed inside
+            // (a sample jittered across a boundary, or an interval longer than the step); its
+            // inner windows count, empty ones at zero, so a jitter never biases the rate.
+            let keys: Vec<u32> = r.keys().copied().collect();
+            let mut start = 0;
+            for i in 0..keys.len() {
+                if i + 1 < keys.len() && keys[i + 1] - keys[i] <= 2 {
+                    continue;
+                }
+                for w in keys[start] + 1..keys[i] {
+                    let e = per.entry(w).or_insert((0.0, 0.0));
+                    e.0 += 1.0;
+                    e.1 += r.get(&w).copied().unwrap_or(0.0);
+                }
+                start = i + 1;
+            }
+        }
+        let keys: Vec<u32> = per.keys().copied().collect();
+        let rate: Vec<f64> = per.values().map(|(n, s)| s / n).collect();
+        let n: Vec<f64> = per.values().map(|x| x.0).collect();
+        let s_: Vec<f64> = per.values().map(|x| x.1).collect();
+        // Prefix sums over the keys: series, samples, rate.
+        let prefix = |v: &dyn Fn(usize) -> f64| -> Vec<f64> {
+            let mut out = vec![0.0; keys.len() + 1];
+            for i in 0..keys.len() {
+                out[i + 1] = out[i] + v(i);
+            }
+            out
+        };
+        let (pn, ps, pr) = (prefix(&|i| n[i]), prefix(&|i| s_[i]), prefix(&|i| rate[i]));
+        let len = keys.len();
+        // Where the rate changes: the mean rate of up to RADIUS windows before and after a
+        // window differ by more than 15%, most there of its neighbourhood.
+        let mean = |a: usize, b: usize| (pr[b] - pr[a]) / (b - a).max(1) as f64;
+        let jump: Vec<f64> = (0..len)
+            .map(|i| {
+                let (lo, hi) = (i.saturating_sub(RADIUS), (i + 1 + RADIUS).min(len));
+                if i - lo < 3 || hi - i - 1 < 3 {
+                    return 0.0;
+                }
+                let (l, r) = (mean(lo, i), mean(i + 1, hi));
+                (l - r).abs() / l.max(r).max(1e-9)
+            })
+            .collect();
+        let change: Vec<bool> = (0..len)
+            .map(|i| {
+                let (lo, hi) = (i.saturating_sub(RADIUS), (i + 1 + RADIUS).min(len));
+                jump[i] > 0.15
+                    && (lo..hi).all(|j| jump[j] < jump[i] || (jump[j] == jump[i] && j >= i))
+            })
+            .collect();
+        // Between changes the rate is one: the segment's samples over its series-windows. A
+        // window of change is its own (its interior series cover it whole).
+        let stepf = step as f64;
+        let mut at = vec![fallback.unwrap_or(stepf); len];
+        let mut start = 0;
+        for i in 0..=len {
+            if i < len && !change[i] {
+                continue;
+            }
+            if i > start {
+                let per_window = (ps[i] - ps[start]) / (pn[i] - pn[start]).max(1e-9);
+                if per_window > 0.0 {
+                    let iv = snap(stepf / per_window, fallback);
+                    at[start..i].fill(iv);
+                }
+            }
+            if i < len {
+                if rate[i] > 0.0 {
+                    at[i] = stepf / rate[i];
+                } else if i > start {
+                    at[i] = at[i - 1];
+                }
+            }
+            start = i + 1;
+        }
+        Intervals { keys, at, fallback }
+    }
+
+    /// Seconds a sample in window `k` stands for.
+    pub(crate) fn at(&self, k: u32) -> Option<f64> {
+        if self.keys.is_empty() {
+            return self.fallback;
+        }
+        let i = self.keys.partition_point(|x| *x < k);
+        let near = [i.checked_sub(1), (i < self.keys.len()).then_some(i)]
+            .into_iter()
+            .flatten()
+            .min_by_key(|j| self.keys[*j].abs_diff(k));
+        match near {
+            Some(j) if self.keys[j].abs_diff(k) <= 3 * RADIUS as u32 => Some(self.at[j]),
+            _ => self.fallback,
+        }
+    }
+}
+
 fn col(q: Q, l: &str) -> usize {
     Answers::col(q, l)
 }
@@ -310,6 +461,13 @@ pub(crate) fn assemble(
             .chain(a.get(Q::NodeScraped).map(|(_, r)| r)),
         step,
     );
+    let ksm_at = Intervals::of(
+        a.get(Q::Scraped)
+            .map(|(_, r)| r)
+            .chain(a.get(Q::NodeScraped).map(|(_, r)| r)),
+        step,
+        ksm,
+    );
     let has_phase = a.get(Q::Scraped).next().is_some();
     // A GPU reports all along, whichever pod holds it: its rows, summed across pods (not
     // across `vgpu` copies), are long even where each pod's is short (a six-minute job).
@@ -335,8 +493,19 @@ pub(crate) fn assemble(
         )
     });
 
-    // Seconds a window's samples stand for: count x interval. Not capped at the window: a sample jittered across a boundary leaves one window with
-    // one too many and its neighbour one too few, and the total stays exact.
+    // Each card's own interval in time (targets scraped at different intervals); a card
+    // without enough samples of its own takes the exporters' overall one.
+    let mut card_at: BTreeMap<Vec<String>, Intervals> = BTreeMap::new();
+    for (card, r) in &cards {
+        let key = card[..card.len() - 1].to_vec();
+        card_at
+            .entry(key)
+            .or_insert_with(|| Intervals::of(std::iter::once(r), step, dcgm));
+    }
+
+    // Seconds a window's samples stand for: count x the source's interval at that window. Not
+    // capped at the window: a sample jittered across a boundary leaves one window with one
+    // too many and its neighbour one too few, and the total stays exact.
     let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
 
     // Nodes.
@@ -386,7 +555,7 @@ pub(crate) fn assemble(
             let count = c
                 .and_then(|c| c.get(k))
                 .copied()
-                .unwrap_or(stepf / ksm.unwrap_or(stepf));
+                .unwrap_or(stepf / ksm_at.at(*k).unwrap_or(stepf));
             e.insert(*k, (*v, count));
         }
     }
@@ -521,7 +690,8 @@ pub(crate) fn assemble(
                 continue;
             };
             for (k, (avg, count)) in w {
-                *capacity.entry(grid.start(*k)).or_default() += avg * share * secs(*count, ksm);
+                *capacity.entry(grid.start(*k)).or_default() +=
+                    avg * share * secs(*count, ksm_at.at(*k));
                 *physical.entry(*k).or_default() += avg * share;
             }
         }
@@ -604,7 +774,10 @@ pub(crate) fn assemble(
         };
         for (k, gpus) in &app {
             let held = if has_phase {
-                secs(run.and_then(|r| r.get(k)).copied().unwrap_or(0.0), ksm)
+                secs(
+                    run.and_then(|r| r.get(k)).copied().unwrap_or(0.0),
+                    ksm_at.at(*k),
+                )
             } else {
                 stepf
             };
@@ -615,7 +788,8 @@ pub(crate) fn assemble(
         if let Some(pend) = pending.get(key) {
             for (k, c) in *pend {
                 let gpus = r.any.get(k).copied().unwrap_or(0.0);
-                p.pending += gpus * secs(*c, ksm) * share_of("nvidia_com_gpu").unwrap_or(1.0);
+                p.pending +=
+                    gpus * secs(*c, ksm_at.at(*k)) * share_of("nvidia_com_gpu").unwrap_or(1.0);
             }
         }
         if let (Some(node), Some(n)) = (&r.node, r.node.as_ref().and_then(|n| out_nodes.get_mut(n)))
@@ -664,7 +838,9 @@ pub(crate) fn assemble(
     // Time-sliced nodes: busy GPU-seconds per window, split below.
     let mut shared_busy: BTreeMap<String, BTreeMap<i64, f64>> = BTreeMap::new();
     let mut fallbacks = 0usize;
-    for d in devices.values() {
+    for (dk, d) in &devices {
+        let iv = card_at.get(dk);
+        let dcgm_at = |k: u32| iv.map_or(dcgm, |i| i.at(k));
         let peak = |s: Signal| {
             d.by_signal.get(&s).map(|m| {
                 m.values()
@@ -710,7 +886,7 @@ pub(crate) fn assemble(
                 continue;
             }
             for (k, (sum, count)) in w {
-                let b = sum / count.max(1.0) * secs(*count, dcgm) * scale * weight;
+                let b = sum / count.max(1.0) * secs(*count, dcgm_at(*k)) * scale * weight;
                 per.entry(*k).or_default().push((pod, b, *count));
             }
         }
@@ -718,8 +894,8 @@ pub(crate) fn assemble(
             unlabelled += 1;
             continue;
         }
-        let full = dcgm.map(|i| stepf / i);
         for (k, rows) in per {
+            let full = dcgm_at(k).map(|i| stepf / i);
             let t = grid.start(k);
             // Rows of one window are either one after another (a job ends, the next starts,
             // or the GPU falls back to the exporter's own labels): their samples add up to
