@@ -1376,3 +1376,69 @@ fn pending_mig_counts_at_its_profile_share() {
         6.0 * H * 2.0 / 7.0,
     );
 }
+
+/// A dcgm-exporter outage is no data, never idle: three hours without usage samples on one
+/// node leave its pods' efficiency over the time that was observed, name the gap in the
+/// coverage, and give no stalled advice from missing data (it read as -25% used and "stalled"
+/// before).
+#[test]
+fn a_dcgm_outage_is_no_data_never_idle() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let node = "aks-servemig-14912-vmss000000";
+    let (from, to) = (T0 as f64 + 2.0 * H, T0 as f64 + 5.0 * H);
+    let text: String = telemetry(true, false, KSM, DCGM)
+        .lines()
+        .filter(|l| {
+            if !l.starts_with("DCGM_") || !l.contains(&format!("Hostname=\"{node}\"")) {
+                return true;
+            }
+            let ts: f64 = l
+                .rsplit(' ')
+                .next()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(0.0);
+            !(from..to).contains(&ts)
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let f = write(dir.path(), "outage.om", &text);
+    let mig = 3.0 / 7.0;
+    let (_, truth) = truth();
+    for step in ["60s", "5m"] {
+        let (v, _) = review(&f, &["--step", step]);
+        // chat-api: pod a (0.6) lost 3 h of usage data on that node, pod b (0.3) none.
+        let (alloc, used) = truth["chat-api"];
+        let r = row(&v, "workloads", "workload", "chat-api");
+        close(
+            "chat-api allocated",
+            r["allocated_gpu_seconds"].as_f64().unwrap(),
+            alloc,
+        );
+        let used_seen = used - 0.6 * 3.0 * H * mig;
+        close(
+            "chat-api used",
+            r["used_gpu_seconds"].as_f64().unwrap(),
+            used_seen,
+        );
+        close(
+            "chat-api efficiency",
+            r["efficiency"].as_f64().unwrap() * 100.0,
+            used_seen / (alloc - 3.0 * H * mig) * 100.0,
+        );
+        let (alloc, used) = truth["embeddings"];
+        let r = row(&v, "workloads", "workload", "embeddings");
+        close(
+            "embeddings efficiency",
+            r["efficiency"].as_f64().unwrap() * 100.0,
+            (used - 0.2 * 3.0 * H * mig) / (alloc - 3.0 * H * mig) * 100.0,
+        );
+        // The gap is listed, and nothing on that node is called stalled.
+        let gaps = v["coverage"]["dcgm_gaps"].as_array().expect("gaps");
+        assert_eq!(gaps.len(), 1, "{gaps:#?}");
+        assert_eq!(gaps[0]["node"], node);
+        close("gap", gaps[0]["seconds"].as_f64().unwrap(), 3.0 * H);
+        let stalled = v["stalled"].as_array().expect("stalled");
+        assert_eq!(stalled.len(), 1, "{stalled:#?}");
+        assert_eq!(stalled[0]["pod"], "mystery-job-1");
+    }
+}

@@ -163,8 +163,21 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
-    if !c.pods_without_usage.is_empty() || !c.usage_without_pod.is_empty() {
+    if !c.pods_without_usage.is_empty()
+        || !c.usage_without_pod.is_empty()
+        || !c.dcgm_gaps.is_empty()
+    {
         let _ = writeln!(o, "\n## Gaps in the data\n");
+        for g in &c.dcgm_gaps {
+            let _ = writeln!(
+                o,
+                "- `{}`: dcgm-exporter reported nothing from {} to {} ({:.1} h): usage there is no data, neither used nor idle",
+                md_code(&g.node),
+                md(&g.from),
+                md(&g.to),
+                g.seconds as f64 / 3600.0
+            );
+        }
         for p in &c.pods_without_usage {
             let _ = writeln!(
                 o,

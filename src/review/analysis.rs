@@ -65,6 +65,17 @@ pub struct Coverage {
     pub pods_without_usage: Vec<Unmatched>,
     /// Usage attributed to pods that requested no GPU.
     pub usage_without_pod: Vec<Unmatched>,
+    /// Spans a node's dcgm-exporter reported nothing while the node was seen: usage there is
+    /// no data.
+    pub dcgm_gaps: Vec<DcgmGap>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DcgmGap {
+    pub node: String,
+    pub from: String,
+    pub to: String,
+    pub seconds: i64,
 }
 
 #[derive(Debug, Serialize)]
@@ -342,6 +353,8 @@ pub fn analyse(
                 .or_else(|| workload.and_then(|w| gpu_second_price(plan, rec, catalog, w)));
             let alloc: f64 = p.allocated.values().sum();
             let used: f64 = p.used.values().sum();
+            // Efficiency is over the time usage was observed.
+            let unseen: f64 = p.unobserved.iter().filter_map(|t| p.allocated.get(t)).sum();
             PodFacts {
                 p,
                 workload,
@@ -350,7 +363,11 @@ pub fn analyse(
                 model,
                 signal: p.signal.or_else(|| node.and_then(|n| n.signal)),
                 alloc,
-                alloc_seen: if p.has_usage { alloc } else { 0.0 },
+                alloc_seen: if p.has_usage {
+                    (alloc - unseen).max(0.0)
+                } else {
+                    0.0
+                },
                 used: if p.has_usage { used } else { 0.0 },
                 price,
             }
@@ -467,6 +484,12 @@ pub fn analyse(
         let mut peak = 0.0f64;
         let mut prev: Option<i64> = None;
         for (time, a) in &p.allocated {
+            // No data is no evidence of idleness: a stretch without usage data ends a run.
+            if p.unobserved.contains(time) {
+                run_start = None;
+                prev = None;
+                continue;
+            }
             let u = p.used.get(time).copied().unwrap_or(0.0);
             let quiet = *a > 0.0 && u < s.quiet_below * a;
             // A window left empty by a scrape jittered across its boundary is no gap.
@@ -681,6 +704,16 @@ pub fn analyse(
             kube_state_metrics_interval_seconds: t.ksm_interval,
             dcgm_interval_seconds: t.dcgm_interval,
             pods_without_usage: no_usage,
+            dcgm_gaps: t
+                .dcgm_gaps
+                .iter()
+                .map(|(node, from, to)| DcgmGap {
+                    node: node.clone(),
+                    from: format_time(*from),
+                    to: format_time(*to),
+                    seconds: to - from,
+                })
+                .collect(),
             usage_without_pod: t
                 .orphans
                 .iter()

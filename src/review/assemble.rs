@@ -993,6 +993,69 @@ pub(crate) fn assemble(
         }
     }
 
+    // Usage coverage per node: the windows its dcgm-exporter reported in (a window left empty
+    // by a scrape jittered across its boundary counts). A pod that held GPUs on a node that
+    // reports usage, in a window it did not, has no data there: never idle.
+    let mut dcgm_cover: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for (card, r) in &cards {
+        let host = &card[1];
+        if !host.is_empty() {
+            dcgm_cover.entry(host.clone()).or_default().extend(r.keys());
+        }
+    }
+    let dcgm_reach = dcgm.map_or(1, |i| (i / stepf).ceil() as u32 + 1);
+    for cover in dcgm_cover.values_mut() {
+        let filled: Vec<u32> = cover
+            .iter()
+            .zip(cover.iter().skip(1))
+            .filter(|(a, b)| *b - *a > 1 && *b - *a <= dcgm_reach)
+            .flat_map(|(a, b)| a + 1..*b)
+            .collect();
+        cover.extend(filled);
+    }
+    for p in pods.values_mut() {
+        let Some(cover) = p.node.as_ref().and_then(|n| dcgm_cover.get(n)) else {
+            continue;
+        };
+        if !p.has_usage {
+            continue;
+        }
+        for t in p.allocated.keys() {
+            let k = ((t - grid.from) / step) as u32;
+            if !cover.contains(&k) {
+                p.unobserved.insert(*t);
+            }
+        }
+    }
+    // Each node's gaps, while kube-state-metrics saw it.
+    let mut dcgm_gaps: Vec<(String, i64, i64)> = Vec::new();
+    for (node, cover) in &dcgm_cover {
+        let Some(n) = nodes.get(node) else { continue };
+        let seen: BTreeSet<u32> = n.alloc.values().flat_map(|w| w.keys().copied()).collect();
+        let mut run: Option<(u32, u32)> = None;
+        for k in seen.iter().copied().chain(std::iter::once(u32::MAX)) {
+            let gap = k != u32::MAX && !cover.contains(&k);
+            match (&mut run, gap) {
+                (Some((_, end)), true) if *end + 1 == k => *end = k,
+                (r, g) => {
+                    if let Some((a, b)) = r.take() {
+                        dcgm_gaps.push((node.clone(), grid.start(a), grid.start(b) + step));
+                    }
+                    if g {
+                        *r = Some((k, k));
+                    }
+                }
+            }
+        }
+    }
+    if !dcgm_gaps.is_empty() {
+        let hours: f64 = dcgm_gaps.iter().map(|g| (g.2 - g.1) as f64 / 3600.0).sum();
+        notes.push(format!(
+            "dcgm-exporter reported nothing for {hours:.1} node-hour(s) in {} gap(s) (coverage lists them): pods there have no usage data for those hours, which count neither as used nor as idle",
+            dcgm_gaps.len()
+        ));
+    }
+
     // Tokens: a counter's increase across resets, from each window's highest value.
     for (g, w) in a.get(Q::Tokens) {
         let key = (
@@ -1064,6 +1127,7 @@ pub(crate) fn assemble(
         data_to: covered.last().map(|k| grid.start(*k) + step),
         ksm_interval: ksm,
         dcgm_interval: dcgm,
+        dcgm_gaps,
         orphans: orphans
             .into_iter()
             // A device with no pod of its own names the exporter's pod; idle, it is noise.

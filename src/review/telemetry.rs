@@ -33,6 +33,9 @@ pub struct PodSeries {
     pub has_usage: bool,
     /// The usage signal its GPUs were read from.
     pub signal: Option<Signal>,
+    /// Windows (start, Unix seconds) it held GPUs while its node's dcgm-exporter reported
+    /// nothing: no data there, never idle.
+    pub unobserved: std::collections::BTreeSet<i64>,
 }
 
 /// One node's GPUs over the window, in GPU-seconds per step window.
@@ -107,6 +110,9 @@ pub struct Telemetry {
     pub dcgm_interval: Option<f64>,
     /// Usage series whose pod has no GPU request.
     pub orphans: Vec<Orphan>,
+    /// Spans a node's dcgm-exporter reported nothing while kube-state-metrics saw the node:
+    /// (node, from, to), Unix seconds.
+    pub dcgm_gaps: Vec<(String, i64, i64)>,
     /// Where the numbers came from, for the report.
     pub source: String,
     /// What the reader noticed and worked around, said to the user as warnings.
