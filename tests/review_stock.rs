@@ -1442,3 +1442,82 @@ fn a_dcgm_outage_is_no_data_never_idle() {
         assert_eq!(stalled[0]["pod"], "mystery-job-1");
     }
 }
+
+/// A pod name that ran on two nodes, one after the other (a StatefulSet pod recreated
+/// elsewhere after 6 of 12 hours): each node holds it for its own time, so each is empty for
+/// the other six hours (the node whose name sorts last was charged all twelve).
+#[test]
+fn a_pod_on_two_nodes_is_split_by_time() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut om = Om {
+        seconds: true,
+        ..Om::default()
+    };
+    let moved = 6.0 * H;
+    for (node, uid, from, to) in [
+        ("gpu-node-a", "uid-1", 0.0, moved),
+        ("gpu-node-b", "uid-2", moved, SPAN),
+    ] {
+        let held = move |t: f64| (from..to).contains(&t);
+        om.series(
+            "kube_pod_status_phase",
+            &format!(
+                "namespace=\"search\",pod=\"db-0\",uid=\"{uid}\",phase=\"Running\",{KSM_TARGET}"
+            ),
+            KSM,
+            move |t| held(t).then_some(1.0),
+        );
+        om.series(
+            "kube_pod_container_resource_requests",
+            &format!("namespace=\"search\",pod=\"db-0\",uid=\"{uid}\",container=\"main\",node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            move |t| held(t).then_some(1.0),
+        );
+        om.series(
+            "kube_node_status_allocatable",
+            &format!("node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+        om.series(
+            "kube_node_labels",
+            &format!("node=\"{node}\",label_kubernetes_io_os=\"linux\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+        om.series(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            &format!("gpu=\"0\",UUID=\"GPU-{node}-0\",modelName=\"NVIDIA A100 80GB PCIe\",Hostname=\"{node}\",exported_namespace=\"search\",exported_pod=\"db-0\",exported_container=\"main\",{}", dcgm_target(node)),
+            DCGM,
+            move |t| held(t).then_some(0.5),
+        );
+    }
+    let f = write(dir.path(), "moved.om", &om.text());
+    for step in ["60s", "5m"] {
+        let (v, _) = review(&f, &["--step", step]);
+        let nodes = v["idle_nodes"].as_array().expect("idle nodes");
+        for node in ["gpu-node-a", "gpu-node-b"] {
+            let n = nodes
+                .iter()
+                .find(|n| n["node"] == node)
+                .unwrap_or_else(|| panic!("{node}: {nodes:#?}"));
+            close(
+                &format!("{node} empty"),
+                n["empty_seconds"].as_f64().unwrap(),
+                6.0 * H,
+            );
+            close(
+                &format!("{node} idle"),
+                n["idle_gpu_seconds"].as_f64().unwrap(),
+                6.0 * H,
+            );
+        }
+        let t = row(&v, "teams", "team", "search");
+        close(
+            "allocated",
+            t["allocated_gpu_seconds"].as_f64().unwrap(),
+            SPAN,
+        );
+        close("used", t["used_gpu_seconds"].as_f64().unwrap(), 0.5 * SPAN);
+    }
+}

@@ -421,6 +421,9 @@ fn unit_of(
 #[derive(Default)]
 struct PodReq {
     node: Option<String>,
+    /// The node each window's requests name: a pod name can run on two nodes one after the
+    /// other (a StatefulSet pod recreated elsewhere), and each node holds it for its own time.
+    node_at: BTreeMap<u32, String>,
     /// container -> resource -> window -> avg (scheduled rows only)
     app: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
     init: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
@@ -589,7 +592,9 @@ pub(crate) fn assemble(
                 continue;
             }
             if !node.is_empty() {
-                r.node = Some(node.clone());
+                for k in w.keys() {
+                    r.node_at.insert(*k, node.clone());
+                }
             }
             let by = if init { &mut r.init } else { &mut r.app };
             let e = by
@@ -602,6 +607,18 @@ pub(crate) fn assemble(
                 *x = x.max(*v);
             }
         }
+    }
+    // A pod's node is the one that held it longest (its usage and pool follow it); each
+    // window's allocation goes to the node of that window.
+    for r in reqs.values_mut() {
+        let mut held: BTreeMap<&String, usize> = BTreeMap::new();
+        for n in r.node_at.values() {
+            *held.entry(n).or_default() += 1;
+        }
+        r.node = held
+            .into_iter()
+            .max_by_key(|(_, c)| *c)
+            .map(|(n, _)| n.clone());
     }
     let per_pod = |q: Q| -> BTreeMap<(String, String), &BTreeMap<u32, f64>> {
         a.get(q)
@@ -792,10 +809,11 @@ pub(crate) fn assemble(
                     gpus * secs(*c, ksm_at.at(*k)) * share_of("nvidia_com_gpu").unwrap_or(1.0);
             }
         }
-        if let (Some(node), Some(n)) = (&r.node, r.node.as_ref().and_then(|n| out_nodes.get_mut(n)))
-        {
-            let _ = node;
-            for (t, v) in &p.allocated {
+        // Each window's GPU-seconds to the node that held the pod then.
+        for (t, v) in &p.allocated {
+            let k = ((t - grid.from) / step) as u32;
+            let node = r.node_at.get(&k).or(r.node.as_ref());
+            if let Some(n) = node.and_then(|n| out_nodes.get_mut(n)) {
                 *n.allocated.entry(*t).or_default() += v;
             }
         }
