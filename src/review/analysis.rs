@@ -170,6 +170,8 @@ pub struct IdleNode {
     pub pool: Option<String>,
     /// Seconds the node was up with no GPU requested on it at all.
     pub empty_seconds: i64,
+    /// Its longest contiguous stretch with no GPU requested.
+    pub longest_empty_seconds: i64,
     /// GPU-seconds it offered that no running pod requested.
     pub idle_gpu_seconds: f64,
     /// At the matched pool's price; `None` when the node matches no plan pool.
@@ -976,6 +978,9 @@ fn reservation(
     })
 }
 
+/// Empty stretches shorter than this are churn between pods, not a node held empty.
+const EMPTY_STRETCH: i64 = 3_600;
+
 /// Per node: GPU-seconds offered and not requested by running pods, and time with nothing
 /// requested at all; costed at the matched plan pool's price per GPU. A node empty for more
 /// than a day is advice: the autoscaler is not removing it, or the pool floor holds it.
@@ -989,6 +994,18 @@ fn idle_nodes(
     for (name, n) in &t.nodes {
         let mut idle = 0.0;
         let mut empty = 0;
+        // Contiguous empty stretches: the autoscaler removes a node empty for ten minutes by
+        // default, so only stretches of an hour or more say a node was held empty; scattered
+        // empty windows between pods are churn, not advice.
+        let (mut stretch, mut held_empty, mut longest) = (0i64, 0i64, 0i64);
+        let mut last: Option<i64> = None;
+        let close_stretch = |stretch: &mut i64, held: &mut i64, longest: &mut i64| {
+            if *stretch >= EMPTY_STRETCH {
+                *held += *stretch;
+            }
+            *longest = (*longest).max(*stretch);
+            *stretch = 0;
+        };
         for (ts, cap) in &n.capacity {
             if *cap <= 0.0 {
                 continue;
@@ -996,9 +1013,19 @@ fn idle_nodes(
             let alloc = n.allocated.get(ts).copied().unwrap_or(0.0);
             idle += (cap - alloc).max(0.0);
             if alloc <= 0.0 {
-                empty += (cap / n.gpus.max(1e-9)).round() as i64;
+                let secs = (cap / n.gpus.max(1e-9)).round() as i64;
+                empty += secs;
+                if last.is_some_and(|l| ts - l > t.step) {
+                    close_stretch(&mut stretch, &mut held_empty, &mut longest);
+                }
+                stretch += secs;
+                last = Some(*ts);
+            } else {
+                close_stretch(&mut stretch, &mut held_empty, &mut longest);
+                last = None;
             }
         }
+        close_stretch(&mut stretch, &mut held_empty, &mut longest);
         if idle <= 0.01 {
             continue;
         }
@@ -1013,19 +1040,20 @@ fn idle_nodes(
             });
         let price = pool.and_then(|p| pool_gpu_second(plan, catalog, p));
         let cost = price.map(|p| round(idle * p));
-        if empty >= 86_400 {
-            let days = empty as f64 / 86_400.0;
+        if held_empty >= 86_400 {
+            let days = held_empty as f64 / 86_400.0;
             advice.push(Advice {
                 kind: "empty-node",
                 workload: None,
                 pool: pool.map(|p| p.name.get().clone()),
-                saving_usd: price.map(|p| round(empty as f64 * p * n.gpus)),
+                saving_usd: price.map(|p| round(held_empty as f64 * p * n.gpus)),
                 message: format!(
-                    "node `{name}`{} ran {days:.1} day(s) with no GPU requested",
+                    "node `{name}`{} sat empty for {days:.1} day(s) in stretches of an hour or more (the longest {:.1} h) with no GPU requested",
                     n.pool
                         .as_deref()
                         .map(|l| format!(" (pool `{l}`)"))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    longest as f64 / 3600.0
                 ),
                 change: match pool {
                     Some(p) if p.nodes().min() > 0 => format!(
@@ -1042,6 +1070,7 @@ fn idle_nodes(
             pool_label: n.pool.clone(),
             pool: pool.map(|p| p.name.get().clone()),
             empty_seconds: empty,
+            longest_empty_seconds: longest,
             idle_gpu_seconds: round(idle),
             idle_cost_usd: cost,
         });
@@ -1054,4 +1083,68 @@ fn idle_nodes(
             .then(a.node.cmp(&b.node))
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::telemetry::{NodeSeries, Telemetry};
+
+    fn plan() -> (Plan, Catalog) {
+        let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
+        let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n";
+        let p = crate::plan::load_and_validate(
+            crate::source::SourceFile::new("p.toml", text.to_owned()),
+            &catalog,
+        )
+        .unwrap_or_else(|_| panic!("plan"));
+        (p, catalog)
+    }
+
+    /// A one-GPU node over `windows` 60 s windows, empty where `empty(k)`.
+    fn node(windows: i64, empty: impl Fn(i64) -> bool) -> Telemetry {
+        let mut n = NodeSeries {
+            gpus: 1.0,
+            ..NodeSeries::default()
+        };
+        for k in 0..windows {
+            n.capacity.insert(k * 60, 60.0);
+            if !empty(k) {
+                n.allocated.insert(k * 60, 60.0);
+            }
+        }
+        Telemetry {
+            step: 60,
+            nodes: BTreeMap::from([("node-a".to_owned(), n)]),
+            ..Telemetry::default()
+        }
+    }
+
+    #[test]
+    fn empty_node_advice_comes_from_contiguous_stretches_only() {
+        let (p, c) = plan();
+        // Four days of 50 minutes held, 40 empty: two days empty in all, never an hour at a
+        // time. No advice, and the longest stretch says why.
+        let t = node(4 * 1440, |k| k % 90 >= 50);
+        let mut advice = Vec::new();
+        let out = idle_nodes(&p, &c, &t, &mut advice);
+        assert!(
+            advice.is_empty(),
+            "{:?}",
+            advice.first().map(|a| &a.message)
+        );
+        assert_eq!(out[0].longest_empty_seconds, 40 * 60);
+        assert!(out[0].empty_seconds > 86_400);
+        // A day and a half empty in one stretch is advice, for that stretch.
+        let t = node(3 * 1440, |k| k >= 1440);
+        let mut advice = Vec::new();
+        idle_nodes(&p, &c, &t, &mut advice);
+        assert_eq!(advice.len(), 1);
+        assert!(
+            advice[0].message.contains("sat empty for 2.0 day(s)")
+                && advice[0].message.contains("the longest 48.0 h"),
+            "{}",
+            advice[0].message
+        );
+    }
 }
