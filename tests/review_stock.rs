@@ -1521,3 +1521,67 @@ fn a_pod_on_two_nodes_is_split_by_time() {
         close("used", t["used_gpu_seconds"].as_f64().unwrap(), 0.5 * SPAN);
     }
 }
+
+/// GPU work no GPU-requesting pod held is listed by the node and GPU it ran on, and only
+/// above a tenth of a GPU-hour: a device reporting a sliver of activity under the exporter's
+/// own pod is noise, not a line of the report.
+#[test]
+fn usage_without_a_pod_is_listed_by_node_and_gpu_above_a_floor() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut om = Om {
+        seconds: true,
+        ..Om::default()
+    };
+    for (node, busy) in [("gpu-node-p", 0.5), ("gpu-node-q", 0.001)] {
+        om.series(
+            "kube_node_status_allocatable",
+            &format!("node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+        // No exported_pod: the series carries only the exporter's own pod.
+        om.series(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            &format!("gpu=\"0\",UUID=\"GPU-{node}-0\",modelName=\"NVIDIA A100 80GB PCIe\",Hostname=\"{node}\",{}", dcgm_target(node)),
+            DCGM,
+            move |_| Some(busy),
+        );
+    }
+    // One pod with a request, so the review has pods to read.
+    om.series(
+        "kube_pod_container_resource_requests",
+        &format!("namespace=\"search\",pod=\"w-0\",uid=\"u\",container=\"main\",node=\"gpu-node-p\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+        KSM,
+        |t| (t < H).then_some(1.0),
+    );
+    let f = write(dir.path(), "orphan.om", &om.text());
+    let (v, md) = review(&f, &[]);
+    let list = v["coverage"]["usage_without_pod"].as_array().expect("list");
+    assert_eq!(list.len(), 1, "{list:#?}");
+    assert_eq!(list[0]["node"], "gpu-node-p");
+    assert_eq!(list[0]["gpu"], "0");
+    // 0.5 busy all 12 h: the series never names w-0, so none of it is w-0's.
+    close(
+        "orphan",
+        list[0]["used_gpu_seconds"].as_f64().unwrap(),
+        0.5 * SPAN,
+    );
+    let _ = md;
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--format",
+            "markdown",
+            "--metrics",
+        ])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("node `gpu-node-p` GPU `0`: 6.0 GPU-h of usage no GPU-requesting pod held")
+            && !md.contains("node `gpu-node-q` GPU"),
+        "{md}"
+    );
+}

@@ -190,10 +190,12 @@ pub(crate) fn markdown(r: &Review) -> String {
         for p in &c.usage_without_pod {
             let _ = writeln!(
                 o,
-                "- `{}/{}` shows {} GPU-h of usage but requested no GPU",
+                "- node `{}` GPU `{}`: {} GPU-h of usage no GPU-requesting pod held (dcgm-exporter named `{}/{}`)",
+                md_code(p.node.as_deref().unwrap_or("?")),
+                md_code(p.gpu.as_deref().unwrap_or("?")),
+                hours(p.used_gpu_seconds),
                 md_code(&p.namespace),
-                md_code(&p.pod),
-                hours(p.used_gpu_seconds)
+                md_code(&p.pod)
             );
         }
     }

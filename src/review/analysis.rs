@@ -219,6 +219,11 @@ pub struct Unmatched {
     pub pod: String,
     pub allocated_gpu_seconds: f64,
     pub used_gpu_seconds: f64,
+    /// Usage with no GPU-requesting pod: the node and GPU it was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -458,6 +463,8 @@ pub fn analyse(
                 pod: p.pod.clone(),
                 allocated_gpu_seconds: round(f.alloc),
                 used_gpu_seconds: round(f.used),
+                node: None,
+                gpu: None,
             }),
             None => {}
         }
@@ -476,6 +483,8 @@ pub fn analyse(
                     pod: p.pod.clone(),
                     allocated_gpu_seconds: round(f.alloc),
                     used_gpu_seconds: 0.0,
+                    node: None,
+                    gpu: None,
                 });
             }
             continue;
@@ -724,6 +733,8 @@ pub fn analyse(
                     pod: o.pod.clone(),
                     allocated_gpu_seconds: 0.0,
                     used_gpu_seconds: round(o.used_gpu_seconds),
+                    node: Some(o.node.clone()),
+                    gpu: Some(o.gpu.clone()),
                 })
                 .collect(),
         },

@@ -178,6 +178,9 @@ pub(crate) struct Intervals {
     fallback: Option<f64>,
 }
 
+/// GPU-seconds of usage with no GPU-requesting pod below which it is noise: 0.1 GPU-hour.
+const ORPHAN_FLOOR: f64 = 360.0;
+
 /// Windows each side a rate is taken over: a sample jittered across a boundary moves a
 /// window's count by one, under 2% of 61 windows' samples.
 const RADIUS: usize = 30;
@@ -852,7 +855,8 @@ pub(crate) fn assemble(
         }
     }
     let mut unlabelled = 0usize;
-    let mut orphans: BTreeMap<(String, String), f64> = BTreeMap::new();
+    // Usage no GPU-requesting pod held, by node, GPU and the pod the exporter named.
+    let mut orphans: BTreeMap<(String, String, String, String), f64> = BTreeMap::new();
     // Time-sliced nodes: busy GPU-seconds per window, split below.
     let mut shared_busy: BTreeMap<String, BTreeMap<i64, f64>> = BTreeMap::new();
     let mut fallbacks = 0usize;
@@ -960,7 +964,17 @@ pub(crate) fn assemble(
                         *p.used.entry(t).or_default() += mine;
                     }
                     Some(p) => p.has_usage = true,
-                    None => *orphans.entry(n.clone()).or_default() += mine,
+                    None => {
+                        let gpu = match (dk.get(2), dk.get(4)) {
+                            (Some(g), Some(i)) if !i.is_empty() => format!("{g}/MIG {i}"),
+                            (Some(g), _) => g.clone(),
+                            _ => String::new(),
+                        };
+                        let host = dk.get(1).cloned().unwrap_or_default();
+                        *orphans
+                            .entry((host, gpu, n.0.clone(), n.1.clone()))
+                            .or_default() += mine
+                    }
                 }
             }
         }
@@ -1148,9 +1162,12 @@ pub(crate) fn assemble(
         dcgm_gaps,
         orphans: orphans
             .into_iter()
-            // A device with no pod of its own names the exporter's pod; idle, it is noise.
-            .filter(|(_, used)| *used >= 1.0)
-            .map(|((namespace, pod), used)| Orphan {
+            // Below a tenth of a GPU-hour over the window it is noise (a device that reports
+            // a sliver of activity with no pod of its own), not work to find.
+            .filter(|(_, used)| *used >= ORPHAN_FLOOR)
+            .map(|((node, gpu, namespace, pod), used)| Orphan {
+                node,
+                gpu,
                 namespace,
                 pod,
                 used_gpu_seconds: used,

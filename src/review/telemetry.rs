@@ -84,6 +84,10 @@ impl Signal {
 /// Usage a pod label claims but no pod with GPU requests matches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Orphan {
+    /// The node and GPU (index, and MIG instance) the usage was on.
+    pub node: String,
+    pub gpu: String,
+    /// The pod dcgm-exporter named: one that requested no GPU, or the exporter itself.
     pub namespace: String,
     pub pod: String,
     pub used_gpu_seconds: f64,
