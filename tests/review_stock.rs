@@ -1585,3 +1585,27 @@ fn usage_without_a_pod_is_listed_by_node_and_gpu_above_a_floor() {
         "{md}"
     );
 }
+
+/// Pending time is said as what it is (unscheduled or starting), and capacity is blamed only
+/// where a pool reached its nodes.max: in this fleet none did.
+#[test]
+fn unmet_demand_blames_capacity_only_where_a_pool_was_full() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(dir.path(), "fleet.om", &telemetry(true, false, KSM, DCGM));
+    let (v, _) = review(&f, &[]);
+    let advice = v["recommendations"].as_array().expect("advice");
+    let unmet = advice
+        .iter()
+        .find(|a| a["kind"] == "unmet-demand")
+        .unwrap_or_else(|| panic!("{advice:#?}"));
+    let msg = unmet["message"].as_str().unwrap();
+    assert!(
+        msg.contains("while Pending") && !msg.contains("never ran"),
+        "{msg}"
+    );
+    let change = unmet["change"].as_str().unwrap();
+    assert!(
+        change.starts_with("no pool reached its nodes.max"),
+        "{change}"
+    );
+}

@@ -591,10 +591,42 @@ pub fn analyse(
             pool: None,
             saving_usd: None,
             message: format!(
-                "{:.1} GPU-hours were requested by Pending pods and never ran",
+                "{:.1} GPU-hours were requested by pods while Pending (unscheduled, or starting: pulling images, waiting for a node)",
                 pending_total / 3600.0
             ),
-            change: "raise the pools' nodes.max or quota for those workloads, or queue them (Kueue) so the wait is visible".into(),
+            change: {
+                // Nodes of each plan pool seen at once, against its maximum: capacity is the
+                // wait only where a pool reached it.
+                let mut at_once: BTreeMap<&str, BTreeMap<i64, u32>> = BTreeMap::new();
+                for n in t.nodes.values() {
+                    if let Some(pool) = n.plan_pool.as_deref() {
+                        for (ts, cap) in &n.capacity {
+                            if *cap > 0.0 {
+                                *at_once.entry(pool).or_default().entry(*ts).or_default() += 1;
+                            }
+                        }
+                    }
+                }
+                let full: Vec<String> = plan
+                    .pools()
+                    .iter()
+                    .filter(|p| {
+                        let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
+                        at_once
+                            .get(p.name.get().as_str())
+                            .is_some_and(|w| w.values().any(|n| *n >= max && max > 0))
+                    })
+                    .map(|p| format!("`{}` ({} nodes)", p.name.get(), p.nodes().max()))
+                    .collect();
+                if full.is_empty() {
+                    "no pool reached its nodes.max while they waited: look at scheduling and start-up (quota, taints and selectors, image pulls) before adding capacity, or queue them (Kueue) so the wait is visible".into()
+                } else {
+                    format!(
+                        "{} reached nodes.max: raise it or the quota for those workloads, or queue them (Kueue) so the wait is visible",
+                        full.join(", ")
+                    )
+                }
+            },
         });
     }
 
