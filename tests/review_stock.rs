@@ -588,6 +588,29 @@ fn review(file: &Path, extra: &[&str]) -> (Value, String) {
     )
 }
 
+/// The review through a Prometheus server, as JSON; a refusal names the server's reason.
+fn review_server(url: &str, window: &[&str]) -> Value {
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--format",
+            "json",
+            "--prometheus",
+            url,
+        ])
+        .args(window)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{window:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
 fn row<'a>(v: &'a Value, list: &str, key: &str, name: &str) -> &'a Value {
     v[list]
         .as_array()
@@ -898,21 +921,7 @@ fn a_real_prometheus_agrees_with_the_file() {
     ];
     let (file, _) = review(&om, &window);
     assert_truth(&file);
-    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-        .args([
-            "review",
-            "plans/azure-inference.toml",
-            "--format",
-            "json",
-            "--prometheus",
-            &url,
-        ])
-        .args(window)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let server: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let server = review_server(&url, &window);
     assert_truth(&server);
     for key in [
         "teams",
@@ -954,25 +963,7 @@ fn a_replaced_host_network_exporter_never_collides_in_prometheus() {
         ];
         let (file, _) = review(&om, &window);
         assert_truth(&file);
-        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-            .args([
-                "review",
-                "plans/azure-inference.toml",
-                "--format",
-                "json",
-                "--prometheus",
-                &url,
-            ])
-            .args(window)
-            .output()
-            .expect("runs");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "step {step}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let server: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let server = review_server(&url, &window);
         assert_truth(&server);
         for key in ["teams", "workloads", "stalled", "idle_nodes", "pools"] {
             common::prometheus::assert_close(&server[key], &file[key], key);
