@@ -1600,3 +1600,58 @@ fn unmet_demand_blames_capacity_only_where_a_pool_was_full() {
         "{change}"
     );
 }
+
+/// Time-slicing on a stock kube-state-metrics (no node labels) with pods no plan workload
+/// claims: the replicas per card come from the data, allocatable nvidia.com/gpu over the
+/// distinct cards dcgm-exporter reports, so four replicas of one card are one card's time,
+/// not four (it read 48 GPU-h on 24 GPU-h of cards).
+#[test]
+fn time_slicing_replicas_come_from_the_cards_dcgm_reports() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut om = Om {
+        seconds: true,
+        ..Om::default()
+    };
+    let node = "gpu-node-t";
+    om.series(
+        "kube_node_status_allocatable",
+        &format!("node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+        KSM,
+        |_| Some(4.0),
+    );
+    for i in 0..4 {
+        om.series(
+            "kube_pod_status_phase",
+            &format!(
+                "namespace=\"lab\",pod=\"nb-{i}\",uid=\"u{i}\",phase=\"Running\",{KSM_TARGET}"
+            ),
+            KSM,
+            |_| Some(1.0),
+        );
+        om.series(
+            "kube_pod_container_resource_requests",
+            &format!("namespace=\"lab\",pod=\"nb-{i}\",uid=\"u{i}\",container=\"main\",node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+    }
+    om.series(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        &format!("gpu=\"0\",UUID=\"GPU-{node}-0\",modelName=\"Tesla T4\",Hostname=\"{node}\",exported_namespace=\"lab\",exported_pod=\"nb-3\",exported_container=\"main\",{}", dcgm_target(node)),
+        DCGM,
+        |_| Some(0.4),
+    );
+    let f = write(dir.path(), "ts.om", &om.text());
+    let (v, warnings) = review(&f, &[]);
+    let t = row(&v, "teams", "team", "lab");
+    close(
+        "allocated",
+        t["allocated_gpu_seconds"].as_f64().unwrap(),
+        SPAN,
+    );
+    close("used", t["used_gpu_seconds"].as_f64().unwrap(), 0.4 * SPAN);
+    assert!(
+        warnings.contains("over the distinct cards (UUIDs)"),
+        "{warnings}"
+    );
+}

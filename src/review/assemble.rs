@@ -354,6 +354,9 @@ impl Node {
 struct Unit {
     replicas: u32,
     share: f64,
+    /// The GPUs of the node were counted from the distinct cards dcgm-exporter reported
+    /// (no label or known instance type said so).
+    from_cards: bool,
 }
 
 fn unit_of(
@@ -362,6 +365,7 @@ fn unit_of(
     labels: &BTreeMap<String, String>,
     allocatable_gpus: Option<f64>,
     pool: Option<&crate::plan::raw::Pool>,
+    cards: Option<u32>,
 ) -> Unit {
     let label = |k: &str| labels.get(k).map(String::as_str).filter(|v| !v.is_empty());
     // MIG single strategy: GPU feature discovery names the profile in the product or the
@@ -381,10 +385,19 @@ fn unit_of(
         })
         .and_then(|m| super::telemetry::mig_share(catalog, &m));
     if let Some(share) = mig {
-        return Unit { replicas: 1, share };
+        return Unit {
+            replicas: 1,
+            share,
+            from_cards: false,
+        };
     }
-    let physical = label("label_nvidia_com_gpu_count")
-        .and_then(|c| c.parse::<u32>().ok())
+    let labelled = label("label_nvidia_com_gpu_count").and_then(|c| c.parse::<u32>().ok());
+    // Where no label says how many cards a node has, the distinct physical GPUs (UUIDs)
+    // dcgm-exporter reports for it do: it reports each card once, however many replicas
+    // time-slicing makes of it.
+    let from_cards = labelled.is_none() && cards.is_some_and(|c| c > 0);
+    let physical = labelled
+        .or(cards.filter(|c| *c > 0))
         .or_else(|| {
             let it = label("label_node_kubernetes_io_instance_type")?;
             catalog.sku(plan.provider(), it).map(|s| s.gpu_count)
@@ -416,6 +429,7 @@ fn unit_of(
         .unwrap_or(1);
     Unit {
         replicas,
+        from_cards: from_cards && replicas > 1,
         share: 1.0 / f64::from(replicas),
     }
 }
@@ -690,6 +704,15 @@ pub(crate) fn assemble(
         });
     }
     let mut units: BTreeMap<String, Unit> = BTreeMap::new();
+    // The distinct physical cards (UUIDs, not MIG instances) dcgm-exporter reports per node.
+    let mut physical_cards: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for card in cards.keys() {
+        let (host, uuid, instance) = (&card[1], &card[3], &card[4]);
+        if !host.is_empty() && !uuid.is_empty() && instance.is_empty() {
+            physical_cards.entry(host).or_default().insert(uuid);
+        }
+    }
+    let mut replicas_from_cards = 0usize;
     let mut out_nodes: BTreeMap<String, NodeSeries> = BTreeMap::new();
     let mut unknown_mig = BTreeSet::new();
     for (name, n) in &nodes {
@@ -697,7 +720,15 @@ pub(crate) fn assemble(
             .alloc
             .get("nvidia_com_gpu")
             .and_then(|w| w.values().map(|x| x.0).reduce(f64::max));
-        let u = unit_of(plan, catalog, &n.labels, gpus, node_pool.get(name).copied());
+        let u = unit_of(
+            plan,
+            catalog,
+            &n.labels,
+            gpus,
+            node_pool.get(name).copied(),
+            physical_cards.get(name.as_str()).map(|s| s.len() as u32),
+        );
+        replicas_from_cards += usize::from(u.from_cards);
         let mut capacity: BTreeMap<i64, f64> = BTreeMap::new();
         let mut physical: BTreeMap<u32, f64> = BTreeMap::new();
         for (res, w) in &n.alloc {
@@ -1125,6 +1156,11 @@ pub(crate) fn assemble(
     }
     if unlabelled > 0 {
         notes.push(format!("{unlabelled} GPU(s) report usage with no pod: no pod held them, or dcgm-exporter runs without --kubernetes"));
+    }
+    if replicas_from_cards > 0 {
+        notes.push(format!(
+            "{replicas_from_cards} node(s) carry no nvidia.com/gpu.count or replicas label: their time-slicing replicas per card are allocatable nvidia.com/gpu over the distinct cards (UUIDs) dcgm-exporter reports for them"
+        ));
     }
     if fallbacks > 0 {
         notes.push(format!("{fallbacks} GPU(s) have no usable DCGM_FI_PROF_GR_ENGINE_ACTIVE (absent, or flat at 0 while utilisation moves): read from DCGM_FI_DEV_GPU_UTIL / 100 instead"));
