@@ -3,11 +3,13 @@
 //! workload: utilisation percent and memory graphs mislead (vLLM holds 92% of memory busy or
 //! idle; SM activity 0.2 is a fifth of the card all the time or all of it a fifth of the time).
 
+pub(crate) mod advice;
 pub(crate) mod analysis;
 pub(crate) mod assemble;
 pub mod files;
 pub(crate) mod prometheus;
 pub(crate) mod query;
+pub(crate) mod rows;
 pub(crate) mod telemetry;
 
 pub use analysis::{analyse, Review, Settings};

@@ -2,255 +2,24 @@
 //! workload, GPU model and pool; what the idle part cost; stalled pods; unmet (Pending)
 //! demand; idle pool floors and nodes over the span the data covers; reservation fill and
 //! reservation advice from measured floors; cost per 1M tokens; and recommendations with
-//! what each saves and the plan change to make.
+//! what each saves and the plan change to make. The rows it fills are in [`super::rows`];
+//! the advice on right-sizing, reservations and empty nodes in [`super::advice`].
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+pub use super::rows::*;
 
-use super::assemble::{owner, plan_pool, pool_matches};
+use super::advice::{idle_nodes, reservation, right_size};
+use super::assemble::{owner, plan_pool};
 use super::telemetry::{format_time, PodSeries, Signal, Telemetry};
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
-use crate::plan::raw::Capacity;
 use crate::plan::Plan;
 
 pub(crate) const SCHEMA: &str = "gpuplan.review/v1";
 
-#[derive(Debug, Serialize)]
-pub struct Review {
-    pub schema: &'static str,
-    pub plan: String,
-    pub source: String,
-    pub window: Window,
-    pub coverage: Coverage,
-    pub teams: Vec<TeamRow>,
-    pub workloads: Vec<WorkloadRow>,
-    pub models: Vec<ModelRow>,
-    pub pools: Vec<PoolRow>,
-    pub stalled: Vec<Stalled>,
-    pub pending: Vec<PendingPod>,
-    pub idle_pools: Vec<IdlePool>,
-    /// Nodes with GPUs nobody requested (needs node metrics; empty otherwise).
-    pub idle_nodes: Vec<IdleNode>,
-    pub reservations: Vec<ReservationFill>,
-    pub reservation_advice: Vec<ReservationAdvice>,
-    pub unmatched: Vec<Unmatched>,
-    pub recommendations: Vec<Advice>,
-    /// Allocated and used GPUs per team over time, for the charts.
-    #[serde(skip)]
-    pub timeline: BTreeMap<String, Vec<(i64, f64, f64)>>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Window {
-    pub from: String,
-    pub to: String,
-    pub step_seconds: i64,
-}
-
-/// The window asked for against what the data covers.
-#[derive(Debug, Serialize)]
-pub struct Coverage {
-    pub requested_seconds: i64,
-    /// Seconds of the window holding kube-state-metrics data: costs and advice use these.
-    pub covered_seconds: i64,
-    pub share: f64,
-    pub data_from: Option<String>,
-    pub data_to: Option<String>,
-    /// Scrape intervals inferred from the data.
-    pub kube_state_metrics_interval_seconds: Option<f64>,
-    pub dcgm_interval_seconds: Option<f64>,
-    /// Pods that held GPUs but have no usage series: "no data", never 0%.
-    pub pods_without_usage: Vec<Unmatched>,
-    /// Usage attributed to pods that requested no GPU.
-    pub usage_without_pod: Vec<Unmatched>,
-    /// Spans a node's dcgm-exporter reported nothing while the node was seen: usage there is
-    /// no data.
-    pub dcgm_gaps: Vec<DcgmGap>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct DcgmGap {
-    pub node: String,
-    pub from: String,
-    pub to: String,
-    pub seconds: i64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct TeamRow {
-    pub team: String,
-    pub allocated_gpu_seconds: f64,
-    pub used_gpu_seconds: f64,
-    /// Of the allocated, GPU-seconds with no usage data (not in the efficiency).
-    pub no_data_gpu_seconds: f64,
-    pub efficiency: Option<f64>,
-    pub idle_cost_usd: f64,
-    /// GPU-seconds requested by Pending pods: demand the cluster did not meet.
-    pub pending_gpu_seconds: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct WorkloadRow {
-    pub workload: String,
-    pub team: String,
-    pub allocated_gpu_seconds: f64,
-    pub used_gpu_seconds: f64,
-    pub no_data_gpu_seconds: f64,
-    pub efficiency: Option<f64>,
-    pub idle_cost_usd: f64,
-    pub pending_gpu_seconds: f64,
-    /// `utilization` the plan expects, to compare with what was measured.
-    pub planned_utilization: Option<f64>,
-    pub usd_per_million_tokens: Option<f64>,
-    pub pods: usize,
-}
-
-/// A GPU model's seconds: a T4 second is not an A100 second.
-#[derive(Debug, Serialize)]
-pub struct ModelRow {
-    pub model: String,
-    pub allocated_gpu_seconds: f64,
-    pub used_gpu_seconds: f64,
-    pub efficiency: Option<f64>,
-    pub allocated_cost_usd: Option<f64>,
-    pub idle_cost_usd: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct PoolRow {
-    /// The plan pool, or the node pool label when no plan pool matches.
-    pub pool: String,
-    pub in_plan: bool,
-    pub model: Option<String>,
-    /// Where "used" was read from on its nodes.
-    pub signal: Option<String>,
-    pub allocated_gpu_seconds: f64,
-    pub used_gpu_seconds: f64,
-    pub efficiency: Option<f64>,
-    pub allocated_cost_usd: Option<f64>,
-    pub idle_cost_usd: Option<f64>,
-    /// Physical GPUs held, peak and 95th percentile over the covered windows.
-    pub peak_gpus: f64,
-    pub p95_gpus: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Stalled {
-    pub workload: Option<String>,
-    pub team: String,
-    pub pod: String,
-    pub since: String,
-    pub seconds: i64,
-    pub allocated_gpus: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct PendingPod {
-    pub workload: Option<String>,
-    pub team: String,
-    pub pod: String,
-    pub gpu_seconds: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct IdlePool {
-    pub pool: String,
-    pub idle_gpu_seconds: f64,
-    pub idle_cost_usd: f64,
-}
-
-/// A node that was paid for while its GPUs sat unrequested.
-#[derive(Debug, Serialize)]
-pub struct IdleNode {
-    pub node: String,
-    /// The node's pool label, and the plan pool it matched (by name, as AKS shortens it).
-    pub pool_label: Option<String>,
-    pub pool: Option<String>,
-    /// Seconds the node was up with no GPU requested on it at all.
-    pub empty_seconds: i64,
-    /// Its longest contiguous stretch with no GPU requested.
-    pub longest_empty_seconds: i64,
-    /// GPU-seconds it offered that no running pod requested.
-    pub idle_gpu_seconds: f64,
-    /// At the matched pool's price; `None` when the node matches no plan pool.
-    pub idle_cost_usd: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ReservationFill {
-    pub pool: String,
-    pub reserved_gpu_seconds: f64,
-    pub allocated_gpu_seconds: f64,
-    pub fill: f64,
-}
-
-/// What a reservation of the measured floor would save, per SKU and region.
-#[derive(Debug, Serialize)]
-pub struct ReservationAdvice {
-    pub pool: String,
-    pub sku: String,
-    pub region: String,
-    /// GPUs held at least 90% of the covered span (the 10th percentile), and the median.
-    pub floor_gpus: f64,
-    pub p10_gpus: f64,
-    pub p50_gpus: f64,
-    /// Whole nodes of the floor: what to reserve, never more.
-    pub nodes: i64,
-    pub on_demand_usd_per_month: f64,
-    pub options: Vec<ReservationOption>,
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ReservationOption {
-    pub term: &'static str,
-    pub usd_per_month: f64,
-    pub saving_usd_per_month: f64,
-    /// The share of hours the nodes must be held for the reservation to beat on-demand.
-    pub break_even_utilization: f64,
-    pub source: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Unmatched {
-    pub namespace: String,
-    pub pod: String,
-    pub allocated_gpu_seconds: f64,
-    pub used_gpu_seconds: f64,
-    /// Usage with no GPU-requesting pod: the node and GPU it was on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Advice {
-    pub kind: &'static str,
-    pub workload: Option<String>,
-    pub pool: Option<String>,
-    /// What the change would have saved over the window; `None` where no price is known
-    /// (or the change buys capacity rather than saving it).
-    pub saving_usd: Option<f64>,
-    pub message: String,
-    /// The plan change to make, as TOML.
-    pub change: String,
-}
-
-/// Settings of the analysis.
-pub struct Settings {
-    /// A pod is stalled after this many seconds allocated with near-zero activity.
-    pub stalled_after: i64,
-    /// Activity below this share of the allocated GPUs counts as none.
-    pub quiet_below: f64,
-    /// Efficiency below which a slice or GPU is over-sized (GP025's threshold).
-    pub low_utilization: f64,
-}
-
 /// Rounded to a hundredth, without a negative zero.
-fn round(x: f64) -> f64 {
+pub(super) fn round(x: f64) -> f64 {
     let r = (x * 100.0).round() / 100.0;
     if r == 0.0 {
         0.0
@@ -259,7 +28,7 @@ fn round(x: f64) -> f64 {
     }
 }
 
-fn round4(x: f64) -> f64 {
+pub(super) fn round4(x: f64) -> f64 {
     let r = (x * 10_000.0).round() / 10_000.0;
     if r == 0.0 {
         0.0
@@ -268,13 +37,17 @@ fn round4(x: f64) -> f64 {
     }
 }
 
-fn ratio(used: f64, alloc: f64) -> Option<f64> {
+pub(super) fn ratio(used: f64, alloc: f64) -> Option<f64> {
     (alloc > 0.0).then(|| round4(used / alloc))
 }
 
 /// Price of one GPU-second of a declared pool: its node price for its capacity type over its
 /// GPUs.
-fn pool_gpu_second(plan: &Plan, catalog: &Catalog, pool: &crate::plan::raw::Pool) -> Option<f64> {
+pub(super) fn pool_gpu_second(
+    plan: &Plan,
+    catalog: &Catalog,
+    pool: &crate::plan::raw::Pool,
+) -> Option<f64> {
     let price = crate::engine::cost::pool_hour(catalog, plan.provider(), pool)?;
     let gpus = catalog.sku(plan.provider(), pool.sku.get())?.gpu_count;
     (gpus > 0).then(|| price.usd / f64::from(gpus) / 3600.0)
@@ -282,7 +55,7 @@ fn pool_gpu_second(plan: &Plan, catalog: &Catalog, pool: &crate::plan::raw::Pool
 
 /// Price of one GPU-second for a workload: its declared pool when it runs on one (that is
 /// what is paid today), else its recommended pool.
-fn gpu_second_price(
+pub(super) fn gpu_second_price(
     plan: &Plan,
     rec: &Recommendation,
     catalog: &Catalog,
@@ -299,7 +72,7 @@ fn gpu_second_price(
 }
 
 /// A value at quantile `q` of `v` (nearest rank; `v` need not be sorted).
-fn quantile(v: &[f64], q: f64) -> f64 {
+pub(super) fn quantile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
     }
@@ -828,366 +601,5 @@ pub fn analyse(
             .into_iter()
             .map(|(team, pts)| (team, pts.into_iter().map(|(t, (a, u))| (t, a, u)).collect()))
             .collect(),
-    }
-}
-
-/// Right-size advice that fits: a MIG profile (on a GPU that has MIG) with the compute share
-/// the work used and the memory the workload needs; on a GPU without MIG, time-slicing only
-/// when that many replicas' memory fits the card. `None` when nothing smaller holds it.
-fn right_size(
-    plan: &Plan,
-    rec: &Recommendation,
-    catalog: &Catalog,
-    w: &crate::plan::raw::Workload,
-    eff: f64,
-    idle_cost: f64,
-) -> Option<Advice> {
-    let name = w.name.get();
-    let now = w.gpu_share();
-    if now > 1.0 {
-        // Several GPUs per replica: fewer GPUs is a model-parallelism change, not a slice.
-        return None;
-    }
-    let share = ((eff * now * 10.0).ceil() / 10.0).max(0.1);
-    if share >= now {
-        return None;
-    }
-    let sku = plan
-        .workload_pools(name)
-        .next()
-        .map(|p| p.sku.get().clone())
-        .or_else(|| {
-            rec.pools
-                .iter()
-                .find(|p| p.workloads.iter().any(|x| x == name))
-                .map(|p| p.sku.clone())
-        })?;
-    let gpu = catalog.gpu(&catalog.sku(plan.provider(), &sku)?.gpu_model)?;
-    let need = crate::engine::memory::need_in_instance(w, catalog)
-        .map(|n| n / crate::engine::memory::usable_share(w, catalog).max(0.05));
-    let (fraction, change, what) = if let Some(mig) = &gpu.mig {
-        let slices = f64::from(mig.compute_slices.max(1));
-        let p = mig
-            .profiles
-            .iter()
-            .filter(|p| f64::from(p.compute) / slices + 1e-9 >= share)
-            .filter(|p| need.is_none_or(|n| p.memory_gib + 1e-9 >= n))
-            .filter(|p| f64::from(p.compute) / slices < now)
-            // AKS creates only its own profiles (`gpu_instance` MIG1g ... MIG7g).
-            .filter(|p| {
-                plan.mig_manager() != Some(crate::plan::raw::MigManager::Aks)
-                    || mig.aks_creates(&p.name)
-            })
-            .min_by(|a, b| {
-                a.compute
-                    .cmp(&b.compute)
-                    .then(a.memory_gib.total_cmp(&b.memory_gib))
-            })?;
-        let f = round4(f64::from(p.compute) / slices);
-        (
-            f,
-            format!(
-                "[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"mig\" ({} on {})",
-                p.name, gpu.name
-            ),
-            format!("a {} MIG instance", p.name),
-        )
-    } else {
-        let replicas = (1.0 / share).floor().max(2.0) as u32;
-        let replicas = match need {
-            Some(n) => (2..=replicas).rev().find(|r| {
-                gpu.memory_gib
-                    * crate::engine::memory::time_sliced_cap(
-                        *r,
-                        catalog.assumptions.time_slicing_memory_headroom,
-                    )
-                    + 1e-9
-                    >= n
-            })?,
-            None => replicas,
-        };
-        let f = round4(1.0 / f64::from(replicas));
-        (
-            f,
-            format!("[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"time-slicing\" ({replicas} replicas per {}; needs a recorded [[decision]])", gpu.name),
-            format!("a {replicas}-way time-sliced {} ({} has no MIG)", gpu.name, gpu.name),
-        )
-    };
-    if fraction >= now {
-        // Nothing smaller than what it has holds its memory.
-        return None;
-    }
-    let saving = round(idle_cost * (1.0 - fraction / now.max(1e-9)).max(0.0));
-    Some(Advice {
-        kind: "right-size",
-        workload: Some(name.clone()),
-        pool: None,
-        saving_usd: Some(saving.min(round(idle_cost))),
-        message: format!(
-            "`{name}` kept what it held busy {:.0}% of the time; {what} ({fraction} of a GPU{}) would have held the same work",
-            eff * 100.0,
-            need.map(|n| format!(", {n:.1} GiB needed")).unwrap_or_else(|| ", memory need unknown: declare gpu_memory_gib".into())
-        ),
-        change,
-    })
-}
-
-/// Covered days of data below which no reservation is advised.
-const MIN_RESERVATION_DAYS: i64 = 30;
-
-/// Reservation advice for an on-demand plan pool from the GPUs it held per covered window:
-/// at least [`MIN_RESERVATION_DAYS`] covered, and terms up to the plan's `reservation_term`.
-fn reservation(
-    plan: &Plan,
-    catalog: &Catalog,
-    p: &crate::plan::raw::Pool,
-    gpus: f64,
-    held: Option<&BTreeMap<i64, f64>>,
-    t: &Telemetry,
-    covered: i64,
-) -> Option<ReservationAdvice> {
-    if p.capacity() != Capacity::OnDemand || gpus <= 0.0 || covered < 86_400 {
-        return None;
-    }
-    let held = held?;
-    // Windows with data but nothing held count as zero; windows without data do not count.
-    let windows = (covered / t.step.max(1)).max(1) as usize;
-    let mut v: Vec<f64> = held.values().copied().collect();
-    v.resize(windows.max(v.len()), 0.0);
-    let p10 = quantile(&v, 0.10);
-    let p50 = quantile(&v, 0.50);
-    let nodes = ((p10 + 1e-6) / gpus).floor() as i64;
-    let nodes = nodes.min(p.nodes().max());
-    if nodes < 1 {
-        return None;
-    }
-    let (sku, region) = (p.sku.get(), p.region.get());
-    let od =
-        crate::engine::cost::listed(catalog, plan.provider(), sku, region, Capacity::OnDemand)?;
-    let month = crate::core::HOURS_PER_MONTH * nodes as f64;
-    let mut options = Vec::new();
-    // A reservation commits for a year or more: less than a month of covered data is no
-    // basis for one, and a term longer than the plan allows is not advised.
-    let days = covered as f64 / 86_400.0;
-    let enough = covered >= MIN_RESERVATION_DAYS * 86_400;
-    let plan_term = plan.reservation_term();
-    for (cap, term) in [
-        (Capacity::Reserved1y, "reserved-1y"),
-        (Capacity::Reserved3y, "reserved-3y"),
-    ] {
-        if !enough || !plan_term.allows(cap) {
-            continue;
-        }
-        if let Some(r) = crate::engine::cost::listed(catalog, plan.provider(), sku, region, cap) {
-            options.push(ReservationOption {
-                term,
-                usd_per_month: round(r.usd_per_hour * month),
-                saving_usd_per_month: round((od.usd_per_hour - r.usd_per_hour) * month),
-                break_even_utilization: round4(r.usd_per_hour / od.usd_per_hour),
-                source: r.source.to_string(),
-            });
-        }
-    }
-    let note = options.is_empty().then(|| {
-        if !enough {
-            format!(
-                "not advised: the window covers {} day(s) of data; a reservation commits for a year or more, so at least {MIN_RESERVATION_DAYS} covered days are needed",
-                crate::core::num(days)
-            )
-        } else if plan_term == crate::core::ReservationTerm::None {
-            "not advised: the plan's reservation_term = \"none\"".to_owned()
-        } else {
-            format!(
-                "no reserved price for {sku} in {region} in the catalog{}",
-                match plan.provider() {
-                    crate::plan::raw::Provider::Azure =>
-                        " (Azure reservations are unknown offline; `catalog refresh` fetches them)",
-                    crate::plan::raw::Provider::Aws => "",
-                }
-            )
-        }
-    });
-    Some(ReservationAdvice {
-        pool: p.name.get().clone(),
-        sku: sku.clone(),
-        region: region.clone(),
-        floor_gpus: round(p10),
-        p10_gpus: round(p10),
-        p50_gpus: round(p50),
-        nodes,
-        on_demand_usd_per_month: round(od.usd_per_hour * month),
-        options,
-        note,
-    })
-}
-
-/// Empty stretches shorter than this are churn between pods, not a node held empty.
-const EMPTY_STRETCH: i64 = 3_600;
-
-/// Per node: GPU-seconds offered and not requested by running pods, and time with nothing
-/// requested at all; costed at the matched plan pool's price per GPU. A node empty for more
-/// than a day is advice: the autoscaler is not removing it, or the pool floor holds it.
-fn idle_nodes(
-    plan: &Plan,
-    catalog: &Catalog,
-    t: &Telemetry,
-    advice: &mut Vec<Advice>,
-) -> Vec<IdleNode> {
-    let mut out = Vec::new();
-    for (name, n) in &t.nodes {
-        let mut idle = 0.0;
-        let mut empty = 0;
-        // Contiguous empty stretches: the autoscaler removes a node empty for ten minutes by
-        // default, so only stretches of an hour or more say a node was held empty; scattered
-        // empty windows between pods are churn, not advice.
-        let (mut stretch, mut held_empty, mut longest) = (0i64, 0i64, 0i64);
-        let mut last: Option<i64> = None;
-        let close_stretch = |stretch: &mut i64, held: &mut i64, longest: &mut i64| {
-            if *stretch >= EMPTY_STRETCH {
-                *held += *stretch;
-            }
-            *longest = (*longest).max(*stretch);
-            *stretch = 0;
-        };
-        for (ts, cap) in &n.capacity {
-            if *cap <= 0.0 {
-                continue;
-            }
-            let alloc = n.allocated.get(ts).copied().unwrap_or(0.0);
-            idle += (cap - alloc).max(0.0);
-            if alloc <= 0.0 {
-                let secs = (cap / n.gpus.max(1e-9)).round() as i64;
-                empty += secs;
-                if last.is_some_and(|l| ts - l > t.step) {
-                    close_stretch(&mut stretch, &mut held_empty, &mut longest);
-                }
-                stretch += secs;
-                last = Some(*ts);
-            } else {
-                close_stretch(&mut stretch, &mut held_empty, &mut longest);
-                last = None;
-            }
-        }
-        close_stretch(&mut stretch, &mut held_empty, &mut longest);
-        if idle <= 0.01 {
-            continue;
-        }
-        let pool = n
-            .plan_pool
-            .as_deref()
-            .and_then(|name| plan.pool(name))
-            .or_else(|| {
-                n.pool
-                    .as_deref()
-                    .and_then(|l| plan.pools().iter().find(|p| pool_matches(l, p.name.get())))
-            });
-        let price = pool.and_then(|p| pool_gpu_second(plan, catalog, p));
-        let cost = price.map(|p| round(idle * p));
-        if held_empty >= 86_400 {
-            let days = held_empty as f64 / 86_400.0;
-            advice.push(Advice {
-                kind: "empty-node",
-                workload: None,
-                pool: pool.map(|p| p.name.get().clone()),
-                saving_usd: price.map(|p| round(held_empty as f64 * p * n.gpus)),
-                message: format!(
-                    "node `{name}`{} sat empty for {days:.1} day(s) in stretches of an hour or more (the longest {:.1} h) with no GPU requested",
-                    n.pool
-                        .as_deref()
-                        .map(|l| format!(" (pool `{l}`)"))
-                        .unwrap_or_default(),
-                    longest as f64 / 3600.0
-                ),
-                change: match pool {
-                    Some(p) if p.nodes().min() > 0 => format!(
-                        "[[pool]] name = \"{}\": lower nodes.min (now {}) or let the autoscaler remove empty nodes",
-                        p.name.get(),
-                        p.nodes().min()
-                    ),
-                    _ => "check the cluster autoscaler's scale-down (scale-down-unneeded-time, pods that block eviction)".into(),
-                },
-            });
-        }
-        out.push(IdleNode {
-            node: name.clone(),
-            pool_label: n.pool.clone(),
-            pool: pool.map(|p| p.name.get().clone()),
-            empty_seconds: empty,
-            longest_empty_seconds: longest,
-            idle_gpu_seconds: round(idle),
-            idle_cost_usd: cost,
-        });
-    }
-    out.sort_by(|a, b| {
-        b.idle_cost_usd
-            .unwrap_or(0.0)
-            .total_cmp(&a.idle_cost_usd.unwrap_or(0.0))
-            .then(b.idle_gpu_seconds.total_cmp(&a.idle_gpu_seconds))
-            .then(a.node.cmp(&b.node))
-    });
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::review::telemetry::{NodeSeries, Telemetry};
-
-    fn plan() -> (Plan, Catalog) {
-        let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
-        let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n";
-        let p = crate::plan::load_and_validate(
-            crate::source::SourceFile::new("p.toml", text.to_owned()),
-            &catalog,
-        )
-        .unwrap_or_else(|_| panic!("plan"));
-        (p, catalog)
-    }
-
-    /// A one-GPU node over `windows` 60 s windows, empty where `empty(k)`.
-    fn node(windows: i64, empty: impl Fn(i64) -> bool) -> Telemetry {
-        let mut n = NodeSeries {
-            gpus: 1.0,
-            ..NodeSeries::default()
-        };
-        for k in 0..windows {
-            n.capacity.insert(k * 60, 60.0);
-            if !empty(k) {
-                n.allocated.insert(k * 60, 60.0);
-            }
-        }
-        Telemetry {
-            step: 60,
-            nodes: BTreeMap::from([("node-a".to_owned(), n)]),
-            ..Telemetry::default()
-        }
-    }
-
-    #[test]
-    fn empty_node_advice_comes_from_contiguous_stretches_only() {
-        let (p, c) = plan();
-        // Four days of 50 minutes held, 40 empty: two days empty in all, never an hour at a
-        // time. No advice, and the longest stretch says why.
-        let t = node(4 * 1440, |k| k % 90 >= 50);
-        let mut advice = Vec::new();
-        let out = idle_nodes(&p, &c, &t, &mut advice);
-        assert!(
-            advice.is_empty(),
-            "{:?}",
-            advice.first().map(|a| &a.message)
-        );
-        assert_eq!(out[0].longest_empty_seconds, 40 * 60);
-        assert!(out[0].empty_seconds > 86_400);
-        // A day and a half empty in one stretch is advice, for that stretch.
-        let t = node(3 * 1440, |k| k >= 1440);
-        let mut advice = Vec::new();
-        idle_nodes(&p, &c, &t, &mut advice);
-        assert_eq!(advice.len(), 1);
-        assert!(
-            advice[0].message.contains("sat empty for 2.0 day(s)")
-                && advice[0].message.contains("the longest 48.0 h"),
-            "{}",
-            advice[0].message
-        );
     }
 }

@@ -1,0 +1,374 @@
+//! The review's advice on what to change: right-sizing that fits the GPU, reservations from
+//! measured floors, and nodes held empty.
+
+use std::collections::BTreeMap;
+
+use super::analysis::{pool_gpu_second, quantile, round, round4};
+use super::assemble::pool_matches;
+use super::rows::*;
+use super::telemetry::Telemetry;
+use crate::catalog::Catalog;
+use crate::engine::recommend::Recommendation;
+use crate::plan::raw::Capacity;
+use crate::plan::Plan;
+
+/// Right-size advice that fits: a MIG profile (on a GPU that has MIG) with the compute share
+/// the work used and the memory the workload needs; on a GPU without MIG, time-slicing only
+/// when that many replicas' memory fits the card. `None` when nothing smaller holds it.
+pub(super) fn right_size(
+    plan: &Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    w: &crate::plan::raw::Workload,
+    eff: f64,
+    idle_cost: f64,
+) -> Option<Advice> {
+    let name = w.name.get();
+    let now = w.gpu_share();
+    if now > 1.0 {
+        // Several GPUs per replica: fewer GPUs is a model-parallelism change, not a slice.
+        return None;
+    }
+    let share = ((eff * now * 10.0).ceil() / 10.0).max(0.1);
+    if share >= now {
+        return None;
+    }
+    let sku = plan
+        .workload_pools(name)
+        .next()
+        .map(|p| p.sku.get().clone())
+        .or_else(|| {
+            rec.pools
+                .iter()
+                .find(|p| p.workloads.iter().any(|x| x == name))
+                .map(|p| p.sku.clone())
+        })?;
+    let gpu = catalog.gpu(&catalog.sku(plan.provider(), &sku)?.gpu_model)?;
+    let need = crate::engine::memory::need_in_instance(w, catalog)
+        .map(|n| n / crate::engine::memory::usable_share(w, catalog).max(0.05));
+    let (fraction, change, what) = if let Some(mig) = &gpu.mig {
+        let slices = f64::from(mig.compute_slices.max(1));
+        let p = mig
+            .profiles
+            .iter()
+            .filter(|p| f64::from(p.compute) / slices + 1e-9 >= share)
+            .filter(|p| need.is_none_or(|n| p.memory_gib + 1e-9 >= n))
+            .filter(|p| f64::from(p.compute) / slices < now)
+            // AKS creates only its own profiles (`gpu_instance` MIG1g ... MIG7g).
+            .filter(|p| {
+                plan.mig_manager() != Some(crate::plan::raw::MigManager::Aks)
+                    || mig.aks_creates(&p.name)
+            })
+            .min_by(|a, b| {
+                a.compute
+                    .cmp(&b.compute)
+                    .then(a.memory_gib.total_cmp(&b.memory_gib))
+            })?;
+        let f = round4(f64::from(p.compute) / slices);
+        (
+            f,
+            format!(
+                "[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"mig\" ({} on {})",
+                p.name, gpu.name
+            ),
+            format!("a {} MIG instance", p.name),
+        )
+    } else {
+        let replicas = (1.0 / share).floor().max(2.0) as u32;
+        let replicas = match need {
+            Some(n) => (2..=replicas).rev().find(|r| {
+                gpu.memory_gib
+                    * crate::engine::memory::time_sliced_cap(
+                        *r,
+                        catalog.assumptions.time_slicing_memory_headroom,
+                    )
+                    + 1e-9
+                    >= n
+            })?,
+            None => replicas,
+        };
+        let f = round4(1.0 / f64::from(replicas));
+        (
+            f,
+            format!("[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"time-slicing\" ({replicas} replicas per {}; needs a recorded [[decision]])", gpu.name),
+            format!("a {replicas}-way time-sliced {} ({} has no MIG)", gpu.name, gpu.name),
+        )
+    };
+    if fraction >= now {
+        // Nothing smaller than what it has holds its memory.
+        return None;
+    }
+    let saving = round(idle_cost * (1.0 - fraction / now.max(1e-9)).max(0.0));
+    Some(Advice {
+        kind: "right-size",
+        workload: Some(name.clone()),
+        pool: None,
+        saving_usd: Some(saving.min(round(idle_cost))),
+        message: format!(
+            "`{name}` kept what it held busy {:.0}% of the time; {what} ({fraction} of a GPU{}) would have held the same work",
+            eff * 100.0,
+            need.map(|n| format!(", {n:.1} GiB needed")).unwrap_or_else(|| ", memory need unknown: declare gpu_memory_gib".into())
+        ),
+        change,
+    })
+}
+
+/// Covered days of data below which no reservation is advised.
+const MIN_RESERVATION_DAYS: i64 = 30;
+
+/// Reservation advice for an on-demand plan pool from the GPUs it held per covered window:
+/// at least [`MIN_RESERVATION_DAYS`] covered, and terms up to the plan's `reservation_term`.
+pub(super) fn reservation(
+    plan: &Plan,
+    catalog: &Catalog,
+    p: &crate::plan::raw::Pool,
+    gpus: f64,
+    held: Option<&BTreeMap<i64, f64>>,
+    t: &Telemetry,
+    covered: i64,
+) -> Option<ReservationAdvice> {
+    if p.capacity() != Capacity::OnDemand || gpus <= 0.0 || covered < 86_400 {
+        return None;
+    }
+    let held = held?;
+    // Windows with data but nothing held count as zero; windows without data do not count.
+    let windows = (covered / t.step.max(1)).max(1) as usize;
+    let mut v: Vec<f64> = held.values().copied().collect();
+    v.resize(windows.max(v.len()), 0.0);
+    let p10 = quantile(&v, 0.10);
+    let p50 = quantile(&v, 0.50);
+    let nodes = ((p10 + 1e-6) / gpus).floor() as i64;
+    let nodes = nodes.min(p.nodes().max());
+    if nodes < 1 {
+        return None;
+    }
+    let (sku, region) = (p.sku.get(), p.region.get());
+    let od =
+        crate::engine::cost::listed(catalog, plan.provider(), sku, region, Capacity::OnDemand)?;
+    let month = crate::core::HOURS_PER_MONTH * nodes as f64;
+    let mut options = Vec::new();
+    // A reservation commits for a year or more: less than a month of covered data is no
+    // basis for one, and a term longer than the plan allows is not advised.
+    let days = covered as f64 / 86_400.0;
+    let enough = covered >= MIN_RESERVATION_DAYS * 86_400;
+    let plan_term = plan.reservation_term();
+    for (cap, term) in [
+        (Capacity::Reserved1y, "reserved-1y"),
+        (Capacity::Reserved3y, "reserved-3y"),
+    ] {
+        if !enough || !plan_term.allows(cap) {
+            continue;
+        }
+        if let Some(r) = crate::engine::cost::listed(catalog, plan.provider(), sku, region, cap) {
+            options.push(ReservationOption {
+                term,
+                usd_per_month: round(r.usd_per_hour * month),
+                saving_usd_per_month: round((od.usd_per_hour - r.usd_per_hour) * month),
+                break_even_utilization: round4(r.usd_per_hour / od.usd_per_hour),
+                source: r.source.to_string(),
+            });
+        }
+    }
+    let note = options.is_empty().then(|| {
+        if !enough {
+            format!(
+                "not advised: the window covers {} day(s) of data; a reservation commits for a year or more, so at least {MIN_RESERVATION_DAYS} covered days are needed",
+                crate::core::num(days)
+            )
+        } else if plan_term == crate::core::ReservationTerm::None {
+            "not advised: the plan's reservation_term = \"none\"".to_owned()
+        } else {
+            format!(
+                "no reserved price for {sku} in {region} in the catalog{}",
+                match plan.provider() {
+                    crate::plan::raw::Provider::Azure =>
+                        " (Azure reservations are unknown offline; `catalog refresh` fetches them)",
+                    crate::plan::raw::Provider::Aws => "",
+                }
+            )
+        }
+    });
+    Some(ReservationAdvice {
+        pool: p.name.get().clone(),
+        sku: sku.clone(),
+        region: region.clone(),
+        floor_gpus: round(p10),
+        p10_gpus: round(p10),
+        p50_gpus: round(p50),
+        nodes,
+        on_demand_usd_per_month: round(od.usd_per_hour * month),
+        options,
+        note,
+    })
+}
+
+/// Empty stretches shorter than this are churn between pods, not a node held empty.
+const EMPTY_STRETCH: i64 = 3_600;
+
+/// Per node: GPU-seconds offered and not requested by running pods, and time with nothing
+/// requested at all; costed at the matched plan pool's price per GPU. A node empty for more
+/// than a day is advice: the autoscaler is not removing it, or the pool floor holds it.
+pub(super) fn idle_nodes(
+    plan: &Plan,
+    catalog: &Catalog,
+    t: &Telemetry,
+    advice: &mut Vec<Advice>,
+) -> Vec<IdleNode> {
+    let mut out = Vec::new();
+    for (name, n) in &t.nodes {
+        let mut idle = 0.0;
+        let mut empty = 0;
+        // Contiguous empty stretches: the autoscaler removes a node empty for ten minutes by
+        // default, so only stretches of an hour or more say a node was held empty; scattered
+        // empty windows between pods are churn, not advice.
+        let (mut stretch, mut held_empty, mut longest) = (0i64, 0i64, 0i64);
+        let mut last: Option<i64> = None;
+        let close_stretch = |stretch: &mut i64, held: &mut i64, longest: &mut i64| {
+            if *stretch >= EMPTY_STRETCH {
+                *held += *stretch;
+            }
+            *longest = (*longest).max(*stretch);
+            *stretch = 0;
+        };
+        for (ts, cap) in &n.capacity {
+            if *cap <= 0.0 {
+                continue;
+            }
+            let alloc = n.allocated.get(ts).copied().unwrap_or(0.0);
+            idle += (cap - alloc).max(0.0);
+            if alloc <= 0.0 {
+                let secs = (cap / n.gpus.max(1e-9)).round() as i64;
+                empty += secs;
+                if last.is_some_and(|l| ts - l > t.step) {
+                    close_stretch(&mut stretch, &mut held_empty, &mut longest);
+                }
+                stretch += secs;
+                last = Some(*ts);
+            } else {
+                close_stretch(&mut stretch, &mut held_empty, &mut longest);
+                last = None;
+            }
+        }
+        close_stretch(&mut stretch, &mut held_empty, &mut longest);
+        if idle <= 0.01 {
+            continue;
+        }
+        let pool = n
+            .plan_pool
+            .as_deref()
+            .and_then(|name| plan.pool(name))
+            .or_else(|| {
+                n.pool
+                    .as_deref()
+                    .and_then(|l| plan.pools().iter().find(|p| pool_matches(l, p.name.get())))
+            });
+        let price = pool.and_then(|p| pool_gpu_second(plan, catalog, p));
+        let cost = price.map(|p| round(idle * p));
+        if held_empty >= 86_400 {
+            let days = held_empty as f64 / 86_400.0;
+            advice.push(Advice {
+                kind: "empty-node",
+                workload: None,
+                pool: pool.map(|p| p.name.get().clone()),
+                saving_usd: price.map(|p| round(held_empty as f64 * p * n.gpus)),
+                message: format!(
+                    "node `{name}`{} sat empty for {days:.1} day(s) in stretches of an hour or more (the longest {:.1} h) with no GPU requested",
+                    n.pool
+                        .as_deref()
+                        .map(|l| format!(" (pool `{l}`)"))
+                        .unwrap_or_default(),
+                    longest as f64 / 3600.0
+                ),
+                change: match pool {
+                    Some(p) if p.nodes().min() > 0 => format!(
+                        "[[pool]] name = \"{}\": lower nodes.min (now {}) or let the autoscaler remove empty nodes",
+                        p.name.get(),
+                        p.nodes().min()
+                    ),
+                    _ => "check the cluster autoscaler's scale-down (scale-down-unneeded-time, pods that block eviction)".into(),
+                },
+            });
+        }
+        out.push(IdleNode {
+            node: name.clone(),
+            pool_label: n.pool.clone(),
+            pool: pool.map(|p| p.name.get().clone()),
+            empty_seconds: empty,
+            longest_empty_seconds: longest,
+            idle_gpu_seconds: round(idle),
+            idle_cost_usd: cost,
+        });
+    }
+    out.sort_by(|a, b| {
+        b.idle_cost_usd
+            .unwrap_or(0.0)
+            .total_cmp(&a.idle_cost_usd.unwrap_or(0.0))
+            .then(b.idle_gpu_seconds.total_cmp(&a.idle_gpu_seconds))
+            .then(a.node.cmp(&b.node))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::telemetry::{NodeSeries, Telemetry};
+
+    fn plan() -> (Plan, Catalog) {
+        let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
+        let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n";
+        let p = crate::plan::load_and_validate(
+            crate::source::SourceFile::new("p.toml", text.to_owned()),
+            &catalog,
+        )
+        .unwrap_or_else(|_| panic!("plan"));
+        (p, catalog)
+    }
+
+    /// A one-GPU node over `windows` 60 s windows, empty where `empty(k)`.
+    fn node(windows: i64, empty: impl Fn(i64) -> bool) -> Telemetry {
+        let mut n = NodeSeries {
+            gpus: 1.0,
+            ..NodeSeries::default()
+        };
+        for k in 0..windows {
+            n.capacity.insert(k * 60, 60.0);
+            if !empty(k) {
+                n.allocated.insert(k * 60, 60.0);
+            }
+        }
+        Telemetry {
+            step: 60,
+            nodes: BTreeMap::from([("node-a".to_owned(), n)]),
+            ..Telemetry::default()
+        }
+    }
+
+    #[test]
+    fn empty_node_advice_comes_from_contiguous_stretches_only() {
+        let (p, c) = plan();
+        // Four days of 50 minutes held, 40 empty: two days empty in all, never an hour at a
+        // time. No advice, and the longest stretch says why.
+        let t = node(4 * 1440, |k| k % 90 >= 50);
+        let mut advice = Vec::new();
+        let out = idle_nodes(&p, &c, &t, &mut advice);
+        assert!(
+            advice.is_empty(),
+            "{:?}",
+            advice.first().map(|a| &a.message)
+        );
+        assert_eq!(out[0].longest_empty_seconds, 40 * 60);
+        assert!(out[0].empty_seconds > 86_400);
+        // A day and a half empty in one stretch is advice, for that stretch.
+        let t = node(3 * 1440, |k| k >= 1440);
+        let mut advice = Vec::new();
+        idle_nodes(&p, &c, &t, &mut advice);
+        assert_eq!(advice.len(), 1);
+        assert!(
+            advice[0].message.contains("sat empty for 2.0 day(s)")
+                && advice[0].message.contains("the longest 48.0 h"),
+            "{}",
+            advice[0].message
+        );
+    }
+}

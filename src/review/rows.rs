@@ -1,0 +1,239 @@
+//! The review as `gpuplan.review/v1` serialises it: its rows per team, workload, GPU model
+//! and pool, the coverage of the data, stalled and Pending pods, idle floors and nodes,
+//! reservation fill and advice, and the recommendations.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct Review {
+    pub schema: &'static str,
+    pub plan: String,
+    pub source: String,
+    pub window: Window,
+    pub coverage: Coverage,
+    pub teams: Vec<TeamRow>,
+    pub workloads: Vec<WorkloadRow>,
+    pub models: Vec<ModelRow>,
+    pub pools: Vec<PoolRow>,
+    pub stalled: Vec<Stalled>,
+    pub pending: Vec<PendingPod>,
+    pub idle_pools: Vec<IdlePool>,
+    /// Nodes with GPUs nobody requested (needs node metrics; empty otherwise).
+    pub idle_nodes: Vec<IdleNode>,
+    pub reservations: Vec<ReservationFill>,
+    pub reservation_advice: Vec<ReservationAdvice>,
+    pub unmatched: Vec<Unmatched>,
+    pub recommendations: Vec<Advice>,
+    /// Allocated and used GPUs per team over time, for the charts.
+    #[serde(skip)]
+    pub timeline: BTreeMap<String, Vec<(i64, f64, f64)>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Window {
+    pub from: String,
+    pub to: String,
+    pub step_seconds: i64,
+}
+
+/// The window asked for against what the data covers.
+#[derive(Debug, Serialize)]
+pub struct Coverage {
+    pub requested_seconds: i64,
+    /// Seconds of the window holding kube-state-metrics data: costs and advice use these.
+    pub covered_seconds: i64,
+    pub share: f64,
+    pub data_from: Option<String>,
+    pub data_to: Option<String>,
+    /// Scrape intervals inferred from the data.
+    pub kube_state_metrics_interval_seconds: Option<f64>,
+    pub dcgm_interval_seconds: Option<f64>,
+    /// Pods that held GPUs but have no usage series: "no data", never 0%.
+    pub pods_without_usage: Vec<Unmatched>,
+    /// Usage attributed to pods that requested no GPU.
+    pub usage_without_pod: Vec<Unmatched>,
+    /// Spans a node's dcgm-exporter reported nothing while the node was seen: usage there is
+    /// no data.
+    pub dcgm_gaps: Vec<DcgmGap>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DcgmGap {
+    pub node: String,
+    pub from: String,
+    pub to: String,
+    pub seconds: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TeamRow {
+    pub team: String,
+    pub allocated_gpu_seconds: f64,
+    pub used_gpu_seconds: f64,
+    /// Of the allocated, GPU-seconds with no usage data (not in the efficiency).
+    pub no_data_gpu_seconds: f64,
+    pub efficiency: Option<f64>,
+    pub idle_cost_usd: f64,
+    /// GPU-seconds requested by Pending pods: demand the cluster did not meet.
+    pub pending_gpu_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WorkloadRow {
+    pub workload: String,
+    pub team: String,
+    pub allocated_gpu_seconds: f64,
+    pub used_gpu_seconds: f64,
+    pub no_data_gpu_seconds: f64,
+    pub efficiency: Option<f64>,
+    pub idle_cost_usd: f64,
+    pub pending_gpu_seconds: f64,
+    /// `utilization` the plan expects, to compare with what was measured.
+    pub planned_utilization: Option<f64>,
+    pub usd_per_million_tokens: Option<f64>,
+    pub pods: usize,
+}
+
+/// A GPU model's seconds: a T4 second is not an A100 second.
+#[derive(Debug, Serialize)]
+pub struct ModelRow {
+    pub model: String,
+    pub allocated_gpu_seconds: f64,
+    pub used_gpu_seconds: f64,
+    pub efficiency: Option<f64>,
+    pub allocated_cost_usd: Option<f64>,
+    pub idle_cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PoolRow {
+    /// The plan pool, or the node pool label when no plan pool matches.
+    pub pool: String,
+    pub in_plan: bool,
+    pub model: Option<String>,
+    /// Where "used" was read from on its nodes.
+    pub signal: Option<String>,
+    pub allocated_gpu_seconds: f64,
+    pub used_gpu_seconds: f64,
+    pub efficiency: Option<f64>,
+    pub allocated_cost_usd: Option<f64>,
+    pub idle_cost_usd: Option<f64>,
+    /// Physical GPUs held, peak and 95th percentile over the covered windows.
+    pub peak_gpus: f64,
+    pub p95_gpus: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Stalled {
+    pub workload: Option<String>,
+    pub team: String,
+    pub pod: String,
+    pub since: String,
+    pub seconds: i64,
+    pub allocated_gpus: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PendingPod {
+    pub workload: Option<String>,
+    pub team: String,
+    pub pod: String,
+    pub gpu_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IdlePool {
+    pub pool: String,
+    pub idle_gpu_seconds: f64,
+    pub idle_cost_usd: f64,
+}
+
+/// A node that was paid for while its GPUs sat unrequested.
+#[derive(Debug, Serialize)]
+pub struct IdleNode {
+    pub node: String,
+    /// The node's pool label, and the plan pool it matched (by name, as AKS shortens it).
+    pub pool_label: Option<String>,
+    pub pool: Option<String>,
+    /// Seconds the node was up with no GPU requested on it at all.
+    pub empty_seconds: i64,
+    /// Its longest contiguous stretch with no GPU requested.
+    pub longest_empty_seconds: i64,
+    /// GPU-seconds it offered that no running pod requested.
+    pub idle_gpu_seconds: f64,
+    /// At the matched pool's price; `None` when the node matches no plan pool.
+    pub idle_cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReservationFill {
+    pub pool: String,
+    pub reserved_gpu_seconds: f64,
+    pub allocated_gpu_seconds: f64,
+    pub fill: f64,
+}
+
+/// What a reservation of the measured floor would save, per SKU and region.
+#[derive(Debug, Serialize)]
+pub struct ReservationAdvice {
+    pub pool: String,
+    pub sku: String,
+    pub region: String,
+    /// GPUs held at least 90% of the covered span (the 10th percentile), and the median.
+    pub floor_gpus: f64,
+    pub p10_gpus: f64,
+    pub p50_gpus: f64,
+    /// Whole nodes of the floor: what to reserve, never more.
+    pub nodes: i64,
+    pub on_demand_usd_per_month: f64,
+    pub options: Vec<ReservationOption>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReservationOption {
+    pub term: &'static str,
+    pub usd_per_month: f64,
+    pub saving_usd_per_month: f64,
+    /// The share of hours the nodes must be held for the reservation to beat on-demand.
+    pub break_even_utilization: f64,
+    pub source: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Unmatched {
+    pub namespace: String,
+    pub pod: String,
+    pub allocated_gpu_seconds: f64,
+    pub used_gpu_seconds: f64,
+    /// Usage with no GPU-requesting pod: the node and GPU it was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Advice {
+    pub kind: &'static str,
+    pub workload: Option<String>,
+    pub pool: Option<String>,
+    /// What the change would have saved over the window; `None` where no price is known
+    /// (or the change buys capacity rather than saving it).
+    pub saving_usd: Option<f64>,
+    pub message: String,
+    /// The plan change to make, as TOML.
+    pub change: String,
+}
+
+/// Settings of the analysis.
+pub struct Settings {
+    /// A pod is stalled after this many seconds allocated with near-zero activity.
+    pub stalled_after: i64,
+    /// Activity below this share of the allocated GPUs counts as none.
+    pub quiet_below: f64,
+    /// Efficiency below which a slice or GPU is over-sized (GP025's threshold).
+    pub low_utilization: f64,
+}
