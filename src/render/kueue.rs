@@ -134,9 +134,7 @@ fn teams(
         };
         let (cpu_alloc, mem_alloc) = crate::engine::recommend::candidate::allocatable(sku, catalog);
         let spec = catalog.sku_gpu(sku).and_then(|g| g.mig.as_ref());
-        let aks_mig = p.sharing == "mig"
-            && rec.provider == "azure"
-            && p.mig_manager == crate::plan::raw::MigManager::Aks;
+        let aks_mig = super::workloads::aks_mig(rec, p);
         for view_name in rendered.get(&p.name).cloned().unwrap_or_default() {
             let Some(v) = pools.iter().find(|v| v.name == view_name) else {
                 continue;

@@ -278,10 +278,10 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     // where the GPU Operator partitions any pool; AKS-managed MIG pools in such a cluster run
     // the single strategy through a device-plugin config of their own, so each of their MIG
     // instances is still one `nvidia.com/gpu`.
-    let mixed_cluster = rec.pools.iter().any(|p| {
-        p.sharing == "mig"
-            && !(rec.provider == "azure" && p.mig_manager == crate::plan::raw::MigManager::Aks)
-    });
+    let mixed_cluster = rec
+        .pools
+        .iter()
+        .any(|p| p.sharing == "mig" && !super::workloads::aks_mig(rec, p));
     let mut single_mig_config = None;
     // The rendered node pools of each recommended pool (one, or one per MIG node filling).
     let mut rendered: IndexMap<String, Vec<String>> = IndexMap::new();
@@ -305,9 +305,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         let taints: Vec<TaintView> = p.taints.iter().map(|t| taint(t)).collect();
         // AKS partitions GPUs itself (`gpu_instance`); elsewhere the GPU Operator's
         // mig-manager applies a mig-parted config chosen by node label.
-        let aks_managed = p.sharing == "mig"
-            && rec.provider == "azure"
-            && p.mig_manager == crate::plan::raw::MigManager::Aks;
+        let aks_managed = super::workloads::aks_mig(rec, p);
         let operator_mig = p.sharing == "mig" && !aks_managed;
         let sku = catalog.sku(plan.provider(), &p.sku);
         let members: Vec<&crate::plan::raw::Workload> = p

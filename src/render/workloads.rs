@@ -55,7 +55,9 @@ pub struct ServingView {
     pub why: String,
 }
 
-fn aks_mig(rec: &Recommendation, p: &RecPool) -> bool {
+/// Whether AKS partitions the pool's GPUs itself (`gpu_instance`, the single strategy): the
+/// GPU Operator's MIG manager must leave them be.
+pub(super) fn aks_mig(rec: &Recommendation, p: &RecPool) -> bool {
     p.sharing == "mig"
         && rec.provider == "azure"
         && p.mig_manager == crate::plan::raw::MigManager::Aks

@@ -315,6 +315,19 @@ impl Intervals {
     }
 }
 
+/// Covered windows of a source scraped every `interval` seconds: a window left empty by a
+/// scrape jittered across its boundary is covered; a gap longer than a scrape interval is not.
+fn fill_jitter(covered: &mut BTreeSet<u32>, interval: Option<f64>, step: f64) {
+    let reach = interval.map_or(1, |i| (i / step).ceil() as u32 + 1);
+    let filled: Vec<u32> = covered
+        .iter()
+        .zip(covered.iter().skip(1))
+        .filter(|(a, b)| *b - *a > 1 && *b - *a <= reach)
+        .flat_map(|(a, b)| a + 1..*b)
+        .collect();
+    covered.extend(filled);
+}
+
 fn col(q: Q, l: &str) -> usize {
     Answers::col(q, l)
 }
@@ -1066,15 +1079,8 @@ pub(crate) fn assemble(
             dcgm_cover.entry(host.clone()).or_default().extend(r.keys());
         }
     }
-    let dcgm_reach = dcgm.map_or(1, |i| (i / stepf).ceil() as u32 + 1);
     for cover in dcgm_cover.values_mut() {
-        let filled: Vec<u32> = cover
-            .iter()
-            .zip(cover.iter().skip(1))
-            .filter(|(a, b)| *b - *a > 1 && *b - *a <= dcgm_reach)
-            .flat_map(|(a, b)| a + 1..*b)
-            .collect();
-        cover.extend(filled);
+        fill_jitter(cover, dcgm, stepf);
     }
     for p in pods.values_mut() {
         let Some(cover) = p.node.as_ref().and_then(|n| dcgm_cover.get(n)) else {
@@ -1141,16 +1147,7 @@ pub(crate) fn assemble(
             covered.extend(w.keys());
         }
     }
-    // A window left empty by a scrape jittered across its boundary is covered; a gap longer
-    // than a scrape interval is not.
-    let reach = ksm.map_or(1, |i| (i / stepf).ceil() as u32 + 1);
-    let filled: Vec<u32> = covered
-        .iter()
-        .zip(covered.iter().skip(1))
-        .filter(|(a, b)| *b - *a > 1 && *b - *a <= reach)
-        .flat_map(|(a, b)| a + 1..*b)
-        .collect();
-    covered.extend(filled);
+    fill_jitter(&mut covered, ksm, stepf);
     if !has_phase && !reqs.is_empty() {
         notes.push("no kube_pod_status_phase series: every pod with GPU requests is counted as running (finished and Pending pods included); export it with kube-state-metrics".into());
     }
