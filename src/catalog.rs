@@ -397,6 +397,12 @@ pub struct Assumptions {
     /// minor.
     pub eks_ami_release: String,
     pub eks_release_versions: IndexMap<String, String>,
+    /// `[review]`: covered days below which nothing is proposed, and below which no trend is
+    /// fitted; headroom above the projected peak; busy share an idle replica is sized to.
+    pub review_min_days: f64,
+    pub review_min_trend_days: usize,
+    pub review_headroom: f64,
+    pub review_consolidation_target: f64,
 }
 
 impl Assumptions {

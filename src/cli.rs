@@ -273,6 +273,16 @@ pub struct ReviewArgs {
     /// Write the report here (atomically) instead of standard output
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Write next quarter's plan to NEXT: each measured workload's replicas (min from its
+    /// p10, max from the peak projected to the end of next quarter plus headroom), measured
+    /// hours and right-sizes check accepts, with the figures beside each changed line; the
+    /// rest kept as written (NEXT may be PLAN)
+    #[arg(long, value_name = "NEXT")]
+    pub write_plan: Option<PathBuf>,
+    /// Headroom above the projected peak for `replicas.max`, in percent (default: the
+    /// catalog's `[review] headroom`, 15%)
+    #[arg(long, value_name = "PERCENT")]
+    pub headroom: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -309,8 +319,9 @@ pub enum DenyWhat {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// Rule id (GP001) or name (timeslice-memory-oversubscribed), or `recommend` for the
-    /// recommender's model and assumptions
+    /// Rule id (GP001) or name (timeslice-memory-oversubscribed), `recommend` for the
+    /// recommender's model and assumptions, or `review` for how the review measures and how
+    /// it forecasts next quarter
     #[arg(required_unless_present = "all")]
     pub rule: Option<String>,
     /// Every rule

@@ -7,12 +7,15 @@ pub(crate) mod advice;
 pub(crate) mod analysis;
 pub(crate) mod assemble;
 pub mod files;
+pub(crate) mod forecast;
+pub(crate) mod next_plan;
 pub(crate) mod prometheus;
 pub(crate) mod query;
 pub(crate) mod rows;
 pub(crate) mod telemetry;
 
 pub use analysis::{analyse, Review, Settings};
+pub use forecast::Method;
 
 /// Why a review could not be made: each names the file and line, the window, the server or
 /// the data that stopped it.

@@ -34,6 +34,15 @@ pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
         out.stdout(&crate::engine::recommend::model_text(&c));
         return Ok(exit::OK);
     }
+    if args
+        .rule
+        .as_deref()
+        .is_some_and(|r| r.eq_ignore_ascii_case("review"))
+    {
+        let c = crate::catalog::Catalog::embedded(&crate::core::Provider::ALL)?;
+        out.stdout(&crate::review::forecast::method_text(&c));
+        return Ok(exit::OK);
+    }
     let selected: Vec<&dyn Rule> = if args.all {
         RULES.to_vec()
     } else {

@@ -34,6 +34,22 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             "`--stalled-after`: expected a duration such as 2h (at most 3660d)",
         ));
     };
+    let headroom = match args.headroom.as_deref() {
+        None => None,
+        Some(h) => Some(
+            h.trim()
+                .trim_end_matches('%')
+                .parse::<f64>()
+                .ok()
+                .filter(|v| (0.0..=100.0).contains(v))
+                .map(|v| v / 100.0)
+                .ok_or_else(|| {
+                    usage(format!(
+                        "`--headroom {h}`: expected a percent from 0 to 100, such as 15%"
+                    ))
+                })?,
+        ),
+    };
     let (p, catalog) = super::load_plan(g, &args.plan, out)?;
     let sources = [
         args.prometheus.is_some(),
@@ -131,8 +147,34 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             stalled_after,
             quiet_below: 0.05,
             low_utilization: catalog.assumptions.low_utilization,
+            forecast: review::Method {
+                headroom: headroom.unwrap_or(catalog.assumptions.review_headroom),
+                min_days: catalog.assumptions.review_min_days,
+                min_trend_days: catalog.assumptions.review_min_trend_days,
+                consolidation_target: catalog.assumptions.review_consolidation_target,
+                low_utilization: catalog.assumptions.low_utilization,
+            },
         },
     );
+    // Next quarter's plan is made, and held to check, before anything is written.
+    let next = match &args.write_plan {
+        None => None,
+        Some(dest) => {
+            if let Some(why) = &r.next_quarter.withheld {
+                return Err(CmdError::Review(review::ReviewError::Data(format!(
+                    "`--write-plan`: nothing to propose: {why}"
+                ))));
+            }
+            let n = review::next_plan::next_plan(
+                &p,
+                &catalog,
+                &r.next_quarter,
+                (&r.window.from, &r.window.to),
+                crate::plan::Date::today(),
+            )?;
+            Some((dest, n))
+        }
+    };
     let text = match args.format {
         ReviewFormat::Json => crate::report::review::json(&r),
         ReviewFormat::Markdown => crate::report::review::markdown(&r),
@@ -154,6 +196,25 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             }
         }
         None => out.stdout(&text),
+    }
+    if let Some((dest, n)) = next {
+        for note in &n.notes {
+            out.stderr(&format!("warning: {}\n", crate::core::printable(note)));
+        }
+        // NEXT may be the plan itself: rewriting it is what the flag is for.
+        let telemetry: Vec<&std::path::Path> = [args.csv.as_ref(), args.metrics.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.as_path())
+            .collect();
+        if super::write_output(out, dest, &n.text, &telemetry)? {
+            out.stderr(&format!(
+                "wrote next quarter's plan ({}, {} workload(s) changed) to `{}`\n",
+                r.next_quarter.quarter,
+                n.changed.len(),
+                crate::core::shown(dest)
+            ));
+        }
     }
     Ok(exit::OK)
 }

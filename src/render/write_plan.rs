@@ -14,6 +14,10 @@ pub enum WritePlanError {
     #[error("the plan does not parse as TOML: {0}")]
     #[diagnostic(code(gpuplan::write_plan::toml))]
     NotToml(#[from] toml_edit::TomlError),
+    /// The written plan would not load: nothing is written.
+    #[error("the plan as rewritten does not validate, so nothing was written: {0}")]
+    #[diagnostic(code(gpuplan::write_plan::invalid))]
+    Invalid(String),
 }
 
 /// The text of `plan` with the recommendation's pools in place of its own, each written for

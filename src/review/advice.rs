@@ -12,6 +12,15 @@ use crate::engine::recommend::Recommendation;
 use crate::plan::raw::Capacity;
 use crate::plan::Plan;
 
+/// A right-size the plan can take: the workload's new `gpu_fraction` and `sharing`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RightSize {
+    pub fraction: f64,
+    pub sharing: &'static str,
+    /// What it is, e.g. "a 1g.10gb MIG instance".
+    pub what: String,
+}
+
 /// Right-size advice that fits: a MIG profile (on a GPU that has MIG) with the compute share
 /// the work used and the memory the workload needs; on a GPU without MIG, time-slicing only
 /// when that many replicas' memory fits the card. `None` when nothing smaller holds it.
@@ -22,7 +31,7 @@ pub(super) fn right_size(
     w: &crate::plan::raw::Workload,
     eff: f64,
     idle_cost: f64,
-) -> Option<Advice> {
+) -> Option<(Advice, RightSize)> {
     let name = w.name.get();
     let now = w.gpu_share();
     if now > 1.0 {
@@ -46,7 +55,7 @@ pub(super) fn right_size(
     let gpu = catalog.gpu(&catalog.sku(plan.provider(), &sku)?.gpu_model)?;
     let need = crate::engine::memory::need_in_instance(w, catalog)
         .map(|n| n / crate::engine::memory::usable_share(w, catalog).max(0.05));
-    let (fraction, change, what) = if let Some(mig) = &gpu.mig {
+    let (fraction, change, what, sharing) = if let Some(mig) = &gpu.mig {
         let slices = f64::from(mig.compute_slices.max(1));
         let p = mig
             .profiles
@@ -72,6 +81,7 @@ pub(super) fn right_size(
                 p.name, gpu.name
             ),
             format!("a {} MIG instance", p.name),
+            "mig",
         )
     } else {
         let replicas = (1.0 / share).floor().max(2.0) as u32;
@@ -92,6 +102,7 @@ pub(super) fn right_size(
             f,
             format!("[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"time-slicing\" ({replicas} replicas per {}; needs a recorded [[decision]])", gpu.name),
             format!("a {replicas}-way time-sliced {} ({} has no MIG)", gpu.name, gpu.name),
+            "time-slicing",
         )
     };
     if fraction >= now {
@@ -99,7 +110,12 @@ pub(super) fn right_size(
         return None;
     }
     let saving = round(idle_cost * (1.0 - fraction / now.max(1e-9)).max(0.0));
-    Some(Advice {
+    let fit = RightSize {
+        fraction,
+        sharing,
+        what: what.clone(),
+    };
+    Some((Advice {
         kind: "right-size",
         workload: Some(name.clone()),
         pool: None,
@@ -110,7 +126,7 @@ pub(super) fn right_size(
             need.map(|n| format!(", {n:.1} GiB needed")).unwrap_or_else(|| ", memory need unknown: declare gpu_memory_gib".into())
         ),
         change,
-    })
+    }, fit))
 }
 
 /// Covered days of data below which no reservation is advised.

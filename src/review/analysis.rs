@@ -310,14 +310,16 @@ pub fn analyse(
 
     let mut advice = Vec::new();
     let mut workloads = Vec::new();
+    let mut right_sizes = BTreeMap::new();
     for w in plan.workloads() {
         let name = w.name.get();
         let (sums, tokens, pods) = by_workload.get(name.as_str()).copied().unwrap_or_default();
         let price = gpu_second_price(plan, rec, catalog, name).unwrap_or(0.0);
         let eff = ratio(sums.used, sums.seen);
         if let Some(e) = eff.filter(|e| *e < s.low_utilization) {
-            if let Some(a) = right_size(plan, rec, catalog, w, e, sums.idle_cost) {
+            if let Some((a, fit)) = right_size(plan, rec, catalog, w, e, sums.idle_cost) {
                 advice.push(a);
+                right_sizes.insert(name.clone(), fit);
             }
         }
         workloads.push(WorkloadRow {
@@ -502,6 +504,7 @@ pub fn analyse(
         let peak = v.iter().copied().fold(0.0, f64::max);
         (round(peak), round(quantile(&v, 0.95)))
     };
+    let next_quarter = super::forecast::forecast(plan, t, &workloads, &right_sizes, &s.forecast);
     Review {
         schema: SCHEMA,
         plan: plan.name().to_owned(),
@@ -597,6 +600,7 @@ pub fn analyse(
         reservation_advice,
         unmatched,
         recommendations: advice,
+        next_quarter,
         timeline: timeline
             .into_iter()
             .map(|(team, pts)| (team, pts.into_iter().map(|(t, (a, u))| (t, a, u)).collect()))

@@ -1147,6 +1147,7 @@ pub(crate) fn assemble(
             covered.extend(w.keys());
         }
     }
+    let sampled: BTreeSet<i64> = covered.iter().map(|k| grid.start(*k)).collect();
     fill_jitter(&mut covered, ksm, stepf);
     if !has_phase && !reqs.is_empty() {
         notes.push("no kube_pod_status_phase series: every pod with GPU requests is counted as running (finished and Pending pods included); export it with kube-state-metrics".into());
@@ -1188,6 +1189,8 @@ pub(crate) fn assemble(
         pods,
         nodes: out_nodes,
         covered: covered.len() as i64 * step,
+        covered_windows: covered.iter().map(|k| grid.start(*k)).collect(),
+        sampled_windows: sampled,
         data_from: covered.first().map(|k| grid.start(*k)),
         data_to: covered.last().map(|k| grid.start(*k) + step),
         ksm_interval: ksm,

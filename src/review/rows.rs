@@ -26,6 +26,8 @@ pub struct Review {
     pub reservation_advice: Vec<ReservationAdvice>,
     pub unmatched: Vec<Unmatched>,
     pub recommendations: Vec<Advice>,
+    /// Next quarter from this window: what `--write-plan` proposes, and why.
+    pub next_quarter: super::forecast::NextQuarter,
     /// Allocated and used GPUs per team over time, for the charts.
     #[serde(skip)]
     pub timeline: BTreeMap<String, Vec<(i64, f64, f64)>>,
@@ -236,4 +238,6 @@ pub struct Settings {
     pub quiet_below: f64,
     /// Efficiency below which a slice or GPU is over-sized (GP025's threshold).
     pub low_utilization: f64,
+    /// How next quarter is forecast.
+    pub forecast: super::forecast::Method,
 }

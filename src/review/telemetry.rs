@@ -107,6 +107,13 @@ pub struct Telemetry {
     /// Seconds of the window that hold any kube-state-metrics data, and the first and last
     /// of them: costs and advice are over this span, never over hours without data.
     pub covered: i64,
+    /// The covered windows themselves (their starts): a forecast counts a window without
+    /// data as unknown, never as zero demand.
+    pub covered_windows: std::collections::BTreeSet<i64>,
+    /// The windows holding a kube-state-metrics sample themselves (covered windows less
+    /// those a scrape interval longer than the step leaves between samples): whether a pod
+    /// ran is read from these.
+    pub sampled_windows: std::collections::BTreeSet<i64>,
     pub data_from: Option<i64>,
     pub data_to: Option<i64>,
     /// Scrape intervals inferred from the data (seconds), kube-state-metrics and DCGM.

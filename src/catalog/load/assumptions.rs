@@ -23,6 +23,16 @@ pub(super) struct AssumptionsFile {
     check: CheckEntry,
     recommend: RecommendEntry,
     render: RenderEntry,
+    review: ReviewEntry,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReviewEntry {
+    min_days: f64,
+    min_trend_days: usize,
+    headroom: f64,
+    consolidation_target: f64,
 }
 
 #[derive(Deserialize)]
@@ -104,6 +114,19 @@ pub(super) struct StaleEntry {
 
 pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError> {
     let a: AssumptionsFile = toml_file(file)?;
+    let r = &a.review;
+    if !(r.min_days >= 1.0
+        && r.min_trend_days >= 3
+        && (0.0..=1.0).contains(&r.headroom)
+        && r.consolidation_target > 0.0
+        && r.consolidation_target <= 1.0)
+    {
+        return Err(invalid(
+            file,
+            0..0,
+            "[review]: min_days >= 1, min_trend_days >= 3, headroom in 0..1 and consolidation_target in (0, 1] are required".to_owned(),
+        ));
+    }
     let mut kube_reserved_cpu = IndexMap::new();
     for k in a.recommend.kube_reserved_cpu {
         let rising = k.vcpus.windows(2).all(|w| w[0] < w[1]);
@@ -236,5 +259,9 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
         gpu_driver_version: a.render.pins.gpu_driver_version,
         eks_ami_release: a.render.pins.eks_ami_release,
         eks_release_versions: a.render.pins.eks_release_versions,
+        review_min_days: a.review.min_days,
+        review_min_trend_days: a.review.min_trend_days,
+        review_headroom: a.review.headroom,
+        review_consolidation_target: a.review.consolidation_target,
     })
 }

@@ -1,0 +1,854 @@
+//! Next quarter from the measured window: per workload, the GPUs and replicas it held
+//! (p10, p50, p95, max over the covered windows it ran), a least-squares trend of its daily
+//! peaks, and the peak projected to the end of next quarter with a prediction band; from
+//! those, the `replicas` and `hours_per_month` `review --write-plan` proposes. The method is
+//! stated in `gpuplan explain review`; its figures are in `providers/assumptions.toml`
+//! `[review]`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::advice::RightSize;
+use super::analysis::{quantile, round, round4};
+use super::assemble::owner;
+use super::rows::WorkloadRow;
+use super::telemetry::Telemetry;
+use crate::core::Date;
+use crate::plan::raw::Count;
+use crate::plan::Plan;
+
+/// How the forecast is made: minimum data, headroom and the consolidation target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Method {
+    /// Share added above the projected peak for `replicas.max`.
+    pub headroom: f64,
+    /// Covered days below which nothing is proposed.
+    pub min_days: f64,
+    /// Covered days below which no trend is fitted (the level is flat).
+    pub min_trend_days: usize,
+    /// Busy share per replica a consolidated idle workload is sized to, when the workload
+    /// states no `utilization`.
+    pub consolidation_target: f64,
+    /// Efficiency below which a workload is idle (GP025's threshold).
+    pub low_utilization: f64,
+}
+
+/// A least-squares line through (day, value) points.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    pub n: usize,
+    pub slope: f64,
+    pub intercept: f64,
+    pub r2: f64,
+    /// Residual standard deviation (n - 2 degrees of freedom).
+    pub sd: f64,
+    x_mean: f64,
+    sxx: f64,
+}
+
+/// Student's t at 97.5% (a two-sided 95% band) for `df` degrees of freedom, interpolated in
+/// 1/df between tabulated values.
+pub(crate) fn t975(df: usize) -> f64 {
+    const T: [(f64, f64); 16] = [
+        (1.0, 12.706),
+        (2.0, 4.303),
+        (3.0, 3.182),
+        (4.0, 2.776),
+        (5.0, 2.571),
+        (6.0, 2.447),
+        (7.0, 2.365),
+        (8.0, 2.306),
+        (10.0, 2.228),
+        (12.0, 2.179),
+        (15.0, 2.131),
+        (20.0, 2.086),
+        (30.0, 2.042),
+        (60.0, 2.000),
+        (120.0, 1.980),
+        (f64::INFINITY, 1.960),
+    ];
+    let d = (df.max(1)) as f64;
+    for pair in T.windows(2) {
+        let ((d0, t0), (d1, t1)) = (pair[0], pair[1]);
+        if d <= d1 {
+            let (u0, u1, u) = (1.0 / d0, 1.0 / d1, 1.0 / d);
+            return t0 + (t1 - t0) * (u0 - u) / (u0 - u1);
+        }
+    }
+    1.960
+}
+
+impl Fit {
+    /// The line through `pts`; `None` with fewer than three points or one x.
+    pub fn new(pts: &[(f64, f64)]) -> Option<Fit> {
+        let n = pts.len();
+        if n < 3 {
+            return None;
+        }
+        let nf = n as f64;
+        let x_mean = pts.iter().map(|p| p.0).sum::<f64>() / nf;
+        let y_mean = pts.iter().map(|p| p.1).sum::<f64>() / nf;
+        let sxx: f64 = pts.iter().map(|p| (p.0 - x_mean).powi(2)).sum();
+        let sxy: f64 = pts.iter().map(|p| (p.0 - x_mean) * (p.1 - y_mean)).sum();
+        let syy: f64 = pts.iter().map(|p| (p.1 - y_mean).powi(2)).sum();
+        if sxx <= 0.0 {
+            return None;
+        }
+        let slope = sxy / sxx;
+        let intercept = y_mean - slope * x_mean;
+        let sse: f64 = pts
+            .iter()
+            .map(|p| (p.1 - intercept - slope * p.0).powi(2))
+            .sum();
+        Some(Fit {
+            n,
+            slope,
+            intercept,
+            r2: if syy > 0.0 { 1.0 - sse / syy } else { 1.0 },
+            sd: (sse / (nf - 2.0)).max(0.0).sqrt(),
+            x_mean,
+            sxx,
+        })
+    }
+
+    pub fn at(&self, x: f64) -> f64 {
+        self.intercept + self.slope * x
+    }
+
+    /// Half-width of the 95% prediction band for one new day at `x`.
+    pub fn half_band(&self, x: f64) -> f64 {
+        let n = self.n as f64;
+        t975(self.n - 2) * self.sd * (1.0 + 1.0 / n + (x - self.x_mean).powi(2) / self.sxx).sqrt()
+    }
+
+    /// Whether the slope differs from zero at 95% (its t statistic against Student's t).
+    pub fn significant(&self) -> bool {
+        let se = self.sd / self.sxx.sqrt();
+        if se <= 1e-12 {
+            return self.slope.abs() > 1e-9;
+        }
+        (self.slope / se).abs() >= t975(self.n - 2)
+    }
+}
+
+/// Where a series of daily peaks goes by `horizon` (days after its first day).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Projection {
+    /// The central forecast at the horizon, and its 95% band.
+    pub center: f64,
+    pub low: f64,
+    pub high: f64,
+    /// The peak to size for between now and the horizon.
+    pub peak: f64,
+    /// The fitted line, when one was fitted; whether it is the forecast.
+    pub fit: Option<Fit>,
+    pub trend: bool,
+}
+
+/// Daily peaks to a projection: the fitted line where there are `min_trend_days` days and
+/// its slope is significant; otherwise a flat level (the mean, with the highest peak seen as
+/// the peak to size for).
+pub(crate) fn project(
+    daily: &[(f64, f64)],
+    now: f64,
+    horizon: f64,
+    min_trend_days: usize,
+) -> Projection {
+    let fit = Fit::new(daily);
+    if let Some(f) = fit.filter(|f| f.n >= min_trend_days && f.significant()) {
+        let center = f.at(horizon).max(0.0);
+        let half = f.half_band(horizon);
+        return Projection {
+            center,
+            low: (f.at(horizon) - half).max(0.0),
+            high: (f.at(horizon) + half).max(0.0),
+            peak: f.at(now).max(center).max(0.0),
+            fit,
+            trend: true,
+        };
+    }
+    let n = daily.len().max(1) as f64;
+    let mean = daily.iter().map(|p| p.1).sum::<f64>() / n;
+    let sd = if daily.len() > 1 {
+        (daily.iter().map(|p| (p.1 - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let half = t975(daily.len().saturating_sub(1)) * sd * (1.0 + 1.0 / n).sqrt();
+    let seen = daily.iter().map(|p| p.1).fold(0.0, f64::max);
+    Projection {
+        center: mean,
+        low: (mean - half).max(0.0),
+        high: mean + half,
+        peak: seen.max(mean),
+        fit,
+        trend: false,
+    }
+}
+
+/// The quarter after the one holding `t` (Unix seconds): its name and its end (Unix seconds,
+/// exclusive).
+pub(crate) fn next_quarter(t: i64) -> (String, i64) {
+    let d = Date::from_days(t.div_euclid(86_400));
+    let q = (i32::from(d.month) - 1) / 3; // 0..=3
+    let (year, nq) = if q == 3 {
+        (d.year + 1, 0)
+    } else {
+        (d.year, q + 1)
+    };
+    // The quarter after next begins where next ends.
+    let (ey, eq) = if nq == 3 {
+        (year + 1, 0)
+    } else {
+        (year, nq + 1)
+    };
+    let end = Date::new(ey, (eq * 3 + 1) as u8, 1).map_or(t, |d| d.days() * 86_400);
+    (format!("{year}-Q{}", nq + 1), end)
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Quantiles {
+    pub p10: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub max: f64,
+}
+
+impl Quantiles {
+    fn of(v: &[f64]) -> Quantiles {
+        Quantiles {
+            p10: round(quantile(v, 0.10)),
+            p50: round(quantile(v, 0.50)),
+            p95: round(quantile(v, 0.95)),
+            max: round(v.iter().copied().fold(0.0, f64::max)),
+        }
+    }
+}
+
+/// The least-squares trend of daily peaks.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Trend {
+    pub slope_per_day: f64,
+    pub r2: f64,
+    pub days: usize,
+    /// Whether the slope is the forecast (significant at 95% over enough days).
+    pub used: bool,
+}
+
+fn trend(p: &Projection) -> Option<Trend> {
+    p.fit.map(|f| Trend {
+        slope_per_day: round4(f.slope),
+        r2: round4(f.r2),
+        days: f.n,
+        used: p.trend,
+    })
+}
+
+/// What `--write-plan` writes for one workload.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Proposal {
+    pub min: i64,
+    pub max: i64,
+    /// Written as one integer (a fixed count stays fixed when it was steady).
+    pub fixed: bool,
+    /// The measured hours, where they differ from the plan's.
+    pub hours_per_month: Option<i64>,
+    /// A smaller slice for an idle workload: its `gpu_fraction` and `sharing`.
+    pub gpu_fraction: Option<f64>,
+    pub sharing: Option<&'static str>,
+    /// How `max` was sized: "trend", "flat", "idle" (never grown) or "consolidated".
+    pub basis: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WorkloadForecast {
+    pub workload: String,
+    pub team: String,
+    /// GPUs (physical-GPU shares) and replicas held over the covered windows it ran.
+    pub gpus_held: Quantiles,
+    pub replicas_held: Quantiles,
+    /// Measured running hours per month (the share of covered windows it held GPUs).
+    pub hours_per_month: f64,
+    /// Of daily peak replicas.
+    pub trend: Option<Trend>,
+    /// Peak replicas at the horizon, with the 95% band.
+    pub projected_replicas: f64,
+    pub band_low: f64,
+    pub band_high: f64,
+    /// Today's `replicas` as written, e.g. `{ min = 2, max = 6 }`.
+    pub current: String,
+    pub proposed: Proposal,
+    /// Used when the right-size is not taken (check would refuse it): the consolidated count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub without_right_size: Option<Proposal>,
+    /// The figures behind it, in one line (the TOML comment `--write-plan` writes).
+    pub figures: String,
+    #[serde(skip)]
+    pub right_size_what: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TeamForecast {
+    pub team: String,
+    /// The highest daily peak of GPUs held in the window.
+    pub peak_gpus: f64,
+    pub trend: Option<Trend>,
+    /// GPUs at the horizon, with the 95% band.
+    pub projected_gpus: f64,
+    pub band_low: f64,
+    pub band_high: f64,
+    /// Daily peaks (day since 1970, GPUs), for the chart.
+    #[serde(skip)]
+    pub daily: Vec<(i64, f64)>,
+    #[serde(skip)]
+    pub fit: Option<Fit>,
+    #[serde(skip)]
+    pub first_day: i64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NextQuarter {
+    /// The quarter planned for, e.g. `2027-Q1`, and its end.
+    pub quarter: String,
+    pub horizon: String,
+    #[serde(skip)]
+    pub horizon_t: i64,
+    /// Days from the end of the data to the horizon.
+    pub horizon_days: f64,
+    pub covered_days: f64,
+    pub headroom: f64,
+    /// Why nothing is proposed (too little data), when so.
+    pub withheld: Option<String>,
+    pub workloads: Vec<WorkloadForecast>,
+    pub teams: Vec<TeamForecast>,
+    /// Plan workloads with no GPU held in the window: left as they are.
+    pub without_data: Vec<String>,
+}
+
+/// Per covered window: GPUs held, replicas held and GPUs busy (observed windows only).
+#[derive(Default)]
+struct Series {
+    gpus: BTreeMap<i64, f64>,
+    replicas: BTreeMap<i64, f64>,
+    busy: BTreeMap<i64, f64>,
+}
+
+/// A per-window series as hourly means over the covered part of each hour (hours at least
+/// half covered). Hours, not windows: a scrape interval longer than the step leaves some
+/// windows without a sample and gives others more than a step's worth, which an hour
+/// averages out.
+fn hourly(t: &Telemetry, v: &BTreeMap<i64, f64>) -> BTreeMap<i64, f64> {
+    let per_hour = (3600 / t.step.max(1)).max(1) as usize;
+    let mut hours: BTreeMap<i64, (usize, f64)> = BTreeMap::new();
+    for w in &t.covered_windows {
+        let e = hours.entry(w.div_euclid(3600) * 3600).or_default();
+        e.0 += 1;
+        e.1 += v.get(w).copied().unwrap_or(0.0);
+    }
+    hours
+        .into_iter()
+        .filter(|(_, (n, _))| 2 * n >= per_hour)
+        .map(|(h, (n, sum))| (h, sum / n as f64))
+        .collect()
+}
+
+/// Daily peaks of an hourly series (days with at least twelve hours, so a partial first or
+/// last day does not read as a dip): (day since 1970, peak).
+fn daily_peaks(v: &BTreeMap<i64, f64>) -> Vec<(i64, f64)> {
+    let mut days: BTreeMap<i64, (usize, f64)> = BTreeMap::new();
+    for (h, x) in v {
+        let e = days.entry(h.div_euclid(86_400)).or_default();
+        e.0 += 1;
+        e.1 = e.1.max(*x);
+    }
+    days.into_iter()
+        .filter(|(_, (n, _))| *n >= 12)
+        .map(|(d, (_, peak))| (d, peak))
+        .collect()
+}
+
+/// A pod's GPUs (its request, at the share of a GPU each unit is): its most in an hour it
+/// held from start to end (an hour between its first and last), where a window's share of a
+/// scrape interval longer than the step cancels out; a pod younger than that, the most it held
+/// in one window.
+fn request(p: &super::telemetry::PodSeries, per_hour: &BTreeMap<i64, usize>, step: f64) -> f64 {
+    let mut sums: BTreeMap<i64, f64> = BTreeMap::new();
+    for (w, a) in &p.allocated {
+        *sums.entry(w.div_euclid(3600)).or_default() += a;
+    }
+    let (first, last) = match (sums.keys().next(), sums.keys().next_back()) {
+        (Some(f), Some(l)) => (*f, *l),
+        _ => return 0.0,
+    };
+    let interior = sums
+        .iter()
+        .filter(|(h, _)| **h > first && **h < last)
+        .filter_map(|(h, a)| {
+            let n = *per_hour.get(h)?;
+            (n > 0).then(|| a / (n as f64 * step))
+        })
+        .fold(0.0f64, f64::max);
+    if interior > 0.0 {
+        interior
+    } else {
+        p.allocated.values().fold(0.0f64, |a, v| a.max(*v)) / step
+    }
+}
+
+fn count(c: Count) -> String {
+    match c {
+        Count::Fixed(n) => n.to_string(),
+        Count::Range { min, max } => format!("{{ min = {min}, max = {max} }}"),
+    }
+}
+
+pub(crate) fn forecast(
+    plan: &Plan,
+    t: &Telemetry,
+    rows: &[WorkloadRow],
+    right_sizes: &BTreeMap<String, RightSize>,
+    m: &Method,
+) -> NextQuarter {
+    let step = t.step.max(1) as f64;
+    let end = t.data_to.unwrap_or(t.to);
+    let (quarter, horizon_t) = next_quarter(end);
+    let covered_days = t.covered as f64 / 86_400.0;
+    let mut nq = NextQuarter {
+        quarter,
+        horizon: super::telemetry::format_time(horizon_t),
+        horizon_t,
+        horizon_days: round((horizon_t - end) as f64 / 86_400.0),
+        covered_days: round(covered_days),
+        headroom: m.headroom,
+        withheld: None,
+        workloads: Vec::new(),
+        teams: Vec::new(),
+        without_data: Vec::new(),
+    };
+
+    if covered_days < m.min_days {
+        nq.withheld = Some(format!(
+            "the data covers {covered_days:.1} day(s); sizing next quarter needs at least {} covered days",
+            m.min_days
+        ));
+        return nq;
+    }
+
+    let mut by_workload: BTreeMap<&str, Series> = BTreeMap::new();
+    let mut by_team: BTreeMap<&str, BTreeMap<i64, f64>> = BTreeMap::new();
+    let mut per_hour: BTreeMap<i64, usize> = BTreeMap::new();
+    for w in &t.covered_windows {
+        *per_hour.entry(w.div_euclid(3600)).or_default() += 1;
+    }
+    for p in t.pods.values() {
+        let request = request(p, &per_hour, step);
+        if request <= 0.0 {
+            continue;
+        }
+        let team = by_team.entry(p.namespace.as_str()).or_default();
+        for (w, a) in &p.allocated {
+            *team.entry(*w).or_default() += a / step;
+        }
+        let Some(name) = owner(plan, p) else { continue };
+        let gang = plan.workload(name).map_or(1, |w| w.gang().max(1)) as f64;
+        let s = by_workload.entry(name).or_default();
+        for (w, a) in &p.allocated {
+            *s.gpus.entry(*w).or_default() += a / step;
+            *s.replicas.entry(*w).or_default() += a / step / request / gang;
+            if !p.unobserved.contains(w) {
+                *s.busy.entry(*w).or_default() += p.used.get(w).copied().unwrap_or(0.0) / step;
+            }
+        }
+    }
+
+    let first = t
+        .covered_windows
+        .first()
+        .map_or(0, |w| w.div_euclid(86_400));
+    let x = |day: i64| (day - first) as f64;
+    let now = (end - first * 86_400) as f64 / 86_400.0;
+    let horizon = (horizon_t - first * 86_400) as f64 / 86_400.0;
+    for (team, v) in &by_team {
+        let daily = daily_peaks(&hourly(t, v));
+        let pts: Vec<(f64, f64)> = daily.iter().map(|(d, y)| (x(*d), *y)).collect();
+        let p = project(&pts, now, horizon, m.min_trend_days);
+        nq.teams.push(TeamForecast {
+            team: (*team).to_owned(),
+            peak_gpus: round(daily.iter().map(|d| d.1).fold(0.0, f64::max)),
+            trend: trend(&p),
+            projected_gpus: round(p.center),
+            band_low: round(p.low),
+            band_high: round(p.high),
+            daily,
+            fit: p.trend.then_some(p.fit).flatten(),
+            first_day: first,
+        });
+    }
+
+    for w in plan.workloads() {
+        let name = w.name.get();
+        let Some(s) = by_workload.get(name.as_str()) else {
+            nq.without_data.push(name.clone());
+            continue;
+        };
+        let (gpus_h, reps_h, busy_h) = (
+            hourly(t, &s.gpus),
+            hourly(t, &s.replicas),
+            hourly(t, &s.busy),
+        );
+        // Hours it held GPUs; whether it ran at all is read from the windows with samples.
+        let running: Vec<i64> = gpus_h
+            .iter()
+            .filter(|(_, g)| **g > 1e-9)
+            .map(|(h, _)| *h)
+            .collect();
+        let ran = t
+            .sampled_windows
+            .iter()
+            .filter(|k| s.gpus.get(k).is_some_and(|g| *g > 1e-9))
+            .count();
+        if running.is_empty() || ran == 0 {
+            nq.without_data.push(name.clone());
+            continue;
+        }
+        let at = |v: &BTreeMap<i64, f64>| -> Vec<f64> {
+            running
+                .iter()
+                .map(|k| v.get(k).copied().unwrap_or(0.0))
+                .collect()
+        };
+        let gpus = Quantiles::of(&at(&gpus_h));
+        let reps = at(&reps_h);
+        let replicas = Quantiles::of(&reps);
+        let share = ran as f64 / t.sampled_windows.len().max(1) as f64;
+        let plan_hours = plan.hours_per_month();
+        let hours = if share >= 0.98 {
+            plan_hours
+        } else {
+            share * plan_hours
+        };
+        let daily = daily_peaks(&reps_h);
+        let pts: Vec<(f64, f64)> = daily.iter().map(|(d, y)| (x(*d), *y)).collect();
+        let p = project(&pts, now, horizon, m.min_trend_days);
+
+        let current = w.replicas();
+        let can_be_zero = w.scale_to_zero() || current.min() == 0;
+        let floor_min = if w.user_facing() || !can_be_zero {
+            1
+        } else {
+            0
+        };
+        let min_held = ((quantile(&reps, 0.10) + 0.05).floor() as i64).max(floor_min);
+        let grow = |peak: f64| ((peak * (1.0 + m.headroom)) - 1e-6).ceil().max(1.0) as i64;
+        let eff = rows
+            .iter()
+            .find(|r| &r.workload == name)
+            .and_then(|r| r.efficiency);
+        let idle = eff.is_some_and(|e| e < m.low_utilization);
+        let current_hours = plan.workload_hours(w);
+        let new_hours = hours.round() as i64;
+        let hours_change = ((hours - current_hours).abs() > (0.05 * current_hours).max(10.0))
+            .then_some(new_hours.max(1));
+
+        // Sized from the held peak: the trend or the flat level, plus headroom. An idle
+        // workload is never grown.
+        let (mut max, mut basis) = (grow(p.peak), if p.trend { "trend" } else { "flat" });
+        if idle && max > current.max() {
+            max = current.max().max(1);
+            basis = "idle";
+        }
+        let steady = matches!(current, Count::Fixed(_))
+            && !p.trend
+            && min_held >= (p.peak - 0.05).ceil() as i64;
+        // A fixed count that held steady stays fixed, at what it held.
+        let held = |max: i64, basis: &'static str| {
+            let max = if steady && basis == "flat" {
+                ((p.peak - 0.05).ceil() as i64).max(1)
+            } else {
+                max
+            };
+            let min = min_held.min(max);
+            Proposal {
+                min,
+                max,
+                fixed: min == max,
+                hours_per_month: hours_change,
+                gpu_fraction: None,
+                sharing: None,
+                basis,
+            }
+        };
+        // An idle workload with no smaller slice that fits: fewer replicas, each busy at the
+        // target share (its planned `utilization`), never more than it held.
+        let consolidated = || {
+            let target = w
+                .utilization()
+                .unwrap_or(m.consolidation_target)
+                .clamp(m.low_utilization, 0.9);
+            let per = w.gpu_share() * w.gang().max(1) as f64 * target;
+            let busy = quantile(&at(&busy_h), 0.95);
+            held(grow(busy / per.max(1e-9)).min(max), "consolidated")
+        };
+        let rs = right_sizes.get(name.as_str()).filter(|_| idle);
+        let (proposed, without_right_size) = match rs {
+            Some(r) => {
+                let mut pr = held(max, basis);
+                pr.gpu_fraction = Some(r.fraction);
+                pr.sharing = Some(r.sharing);
+                (pr, Some(consolidated()))
+            }
+            None if idle && w.gang() <= 1 && !s.busy.is_empty() => (consolidated(), None),
+            None => (held(max, basis), None),
+        };
+        // An autoscaler at its ceiling hides demand above it.
+        let capped = matches!(current, Count::Range { .. })
+            && replicas.p95 + 0.05 >= current.max() as f64
+            && current.max() > 0;
+        let figures = format!(
+            "replicas held p10 {} / p50 {} / p95 {} / max {} ({} GPUs at p95) over {:.0} day(s); {}{}; {}{}{}",
+            crate::core::num(replicas.p10),
+            crate::core::num(replicas.p50),
+            crate::core::num(replicas.p95),
+            crate::core::num(replicas.max),
+            crate::core::num(gpus.p95),
+            covered_days,
+            match (p.trend, p.fit) {
+                (true, Some(f)) => format!(
+                    "daily peaks {:+.3}/day (R\u{b2} {:.2}) give {:.1} by {} (95% band {:.1}-{:.1})",
+                    f.slope, f.r2, p.center, nq.quarter, p.low, p.high
+                ),
+                (false, Some(f)) => format!(
+                    "no significant trend ({:+.3}/day, R\u{b2} {:.2}): peak {:.1} as seen",
+                    f.slope, f.r2, p.peak
+                ),
+                _ => format!("peak {:.1} as seen", p.peak),
+            },
+            match basis {
+                "idle" => "; busy below the idle threshold, so never grown".to_owned(),
+                _ => format!(", +{:.0}% headroom", m.headroom * 100.0),
+            },
+            match eff {
+                Some(e) => format!("busy {:.0}% of held time", e * 100.0),
+                None => "busy unknown".to_owned(),
+            },
+            if hours_change.is_some() {
+                format!("; ran {:.0}% of covered time", share * 100.0)
+            } else {
+                String::new()
+            },
+            if capped {
+                format!("; held its replicas.max {} at p95: demand may be higher than seen", current.max())
+            } else {
+                String::new()
+            },
+        );
+        nq.workloads.push(WorkloadForecast {
+            workload: name.clone(),
+            team: w.team.get().clone(),
+            gpus_held: gpus,
+            replicas_held: replicas,
+            hours_per_month: round(hours),
+            trend: trend(&p),
+            projected_replicas: round(p.center),
+            band_low: round(p.low),
+            band_high: round(p.high),
+            current: count(current),
+            proposed,
+            without_right_size,
+            figures,
+            right_size_what: rs.map(|r| r.what.clone()),
+        });
+    }
+    nq
+}
+
+/// `gpuplan explain review`: what the review measures and how next quarter is forecast,
+/// with the figures from the catalog.
+pub(crate) fn method_text(c: &crate::catalog::Catalog) -> String {
+    let a = &c.assumptions;
+    format!(
+        "gpuplan review: how it measures, and how it forecasts next quarter
+
+Measured (per team, workload, GPU model and pool):
+  - Allocated: GPU-seconds requested by running pods (kube-state-metrics
+    kube_pod_container_resource_requests), at the share of a physical GPU each unit is (a
+    MIG profile's compute slices, a time-sliced replica's share).
+  - Used: DCGM_FI_PROF_GR_ENGINE_ACTIVE summed over the pod's GPUs (DCGM_FI_DEV_GPU_UTIL / 100
+    where the profiling metric is absent). Efficiency is used over allocated for the time
+    usage was observed; a span without DCGM data is \"no data\", never idle.
+  - Each sample stands for the gap to its neighbours in its own series (the scrape interval
+    may differ per target and change in time); costs are over the covered hours only.
+
+Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml`):
+  - Minimum data: {min_days} covered days, else nothing is proposed; a trend needs
+    {min_trend} covered days.
+  - Per workload, from hourly means over the covered window (hours at least half covered):
+    replicas held (pods, a gang counting once) and GPUs held, as p10, p50, p95 and max over
+    the hours it held GPUs.
+  - Daily peaks (the highest hourly mean of each day with at least twelve covered hours) are
+    fitted by least squares: slope per day and R-squared. The slope is the forecast only when it
+    is significant at 95% (|slope / its standard error| >= Student's t with n - 2 degrees of
+    freedom); otherwise the level is flat (the mean of the daily peaks).
+  - Horizon: the end of the calendar quarter after the one the data ends in. The projection
+    is the line (or the level) there, with a 95% prediction band
+    (t * s * sqrt(1 + 1/n + (x - mean x)^2 / Sxx)).
+  - replicas.max = ceil(peak x (1 + headroom)), headroom {headroom:.0}% (`--headroom`), where
+    the peak is the higher of the line today and at the horizon (a trend), or the highest daily
+    peak seen (flat). replicas.min = the p10 of replicas held (at least 1 for a user-facing
+    workload or one that may not scale to zero). A fixed count that held steady stays fixed,
+    at what it held.
+  - An idle workload (busy below {low:.0}% of held time, GP025's threshold) is never grown.
+    Where memory and the GPU allow, it gets the smaller slice the review's right-size advice
+    names (a MIG profile; time-slicing only with a recorded [[decision]]); where `check` would
+    refuse that, its replicas are consolidated instead: the p95 of GPUs busy over (GPUs per
+    replica x its `utilization`, else {target:.0}%), plus headroom, never above what it held.
+  - hours_per_month: the share of windows with samples in which it held GPUs, times the plan's
+    month, written where it differs from the plan by more than 5% (and 10 h).
+  - Workloads that held no GPU in the window are left as written and listed.
+  - NEXT keeps every other key, comment and the order of the plan (toml_edit); each changed
+    line carries the figures it came from. It is held to `check`: no error the plan did not
+    have. `gpuplan diff PLAN NEXT.toml` prices the change.
+  - An autoscaler at its replicas.max hides demand above it: the figures say so where the p95
+    reached the max.
+
+Figures: providers/assumptions.toml [review] (as of {as_of}).
+",
+        min_days = a.review_min_days,
+        min_trend = a.review_min_trend_days,
+        headroom = a.review_headroom * 100.0,
+        low = a.low_utilization * 100.0,
+        target = a.review_consolidation_target * 100.0,
+        as_of = c
+            .sources
+            .iter()
+            .find(|s| s.file.contains("assumptions"))
+            .map_or("-".to_owned(), |s| s.as_of.to_string()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_squares_recovers_a_line_and_its_significance() {
+        let pts: Vec<(f64, f64)> = (0..28)
+            .map(|d| (f64::from(d), 2.0 + 0.5 * f64::from(d)))
+            .collect();
+        let f = Fit::new(&pts).expect("fit");
+        assert!((f.slope - 0.5).abs() < 1e-9 && (f.intercept - 2.0).abs() < 1e-9);
+        assert!((f.r2 - 1.0).abs() < 1e-9 && f.significant());
+        // Alternating noise around a flat level has no significant slope.
+        let flat: Vec<(f64, f64)> = (0..28)
+            .map(|d| (f64::from(d), 4.0 + if d % 2 == 0 { 0.5 } else { -0.5 }))
+            .collect();
+        let f = Fit::new(&flat).expect("fit");
+        assert!(!f.significant(), "{f:?}");
+        let p = project(&flat, 28.0, 120.0, 14);
+        assert!(!p.trend && (p.center - 4.0).abs() < 1e-9 && (p.peak - 4.5).abs() < 1e-9);
+        assert!(p.low < 4.0 && p.high > 4.5);
+    }
+
+    #[test]
+    fn t_quantiles_match_the_table() {
+        assert!((t975(1) - 12.706).abs() < 1e-9);
+        assert!((t975(26) - 2.056).abs() < 0.003);
+        assert!((t975(100_000) - 1.96).abs() < 0.001);
+    }
+
+    #[test]
+    fn the_next_quarter_ends_where_the_one_after_begins() {
+        let t = |s: &str| super::super::telemetry::parse_time(s).expect("time");
+        assert_eq!(
+            next_quarter(t("2026-12-05T00:00:00Z")),
+            ("2027-Q1".to_owned(), t("2027-04-01T00:00:00Z"))
+        );
+        assert_eq!(
+            next_quarter(t("2026-02-28T12:00:00Z")),
+            ("2026-Q2".to_owned(), t("2026-07-01T00:00:00Z"))
+        );
+        assert_eq!(
+            next_quarter(t("2026-09-30T23:59:59Z")),
+            ("2026-Q4".to_owned(), t("2027-01-01T00:00:00Z"))
+        );
+    }
+
+    fn plan(min: i64, max: i64) -> Plan {
+        let catalog =
+            crate::catalog::Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
+        let text = format!("version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\nreplicas = {{ min = {min}, max = {max} }}\nskus = [\"g6.xlarge\"]\n");
+        crate::plan::load_and_validate(crate::source::SourceFile::new("p.toml", text), &catalog)
+            .unwrap_or_else(|_| panic!("plan"))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(48))]
+        /// Whatever the history: min <= max, max >= 1, a band around its centre, an idle
+        /// workload never grown, a fixed count exactly when min = max.
+        #[test]
+        fn proposals_are_well_formed(
+            per_hour in proptest::collection::vec(0usize..9, 24 * 8..24 * 40),
+            busy in 0.0f64..1.0,
+            min in 0i64..4,
+            span in 0i64..6,
+        ) {
+            let max = min.max(1) + span;
+            let p = plan(min, max);
+            let mut t = Telemetry { step: 3600, ..Telemetry::default() };
+            for (h, n) in per_hour.iter().enumerate() {
+                let w = h as i64 * 3600;
+                t.covered_windows.insert(w);
+                t.sampled_windows.insert(w);
+                for i in 0..*n {
+                    let pod = t.pods.entry(("t".into(), format!("w-{i}"))).or_default();
+                    pod.namespace = "t".into();
+                    pod.pod = format!("w-{i}");
+                    pod.allocated.insert(w, 3600.0);
+                    pod.used.insert(w, 3600.0 * busy);
+                    pod.has_usage = true;
+                }
+            }
+            t.covered = per_hour.len() as i64 * 3600;
+            t.to = t.covered;
+            t.data_to = Some(t.covered);
+            let rows = [WorkloadRow {
+                workload: "w".into(),
+                team: "t".into(),
+                allocated_gpu_seconds: 0.0,
+                used_gpu_seconds: 0.0,
+                no_data_gpu_seconds: 0.0,
+                efficiency: Some(busy),
+                idle_cost_usd: 0.0,
+                pending_gpu_seconds: 0.0,
+                planned_utilization: None,
+                usd_per_million_tokens: None,
+                pods: 0,
+            }];
+            let m = Method {
+                headroom: 0.15,
+                min_days: 7.0,
+                min_trend_days: 14,
+                consolidation_target: 0.5,
+                low_utilization: 0.25,
+            };
+            let nq = forecast(&p, &t, &rows, &BTreeMap::new(), &m);
+            for team in &nq.teams {
+                proptest::prop_assert!(team.band_low <= team.projected_gpus + 1e-9);
+                proptest::prop_assert!(team.projected_gpus <= team.band_high + 1e-9);
+            }
+            for f in &nq.workloads {
+                let pr = &f.proposed;
+                proptest::prop_assert!(pr.max >= 1 && pr.min >= 0 && pr.min <= pr.max, "{pr:?}");
+                proptest::prop_assert_eq!(pr.fixed, pr.min == pr.max);
+                if busy < m.low_utilization {
+                    proptest::prop_assert!(pr.max <= max, "idle grown: {pr:?} over {max}");
+                }
+                proptest::prop_assert!(f.band_low <= f.projected_replicas + 1e-9);
+            }
+            if per_hour.iter().all(|n| *n == 0) {
+                proptest::prop_assert!(nq.workloads.is_empty());
+            }
+        }
+    }
+}

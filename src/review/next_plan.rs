@@ -1,0 +1,259 @@
+//! `review --write-plan NEXT`: the plan with each measured workload's `replicas`,
+//! `hours_per_month` and (for an idle one, where memory and the GPU allow) its slice as next
+//! quarter needs them. Each changed line carries the figures it came from; everything else
+//! (comments, order, formatting, other keys) is kept as written. The result is held to
+//! `check`: a right-size that would add an error is not taken, and the workload is sized by
+//! consolidation instead.
+
+use std::collections::BTreeSet;
+
+use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
+
+use super::forecast::{NextQuarter, Proposal, WorkloadForecast};
+use crate::catalog::Catalog;
+use crate::core::Date;
+use crate::diag::Severity;
+use crate::plan::Plan;
+use crate::render::write_plan::WritePlanError;
+
+/// Every header line starts so: a plan written from an earlier NEXT loses the old header.
+const HEADER: &str = "# gpuplan review: ";
+/// Every comment on a changed line starts so: a rewrite replaces it, never stacks it.
+const MARK: &str = "# gpuplan review";
+
+/// What was written, and what the user should know of it.
+pub(crate) struct NextPlan {
+    pub text: String,
+    /// Workloads whose lines changed.
+    pub changed: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// A value with a comment after it, keeping the comment the line had (less an earlier
+/// review's).
+fn commented(mut v: Value, old: Option<&Item>, comment: &str) -> Item {
+    let kept = old
+        .and_then(Item::as_value)
+        .and_then(|v| v.decor().suffix())
+        .and_then(|s| s.as_str())
+        .map(|s| s.split(MARK).next().unwrap_or("").trim_end().to_owned())
+        .unwrap_or_default();
+    v.decor_mut().set_suffix(format!(
+        "{kept}  {MARK}: {}",
+        crate::core::printable(comment)
+    ));
+    Item::Value(v)
+}
+
+fn replicas_value(p: &Proposal) -> Value {
+    if p.fixed {
+        Value::from(p.max)
+    } else {
+        let mut t = InlineTable::new();
+        t.insert("min", Value::from(p.min));
+        t.insert("max", Value::from(p.max));
+        Value::InlineTable(t)
+    }
+}
+
+/// Apply one workload's proposal to its table; true when a line changed.
+fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str) -> bool {
+    let mut changed = false;
+    let current = t.get("replicas").and_then(Item::as_value).map(|v| {
+        v.as_integer().map(|n| (n, n, true)).or_else(|| {
+            let it = v.as_inline_table()?;
+            let get = |k| it.get(k).and_then(Value::as_integer);
+            Some((get("min")?, get("max")?, false))
+        })
+    });
+    let want = (p.min, p.max, p.fixed);
+    let same = match current {
+        Some(Some(c)) => c == want,
+        // Absent means one fixed replica.
+        None => want == (1, 1, true),
+        Some(None) => false,
+    };
+    if !same {
+        let note = format!(
+            "was {}; {}; p10 -> min, peak by {horizon} +headroom -> max ({})",
+            f.current, f.figures, p.basis
+        );
+        let item = commented(replicas_value(p), t.get("replicas"), &note);
+        t.insert("replicas", item);
+        changed = true;
+    }
+    if let Some(h) = p.hours_per_month {
+        let note = format!(
+            "measured: held GPUs {:.0} h of a {}-h month",
+            f.hours_per_month,
+            crate::core::HOURS_PER_MONTH
+        );
+        let item = commented(Value::from(h), t.get("hours_per_month"), &note);
+        t.insert("hours_per_month", item);
+        changed = true;
+    }
+    if let (Some(fraction), Some(sharing)) = (p.gpu_fraction, p.sharing) {
+        let what = f.right_size_what.as_deref().unwrap_or("a smaller slice");
+        let was = t
+            .get("gpu_fraction")
+            .and_then(Item::as_value)
+            .map(|v| v.to_string().trim().to_owned())
+            .or_else(|| {
+                t.get("gpus")
+                    .and_then(Item::as_integer)
+                    .map(|g| format!("{g} GPU"))
+            })
+            .unwrap_or_else(|| "1 GPU".into());
+        let note = format!("was {was}: idle below the threshold; {what} holds the work");
+        let item = commented(Value::from(fraction), t.get("gpu_fraction"), &note);
+        t.insert("gpu_fraction", item);
+        // A fraction replaces whole GPUs.
+        t.remove("gpus");
+        let item = commented(Value::from(sharing), t.get("sharing"), "with gpu_fraction");
+        t.insert("sharing", item);
+        changed = true;
+    }
+    changed
+}
+
+/// An error finding: its rule, and the workload and pool it is on.
+type Found = (String, Option<String>, Option<String>);
+
+/// Errors `check` reports for a plan text, by rule and what they are on.
+fn errors(
+    name: &str,
+    text: &str,
+    catalog: &Catalog,
+    today: Date,
+) -> Result<BTreeSet<Found>, Vec<String>> {
+    let file = crate::source::SourceFile::new(name, text);
+    let p = crate::rules::load_plan(file, catalog)
+        .map_err(|ds| ds.into_iter().map(|d| d.message).collect::<Vec<_>>())?;
+    Ok(
+        crate::rules::check(&p, catalog, today, &crate::rules::Levels::default())
+            .into_iter()
+            .filter(|d| d.severity == Severity::Error && d.suppressed.is_none())
+            .map(|d| (d.code, d.workload, d.pool))
+            .collect(),
+    )
+}
+
+/// NEXT's text: the plan with the forecast's proposals, held to `check`.
+pub(crate) fn next_plan(
+    plan: &Plan,
+    catalog: &Catalog,
+    nq: &NextQuarter,
+    window: (&str, &str),
+    today: Date,
+) -> Result<NextPlan, WritePlanError> {
+    let before = errors(&plan.file.name, &plan.file.text, catalog, today).unwrap_or_default();
+    // Right-sizes check refuses, by workload, and why.
+    let mut refused: Vec<(String, String)> = Vec::new();
+    loop {
+        let mut doc: DocumentMut = plan.file.text.parse()?;
+        let mut changed = Vec::new();
+        let mut right_sized = Vec::new();
+        if let Some(Item::ArrayOfTables(ws)) = doc.get_mut("workload") {
+            for t in ws.iter_mut() {
+                let Some(name) = t.get("name").and_then(Item::as_str).map(str::to_owned) else {
+                    continue;
+                };
+                let Some(f) = nq.workloads.iter().find(|f| f.workload == name) else {
+                    continue;
+                };
+                let p = match &f.without_right_size {
+                    Some(alt) if refused.iter().any(|r| r.0 == name) => alt,
+                    _ => &f.proposed,
+                };
+                if p.gpu_fraction.is_some() {
+                    right_sized.push(name.clone());
+                }
+                if apply(t, f, p, &nq.quarter) {
+                    changed.push(name);
+                }
+            }
+        }
+        let body = doc.to_string();
+        let body = body
+            .lines()
+            .skip_while(|l| l.starts_with(HEADER))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut text = format!(
+            "{HEADER}next quarter ({}, to {}) from telemetry {} to {}, {} covered day(s).\n{HEADER}changed lines carry the figures they came from; the method is in `gpuplan explain review`.\n",
+            nq.quarter, nq.horizon, window.0, window.1, nq.covered_days
+        );
+        if !nq.without_data.is_empty() {
+            text.push_str(&format!(
+                "{HEADER}left as written, no GPU held in the window: {}\n",
+                nq.without_data.join(", ")
+            ));
+        }
+        text.push_str(&body);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let checked = errors(&plan.file.name, &text, catalog, today);
+        let added: Vec<Found> = match &checked {
+            Ok(after) => after.difference(&before).cloned().collect(),
+            Err(msgs) => msgs.iter().map(|m| (m.clone(), None, None)).collect(),
+        };
+        // A right-size that adds an error is not taken: on the workloads the errors name, or
+        // on every right-sized one when they name none.
+        let blamed: Vec<&String> = right_sized
+            .iter()
+            .filter(|w| {
+                added.iter().any(|e| e.1.as_deref() == Some(w.as_str()))
+                    || added.iter().all(|e| e.1.is_none())
+            })
+            .collect();
+        if !added.is_empty() && !blamed.is_empty() {
+            let why = added
+                .iter()
+                .map(|e| e.0.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(", ");
+            for w in blamed {
+                refused.push((w.clone(), why.clone()));
+            }
+            continue;
+        }
+        if let Err(msgs) = checked {
+            return Err(WritePlanError::Invalid(msgs.join("; ")));
+        }
+        let mut notes: Vec<String> = refused
+            .iter()
+            .map(|(w, why)| {
+                format!("`{w}`: the right-size was not taken (check would report {why}); sized by consolidation instead")
+            })
+            .collect();
+        if !added.is_empty() {
+            notes.push(format!(
+                "check reports {} error(s) on the written plan that the plan did not have: {}",
+                added.len(),
+                added
+                    .iter()
+                    .map(|e| match (&e.1, &e.2) {
+                        (Some(w), _) => format!("{} on `{w}`", e.0),
+                        (None, Some(p)) => format!("{} on pool `{p}`", e.0),
+                        _ => e.0.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !nq.without_data.is_empty() {
+            notes.push(format!(
+                "left as written, no GPU held in the window: {}",
+                nq.without_data.join(", ")
+            ));
+        }
+        return Ok(NextPlan {
+            text,
+            changed,
+            notes,
+        });
+    }
+}
