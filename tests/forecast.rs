@@ -94,6 +94,15 @@ replicas = 2
 gpu_memory_gib = 8
 skus = ["Standard_NC24ads_A100_v4"]
 
+# Reranker: eight fixed replicas, 30% busy.
+[[workload]]
+name = "rerank"
+team = "search"
+kind = "inference"
+replicas = 8
+gpu_memory_gib = 30
+skus = ["Standard_NC24ads_A100_v4"]
+
 [[workload]]
 name = "nightly"
 team = "research"
@@ -126,6 +135,12 @@ fn fleet(slope: f64) -> Vec<Shape> {
             prefix: "embed",
             replicas: Box::new(|_, _| 4),
             busy: 0.6,
+        },
+        Shape {
+            namespace: "search",
+            prefix: "rerank",
+            replicas: Box::new(|_, _| 8),
+            busy: 0.3,
         },
         Shape {
             namespace: "research",
@@ -223,6 +238,17 @@ fn a_28_day_history_becomes_next_quarters_plan() {
         Some("replicas = { min = 4, max = 5 }")
     );
 
+    // Over-provisioned by load: eight fixed replicas 30% busy are the work of 2.4 GPUs; at
+    // the default 50% a replica, 4.8, +15% = 5.52 -> 6, still a fixed count.
+    let rr = forecast(&json, "rerank");
+    assert_eq!(rr["proposed"]["basis"], "consolidated", "{rr:#}");
+    let l = line(&next, "rerank", "replicas").expect("rerank");
+    assert!(
+        l.starts_with("replicas = 6  # gpuplan review: was 8;"),
+        "{l}"
+    );
+    assert!(l.contains("consolidated to 50% busy per replica"), "{l}");
+
     // Idle (1% busy): never grown; the right-size to a MIG slice passes check, so it is
     // taken, with the figures beside it.
     let nb = forecast(&json, "notebook");
@@ -263,7 +289,7 @@ fn a_28_day_history_becomes_next_quarters_plan() {
     // Every line of the plan that was not changed is still there, in order.
     let kept: Vec<&str> = PLAN
         .lines()
-        .filter(|l| !l.starts_with("replicas = {"))
+        .filter(|l| !l.starts_with("replicas = {") && *l != "replicas = 8")
         .collect();
     let mut at = 0;
     for l in &kept {

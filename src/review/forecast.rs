@@ -558,17 +558,16 @@ pub(crate) fn forecast(
             max = current.max().max(1);
             basis = "idle";
         }
-        let steady = matches!(current, Count::Fixed(_))
-            && !p.trend
-            && min_held >= (p.peak - 0.05).ceil() as i64;
-        // A fixed count that held steady stays fixed, at what it held.
+        // A fixed count stays fixed: at what it held when flat, at the projected peak plus
+        // headroom when it grows.
+        let fixed_now = matches!(current, Count::Fixed(_));
         let held = |max: i64, basis: &'static str| {
-            let max = if steady && basis == "flat" {
+            let max = if fixed_now && basis == "flat" {
                 ((p.peak - 0.05).ceil() as i64).max(1)
             } else {
                 max
             };
-            let min = min_held.min(max);
+            let min = if fixed_now { max } else { min_held.min(max) };
             Proposal {
                 min,
                 max,
@@ -579,16 +578,37 @@ pub(crate) fn forecast(
                 basis,
             }
         };
-        // An idle workload with no smaller slice that fits: fewer replicas, each busy at the
-        // target share (its planned `utilization`), never more than it held.
+        // Work that keeps its GPUs less busy than it plans to (its `utilization`, else the
+        // consolidation target), with no growth to make room for: fewer replicas, each busy at
+        // the target, never more than it held. Gangs are sized by their model, not by load.
+        let target = w
+            .utilization()
+            .unwrap_or(m.consolidation_target)
+            .clamp(m.low_utilization, 0.9);
+        let per = w.gpu_share() * w.gang().max(1) as f64 * target;
+        let needed: Vec<f64> = at(&busy_h).iter().map(|b| b / per.max(1e-9)).collect();
+        let can_consolidate = (idle || !p.trend)
+            && w.gang() <= 1
+            && !s.busy.is_empty()
+            && eff.is_some_and(|e| e < target);
         let consolidated = || {
-            let target = w
-                .utilization()
-                .unwrap_or(m.consolidation_target)
-                .clamp(m.low_utilization, 0.9);
-            let per = w.gpu_share() * w.gang().max(1) as f64 * target;
-            let busy = quantile(&at(&busy_h), 0.95);
-            held(grow(busy / per.max(1e-9)).min(max), "consolidated")
+            let max = grow(quantile(&needed, 0.95)).min(max);
+            let min = if fixed_now {
+                max
+            } else {
+                ((quantile(&needed, 0.10) + 0.05).floor() as i64)
+                    .max(floor_min)
+                    .min(max)
+            };
+            Proposal {
+                min,
+                max,
+                fixed: min == max,
+                hours_per_month: hours_change,
+                gpu_fraction: None,
+                sharing: None,
+                basis: "consolidated",
+            }
         };
         let rs = right_sizes.get(name.as_str()).filter(|_| idle);
         let (proposed, without_right_size) = match rs {
@@ -598,7 +618,11 @@ pub(crate) fn forecast(
                 pr.sharing = Some(r.sharing);
                 (pr, Some(consolidated()))
             }
-            None if idle && w.gang() <= 1 && !s.busy.is_empty() => (consolidated(), None),
+            None if can_consolidate => {
+                let c = consolidated();
+                let h = held(max, basis);
+                (if c.max < h.max { c } else { h }, None)
+            }
             None => (held(max, basis), None),
         };
         // An autoscaler at its ceiling hides demand above it.
@@ -624,8 +648,14 @@ pub(crate) fn forecast(
                 ),
                 _ => format!("peak {:.1} as seen", p.peak),
             },
-            match basis {
-                "idle" => "; busy below the idle threshold, so never grown".to_owned(),
+            match (proposed.basis, basis) {
+                ("consolidated", _) => format!(
+                    "; consolidated to {:.0}% busy per replica (p95 of GPUs busy {:.2}), +{:.0}% headroom",
+                    target * 100.0,
+                    quantile(&at(&busy_h), 0.95),
+                    m.headroom * 100.0
+                ),
+                (_, "idle") => "; busy below the idle threshold, so never grown".to_owned(),
                 _ => format!(", +{:.0}% headroom", m.headroom * 100.0),
             },
             match eff {
@@ -698,11 +728,14 @@ Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml
     peak seen (flat). replicas.min = the p10 of replicas held (at least 1 for a user-facing
     workload or one that may not scale to zero). A fixed count that held steady stays fixed,
     at what it held.
+  - Consolidation: a workload busy below its planned `utilization` (else {target:.0}%) with
+    no significant growth gets fewer replicas, each busy at that share: the p95 of GPUs busy
+    over (GPUs per replica x the share), plus headroom, never above what it held; min from the
+    p10 the same way. Gangs are left to their model.
   - An idle workload (busy below {low:.0}% of held time, GP025's threshold) is never grown.
     Where memory and the GPU allow, it gets the smaller slice the review's right-size advice
-    names (a MIG profile; time-slicing only with a recorded [[decision]]); where `check` would
-    refuse that, its replicas are consolidated instead: the p95 of GPUs busy over (GPUs per
-    replica x its `utilization`, else {target:.0}%), plus headroom, never above what it held.
+    names (a MIG profile, or time-slicing on a GPU without MIG) at the replicas it held; where
+    `check` would refuse that slice, it is consolidated instead.
   - hours_per_month: the share of windows with samples in which it held GPUs, times the plan's
     month, written where it differs from the plan by more than 5% (and 10 h).
   - Workloads that held no GPU in the window are left as written and listed.
