@@ -1368,6 +1368,41 @@ fn pending_mig_counts_at_its_profile_share() {
     );
 }
 
+/// A Pending time-sliced pod has no node to say its GPU is a replica; its workload does.
+/// A fifth notebook Pending for 6 h while the others hold a T4 four ways is 6 x 3600 / 4 =
+/// 5,400 GPU-seconds of unmet demand, not 21,600.
+#[test]
+fn pending_time_slice_counts_at_its_replica_share() {
+    let mut om = Om::default();
+    om.series(
+        "kube_pod_status_phase",
+        &format!("namespace=\"research\",pod=\"research-notebooks-4\",uid=\"uid-nb-4\",phase=\"Pending\",{KSM_TARGET}"),
+        KSM,
+        |t| (t < 6.0 * H).then_some(1.0),
+    );
+    om.series(
+        "kube_pod_container_resource_requests",
+        &format!("namespace=\"research\",pod=\"research-notebooks-4\",uid=\"uid-nb-4\",container=\"main\",node=\"\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+        KSM,
+        |t| (t < 6.0 * H).then_some(1.0),
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = telemetry(false, false, KSM, DCGM) + &om.text();
+    let f = write(dir.path(), "ts-pending.prom", &text);
+    let (v, err) = review(&f, &[]);
+    let pending = v["pending"].as_array().expect("pending");
+    let p = pending
+        .iter()
+        .find(|p| p["pod"] == "research-notebooks-4")
+        .unwrap_or_else(|| panic!("{pending:#?}\n{err}"));
+    close(
+        "pending time-sliced GPU-seconds",
+        p["gpu_seconds"].as_f64().unwrap_or(0.0),
+        6.0 * H / 4.0,
+    );
+    assert!(err.contains("time-slicing share"), "{err}");
+}
+
 /// A dcgm-exporter outage is no data, never idle: three hours without usage samples on one
 /// node leave its pods' efficiency over the time that was observed, name the gap in the
 /// coverage, and give no stalled advice from missing data (it read as -25% used and "stalled"
@@ -1598,6 +1633,179 @@ fn unmet_demand_blames_capacity_only_where_a_pool_was_full() {
     assert!(
         change.starts_with("no pool reached its nodes.max"),
         "{change}"
+    );
+}
+
+/// Pending time splits by `kube_pod_status_scheduled`: a notebook unscheduled for 4 h, then
+/// on the T4 (four replicas) pulling its image for 2 h, is 4 h / 4 unscheduled and 2 h / 4
+/// starting. A pool is named as full only when it reached nodes.max while its own workload
+/// waited unscheduled: with `notebooks` at nodes.max = 1 it is; at 4 (the plan) it is not.
+#[test]
+fn pending_splits_into_unscheduled_and_starting_and_names_a_full_pool() {
+    let mut om = Om::default();
+    let pod = "namespace=\"research\",pod=\"research-notebooks-9\",uid=\"uid-nb-9\"";
+    let node = "aks-notebooks-31337-vmss000000";
+    om.series(
+        "kube_pod_status_phase",
+        &format!("{pod},phase=\"Pending\",{KSM_TARGET}"),
+        KSM,
+        |t| (t < 6.0 * H).then_some(1.0),
+    );
+    for (cond, when) in [("false", true), ("true", false)] {
+        om.series(
+            "kube_pod_status_scheduled",
+            &format!("{pod},condition=\"{cond}\",{KSM_TARGET}"),
+            KSM,
+            move |t| (t < 6.0 * H).then_some(if (t < 4.0 * H) == when { 1.0 } else { 0.0 }),
+        );
+    }
+    om.series(
+        "kube_pod_container_resource_requests",
+        &format!("{pod},container=\"main\",node=\"\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+        KSM,
+        |t| (t < 4.0 * H).then_some(1.0),
+    );
+    om.series(
+        "kube_pod_container_resource_requests",
+        &format!("{pod},container=\"main\",node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+        KSM,
+        |t| (4.0 * H..6.0 * H).contains(&t).then_some(1.0),
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = telemetry(false, false, KSM, DCGM) + &om.text();
+    let f = write(dir.path(), "split.prom", &text);
+    let (v, err) = review(&f, &[]);
+    let p = v["pending"]
+        .as_array()
+        .expect("pending")
+        .iter()
+        .find(|p| p["pod"] == "research-notebooks-9")
+        .cloned()
+        .unwrap_or_else(|| panic!("{v:#}\n{err}"));
+    close(
+        "pending",
+        p["gpu_seconds"].as_f64().unwrap_or(0.0),
+        6.0 * H / 4.0,
+    );
+    close(
+        "unscheduled",
+        p["unscheduled_gpu_seconds"].as_f64().unwrap_or(0.0),
+        4.0 * H / 4.0,
+    );
+    let unmet = |v: &Value| {
+        v["recommendations"]
+            .as_array()
+            .expect("advice")
+            .iter()
+            .find(|a| a["kind"] == "unmet-demand")
+            .cloned()
+            .unwrap_or_else(|| panic!("{v:#}"))
+    };
+    let a = unmet(&v);
+    let msg = a["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("1.0 unscheduled") && msg.contains("0.5 scheduled and starting"),
+        "{msg}"
+    );
+    assert!(
+        a["change"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("no pool reached"),
+        "{a:#}"
+    );
+
+    // The same fleet with the notebooks pool capped at the one node it ran.
+    let plan = std::fs::read_to_string("plans/azure-inference.toml").expect("plan").replace(
+        "name = \"notebooks\"\nsku = \"Standard_NC4as_T4_v3\"\nregion = \"eastus\"\nnodes = { min = 0, max = 4 }",
+        "name = \"notebooks\"\nsku = \"Standard_NC4as_T4_v3\"\nregion = \"eastus\"\nnodes = { min = 0, max = 1 }",
+    );
+    assert!(plan.contains("max = 1 }"), "the plan changed shape");
+    let pf = write(dir.path(), "capped.toml", &plan);
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args(["review"])
+        .arg(&pf)
+        .args(["--format", "json", "--metrics"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let change = unmet(&v)["change"].as_str().unwrap_or("").to_owned();
+    assert!(
+        change.starts_with("`notebooks` (1 nodes) reached nodes.max"),
+        "{change}"
+    );
+}
+
+/// A pod in CrashLoopBackOff holds its GPU idle whatever its size: the review says it
+/// crashes and gives no right-size advice; the same pod idle without crashing gets one.
+#[test]
+fn crash_looping_pods_get_no_right_size() {
+    let build = |crash: bool| {
+        let mut om = Om {
+            seconds: true,
+            ..Om::default()
+        };
+        let node = "gpu-node-c";
+        let pod = "namespace=\"search\",pod=\"embeddings-crash-0\",uid=\"uid-c\"";
+        om.series(
+            "kube_pod_status_phase",
+            &format!("{pod},phase=\"Running\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+        om.series(
+            "kube_pod_container_resource_requests",
+            &format!("{pod},container=\"main\",node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            |_| Some(1.0),
+        );
+        if crash {
+            om.series(
+                "kube_pod_container_status_waiting_reason",
+                &format!("{pod},container=\"main\",reason=\"CrashLoopBackOff\",{KSM_TARGET}"),
+                KSM,
+                |t| (t < 0.8 * SPAN).then_some(1.0),
+            );
+        }
+        om.series(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            &format!("gpu=\"0\",UUID=\"GPU-{node}-0\",modelName=\"NVIDIA A100 80GB PCIe\",Hostname=\"{node}\",exported_namespace=\"search\",exported_pod=\"embeddings-crash-0\",exported_container=\"main\",{}", dcgm_target(node)),
+            DCGM,
+            |_| Some(0.01),
+        );
+        om.text()
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let right_size = |v: &Value| {
+        v["recommendations"]
+            .as_array()
+            .expect("advice")
+            .iter()
+            .any(|a| a["kind"] == "right-size" && a["workload"] == "embeddings")
+    };
+    let f = write(dir.path(), "idle.om", &build(false));
+    let (v, _) = review(&f, &[]);
+    assert!(
+        right_size(&v),
+        "the idle control gets right-size advice: {v:#}"
+    );
+    let f = write(dir.path(), "crash.om", &build(true));
+    let (v, _) = review(&f, &[]);
+    assert!(!right_size(&v), "{v:#}");
+    let w = row(&v, "workloads", "workload", "embeddings");
+    close(
+        "crash-loop share",
+        w["crashloop_share"].as_f64().unwrap_or(0.0) * 100.0,
+        80.0,
+    );
+    assert!(
+        v["recommendations"]
+            .as_array()
+            .expect("advice")
+            .iter()
+            .any(|a| a["kind"] == "crash-loop" && a["workload"] == "embeddings"),
+        "{v:#}"
     );
 }
 

@@ -5,7 +5,7 @@
 //! what each saves and the plan change to make. The rows it fills are in [`super::rows`];
 //! the advice on right-sizing, reservations and empty nodes in [`super::advice`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use super::rows::*;
 
@@ -17,6 +17,10 @@ use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 
 pub(crate) const SCHEMA: &str = "gpuplan.review/v1";
+
+/// Share of held time in `CrashLoopBackOff` from which a workload's idleness is its crash,
+/// not its size: no right-size, no consolidation.
+pub(crate) const CRASHLOOP_SHARE: f64 = 0.1;
 
 /// Rounded to a hundredth, without a negative zero.
 pub(super) fn round(x: f64) -> f64 {
@@ -179,7 +183,7 @@ pub fn analyse(
         }
     }
     let mut teams: BTreeMap<String, Sums> = BTreeMap::new();
-    let mut by_workload: BTreeMap<&str, (Sums, f64, usize)> = BTreeMap::new();
+    let mut by_workload: BTreeMap<&str, (Sums, f64, usize, f64, f64)> = BTreeMap::new();
     let mut by_model: BTreeMap<String, Sums> = BTreeMap::new();
     type PoolSums = (Sums, Option<String>, Vec<Signal>);
     let mut by_pool: BTreeMap<(String, bool), PoolSums> = BTreeMap::new();
@@ -230,6 +234,8 @@ pub fn analyse(
                 e.0.add(f);
                 e.1 += p.tokens;
                 e.2 += 1;
+                e.3 += p.crashloop;
+                e.4 += p.held_seconds;
             }
             None if f.alloc > 0.0 => unmatched.push(Unmatched {
                 namespace: p.namespace.clone(),
@@ -247,6 +253,7 @@ pub fn analyse(
                 team: p.namespace.clone(),
                 pod: p.pod.clone(),
                 gpu_seconds: round(p.pending),
+                unscheduled_gpu_seconds: p.scheduled_known.then(|| round(p.unscheduled)),
             });
         }
         if !p.has_usage {
@@ -313,10 +320,28 @@ pub fn analyse(
     let mut right_sizes = BTreeMap::new();
     for w in plan.workloads() {
         let name = w.name.get();
-        let (sums, tokens, pods) = by_workload.get(name.as_str()).copied().unwrap_or_default();
+        let (sums, tokens, pods, crash, held) =
+            by_workload.get(name.as_str()).copied().unwrap_or_default();
         let price = gpu_second_price(plan, rec, catalog, name).unwrap_or(0.0);
         let eff = ratio(sums.used, sums.seen);
-        if let Some(e) = eff.filter(|e| *e < s.low_utilization) {
+        let crashloop_share = (held > 0.0 && crash > 0.0).then(|| round4(crash / held));
+        // A pod that restarts in a loop holds its GPU idle whatever its size: the fix is the
+        // crash, and a smaller slice would hide it.
+        let crashing = crashloop_share.is_some_and(|c| c >= CRASHLOOP_SHARE);
+        if crashing {
+            advice.push(Advice {
+                kind: "crash-loop",
+                workload: Some(name.clone()),
+                pool: None,
+                saving_usd: None,
+                message: format!(
+                    "`{name}`'s pods waited in CrashLoopBackOff {:.0}% of the time they held GPUs: the GPUs sat idle while the container restarted",
+                    crashloop_share.unwrap_or(0.0) * 100.0
+                ),
+                change: "fix the crash (kubectl describe / logs of the pod) before sizing it: no right-size is advised from these figures".into(),
+            });
+        }
+        if let Some(e) = eff.filter(|e| *e < s.low_utilization && !crashing) {
             if let Some((a, fit)) = right_size(plan, rec, catalog, w, e, sums.idle_cost) {
                 advice.push(a);
                 right_sizes.insert(name.clone(), fit);
@@ -335,6 +360,7 @@ pub fn analyse(
             usd_per_million_tokens: (tokens > 0.0)
                 .then(|| round4(sums.alloc * price / tokens * 1e6)),
             pods,
+            crashloop_share,
         });
     }
     for st in &stalled {
@@ -359,16 +385,41 @@ pub fn analyse(
         });
     }
     let pending_total: f64 = pending.iter().map(|p| p.gpu_seconds).sum();
+    // Pending split by what kube-state-metrics said of each pod: unscheduled, scheduled and
+    // starting, or not told apart (no `kube_pod_status_scheduled` for it).
+    let unscheduled_total: f64 = pending
+        .iter()
+        .filter_map(|p| p.unscheduled_gpu_seconds)
+        .sum();
+    let unknown_total: f64 = pending
+        .iter()
+        .filter(|p| p.unscheduled_gpu_seconds.is_none())
+        .map(|p| p.gpu_seconds)
+        .sum();
     if pending_total >= 3600.0 {
         advice.push(Advice {
             kind: "unmet-demand",
             workload: None,
             pool: None,
             saving_usd: None,
-            message: format!(
-                "{:.1} GPU-hours were requested by pods while Pending (unscheduled, or starting: pulling images, waiting for a node)",
-                pending_total / 3600.0
-            ),
+            message: if unknown_total < pending_total {
+                format!(
+                    "{:.1} GPU-hours were requested by pods while Pending: {:.1} unscheduled (no node would take them), {:.1} scheduled and starting (image pulls, init containers){}",
+                    pending_total / 3600.0,
+                    unscheduled_total / 3600.0,
+                    (pending_total - unscheduled_total - unknown_total).max(0.0) / 3600.0,
+                    if unknown_total > 0.0 {
+                        format!(", {:.1} not told apart (no kube_pod_status_scheduled)", unknown_total / 3600.0)
+                    } else {
+                        String::new()
+                    }
+                )
+            } else {
+                format!(
+                    "{:.1} GPU-hours were requested by pods while Pending (unscheduled, or starting: pulling images, waiting for a node; kube_pod_status_scheduled, not exported, would tell them apart)",
+                    pending_total / 3600.0
+                )
+            },
             change: {
                 // Nodes of each plan pool seen at once, against its maximum: capacity is the
                 // wait only where a pool reached it.
@@ -382,9 +433,15 @@ pub fn analyse(
                         }
                     }
                 }
+                let waiting: BTreeSet<&str> = pending
+                    .iter()
+                    .filter(|p| p.unscheduled_gpu_seconds.is_none_or(|u| u > 0.0))
+                    .filter_map(|p| p.workload.as_deref())
+                    .collect();
                 let full: Vec<String> = plan
                     .pools()
                     .iter()
+                    .filter(|p| p.workloads.iter().any(|w| waiting.contains(w.get().as_str())))
                     .filter(|p| {
                         let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
                         at_once
@@ -393,7 +450,9 @@ pub fn analyse(
                     })
                     .map(|p| format!("`{}` ({} nodes)", p.name.get(), p.nodes().max()))
                     .collect();
-                if full.is_empty() {
+                if unknown_total < 60.0 && unscheduled_total < 60.0 {
+                    "every Pending pod had a node: the wait was start-up, not capacity; pre-pull large images (a DaemonSet or the node image) and check init containers".into()
+                } else if full.is_empty() {
                     "no pool reached its nodes.max while they waited: look at scheduling and start-up (quota, taints and selectors, image pulls) before adding capacity, or queue them (Kueue) so the wait is visible".into()
                 } else {
                     format!(

@@ -662,6 +662,29 @@ pub(crate) fn assemble(
     };
     let running = per_pod(Q::Running);
     let pending = per_pod(Q::Pending);
+    let crashloop = per_pod(Q::CrashLoop);
+    let scheduled_known: BTreeSet<(String, String)> = a
+        .get(Q::Scheduled)
+        .map(|(g, _)| {
+            (
+                g[col(Q::Scheduled, "namespace")].clone(),
+                g[col(Q::Scheduled, "pod")].clone(),
+            )
+        })
+        .collect();
+    let unscheduled: BTreeMap<(String, String), &BTreeMap<u32, f64>> = a
+        .get(Q::Scheduled)
+        .filter(|(g, _)| g[col(Q::Scheduled, "condition")] == "false")
+        .map(|(g, r)| {
+            (
+                (
+                    g[col(Q::Scheduled, "namespace")].clone(),
+                    g[col(Q::Scheduled, "pod")].clone(),
+                ),
+                r,
+            )
+        })
+        .collect();
     let sidecars: BTreeSet<(String, String, String)> = a
         .get(Q::Sidecars)
         .filter(|(_, r)| r.values().any(|v| *v > 0.0))
@@ -784,6 +807,8 @@ pub(crate) fn assemble(
     }
 
     let mut pods: BTreeMap<(String, String), PodSeries> = BTreeMap::new();
+    // Pending pods no node holds yet, whose `nvidia.com/gpu` share is their workload's.
+    let mut unplaced: Vec<(String, String)> = Vec::new();
     for (key, r) in &reqs {
         let unit = r
             .node
@@ -850,12 +875,51 @@ pub(crate) fn assemble(
             }
         }
         if let Some(pend) = pending.get(key) {
+            p.scheduled_known = scheduled_known.contains(key);
+            let unsched = unscheduled.get(key);
             for (k, c) in *pend {
                 let gpus = r.any.get(k).copied().unwrap_or(0.0);
-                p.pending +=
-                    gpus * secs(*c, ksm_at.at(*k)) * share_of("nvidia_com_gpu").unwrap_or(1.0);
+                let share = share_of("nvidia_com_gpu").unwrap_or(1.0);
+                p.pending += gpus * secs(*c, ksm_at.at(*k)) * share;
+                // Samples unscheduled within the Pending ones of the window.
+                let u = unsched
+                    .and_then(|u| u.get(k))
+                    .copied()
+                    .unwrap_or(0.0)
+                    .min(*c);
+                p.unscheduled += gpus * secs(u, ksm_at.at(*k)) * share;
+            }
+            let whole_gpus = r
+                .app
+                .values()
+                .chain(r.init.values())
+                .all(|c| c.keys().all(|res| res == "nvidia_com_gpu"));
+            if p.pending > 0.0 && unit.is_none() && whole_gpus && !a.gpus_as_given {
+                unplaced.push(key.clone());
             }
         }
+        // Crash-looping while it held GPUs.
+        if let Some(cl) = crashloop.get(key) {
+            for (k, c) in *cl {
+                if p.allocated.contains_key(&grid.start(*k)) {
+                    p.crashloop += secs(*c, ksm_at.at(*k));
+                }
+            }
+        }
+        p.held_seconds = app
+            .keys()
+            .filter(|k| p.allocated.contains_key(&grid.start(**k)))
+            .map(|k| {
+                if has_phase {
+                    secs(
+                        run.and_then(|r| r.get(k)).copied().unwrap_or(0.0),
+                        ksm_at.at(*k),
+                    )
+                } else {
+                    stepf
+                }
+            })
+            .sum();
         // Each window's GPU-seconds to the node that held the pod then.
         for (t, v) in &p.allocated {
             let k = ((t - grid.from) / step) as u32;
@@ -865,6 +929,54 @@ pub(crate) fn assemble(
             }
         }
         pods.insert(key.clone(), p);
+    }
+    // A Pending pod has no node, so no node says whether its `nvidia.com/gpu` is a
+    // time-sliced replica. Its workload does: the share its running pods held (the most
+    // common), else its declared pool's `time_slicing_replicas`; else a whole GPU.
+    if !unplaced.is_empty() {
+        let mut seen: BTreeMap<&str, BTreeMap<u64, usize>> = BTreeMap::new();
+        for (key, r) in &reqs {
+            let (Some(w), Some(u)) = (
+                pods.get(key).and_then(|p| owner(plan, p)),
+                r.node.as_ref().and_then(|n| units.get(n)),
+            ) else {
+                continue;
+            };
+            *seen
+                .entry(w)
+                .or_default()
+                .entry(u.share.to_bits())
+                .or_default() += 1;
+        }
+        let mut shared = 0;
+        for key in &unplaced {
+            let Some(p) = pods.get_mut(key) else { continue };
+            let Some(w) = owner(plan, p) else { continue };
+            let measured = seen.get(w).and_then(|m| {
+                m.iter()
+                    .max_by_key(|(_, n)| **n)
+                    .map(|(bits, _)| f64::from_bits(*bits))
+            });
+            let declared = plan
+                .workload_pools(w)
+                .filter(|pool| {
+                    matches!(
+                        pool.sharing(),
+                        crate::plan::raw::Sharing::TimeSlicing | crate::plan::raw::Sharing::Mps
+                    )
+                })
+                .find_map(|pool| pool.time_slicing_replicas.as_ref().map(|r| *r.get()))
+                .filter(|r| *r > 1)
+                .map(|r| 1.0 / r as f64);
+            if let Some(share) = measured.or(declared).filter(|s| *s < 1.0) {
+                p.pending *= share;
+                p.unscheduled *= share;
+                shared += 1;
+            }
+        }
+        if shared > 0 {
+            notes.push(format!("{shared} Pending pod(s) with no node yet counted at their workload's time-slicing share of a GPU (from its running pods, else its declared pool)"));
+        }
     }
 
     // Usage, per device: prefer the profiling metric; fall back to utilisation on non-MIG GPUs

@@ -541,11 +541,14 @@ pub(crate) fn forecast(
         };
         let min_held = ((quantile(&reps, 0.10) + 0.05).floor() as i64).max(floor_min);
         let grow = |peak: f64| ((peak * (1.0 + m.headroom)) - 1e-6).ceil().max(1.0) as i64;
-        let eff = rows
-            .iter()
-            .find(|r| &r.workload == name)
-            .and_then(|r| r.efficiency);
-        let idle = eff.is_some_and(|e| e < m.low_utilization);
+        let row = rows.iter().find(|r| &r.workload == name);
+        let eff = row.and_then(|r| r.efficiency);
+        // A crash-looping workload is idle because it crashes: sized as it held, never
+        // shrunk on that evidence.
+        let crashing = row
+            .and_then(|r| r.crashloop_share)
+            .is_some_and(|c| c >= super::analysis::CRASHLOOP_SHARE);
+        let idle = !crashing && eff.is_some_and(|e| e < m.low_utilization);
         let current_hours = plan.workload_hours(w);
         let new_hours = hours.round() as i64;
         let hours_change = ((hours - current_hours).abs() > (0.05 * current_hours).max(10.0))
@@ -587,7 +590,8 @@ pub(crate) fn forecast(
             .clamp(m.low_utilization, 0.9);
         let per = w.gpu_share() * w.gang().max(1) as f64 * target;
         let needed: Vec<f64> = at(&busy_h).iter().map(|b| b / per.max(1e-9)).collect();
-        let can_consolidate = (idle || !p.trend)
+        let can_consolidate = !crashing
+            && (idle || !p.trend)
             && w.gang() <= 1
             && !s.busy.is_empty()
             && eff.is_some_and(|e| e < target);
@@ -672,7 +676,12 @@ pub(crate) fn forecast(
             } else {
                 String::new()
             },
-        );
+        ) + &if crashing {
+            "; pods crash-looped while holding GPUs, so it is not sized down on this idleness"
+                .to_owned()
+        } else {
+            String::new()
+        };
         nq.workloads.push(WorkloadForecast {
             workload: name.clone(),
             team: w.team.get().clone(),
@@ -857,6 +866,7 @@ mod tests {
                 planned_utilization: None,
                 usd_per_million_tokens: None,
                 pods: 0,
+                crashloop_share: None,
             }];
             let m = Method {
                 headroom: 0.15,

@@ -133,6 +133,11 @@ pub enum Q {
     Running,
     Scraped,
     Pending,
+    /// `kube_pod_status_scheduled` per condition: `false` while no node would take the pod,
+    /// so Pending time splits into unscheduled and starting (image pulls, init containers).
+    Scheduled,
+    /// Samples of a container waiting in `CrashLoopBackOff`: GPUs held by a pod that restarts.
+    CrashLoop,
     /// `app.kubernetes.io/name`, where kube-state-metrics exports pod labels.
     PodLabels,
     /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE` summed and counted per device and pod.
@@ -250,6 +255,22 @@ pub(crate) const QUERIES: &[Query] = &[
         id: Q::Pending,
         metrics: &["kube_pod_status_phase"],
         matchers: &[("phase", Match::Eq("Pending"))],
+        over: Over::Sum,
+        by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::Scheduled,
+        metrics: &["kube_pod_status_scheduled"],
+        matchers: &[("condition", Match::NotEmpty)],
+        over: Over::Sum,
+        by: &["cluster", "namespace", "pod", "condition"],
+        pod_labels: true,
+    },
+    Query {
+        id: Q::CrashLoop,
+        metrics: &["kube_pod_container_status_waiting_reason"],
+        matchers: &[("reason", Match::Eq("CrashLoopBackOff"))],
         over: Over::Sum,
         by: POD,
         pod_labels: true,
@@ -611,6 +632,8 @@ pub(crate) fn wanted(name: &str) -> bool {
             | "kube_pod_init_container_resource_requests"
             | "kube_pod_init_container_info"
             | "kube_pod_status_phase"
+            | "kube_pod_status_scheduled"
+            | "kube_pod_container_status_waiting_reason"
             | "kube_pod_labels"
             | "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
             | "DCGM_FI_DEV_GPU_UTIL"
@@ -805,7 +828,7 @@ mod tests {
         ] {
             assert!(!wanted(m), "{m}");
         }
-        assert_eq!(from_queries.len(), 11);
+        assert_eq!(from_queries.len(), 13);
     }
 
     #[test]

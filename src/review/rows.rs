@@ -96,6 +96,8 @@ pub struct WorkloadRow {
     pub planned_utilization: Option<f64>,
     pub usd_per_million_tokens: Option<f64>,
     pub pods: usize,
+    /// Share of the time its pods held GPUs that a container waited in `CrashLoopBackOff`.
+    pub crashloop_share: Option<f64>,
 }
 
 /// A GPU model's seconds: a T4 second is not an A100 second.
@@ -143,6 +145,9 @@ pub struct PendingPod {
     pub team: String,
     pub pod: String,
     pub gpu_seconds: f64,
+    /// The part while no node would take it; the rest it was scheduled and starting (image
+    /// pulls, init containers). `None` without `kube_pod_status_scheduled`.
+    pub unscheduled_gpu_seconds: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]

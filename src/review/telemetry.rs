@@ -27,6 +27,15 @@ pub struct PodSeries {
     pub used: BTreeMap<i64, f64>,
     /// GPU-seconds requested while Pending: demand that was not met.
     pub pending: f64,
+    /// The part of `pending` while no node would take it (`kube_pod_status_scheduled`
+    /// `condition="false"`); the rest was scheduled and starting (image pulls, init).
+    pub unscheduled: f64,
+    /// Whether kube-state-metrics said whether it was scheduled (`kube_pod_status_scheduled`).
+    pub scheduled_known: bool,
+    /// Seconds a container of it waited in `CrashLoopBackOff` while it held GPUs.
+    pub crashloop: f64,
+    /// Seconds it held GPUs (for the crash-loop share).
+    pub held_seconds: f64,
     /// Generated tokens (counter increase across resets).
     pub tokens: f64,
     /// Whether a usage series covers it (its own, or its time-sliced GPU's).
