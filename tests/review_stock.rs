@@ -1809,6 +1809,41 @@ fn crash_looping_pods_get_no_right_size() {
     );
 }
 
+/// On a time-sliced card dcgm-exporter reports one activity for the card: the notebooks'
+/// efficiency is the card's shared by allocation, and the report says so; the MIG-served
+/// chat's is its own.
+#[test]
+fn time_sliced_efficiencies_are_labelled_as_the_cards() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(dir.path(), "fleet.om", &telemetry(false, false, KSM, DCGM));
+    let (v, _) = review(&f, &[]);
+    let nb = row(&v, "workloads", "workload", "research-notebooks");
+    assert_eq!(nb["efficiency_of_shared_cards"], true, "{nb:#}");
+    let chat = row(&v, "workloads", "workload", "chat-api");
+    assert_eq!(chat["efficiency_of_shared_cards"], false, "{chat:#}");
+    assert_eq!(
+        row(&v, "teams", "team", "research")["efficiency_of_shared_cards"],
+        true
+    );
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args(["review", "plans/azure-inference.toml", "--metrics"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let md = String::from_utf8_lossy(&out.stdout);
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("| `research-notebooks` |"))
+        .expect("row");
+    assert!(line.contains("% (card) |"), "{line}");
+    assert!(md.contains("the figure is the card's, shared among its pods by allocation"));
+    let chat = md
+        .lines()
+        .find(|l| l.starts_with("| `chat-api` |"))
+        .expect("row");
+    assert!(!chat.contains("(card)"), "{chat}");
+}
+
 /// Time-slicing on a stock kube-state-metrics (no node labels) with pods no plan workload
 /// claims: the replicas per card come from the data, allocatable nvidia.com/gpu over the
 /// distinct cards dcgm-exporter reports, so four replicas of one card are one card's time,

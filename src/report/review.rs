@@ -16,6 +16,17 @@ fn pct(x: Option<f64>) -> String {
     x.map_or("-".to_owned(), |e| format!("{:.1}%", e * 100.0))
 }
 
+/// An efficiency read in part from time-sliced cards, marked for [`SHARED_CARD`].
+fn card(eff: String, shared: bool) -> String {
+    if shared && eff != "-" {
+        format!("{eff} (card)")
+    } else {
+        eff
+    }
+}
+
+const SHARED_CARD: &str = "(card): read in part from time-sliced GPUs, where dcgm-exporter reports one activity per card: the figure is the card's, shared among its pods by allocation, not each pod's own.";
+
 pub(crate) fn json(r: &Review) -> String {
     serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
 }
@@ -60,11 +71,14 @@ pub(crate) fn markdown(r: &Review) -> String {
             md(&t.team),
             hours(t.allocated_gpu_seconds),
             hours(t.used_gpu_seconds),
-            pct(t.efficiency),
+            card(pct(t.efficiency), t.efficiency_of_shared_cards),
             hours(t.no_data_gpu_seconds),
             hours(t.pending_gpu_seconds),
             usd(t.idle_cost_usd)
         );
+    }
+    if r.teams.iter().any(|t| t.efficiency_of_shared_cards) {
+        let _ = writeln!(o, "\n{SHARED_CARD}");
     }
     if !r.pools.is_empty() {
         let _ = writeln!(o, "\n## Pools and GPU models\n\n| pool | GPU | signal | GPU-h allocated | GPU-h used | efficiency | peak GPUs | p95 GPUs | cost | idle cost |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
@@ -78,7 +92,7 @@ pub(crate) fn markdown(r: &Review) -> String {
                 p.signal.as_deref().unwrap_or("no usage data"),
                 hours(p.allocated_gpu_seconds),
                 hours(p.used_gpu_seconds),
-                pct(p.efficiency),
+                card(pct(p.efficiency), p.efficiency_of_shared_cards),
                 p.peak_gpus,
                 p.p95_gpus,
                 p.allocated_cost_usd.map_or("-".to_owned(), usd),
@@ -108,12 +122,15 @@ pub(crate) fn markdown(r: &Review) -> String {
             md(&w.team),
             hours(w.allocated_gpu_seconds),
             hours(w.used_gpu_seconds),
-            pct(w.efficiency),
+            card(pct(w.efficiency), w.efficiency_of_shared_cards),
             pct(w.planned_utilization),
             usd(w.idle_cost_usd),
             w.usd_per_million_tokens
                 .map_or("-".to_owned(), crate::core::rate)
         );
+    }
+    if r.workloads.iter().any(|w| w.efficiency_of_shared_cards) {
+        let _ = writeln!(o, "\n{SHARED_CARD}");
     }
     if !r.recommendations.is_empty() {
         let _ = writeln!(o, "\n## What to change\n");

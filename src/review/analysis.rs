@@ -100,6 +100,8 @@ struct PodFacts<'a> {
     alloc_seen: f64,
     used: f64,
     price: Option<f64>,
+    /// Its usage was read from a time-sliced card: the card's activity, split by allocation.
+    shared_card: bool,
 }
 
 pub fn analyse(
@@ -154,6 +156,7 @@ pub fn analyse(
                 },
                 used: if p.has_usage { used } else { 0.0 },
                 price,
+                shared_card: p.has_usage && node.is_some_and(|n| n.replicas > 1),
             }
         })
         .collect();
@@ -168,9 +171,11 @@ pub fn analyse(
         idle_cost: f64,
         cost: f64,
         priced: bool,
+        shared: bool,
     }
     impl Sums {
         fn add(&mut self, f: &PodFacts) {
+            self.shared |= f.shared_card;
             self.alloc += f.alloc;
             self.seen += f.alloc_seen;
             self.used += f.used;
@@ -354,6 +359,7 @@ pub fn analyse(
             used_gpu_seconds: round(sums.used),
             no_data_gpu_seconds: round(sums.alloc - sums.seen),
             efficiency: eff,
+            efficiency_of_shared_cards: sums.shared,
             idle_cost_usd: round(sums.idle_cost),
             pending_gpu_seconds: round(sums.pending),
             planned_utilization: w.utilization(),
@@ -613,6 +619,7 @@ pub fn analyse(
                 used_gpu_seconds: round(x.used),
                 no_data_gpu_seconds: round(x.alloc - x.seen),
                 efficiency: ratio(x.used, x.seen),
+                efficiency_of_shared_cards: x.shared,
                 idle_cost_usd: round(x.idle_cost),
                 pending_gpu_seconds: round(x.pending),
             })
@@ -644,6 +651,7 @@ pub fn analyse(
                     allocated_gpu_seconds: round(x.alloc),
                     used_gpu_seconds: round(x.used),
                     efficiency: ratio(x.used, x.seen),
+                    efficiency_of_shared_cards: x.shared,
                     allocated_cost_usd: x.priced.then(|| round(x.cost)),
                     idle_cost_usd: x.priced.then(|| round(x.idle_cost)),
                     peak_gpus: peak,

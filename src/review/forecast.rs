@@ -861,6 +861,7 @@ mod tests {
                 used_gpu_seconds: 0.0,
                 no_data_gpu_seconds: 0.0,
                 efficiency: Some(busy),
+                efficiency_of_shared_cards: false,
                 idle_cost_usd: 0.0,
                 pending_gpu_seconds: 0.0,
                 planned_utilization: None,

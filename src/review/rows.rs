@@ -77,6 +77,10 @@ pub struct TeamRow {
     /// Of the allocated, GPU-seconds with no usage data (not in the efficiency).
     pub no_data_gpu_seconds: f64,
     pub efficiency: Option<f64>,
+    /// Part of it was read from time-sliced GPUs, where dcgm-exporter reports one activity
+    /// per card: that part is the card's, shared among its pods by allocation, not measured
+    /// per pod.
+    pub efficiency_of_shared_cards: bool,
     pub idle_cost_usd: f64,
     /// GPU-seconds requested by Pending pods: demand the cluster did not meet.
     pub pending_gpu_seconds: f64,
@@ -90,6 +94,10 @@ pub struct WorkloadRow {
     pub used_gpu_seconds: f64,
     pub no_data_gpu_seconds: f64,
     pub efficiency: Option<f64>,
+    /// Part of it was read from time-sliced GPUs, where dcgm-exporter reports one activity
+    /// per card: that part is the card's, shared among its pods by allocation, not measured
+    /// per pod.
+    pub efficiency_of_shared_cards: bool,
     pub idle_cost_usd: f64,
     pub pending_gpu_seconds: f64,
     /// `utilization` the plan expects, to compare with what was measured.
@@ -122,6 +130,10 @@ pub struct PoolRow {
     pub allocated_gpu_seconds: f64,
     pub used_gpu_seconds: f64,
     pub efficiency: Option<f64>,
+    /// Part of it was read from time-sliced GPUs, where dcgm-exporter reports one activity
+    /// per card: that part is the card's, shared among its pods by allocation, not measured
+    /// per pod.
+    pub efficiency_of_shared_cards: bool,
     pub allocated_cost_usd: Option<f64>,
     pub idle_cost_usd: Option<f64>,
     /// Physical GPUs held, peak and 95th percentile over the covered windows.
