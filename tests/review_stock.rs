@@ -303,6 +303,20 @@ fn telemetry_with(
                 },
             );
         }
+        // scheduled: `false` while no node took it (kube-state-metrics exports all three
+        // conditions, 1 on the current one)
+        let unplaced = p.node.is_empty();
+        for (cond, now) in [("true", !unplaced), ("false", unplaced), ("unknown", false)] {
+            om.series(
+                "kube_pod_status_scheduled",
+                &format!(
+                    "namespace=\"{}\",pod=\"{}\",uid=\"uid-{}\",condition=\"{cond}\",{KSM_TARGET}",
+                    p.ns, p.pod, p.pod
+                ),
+                ksm,
+                move |t| (phase(t) != "Gone").then_some(if now { 1.0 } else { 0.0 }),
+            );
+        }
         // requests: the node label is empty until scheduled
         let (gpus, node) = (p.gpus, p.node);
         om.series(
@@ -689,6 +703,14 @@ fn assert_truth(v: &Value) {
     close(
         "pending",
         pending[0]["gpu_seconds"].as_f64().unwrap_or(0.0),
+        2.0 * H,
+    );
+    // and it was never scheduled: all of it unscheduled
+    close(
+        "unscheduled",
+        pending[0]["unscheduled_gpu_seconds"]
+            .as_f64()
+            .unwrap_or(0.0),
         2.0 * H,
     );
     // the eval node sat empty for the 10 h after its Job finished
@@ -1703,8 +1725,9 @@ fn pending_splits_into_unscheduled_and_starting_and_names_a_full_pool() {
     };
     let a = unmet(&v);
     let msg = a["message"].as_str().unwrap_or("");
+    // with the fleet's own eval pod, 2 h unscheduled at a whole GPU
     assert!(
-        msg.contains("1.0 unscheduled") && msg.contains("0.5 scheduled and starting"),
+        msg.contains("3.0 unscheduled") && msg.contains("0.5 scheduled and starting"),
         "{msg}"
     );
     assert!(
