@@ -8,6 +8,8 @@ use std::path::Path;
 
 use assert_cmd::Command;
 
+mod common;
+
 fn gpuplan() -> Command {
     let mut c = Command::cargo_bin("gpuplan").expect("binary");
     c.env("NO_COLOR", "1").env("GPUPLAN_TODAY", "2026-12-05");
@@ -464,6 +466,100 @@ fn a_right_size_check_refuses_is_not_taken() {
     gpuplan()
         .arg("check")
         .arg(dir.path().join("next.toml"))
+        .assert()
+        .success();
+}
+
+/// The same 28 days as OpenMetrics with stock label sets (kube-state-metrics, and
+/// dcgm-exporter behind kube-prometheus-stack), one node per pod, scraped every 10 minutes.
+fn openmetrics(start: i64, days: i64, shapes: &[Shape]) -> String {
+    const STEP: i64 = 600;
+    let ksm = "job=\"kube-state-metrics\",instance=\"10.244.0.9:8080\",service=\"kube-prometheus-stack-kube-state-metrics\",endpoint=\"http\"";
+    let mut phase = String::from("# TYPE kube_pod_status_phase gauge\n");
+    let mut req = String::from("# TYPE kube_pod_container_resource_requests gauge\n");
+    let mut dcgm = String::from("# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n");
+    // Series by series (OpenMetrics keeps a series' samples in time order).
+    for sh in shapes {
+        for i in 0..64 {
+            let (pod, node) = (
+                format!("{}-{i}", sh.prefix),
+                format!("node-{}-{i}", sh.prefix),
+            );
+            let mut k = 0;
+            let mut any = false;
+            let (mut p, mut r, mut d) = (String::new(), String::new(), String::new());
+            while k * STEP < days * 86_400 {
+                let t = start + k * STEP;
+                let day = (k * STEP) as f64 / 86_400.0;
+                let hour = ((t % 86_400) as f64) / 3600.0;
+                if i < (sh.replicas)(day, hour) {
+                    any = true;
+                    let _ = writeln!(p, "kube_pod_status_phase{{namespace=\"{}\",pod=\"{pod}\",uid=\"u-{pod}\",phase=\"Running\",{ksm}}} 1 {t}", sh.namespace);
+                    let _ = writeln!(r, "kube_pod_container_resource_requests{{namespace=\"{}\",pod=\"{pod}\",uid=\"u-{pod}\",container=\"main\",node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{ksm}}} 1 {t}", sh.namespace);
+                    let _ = writeln!(d, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",UUID=\"GPU-{node}\",modelName=\"NVIDIA A100 80GB PCIe\",Hostname=\"{node}\",exported_namespace=\"{}\",exported_pod=\"{pod}\",exported_container=\"main\",job=\"nvidia-dcgm-exporter\",instance=\"{node}:9400\",namespace=\"gpu-operator\",pod=\"nvidia-dcgm-exporter-{i}\",container=\"nvidia-dcgm-exporter\"}} {} {}", sh.namespace, sh.busy, t + 3);
+                }
+                k += 1;
+            }
+            if !any {
+                break;
+            }
+            phase.push_str(&p);
+            req.push_str(&r);
+            dcgm.push_str(&d);
+        }
+    }
+    format!("{phase}{req}{dcgm}# EOF\n")
+}
+
+/// Through a real Prometheus and through the file, the same 28 days write the same NEXT.
+#[test]
+#[ignore = "needs Debian's prometheus package; .ci/run installs it and runs this test"]
+fn a_real_prometheus_writes_the_same_next_quarter() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("plan.toml"), PLAN).expect("plan");
+    let om = dir.path().join("fleet.om");
+    std::fs::write(&om, openmetrics(NOV7, 28, &fleet(0.25))).expect("om");
+    let (_server, url) = common::prometheus::start(dir.path(), &om);
+    let window = [
+        "--from",
+        "2026-11-07T00:00:00Z",
+        "--to",
+        "2026-12-05T00:00:00Z",
+        "--step",
+        "600s",
+    ];
+    let run = |source: &[&str], next: &str| -> (String, serde_json::Value) {
+        let out = gpuplan()
+            .arg("review")
+            .arg(dir.path().join("plan.toml"))
+            .args(source)
+            .args(window)
+            .args(["--format", "json", "--write-plan"])
+            .arg(dir.path().join(next))
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            std::fs::read_to_string(dir.path().join(next)).expect("next"),
+            serde_json::from_slice(&out.stdout).expect("json"),
+        )
+    };
+    let (from_server, v) = run(&["--prometheus", &url], "server.toml");
+    let (from_file, w) = run(&["--metrics", om.to_str().expect("utf-8")], "file.toml");
+    assert_eq!(from_server, from_file);
+    common::prometheus::assert_close(&v["next_quarter"], &w["next_quarter"], "next_quarter");
+    let chat = forecast(&v, "chat");
+    let projected = chat["projected_replicas"].as_f64().expect("projected");
+    assert!((projected - 39.25).abs() / 39.25 < 0.05, "{chat:#}");
+    assert_eq!(forecast(&v, "embed")["proposed"]["max"], 5);
+    assert_eq!(forecast(&v, "notebook")["proposed"]["max"], 2);
+    gpuplan()
+        .arg("check")
+        .arg(dir.path().join("server.toml"))
         .assert()
         .success();
 }
