@@ -1390,39 +1390,56 @@ fn pending_mig_counts_at_its_profile_share() {
     );
 }
 
-/// A Pending time-sliced pod has no node to say its GPU is a replica; its workload does.
-/// A fifth notebook Pending for 6 h while the others hold a T4 four ways is 6 x 3600 / 4 =
-/// 5,400 GPU-seconds of unmet demand, not 21,600.
+/// A Pending pod has no node to say its `nvidia.com/gpu` is a time-sliced replica or a MIG
+/// single-strategy profile; its workload does. A fifth notebook Pending for 6 h while the
+/// others hold a T4 four ways is 6 x 3600 / 4 = 5,400 GPU-seconds of unmet demand, not
+/// 21,600; a chat-api pod Pending for 6 h on the AKS 3g.40gb pool is 6 x 3600 x 3/7.
 #[test]
-fn pending_time_slice_counts_at_its_replica_share() {
+fn pending_shares_come_from_the_workload() {
     let mut om = Om::default();
-    om.series(
-        "kube_pod_status_phase",
-        &format!("namespace=\"research\",pod=\"research-notebooks-4\",uid=\"uid-nb-4\",phase=\"Pending\",{KSM_TARGET}"),
-        KSM,
-        |t| (t < 6.0 * H).then_some(1.0),
-    );
-    om.series(
-        "kube_pod_container_resource_requests",
-        &format!("namespace=\"research\",pod=\"research-notebooks-4\",uid=\"uid-nb-4\",container=\"main\",node=\"\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
-        KSM,
-        |t| (t < 6.0 * H).then_some(1.0),
-    );
+    for (ns, pod) in [
+        ("research", "research-notebooks-4"),
+        ("assistants", "chat-api-7d9f-w"),
+    ] {
+        om.series(
+            "kube_pod_status_phase",
+            &format!(
+                "namespace=\"{ns}\",pod=\"{pod}\",uid=\"uid-{pod}\",phase=\"Pending\",{KSM_TARGET}"
+            ),
+            KSM,
+            |t| (t < 6.0 * H).then_some(1.0),
+        );
+        om.series(
+            "kube_pod_container_resource_requests",
+            &format!("namespace=\"{ns}\",pod=\"{pod}\",uid=\"uid-{pod}\",container=\"main\",node=\"\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            KSM,
+            |t| (t < 6.0 * H).then_some(1.0),
+        );
+    }
     let dir = tempfile::tempdir().expect("tmp");
     let text = telemetry(false, false, KSM, DCGM) + &om.text();
     let f = write(dir.path(), "ts-pending.prom", &text);
     let (v, err) = review(&f, &[]);
     let pending = v["pending"].as_array().expect("pending");
-    let p = pending
-        .iter()
-        .find(|p| p["pod"] == "research-notebooks-4")
-        .unwrap_or_else(|| panic!("{pending:#?}\n{err}"));
+    let of = |pod: &str| {
+        pending
+            .iter()
+            .find(|p| p["pod"] == pod)
+            .unwrap_or_else(|| panic!("{pending:#?}\n{err}"))["gpu_seconds"]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
     close(
         "pending time-sliced GPU-seconds",
-        p["gpu_seconds"].as_f64().unwrap_or(0.0),
+        of("research-notebooks-4"),
         6.0 * H / 4.0,
     );
-    assert!(err.contains("time-slicing share"), "{err}");
+    close(
+        "pending MIG single GPU-seconds",
+        of("chat-api-7d9f-w"),
+        6.0 * H * 3.0 / 7.0,
+    );
+    assert!(err.contains("2 Pending pod(s) with no node yet"), "{err}");
 }
 
 /// A dcgm-exporter outage is no data, never idle: three hours without usage samples on one

@@ -931,8 +931,8 @@ pub(crate) fn assemble(
         pods.insert(key.clone(), p);
     }
     // A Pending pod has no node, so no node says whether its `nvidia.com/gpu` is a
-    // time-sliced replica. Its workload does: the share its running pods held (the most
-    // common), else its declared pool's `time_slicing_replicas`; else a whole GPU.
+    // time-sliced replica or (MIG single strategy) a profile. Its workload does: the share
+    // its running pods held (the most common), else its declared pool's; else a whole GPU.
     if !unplaced.is_empty() {
         let mut seen: BTreeMap<&str, BTreeMap<u64, usize>> = BTreeMap::new();
         for (key, r) in &reqs {
@@ -957,17 +957,18 @@ pub(crate) fn assemble(
                     .max_by_key(|(_, n)| **n)
                     .map(|(bits, _)| f64::from_bits(*bits))
             });
-            let declared = plan
-                .workload_pools(w)
-                .filter(|pool| {
-                    matches!(
-                        pool.sharing(),
-                        crate::plan::raw::Sharing::TimeSlicing | crate::plan::raw::Sharing::Mps
-                    )
-                })
-                .find_map(|pool| pool.time_slicing_replicas.as_ref().map(|r| *r.get()))
-                .filter(|r| *r > 1)
-                .map(|r| 1.0 / r as f64);
+            // The plan's word on the pool it is declared on, read as a node of it would be.
+            let declared = plan.workload_pools(w).next().map(|pool| {
+                unit_of(
+                    plan,
+                    catalog,
+                    &BTreeMap::new(),
+                    None,
+                    Some(pool.get()),
+                    None,
+                )
+                .share
+            });
             if let Some(share) = measured.or(declared).filter(|s| *s < 1.0) {
                 p.pending *= share;
                 p.unscheduled *= share;
@@ -975,7 +976,7 @@ pub(crate) fn assemble(
             }
         }
         if shared > 0 {
-            notes.push(format!("{shared} Pending pod(s) with no node yet counted at their workload's time-slicing share of a GPU (from its running pods, else its declared pool)"));
+            notes.push(format!("{shared} Pending pod(s) with no node yet counted at their workload's share of a GPU (a time-slicing replica's or a MIG single-strategy profile's, from its running pods, else its declared pool)"));
         }
     }
 
