@@ -416,6 +416,49 @@ fn the_projection_recovers_a_known_trend() {
     }
 }
 
+/// A service launched halfway through the window at a steady four replicas has no trend: the
+/// days before it ran are not its history (fitted from day 0, its step reads as growth).
+#[test]
+fn a_launch_mid_window_is_not_a_trend() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("plan.toml"), PLAN).expect("plan");
+    let shapes = vec![
+        Shape {
+            namespace: "assistants",
+            prefix: "chat",
+            replicas: Box::new(|day, _| if day >= 14.0 { 4 } else { 0 }),
+            busy: 0.6,
+        },
+        // the fleet's steady work, so the window is covered from its first day
+        Shape {
+            namespace: "search",
+            prefix: "embed",
+            replicas: Box::new(|_, _| 4),
+            busy: 0.6,
+        },
+    ];
+    let csv = history(dir.path(), NOV7, 28, 600, &shapes);
+    let (_, _, json) = write_plan(dir.path(), &csv, &[]);
+    let chat = forecast(&json, "chat");
+    assert_eq!(chat["trend"]["used"], false, "{chat:#}");
+    assert_eq!(chat["proposed"]["max"], 5, "{chat:#}");
+    // 10-minute samples at the default 4-minute step leave gaps of 2 and 3 windows: each
+    // sample still stands for its 10 minutes (it read 20% short when a gap of 3 ended a run).
+    let search = json["teams"]
+        .as_array()
+        .expect("teams")
+        .iter()
+        .find(|t| t["team"] == "search")
+        .expect("search");
+    let alloc = search["allocated_gpu_seconds"].as_f64().expect("alloc");
+    let truth = 4.0 * 28.0 * 86_400.0;
+    assert!(
+        (alloc - truth).abs() / truth < 0.02,
+        "{alloc} against {truth}"
+    );
+    assert_eq!(json["window"]["step_seconds"], 240);
+}
+
 #[test]
 fn too_little_data_writes_nothing() {
     let dir = tempfile::tempdir().expect("tmp");

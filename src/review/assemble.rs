@@ -122,19 +122,28 @@ pub(crate) fn interval<'a>(
     rows: impl Iterator<Item = &'a BTreeMap<u32, f64>>,
     step: i64,
 ) -> Option<f64> {
-    // Over each run of a series (windows with samples, a single empty window allowed: a
-    // sample jittered across a boundary, or an interval longer than the step), samples per
-    // second: the samples of its inner windows over their span. Only runs of ten windows or
-    // more count, weighed by length; a gap of two windows or more (a pod gone and back) ends
-    // a run instead of stretching it.
+    // Over each run of a series (windows with samples, with the gaps between them no longer
+    // than twice the typical one: a sample jittered across a boundary, or an interval longer
+    // than the step), samples per second: the samples of its inner windows over their span.
+    // Only runs of ten windows or more count, weighed by length; a longer gap (a pod gone and
+    // back) ends a run instead of stretching it.
+    let rows: Vec<&BTreeMap<u32, f64>> = rows.collect();
+    let mut gaps: Vec<u32> = rows
+        .iter()
+        .flat_map(|r| {
+            let keys: Vec<u32> = r.keys().copied().collect();
+            keys.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>()
+        })
+        .collect();
+    gaps.sort_unstable();
+    let typical = gaps.get(gaps.len() / 2).copied();
+    let allowed = run_gap(typical);
     let (mut samples, mut windows) = (0.0, 0u64);
-    let mut gaps: Vec<u32> = Vec::new();
     for r in rows {
         let keys: Vec<u32> = r.keys().copied().collect();
-        gaps.extend(keys.windows(2).map(|w| w[1] - w[0]));
         let mut start = 0;
         for i in 0..keys.len() {
-            let end_of_run = i + 1 == keys.len() || keys[i + 1] - keys[i] > 2;
+            let end_of_run = i + 1 == keys.len() || keys[i + 1] - keys[i] > allowed;
             if end_of_run {
                 // Its inner windows only: the first and last are partial (a pod that starts
                 // or ends inside them).
@@ -156,9 +165,14 @@ pub(crate) fn interval<'a>(
             i
         });
     }
-    gaps.sort_unstable();
-    gaps.get(gaps.len() / 2)
-        .map(|g| f64::from(*g) * step as f64)
+    typical.map(|g| f64::from(g) * step as f64)
+}
+
+/// The longest gap (in windows) inside one run of a series: two windows (one left empty by
+/// a sample jittered across a boundary), or twice the typical gap where the scrape interval
+/// is longer than the step (10-minute scrapes at a 4-minute step leave gaps of 2 and 3).
+fn run_gap(typical: Option<u32>) -> u32 {
+    typical.map_or(2, |g| (2 * g).max(2))
 }
 
 /// Seconds each sample stands for, per window, for one source (kube-state-metrics, one
@@ -218,6 +232,7 @@ impl Intervals {
     ) -> Intervals {
         // window -> (interior series, their samples)
         let mut per: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+        let allowed = run_gap(fallback.map(|f| (f / step as f64).ceil() as u32));
         for r in rows {
             // Runs of the series: windows with samples, a single empty window allowed inside
             // (a sample jittered across a boundary, or an interval longer than the step); its
@@ -225,7 +240,7 @@ impl Intervals {
             let keys: Vec<u32> = r.keys().copied().collect();
             let mut start = 0;
             for i in 0..keys.len() {
-                if i + 1 < keys.len() && keys[i + 1] - keys[i] <= 2 {
+                if i + 1 < keys.len() && keys[i + 1] - keys[i] <= allowed {
                     continue;
                 }
                 for w in keys[start] + 1..keys[i] {

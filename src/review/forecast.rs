@@ -334,12 +334,18 @@ struct Series {
     busy: BTreeMap<i64, f64>,
 }
 
-/// A per-window series as hourly means over the covered part of each hour (hours at least
-/// half covered). Hours, not windows: a scrape interval longer than the step leaves some
+/// A per-window series as hourly means, over the hours covered whole and not at either end
+/// of the data. Hours, not windows: a scrape interval longer than the step leaves some
 /// windows without a sample and gives others more than a step's worth, which an hour
-/// averages out.
+/// averages out; an hour at the data's edge or with a gap holds samples that stand for time
+/// outside it.
 fn hourly(t: &Telemetry, v: &BTreeMap<i64, f64>) -> BTreeMap<i64, f64> {
     let per_hour = (3600 / t.step.max(1)).max(1) as usize;
+    let edge = |w: Option<&i64>| w.map(|w| w.div_euclid(3600) * 3600);
+    let (first, last) = (
+        edge(t.covered_windows.first()),
+        edge(t.covered_windows.last()),
+    );
     let mut hours: BTreeMap<i64, (usize, f64)> = BTreeMap::new();
     for w in &t.covered_windows {
         let e = hours.entry(w.div_euclid(3600) * 3600).or_default();
@@ -348,14 +354,16 @@ fn hourly(t: &Telemetry, v: &BTreeMap<i64, f64>) -> BTreeMap<i64, f64> {
     }
     hours
         .into_iter()
-        .filter(|(_, (n, _))| 2 * n >= per_hour)
+        .filter(|(h, (n, _))| *n >= per_hour && Some(*h) != first && Some(*h) != last)
         .map(|(h, (n, sum))| (h, sum / n as f64))
         .collect()
 }
 
-/// Daily peaks of an hourly series (days with at least twelve hours, so a partial first or
-/// last day does not read as a dip): (day since 1970, peak).
-fn daily_peaks(v: &BTreeMap<i64, f64>) -> Vec<(i64, f64)> {
+/// Daily peaks of an hourly series (days with at least half their hours, so a partial first
+/// or last day does not read as a dip; a step over an hour gives fewer hours a day): (day
+/// since 1970, peak).
+fn daily_peaks(v: &BTreeMap<i64, f64>, step: i64) -> Vec<(i64, f64)> {
+    let half = (12 * 3600 / step.max(3600)).max(1) as usize;
     let mut days: BTreeMap<i64, (usize, f64)> = BTreeMap::new();
     for (h, x) in v {
         let e = days.entry(h.div_euclid(86_400)).or_default();
@@ -363,7 +371,7 @@ fn daily_peaks(v: &BTreeMap<i64, f64>) -> Vec<(i64, f64)> {
         e.1 = e.1.max(*x);
     }
     days.into_iter()
-        .filter(|(_, (n, _))| *n >= 12)
+        .filter(|(_, (n, _))| *n >= half)
         .map(|(d, (_, peak))| (d, peak))
         .collect()
 }
@@ -412,7 +420,9 @@ pub(crate) fn forecast(
 ) -> NextQuarter {
     let step = t.step.max(1) as f64;
     let end = t.data_to.unwrap_or(t.to);
-    let (quarter, horizon_t) = next_quarter(end);
+    // The data's end is exclusive: a review that ends on 1 January reviewed the fourth quarter
+    // and plans the first.
+    let (quarter, horizon_t) = next_quarter(end - 1);
     let covered_days = t.covered as f64 / 86_400.0;
     let mut nq = NextQuarter {
         quarter,
@@ -470,7 +480,7 @@ pub(crate) fn forecast(
     let now = (end - first * 86_400) as f64 / 86_400.0;
     let horizon = (horizon_t - first * 86_400) as f64 / 86_400.0;
     for (team, v) in &by_team {
-        let daily = daily_peaks(&hourly(t, v));
+        let daily = daily_peaks(&hourly(t, v), t.step);
         let pts: Vec<(f64, f64)> = daily.iter().map(|(d, y)| (x(*d), *y)).collect();
         let p = project(&pts, now, horizon, m.min_trend_days);
         nq.teams.push(TeamForecast {
@@ -528,7 +538,11 @@ pub(crate) fn forecast(
         } else {
             share * plan_hours
         };
-        let daily = daily_peaks(&reps_h);
+        // Its history starts the first day it ran: the days before a launch are not a trend.
+        let daily: Vec<(i64, f64)> = daily_peaks(&reps_h, t.step)
+            .into_iter()
+            .skip_while(|d| d.1 <= 0.0)
+            .collect();
         let pts: Vec<(f64, f64)> = daily.iter().map(|(d, y)| (x(*d), *y)).collect();
         let p = project(&pts, now, horizon, m.min_trend_days);
 
@@ -809,6 +823,11 @@ mod tests {
         assert_eq!(
             next_quarter(t("2026-02-28T12:00:00Z")),
             ("2026-Q2".to_owned(), t("2026-07-01T00:00:00Z"))
+        );
+        // The last second of a quarter plans the next one.
+        assert_eq!(
+            next_quarter(t("2027-01-01T00:00:00Z") - 1),
+            ("2027-Q1".to_owned(), t("2027-04-01T00:00:00Z"))
         );
         assert_eq!(
             next_quarter(t("2026-09-30T23:59:59Z")),
