@@ -606,3 +606,62 @@ fn a_real_prometheus_writes_the_same_next_quarter() {
         .assert()
         .success();
 }
+
+/// Declared pools follow their workloads: one whose workloads outgrow it is raised, one
+/// whose workloads shrank (every one measured, on-demand) is lowered; a raise check refuses
+/// (the plan's quota) is not written, and the user is told why.
+#[test]
+fn declared_pools_follow_their_workloads_within_check() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let pools = "\n[[pool]]\nname = \"serve\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = { min = 2, max = 4 }\nworkloads = [\"chat\"]\n\n[[pool]]\nname = \"embeds\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = { min = 1, max = 12 }   # sized for the launch\nworkloads = [\"embed\"]\n";
+    let run = |quota: &str| {
+        std::fs::write(
+            dir.path().join("plan.toml"),
+            format!("{PLAN}{pools}{quota}"),
+        )
+        .expect("plan");
+        gpuplan()
+            .arg("check")
+            .arg(dir.path().join("plan.toml"))
+            .assert()
+            .success();
+        let csv = history(dir.path(), NOV7, 28, 300, &fleet(0.25));
+        let (next, stderr, _) = write_plan(dir.path(), &csv, &[]);
+        gpuplan()
+            .arg("check")
+            .arg(dir.path().join("next.toml"))
+            .assert()
+            .success();
+        (next, stderr)
+    };
+    let pool_nodes = |next: &str, pool: &str| {
+        line(next, pool, "nodes")
+            .unwrap_or_else(|| panic!("{pool}: {next}"))
+            .to_owned()
+    };
+    // chat at max 46 x 1 GPU needs 46 one-GPU nodes; embed at max 5 needs 5 of the 12.
+    let (next, _) = run("");
+    let serve = pool_nodes(&next, "serve");
+    assert!(
+        serve.starts_with("nodes = { min = 2, max = 46 }"),
+        "{serve}"
+    );
+    assert!(serve.contains("was { min = 2, max = 4 }"), "{serve}");
+    let embeds = pool_nodes(&next, "embeds");
+    assert!(
+        embeds
+            .starts_with("nodes = { min = 1, max = 5 }   # sized for the launch  # gpuplan review"),
+        "{embeds}"
+    );
+    // 400 vCPUs of A100 quota hold 4 + 12 nodes of 24 vCPUs, not 46 + 5: the raise is not
+    // written; the shrink is.
+    let (next, stderr) = run(
+        "\n[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCADSA100v4Family\"\nvcpus = 400\n",
+    );
+    assert_eq!(pool_nodes(&next, "serve"), "nodes = { min = 2, max = 4 }");
+    assert!(pool_nodes(&next, "embeds").starts_with("nodes = { min = 1, max = 5 }"));
+    assert!(
+        stderr.contains("pool `serve` was left at its size") && stderr.contains("GP014"),
+        "{stderr}"
+    );
+}

@@ -761,10 +761,15 @@ Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml
     `check` would refuse that slice, it is consolidated instead.
   - hours_per_month: the share of windows with samples in which it held GPUs, times the plan's
     month, written where it differs from the plan by more than 5% (and 10 h).
+  - Declared pools follow their workloads: a pool whose workloads at their new max
+    (x GPUs per replica x gang) no longer fit is raised; one whose workloads were all measured
+    and need fewer nodes is lowered, unless its capacity is a commitment (reserved, capacity
+    reservation or block). A workload split over several pools leaves them as written.
   - Workloads that held no GPU in the window are left as written and listed.
   - NEXT keeps every other key, comment and the order of the plan (toml_edit); each changed
     line carries the figures it came from. It is held to `check`: no error the plan did not
-    have. `gpuplan diff PLAN NEXT.toml` prices the change.
+    have (a right-size or a pool raise that would add one is not written, and the warning
+    says which rule). `gpuplan diff PLAN NEXT.toml` prices the change.
   - An autoscaler at its replicas.max hides demand above it: the figures say so where the p95
     reached the max.
 

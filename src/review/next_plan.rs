@@ -5,7 +5,7 @@
 //! `check`: a right-size that would add an error is not taken, and the workload is sized by
 //! consolidation instead.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
@@ -13,6 +13,7 @@ use super::forecast::{NextQuarter, Proposal, WorkloadForecast};
 use crate::catalog::Catalog;
 use crate::core::Date;
 use crate::diag::Severity;
+use crate::plan::raw::Count;
 use crate::plan::Plan;
 use crate::render::write_plan::WritePlanError;
 
@@ -138,6 +139,100 @@ fn errors(
     )
 }
 
+/// A declared pool too small (or, on-demand and spot, too large) for its workloads' new
+/// maxima: its nodes as NEXT writes them, and why.
+struct Resize {
+    pool: String,
+    min: i64,
+    max: i64,
+    fixed: bool,
+    /// Raised (a plan-wide error such as quota or budget is blamed on raises only).
+    grew: bool,
+    note: String,
+}
+
+/// Each declared pool against what its workloads hold at their new `replicas.max` (GPUs per
+/// replica x gang, as the engine weighs a declared pool's members): raised where they no
+/// longer fit; lowered where every workload on it was measured and the capacity is not a
+/// commitment. A workload split over several pools leaves them as written.
+fn resizes(
+    plan: &Plan,
+    catalog: &Catalog,
+    proposals: &BTreeMap<String, Proposal>,
+    refused: &BTreeSet<String>,
+) -> Vec<Resize> {
+    let mut out = Vec::new();
+    for pool in plan.pools() {
+        let name = pool.name.get();
+        if refused.contains(name.as_str()) {
+            continue;
+        }
+        let Some(sku) = catalog.sku(plan.provider(), pool.sku.get()) else {
+            continue;
+        };
+        let per_node = crate::engine::cost::gpus_per_node(sku);
+        let members: Vec<&crate::plan::raw::Workload> = pool
+            .workloads
+            .iter()
+            .filter_map(|w| plan.workload(w.get()))
+            .map(|w| w.get())
+            .collect();
+        if per_node <= 0.0
+            || members.is_empty()
+            || members
+                .iter()
+                .any(|w| plan.workload_pools(w.name.get()).count() > 1)
+        {
+            continue;
+        }
+        let mut gpus = 0.0;
+        let mut parts = Vec::new();
+        for w in &members {
+            let (max, share) = match proposals.get(w.name.get().as_str()) {
+                Some(p) => (p.max, p.gpu_fraction.unwrap_or_else(|| w.gpu_share())),
+                None => (w.replicas().max(), w.gpu_share()),
+            };
+            let g = max.max(0) as f64 * share * w.gang().max(1) as f64;
+            gpus += g;
+            parts.push(format!("{} {}", w.name.get(), crate::core::num(g)));
+        }
+        let needed = ((gpus / per_node) - 1e-9).ceil().max(1.0) as i64;
+        let nodes = pool.nodes();
+        let all_measured = members
+            .iter()
+            .all(|w| proposals.contains_key(w.name.get().as_str()));
+        let max = if needed > nodes.max() {
+            needed
+        } else if needed < nodes.max() && all_measured && !pool.capacity().is_committed() {
+            needed.max(nodes.min())
+        } else {
+            continue;
+        };
+        if max == nodes.max() {
+            continue;
+        }
+        let fixed = matches!(nodes, Count::Fixed(_));
+        out.push(Resize {
+            pool: name.clone(),
+            min: if fixed { max } else { nodes.min().min(max) },
+            max,
+            fixed,
+            grew: max > nodes.max(),
+            note: format!(
+                "was {}: its workloads at their new max hold {} GPUs ({}) = {max} node(s) of {}",
+                match nodes {
+                    Count::Fixed(n) => n.to_string(),
+                    Count::Range { min, max } => format!("{{ min = {min}, max = {max} }}"),
+                },
+                crate::core::num(gpus),
+                parts.join(", "),
+                crate::core::num(per_node)
+            ),
+        });
+    }
+    out
+}
+
 /// NEXT's text: the plan with the forecast's proposals, held to `check`.
 pub(crate) fn next_plan(
     plan: &Plan,
@@ -147,12 +242,14 @@ pub(crate) fn next_plan(
     today: Date,
 ) -> Result<NextPlan, WritePlanError> {
     let before = errors(&plan.file.name, &plan.file.text, catalog, today).unwrap_or_default();
-    // Right-sizes check refuses, by workload, and why.
-    let mut refused: Vec<(String, String)> = Vec::new();
+    // Right-sizes (by workload) and pool resizes check refuses, and why.
+    let mut refused: BTreeMap<String, String> = BTreeMap::new();
+    let mut refused_pools: BTreeMap<String, String> = BTreeMap::new();
     loop {
         let mut doc: DocumentMut = plan.file.text.parse()?;
         let mut changed = Vec::new();
         let mut right_sized = Vec::new();
+        let mut proposals: BTreeMap<String, Proposal> = BTreeMap::new();
         if let Some(Item::ArrayOfTables(ws)) = doc.get_mut("workload") {
             for t in ws.iter_mut() {
                 let Some(name) = t.get("name").and_then(Item::as_str).map(str::to_owned) else {
@@ -162,15 +259,38 @@ pub(crate) fn next_plan(
                     continue;
                 };
                 let p = match &f.without_right_size {
-                    Some(alt) if refused.iter().any(|r| r.0 == name) => alt,
+                    Some(alt) if refused.contains_key(&name) => alt,
                     _ => &f.proposed,
                 };
                 if p.gpu_fraction.is_some() {
                     right_sized.push(name.clone());
                 }
+                proposals.insert(name.clone(), p.clone());
                 if apply(t, f, p, &nq.quarter) {
                     changed.push(name);
                 }
+            }
+        }
+        let skip: BTreeSet<String> = refused_pools.keys().cloned().collect();
+        let resized = resizes(plan, catalog, &proposals, &skip);
+        if let Some(Item::ArrayOfTables(ps)) = doc.get_mut("pool") {
+            for t in ps.iter_mut() {
+                let Some(name) = t.get("name").and_then(Item::as_str) else {
+                    continue;
+                };
+                let Some(r) = resized.iter().find(|r| r.pool == name) else {
+                    continue;
+                };
+                let v = if r.fixed {
+                    Value::from(r.max)
+                } else {
+                    let mut it = InlineTable::new();
+                    it.insert("min", Value::from(r.min));
+                    it.insert("max", Value::from(r.max));
+                    Value::InlineTable(it)
+                };
+                let item = commented(v, t.get("nodes"), &r.note);
+                t.insert("nodes", item);
             }
         }
         let body = doc.to_string();
@@ -198,26 +318,39 @@ pub(crate) fn next_plan(
             Ok(after) => after.difference(&before).cloned().collect(),
             Err(msgs) => msgs.iter().map(|m| (m.clone(), None, None)).collect(),
         };
-        // A right-size that adds an error is not taken: on the workloads the errors name, or
-        // on every right-sized one when they name none.
-        let blamed: Vec<&String> = right_sized
-            .iter()
-            .filter(|w| {
-                added.iter().any(|e| e.1.as_deref() == Some(w.as_str()))
-                    || added.iter().all(|e| e.1.is_none())
-            })
-            .collect();
-        if !added.is_empty() && !blamed.is_empty() {
-            let why = added
-                .iter()
-                .map(|e| e.0.clone())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect::<Vec<_>>()
-                .join(", ");
-            for w in blamed {
-                refused.push((w.clone(), why.clone()));
+        // What an added error is blamed on: the right-sized workload it names, else the
+        // resized pool it names; an error on the plan as a whole (quota, budget) on every
+        // resized pool, else every right-size.
+        let mut blamed = false;
+        for e in &added {
+            let mut hit = |w: Option<&String>, p: Option<&String>| {
+                // Only a new refusal changes the next attempt.
+                if let Some(w) = w.filter(|w| !refused.contains_key(*w)) {
+                    refused.insert(w.clone(), e.0.clone());
+                    blamed = true;
+                }
+                if let Some(p) = p.filter(|p| !refused_pools.contains_key(*p)) {
+                    refused_pools.insert(p.clone(), e.0.clone());
+                    blamed = true;
+                }
+            };
+            match (&e.1, &e.2) {
+                (Some(w), _) if right_sized.contains(w) => hit(Some(w), None),
+                (_, Some(p)) if resized.iter().any(|r| &r.pool == p) => hit(None, Some(p)),
+                (None, None) if resized.iter().any(|r| r.grew) => {
+                    for r in resized.iter().filter(|r| r.grew) {
+                        hit(None, Some(&r.pool));
+                    }
+                }
+                (None, _) => {
+                    for w in &right_sized {
+                        hit(Some(w), None);
+                    }
+                }
+                _ => {}
             }
+        }
+        if blamed {
             continue;
         }
         if let Err(msgs) = checked {
@@ -229,6 +362,12 @@ pub(crate) fn next_plan(
                 format!("`{w}`: the right-size was not taken (check would report {why}); sized by consolidation instead")
             })
             .collect();
+        for (p, why) in &refused_pools {
+            notes.push(format!("pool `{p}` was left at its size: resizing it for its workloads' new maxima makes check report {why} (raise the quota or budget, or split the work)"));
+        }
+        for r in &resized {
+            notes.push(format!("pool `{}`: nodes {}", r.pool, r.note));
+        }
         if !added.is_empty() {
             notes.push(format!(
                 "check reports {} error(s) on the written plan that the plan did not have: {}",
