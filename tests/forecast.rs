@@ -324,26 +324,22 @@ fn a_28_day_history_becomes_next_quarters_plan() {
 
     // The report's "Next quarter": per team and per workload in Markdown; in HTML a chart per
     // team with the forecast band.
-    let md = gpuplan()
-        .arg("review")
-        .arg(dir.path().join("plan.toml"))
-        .arg("--csv")
-        .arg(&csv)
-        .output()
-        .expect("markdown");
-    let md = String::from_utf8_lossy(&md.stdout).into_owned();
+    let report = |format: &str| {
+        let out = gpuplan()
+            .arg("review")
+            .arg(dir.path().join("plan.toml"))
+            .arg("--csv")
+            .arg(&csv)
+            .args(["--format", format])
+            .output()
+            .expect("report");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let md = report("markdown");
     let section = &md[md.find("## Next quarter").expect("section")..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
     insta::assert_snapshot!("next_quarter_28_days", section);
-    let html = gpuplan()
-        .arg("review")
-        .arg(dir.path().join("plan.toml"))
-        .arg("--csv")
-        .arg(&csv)
-        .args(["--format", "html"])
-        .output()
-        .expect("html");
-    let html = String::from_utf8_lossy(&html.stdout).into_owned();
+    let html = report("html");
     let chart = &html[html.find("daily peak GPUs per team").expect("chart")..];
     let chart = &chart[..chart.find("</svg>").expect("svg end")];
     assert_eq!(chart.matches("<polygon").count(), 3, "a band per team");
@@ -422,21 +418,17 @@ fn the_projection_recovers_a_known_trend() {
 fn a_launch_mid_window_is_not_a_trend() {
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::write(dir.path().join("plan.toml"), PLAN).expect("plan");
-    let shapes = vec![
-        Shape {
-            namespace: "assistants",
-            prefix: "chat",
-            replicas: Box::new(|day, _| if day >= 14.0 { 4 } else { 0 }),
-            busy: 0.6,
-        },
-        // the fleet's steady work, so the window is covered from its first day
-        Shape {
-            namespace: "search",
-            prefix: "embed",
-            replicas: Box::new(|_, _| 4),
-            busy: 0.6,
-        },
-    ];
+    // the fleet's steady embeddings, so the window is covered from its first day
+    let mut shapes: Vec<Shape> = fleet(0.0)
+        .into_iter()
+        .filter(|s| s.prefix == "embed")
+        .collect();
+    shapes.push(Shape {
+        namespace: "assistants",
+        prefix: "chat",
+        replicas: Box::new(|day, _| if day >= 14.0 { 4 } else { 0 }),
+        busy: 0.6,
+    });
     let csv = history(dir.path(), NOV7, 28, 600, &shapes);
     let (_, _, json) = write_plan(dir.path(), &csv, &[]);
     let chat = forecast(&json, "chat");

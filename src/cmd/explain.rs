@@ -25,22 +25,19 @@ fn doc(r: &dyn Rule) -> RuleDoc {
 }
 
 pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
-    if args
-        .rule
-        .as_deref()
-        .is_some_and(|r| r.eq_ignore_ascii_case("recommend"))
-    {
+    // The models behind a command, beside the rules: their text takes today's catalog.
+    type Text = fn(&crate::catalog::Catalog) -> String;
+    let topics: [(&str, Text); 2] = [
+        ("recommend", crate::engine::recommend::model_text),
+        ("review", crate::review::forecast::method_text),
+    ];
+    if let Some((_, text)) = topics.iter().find(|(name, _)| {
+        args.rule
+            .as_deref()
+            .is_some_and(|r| r.eq_ignore_ascii_case(name))
+    }) {
         let c = crate::catalog::Catalog::embedded(&crate::core::Provider::ALL)?;
-        out.stdout(&crate::engine::recommend::model_text(&c));
-        return Ok(exit::OK);
-    }
-    if args
-        .rule
-        .as_deref()
-        .is_some_and(|r| r.eq_ignore_ascii_case("review"))
-    {
-        let c = crate::catalog::Catalog::embedded(&crate::core::Provider::ALL)?;
-        out.stdout(&crate::review::forecast::method_text(&c));
+        out.stdout(&text(&c));
         return Ok(exit::OK);
     }
     let selected: Vec<&dyn Rule> = if args.all {

@@ -578,22 +578,22 @@ pub(crate) fn forecast(
         // A fixed count stays fixed: at what it held when flat, at the projected peak plus
         // headroom when it grows.
         let fixed_now = matches!(current, Count::Fixed(_));
+        let proposal = |min: i64, max: i64, basis: &'static str| Proposal {
+            min,
+            max,
+            fixed: min == max,
+            hours_per_month: hours_change,
+            gpu_fraction: None,
+            sharing: None,
+            basis,
+        };
         let held = |max: i64, basis: &'static str| {
             let max = if fixed_now && basis == "flat" {
                 ((p.peak - 0.05).ceil() as i64).max(1)
             } else {
                 max
             };
-            let min = if fixed_now { max } else { min_held.min(max) };
-            Proposal {
-                min,
-                max,
-                fixed: min == max,
-                hours_per_month: hours_change,
-                gpu_fraction: None,
-                sharing: None,
-                basis,
-            }
+            proposal(if fixed_now { max } else { min_held.min(max) }, max, basis)
         };
         // Work that keeps its GPUs less busy than it plans to (its `utilization`, else the
         // consolidation target), with no growth to make room for: fewer replicas, each busy at
@@ -618,15 +618,7 @@ pub(crate) fn forecast(
                     .max(floor_min)
                     .min(max)
             };
-            Proposal {
-                min,
-                max,
-                fixed: min == max,
-                hours_per_month: hours_change,
-                gpu_fraction: None,
-                sharing: None,
-                basis: "consolidated",
-            }
+            proposal(min, max, "consolidated")
         };
         let rs = right_sizes.get(name.as_str()).filter(|_| idle);
         let (proposed, without_right_size) = match rs {
