@@ -4,6 +4,7 @@
 
 pub(crate) mod diff;
 pub mod findings;
+pub(crate) mod forecast;
 pub(crate) mod github;
 pub(crate) mod markdown;
 pub(crate) mod recommend;

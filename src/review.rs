@@ -13,6 +13,7 @@ pub(crate) mod prometheus;
 pub(crate) mod query;
 pub(crate) mod rows;
 pub(crate) mod telemetry;
+pub(crate) mod trend;
 
 pub use analysis::{analyse, Review, Settings};
 pub use forecast::Method;

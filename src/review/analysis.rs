@@ -3,13 +3,14 @@
 //! demand; idle pool floors and nodes over the span the data covers; reservation fill and
 //! reservation advice from measured floors; cost per 1M tokens; and recommendations with
 //! what each saves and the plan change to make. The rows it fills are in [`super::rows`];
-//! the advice on right-sizing, reservations and empty nodes in [`super::advice`].
+//! the advice on right-sizing, unmet demand, reservations and empty nodes in
+//! [`super::advice`]; next quarter's forecast in [`super::forecast`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 pub use super::rows::*;
 
-use super::advice::{idle_nodes, reservation, right_size};
+use super::advice::{idle_nodes, reservation, right_size, unmet_demand};
 use super::assemble::{owner, plan_pool};
 use super::telemetry::{format_time, PodSeries, Signal, Telemetry};
 use crate::catalog::Catalog;
@@ -390,85 +391,7 @@ pub fn analyse(
             change: "stop pods idle longer than the threshold (an idle-job reaper), or set scale_to_zero = true".into(),
         });
     }
-    let pending_total: f64 = pending.iter().map(|p| p.gpu_seconds).sum();
-    // Pending split by what kube-state-metrics said of each pod: unscheduled, scheduled and
-    // starting, or not told apart (no `kube_pod_status_scheduled` for it).
-    let unscheduled_total: f64 = pending
-        .iter()
-        .filter_map(|p| p.unscheduled_gpu_seconds)
-        .sum();
-    let unknown_total: f64 = pending
-        .iter()
-        .filter(|p| p.unscheduled_gpu_seconds.is_none())
-        .map(|p| p.gpu_seconds)
-        .sum();
-    if pending_total >= 3600.0 {
-        advice.push(Advice {
-            kind: "unmet-demand",
-            workload: None,
-            pool: None,
-            saving_usd: None,
-            message: if unknown_total < pending_total {
-                format!(
-                    "{:.1} GPU-hours were requested by pods while Pending: {:.1} unscheduled (no node would take them), {:.1} scheduled and starting (image pulls, init containers){}",
-                    pending_total / 3600.0,
-                    unscheduled_total / 3600.0,
-                    (pending_total - unscheduled_total - unknown_total).max(0.0) / 3600.0,
-                    if unknown_total > 0.0 {
-                        format!(", {:.1} not told apart (no kube_pod_status_scheduled)", unknown_total / 3600.0)
-                    } else {
-                        String::new()
-                    }
-                )
-            } else {
-                format!(
-                    "{:.1} GPU-hours were requested by pods while Pending (unscheduled, or starting: pulling images, waiting for a node; kube_pod_status_scheduled, not exported, would tell them apart)",
-                    pending_total / 3600.0
-                )
-            },
-            change: {
-                // Nodes of each plan pool seen at once, against its maximum: capacity is the
-                // wait only where a pool reached it.
-                let mut at_once: BTreeMap<&str, BTreeMap<i64, u32>> = BTreeMap::new();
-                for n in t.nodes.values() {
-                    if let Some(pool) = n.plan_pool.as_deref() {
-                        for (ts, cap) in &n.capacity {
-                            if *cap > 0.0 {
-                                *at_once.entry(pool).or_default().entry(*ts).or_default() += 1;
-                            }
-                        }
-                    }
-                }
-                let waiting: BTreeSet<&str> = pending
-                    .iter()
-                    .filter(|p| p.unscheduled_gpu_seconds.is_none_or(|u| u > 0.0))
-                    .filter_map(|p| p.workload.as_deref())
-                    .collect();
-                let full: Vec<String> = plan
-                    .pools()
-                    .iter()
-                    .filter(|p| p.workloads.iter().any(|w| waiting.contains(w.get().as_str())))
-                    .filter(|p| {
-                        let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
-                        at_once
-                            .get(p.name.get().as_str())
-                            .is_some_and(|w| w.values().any(|n| *n >= max && max > 0))
-                    })
-                    .map(|p| format!("`{}` ({} nodes)", p.name.get(), p.nodes().max()))
-                    .collect();
-                if unknown_total < 60.0 && unscheduled_total < 60.0 {
-                    "every Pending pod had a node: the wait was start-up, not capacity; pre-pull large images (a DaemonSet or the node image) and check init containers".into()
-                } else if full.is_empty() {
-                    "no pool reached its nodes.max while they waited: look at scheduling and start-up (quota, taints and selectors, image pulls) before adding capacity, or queue them (Kueue) so the wait is visible".into()
-                } else {
-                    format!(
-                        "{} reached nodes.max: raise it or the quota for those workloads, or queue them (Kueue) so the wait is visible",
-                        full.join(", ")
-                    )
-                }
-            },
-        });
-    }
+    advice.extend(unmet_demand(plan, t, &pending));
 
     // Pool floors paid over the covered span against what ran on them.
     let mut idle_pools = Vec::new();
