@@ -1704,6 +1704,13 @@ fn pending_splits_into_unscheduled_and_starting_and_names_a_full_pool() {
         KSM,
         |t| (t < 4.0 * H).then_some(1.0),
     );
+    // on the node, its image would not pull for the last hour
+    om.series(
+        "kube_pod_container_status_waiting_reason",
+        &format!("{pod},container=\"main\",reason=\"ImagePullBackOff\",{KSM_TARGET}"),
+        KSM,
+        |t| (5.0 * H..6.0 * H).contains(&t).then_some(1.0),
+    );
     om.series(
         "kube_pod_container_resource_requests",
         &format!("{pod},container=\"main\",node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
@@ -1731,6 +1738,11 @@ fn pending_splits_into_unscheduled_and_starting_and_names_a_full_pool() {
         p["unscheduled_gpu_seconds"].as_f64().unwrap_or(0.0),
         4.0 * H / 4.0,
     );
+    close(
+        "image pull",
+        p["image_pull_gpu_seconds"].as_f64().unwrap_or(0.0),
+        H / 4.0,
+    );
     let unmet = |v: &Value| {
         v["recommendations"]
             .as_array()
@@ -1744,8 +1756,16 @@ fn pending_splits_into_unscheduled_and_starting_and_names_a_full_pool() {
     let msg = a["message"].as_str().unwrap_or("");
     // with the fleet's own eval pod, 2 h unscheduled at a whole GPU
     assert!(
-        msg.contains("3.0 unscheduled") && msg.contains("0.5 scheduled and starting"),
+        msg.contains("3.0 unscheduled")
+            && msg.contains("0.5 scheduled and starting")
+            && msg.contains("(0.2 of it failing to pull images"),
         "{msg}"
+    );
+    assert!(
+        a["change"].as_str().unwrap_or("").ends_with(
+            "fix the image pulls first (the image name, the registry's credentials or reach)"
+        ),
+        "{a:#}"
     );
     assert!(
         a["change"]

@@ -168,19 +168,20 @@ pub(crate) fn markdown(r: &Review) -> String {
     if !r.pending.is_empty() {
         let _ = writeln!(
             o,
-            "\n## Unmet demand (Pending)\n\n| pod | workload | GPU-h requested | unscheduled | starting |\n|---|---|---:|---:|---:|"
+            "\n## Unmet demand (Pending)\n\n| pod | workload | GPU-h requested | unscheduled | starting | of it, image pull failing |\n|---|---|---:|---:|---:|---:|"
         );
         for p in &r.pending {
             let _ = writeln!(
                 o,
-                "| `{}/{}` | {} | {} | {} | {} |",
+                "| `{}/{}` | {} | {} | {} | {} | {} |",
                 md_code(&p.team),
                 md_code(&p.pod),
                 md(p.workload.as_deref().unwrap_or("-")),
                 hours(p.gpu_seconds),
                 p.unscheduled_gpu_seconds.map_or("-".to_owned(), hours),
                 p.unscheduled_gpu_seconds
-                    .map_or("-".to_owned(), |u| hours((p.gpu_seconds - u).max(0.0)))
+                    .map_or("-".to_owned(), |u| hours((p.gpu_seconds - u).max(0.0))),
+                hours(p.image_pull_gpu_seconds)
             );
         }
     }

@@ -145,6 +145,15 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
         .filter(|p| p.unscheduled_gpu_seconds.is_none())
         .map(|p| p.gpu_seconds)
         .sum();
+    let pull_total: f64 = pending.iter().map(|p| p.image_pull_gpu_seconds).sum();
+    let pulling = if pull_total >= 60.0 {
+        format!(
+            " ({:.1} of it failing to pull images: ErrImagePull, ImagePullBackOff)",
+            pull_total / 3600.0
+        )
+    } else {
+        String::new()
+    };
     (pending_total >= 3600.0).then(|| Advice {
         kind: "unmet-demand",
         workload: None,
@@ -152,7 +161,7 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
         saving_usd: None,
         message: if unknown_total < pending_total {
             format!(
-                "{:.1} GPU-hours were requested by pods while Pending: {:.1} unscheduled (no node would take them), {:.1} scheduled and starting (image pulls, init containers){}",
+                "{:.1} GPU-hours were requested by pods while Pending: {:.1} unscheduled (no node would take them), {:.1} scheduled and starting (image pulls, init containers){pulling}{}",
                 pending_total / 3600.0,
                 unscheduled_total / 3600.0,
                 (pending_total - unscheduled_total - unknown_total).max(0.0) / 3600.0,
@@ -198,7 +207,12 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
                 })
                 .map(|p| format!("`{}` ({} nodes)", p.name.get(), p.nodes().max()))
                 .collect();
-            if unknown_total < 60.0 && unscheduled_total < 60.0 {
+            let pull_fix = if pull_total >= 60.0 {
+                "; fix the image pulls first (the image name, the registry's credentials or reach)"
+            } else {
+                ""
+            };
+            let what: String = if unknown_total < 60.0 && unscheduled_total < 60.0 {
                 "every Pending pod had a node: the wait was start-up, not capacity; pre-pull large images (a DaemonSet or the node image) and check init containers".into()
             } else if full.is_empty() {
                 "no pool reached its nodes.max while they waited: look at scheduling and start-up (quota, taints and selectors, image pulls) before adding capacity, or queue them (Kueue) so the wait is visible".into()
@@ -207,7 +221,8 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
                     "{} reached nodes.max: raise it or the quota for those workloads, or queue them (Kueue) so the wait is visible",
                     full.join(", ")
                 )
-            }
+            };
+            format!("{what}{pull_fix}")
         },
     })
 }

@@ -260,6 +260,7 @@ pub fn analyse(
                 pod: p.pod.clone(),
                 gpu_seconds: round(p.pending),
                 unscheduled_gpu_seconds: p.scheduled_known.then(|| round(p.unscheduled)),
+                image_pull_gpu_seconds: round(p.image_pull),
             });
         }
         if !p.has_usage {

@@ -677,7 +677,28 @@ pub(crate) fn assemble(
     };
     let running = per_pod(Q::Running);
     let pending = per_pod(Q::Pending);
-    let crashloop = per_pod(Q::CrashLoop);
+    // Windows' samples of a pod's containers waiting for a reason, by (pod, reason).
+    let waiting = |reasons: &[&str]| -> BTreeMap<(String, String), BTreeMap<u32, f64>> {
+        let mut out: BTreeMap<(String, String), BTreeMap<u32, f64>> = BTreeMap::new();
+        for (g, r) in a.get(Q::Waiting) {
+            if !reasons.contains(&g[col(Q::Waiting, "reason")].as_str()) {
+                continue;
+            }
+            let e = out
+                .entry((
+                    g[col(Q::Waiting, "namespace")].clone(),
+                    g[col(Q::Waiting, "pod")].clone(),
+                ))
+                .or_default();
+            for (k, v) in r {
+                let x = e.entry(*k).or_default();
+                *x = x.max(*v);
+            }
+        }
+        out
+    };
+    let crashloop = waiting(&["CrashLoopBackOff"]);
+    let image_pull = waiting(&["ErrImagePull", "ImagePullBackOff"]);
     let scheduled_known: BTreeSet<(String, String)> = a
         .get(Q::Scheduled)
         .map(|(g, _)| {
@@ -903,6 +924,14 @@ pub(crate) fn assemble(
                     .unwrap_or(0.0)
                     .min(*c);
                 p.unscheduled += gpus * secs(u, ksm_at.at(*k)) * share;
+                // Scheduled, but its image would not pull.
+                let pull = image_pull
+                    .get(key)
+                    .and_then(|w| w.get(k))
+                    .copied()
+                    .unwrap_or(0.0)
+                    .min(*c - u);
+                p.image_pull += gpus * secs(pull, ksm_at.at(*k)) * share;
             }
             let whole_gpus = r
                 .app
@@ -915,7 +944,7 @@ pub(crate) fn assemble(
         }
         // Crash-looping while it held GPUs.
         if let Some(cl) = crashloop.get(key) {
-            for (k, c) in *cl {
+            for (k, c) in cl {
                 if p.allocated.contains_key(&grid.start(*k)) {
                     p.crashloop += secs(*c, ksm_at.at(*k));
                 }
@@ -987,6 +1016,7 @@ pub(crate) fn assemble(
             if let Some(share) = measured.or(declared).filter(|s| *s < 1.0) {
                 p.pending *= share;
                 p.unscheduled *= share;
+                p.image_pull *= share;
                 shared += 1;
             }
         }

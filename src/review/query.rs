@@ -136,8 +136,9 @@ pub enum Q {
     /// `kube_pod_status_scheduled` per condition: `false` while no node would take the pod,
     /// so Pending time splits into unscheduled and starting (image pulls, init containers).
     Scheduled,
-    /// Samples of a container waiting in `CrashLoopBackOff`: GPUs held by a pod that restarts.
-    CrashLoop,
+    /// Samples of a container waiting, by reason: `CrashLoopBackOff` (GPUs held by a pod that
+    /// restarts), `ErrImagePull` / `ImagePullBackOff` (a Pending pod that cannot pull).
+    Waiting,
     /// `app.kubernetes.io/name`, where kube-state-metrics exports pod labels.
     PodLabels,
     /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE` summed and counted per device and pod.
@@ -268,11 +269,11 @@ pub(crate) const QUERIES: &[Query] = &[
         pod_labels: true,
     },
     Query {
-        id: Q::CrashLoop,
+        id: Q::Waiting,
         metrics: &["kube_pod_container_status_waiting_reason"],
-        matchers: &[("reason", Match::Eq("CrashLoopBackOff"))],
+        matchers: &[("reason", Match::NotEmpty)],
         over: Over::Sum,
-        by: POD,
+        by: &["cluster", "namespace", "pod", "reason"],
         pod_labels: true,
     },
     Query {

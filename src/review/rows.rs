@@ -160,6 +160,8 @@ pub struct PendingPod {
     /// The part while no node would take it; the rest it was scheduled and starting (image
     /// pulls, init containers). `None` without `kube_pod_status_scheduled`.
     pub unscheduled_gpu_seconds: Option<f64>,
+    /// The part scheduled but waiting in `ErrImagePull` / `ImagePullBackOff`.
+    pub image_pull_gpu_seconds: f64,
 }
 
 #[derive(Debug, Serialize)]

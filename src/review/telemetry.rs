@@ -32,6 +32,9 @@ pub struct PodSeries {
     pub unscheduled: f64,
     /// Whether kube-state-metrics said whether it was scheduled (`kube_pod_status_scheduled`).
     pub scheduled_known: bool,
+    /// The part of `pending`, scheduled, that a container waited in `ErrImagePull` or
+    /// `ImagePullBackOff`.
+    pub image_pull: f64,
     /// Seconds a container of it waited in `CrashLoopBackOff` while it held GPUs.
     pub crashloop: f64,
     /// Seconds it held GPUs (for the crash-loop share).
