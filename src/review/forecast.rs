@@ -485,21 +485,23 @@ Measured (per team, workload, GPU model and pool):
 Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml`):
   - Minimum data: {min_days} covered days, else nothing is proposed; a trend needs
     {min_trend} covered days.
-  - Per workload, from hourly means over the covered window (hours at least half covered):
-    replicas held (pods, a gang counting once) and GPUs held, as p10, p50, p95 and max over
-    the hours it held GPUs.
-  - Daily peaks (the highest hourly mean of each day with at least twelve covered hours) are
-    fitted by least squares: slope per day and R-squared. The slope is the forecast only when it
+  - Per workload, from hourly means over the covered window (hours covered whole, not at
+    either end of the data, whose samples stand for time outside them): replicas held (pods,
+    a gang counting once) and GPUs held, as p10, p50, p95 and max over the hours it held GPUs.
+  - Daily peaks (the highest hourly mean of each day with at least half its hours), from the
+    first day the workload ran (the days before a launch are not a trend), are fitted by
+    least squares: slope per day and R-squared. The slope is the forecast only when it
     is significant at 95% (|slope / its standard error| >= Student's t with n - 2 degrees of
     freedom); otherwise the level is flat (the mean of the daily peaks).
-  - Horizon: the end of the calendar quarter after the one the data ends in. The projection
+  - Horizon: the end of the calendar quarter after the one the data ends in (a window that
+    ends on 1 January reviewed the fourth quarter and plans the first). The projection
     is the line (or the level) there, with a 95% prediction band
     (t * s * sqrt(1 + 1/n + (x - mean x)^2 / Sxx)).
   - replicas.max = ceil(peak x (1 + headroom)), headroom {headroom:.0}% (`--headroom`), where
     the peak is the higher of the line today and at the horizon (a trend), or the highest daily
     peak seen (flat). replicas.min = the p10 of replicas held (at least 1 for a user-facing
-    workload or one that may not scale to zero). A fixed count that held steady stays fixed,
-    at what it held.
+    workload or one that may not scale to zero). A fixed count stays fixed: at the peak seen
+    when flat, at the projected peak plus headroom when it grows.
   - Consolidation: a workload busy below its planned `utilization` (else {target:.0}%) with
     no significant growth gets fewer replicas, each busy at that share: the p95 of GPUs busy
     over (GPUs per replica x the share), plus headroom, never above what it held; min from the
@@ -507,7 +509,9 @@ Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml
   - An idle workload (busy below {low:.0}% of held time, GP025's threshold) is never grown.
     Where memory and the GPU allow, it gets the smaller slice the review's right-size advice
     names (a MIG profile, or time-slicing on a GPU without MIG) at the replicas it held; where
-    `check` would refuse that slice, it is consolidated instead.
+    `check` would refuse that slice, it is consolidated instead. A workload whose pods waited
+    in CrashLoopBackOff for 10% or more of their held time is idle because it crashes: no
+    right-size and no consolidation.
   - hours_per_month: the share of windows with samples in which it held GPUs, times the plan's
     month, written where it differs from the plan by more than 5% (and 10 h).
   - Declared pools follow their workloads: a pool whose workloads at their new max

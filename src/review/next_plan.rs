@@ -3,7 +3,8 @@
 //! quarter needs them. Each changed line carries the figures it came from; everything else
 //! (comments, order, formatting, other keys) is kept as written. The result is held to
 //! `check`: a right-size that would add an error is not taken, and the workload is sized by
-//! consolidation instead.
+//! consolidation instead. Declared pools follow their workloads' new maxima, where check
+//! allows.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -75,10 +76,14 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str) -> bo
         Some(None) => false,
     };
     if !same {
-        let note = format!(
-            "was {}; {}; p10 -> min, peak by {horizon} +headroom -> max ({})",
-            f.current, f.figures, p.basis
-        );
+        let how = match p.basis {
+            "consolidated" => {
+                "min and max from the p10 and p95 of GPUs busy at the target share".to_owned()
+            }
+            "idle" => "min from the p10; max never above today's".to_owned(),
+            _ => format!("p10 -> min, peak by {horizon} +headroom -> max"),
+        };
+        let note = format!("was {}; {}; {how} ({})", f.current, f.figures, p.basis);
         let item = commented(replicas_value(p), t.get("replicas"), &note);
         t.insert("replicas", item);
         changed = true;
