@@ -1397,9 +1397,11 @@ fn pending_mig_counts_at_its_profile_share() {
 #[test]
 fn pending_shares_come_from_the_workload() {
     let mut om = Om::default();
-    for (ns, pod) in [
-        ("research", "research-notebooks-4"),
-        ("assistants", "chat-api-7d9f-w"),
+    for (ns, pod, res) in [
+        ("research", "research-notebooks-4", "nvidia_com_gpu"),
+        ("assistants", "chat-api-7d9f-w", "nvidia_com_gpu"),
+        // the mixed strategy's resource is its profile's share already: never scaled twice
+        ("assistants", "chat-api-7d9f-m", "nvidia_com_mig_3g_40gb"),
     ] {
         om.series(
             "kube_pod_status_phase",
@@ -1411,7 +1413,7 @@ fn pending_shares_come_from_the_workload() {
         );
         om.series(
             "kube_pod_container_resource_requests",
-            &format!("namespace=\"{ns}\",pod=\"{pod}\",uid=\"uid-{pod}\",container=\"main\",node=\"\",resource=\"nvidia_com_gpu\",unit=\"integer\",{KSM_TARGET}"),
+            &format!("namespace=\"{ns}\",pod=\"{pod}\",uid=\"uid-{pod}\",container=\"main\",node=\"\",resource=\"{res}\",unit=\"integer\",{KSM_TARGET}"),
             KSM,
             |t| (t < 6.0 * H).then_some(1.0),
         );
@@ -1437,6 +1439,11 @@ fn pending_shares_come_from_the_workload() {
     close(
         "pending MIG single GPU-seconds",
         of("chat-api-7d9f-w"),
+        6.0 * H * 3.0 / 7.0,
+    );
+    close(
+        "pending MIG mixed GPU-seconds",
+        of("chat-api-7d9f-m"),
         6.0 * H * 3.0 / 7.0,
     );
     assert!(err.contains("2 Pending pod(s) with no node yet"), "{err}");

@@ -475,6 +475,8 @@ struct PodReq {
     /// Requests per window of any row (scheduled or not), for Pending demand, in GPUs (a MIG
     /// profile counts as its share of one).
     any: BTreeMap<u32, f64>,
+    /// The GPU resources of those rows.
+    any_resources: BTreeSet<String>,
 }
 
 pub(crate) fn assemble(
@@ -633,6 +635,7 @@ pub(crate) fn assemble(
                 let e = r.any.entry(*k).or_default();
                 *e = e.max(*v * mig_share);
             }
+            r.any_resources.insert(res.clone());
             if node.is_empty() && has_phase {
                 continue;
             }
@@ -933,11 +936,8 @@ pub(crate) fn assemble(
                     .min(*c - u);
                 p.image_pull += gpus * secs(pull, ksm_at.at(*k)) * share;
             }
-            let whole_gpus = r
-                .app
-                .values()
-                .chain(r.init.values())
-                .all(|c| c.keys().all(|res| res == "nvidia_com_gpu"));
+            // A MIG resource of the mixed strategy is already at its profile's share.
+            let whole_gpus = r.any_resources.iter().all(|res| res == "nvidia_com_gpu");
             if p.pending > 0.0 && unit.is_none() && whole_gpus && !a.gpus_as_given {
                 unplaced.push(key.clone());
             }
