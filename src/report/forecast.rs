@@ -65,11 +65,7 @@ pub(super) fn next_quarter(o: &mut String, r: &Review) {
                 crate::core::num(w.projected_replicas),
                 crate::core::num(w.band_low),
                 crate::core::num(w.band_high),
-                if p.fixed {
-                    p.max.to_string()
-                } else {
-                    format!("{{ min = {}, max = {} }}", p.min, p.max)
-                },
+                crate::review::forecast::count(p.count()),
                 p.basis,
                 match p.hours_per_month {
                     Some(h) => h.to_string(),

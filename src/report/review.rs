@@ -34,9 +34,12 @@ pub(crate) fn json(r: &Review) -> String {
 pub(crate) fn markdown(r: &Review) -> String {
     let mut o = String::new();
     let (a, u): (f64, f64) = r.teams.iter().fold((0.0, 0.0), |(a, u), t| {
-        (a + t.allocated_gpu_seconds, u + t.used_gpu_seconds)
+        (
+            a + t.figures.allocated_gpu_seconds,
+            u + t.figures.used_gpu_seconds,
+        )
     });
-    let idle: f64 = r.teams.iter().map(|t| t.idle_cost_usd).sum();
+    let idle: f64 = r.teams.iter().map(|t| t.figures.idle_cost_usd).sum();
     let _ = writeln!(o, "# GPU capacity review: `{}`", r.plan);
     let _ = writeln!(o);
     let _ = writeln!(
@@ -69,15 +72,18 @@ pub(crate) fn markdown(r: &Review) -> String {
             o,
             "| {} | {} | {} | {} | {} | {} | {} |",
             md(&t.team),
-            hours(t.allocated_gpu_seconds),
-            hours(t.used_gpu_seconds),
-            card(pct(t.efficiency), t.efficiency_of_shared_cards),
-            hours(t.no_data_gpu_seconds),
-            hours(t.pending_gpu_seconds),
-            usd(t.idle_cost_usd)
+            hours(t.figures.allocated_gpu_seconds),
+            hours(t.figures.used_gpu_seconds),
+            card(
+                pct(t.figures.efficiency),
+                t.figures.efficiency_of_shared_cards
+            ),
+            hours(t.figures.no_data_gpu_seconds),
+            hours(t.figures.pending_gpu_seconds),
+            usd(t.figures.idle_cost_usd)
         );
     }
-    if r.teams.iter().any(|t| t.efficiency_of_shared_cards) {
+    if r.teams.iter().any(|t| t.figures.efficiency_of_shared_cards) {
         let _ = writeln!(o, "\n{SHARED_CARD}");
     }
     if !r.pools.is_empty() {
@@ -120,16 +126,22 @@ pub(crate) fn markdown(r: &Review) -> String {
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
             md_code(&w.workload),
             md(&w.team),
-            hours(w.allocated_gpu_seconds),
-            hours(w.used_gpu_seconds),
-            card(pct(w.efficiency), w.efficiency_of_shared_cards),
+            hours(w.figures.allocated_gpu_seconds),
+            hours(w.figures.used_gpu_seconds),
+            card(
+                pct(w.figures.efficiency),
+                w.figures.efficiency_of_shared_cards
+            ),
             pct(w.planned_utilization),
-            usd(w.idle_cost_usd),
+            usd(w.figures.idle_cost_usd),
             w.usd_per_million_tokens
                 .map_or("-".to_owned(), crate::core::rate)
         );
     }
-    if r.workloads.iter().any(|w| w.efficiency_of_shared_cards) {
+    if r.workloads
+        .iter()
+        .any(|w| w.figures.efficiency_of_shared_cards)
+    {
         let _ = writeln!(o, "\n{SHARED_CARD}");
     }
     if !r.recommendations.is_empty() {
@@ -450,7 +462,7 @@ pub(crate) fn html(r: &Review) -> String {
     idle.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut buckets = [0u32; 5];
     for w in &r.workloads {
-        if let Some(e) = w.efficiency {
+        if let Some(e) = w.figures.efficiency {
             buckets[((e * 5.0) as usize).min(4)] += 1;
         }
     }

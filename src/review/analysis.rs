@@ -175,6 +175,17 @@ pub fn analyse(
         shared: bool,
     }
     impl Sums {
+        fn figures(&self) -> Figures {
+            Figures {
+                allocated_gpu_seconds: round(self.alloc),
+                used_gpu_seconds: round(self.used),
+                no_data_gpu_seconds: round(self.alloc - self.seen),
+                efficiency: ratio(self.used, self.seen),
+                efficiency_of_shared_cards: self.shared,
+                idle_cost_usd: round(self.idle_cost),
+                pending_gpu_seconds: round(self.pending),
+            }
+        }
         fn add(&mut self, f: &PodFacts) {
             self.shared |= f.shared_card;
             self.alloc += f.alloc;
@@ -357,13 +368,7 @@ pub fn analyse(
         workloads.push(WorkloadRow {
             workload: name.clone(),
             team: w.team.get().clone(),
-            allocated_gpu_seconds: round(sums.alloc),
-            used_gpu_seconds: round(sums.used),
-            no_data_gpu_seconds: round(sums.alloc - sums.seen),
-            efficiency: eff,
-            efficiency_of_shared_cards: sums.shared,
-            idle_cost_usd: round(sums.idle_cost),
-            pending_gpu_seconds: round(sums.pending),
+            figures: sums.figures(),
             planned_utilization: w.utilization(),
             usd_per_million_tokens: (tokens > 0.0)
                 .then(|| round4(sums.alloc * price / tokens * 1e6)),
@@ -539,13 +544,7 @@ pub fn analyse(
             .into_iter()
             .map(|(team, x)| TeamRow {
                 team,
-                allocated_gpu_seconds: round(x.alloc),
-                used_gpu_seconds: round(x.used),
-                no_data_gpu_seconds: round(x.alloc - x.seen),
-                efficiency: ratio(x.used, x.seen),
-                efficiency_of_shared_cards: x.shared,
-                idle_cost_usd: round(x.idle_cost),
-                pending_gpu_seconds: round(x.pending),
+                figures: x.figures(),
             })
             .collect(),
         workloads,

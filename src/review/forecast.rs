@@ -88,6 +88,20 @@ pub struct Proposal {
     pub basis: &'static str,
 }
 
+impl Proposal {
+    /// Its `replicas` as the plan writes them: one integer when fixed.
+    pub fn count(&self) -> Count {
+        if self.fixed {
+            Count::Fixed(self.max)
+        } else {
+            Count::Range {
+                min: self.min,
+                max: self.max,
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct WorkloadForecast {
     pub workload: String,
@@ -161,7 +175,8 @@ struct Series {
     busy: BTreeMap<i64, f64>,
 }
 
-fn count(c: Count) -> String {
+/// A count as the plan writes it: `3`, or `{ min = 1, max = 6 }`.
+pub(crate) fn count(c: Count) -> String {
     match c {
         Count::Fixed(n) => n.to_string(),
         Count::Range { min, max } => format!("{{ min = {min}, max = {max} }}"),
@@ -313,7 +328,7 @@ pub(crate) fn forecast(
         let min_held = ((quantile(&reps, 0.10) + 0.05).floor() as i64).max(floor_min);
         let grow = |peak: f64| ((peak * (1.0 + m.headroom)) - 1e-6).ceil().max(1.0) as i64;
         let row = rows.iter().find(|r| &r.workload == name);
-        let eff = row.and_then(|r| r.efficiency);
+        let eff = row.and_then(|r| r.figures.efficiency);
         // A crash-looping workload is idle because it crashes: sized as it held, never
         // shrunk on that evidence.
         let crashing = row
@@ -586,13 +601,15 @@ mod tests {
             let rows = [WorkloadRow {
                 workload: "w".into(),
                 team: "t".into(),
-                allocated_gpu_seconds: 0.0,
-                used_gpu_seconds: 0.0,
-                no_data_gpu_seconds: 0.0,
-                efficiency: Some(busy),
-                efficiency_of_shared_cards: false,
-                idle_cost_usd: 0.0,
-                pending_gpu_seconds: 0.0,
+                figures: super::super::rows::Figures {
+                    allocated_gpu_seconds: 0.0,
+                    used_gpu_seconds: 0.0,
+                    no_data_gpu_seconds: 0.0,
+                    efficiency: Some(busy),
+                    efficiency_of_shared_cards: false,
+                    idle_cost_usd: 0.0,
+                    pending_gpu_seconds: 0.0,
+                },
                 planned_utilization: None,
                 usd_per_million_tokens: None,
                 pods: 0,

@@ -47,14 +47,16 @@ fn commented(mut v: Value, old: Option<&Item>, comment: &str) -> Item {
     Item::Value(v)
 }
 
-fn replicas_value(p: &Proposal) -> Value {
-    if p.fixed {
-        Value::from(p.max)
-    } else {
-        let mut t = InlineTable::new();
-        t.insert("min", Value::from(p.min));
-        t.insert("max", Value::from(p.max));
-        Value::InlineTable(t)
+/// A count as a TOML value: an integer, or an inline `{ min, max }`.
+fn count_value(c: Count) -> Value {
+    match c {
+        Count::Fixed(n) => Value::from(n),
+        Count::Range { min, max } => {
+            let mut t = InlineTable::new();
+            t.insert("min", Value::from(min));
+            t.insert("max", Value::from(max));
+            Value::InlineTable(t)
+        }
     }
 }
 
@@ -62,17 +64,19 @@ fn replicas_value(p: &Proposal) -> Value {
 fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str) -> bool {
     let mut changed = false;
     let current = t.get("replicas").and_then(Item::as_value).map(|v| {
-        v.as_integer().map(|n| (n, n, true)).or_else(|| {
+        v.as_integer().map(Count::Fixed).or_else(|| {
             let it = v.as_inline_table()?;
             let get = |k| it.get(k).and_then(Value::as_integer);
-            Some((get("min")?, get("max")?, false))
+            Some(Count::Range {
+                min: get("min")?,
+                max: get("max")?,
+            })
         })
     });
-    let want = (p.min, p.max, p.fixed);
     let same = match current {
-        Some(Some(c)) => c == want,
+        Some(Some(c)) => c == p.count(),
         // Absent means one fixed replica.
-        None => want == (1, 1, true),
+        None => p.count() == Count::Fixed(1),
         Some(None) => false,
     };
     if !same {
@@ -84,7 +88,7 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str) -> bo
             _ => format!("p10 -> min, peak by {horizon} +headroom -> max"),
         };
         let note = format!("was {}; {}; {how} ({})", f.current, f.figures, p.basis);
-        let item = commented(replicas_value(p), t.get("replicas"), &note);
+        let item = commented(count_value(p.count()), t.get("replicas"), &note);
         t.insert("replicas", item);
         changed = true;
     }
@@ -148,9 +152,7 @@ fn errors(
 /// maxima: its nodes as NEXT writes them, and why.
 struct Resize {
     pool: String,
-    min: i64,
-    max: i64,
-    fixed: bool,
+    nodes: Count,
     /// Raised (a plan-wide error such as quota or budget is blamed on raises only).
     grew: bool,
     note: String,
@@ -216,19 +218,19 @@ fn resizes(
         if max == nodes.max() {
             continue;
         }
-        let fixed = matches!(nodes, Count::Fixed(_));
         out.push(Resize {
             pool: name.clone(),
-            min: if fixed { max } else { nodes.min().min(max) },
-            max,
-            fixed,
+            nodes: match nodes {
+                Count::Fixed(_) => Count::Fixed(max),
+                Count::Range { min, .. } => Count::Range {
+                    min: min.min(max),
+                    max,
+                },
+            },
             grew: max > nodes.max(),
             note: format!(
                 "was {}: its workloads at their new max hold {} GPUs ({}) = {max} node(s) of {}",
-                match nodes {
-                    Count::Fixed(n) => n.to_string(),
-                    Count::Range { min, max } => format!("{{ min = {min}, max = {max} }}"),
-                },
+                super::forecast::count(nodes),
                 crate::core::num(gpus),
                 parts.join(", "),
                 crate::core::num(per_node)
@@ -286,15 +288,7 @@ pub(crate) fn next_plan(
                 let Some(r) = resized.iter().find(|r| r.pool == name) else {
                     continue;
                 };
-                let v = if r.fixed {
-                    Value::from(r.max)
-                } else {
-                    let mut it = InlineTable::new();
-                    it.insert("min", Value::from(r.min));
-                    it.insert("max", Value::from(r.max));
-                    Value::InlineTable(it)
-                };
-                let item = commented(v, t.get("nodes"), &r.note);
+                let item = commented(count_value(r.nodes), t.get("nodes"), &r.note);
                 t.insert("nodes", item);
             }
         }

@@ -69,9 +69,9 @@ pub struct DcgmGap {
     pub seconds: i64,
 }
 
+/// GPU-seconds allocated against used, as every team and workload row states them.
 #[derive(Debug, Serialize)]
-pub struct TeamRow {
-    pub team: String,
+pub struct Figures {
     pub allocated_gpu_seconds: f64,
     pub used_gpu_seconds: f64,
     /// Of the allocated, GPU-seconds with no usage data (not in the efficiency).
@@ -87,19 +87,18 @@ pub struct TeamRow {
 }
 
 #[derive(Debug, Serialize)]
+pub struct TeamRow {
+    pub team: String,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+#[derive(Debug, Serialize)]
 pub struct WorkloadRow {
     pub workload: String,
     pub team: String,
-    pub allocated_gpu_seconds: f64,
-    pub used_gpu_seconds: f64,
-    pub no_data_gpu_seconds: f64,
-    pub efficiency: Option<f64>,
-    /// Part of it was read from time-sliced GPUs, where dcgm-exporter reports one activity
-    /// per card: that part is the card's, shared among its pods by allocation, not measured
-    /// per pod.
-    pub efficiency_of_shared_cards: bool,
-    pub idle_cost_usd: f64,
-    pub pending_gpu_seconds: f64,
+    #[serde(flatten)]
+    pub figures: Figures,
     /// `utilization` the plan expects, to compare with what was measured.
     pub planned_utilization: Option<f64>,
     pub usd_per_million_tokens: Option<f64>,
