@@ -1357,51 +1357,22 @@ fn a_step_too_small_for_the_window_is_refused() {
     }
 }
 
-/// A Pending MIG pod is unmet demand at its profile's share of a GPU: a 2g.20gb pod Pending
-/// for 6 h is 6 x 3600 x 2/7 = 6,171 GPU-seconds, not 21,600.
-#[test]
-fn pending_mig_counts_at_its_profile_share() {
-    let mut om = Om::default();
-    om.series(
-        "kube_pod_status_phase",
-        &format!("namespace=\"search\",pod=\"mig-wait-0\",uid=\"uid-mig-wait-0\",phase=\"Pending\",{KSM_TARGET}"),
-        KSM,
-        |t| (t < 6.0 * H).then_some(1.0),
-    );
-    om.series(
-        "kube_pod_container_resource_requests",
-        &format!("namespace=\"search\",pod=\"mig-wait-0\",uid=\"uid-mig-wait-0\",container=\"main\",node=\"\",resource=\"nvidia_com_mig_2g_20gb\",unit=\"integer\",{KSM_TARGET}"),
-        KSM,
-        |t| (t < 6.0 * H).then_some(1.0),
-    );
-    let dir = tempfile::tempdir().expect("tmp");
-    let text = telemetry(false, false, KSM, DCGM) + &om.text();
-    let f = write(dir.path(), "mig-pending.prom", &text);
-    let (v, err) = review(&f, &[]);
-    let pending = v["pending"].as_array().expect("pending");
-    let p = pending
-        .iter()
-        .find(|p| p["pod"] == "mig-wait-0")
-        .unwrap_or_else(|| panic!("{pending:#?}\n{err}"));
-    close(
-        "pending MIG GPU-seconds",
-        p["gpu_seconds"].as_f64().unwrap_or(0.0),
-        6.0 * H * 2.0 / 7.0,
-    );
-}
-
 /// A Pending pod has no node to say its `nvidia.com/gpu` is a time-sliced replica or a MIG
 /// single-strategy profile; its workload does. A fifth notebook Pending for 6 h while the
 /// others hold a T4 four ways is 6 x 3600 / 4 = 5,400 GPU-seconds of unmet demand, not
-/// 21,600; a chat-api pod Pending for 6 h on the AKS 3g.40gb pool is 6 x 3600 x 3/7.
+/// 21,600; a chat-api pod Pending for 6 h on the AKS 3g.40gb pool is 6 x 3600 x 3/7. A MIG
+/// resource of the mixed strategy is its profile's share whatever the workload: a 2g.20gb pod
+/// Pending for 6 h is 6 x 3600 x 2/7 = 6,171 GPU-seconds, not 21,600.
 #[test]
-fn pending_shares_come_from_the_workload() {
+fn pending_counts_at_each_resources_share() {
     let mut om = Om::default();
     for (ns, pod, res) in [
         ("research", "research-notebooks-4", "nvidia_com_gpu"),
         ("assistants", "chat-api-7d9f-w", "nvidia_com_gpu"),
         // the mixed strategy's resource is its profile's share already: never scaled twice
         ("assistants", "chat-api-7d9f-m", "nvidia_com_mig_3g_40gb"),
+        // no workload of the plan claims it
+        ("search", "mig-wait-0", "nvidia_com_mig_2g_20gb"),
     ] {
         om.series(
             "kube_pod_status_phase",
@@ -1445,6 +1416,11 @@ fn pending_shares_come_from_the_workload() {
         "pending MIG mixed GPU-seconds",
         of("chat-api-7d9f-m"),
         6.0 * H * 3.0 / 7.0,
+    );
+    close(
+        "pending MIG GPU-seconds",
+        of("mig-wait-0"),
+        6.0 * H * 2.0 / 7.0,
     );
     assert!(err.contains("2 Pending pod(s) with no node yet"), "{err}");
 }
