@@ -375,18 +375,20 @@ pub(crate) fn forecast(
             .unwrap_or(m.consolidation_target)
             .clamp(m.low_utilization, 0.9);
         let per = w.gpu_share() * w.gang().max(1) as f64 * target;
-        let needed: Vec<f64> = at(&busy_h).iter().map(|b| b / per.max(1e-9)).collect();
+        // GPUs busy, p10 and p95 over the hours it ran: replicas needed are these over `per`.
+        let busy = at(&busy_h);
+        let (busy10, busy95) = (quantile(&busy, 0.10), quantile(&busy, 0.95));
         let can_consolidate = !crashing
             && (idle || !p.trend)
             && w.gang() <= 1
             && !s.busy.is_empty()
             && eff.is_some_and(|e| e < target);
         let consolidated = || {
-            let max = grow(quantile(&needed, 0.95)).min(max);
+            let max = grow(busy95 / per.max(1e-9)).min(max);
             let min = if fixed_now {
                 max
             } else {
-                ((quantile(&needed, 0.10) + 0.05).floor() as i64)
+                ((busy10 / per.max(1e-9) + 0.05).floor() as i64)
                     .max(floor_min)
                     .min(max)
             };
@@ -434,7 +436,7 @@ pub(crate) fn forecast(
                 ("consolidated", _) => format!(
                     "; consolidated to {:.0}% busy per replica (p95 of GPUs busy {:.2}), +{:.0}% headroom",
                     target * 100.0,
-                    quantile(&at(&busy_h), 0.95),
+                    busy95,
                     m.headroom * 100.0
                 ),
                 (_, "idle") => "; busy below the idle threshold, so never grown".to_owned(),
