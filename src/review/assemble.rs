@@ -911,6 +911,7 @@ pub(crate) fn assemble(
             };
             if held > 0.0 && *gpus > 0.0 {
                 p.allocated.insert(grid.start(*k), gpus * held);
+                p.held_seconds += held;
             }
         }
         if let Some(pend) = pending.get(key) {
@@ -950,20 +951,6 @@ pub(crate) fn assemble(
                 }
             }
         }
-        p.held_seconds = app
-            .keys()
-            .filter(|k| p.allocated.contains_key(&grid.start(**k)))
-            .map(|k| {
-                if has_phase {
-                    secs(
-                        run.and_then(|r| r.get(k)).copied().unwrap_or(0.0),
-                        ksm_at.at(*k),
-                    )
-                } else {
-                    stepf
-                }
-            })
-            .sum();
         // Each window's GPU-seconds to the node that held the pod then.
         for (t, v) in &p.allocated {
             let k = ((t - grid.from) / step) as u32;
