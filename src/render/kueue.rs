@@ -2,7 +2,7 @@
 //! team and a LocalQueue in each team's namespace, one set per region (each region is its own
 //! cluster in the Terraform, so no ClusterQueue names a flavor whose nodes are elsewhere).
 //!
-//! How Kueue admits, as modelled in `tests/kueue.rs` (kubernetes-sigs/kueue
+//! How Kueue admits, as modelled in `tests/all/kueue.rs` (kubernetes-sigs/kueue
 //! `pkg/scheduler/flavorassigner/flavorassigner.go`): it tries a ClusterQueue's flavors in
 //! order and takes the first with quota; a flavor whose `nodeLabels` contradict the pod's
 //! nodeSelector on a key the queue's flavors use is skipped, as is one whose `nodeTaints` the

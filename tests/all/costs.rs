@@ -1,0 +1,300 @@
+//! Costs a person checks with a calculator: small plans whose truth is one line of arithmetic
+//! on the embedded catalog's prices (g6.xlarge in us-east-1: $0.8048/h on-demand, $0.5239/h
+//! as a 1-year standard no-upfront Reserved Instance, $0.3694/h for 3 years).
+
+use crate::common;
+
+use serde_json::Value;
+use std::path::Path;
+
+const HEAD: &str = "version = 1\n\n[plan]\nname = \"hand\"\nowner = \"me\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n";
+
+fn recommend(dir: &Path, text: &str) -> Value {
+    let plan = dir.join("plan.toml");
+    std::fs::write(&plan, text).expect("plan");
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args(["recommend", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.code() == Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn workload(name: &str, team: &str, replicas: u32, hours: Option<u32>) -> String {
+    let h = hours.map_or(String::new(), |h| format!("hours_per_month = {h}\n"));
+    format!("\n[[workload]]\nname = \"{name}\"\nteam = \"{team}\"\nkind = \"batch\"\ngpus = 1\nreplicas = {replicas}\n{h}skus = [\"g6.xlarge\"]\n")
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 0.011
+}
+
+fn team(v: &Value, t: &str) -> f64 {
+    v["teams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["team"] == t)
+        .and_then(|x| x["monthly_cost_usd"].as_f64())
+        .unwrap()
+}
+
+fn declared_l4(text: &str, max: u32, capacity: &str, workloads: &str) -> String {
+    format!(
+        "{text}\n[[pool]]\nname = \"l4\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\ncapacity = \"{capacity}\"\nnodes = {{ min = 0, max = {max} }}\nworkloads = [{workloads}]\n"
+    )
+}
+
+#[test]
+fn a_shared_pool_pays_each_burst_node_hour_once() {
+    // 10 replicas x 30 h and 1 replica x 400 h share g6.xlarge nodes (0-11): the node-hours
+    // are 10 x 30 + 400 = 700, so the pool costs 700 x $0.8048 = $563.36 (billing every
+    // burst node for the longest member's hours gave 11 x 400 h = $3,541.12), and each team
+    // pays its own node-hours. 400 h is under the 1-year break-even (0.5239 / 0.8048 = 65%,
+    // 475 h), so nothing is reserved.
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = format!(
+        "{HEAD}{}{}",
+        workload("short", "a", 10, Some(30)),
+        workload("long", "b", 1, Some(400))
+    );
+    let v = recommend(dir.path(), &text);
+    let pools = v["pools"].as_array().expect("pools");
+    assert_eq!(pools.len(), 1, "{v:#}");
+    assert_eq!(pools[0]["sku"], "g6.xlarge");
+    assert_eq!(pools[0]["capacity"], "on-demand");
+    assert!(
+        close(pools[0]["monthly_cost_usd"].as_f64().unwrap(), 563.36),
+        "{:#}",
+        pools[0]
+    );
+    assert!(close(team(&v, "a"), 300.0 * 0.8048), "{}", team(&v, "a"));
+    assert!(close(team(&v, "b"), 400.0 * 0.8048), "{}", team(&v, "b"));
+
+    // The same pool declared by hand is priced by the same rule: the comparison shows no
+    // saving.
+    let v = recommend(
+        dir.path(),
+        &declared_l4(&text, 11, "on-demand", "\"short\", \"long\""),
+    );
+    let c = &v["comparison"];
+    assert!(
+        close(c["today_monthly_cost_usd"].as_f64().unwrap(), 563.36),
+        "{c:#}"
+    );
+    assert!(close(c["saving_usd"].as_f64().unwrap(), 0.0), "{c:#}");
+}
+
+#[test]
+fn a_node_that_runs_past_the_break_even_is_reserved_whatever_the_kind() {
+    // The pair: 10 x 30 h and 1 x 700 h. The 700-hour node runs 96% of the month,
+    // past the 65% break-even, so it is reserved: $0.5239 x 730 = $382.45 (the catalog's rate
+    // has more digits) instead of 700 x $0.8048 = $563.36; the 30-hour replicas stay
+    // on-demand at $241.44. Each team pays its own.
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = format!(
+        "{HEAD}{}{}",
+        workload("short", "a", 10, Some(30)),
+        workload("long", "b", 1, Some(700))
+    );
+    let v = recommend(dir.path(), &text);
+    let total = v["total_monthly_cost_usd"].as_f64().unwrap();
+    assert!(close(total, 241.44 + 382.45), "{total}");
+    assert!(close(team(&v, "a"), 241.44), "{}", team(&v, "a"));
+    assert!(close(team(&v, "b"), 382.45), "{}", team(&v, "b"));
+    let long = v["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["workloads"][0] == "long")
+        .expect("long's pool");
+    assert_eq!(long["capacity"], "reserved-1y", "{long:#}");
+    assert_eq!(long["nodes"]["min"], 1);
+    let why = long["why"].as_str().unwrap();
+    assert!(why.contains("breaks even at 65% utilisation"), "{why}");
+    assert!(why.contains("the reserved nodes run 96%"), "{why}");
+
+    // Declared as one on-demand pool it costs each node-hour once, $804.80; the saving is
+    // the reservation's, and the per-pool delta is the total's.
+    let v = recommend(
+        dir.path(),
+        &declared_l4(&text, 11, "on-demand", "\"short\", \"long\""),
+    );
+    let c = &v["comparison"];
+    assert!(
+        close(c["today_monthly_cost_usd"].as_f64().unwrap(), 804.80),
+        "{c:#}"
+    );
+    assert!(
+        close(c["saving_usd"].as_f64().unwrap(), 804.80 - 623.89),
+        "{c:#}"
+    );
+    assert!(close(
+        c["changes"][0]["saving_usd"].as_f64().unwrap(),
+        c["saving_usd"].as_f64().unwrap()
+    ));
+
+    // Eight fixed replicas for 600 h (82%) are reserved though the work is batch and does not
+    // run all month: 8 x $382.45 = $3,059.69 against 8 x 600 x $0.8048 = $3,863.04.
+    let v = recommend(
+        dir.path(),
+        &format!("{HEAD}{}", workload("scorer", "a", 8, Some(600))),
+    );
+    let p = &v["pools"][0];
+    assert_eq!(p["capacity"], "reserved-1y", "{p:#}");
+    assert_eq!(p["nodes"]["min"], 8);
+    assert!(
+        close(p["monthly_cost_usd"].as_f64().unwrap(), 3059.69),
+        "{p:#}"
+    );
+
+    // A peak is not a promise to run: 4 to 8 replicas all month reserve the 4, and the 4
+    // above them stay on-demand (a reservation covers steady work, never the peak).
+    let ranged =
+        workload("scorer", "a", 8, None).replace("replicas = 8", "replicas = { min = 4, max = 8 }");
+    let v = recommend(dir.path(), &format!("{HEAD}{ranged}"));
+    let p = &v["pools"][0];
+    assert_eq!(p["capacity"], "reserved-1y", "{p:#}");
+    assert_eq!(
+        (p["nodes"]["min"].as_u64(), p["nodes"]["max"].as_u64()),
+        (Some(4), Some(8))
+    );
+    let want = 4.0 * 3059.69 / 8.0 + 4.0 * 730.0 * 0.8048;
+    assert!(
+        close(p["monthly_cost_usd"].as_f64().unwrap(), want),
+        "{p:#} vs {want}"
+    );
+    assert!(
+        p["why"].as_str().unwrap().contains("4 x 100% (peak)"),
+        "{p:#}"
+    );
+}
+
+#[test]
+fn gp023_holds_a_declared_reservation_to_the_same_break_even() {
+    // A reservation of 8 g6.xlarge for 8 replicas that run 600 h is what `recommend` itself
+    // writes: no finding. For 300 h (41%, under the 65% break-even) the 8 nodes are idle
+    // reservations, named with their cost.
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    let check = |hours: u32| {
+        let text = declared_l4(
+            &format!("{HEAD}{}", workload("scorer", "a", 8, Some(hours))),
+            8,
+            "reserved-1y",
+            "\"scorer\"",
+        )
+        .replace("min = 0, max = 8", "min = 8, max = 8");
+        std::fs::write(&plan, text).expect("plan");
+        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args(["check", "--format", "json"])
+            .arg(&plan)
+            .output()
+            .expect("runs");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == "GP023")
+            .map(|f| f["message"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(check(600), Vec::<String>::new());
+    let f = check(300);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].contains("8 reserved nodes idle"), "{f:?}");
+}
+
+#[test]
+fn steady_batch_is_reserved_for_the_plans_term() {
+    // 8 fixed replicas all month: 8 x 730 h x $0.5239 = $3,059.58 (the catalog's rate has
+    // more digits: $3,059.69), where on-demand is 8 x 730 x $0.8048 = $4,700.03.
+    let dir = tempfile::tempdir().expect("tmp");
+    let v = recommend(
+        dir.path(),
+        &format!("{HEAD}{}", workload("scorer", "a", 8, None)),
+    );
+    let p = &v["pools"][0];
+    assert_eq!(p["capacity"], "reserved-1y", "{p:#}");
+    let cost = p["monthly_cost_usd"].as_f64().unwrap();
+    assert!(close(cost, 3059.69), "{cost}");
+    assert!(cost < 8.0 * 730.0 * 0.8048);
+    assert!(
+        p["why"].as_str().unwrap().contains("a 3-year term at"),
+        "{p:#}"
+    );
+
+    // A recorded 3-year term takes the 3-year rate; "none" reserves nothing.
+    let three = HEAD.replace("regions", "reservation_term = \"3y\"\nregions");
+    let v = recommend(
+        dir.path(),
+        &format!("{three}{}", workload("scorer", "a", 8, None)),
+    );
+    assert_eq!(v["pools"][0]["capacity"], "reserved-3y");
+    let none = HEAD.replace("regions", "reservation_term = \"none\"\nregions");
+    let v = recommend(
+        dir.path(),
+        &format!("{none}{}", workload("scorer", "a", 8, None)),
+    );
+    assert_eq!(v["pools"][0]["capacity"], "on-demand");
+    assert!(close(
+        v["pools"][0]["monthly_cost_usd"].as_f64().unwrap(),
+        8.0 * 730.0 * 0.8048
+    ));
+
+    // Work that runs under the break-even (300 of 730 h, 41% against 65%) is not reserved.
+    let v = recommend(
+        dir.path(),
+        &format!("{HEAD}{}", workload("scorer", "a", 8, Some(300))),
+    );
+    assert_eq!(v["pools"][0]["capacity"], "on-demand");
+    assert!(close(
+        v["pools"][0]["monthly_cost_usd"].as_f64().unwrap(),
+        8.0 * 300.0 * 0.8048
+    ));
+}
+
+#[test]
+fn a_declared_spot_pool_carries_the_same_waste_as_a_recommended_one() {
+    // One interruptible, checkpointed job on spot: the recommended pool and the same pool
+    // declared by hand cost the same, restart waste included.
+    let dir = tempfile::tempdir().expect("tmp");
+    let w = "\n[[workload]]\nname = \"job\"\nteam = \"a\"\nkind = \"batch\"\ngpus = 1\nreplicas = 4\ninterruptible = true\ncheckpoint_minutes = 30\nskus = [\"g6.xlarge\"]\n";
+    let v = recommend(dir.path(), &format!("{HEAD}{w}"));
+    let p = &v["pools"][0];
+    assert_eq!(p["capacity"], "spot", "{p:#}");
+    let recommended = p["monthly_cost_usd"].as_f64().unwrap();
+    let raw = p["usd_per_node_hour"].as_f64().unwrap() * 4.0 * 730.0;
+    assert!(recommended > raw, "waste is priced: {recommended} vs {raw}");
+    let declared = format!(
+        "{HEAD}{w}\n[[pool]]\nname = \"s\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\nnodes = 4\ncapacity = \"spot\"\nworkloads = [\"job\"]\n"
+    );
+    let v = recommend(dir.path(), &declared);
+    let today = v["comparison"]["today_monthly_cost_usd"].as_f64().unwrap();
+    assert!(
+        close(today, recommended),
+        "declared {today} vs recommended {recommended}"
+    );
+}
+
+#[test]
+fn unknown_quota_is_named_where_another_region_knows_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = "version = 1\n\n[plan]\nname = \"q\"\nowner = \"me\"\nprovider = \"azure\"\nregions = [\"eastus\", \"westus3\"]\n\n[[workload]]\nname = \"api\"\nteam = \"a\"\nkind = \"inference\"\ngpus = 1\nreplicas = 6\ngpu_models = [\"A100-80GB\"]\n\n[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCADSA100v4Family\"\nvcpus = 48\n";
+    let v = recommend(dir.path(), text);
+    let p = &v["pools"][0];
+    assert_eq!(p["region"], "westus3", "{p:#}");
+    assert!(
+        p["why"]
+            .as_str()
+            .unwrap()
+            .contains("quota unknown in westus3 for `standardNCADSA100v4Family`"),
+        "{p:#}"
+    );
+}

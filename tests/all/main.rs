@@ -1,0 +1,31 @@
+//! Every integration test in one binary (as ripgrep's and just's `tests/`): one link of the
+//! library instead of one per file. The live provider clients are tested apart, in
+//! `tests/live/`, behind the `live` feature.
+
+// Shared with the other test binary, which uses a different part of it.
+#[allow(dead_code)]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod cluster;
+mod costs;
+mod data;
+mod files;
+mod forecast;
+mod hardening;
+mod invariant;
+mod karpenter;
+mod kueue;
+mod layers;
+mod pr;
+mod pricing;
+mod quality;
+mod recommend;
+mod registry;
+mod release;
+mod render;
+mod review;
+mod review_stock;
+mod robustness;
+mod rules;

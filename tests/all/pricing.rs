@@ -1,0 +1,239 @@
+//! One price function: a declared pool is costed the same way by `check` (GP017's budget),
+//! recommend's comparison with today's pools and `diff`, including the pools whose price is
+//! not an on-demand rate (a Capacity Block, paid for the whole block).
+
+use crate::common;
+
+use std::path::Path;
+
+/// A refresh cache holding one Capacity Block price, as `catalog refresh --provider aws` writes
+/// it (`aws/prices-live.csv`, dated in `sources.toml`).
+fn cache_with_block_price(dir: &Path, usd_per_instance_hour: f64) {
+    std::fs::create_dir_all(dir.join("aws")).expect("cache dir");
+    // The tag that makes a directory gpuplan's cache (a `sources.toml` alone does not).
+    std::fs::write(
+        dir.join("CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by gpuplan.\n",
+    )
+    .expect("tag");
+    std::fs::write(
+        dir.join("sources.toml"),
+        "[[file]]\npath = \"aws/prices-live.csv\"\nkind = \"prices\"\nprovider = \"aws\"\nas_of = \"2026-12-01\"\nsource = \"EC2 DescribeCapacityBlockOfferings (test)\"\nlicence = \"test\"\n",
+    )
+    .expect("sources");
+    std::fs::write(
+        dir.join("aws/prices-live.csv"),
+        format!("armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\np5.48xlarge,us-east-1,capacity-block,{usd_per_instance_hour},1 Hour,2026-12-01,test block offering\n"),
+    )
+    .expect("prices");
+}
+
+fn block_plan(block_hours: Option<u32>, budget: f64) -> String {
+    let hours = block_hours.map_or(String::new(), |h| format!("block_hours = {h}\n"));
+    format!(
+        "version = 1\n\n[plan]\nname = \"block\"\nowner = \"research-infra\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nmonthly_budget = {budget}\n\n\
+         [[workload]]\nname = \"pretrain\"\nteam = \"foundation\"\nkind = \"training\"\nnodes = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\ncheckpoint_minutes = 60\n\n\
+         [[pool]]\nname = \"pretrain-block\"\nsku = \"p5.48xlarge\"\nregion = \"us-east-1\"\nnodes = 4\ncapacity = \"capacity-block\"\n{hours}workloads = [\"pretrain\"]\n"
+    )
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// What recommend's comparison says the plan's declared pools cost today.
+fn today_cost(cache: &Path, plan: &Path) -> f64 {
+    let out = common::gpuplan(cache)
+        .args(["recommend", "--format", "json"])
+        .arg(plan)
+        .output()
+        .expect("runs");
+    let rec = json(&out);
+    rec["comparison"]["today_monthly_cost_usd"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("a comparison: {rec}"))
+}
+
+#[test]
+fn a_capacity_block_is_costed_at_the_block_price_for_the_blocks_hours_everywhere() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    // $31.464 an instance-hour for 4 instances over a 14-day (336-hour) block.
+    cache_with_block_price(&cache, 31.464);
+    let expected = 31.464 * 4.0 * 336.0;
+    let plan = tmp.path().join("block.toml");
+    std::fs::write(&plan, block_plan(Some(336), 1000.0)).expect("plan");
+
+    // check: GP017 adds the declared pools at their maximum size.
+    let out = common::gpuplan(&cache)
+        .args(["check", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let findings = json(&out);
+    let gp017 = findings["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["rule"] == "GP017")
+        .unwrap_or_else(|| panic!("GP017 fires: {findings}"));
+    let money = "$42,287.62";
+    assert!(
+        gp017["message"].as_str().unwrap_or("").contains(money),
+        "{gp017}"
+    );
+
+    // recommend: today's cost in the comparison.
+    let today = today_cost(&cache, &plan);
+    assert!((today - expected).abs() < 0.01, "{today} vs {expected}");
+
+    // diff: the declared cost of each side.
+    let head = tmp.path().join("head.toml");
+    std::fs::write(&head, block_plan(Some(168), 1000.0)).expect("plan");
+    let out = common::gpuplan(&cache)
+        .args(["diff", "--format", "json"])
+        .arg(&plan)
+        .arg(&head)
+        .output()
+        .expect("runs");
+    let d = json(&out);
+    let base = d["base"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("base");
+    let after = d["head"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("head");
+    assert!((base - expected).abs() < 0.01, "{d}");
+    assert!(
+        (after - expected / 2.0).abs() < 0.01,
+        "a 7-day block costs half: {d}"
+    );
+}
+
+#[test]
+fn a_length_ec2_does_not_sell_is_refused_and_a_block_without_one_is_costed_for_the_month() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    cache_with_block_price(&cache, 31.464);
+    let plan = tmp.path().join("block.toml");
+    std::fs::write(&plan, block_plan(Some(100), 1e9)).expect("plan");
+    let out = common::gpuplan(&cache)
+        .arg("check")
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`block_hours = 100` is not a Capacity Block length"),
+        "{err}"
+    );
+    assert!(err.contains("block.toml:25:15"), "located: {err}");
+
+    std::fs::write(&plan, block_plan(None, 1e9)).expect("plan");
+    // Without `block_hours` the block is costed for the plan's month (730 hours).
+    let today = today_cost(&cache, &plan);
+    assert!((today - 31.464 * 4.0 * 730.0).abs() < 0.01, "{today}");
+}
+
+#[test]
+fn a_reserved_pool_is_costed_at_its_offline_reserved_rate_and_an_unknown_one_says_so() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    let plan = tmp.path().join("rsv.toml");
+    let text = |capacity: &str| {
+        format!(
+            "version = 1\n\n[plan]\nname = \"rsv\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
+             [[workload]]\nname = \"chat\"\nteam = \"apps\"\nkind = \"inference\"\nreplicas = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\n\n\
+             [[pool]]\nname = \"serve\"\nsku = \"p5.48xlarge\"\nregion = \"us-east-1\"\nnodes = 4\ncapacity = \"{capacity}\"\nworkloads = [\"chat\"]\n"
+        )
+    };
+    // 3-year standard no-upfront RI, effective $23.77728 an hour (2025-11-30 snapshot).
+    std::fs::write(&plan, text("reserved-3y")).expect("plan");
+    let today = today_cost(&cache, &plan);
+    let expected = 4.0 * 23.77728 * 730.0;
+    assert!((today - expected).abs() < 0.01, "{today} vs {expected}");
+    let head = tmp.path().join("head.toml");
+    std::fs::write(&head, text("on-demand")).expect("plan");
+    let out = common::gpuplan(&cache)
+        .args(["diff", "--format", "json"])
+        .arg(&plan)
+        .arg(&head)
+        .output()
+        .expect("runs");
+    let d = json(&out);
+    let base = d["base"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("base");
+    let after = d["head"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("head");
+    assert!((base - expected).abs() < 0.01, "{d}");
+    assert!((after - 4.0 * 55.04 * 730.0).abs() < 0.01, "{d}");
+
+    // p5en sells no Reserved Instance: the pool is costed at on-demand and the caveat says
+    // the reserved price is unknown, never a saving.
+    std::fs::write(
+        &plan,
+        text("reserved-1y").replace("p5.48xlarge", "p5en.48xlarge"),
+    )
+    .expect("plan");
+    let out = common::gpuplan(&cache)
+        .args(["recommend", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let rec = json(&out);
+    let today = rec["comparison"]["today_monthly_cost_usd"]
+        .as_f64()
+        .expect("today");
+    assert!((today - 4.0 * 63.296 * 730.0).abs() < 0.01, "{rec}");
+    assert!(rec.to_string().contains("reserved price unknown"), "{rec}");
+}
+
+/// With a block price known (a refresh read an offering), recommend offers a Capacity Block
+/// to a gang that runs part of the month, with its arithmetic; without one it never does.
+#[test]
+fn recommend_offers_a_capacity_block_only_where_its_price_is_known() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let plan = tmp.path().join("gang.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n\n[plan]\nname = \"gang\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
+         [[workload]]\nname = \"pretrain\"\nteam = \"f\"\nkind = \"training\"\nnodes = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\ncheckpoint_minutes = 60\nhours_per_month = 336\n",
+    )
+    .expect("plan");
+    let pool = |cache: &Path| {
+        let out = common::gpuplan(cache)
+            .args(["recommend", "--format", "json"])
+            .arg(&plan)
+            .output()
+            .expect("runs");
+        json(&out)["pools"][0].clone()
+    };
+    // No block price offline: the gang stays on-demand, and no block is priced.
+    let none = pool(&tmp.path().join("no-cache"));
+    assert_eq!(none["capacity"], "on-demand", "{none}");
+    // $31.464 an instance-hour against $55.04 on-demand: 4 x 336 x 31.464 = $42,287.62.
+    let cache = tmp.path().join("cache");
+    cache_with_block_price(&cache, 31.464);
+    let p = pool(&cache);
+    assert_eq!(p["capacity"], "capacity-block", "{p}");
+    let cost = p["monthly_cost_usd"].as_f64().expect("cost");
+    assert!((cost - 4.0 * 336.0 * 31.464).abs() < 0.01, "{cost}");
+    let why = p["why"].as_str().expect("why");
+    assert!(
+        why.contains("4 node(s) x 336 h x $31.464/h = $42,287.62"),
+        "{why}"
+    );
+    // A block dearer than on-demand is not taken.
+    let dear = tmp.path().join("dear");
+    cache_with_block_price(&dear, 60.0);
+    assert_eq!(pool(&dear)["capacity"], "on-demand");
+}

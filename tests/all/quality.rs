@@ -1,0 +1,164 @@
+//! The recommendation for the real openb trace against lower bounds no fleet can beat.
+//! Quality, not speed: timing lives in `benches/recommend.rs`.
+
+#[path = "../../benches/openb.rs"]
+mod openb;
+
+use gpuplan::catalog::Catalog;
+use gpuplan::engine::recommend::recommend;
+use gpuplan::plan::{self, raw::Provider};
+use gpuplan::source::SourceFile;
+
+/// How far above its lower bounds a recommendation may come: the issue's targets, 3% of GPUs
+/// over the slot bound and 2% of cost over the LP bound (closing notes of issue 3 give the
+/// measured figures).
+struct Limits {
+    gpus: f64,
+    cost: f64,
+}
+
+fn check(provider: Provider, regions: &[&str], limits: Limits) {
+    check_term(provider, regions, None, limits);
+}
+
+/// [`check`] with `[plan] reservation_term` set: the bound prices reserved capacity at the
+/// same term, since it takes every workload's rates as the recommender sees them.
+fn check_term(provider: Provider, regions: &[&str], term: Option<&str>, limits: Limits) {
+    let catalog = Catalog::embedded(&[provider]).expect("catalog");
+    let mut text = openb::plan_text(provider.as_str(), regions);
+    if let Some(term) = term {
+        assert!(text.contains("[plan]\n"));
+        text = text.replacen(
+            "[plan]\n",
+            &format!("[plan]\nreservation_term = \"{term}\"\n"),
+            1,
+        );
+    }
+    let p = plan::load_and_validate(SourceFile::new("openb.toml", text), &catalog)
+        .unwrap_or_else(|ds| panic!("openb plan invalid: {:?}", ds.first().map(|d| &d.message)));
+    let t = std::time::Instant::now();
+    let r = recommend(&p, &catalog);
+    eprintln!("recommend took {:?}", t.elapsed());
+    // Only pods that no SKU can hold host-wise may be left out, and they are reported.
+    for u in &r.unsatisfied {
+        assert_eq!(u.constraint, "host cpu", "{u:?}");
+    }
+    for pool in &r.pools {
+        eprintln!(
+            "  {:<40} {:<18} {:>4}-{:<4} nodes {:>5} GPUs, {:>5} GPU units idle, {:>12.2}",
+            pool.name,
+            pool.sku,
+            pool.nodes.min,
+            pool.nodes.max,
+            pool.gpus.max,
+            pool.stranded.as_ref().map_or(0, |s| s.gpu_units),
+            pool.monthly_cost_usd
+        );
+    }
+    for pool in &r.pools {
+        for a in pool.considered.iter().filter(|a| a.kind == "fewer-gpus") {
+            eprintln!(
+                "  {:<40} fewer GPUs: {} {} {:?} GPUs, {:+.2}",
+                pool.name,
+                a.sku,
+                a.region,
+                a.gpus,
+                a.delta_usd.unwrap_or(f64::NAN)
+            );
+        }
+    }
+    let t = std::time::Instant::now();
+    let b = openb::bounds(&p, &catalog, false);
+    eprintln!("bounds took {:?}", t.elapsed());
+    let mut by_segment: std::collections::BTreeMap<&str, f64> = Default::default();
+    for pool in &r.pools {
+        *by_segment.entry(pool.segment).or_default() += pool.monthly_cost_usd;
+    }
+    eprintln!("ours by segment {by_segment:?}");
+    let gpus: u32 = r.pools.iter().map(|p| p.gpus.max).sum();
+    let plain = b.lp_cost.expect("the LP relaxation solves");
+    let gpu_bound = b.lp_gpus.expect("the GPU LP solves");
+    eprintln!(
+        "GPU LP bound {gpu_bound:.1}; within 2% of the cost bound {:.1}",
+        b.lp_gpus_within_cost.unwrap_or(f64::NAN)
+    );
+    assert!(f64::from(gpus) >= gpu_bound - 1e-6);
+    assert!(b.lp_cut_cost.is_none(), "cuts are the bench's");
+    eprintln!(
+        "{provider}: {gpus} GPUs (demand {:.1}, slot bound {:.1}); cost {:.2} vs LP {plain:.2}",
+        b.demand_gpus, b.slot_gpus, r.total_monthly_cost_usd
+    );
+    assert!(f64::from(gpus) >= b.slot_gpus - 1e-6);
+    assert!(
+        f64::from(gpus) <= b.slot_gpus * limits.gpus,
+        "{gpus} GPUs, more than {:.0}% above the slot bound {:.1}",
+        (limits.gpus - 1.0) * 100.0,
+        b.slot_gpus
+    );
+    // Against the fewest GPUs a fleet no dearer than ours can have, the issue's 3% holds
+    // on both providers: what remains above the plain GPU bound is bought back in dollars.
+    let at_cost = openb::gpus_at_cost(&p, &catalog, r.total_monthly_cost_usd)
+        .expect("the GPU LP at our cost solves");
+    eprintln!("GPU LP bound at our cost {at_cost:.1}");
+    assert!(f64::from(gpus) >= at_cost - 1e-6);
+    assert!(
+        f64::from(gpus) <= at_cost * 1.03,
+        "{gpus} GPUs, more than 3% above {at_cost:.1}, the fewest any fleet as cheap can have"
+    );
+    assert!(
+        r.total_monthly_cost_usd >= plain - 0.01,
+        "the LP is a lower bound"
+    );
+    assert!(
+        r.total_monthly_cost_usd <= plain * limits.cost,
+        "cost {:.2} more than {:.0}% above the LP bound {plain:.2}",
+        r.total_monthly_cost_usd,
+        (limits.cost - 1.0) * 100.0
+    );
+}
+
+#[test]
+fn openb_on_azure_is_within_targets() {
+    // measured: GPUs +2.15% over the slot bound, cost +1.89% over the LP bound (batch on
+    // spot judged at the worst band; +1.52% when spot was closed on unknown bands).
+    check(
+        Provider::Azure,
+        &["eastus", "westus3"],
+        Limits {
+            gpus: 1.03,
+            cost: 1.02,
+        },
+    );
+}
+
+#[test]
+fn openb_on_aws_is_within_targets() {
+    // measured: GPUs +1.94% over the slot bound, cost +1.79% over the LP bound. With the dated
+    // 2025-11-30 and 2026-07-20 prices the serving floors are reserved, and the choice of SKU
+    // per workload prices a reservation alone; one workload moved at a time between pools,
+    // judged by the final packing (`moves`), takes it from +2.14% to +1.79%.
+    check(
+        Provider::Aws,
+        &["us-east-1", "us-west-2"],
+        Limits {
+            gpus: 1.03,
+            cost: 1.02,
+        },
+    );
+}
+
+#[test]
+fn openb_on_aws_with_a_three_year_term_is_within_targets() {
+    // The default term is one year (the two tests above); a plan that records "3y" may reserve
+    // for three years, and the bound then prices its reserved capacity at three. The issue's
+    // target is 10% over that bound; the fleet comes far closer.
+    check_term(
+        Provider::Aws,
+        &["us-east-1", "us-west-2"],
+        Some("3y"),
+        Limits {
+            gpus: 1.03,
+            cost: 1.02,
+        },
+    );
+}
