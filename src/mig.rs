@@ -10,7 +10,10 @@
 
 use indexmap::IndexMap;
 
+mod choose;
 pub mod pack;
+
+pub(crate) use choose::{choose, requested, SliceNeed};
 
 use crate::catalog::{MigProfile, MigSpec};
 

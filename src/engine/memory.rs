@@ -48,38 +48,32 @@ pub(crate) fn server_cap(w: &Workload, catalog: &Catalog) -> Option<(f64, bool)>
     }
 }
 
-/// Whether MIG profile `p` holds a replica: its memory, times the share `usable` of it the
-/// replica's server may take, covers `need_gib`; and its compute slices cover
-/// `compute_slices`. The one test the recommender (profile choice, the exact AKS
-/// assignment), render (the resource a pod asks for) and the fit rules apply.
-pub(crate) fn profile_holds(
-    p: &crate::catalog::MigProfile,
-    need_gib: Option<f64>,
-    usable: f64,
-    compute_slices: f64,
-) -> bool {
-    need_gib.is_none_or(|m| p.memory_gib * usable + 1e-9 >= m)
-        && f64::from(p.compute) + 1e-9 >= compute_slices
-}
-
-/// Compute slices a replica needs of a GPU with `slices` of them: all for a replica of whole
-/// GPUs, else its `share` of the GPU.
-pub(crate) fn compute_slices_needed(slices: u8, share: f64, whole: bool) -> f64 {
-    if whole {
-        f64::from(slices)
-    } else {
-        share * f64::from(slices)
-    }
+/// What one replica of `w` using `share` of a GPU (1 or more: whole GPUs) needs of a MIG
+/// instance on `spec`: the input of `mig::choose` wherever a workload is fitted to a slice
+/// outside the recommender (render's resource request, the review's right-size).
+pub(crate) fn slice_need(
+    w: &Workload,
+    catalog: &Catalog,
+    spec: &crate::catalog::MigSpec,
+    share: f64,
+) -> crate::mig::SliceNeed {
+    crate::mig::SliceNeed::new(
+        spec,
+        need_in_instance(w, catalog),
+        usable_share(w, catalog),
+        share.min(1.0),
+        share >= 1.0,
+    )
 }
 
 /// Memory visible to one replica of `w` on `pool` (GPU model `gpu`): a MIG slice, a whole GPU
-/// (times GPUs per replica), shared with other time-sliced instances. `usable` is the share
-/// of it the replica's server may take (its cap, 1 without one).
+/// (times GPUs per replica), shared with other time-sliced instances. On mixed MIG layouts
+/// it is the slice render makes its pods ask for (`mig::requested`).
 pub(crate) fn container(
     w: &Workload,
     pool: &Pool,
     gpu: &GpuModel,
-    usable: f64,
+    catalog: &Catalog,
 ) -> Option<Container> {
     match pool.sharing() {
         Sharing::Mig => {
@@ -89,22 +83,14 @@ pub(crate) fn container(
                 .as_ref()
                 .map(|p| p.get().clone())
                 .or_else(|| {
-                    // Mixed layouts (the GPU Operator's mixed strategy): a replica asks for
-                    // one profile's resource, so it gets the smallest profile of the pool that
-                    // holds it, or the largest when none does.
-                    let mut ps: Vec<_> = pool
-                        .layouts()
-                        .into_iter()
+                    // Mixed layouts (the GPU Operator's mixed strategy): the profile its
+                    // pods ask for, the one render requests.
+                    let layouts = pool.layouts();
+                    let ps = layouts
+                        .iter()
                         .flat_map(|(l, _)| l.keys())
-                        .filter_map(|k| mig.profile(k))
-                        .collect();
-                    ps.sort_by(|a, b| a.memory_gib.total_cmp(&b.memory_gib));
-                    let need = w.memory_need_gib();
-                    // Memory decides here: GP021 compares it, and a slice too small in
-                    // compute is still the one the replica would be given.
-                    ps.iter()
-                        .find(|p| profile_holds(p, need, usable, 0.0))
-                        .or(ps.last())
+                        .filter_map(|k| mig.profile(k));
+                    crate::mig::requested(ps, &slice_need(w, catalog, mig, w.gpu_share()))
                         .map(|p| p.name.clone())
                 })?;
             let p = mig.profile(&profile)?;

@@ -191,20 +191,9 @@ pub(super) fn gpu_request(
                 .collect();
             names.sort();
             names.dedup();
-            let mut profiles: Vec<&crate::catalog::MigProfile> =
-                names.iter().filter_map(|n| spec.profile(n)).collect();
-            profiles.sort_by_key(|q| (q.memory_slices, q.compute));
-            let need = crate::engine::memory::need_in_instance(w, catalog);
-            let usable = crate::engine::memory::usable_share(w, catalog);
-            let compute = crate::engine::memory::compute_slices_needed(
-                spec.compute_slices,
-                w.gpu_fraction.as_ref().map_or(1.0, |f| *f.get()),
-                w.gpu_fraction.is_none(),
-            );
-            let chosen = profiles
-                .iter()
-                .find(|q| crate::engine::memory::profile_holds(q, need, usable, compute))
-                .or(profiles.last());
+            let profiles = names.iter().filter_map(|n| spec.profile(n));
+            let need = crate::engine::memory::slice_need(w, catalog, spec, w.gpu_share());
+            let chosen = crate::mig::requested(profiles, &need);
             if let Some(q) = chosen {
                 return (format!("nvidia.com/mig-{}", q.name), 1.0);
             }

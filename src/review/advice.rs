@@ -42,37 +42,29 @@ pub(super) fn right_size(
     if share >= now {
         return None;
     }
-    let sku = plan
+    // The SKU and MIG manager of the pool that serves it: its declared pool's, else the
+    // recommendation's (whose manager is already the effective one).
+    let (sku, manager) = plan
         .workload_pools(name)
         .next()
-        .map(|p| p.sku.get().clone())
+        .map(|p| (p.sku.get().clone(), plan.pool_mig_manager(p)))
         .or_else(|| {
             rec.pools
                 .iter()
                 .find(|p| p.workloads.iter().any(|x| x == name))
-                .map(|p| p.sku.clone())
+                .map(|p| (p.sku.clone(), p.mig_manager))
         })?;
     let gpu = catalog.gpu(&catalog.sku(plan.provider(), &sku)?.gpu_model)?;
     let need = crate::engine::memory::need_in_instance(w, catalog)
         .map(|n| n / crate::engine::memory::usable_share(w, catalog).max(0.05));
     let (fraction, change, what, sharing) = if let Some(mig) = &gpu.mig {
         let slices = f64::from(mig.compute_slices.max(1));
-        let p = mig
-            .profiles
-            .iter()
-            .filter(|p| f64::from(p.compute) / slices + 1e-9 >= share)
-            .filter(|p| need.is_none_or(|n| p.memory_gib + 1e-9 >= n))
-            .filter(|p| f64::from(p.compute) / slices < now)
-            // AKS creates only its own profiles (`gpu_instance` MIG1g ... MIG7g).
-            .filter(|p| {
-                plan.mig_manager() != Some(crate::plan::raw::MigManager::Aks)
-                    || mig.aks_creates(&p.name)
-            })
-            .min_by(|a, b| {
-                a.compute
-                    .cmp(&b.compute)
-                    .then(a.memory_gib.total_cmp(&b.memory_gib))
-            })?;
+        // The one chooser, with the effective manager: under AKS only what AKS creates.
+        let p = crate::mig::choose(
+            mig,
+            &crate::engine::memory::slice_need(w, catalog, mig, share),
+            manager,
+        )?;
         let f = round4(f64::from(p.compute) / slices);
         (
             f,
@@ -484,5 +476,37 @@ mod tests {
             "{}",
             advice[0].message
         );
+    }
+
+    /// Issue 39: the review's right-size comes from the one MIG chooser with the effective
+    /// manager. A plain Azure plan names none, so AKS partitions the A100 and creates no
+    /// `1g.20gb`: 12 GiB at a tenth of the compute is `2g.20gb` (2/7 of a GPU), and the saving
+    /// is the idle cost less what 2/7 of a GPU still costs, not 1/7's.
+    #[test]
+    fn right_size_on_plain_azure_is_a_profile_aks_creates() {
+        let catalog = Catalog::embedded(&[crate::core::Provider::Azure]).expect("catalog");
+        let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\ngpu_memory_gib = 12\nskus = [\"Standard_NC24ads_A100_v4\"]\n";
+        let plan = crate::plan::load_and_validate(
+            crate::source::SourceFile::new("p.toml", text.to_owned()),
+            &catalog,
+        )
+        .unwrap_or_else(|_| panic!("plan"));
+        let rec = crate::engine::recommend::recommend(&plan, &catalog);
+        let w = plan.workload("w").expect("workload");
+        let (advice, fit) = right_size(&plan, &rec, &catalog, w, 0.1, 2343.72).expect("advice");
+        assert!(fit.what.contains("2g.20gb"), "{}", fit.what);
+        assert_eq!(fit.fraction, 0.2857);
+        assert_eq!(advice.saving_usd, Some(round(2343.72 * (1.0 - 0.2857))));
+        // With the GPU Operator named, the smaller 1g.20gb exists and is advised.
+        let op = text.replace("[[workload]]", "[cluster]\nmig_manager = \"gpu-operator\"\n\n[[workload]]");
+        let plan = crate::plan::load_and_validate(
+            crate::source::SourceFile::new("p.toml", op),
+            &catalog,
+        )
+        .unwrap_or_else(|_| panic!("plan"));
+        let rec = crate::engine::recommend::recommend(&plan, &catalog);
+        let w = plan.workload("w").expect("workload");
+        let (_, fit) = right_size(&plan, &rec, &catalog, w, 0.1, 2343.72).expect("advice");
+        assert!(fit.what.contains("1g.20gb"), "{}", fit.what);
     }
 }

@@ -42,7 +42,7 @@ impl Rule for KvCacheStarved {
                 let Some(gpu) = cx.pool_gpu(pool) else {
                     continue;
                 };
-                let Some(c) = container(w, pool, gpu, cap) else {
+                let Some(c) = container(w, pool, gpu, cx.catalog) else {
                     continue;
                 };
                 let instance = cap * c.gib;

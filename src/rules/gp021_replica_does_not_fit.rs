@@ -63,7 +63,7 @@ impl Rule for ReplicaDoesNotFit {
                 let Some(gpu) = cx.pool_gpu(pool) else {
                     continue;
                 };
-                let Some(c) = container(w, pool, gpu, cap.map_or(1.0, |c| c.0)) else {
+                let Some(c) = container(w, pool, gpu, cx.catalog) else {
                     continue;
                 };
                 let (avail, how) = match cap {

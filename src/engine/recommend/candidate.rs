@@ -133,30 +133,15 @@ pub fn allocatable(sku: &Sku, catalog: &Catalog) -> (f64, f64) {
     )
 }
 
-/// The smallest MIG profile that holds a replica's memory and compute share (media-engine
-/// variants are left to plans that ask for them by name); under AKS only the profiles AKS
-/// creates (`gpu_instance`), a larger one where the replica's own does not exist there.
+/// The profile a replica gets (`mig::choose`, the one chooser): under AKS only the profiles
+/// AKS creates (`gpu_instance`), a larger one where the replica's own does not exist there.
 pub(crate) fn mig_profile<'g>(
     gpu: &'g GpuModel,
     d: &Demand<'_>,
-    aks: bool,
+    manager: crate::core::MigManager,
 ) -> Option<&'g MigProfile> {
-    let mig = gpu.mig.as_ref()?;
-    let compute_need = crate::engine::memory::compute_slices_needed(
-        mig.compute_slices,
-        d.share,
-        d.gpus >= 1 && d.share >= 1.0,
-    );
-    mig.profiles
-        .iter()
-        .filter(|p| !p.name.contains('+') && !p.name.contains("-me"))
-        .filter(|p| !aks || mig.aks_creates(&p.name))
-        .filter(|p| crate::engine::memory::profile_holds(p, d.memory_need, d.usable, compute_need))
-        .min_by(|a, b| {
-            (a.memory_slices, a.compute)
-                .cmp(&(b.memory_slices, b.compute))
-                .then(a.name.cmp(&b.name))
-        })
+    let spec = gpu.mig.as_ref()?;
+    crate::mig::choose(spec, &d.slice_need(spec), manager)
 }
 
 /// Equal shares per GPU that keep each replica's compute share and memory.
@@ -355,7 +340,7 @@ fn candidate<'c>(
             if gpu.mig.is_none() {
                 return Err(reject(Constraint::Mig, format!("{} has no MIG", gpu.name)));
             }
-            let aks = d.mig_manager == crate::core::MigManager::Aks;
+            let aks = matches!(d.mig_manager, crate::core::MigManager::Aks);
             if aks && gpu.mig.as_ref().is_some_and(|m| m.aks_profiles.is_empty()) {
                 return Err(reject(
                     Constraint::Mig,
@@ -365,7 +350,7 @@ fn candidate<'c>(
                     ),
                 ));
             }
-            match mig_profile(gpu, d, aks) {
+            match mig_profile(gpu, d, d.mig_manager) {
                 Some(p) => Fit::Mig { profile: p.clone() },
                 None => {
                     return Err(reject(

@@ -110,6 +110,18 @@ pub struct Demand<'p> {
 }
 
 impl Demand<'_> {
+    /// What one replica needs of a MIG instance on `spec` (the chooser's and every fit
+    /// test's input).
+    pub(crate) fn slice_need(&self, spec: &crate::catalog::MigSpec) -> crate::mig::SliceNeed {
+        crate::mig::SliceNeed::new(
+            spec,
+            self.memory_need,
+            self.usable,
+            self.share,
+            self.gpus >= 1 && self.share >= 1.0,
+        )
+    }
+
     /// Everything about this demand its candidates and their prices depend on, written out:
     /// two workloads of one shape (name and team aside) have the same candidates. A reason
     /// spot is closed names its workload, so such demands keep shapes of their own.

@@ -175,7 +175,7 @@ pub(super) fn why_line(
                         .unwrap_or_default()
                 );
                 for m in ms {
-                    let own = candidate::mig_profile(m.c.gpu, &m.d, true);
+                    let own = candidate::mig_profile(m.c.gpu, &m.d, MigManager::Aks);
                     if let Some(own) = own.filter(|o| o.name != profile.name) {
                         s.push_str(&format!(
                             "; `{}` takes `{}` instead of its own `{}`: sharing these nodes costs less than a pool of its own",

@@ -151,16 +151,8 @@ fn exact_aks(
     let fits: Vec<Vec<bool>> = members
         .iter()
         .map(|&i| {
-            let d = &choices[i].d;
-            let compute = crate::engine::memory::compute_slices_needed(
-                spec.compute_slices,
-                d.share,
-                d.gpus >= 1 && d.share >= 1.0,
-            );
-            profiles
-                .iter()
-                .map(|p| crate::engine::memory::profile_holds(p, d.memory_need, d.usable, compute))
-                .collect()
+            let need = choices[i].d.slice_need(spec);
+            profiles.iter().map(|p| need.held_by(p)).collect()
         })
         .collect();
     let ms: Vec<aks::Member> = members
