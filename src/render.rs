@@ -18,6 +18,7 @@ pub mod karpenter;
 pub mod kueue;
 mod mig;
 mod operator;
+mod provider;
 pub mod view;
 mod workloads;
 pub mod write_plan;
@@ -44,7 +45,7 @@ pub enum RenderError {
 
 /// The language of an output: how a value a template writes bare (`{{x}}`) is escaped, and how
 /// the file is finished.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
     Hcl,
     Yaml,
@@ -52,7 +53,8 @@ enum Format {
 }
 
 /// One output: its path under the output directory, its template, and its language.
-struct Output_ {
+#[derive(Debug)]
+pub(crate) struct Output_ {
     path: &'static str,
     template: &'static str,
     embedded: &'static str,
@@ -243,10 +245,10 @@ pub fn render(
     templates: Option<&Path>,
 ) -> Result<BTreeMap<String, String>, RenderError> {
     let mut hb = registry();
-    let tf = if v.provider == "aws" { AWS } else { AZURE };
+    let tf = provider::Profile::of(v.provider).terraform;
     let mut out = BTreeMap::new();
     let karpenter = v.karpenter_enabled.then_some(&KARPENTER);
-    for o in std::iter::once(&tf).chain(COMMON.iter()).chain(karpenter) {
+    for o in std::iter::once(tf).chain(COMMON.iter()).chain(karpenter) {
         let text = render_output(&mut hb, o, v, templates)?;
         out.insert(o.path.to_owned(), text);
     }

@@ -21,12 +21,14 @@ pub const FLOORS: &[(&str, &str, &str, &str)] = &[
 /// The floor with nothing newer in use: azurerm 4.0 (`auto_scaling_enabled`, the 4.x names),
 /// aws 5.80.
 pub fn baseline(provider: &str) -> &'static str {
-    if provider == "azurerm" {
-        "4.0"
-    } else {
-        "5.80"
-    }
+    BASELINES
+        .iter()
+        .find(|(p, _)| *p == provider)
+        .map_or("0", |(_, v)| v)
 }
+
+/// `(provider, the release whose argument names the template is written for)`.
+const BASELINES: &[(&str, &str)] = &[("azurerm", "4.0"), ("aws", "5.80")];
 
 /// The floor for a provider given which of its newer arguments the file uses.
 pub fn floor(provider: &str, uses: impl Fn(&str) -> bool) -> String {

@@ -52,11 +52,8 @@ pub(super) fn node_pool(
     members: &[&crate::plan::raw::Workload],
     mig: Option<bool>,
 ) -> Result<KarpenterView, SkippedView> {
-    let karpenter_capacity = match p.capacity {
-        "spot" => "spot",
-        "capacity-block" | "capacity-reservation" => "reserved",
-        _ => "on-demand",
-    };
+    let karpenter_capacity = super::provider::karpenter_capacity(p.capacity);
+    let profile = super::provider::Profile::of(rec.provider);
     // No NodePool where the nodes must be partitioned before pods can use them:
     // Karpenter sizes a node by the resources its instance type offers
     // (`nvidia.com/gpu`), never `nvidia.com/mig-*`, so a pod asking for a MIG instance
@@ -86,7 +83,7 @@ pub(super) fn node_pool(
     let floor_user_facing = v.min > 0 && members.iter().any(|w| w.user_facing());
     v.karpenter_nodes = v.max - v.min;
     v.max = v.min;
-    v.autoscaled = rec.provider == "azure" && v.spot && v.min > 0;
+    v.autoscaled = profile.spot_autoscaled && v.spot && v.min > 0;
     v.terraform = v.min > 0;
     let (vcpus, memory) = sku.map_or((0, 0.0), |s| (s.vcpus, s.memory_gib));
     Ok(KarpenterView {
@@ -116,12 +113,9 @@ pub(super) fn node_pool(
         limit_gpus: v.gpus_per_node * v.karpenter_nodes,
         gang: v.gang,
         floor: floor_user_facing,
-        // AKSNodeClass takes 30-2048 GB.
-        disk_gib: if rec.provider == "azure" {
-            v.disk_gib.clamp(30, 2048)
-        } else {
-            v.disk_gib
-        },
+        disk_gib: profile
+            .karpenter_disk_gib
+            .map_or(v.disk_gib, |(lo, hi)| v.disk_gib.clamp(lo, hi)),
         placement_group: v.placement_group,
         reservation: karpenter_capacity == "reserved",
     })

@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::view::{KeyValue, PoolView, TaintView};
 use super::workloads::gpu_request;
 use crate::catalog::Catalog;
+use crate::core::Sharing;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 
@@ -148,7 +149,7 @@ fn teams(
             let gpus = nodes * f64::from(p.gpus_per_node);
             let per_gpu_layouts = view_layouts.get(&view_name);
             match (p.sharing, aks_mig, per_gpu_layouts) {
-                ("mig", true, _) => {
+                (Sharing::Mig, true, _) => {
                     // AKS runs the single strategy: every MIG instance is one `nvidia.com/gpu`.
                     let instances = p
                         .mig_layout
@@ -157,7 +158,7 @@ fn teams(
                         .unwrap_or(1);
                     physical.insert("nvidia.com/gpu".into(), gpus * f64::from(instances));
                 }
-                ("mig", false, Some(layouts)) => {
+                (Sharing::Mig, false, Some(layouts)) => {
                     for (profile, n) in layouts {
                         *physical
                             .entry(format!("nvidia.com/mig-{profile}"))
@@ -301,7 +302,7 @@ fn teams(
 #[derive(Debug, Serialize)]
 pub struct KueueFile<'v> {
     pub plan: &'v str,
-    pub provider: &'v str,
+    pub provider: &'static str,
     pub plan_file: &'v str,
     pub kueue_api: &'v str,
     /// `kueue.x-k8s.io/v1beta2` names the cohort `cohortName`, v1beta1 `cohort`.
@@ -316,7 +317,7 @@ impl<'v> KueueFile<'v> {
     pub fn of(v: &'v super::view::View, c: &'v ClusterView) -> KueueFile<'v> {
         KueueFile {
             plan: &v.plan,
-            provider: &v.provider,
+            provider: v.provider.as_str(),
             plan_file: &v.plan_file,
             kueue_api: v.kueue_api,
             cohort_field: if v.kueue_api.ends_with("v1beta1") {

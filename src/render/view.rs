@@ -5,6 +5,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::catalog::Catalog;
+use crate::core::{Capacity, Provider, Sharing};
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 
@@ -14,7 +15,7 @@ pub use super::mig::MigConfigView;
 pub struct View {
     pub plan: String,
     pub plan_file: String,
-    pub provider: String,
+    pub provider: Provider,
     pub regions: Vec<RegionView>,
     pub data: Vec<DataView>,
     pub pools: Vec<PoolView>,
@@ -265,6 +266,7 @@ pub struct Options {
 }
 
 pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Options) -> View {
+    let profile = super::provider::Profile::of(rec.provider);
     let mut pools = Vec::new();
     let mut reservations = Vec::new();
     let mut mig_configs = Vec::new();
@@ -281,7 +283,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     let mixed_cluster = rec
         .pools
         .iter()
-        .any(|p| p.sharing == "mig" && !super::workloads::aks_mig(rec, p));
+        .any(|p| p.sharing == Sharing::Mig && !super::workloads::aks_mig(rec, p));
     let mut single_mig_config = None;
     // The rendered node pools of each recommended pool (one, or one per MIG node filling).
     let mut rendered: IndexMap<String, Vec<String>> = IndexMap::new();
@@ -306,7 +308,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         // AKS partitions GPUs itself (`gpu_instance`); elsewhere the GPU Operator's
         // mig-manager applies a mig-parted config chosen by node label.
         let aks_managed = super::workloads::aks_mig(rec, p);
-        let operator_mig = p.sharing == "mig" && !aks_managed;
+        let operator_mig = p.sharing == Sharing::Mig && !aks_managed;
         let sku = catalog.sku(plan.provider(), &p.sku);
         let members: Vec<&crate::plan::raw::Workload> = p
             .workloads
@@ -315,13 +317,12 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             .map(|w| w.get())
             .collect();
         let weights: Vec<f64> = members.iter().filter_map(|w| w.weights_gib()).collect();
-        // AKS's default OS disk is 128 GB; EKS's 20 GiB default is the floor of the formula.
-        let floor = if rec.provider == "azure" { 128.0 } else { 0.0 };
-        let disk_gib = catalog.assumptions.node_disk_gib(&weights, floor);
+        let disk_gib = catalog
+            .assumptions
+            .node_disk_gib(&weights, profile.os_disk_floor_gib);
         let gang = members.iter().any(|w| w.gang() > 1);
         let inter_node = sku.map(|s| s.inter_node);
-        let efa =
-            rec.provider == "aws" && gang && inter_node == Some(crate::catalog::InterNode::Efa);
+        let efa = profile.efa && gang && inter_node == Some(crate::catalog::InterNode::Efa);
         let infiniband = gang && inter_node == Some(crate::catalog::InterNode::Infiniband);
         let mut base = PoolView {
             name: p.name.clone(),
@@ -335,14 +336,13 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             gpus_per_node: p.gpus_per_node,
             min: p.nodes.min,
             max: p.nodes.max,
-            // An AKS spot pool is always autoscaled: with `eviction_policy = "Delete"` an
-            // evicted node is gone, and only the cluster autoscaler brings it back (a spot
-            // gang at a fixed size would never reassemble).
+            // A spot gang at a fixed size would never reassemble where evicted nodes are
+            // deleted (`Profile::spot_autoscaled`).
             autoscaled: p.nodes.min != p.nodes.max
-                || (rec.provider == "azure" && p.capacity == "spot"),
-            spot: p.capacity == "spot",
-            capacity_block: p.capacity == "capacity-block",
-            capacity: p.capacity.to_owned(),
+                || (profile.spot_autoscaled && p.capacity == Capacity::Spot),
+            spot: p.capacity == Capacity::Spot,
+            capacity_block: p.capacity == Capacity::CapacityBlock,
+            capacity: p.capacity.as_str().to_owned(),
             gpu_instance: None,
             labels: labels.clone(),
             taints: taints.clone(),
@@ -351,8 +351,8 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             monthly_cost: crate::core::usd(p.monthly_cost_usd),
             disk_gib,
             efa,
-            placement_group: efa && p.capacity != "capacity-block",
-            launch_template: efa || p.capacity == "capacity-block",
+            placement_group: efa && p.capacity != Capacity::CapacityBlock,
+            launch_template: efa || p.capacity == Capacity::CapacityBlock,
             infiniband,
             gang,
             terraform: true,
@@ -362,7 +362,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             let name = format!("gpuplan-{}", p.name);
             sharing_configs.push(SharingView {
                 name: name.clone(),
-                kind: if p.sharing == "mps" {
+                kind: if p.sharing == Sharing::Mps {
                     "mps"
                 } else {
                     "timeSlicing"
@@ -464,15 +464,11 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             // EKS labels every managed node with its capacity type; under `--karpenter` a pool's
             // nodes may come from a Terraform floor and from Karpenter, which label it
             // differently, so the flavor selects only `gpuplan.io/pool`, which both carry.
-            if rec.provider == "aws" && !opts.karpenter {
-                let capacity_type = match p.capacity {
-                    "spot" => "SPOT",
-                    "capacity-block" => "CAPACITY_BLOCK",
-                    _ => "ON_DEMAND",
-                };
+            if let (Some(label), false) = (profile.capacity_label, opts.karpenter) {
+                let (key, value) = label(p.capacity);
                 flavor_labels.push(KeyValue {
-                    key: "eks.amazonaws.com/capacityType".into(),
-                    value: capacity_type.into(),
+                    key: key.into(),
+                    value: value.into(),
                 });
             }
             if opts.karpenter {
@@ -524,15 +520,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
 
     let (mig_manager_enabled, mig_manager_note) =
         super::operator::mig_manager(any_aks_mig, any_operator_mig);
-    let provider_floor = if rec.provider == "aws" {
-        super::floors::floor("aws", |arg| {
-            arg == "efa_maximum_interfaces" && pools.iter().any(|p| p.efa)
-        })
-    } else {
-        super::floors::floor("azurerm", |arg| {
-            arg == "gpu_driver" && pools.iter().any(|p| p.gpu_instance.is_none())
-        })
-    };
+    let provider_floor = profile.terraform_floor(&pools);
     View {
         provider_floor,
         operand_tolerations: super::operator::operand_tolerations(&pools),
@@ -540,12 +528,12 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         mig_manager_note,
         plan: rec.plan.clone(),
         plan_file: crate::render::escape::path_label(&plan.file.stable_name()),
-        provider: rec.provider.clone(),
+        provider: rec.provider,
         regions: region_names
             .into_iter()
             .map(|r| RegionView {
                 alias: alias(&r),
-                efa: rec.provider == "aws"
+                efa: profile.efa
                     && pools
                         .iter()
                         .any(|p| p.region == r && p.efa && p.terraform && p.launch_template),
@@ -565,7 +553,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         mig_strategy: if any_operator_mig { "mixed" } else { "single" },
         plugin_mig_strategy: if any_operator_mig {
             "mixed"
-        } else if rec.pools.iter().any(|p| p.sharing == "mig") {
+        } else if rec.pools.iter().any(|p| p.sharing == Sharing::Mig) {
             "single"
         } else {
             "none"
@@ -578,7 +566,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         // EKS's AL2023 NVIDIA AMI ships the driver and the container toolkit; AKS pools set
         // `gpu_driver = "None"` (except AKS-managed MIG, which AKS sets up with its own driver;
         // the operator finds that driver pre-installed and leaves it).
-        driver_enabled: rec.provider != "aws",
+        driver_enabled: !profile.driver_in_image,
         driver_version: catalog.assumptions.gpu_driver_version.clone(),
         eks_ami_release: catalog.assumptions.eks_ami_release.clone(),
         eks_release_versions: catalog
@@ -590,18 +578,14 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
                 version: v.clone(),
             })
             .collect(),
-        driver_note: if rec.provider == "aws" {
-            "the EKS AL2023 NVIDIA AMI (ami_type AL2023_x86_64_NVIDIA) ships the driver and the container toolkit, so the operator installs neither"
-        } else {
-            "AKS pools set gpu_driver = \"None\" and the operator installs the driver and toolkit; pools with AKS-managed MIG (gpu_instance) keep AKS's driver, which the operator detects as pre-installed"
-        },
+        driver_note: profile.driver_note,
         network_notes,
         disk_images_gib: crate::core::num(catalog.assumptions.node_disk_images_gib),
         karpenter,
         karpenter_skipped,
         node_role: format!("KarpenterNodeRole-{cluster}"),
         karpenter_enabled: opts.karpenter,
-        aws: rec.provider == "aws",
+        aws: matches!(rec.provider, Provider::Aws),
         cluster,
         serving,
         workloads,

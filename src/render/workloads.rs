@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::view::{gpus_of, taint, TaintView};
 use crate::catalog::Catalog;
 use crate::engine::recommend::{RecPool, Recommendation};
-use crate::plan::raw::Kind;
+use crate::plan::raw::{Kind, Sharing};
 use crate::plan::Plan;
 
 /// The LocalQueue every team's namespace gets (`kueue/<region>.yaml`).
@@ -58,8 +58,8 @@ pub struct ServingView {
 /// Whether AKS partitions the pool's GPUs itself (`gpu_instance`, the single strategy): the
 /// GPU Operator's MIG manager must leave them be.
 pub(super) fn aks_mig(rec: &Recommendation, p: &RecPool) -> bool {
-    p.sharing == "mig"
-        && rec.provider == "azure"
+    p.sharing == Sharing::Mig
+        && super::provider::Profile::of(rec.provider).managed_mig
         && p.mig_manager == crate::plan::raw::MigManager::Aks
 }
 
@@ -181,7 +181,7 @@ pub(super) fn gpu_request(
     spec: Option<&crate::catalog::MigSpec>,
     aks_mig: bool,
 ) -> (String, f64) {
-    if p.sharing == "mig" && !aks_mig {
+    if p.sharing == Sharing::Mig && !aks_mig {
         if let Some(spec) = spec {
             let mut names: Vec<&String> = p
                 .mig_layout
@@ -199,7 +199,7 @@ pub(super) fn gpu_request(
             }
         }
     }
-    let per = if p.sharing == "mig" || p.time_slicing_replicas.is_some() {
+    let per = if p.sharing == Sharing::Mig || p.time_slicing_replicas.is_some() {
         1.0
     } else {
         f64::from(gpus_of(plan, w.name.get()))

@@ -4,7 +4,7 @@
 
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
-use crate::core::MigManager;
+use crate::core::{MigManager, Sharing};
 use crate::engine::recommend::{RecPool, Recommendation};
 use crate::plan::Plan;
 
@@ -31,7 +31,7 @@ pub fn plan_with_pools(plan: &Plan, rec: &Recommendation) -> Result<String, Writ
     let mut pools = ArrayOfTables::new();
     for p in &rec.pools {
         let mut t = pool_table(p, p.mig_manager);
-        if p.sharing == "mig" && p.mig_manager != cluster {
+        if p.sharing == Sharing::Mig && p.mig_manager != cluster {
             t["mig_manager"] = value(match p.mig_manager {
                 MigManager::Aks => "aks",
                 MigManager::GpuOperator => "gpu-operator",
@@ -60,7 +60,7 @@ pub fn plan_with_pools(plan: &Plan, rec: &Recommendation) -> Result<String, Writ
             let on_dedicated = rec
                 .pools
                 .iter()
-                .any(|p| p.workloads.contains(&name) && p.sharing == "dedicated");
+                .any(|p| p.workloads.contains(&name) && p.sharing == Sharing::Dedicated);
             if let (Some(s @ ("time-slicing" | "mps")), true) = (declared.as_deref(), on_dedicated)
             {
                 let reason = if gpus > 1 {
@@ -109,12 +109,12 @@ fn pool_table(p: &RecPool, mm: MigManager) -> Table {
         n.insert("max", Value::from(i64::from(p.nodes.max)));
         value(n)
     };
-    t["capacity"] = value(p.capacity);
-    t["sharing"] = value(p.sharing);
+    t["capacity"] = value(p.capacity.as_str());
+    t["sharing"] = value(p.sharing.as_str());
     if let Some(n) = p.time_slicing_replicas {
         t["time_slicing_replicas"] = value(i64::from(n));
     }
-    if p.sharing == "mig" {
+    if p.sharing == Sharing::Mig {
         let uniform = p.mig_layout.as_ref().filter(|l| l.len() == 1);
         match (mm, uniform) {
             // AKS creates one profile on every GPU (`gpu_instance`).

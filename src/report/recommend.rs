@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::core::usd;
+use crate::core::{usd, Sharing};
 use crate::engine::recommend::{RecPool, Recommendation};
 use crate::report::markdown::md;
 
@@ -27,16 +27,16 @@ fn saving(x: f64) -> String {
 
 fn sharing_cell(p: &RecPool) -> String {
     match (p.sharing, &p.mig_layout, p.time_slicing_replicas) {
-        ("mig", Some(l), _) => format!(
+        (Sharing::Mig, Some(l), _) => format!(
             "mig {}",
             l.iter()
                 .map(|(k, v)| format!("{k} x{v}"))
                 .collect::<Vec<_>>()
                 .join(" + ")
         ),
-        ("mig", None, _) => format!("mig mixed ({} layouts)", p.mig_configs.len()),
-        (s, _, Some(r)) => format!("{s} x{r}"),
-        (s, _, None) => s.to_owned(),
+        (Sharing::Mig, None, _) => format!("mig mixed ({} layouts)", p.mig_configs.len()),
+        (s, _, Some(r)) => format!("{} x{r}", s.as_str()),
+        (s, _, None) => s.as_str().to_owned(),
     }
 }
 
@@ -81,7 +81,7 @@ pub(crate) fn human(rec: &Recommendation) -> String {
                     p.sku.clone(),
                     format!("{} x{}", p.gpu_model, p.gpus_per_node),
                     nodes_cell(p),
-                    p.capacity.to_owned(),
+                    p.capacity.to_string(),
                     sharing_cell(p),
                     usd(p.monthly_cost_usd),
                 ]

@@ -498,12 +498,13 @@ mod tests {
         assert_eq!(fit.fraction, 0.2857);
         assert_eq!(advice.saving_usd, Some(round(2343.72 * (1.0 - 0.2857))));
         // With the GPU Operator named, the smaller 1g.20gb exists and is advised.
-        let op = text.replace("[[workload]]", "[cluster]\nmig_manager = \"gpu-operator\"\n\n[[workload]]");
-        let plan = crate::plan::load_and_validate(
-            crate::source::SourceFile::new("p.toml", op),
-            &catalog,
-        )
-        .unwrap_or_else(|_| panic!("plan"));
+        let op = text.replace(
+            "[[workload]]",
+            "[cluster]\nmig_manager = \"gpu-operator\"\n\n[[workload]]",
+        );
+        let plan =
+            crate::plan::load_and_validate(crate::source::SourceFile::new("p.toml", op), &catalog)
+                .unwrap_or_else(|_| panic!("plan"));
         let rec = crate::engine::recommend::recommend(&plan, &catalog);
         let w = plan.workload("w").expect("workload");
         let (_, fit) = right_size(&plan, &rec, &catalog, w, 0.1, 2343.72).expect("advice");

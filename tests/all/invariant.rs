@@ -339,7 +339,7 @@ reason = "notebooks tolerate a noisy neighbour"
     let (rec, v) = hand(&text);
     assert!(v.is_empty(), "{v:?}");
     let p = &rec.pools[0];
-    assert_eq!(p.sharing, "time-slicing", "{p:#?}");
+    assert_eq!(p.sharing, gpuplan::core::Sharing::TimeSlicing, "{p:#?}");
     assert_eq!(p.time_slicing_replicas, Some(7), "{p:#?}");
     assert_eq!(p.gpus.max, 2, "{p:#?}");
     assert!(p.why.contains("compute share 0.1 assumed"), "{}", p.why);

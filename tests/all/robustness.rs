@@ -49,7 +49,7 @@ fn run(text: &str, catalog: &Catalog) {
                 holding.len() <= 1
                     || holding
                         .iter()
-                        .all(|p| p.sharing == "mig"
+                        .all(|p| p.sharing == gpuplan::core::Sharing::Mig
                             && p.mig_manager == gpuplan::core::MigManager::Aks),
                 "`{name}` is in {} pools",
                 holding.len()

@@ -30,7 +30,7 @@ pub(super) fn alternatives(
         out.push(Alternative {
             sku: to.1.clone(),
             region: to.2.clone(),
-            capacity: to.3.as_str(),
+            capacity: to.3,
             monthly_cost_usd: Some(cents(b.cost)),
             delta_usd: Some(cents(b.cost - chosen.cost)),
             gpus: Some(gpus),
@@ -81,7 +81,7 @@ pub(super) fn alternatives(
             out.push(Alternative {
                 sku: to.1.clone(),
                 region: to.2.clone(),
-                capacity: to.3.as_str(),
+                capacity: to.3,
                 monthly_cost_usd: Some(cents(b.cost)),
                 delta_usd: Some(cents(delta)),
                 gpus: Some(gpus),
@@ -103,7 +103,7 @@ pub(super) fn alternatives(
             out.push(Alternative {
                 sku: key.1.clone(),
                 region: key.2.clone(),
-                capacity: Capacity::Spot.as_str(),
+                capacity: Capacity::Spot,
                 monthly_cost_usd: None,
                 delta_usd: None,
                 gpus: None,
@@ -204,12 +204,7 @@ pub(super) fn why_not(
         return;
     };
     // Only spot draws on a bucket of its own; every other capacity type on the SKU's family.
-    let capacity = if a.capacity == Capacity::Spot.as_str() {
-        Capacity::Spot
-    } else {
-        Capacity::OnDemand
-    };
-    let bucket = super::quota::bucket_of(sku, &a.region, capacity);
+    let bucket = super::quota::bucket_of(sku, &a.region, a.capacity);
     let nodes = a.gpus.map_or(0, |g| g.div_ceil(sku.gpu_count.max(1)));
     let need = f64::from(nodes) * f64::from(sku.vcpus);
     // What the rest of the fleet already draws from that bucket (this pool's own use counted

@@ -89,14 +89,14 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
         }
         pools.push(RecPool {
             name: p.name.get().clone(),
-            provider: plan.provider().as_str().to_owned(),
+            provider: plan.provider(),
             region: p.region.get().clone(),
             sku: p.sku.get().clone(),
             gpu_model: sku.map_or(String::new(), |s| s.gpu_model.clone()),
             gpus_per_node,
             nodes: Nodes { min, max },
-            capacity: p.capacity().as_str(),
-            sharing: p.sharing().as_str(),
+            capacity: p.capacity(),
+            sharing: p.sharing(),
             segment: segment.as_str(),
             mig_layout,
             mig_configs,

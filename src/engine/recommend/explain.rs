@@ -90,7 +90,7 @@ pub(super) fn describe(
     let mut capacity_options = Vec::new();
     if ms.iter().any(|m| m.d.w.user_facing()) && b.nodes_min > 0 {
         capacity_options.push(CapacityOption {
-            capacity: Capacity::CapacityReservation.as_str(),
+            capacity: Capacity::CapacityReservation,
             monthly_cost_usd: cents(f64::from(b.nodes_min) * c.on_demand * HOURS_PER_MONTH),
             note: format!(
                 "reserve the floor of {} node(s) so a scale-up or node repair cannot stock out ({}); billed at the on-demand rate for every hour of the month whether used or not",
@@ -104,7 +104,7 @@ pub(super) fn describe(
     }
     RecPool {
         name: String::new(),
-        provider: plan.provider().as_str().to_owned(),
+        provider: plan.provider(),
         region: c.region.clone(),
         sku: c.sku.name.clone(),
         gpu_model: c.gpu.name.clone(),
@@ -113,8 +113,8 @@ pub(super) fn describe(
             min: b.nodes_min,
             max: b.nodes_max,
         },
-        capacity: key.3.as_str(),
-        sharing: sharing.as_str(),
+        capacity: key.3,
+        sharing,
         segment: segment.as_str(),
         mig_layout: b.mig_layout.clone(),
         mig_configs: if b.mig_layout.is_some() {
@@ -459,8 +459,8 @@ pub(super) fn name_pools(pools: &mut [RecPool], multi_region: bool) {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
-        let mut name = format!("{}-{}-{}", p.segment, gpu, p.sharing);
-        if p.capacity == "spot" {
+        let mut name = format!("{}-{}-{}", p.segment, gpu, p.sharing.as_str());
+        if p.capacity == Capacity::Spot {
             name.push_str("-spot");
         }
         if multi_region {

@@ -147,13 +147,9 @@ pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) 
         let Some(sku) = catalog.sku(plan.provider(), &p.sku) else {
             continue;
         };
-        let family = if p.capacity == "spot" {
-            sku.spot_quota().to_owned()
-        } else {
-            sku.quota_family.clone()
-        };
-        *need.entry((p.region.clone(), family)).or_default() +=
-            f64::from(p.nodes.max) * f64::from(sku.vcpus);
+        *need
+            .entry(bucket_of(sku, &p.region, p.capacity))
+            .or_default() += f64::from(p.nodes.max) * f64::from(sku.vcpus);
     }
     let mut out = Vec::new();
     for ((region, family), vcpus) in need {

@@ -79,7 +79,7 @@ hours_per_month = 600
     // 600 of 730 hours (82%) beat the 1-year break-even of 72.8179 / 92.4672 = 79%: the 64
     // nodes are reserved, and spot's arithmetic is still stated.
     let p = pool_of(&r, "pretrain");
-    assert_eq!(p.capacity, "reserved-1y");
+    assert_eq!(p.capacity, Capacity::Reserved1y);
     assert_eq!((p.nodes.min, p.nodes.max), (64, 64));
     assert!(
         p.why.contains("breaks even at 79% utilisation"),
@@ -93,7 +93,7 @@ hours_per_month = 600
     let spot = p
         .considered
         .iter()
-        .find(|a| a.capacity == "spot")
+        .find(|a| a.capacity == Capacity::Spot)
         .expect("spot was considered");
     assert!(spot.delta_usd.is_some_and(|d| d > 0.0), "{spot:?}");
     // 64 nodes x $72.8179 (the catalog has more digits) x 730 h, less than 64 x $92.4672 x
@@ -122,7 +122,7 @@ interruptible = true
 checkpoint_minutes = 30
 "#));
     let p = pool_of(&r, "finetune");
-    assert_eq!(p.capacity, "spot");
+    assert_eq!(p.capacity, Capacity::Spot);
     let waste = p.spot_waste_factor.expect("spot waste stated");
     // λ = -ln(0.975)/730 = 3.47e-5 per node-hour; C = 0.5 h, R = 35 min (the default for
     // one node): e^{λR}(e^{λC}-1)/(λC) = 1 + λ(C/2 + R) + ... = 1.000029
@@ -166,7 +166,7 @@ checkpoint_minutes = 30
     // No Azure eviction band is embedded. At the worst band (30% of nodes a month) one node
     // with 30-minute checkpoints wastes 1 + λ(C/2 + R) = 1.0004x, far below 5.41x: spot wins
     // whatever the band, and says so.
-    assert_eq!(p.capacity, "spot");
+    assert_eq!(p.capacity, Capacity::Spot);
     assert!(
         p.why.contains("wins even at the worst eviction band"),
         "{}",
@@ -189,7 +189,7 @@ checkpoint_minutes = 30
         .replace("checkpoint_minutes = 30", "checkpoint_minutes = 1440");
     let r = rec(&gang);
     let p = pool_of(&r, "train");
-    assert_ne!(p.capacity, "spot", "{}", p.why);
+    assert_ne!(p.capacity, Capacity::Spot, "{}", p.why);
     assert!(
         p.why
             .contains("spot would win up to band 15-20 (17.5% of nodes a month)"),
@@ -359,11 +359,11 @@ scale_to_zero = true
 "#));
     let p = pool_of(&r, "api");
     assert_eq!(p.nodes.min, 1);
-    assert_eq!(p.capacity, "on-demand");
+    assert_eq!(p.capacity, Capacity::OnDemand);
     assert!(p
         .capacity_options
         .iter()
-        .any(|o| o.capacity == "capacity-reservation"));
+        .any(|o| o.capacity == Capacity::CapacityReservation));
 }
 
 #[test]
@@ -414,14 +414,14 @@ skus = ["Standard_NC24ads_A100_v4"]
 "#;
     let r = rec_with(&(head("azure", "\"eastus\"", "") + body), &c);
     let p = pool_of(&r, "api");
-    assert_eq!(p.capacity, "reserved-1y", "{}", p.why);
+    assert_eq!(p.capacity, Capacity::Reserved1y, "{}", p.why);
     assert!((p.monthly_cost_usd - 2.0 * 0.6 * 3.673 * 730.0).abs() < 0.05);
     // A cluster that runs 300 h a month uses the floor 41% of the time, below the 0.6 ratio.
     let r = rec_with(
         &(head("azure", "\"eastus\"", "hours_per_month = 300") + body),
         &c,
     );
-    assert_eq!(pool_of(&r, "api").capacity, "on-demand");
+    assert_eq!(pool_of(&r, "api").capacity, Capacity::OnDemand);
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

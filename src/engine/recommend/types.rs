@@ -10,7 +10,7 @@ pub(crate) const SCHEMA: &str = "gpuplan.recommendation/v1";
 pub struct Recommendation {
     pub schema: &'static str,
     pub plan: String,
-    pub provider: String,
+    pub provider: Provider,
     pub regions: Vec<String>,
     /// Expected monthly cost: floors all month, peaks for the workloads' hours.
     pub total_monthly_cost_usd: f64,
@@ -34,14 +34,14 @@ pub struct Nodes {
 #[derive(Debug, Clone, Serialize)]
 pub struct RecPool {
     pub name: String,
-    pub provider: String,
+    pub provider: Provider,
     pub region: String,
     pub sku: String,
     pub gpu_model: String,
     pub gpus_per_node: u32,
     pub nodes: Nodes,
-    pub capacity: &'static str,
-    pub sharing: &'static str,
+    pub capacity: Capacity,
+    pub sharing: Sharing,
     pub segment: &'static str,
     /// Per-GPU MIG layout when every GPU carries the same one.
     pub mig_layout: Option<IndexMap<String, u32>>,
@@ -95,7 +95,7 @@ pub struct Stranded {
 pub struct Alternative {
     pub sku: String,
     pub region: String,
-    pub capacity: &'static str,
+    pub capacity: Capacity,
     pub monthly_cost_usd: Option<f64>,
     pub delta_usd: Option<f64>,
     /// GPUs the alternative provisions at peak, when it was packed.
@@ -109,7 +109,7 @@ pub struct Alternative {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CapacityOption {
-    pub capacity: &'static str,
+    pub capacity: Capacity,
     pub monthly_cost_usd: f64,
     pub note: String,
 }
@@ -217,7 +217,7 @@ impl Recommendation {
         Recommendation {
             schema: SCHEMA,
             plan: plan.name().to_owned(),
-            provider: plan.provider().as_str().to_owned(),
+            provider: plan.provider(),
             regions: plan.regions().map(str::to_owned).collect(),
             total_monthly_cost_usd: crate::core::cents(total),
             total_monthly_cost_at_max_usd: crate::core::cents(at_max),
