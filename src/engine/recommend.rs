@@ -31,6 +31,7 @@ mod choose;
 mod compare;
 mod costs;
 mod explain;
+mod fillings;
 mod merge;
 mod moves;
 mod quota;

@@ -5,7 +5,8 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::view::{rotation_name, KeyValue, PoolView};
+use super::view::{KeyValue, PoolView};
+use crate::engine::names::NodePoolName;
 use crate::engine::recommend::RecPool;
 
 #[derive(Debug, Serialize)]
@@ -34,33 +35,14 @@ pub struct ProfileCount {
 /// goes to the first fillings.
 pub(super) fn node_fillings(
     p: &RecPool,
-    i: usize,
+    names: &[NodePoolName],
     base: &PoolView,
 ) -> Vec<(PoolView, IndexMap<String, u32>, MigConfigView)> {
     let mut out = Vec::new();
-    // Node labels are per pool: each distinct node filling gets its own sub-pool
-    // labelled with its own mig-parted config.
-    let mut gpus: Vec<IndexMap<String, u32>> = Vec::new();
-    match (&p.mig_layout, p.mig_configs.is_empty()) {
-        (Some(l), _) => gpus.extend(std::iter::repeat_n(l.clone(), p.gpus.max as usize)),
-        (None, false) => {
-            for c in &p.mig_configs {
-                gpus.extend(std::iter::repeat_n(c.layout.clone(), c.gpus as usize));
-            }
-        }
-        (None, true) => {}
-    }
+    // Node labels are per pool: each distinct node filling gets its own sub-pool labelled
+    // with its own mig-parted config.
+    let kinds = p.node_fillings();
     let per = p.gpus_per_node.max(1) as usize;
-    let mut nodes: Vec<Vec<IndexMap<String, u32>>> = gpus.chunks(per).map(<[_]>::to_vec).collect();
-    // A last node with fewer GPUs in use still has all of them: unused ones stay
-    // without MIG.
-    let mut kinds: Vec<(Vec<IndexMap<String, u32>>, u32)> = Vec::new();
-    for n in nodes.drain(..) {
-        match kinds.iter_mut().find(|(k, _)| *k == n) {
-            Some((_, c)) => *c += 1,
-            None => kinds.push((n, 1)),
-        }
-    }
     let mut floor_left = p.nodes.min;
     for (k, (layouts, count)) in kinds.iter().enumerate() {
         let cfg = if kinds.len() == 1 {
@@ -107,10 +89,10 @@ pub(super) fn node_fillings(
         let floor = floor_left.min(*count);
         floor_left -= floor;
         let mut v = PoolView {
-            name: crate::engine::names::part(&p.name, k, kinds.len()),
-            ident: super::escape::hcl_ident(&crate::engine::names::part(&p.name, k, kinds.len())),
-            aks_name: crate::engine::names::aks_pool(p, i * 10 + k),
-            rotation_name: rotation_name(&crate::engine::names::aks_pool(p, i * 10 + k)),
+            name: names[k].name.clone(),
+            ident: super::escape::hcl_ident(&names[k].name),
+            aks_name: names[k].aks.clone(),
+            rotation_name: names[k].rotation.clone(),
             min: floor,
             max: *count,
             autoscaled: floor != *count || base.spot,

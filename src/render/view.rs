@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::catalog::Catalog;
 use crate::core::{Capacity, Provider, Sharing};
-use crate::engine::recommend::Recommendation;
+use crate::engine::recommend::{RecPool, Recommendation};
 use crate::plan::Plan;
 
 pub use super::mig::MigConfigView;
@@ -233,19 +233,6 @@ fn network_notes(pools: &[PoolView]) -> Vec<String> {
     out
 }
 
-/// An AKS pool name (at most 12 lowercase letters and digits) for the pool's rotation.
-pub(super) fn rotation_name(aks_name: &str) -> String {
-    let tail: String = aks_name
-        .chars()
-        .rev()
-        .take(9)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    format!("tmp{tail}")
-}
-
 fn alias(region: &str) -> String {
     region.replace('-', "_")
 }
@@ -267,6 +254,7 @@ pub struct Options {
 
 pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Options) -> View {
     let profile = super::provider::Profile::of(rec.provider);
+    let (names, _) = crate::engine::names::node_pools(&rec.pools);
     let mut pools = Vec::new();
     let mut reservations = Vec::new();
     let mut mig_configs = Vec::new();
@@ -280,10 +268,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     // where the GPU Operator partitions any pool; AKS-managed MIG pools in such a cluster run
     // the single strategy through a device-plugin config of their own, so each of their MIG
     // instances is still one `nvidia.com/gpu`.
-    let mixed_cluster = rec
-        .pools
-        .iter()
-        .any(|p| p.sharing == Sharing::Mig && !super::workloads::aks_mig(rec, p));
+    let mixed_cluster = rec.pools.iter().any(RecPool::operator_mig);
     let mut single_mig_config = None;
     // The rendered node pools of each recommended pool (one, or one per MIG node filling).
     let mut rendered: IndexMap<String, Vec<String>> = IndexMap::new();
@@ -308,7 +293,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         // AKS partitions GPUs itself (`gpu_instance`); elsewhere the GPU Operator's
         // mig-manager applies a mig-parted config chosen by node label.
         let aks_managed = super::workloads::aks_mig(rec, p);
-        let operator_mig = p.sharing == Sharing::Mig && !aks_managed;
+        let operator_mig = p.operator_mig();
         let sku = catalog.sku(plan.provider(), &p.sku);
         let members: Vec<&crate::plan::raw::Workload> = p
             .workloads
@@ -327,8 +312,8 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         let mut base = PoolView {
             name: p.name.clone(),
             ident: super::escape::hcl_ident(&p.name),
-            aks_name: crate::engine::names::aks_pool(p, i),
-            rotation_name: rotation_name(&crate::engine::names::aks_pool(p, i)),
+            aks_name: names[i][0].aks.clone(),
+            rotation_name: names[i][0].rotation.clone(),
             region: p.region.clone(),
             region_alias: alias(&p.region),
             sku: p.sku.clone(),
@@ -387,7 +372,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         let mut views = Vec::new();
         if operator_mig {
             any_operator_mig = true;
-            for (v, per_node, config) in super::mig::node_fillings(p, i, &base) {
+            for (v, per_node, config) in super::mig::node_fillings(p, &names[i], &base) {
                 view_layouts.insert(v.name.clone(), per_node);
                 mig_configs.push(config);
                 views.push(v);

@@ -1508,3 +1508,73 @@ fn driver_and_node_image_are_pinned_in_one_place() {
     );
     assert!(groups >= 1);
 }
+
+/// Issue 39/41: every AKS agent pool name and rotation name in a cluster is unique, at most
+/// 12 lowercase letters and digits, starting with a letter (azurerm
+/// `kubernetes_cluster_node_pool.name`, `temporary_name_for_rotation`). `aks-names.toml`
+/// rendered `srva100802` twice before the name authority: a MIG pool filled two ways took
+/// numbers 1 and 2, and the next pool number 2 again.
+#[test]
+fn aks_agent_pool_names_are_unique_and_valid() {
+    for (plan, declared) in [
+        ("tests/fixtures/render/aks-names.toml", true),
+        ("tests/fixtures/render/per-pool-mig.toml", true),
+        ("plans/azure-inference.toml", false),
+        ("plans/azure-inference.toml", true),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let extra: &[&str] = if declared { &["--declared"] } else { &[] };
+        let files = render_to(plan, dir.path(), extra);
+        let tf = &files["terraform/main.tf"];
+        let mut seen = BTreeSet::new();
+        let mut pools = 0;
+        for ((kind, _, _), b) in blocks(tf) {
+            if kind != "resource" || b.labels[0].as_str() != "azurerm_kubernetes_cluster_node_pool"
+            {
+                continue;
+            }
+            pools += 1;
+            for key in ["name", "temporary_name_for_rotation"] {
+                let v = attr(&b.body, key).expect(key);
+                let v = v.trim_matches('"').to_owned();
+                assert!(
+                    v.len() <= 12
+                        && v.starts_with(|c: char| c.is_ascii_lowercase())
+                        && v.chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+                    "{plan}: `{v}` is no AKS agent pool name"
+                );
+                assert!(seen.insert(v.clone()), "{plan}: `{v}` is used twice");
+            }
+        }
+        assert!(pools >= 2, "{plan}: {pools} node pools");
+    }
+}
+
+/// A plan whose pool takes the name of another pool's node pool is refused by `check`, with
+/// the line of the name (GP030), and `render --declared` renders nothing.
+#[test]
+fn a_pool_named_like_another_pools_node_pool_is_refused() {
+    let out = gpuplan()
+        .args(["check", "tests/fixtures/rules/GP030/fires.toml"])
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stdout).to_string()
+        + &String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(
+        err.contains("GP030") && err.contains("fires.toml:42:8"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    gpuplan()
+        .args([
+            "render",
+            "--declared",
+            "tests/fixtures/rules/GP030/fires.toml",
+            "--out",
+        ])
+        .arg(dir.path().join("out"))
+        .assert()
+        .code(1);
+    assert!(!dir.path().join("out").exists());
+}
