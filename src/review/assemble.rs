@@ -735,18 +735,18 @@ pub(crate) fn assemble(
             )
         })
         .collect();
-    let apps: BTreeMap<(String, String), String> = a
-        .get(Q::PodLabels)
-        .map(|(g, _)| {
+    // A pod's workload: render's `gpuplan.io/workload` first, else `app.kubernetes.io/name`.
+    let label_of = |q: Q, label: &'static str| {
+        a.get(q).map(move |(g, _)| {
             (
-                (
-                    g[col(Q::PodLabels, "namespace")].clone(),
-                    g[col(Q::PodLabels, "pod")].clone(),
-                ),
-                g[col(Q::PodLabels, "label_app_kubernetes_io_name")].clone(),
+                (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone()),
+                g[col(q, label)].clone(),
             )
         })
-        .collect();
+    };
+    let mut apps: BTreeMap<(String, String), String> =
+        label_of(Q::PodLabels, "label_app_kubernetes_io_name").collect();
+    apps.extend(label_of(Q::WorkloadLabels, "label_gpuplan_io_workload"));
 
     // A node's pool by the names render gave; a node without one takes the declared pool of
     // a workload running on it.

@@ -141,6 +141,9 @@ pub enum Q {
     Waiting,
     /// `app.kubernetes.io/name`, where kube-state-metrics exports pod labels.
     PodLabels,
+    /// `gpuplan.io/workload`, the label render puts on every pod it plans (read before
+    /// `app.kubernetes.io/name`), where kube-state-metrics exports it.
+    WorkloadLabels,
     /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE` summed and counted per device and pod.
     Active,
     ActiveCount,
@@ -287,6 +290,14 @@ pub(crate) const QUERIES: &[Query] = &[
             "pod",
             "label_app_kubernetes_io_name",
         ],
+        pod_labels: true,
+    },
+    Query {
+        id: Q::WorkloadLabels,
+        metrics: &["kube_pod_labels"],
+        matchers: &[("label_gpuplan_io_workload", Match::NotEmpty)],
+        over: Over::Max,
+        by: &["cluster", "namespace", "pod", "label_gpuplan_io_workload"],
         pod_labels: true,
     },
     Query {

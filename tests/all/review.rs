@@ -261,6 +261,42 @@ fn files_give_the_hand_computed_numbers() {
     }
 }
 
+/// Issue 39/41/42: render labels every pod it plans `gpuplan.io/workload`, and the review
+/// reads that label first (kube-state-metrics exports it as `label_gpuplan_io_workload` once
+/// allow-listed), before `app.kubernetes.io/name` and the name prefix. `mystery-job-1`, which
+/// neither its name nor its app label ties to a workload, is `research-notebooks`' by render's
+/// label: it leaves the unmatched list and its GPU-seconds count for that workload.
+#[test]
+fn render_workload_label_names_the_workload_first() {
+    let mut text = openmetrics();
+    let labels: String = (0..POINTS)
+        .map(|i| {
+            format!(
+                "kube_pod_labels{{namespace=\"research\",pod=\"mystery-job-1\",label_app_kubernetes_io_name=\"mystery\",label_gpuplan_io_workload=\"research-notebooks\"}} 1 {}\n",
+                START + i * STEP
+            )
+        })
+        .collect();
+    text = text.replace(
+        "# EOF\n",
+        &format!("# TYPE kube_pod_labels gauge\n{labels}# EOF\n"),
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let om = dir.path().join("gpu.om");
+    std::fs::write(&om, text).expect("write");
+    let v = review(&["--metrics", om.to_str().expect("utf-8")]);
+    let plain = dir.path().join("plain.om");
+    std::fs::write(&plain, openmetrics()).expect("write");
+    let before = review(&["--metrics", plain.to_str().expect("utf-8")]);
+    let held = |v: &Value| workload(v, "research-notebooks")["allocated_gpu_seconds"].as_f64();
+    // the job's two GPUs for six hours, counted as the notebooks' time-sliced share (four
+    // replicas per T4): 43,200 / 4
+    assert_eq!(held(&before), Some(21_600.0));
+    assert_eq!(held(&v), Some(21_600.0 + 43_200.0 / 4.0));
+    let unmatched = v["unmatched"].as_array().expect("unmatched");
+    assert!(unmatched.is_empty(), "{unmatched:#?}");
+}
+
 #[test]
 fn reports_render_in_markdown_and_html() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -786,7 +822,7 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
         .into_iter()
         .filter(|r| r.target.contains("query_range"))
         .collect();
-    assert_eq!(ranges.len(), 2 * 18, "two pieces of each query");
+    assert_eq!(ranges.len(), 2 * 19, "two pieces of each query");
     // the first piece ends a week in, at the last millisecond of its window
     assert!(
         ranges
