@@ -66,6 +66,10 @@ pub(crate) struct Side {
     /// it declares any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub declared_monthly_cost_usd: Option<f64>,
+    /// The declared pools with every node of `nodes.max` running all month (what GP017 holds
+    /// to the budget): a change of `nodes.max` alone moves only this figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_monthly_cost_at_max_usd: Option<f64>,
     pub unsatisfied: Vec<String>,
 }
 
@@ -107,6 +111,9 @@ pub(crate) struct Diff {
     pub declared_delta_usd: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub declared_delta_pct: Option<f64>,
+    /// How the declared pools' at-maximum figure moves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_at_max_delta_usd: Option<f64>,
     pub teams: Vec<CostLine>,
     pub guardrail: Option<Guardrail>,
 }
@@ -264,13 +271,28 @@ fn lines(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Vec<C
         .collect()
 }
 
-fn side(p: &Plan, r: &Recommendation, declared: &BTreeMap<String, f64>) -> Side {
+/// The declared pools' at-maximum monthly cost, when the plan declares any.
+fn declared_at_max(p: &Plan, catalog: &Catalog) -> Option<f64> {
+    (!p.pools().is_empty()).then(|| {
+        cents(
+            p.pools()
+                .iter()
+                .filter_map(|pool| crate::engine::cost::declared_pool(p, catalog, pool))
+                .map(|c| c.at_max)
+                .sum::<f64>(),
+        )
+    })
+}
+
+fn side(v: &Version<'_>, declared: &BTreeMap<String, f64>) -> Side {
+    let (p, r) = (v.plan, v.rec);
     Side {
         plan: p.name().to_owned(),
         source: p.file.name.clone(),
         total_monthly_cost_usd: r.total_monthly_cost_usd,
         declared_monthly_cost_usd: (!p.pools().is_empty())
             .then(|| cents(declared.values().sum::<f64>())),
+        declared_monthly_cost_at_max_usd: declared_at_max(p, v.catalog),
         unsatisfied: r.unsatisfied.iter().map(|u| u.workload.clone()).collect(),
     }
 }
@@ -303,7 +325,7 @@ pub(crate) fn compute(b: Version<'_>, h: Version<'_>) -> Diff {
             .collect()
     };
     let delta = rh.total_monthly_cost_usd - rb.total_monthly_cost_usd;
-    let (base_side, head_side) = (side(base, rb, &db), side(head, rh, &dh));
+    let (base_side, head_side) = (side(&b, &db), side(&h, &dh));
     let declared = match (
         base_side.declared_monthly_cost_usd,
         head_side.declared_monthly_cost_usd,
@@ -314,6 +336,13 @@ pub(crate) fn compute(b: Version<'_>, h: Version<'_>) -> Diff {
     Diff {
         schema: SCHEMA,
         declared_delta_usd: declared.map(|(x, y)| cents(y - x)),
+        declared_at_max_delta_usd: match (
+            base_side.declared_monthly_cost_at_max_usd,
+            head_side.declared_monthly_cost_at_max_usd,
+        ) {
+            (None, None) => None,
+            (x, y) => Some(cents(y.unwrap_or(0.0) - x.unwrap_or(0.0))),
+        },
         declared_delta_pct: declared
             .filter(|(x, _)| *x > 0.0)
             .map(|(x, y)| ((y - x) / x * 10_000.0).round() / 100.0),

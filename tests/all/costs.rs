@@ -298,3 +298,36 @@ fn unknown_quota_is_named_where_another_region_knows_it() {
         "{p:#}"
     );
 }
+
+/// Issue 40: a declared pool is priced by the recommender's rule, its floor every hour and
+/// each node above it for the hours of the work that needs it; `nodes.max` is a ceiling,
+/// priced only at maximum. Three g6.xlarge replicas (one GPU each, one per node) on a pool
+/// of 1 to 8 nodes: the floor node all month and two more for their 200 hours, whatever
+/// the maximum; at maximum, eight nodes all month.
+#[test]
+fn a_declared_pool_is_priced_by_the_nodes_its_work_needs() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for max in [4, 8] {
+        let text = format!(
+            "{HEAD}{}\n[[pool]]\nname = \"p\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\nnodes = {{ min = 1, max = {max} }}\nworkloads = [\"w\"]\n",
+            workload("w", "t", 3, Some(200))
+        );
+        let v = recommend(dir.path(), &text);
+        let c = &v["comparison"];
+        let today = c["today_monthly_cost_usd"].as_f64().expect("today");
+        let want = 0.8048 * (730.0 + 2.0 * 200.0);
+        assert!(close(today, want), "max {max}: {today} vs {want}");
+    }
+    // the at-maximum figure follows `nodes.max` alone
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args(["diff", "--format", "json"])
+        .arg(dir.path().join("plan.toml"))
+        .arg(dir.path().join("plan.toml"))
+        .output()
+        .expect("runs");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let at_max = v["head"]["declared_monthly_cost_at_max_usd"]
+        .as_f64()
+        .expect("at max");
+    assert!(close(at_max, 0.8048 * 8.0 * 730.0), "{at_max}");
+}

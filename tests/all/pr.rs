@@ -497,25 +497,53 @@ fn baseline_fingerprints_do_not_depend_on_the_working_directory() {
 
 #[test]
 fn the_guardrail_watches_the_declared_fleet_too() {
-    // One declared pool grows from 5 to 50 nodes: the recommendation does not move, the
-    // declared cost (what Terraform will create) rises tenfold, and the guardrail trips.
+    // Issue 40: a declared pool's `nodes.max` is a ceiling the autoscaler reaches only for
+    // work that needs it. Raising it alone (5 to 50) changes nothing a month costs: the
+    // expected declared cost stays, only the at-maximum figure (GP017's) moves, and the
+    // guardrail passes.
     let dir = tempfile::tempdir().expect("tmp");
     let base_text = std::fs::read_to_string("plans/azure-inference.toml").expect("plan");
     assert!(base_text.contains("nodes = { min = 2, max = 5 }"));
-    let head_text = base_text.replacen(
+    let ceiling = base_text.replacen(
         "nodes = { min = 2, max = 5 }",
         "nodes = { min = 2, max = 50 }",
         1,
     );
     let (base, head) = (dir.path().join("base.toml"), dir.path().join("head.toml"));
     std::fs::write(&base, &base_text).expect("base");
-    std::fs::write(&head, &head_text).expect("head");
+    std::fs::write(&head, &ceiling).expect("head");
     let (b, h) = (base.to_str().unwrap(), head.to_str().unwrap());
     let (out, _) = run(gpuplan().args(["diff", "--format", "json", b, h]), 0);
     let v: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["delta_usd"].as_f64(), Some(0.0), "{v:#}");
+    assert_eq!(v["declared_delta_usd"].as_f64(), Some(0.0), "{v:#}");
+    let at_max = v["declared_at_max_delta_usd"].as_f64().expect("at max");
+    // 45 more Standard_NC24ads_A100_v4 at $3.673/h for 730 h
+    assert!((at_max - 45.0 * 3.673 * 730.0).abs() < 0.02, "{v:#}");
+    run(
+        gpuplan().args(["diff", "--fail-on-increase", "10%", b, h]),
+        0,
+    );
+
+    // A floor raised from 2 to 20 nodes is paid every hour: the declared cost (what
+    // Terraform will keep running) rises while the recommendation does not move, and the
+    // guardrail trips.
+    let floor = ceiling.replacen(
+        "nodes = { min = 2, max = 50 }",
+        "nodes = { min = 20, max = 50 }",
+        1,
+    );
+    std::fs::write(&head, &floor).expect("head");
+    let (out, _) = run(gpuplan().args(["diff", "--format", "json", b, h]), 0);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["delta_usd"].as_f64(), Some(0.0), "{v:#}");
     let declared = v["declared_delta_usd"].as_f64().expect("declared delta");
-    assert!(declared > 0.0, "{v:#}");
+    // The work needs 5 nodes all month (chat-api's 6 and embeddings' 4 replicas, one
+    // 3g.40gb each, two to an A100): a floor of 20 is 15 more.
+    let serve = &v["declared_pools"][0];
+    assert_eq!(serve["name"], "serve-mig");
+    assert!((serve["before_usd"].as_f64().expect("before") - 5.0 * 3.673 * 730.0).abs() < 0.01);
+    assert!((declared - 15.0 * 3.673 * 730.0).abs() < 0.05, "{v:#}");
     // Per pool, and they add up.
     let per_pool: f64 = v["declared_pools"]
         .as_array()
@@ -551,8 +579,28 @@ fn the_guardrail_watches_the_declared_fleet_too() {
         gpuplan().args(["check", "--format", "markdown", "--base", b, h]),
         1,
     );
-    assert!(
-        md.contains("**Declared pools' monthly cost:** $15,823.89 → $136,481.94"),
-        "{md}"
+    let before = v["base"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("base");
+    let after = v["head"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("head");
+    let money = |x: f64| {
+        let c = format!("{:.2}", x);
+        let (whole, cents) = c.split_once('.').expect("cents");
+        let mut out = String::new();
+        for (i, ch) in whole.chars().enumerate() {
+            if i > 0 && (whole.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        format!("${out}.{cents}")
+    };
+    let line = format!(
+        "**Declared pools' monthly cost:** {} → {}",
+        money(before),
+        money(after)
     );
+    assert!(md.contains(&line), "{line}\n{md}");
 }
