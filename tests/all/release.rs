@@ -54,7 +54,7 @@ fn the_action_is_composite_and_the_examples_install_without_compiling() {
     }
     let gh = std::fs::read_to_string(root().join("examples/github-actions.yml")).expect("gh");
     assert!(
-        gh.contains("uses: ${{ vars.GPUPLAN_REPO }}@v1"),
+        gh.contains("uses: your-org/gpuplan@v1"),
         "the example uses the action"
     );
     // GitLab: one note per merge request, updated in place.
@@ -63,6 +63,72 @@ fn the_action_is_composite_and_the_examples_install_without_compiling() {
         gl.contains("--request PUT") && gl.contains("<!-- gpuplan -->"),
         "{gl}"
     );
+}
+
+/// Every `uses:` value, wherever it sits in a workflow or action (steps, jobs, composite runs).
+fn uses_of(v: &serde_yaml::Value, out: &mut Vec<String>) {
+    match v {
+        serde_yaml::Value::Mapping(m) => {
+            for (k, x) in m {
+                if k.as_str() == Some("uses") {
+                    out.push(x.as_str().map_or_else(|| format!("{x:?}"), str::to_owned));
+                } else {
+                    uses_of(x, out);
+                }
+            }
+        }
+        serde_yaml::Value::Sequence(s) => s.iter().for_each(|x| uses_of(x, out)),
+        _ => {}
+    }
+}
+
+/// Issue 44: GitHub evaluates no expression in `uses:` (a `${{ }}` there makes the workflow
+/// invalid before any step runs; "Workflow syntax for GitHub Actions", `jobs.<job_id>.steps[*].uses`),
+/// so every one is a literal `owner/repo[/path]@ref`, `./path` or `docker://image`. The
+/// schemas (`check-jsonschema --builtin-schema vendor.github-workflows`) run in `.ci/run`;
+/// a schema cannot see this.
+#[test]
+fn every_uses_is_a_literal_reference() {
+    let literal = |u: &str| {
+        if u.contains("${{") || u.contains(char::is_whitespace) {
+            return false;
+        }
+        if let Some(path) = u.strip_prefix("./") {
+            return !path.is_empty();
+        }
+        if let Some(image) = u.strip_prefix("docker://") {
+            return !image.is_empty();
+        }
+        let Some((repo, reference)) = u.split_once('@') else {
+            return false;
+        };
+        let parts: Vec<&str> = repo.split('/').collect();
+        parts.len() >= 2 && parts.iter().all(|p| !p.is_empty()) && !reference.is_empty()
+    };
+    let mut files = vec!["action.yml".to_owned()];
+    for dir in ["examples", ".github/workflows"] {
+        let mut names: Vec<String> = std::fs::read_dir(root().join(dir))
+            .expect(dir)
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".yml") && !n.starts_with("gitlab"))
+            .map(|n| format!("{dir}/{n}"))
+            .collect();
+        names.sort();
+        files.extend(names);
+    }
+    let mut seen = 0;
+    for rel in &files {
+        let mut uses = Vec::new();
+        uses_of(&yaml(rel), &mut uses);
+        for u in uses {
+            assert!(literal(&u), "{rel}: `uses: {u}` is not a literal reference");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 4, "{files:?}: {seen} uses");
+    // And the check itself tells the broken spelling apart.
+    assert!(!literal("${{ vars.GPUPLAN_REPO }}@v1") && literal("actions/checkout@v4"));
 }
 
 #[test]
@@ -141,10 +207,12 @@ fn server(files: Vec<(String, Vec<u8>)>, requests: usize) -> String {
 /// The action's install step as a shell script.
 fn action_script() -> String {
     let a = yaml("action.yml");
-    a["runs"]["steps"][0]["run"]
-        .as_str()
-        .expect("a run script")
-        .to_owned()
+    let steps = a["runs"]["steps"].as_sequence().expect("steps");
+    let install = steps
+        .iter()
+        .find(|s| s["id"].as_str() == Some("install"))
+        .expect("the install step");
+    install["run"].as_str().expect("a run script").to_owned()
 }
 
 fn run_action(server: &str, version: &str, tmp: &Path) -> std::process::Output {
