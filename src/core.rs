@@ -19,7 +19,9 @@ pub mod exit {
     pub(crate) const INPUT: u8 = 2;
 }
 
-pub use format::{cents, num, printable, printable_lines, rate, redact, redact_short, shown, usd};
+pub use format::{
+    cents, excerpt, num, printable, printable_lines, rate, redact, redact_short, shown, usd,
+};
 
 /// Hours in the month every monthly figure is quoted for (8,760 hours a year / 12).
 pub(crate) const HOURS_PER_MONTH: f64 = 730.0;

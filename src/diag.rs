@@ -124,6 +124,26 @@ impl Diag {
         self
     }
 
+    /// Whether a source line one of its labels sits on is longer than a snippet shows
+    /// (1,000 bytes): such a finding is located by file:line:column instead of quoted.
+    pub(crate) fn quotes_long_line(&self) -> bool {
+        let text = self.file.text.as_bytes();
+        std::iter::once(&self.span)
+            .chain(self.extra.iter().map(|(s, _)| s))
+            .any(|s| {
+                let (a, b) = (s.start.min(text.len()), s.end.min(text.len()));
+                let start = text[..a]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map_or(0, |i| i + 1);
+                let end = text[b..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(text.len(), |i| b + i);
+                end.saturating_sub(start) > 1_000
+            })
+    }
+
     pub fn line_col(&self) -> (usize, usize) {
         self.file.line_col(self.span.start)
     }
@@ -181,11 +201,18 @@ impl Diagnostic for Diag {
     }
 }
 
+/// The longest message a finding carries, in characters; past it, an excerpt.
+const MESSAGE_MAX: usize = 2_000;
+
 /// Text of a finding as printed anywhere: a name, reason or server answer quoted in a
 /// message may hold control characters that a terminal, a CI log or a Markdown comment
 /// would obey, so they are written as escapes once, here. Line breaks stay: parsers'
 /// messages have two lines.
 fn printable(text: String) -> String {
+    let text = match crate::core::excerpt(&text, MESSAGE_MAX) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(cut) => cut,
+    };
     if text
         .chars()
         .any(|c| c.is_control() && c != '\n' && c != '\t')

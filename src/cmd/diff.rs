@@ -36,9 +36,18 @@ fn read(path: &Path) -> CmdResult<Arc<SourceFile>> {
 /// The plan at `path` as committed at `reference`: `git show REF:./NAME`, run in the
 /// file's directory so the path resolves from there.
 fn read_git(reference: &str, path: &Path) -> CmdResult<Arc<SourceFile>> {
-    if reference.starts_with('-') {
+    // An empty ref would make `git show :./NAME` read the index (the staged plan, usually
+    // the head itself: the guardrail would compare the plan with itself and pass); an
+    // option-like one would be read by git as an option; a `:` or a control character
+    // changes what `REF:PATH` names.
+    if reference.trim().is_empty()
+        || reference.starts_with('-')
+        || reference.contains(':')
+        || reference.chars().any(char::is_control)
+    {
         return Err(CmdError::Usage(format!(
-            "`--base-ref {reference}` is not a git revision"
+            "`--base-ref {}` is not a git revision (give a branch, tag or commit, e.g. `origin/main`)",
+            crate::core::printable(reference)
         )));
     }
     let dir = path

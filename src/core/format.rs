@@ -274,6 +274,19 @@ fn authorization(text: &str) -> String {
 /// `text` with every control character (an escape sequence, a carriage return, a newline)
 /// written as its escape, `\u{1b}`: a name, path or server body printed to a terminal can
 /// then move no cursor, recolour nothing and forge no line.
+/// At most `max` characters of `text`, and how many more there were: a message quotes a
+/// bounded excerpt of what it names (a 7 MiB name is refused in a line, not 41 MB).
+pub fn excerpt(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((cut, _)) => std::borrow::Cow::Owned(format!(
+            "{}… ({} characters in all)",
+            &text[..cut],
+            text.chars().count()
+        )),
+    }
+}
+
 pub fn printable(text: &str) -> String {
     escaped(text, |_| true)
 }

@@ -50,7 +50,10 @@ impl Ctx<'_> {
             self.err(
                 PlanCode::InvalidName,
                 v.span(),
-                format!("{what} `{}` is not a DNS-1123 label: {why}", v.get()),
+                format!(
+                    "{what} `{}` is not a DNS-1123 label: {why}",
+                    crate::core::excerpt(v.get(), 80)
+                ),
                 "not a DNS-1123 label",
                 "use lowercase letters, digits and `-`, start and end with a letter or digit, at most 63 characters".into(),
             );

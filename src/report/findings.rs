@@ -18,7 +18,8 @@ pub fn human(diags: &[Diag], color: bool) -> String {
     let mut out = String::new();
     for d in diags {
         let mut one = String::new();
-        if handler.render_report(&mut one, d).is_err() {
+        // A snippet prints whole source lines: a line of megabytes is located, not quoted.
+        if d.quotes_long_line() || handler.render_report(&mut one, d).is_err() {
             // A report that cannot be drawn still has to reach the user.
             let (line, col) = d.line_col();
             one = format!(
@@ -28,6 +29,9 @@ pub fn human(diags: &[Diag], color: bool) -> String {
                 d.code,
                 crate::core::printable(&d.file.name)
             );
+            if let Some(h) = &d.help {
+                let _ = writeln!(one, "  help: {h}");
+            }
         }
         if let Some(s) = &d.suppressed {
             let by = if s.approved_by.is_empty() {

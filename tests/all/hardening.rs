@@ -533,3 +533,79 @@ fn a_base_from_git_is_held_to_the_plan_size_limit_and_tiny_rates_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("tokens_per_second"));
 }
+
+/// Issue 43: `diff --base-ref ''` read git's staged copy (`git show :./plan.toml`), so the
+/// cost guardrail compared the plan with itself and passed. An empty, blank, option-like or
+/// path-bearing ref, or one with a control character, is refused with exit 2 and shown
+/// escaped; git is never asked.
+#[test]
+fn a_base_ref_that_is_no_revision_is_refused() {
+    for r in [
+        "",
+        " ",
+        "-p",
+        "--output=/tmp/x",
+        "HEAD:other.toml",
+        "main\n::set-env name=X::1",
+    ] {
+        let out = gpuplan()
+            .args(["diff", "--fail-on-increase", "10%"])
+            .arg(format!("--base-ref={r}"))
+            .arg("plans/minimal.toml")
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{r:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is not a git revision"), "{r:?}: {err}");
+        assert!(
+            !err.lines().any(|l| l.starts_with("::")),
+            "{r:?}: a workflow command reached stderr: {err}"
+        );
+    }
+}
+
+/// Issue 43: refusing a 7 MiB plan name printed 41 MB (the message quoted it whole and the
+/// snippet printed its line). Messages quote a bounded excerpt and a line too long to show
+/// is located by file:line:column, in every format.
+#[test]
+fn a_huge_name_is_refused_in_a_few_lines() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let minimal =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/minimal.toml"))
+            .expect("plan");
+    let name_line = minimal
+        .lines()
+        .find(|l| l.starts_with("name = "))
+        .expect("a name line")
+        .to_owned();
+    let huge = minimal.replacen(
+        &name_line,
+        &format!("name = \"{}\"", "a".repeat(7 << 20)),
+        1,
+    );
+    let plan = dir.path().join("huge.toml");
+    std::fs::write(&plan, huge).expect("plan");
+    // Rule documentation is most of a SARIF file (every rule's help): 200 KB at most.
+    for (format, bound) in [
+        ("human", 4_000),
+        ("json", 8_000),
+        ("github", 4_000),
+        ("markdown", 8_000),
+        ("sarif", 200_000),
+    ] {
+        let out = gpuplan()
+            .args(["check", "--format", format])
+            .arg(&plan)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        let all = out.stdout.len() + out.stderr.len();
+        assert!(all < bound, "{format}: {all} bytes");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("7340032 characters"), "{format}: {text}");
+    }
+    let out = gpuplan().arg("check").arg(&plan).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("huge.toml:5:8"), "{err}");
+}
