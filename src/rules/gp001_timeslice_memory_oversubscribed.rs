@@ -1,21 +1,28 @@
 use super::{Cx, Rule};
 use crate::core::num;
 use crate::engine::memory::server_cap;
-use crate::plan::raw::Sharing;
+use crate::plan::raw::{Sharing, Sp, Workload};
 
 declare_rule! {
     /// # GP001 timeslice-memory-oversubscribed
     ///
     /// ## What it does
-    /// For a time-sliced pool, multiplies `time_slicing_replicas` by the largest
-    /// `server.gpu_memory_utilization` of the workloads that can land on one GPU (vLLM's
-    /// default is 0.92 when only `engine = "vllm"` is given) and flags a product above 1.0.
+    /// For a time-sliced pool, adds up the memory caps (`server.gpu_memory_utilization`;
+    /// vLLM's default is 0.92 when only `engine = "vllm"` is given) of the instances that can
+    /// share one GPU: the `time_slicing_replicas` largest caps among the workloads' replicas
+    /// (a workload contributes at most its maximum replicas). It flags a sum above
+    /// 1 - headroom (`time_slicing_memory_headroom` in providers/assumptions.toml, 0.05: the
+    /// caps `recommend` writes add up to 0.95), and more replicas than leave each instance
+    /// 1% of the card.
     ///
     /// ## Why is this bad?
     /// The cap is per instance: vLLM reserves that share of the card for itself whatever else
-    /// runs there. Four instances at 0.92 ask for 3.68 cards of memory; the first starts and
-    /// the rest die at start, in a crash loop at deploy time. Time-slicing has no memory
-    /// isolation, so nothing stops it earlier.
+    /// runs there, and at start-up refuses to run unless that share is still free ("Free
+    /// memory on device ... is less than desired GPU memory utilization"). The instances
+    /// started before it hold their caps plus a CUDA context each (hundreds of MiB) outside
+    /// any cap, so caps that add up to exactly 1.0 (4 x 0.25) still leave the last instance
+    /// short, and it crash-loops at deploy time. Time-slicing has no memory isolation, so
+    /// nothing stops it earlier.
     ///
     /// ## Example
     /// ```toml
@@ -24,17 +31,21 @@ declare_rule! {
     /// time_slicing_replicas = 4
     /// workloads = ["chat-api"]      # server = { engine = "vllm" }  -> 0.92 each
     /// ```
-    /// Use instead: `server = { engine = "vllm", gpu_memory_utilization = 0.22 }` (at most
-    /// 1 / replicas, less headroom), fewer replicas, or MIG for real isolation.
+    /// Use instead: `server = { engine = "vllm", gpu_memory_utilization = 0.23 }` (at most
+    /// 0.95 / replicas), fewer replicas, or MIG for real isolation. Uneven caps are fine
+    /// while the largest that can meet on one card add up to 0.95 (3 x 0.2 + 0.35).
     ///
     /// ## Source
-    /// vLLM docs: gpu_memory_utilization "is a per-instance limit"; NVIDIA device plugin:
-    /// time-slicing shares memory and fault domain (context articles, reference §4).
+    /// vLLM docs: gpu_memory_utilization "is a per-instance limit"; vLLM's worker start-up
+    /// check (free memory at start against the requested share); NVIDIA device plugin:
+    /// time-slicing shares memory and fault domain (context articles, reference §4);
+    /// the headroom in providers/assumptions.toml.
     pub(crate) struct TimesliceMemoryOversubscribed { id: "GP001", name: "timeslice-memory-oversubscribed", severity: Error }
 }
 
 impl Rule for TimesliceMemoryOversubscribed {
     fn check(&self, cx: &mut Cx<'_>) {
+        let limit = 1.0 - cx.catalog.assumptions.time_slicing_memory_headroom;
         for pool in cx.plan.pools() {
             if pool.sharing() != Sharing::TimeSlicing {
                 continue;
@@ -43,36 +54,54 @@ impl Rule for TimesliceMemoryOversubscribed {
                 continue;
             };
             let r = *replicas.get();
-            let worst = cx
-                .plan
-                .pool_workloads(pool)
-                .filter_map(|w| server_cap(w, cx.catalog).map(|(c, explicit)| (w, c, explicit)))
-                .max_by(|a, b| a.1.total_cmp(&b.1));
-            let Some((w, cap, explicit)) = worst else {
-                continue;
-            };
-            let total = r as f64 * cap;
-            if total <= 1.0 + 1e-9 {
+            let n = usize::try_from(r.max(1)).unwrap_or(usize::MAX);
+            // Every instance that could land on one card, largest cap first.
+            let mut instances: Vec<(f64, &Sp<Workload>, bool)> = Vec::new();
+            for w in cx.plan.pool_workloads(pool) {
+                let Some((cap, explicit)) = server_cap(w, cx.catalog) else {
+                    continue;
+                };
+                let count = usize::try_from(w.replicas().max().max(1))
+                    .unwrap_or(n)
+                    .min(n);
+                instances.extend(std::iter::repeat_n((cap, w, explicit), count));
+            }
+            if instances.is_empty() {
                 continue;
             }
-            let source = if explicit {
-                ""
+            instances.sort_by(|a, b| b.0.total_cmp(&a.0));
+            instances.truncate(n);
+            let total: f64 = instances.iter().map(|i| i.0).sum();
+            let per = (limit / r as f64 * 100.0 + 1e-9).floor() / 100.0;
+            if total <= limit + 1e-9 && per >= 0.01 {
+                continue;
+            }
+            let (_, w, _) = instances[0];
+            let terms = terms(&instances);
+            let message = if per < 0.01 {
+                format!(
+                    "{r} replicas leave each instance under 1% of one GPU's memory: no `server.gpu_memory_utilization` an inference server starts with fits"
+                )
             } else {
-                " (the engine default)"
+                format!(
+                    "the {} instances that can share one GPU reserve {terms} = {} of its memory, more than {} (the CUDA context of each other instance sits outside the caps): vLLM refuses to start an instance whose share is no longer free, so the last ones crash-loop",
+                    instances.len(),
+                    num((total * 100.0).round() / 100.0),
+                    num(limit)
+                )
             };
             let mut d = cx
-                .finding(
-                    replicas.span(),
-                    format!(
-                        "{r} replicas x {} = {} of one GPU's memory: each `{}` instance reserves {}{source}, so instances after the first die at start",
-                        num(cap), num(total), w.name.get(), num(cap)
-                    ),
-                )
+                .finding(replicas.span(), message)
                 .label(format!("{r} instances share one GPU"))
-                .help(format!(
-                    "set `server.gpu_memory_utilization` to at most {} per instance, lower `time_slicing_replicas`, or use MIG",
-                    num((1.0 / r as f64 * 0.95 * 100.0).floor() / 100.0)
-                ))
+                .help(if per < 0.01 {
+                    "lower `time_slicing_replicas`, or use MIG".to_owned()
+                } else {
+                    format!(
+                        "caps that can meet on one card must add up to at most {}: {} per instance with {r} replicas; or lower `time_slicing_replicas`, or use MIG",
+                        num(limit),
+                        num(per)
+                    )
+                })
                 .pool(pool.name.get())
                 .workload(w.name.get());
             if let Some(u) = w
@@ -85,4 +114,26 @@ impl Rule for TimesliceMemoryOversubscribed {
             cx.push(d);
         }
     }
+}
+
+/// The caps that meet on one card as a sum: `3 x 0.2 (\`a\`) + 0.35 (\`b\`, the engine
+/// default)`.
+fn terms(instances: &[(f64, &Sp<Workload>, bool)]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < instances.len() {
+        let (cap, w, explicit) = instances[i];
+        let k = instances[i..]
+            .iter()
+            .take_while(|x| x.1.name.get() == w.name.get())
+            .count();
+        let source = if explicit { "" } else { ", the engine default" };
+        out.push(if k > 1 {
+            format!("{k} x {} (`{}`{source})", num(cap), w.name.get())
+        } else {
+            format!("{} (`{}`{source})", num(cap), w.name.get())
+        });
+        i += k;
+    }
+    out.join(" + ")
 }

@@ -204,3 +204,54 @@ fn the_rules_page_is_made_from_the_rule_docs_and_every_link_lands() {
         }
     }
 }
+
+/// Issue 41: vLLM starts an instance only while its share of the card is free, and the other
+/// instances' CUDA contexts sit outside their caps. Caps are summed over the instances that
+/// can meet on one card and held to 1 - headroom: four at 0.25 (exactly 1.00) fire; three at
+/// 0.2 and one at 0.35 (0.95) do not, though the old rule read them as 4 x 0.35 = 1.4.
+#[test]
+fn gp001_sums_the_caps_that_meet_on_a_card() {
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let dir = tempfile::tempdir().expect("tmp");
+    let near = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules/GP001/near_miss.toml"),
+    )
+    .expect("fixture");
+    let fires = |text: &str| {
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, text).expect("write");
+        findings(&path, &catalog)
+            .into_iter()
+            .filter(|d| d.code == "GP001")
+            .map(|d| d.message)
+            .collect::<Vec<_>>()
+    };
+    assert!(fires(&near).is_empty());
+    let quarters = near
+        .replace(
+            "gpu_memory_utilization = 0.2 }",
+            "gpu_memory_utilization = 0.25 }",
+        )
+        .replace(
+            "gpu_memory_utilization = 0.35 }",
+            "gpu_memory_utilization = 0.25 }",
+        );
+    let got = fires(&quarters);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].contains("3 x 0.25 (`a`) + 0.25 (`b`) = 1 of its memory"),
+        "{got:?}"
+    );
+    // Only one `b` replica can be on the card: a second makes the worst card 2 x 0.35 + 2 x 0.2.
+    let two_b = near.replacen("name = \"b\"\n", "name = \"b\"\nreplicas = 2\n", 1);
+    let got = fires(&two_b);
+    assert!(
+        got.iter()
+            .any(|m| m.contains("2 x 0.35 (`b`) + 2 x 0.2 (`a`) = 1.1")),
+        "{got:?}"
+    );
+    // More shares than leave an instance 1% of the card: no cap works.
+    let many = near.replace("time_slicing_replicas = 4", "time_slicing_replicas = 96");
+    let got = fires(&many);
+    assert!(got.iter().any(|m| m.contains("under 1%")), "{got:?}");
+}

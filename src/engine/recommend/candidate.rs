@@ -146,7 +146,9 @@ pub(crate) fn mig_profile<'g>(
 
 /// Equal shares per GPU that keep each replica's compute share and memory.
 pub(crate) fn shared_replicas(gpu: &GpuModel, d: &Demand<'_>, headroom: f64) -> u32 {
-    let by_compute = (1.0 / d.share.max(1e-6) + 1e-9).floor().clamp(1.0, 1024.0) as u32;
+    // Never so many shares that an instance's cap rounds to 0: no server starts with that.
+    let most = ((1.0 - headroom) * 100.0 + 1e-9).floor().max(1.0);
+    let by_compute = (1.0 / d.share.max(1e-6) + 1e-9).floor().clamp(1.0, most) as u32;
     let Some(m) = d.memory_need else {
         return by_compute;
     };
