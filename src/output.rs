@@ -14,14 +14,24 @@ pub(crate) struct Out {
     stdout_failed: std::sync::Mutex<Option<String>>,
 }
 
+/// Whether to colour: as asked, else only on a terminal that is not `TERM=dumb` (which
+/// understands no escape sequence) and where NO_COLOR is unset.
+fn colour(choice: ColorChoice, no_color: bool, dumb: bool, terminal: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => !no_color && !dumb && terminal,
+    }
+}
+
 impl Out {
     pub(crate) fn new(g: &Global) -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let color = match g.color {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => !no_color && std::io::stderr().is_terminal(),
-        };
+        let color = colour(
+            g.color,
+            std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            std::env::var_os("TERM").is_some_and(|t| t == "dumb"),
+            std::io::stderr().is_terminal(),
+        );
         Self {
             color,
             quiet: g.quiet,
@@ -81,7 +91,9 @@ pub(crate) struct Progress {
 impl Out {
     /// Progress of `what`: a spinner, or a bar of `total` steps.
     pub(crate) fn progress(&self, what: &str, total: Option<u64>) -> Progress {
-        if self.quiet || !std::io::stderr().is_terminal() {
+        // A dumb terminal cannot redraw a line: no progress there either.
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        if self.quiet || dumb || !std::io::stderr().is_terminal() {
             return Progress { bar: None };
         }
         let bar = match total {
@@ -130,5 +142,20 @@ impl Drop for Progress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dumb_terminal_and_no_color_get_no_colour_unless_asked() {
+        assert!(colour(ColorChoice::Auto, false, false, true));
+        assert!(!colour(ColorChoice::Auto, false, true, true));
+        assert!(!colour(ColorChoice::Auto, true, false, true));
+        assert!(!colour(ColorChoice::Auto, false, false, false));
+        assert!(colour(ColorChoice::Always, true, true, false));
+        assert!(!colour(ColorChoice::Never, false, false, true));
     }
 }
