@@ -403,6 +403,22 @@ pub struct Assumptions {
     pub review_min_trend_days: usize,
     pub review_headroom: f64,
     pub review_consolidation_target: f64,
+    /// `[precision]`: the lowest compute capability (major, minor) that computes in each
+    /// weight precision, by the plan's spelling (`bf16`, `fp8`).
+    pub precision_min_cc: IndexMap<String, (u32, u32)>,
+}
+
+/// A compute capability as written in the catalog: `8.9` is (8, 9).
+pub(crate) fn parse_cc(text: &str) -> Option<(u32, u32)> {
+    let (major, minor) = text.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+impl GpuModel {
+    /// Its compute capability, when the catalog gives one (NVIDIA GPUs).
+    pub(crate) fn cc(&self) -> Option<(u32, u32)> {
+        self.compute_capability.as_deref().and_then(parse_cc)
+    }
 }
 
 impl Assumptions {

@@ -37,6 +37,32 @@ pub(crate) fn time_sliced_cap(replicas: u32, headroom: f64) -> f64 {
     ((1.0 - headroom) / f64::from(replicas.max(1)) * 100.0 + 1e-9).floor() / 100.0
 }
 
+/// A weight precision a GPU does not compute in: the workload's model precision, the compute
+/// capability it needs (`[precision]` in providers/assumptions.toml) and the GPU's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PrecisionGap {
+    pub precision: &'static str,
+    pub needs: (u32, u32),
+    pub has: (u32, u32),
+}
+
+/// Whether `gpu` lacks the precision of `w`'s model: `None` when it has it, or when either
+/// is unknown (no model, a GPU with no compute capability in the catalog).
+pub(crate) fn precision_gap(
+    w: &Workload,
+    gpu: &GpuModel,
+    catalog: &Catalog,
+) -> Option<PrecisionGap> {
+    let precision = w.model.as_ref()?.precision.get().as_str();
+    let needs = *catalog.assumptions.precision_min_cc.get(precision)?;
+    let has = gpu.cc()?;
+    (has < needs).then_some(PrecisionGap {
+        precision,
+        needs,
+        has,
+    })
+}
+
 /// The per-instance memory cap an inference server applies, explicit or the engine default.
 pub(crate) fn server_cap(w: &Workload, catalog: &Catalog) -> Option<(f64, bool)> {
     let s = w.server.as_ref()?;

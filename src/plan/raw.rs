@@ -99,6 +99,18 @@ pub enum Precision {
 }
 
 impl Precision {
+    /// The plan's spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Bf16 => "bf16",
+            Precision::Fp16 => "fp16",
+            Precision::Fp8 => "fp8",
+            Precision::Int8 => "int8",
+            Precision::Int4 => "int4",
+        }
+    }
+
     pub(crate) fn bytes_per_param(self) -> f64 {
         match self {
             Precision::Fp32 => 4.0,

@@ -253,3 +253,55 @@ fn explain_states_the_model_and_its_assumptions() {
         assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
     }
 }
+
+/// Issue 41: a model is placed only on a GPU that computes in its precision (bf16 from compute
+/// capability 8.0, fp8 from 8.9; `[precision]` in providers/assumptions.toml). A 3B bf16 model
+/// went to a T4 (7.5); limited to T4s it is unsatisfiable and the reason says precision.
+#[test]
+fn a_model_goes_only_where_its_precision_computes() {
+    let plan = |precision: &str, models: &str| {
+        format!(
+            "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"chat\"\nteam = \"t\"\nkind = \"inference\"\nmodel = {{ params_billion = 3, precision = \"{precision}\" }}\n{models}"
+        )
+    };
+    let gpu_of = |text: String| -> String {
+        let out = gpuplan()
+            .args(["recommend", "--format", "json", "-"])
+            .write_stdin(text)
+            .assert()
+            .code(0)
+            .get_output()
+            .clone();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["pools"][0]["gpu_model"].as_str().expect("gpu").to_owned()
+    };
+    let cc = |gpu: &str| -> f64 {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("providers/gpus.toml"),
+        )
+        .expect("gpus.toml");
+        let t: toml::Table = toml::from_str(&text).expect("toml");
+        t["gpu"]
+            .as_array()
+            .expect("gpus")
+            .iter()
+            .find(|g| g["name"].as_str() == Some(gpu))
+            .and_then(|g| g.get("compute_capability"))
+            .and_then(|c| c.as_str())
+            .and_then(|c| c.parse().ok())
+            .expect("a compute capability")
+    };
+    // fp16 may take the cheapest card; bf16 and fp8 only newer ones.
+    assert!(cc(&gpu_of(plan("fp16", ""))) >= 7.0);
+    assert!(cc(&gpu_of(plan("bf16", ""))) >= 8.0);
+    assert!(cc(&gpu_of(plan("fp8", ""))) >= 8.9);
+    let out = gpuplan()
+        .args(["recommend", "-"])
+        .write_stdin(plan("bf16", "gpu_models = [\"T4\"]\n"))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("precision") && err.contains("7.5"), "{err}");
+}

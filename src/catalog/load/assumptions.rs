@@ -24,6 +24,9 @@ pub(super) struct AssumptionsFile {
     recommend: RecommendEntry,
     render: RenderEntry,
     review: ReviewEntry,
+    /// Minimum compute capability per weight precision (absent in an older catalog: no check).
+    #[serde(default)]
+    precision: IndexMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -213,6 +216,17 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
             ));
         }
     }
+    let mut precision_min_cc = IndexMap::new();
+    for (precision, cc) in &a.precision {
+        let Some(v) = crate::catalog::parse_cc(cc) else {
+            return Err(invalid(
+                file,
+                at(cc),
+                format!("[precision] {precision}: `{cc}` is no compute capability (major.minor, e.g. 8.9)"),
+            ));
+        };
+        precision_min_cc.insert(precision.clone(), v);
+    }
     if !(a.recommend.daemonset_cpu.is_finite() && a.recommend.daemonset_cpu >= 0.0) {
         return Err(invalid(
             file,
@@ -263,5 +277,6 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
         review_min_trend_days: a.review.min_trend_days,
         review_headroom: a.review.headroom,
         review_consolidation_target: a.review.consolidation_target,
+        precision_min_cc,
     })
 }

@@ -24,6 +24,9 @@ pub enum Constraint {
     HostMemory,
     Interconnect,
     Quota,
+    /// The GPU does not compute in the model's precision (bf16 before compute capability
+    /// 8.0, fp8 before 8.9).
+    Precision,
     /// The provider retired the size (or sells it only in a form the plan cannot use).
     Retired,
 }
@@ -41,6 +44,7 @@ impl Constraint {
             Constraint::HostMemory => "host memory",
             Constraint::Interconnect => "interconnect",
             Constraint::Quota => "quota",
+            Constraint::Precision => "precision",
             Constraint::Retired => "retired",
         }
     }
@@ -305,6 +309,15 @@ fn candidate<'c>(
                 format!("{} is not in the workload's `gpu_models`", gpu.name),
             ));
         }
+    }
+    if let Some(gap) = crate::engine::memory::precision_gap(w, gpu, catalog) {
+        return Err(reject(
+            Constraint::Precision,
+            format!(
+                "{} (compute capability {}.{}) does not compute in {}, which needs {}.{}",
+                gpu.name, gap.has.0, gap.has.1, gap.precision, gap.needs.0, gap.needs.1
+            ),
+        ));
     }
     let pc = catalog.provider(plan.provider());
     let listed = |c: Capacity| {

@@ -648,6 +648,7 @@ pub fn constraint_names() -> Vec<&'static str> {
         Constraint::HostMemory,
         Constraint::Interconnect,
         Constraint::Quota,
+        Constraint::Precision,
         Constraint::Retired,
     ]
     .iter()
