@@ -169,6 +169,14 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
     } else {
         price.usd * max * block_hours.unwrap_or_else(|| paid_hours(pool, hours))
     };
+    // Restart waste is spot's, at its maximum as in the expected figure; a spot pool costed
+    // at on-demand (no spot price) has none.
+    let waste = if pool.capacity() == Capacity::Spot && price.caveat.is_none() {
+        declared_spot_waste(plan, catalog, pool)
+    } else {
+        1.0
+    };
+    let at_max = at_max * waste;
     let expected = if pool.capacity() == Capacity::CapacityBlock {
         // A block's instances are bought together: every one is paid for the whole block.
         at_max
@@ -187,12 +195,7 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         } else {
             price.usd * (min * hours + above)
         };
-        // Restart waste is spot's; a spot pool costed at on-demand (no spot price) has none.
-        if pool.capacity() == Capacity::Spot && price.caveat.is_none() {
-            paid * declared_spot_waste(plan, catalog, pool)
-        } else {
-            paid
-        }
+        paid * waste
     };
     Some(PoolCost {
         expected,

@@ -331,3 +331,27 @@ fn a_declared_pool_is_priced_by_the_nodes_its_work_needs() {
         .expect("at max");
     assert!(close(at_max, 0.8048 * 8.0 * 730.0), "{at_max}");
 }
+
+/// Issue 40: the at-maximum figure of a spot pool includes the same restart waste as the
+/// expected one: every node of the maximum all month, times paid hours per useful hour.
+#[test]
+fn spot_at_maximum_includes_restart_waste() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = format!(
+        "{HEAD}\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nreplicas = {{ min = 1, max = 3 }}\nhours_per_month = 300\ninterruptible = true\ncheckpoint_minutes = 30\nskus = [\"g6.xlarge\"]\n"
+    );
+    let v = recommend(dir.path(), &text);
+    let p = &v["pools"][0];
+    assert_eq!(p["capacity"], "spot", "{p:#}");
+    let rate = p["usd_per_node_hour"].as_f64().expect("rate");
+    let waste = p["spot_waste_factor"].as_f64().expect("waste");
+    assert!(waste > 1.0, "{p:#}");
+    let max = p["nodes"]["max"].as_f64().expect("max");
+    let at_max = p["monthly_cost_at_max_usd"].as_f64().expect("at max");
+    assert!(
+        close(at_max, rate * waste * max * 730.0),
+        "{at_max} vs {}",
+        rate * waste * max * 730.0
+    );
+    assert!(at_max >= p["monthly_cost_usd"].as_f64().expect("cost"));
+}

@@ -400,9 +400,11 @@ pub(super) fn build(
                 nodes_min.max(r.nodes),
             )
         }
+        // At its maximum a spot pool's work still restarts after interruptions: the same
+        // paid-per-useful-hour factor as the expected figure.
         Capacity::Spot => (
             rate * waste * (floor_h + burst_h),
-            rate * f64::from(nodes_max) * plan_hours,
+            rate * waste * f64::from(nodes_max) * plan_hours,
             nodes_min,
         ),
         _ => (
