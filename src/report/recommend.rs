@@ -199,7 +199,7 @@ pub(crate) fn human(rec: &Recommendation) -> String {
             if c.not_compared.is_empty() {
                 String::new()
             } else {
-                format!(" (not compared, no price: {})", c.not_compared.join(", "))
+                format!(" (not compared: {})", c.not_compared.join(", "))
             }
         );
         for ch in &c.changes {
@@ -207,7 +207,8 @@ pub(crate) fn human(rec: &Recommendation) -> String {
                 o,
                 "  {}: {} today, {} recommended{}; {}",
                 ch.declared_pool,
-                ch.today_monthly_cost_usd.map_or("no price".to_owned(), usd),
+                ch.today_monthly_cost_usd
+                    .map_or("not compared".to_owned(), usd),
                 usd(ch.recommended_monthly_cost_usd),
                 ch.saving_usd
                     .map(|s| format!(" ({})", saving(s)))
@@ -324,7 +325,7 @@ pub(crate) fn markdown(rec: &Recommendation) -> String {
                 String::new()
             } else {
                 format!(
-                    " Not compared (no price): {}.",
+                    " Not compared: {}.",
                     c.not_compared
                         .iter()
                         .map(|n| crate::core::format::md_code(n))

@@ -305,3 +305,31 @@ fn a_model_goes_only_where_its_precision_computes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("precision") && err.contains("7.5"), "{err}");
 }
+
+/// Issue 40: a declared pool whose workloads quota keeps from being placed is not idle.
+/// recommend advised "no workload needs it: delete the pool" with the whole pool as saving;
+/// it now keeps it, says what quota the work needs, and claims no saving.
+#[test]
+fn a_pool_whose_work_quota_blocks_is_kept() {
+    let out = stdout(
+        &[
+            "recommend",
+            "--format",
+            "json",
+            "tests/fixtures/render/quota-blocked.toml",
+        ],
+        1,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let c = &v["comparison"];
+    let change = &c["changes"][0];
+    let note = change["note"].as_str().expect("note");
+    assert!(!note.contains("delete"), "{note}");
+    assert!(
+        note.starts_with("keep it") && note.contains("96 vCPUs"),
+        "{note}"
+    );
+    assert!(change["saving_usd"].is_null(), "{change:#}");
+    assert_eq!(c["saving_usd"].as_f64(), Some(0.0), "{c:#}");
+    assert_eq!(c["not_compared"][0], "train");
+}

@@ -9,6 +9,7 @@ pub(super) fn compare(
     catalog: &Catalog,
     pools: &[RecPool],
     workload_costs: &[WorkloadCost],
+    unsatisfied: &[Unsatisfied],
     recommended: f64,
 ) -> Option<Comparison> {
     if plan.pools().is_empty() {
@@ -38,7 +39,6 @@ pub(super) fn compare(
             .and_then(|c| c.price.caveat)
             .map(|c| format!(" ({c})"))
             .unwrap_or_default();
-        today += cost.unwrap_or(0.0);
         let mut moves: Vec<String> = Vec::new();
         for w in &p.workloads {
             if let Some(rp) = pools.iter().find(|rp| rp.workloads.contains(w.get())) {
@@ -47,7 +47,23 @@ pub(super) fn compare(
                 }
             }
         }
+        // Workloads the recommendation could not place (quota, memory, allow-lists): the pool
+        // that runs them today is not idle, and no saving is claimed for it.
+        let blocked: Vec<&Unsatisfied> = unsatisfied
+            .iter()
+            .filter(|u| p.workloads.iter().any(|w| w.get() == &u.workload))
+            .collect();
+        let cost = cost.filter(|_| blocked.is_empty() || !moves.is_empty());
+        today += cost.unwrap_or(0.0);
         let note = match (&cost, moves.is_empty()) {
+            (None, true) if !blocked.is_empty() => format!(
+                "keep it: its workloads cannot be placed elsewhere ({}); not compared, no saving claimed",
+                blocked
+                    .iter()
+                    .map(|u| format!("`{}`: {}", u.workload, u.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
             (None, _) if block_unknown => format!(
                 "Capacity Block price of `{}` in {} unknown offline (a live refresh reads DescribeCapacityBlockOfferings): not compared, no saving claimed",
                 p.sku.get(),

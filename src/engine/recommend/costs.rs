@@ -103,7 +103,7 @@ pub(super) fn assemble(
             });
         }
     }
-    let comparison = compare(plan, catalog, &pools, &workloads, total);
+    let comparison = compare(plan, catalog, &pools, &workloads, &unsatisfied, total);
     Recommendation {
         workloads,
         teams: teams
