@@ -117,6 +117,9 @@ pub(super) fn node_pool(
             .karpenter_disk_gib
             .map_or(v.disk_gib, |(lo, hi)| v.disk_gib.clamp(lo, hi)),
         placement_group: v.placement_group,
-        reservation: karpenter_capacity == "reserved",
+        reservation: matches!(
+            p.capacity,
+            crate::core::Capacity::CapacityBlock | crate::core::Capacity::CapacityReservation
+        ),
     })
 }
