@@ -187,7 +187,10 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
             plan.pool_workloads(pool)
                 .map(|w| (peak_gpus(w), plan.workload_hours(w))),
         );
-        let above = (nodes_needed(catalog, plan, pool).clamp(min, max) - min).max(0.0) * burst;
+        // `max`/`min` rather than `clamp`, which panics should a bad plan ever reach here with
+        // min > max.
+        let needed = nodes_needed(catalog, plan, pool).max(min).min(max);
+        let above = (needed - min).max(0.0) * burst;
         // The reserved floor is paid every hour of the month; nodes above it run on-demand
         // for their hours, as `recommend` prices its own reserved pools.
         let paid = if reserved {
