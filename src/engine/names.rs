@@ -96,10 +96,14 @@ pub(crate) fn node_pools(pools: &[RecPool]) -> (Vec<Vec<NodePoolName>>, Vec<Coll
         let mut names = Vec::with_capacity(parts);
         for k in 0..parts {
             let mut number = if parts == 1 { i + 1 } else { i * 10 + k + 1 };
+            // Bounded: past the numbers 12 characters can hold, truncated names repeat, and
+            // the search must still end (a plan that large is refused by its size first).
+            let first = number;
             let (aks, rotation) = loop {
                 let aks = aks_candidate(p, number);
                 let rotation = rotation_of(&aks);
-                if !taken_aks.contains(&aks) && !taken_aks.contains(&rotation) {
+                let free = !taken_aks.contains(&aks) && !taken_aks.contains(&rotation);
+                if free || number - first > 100_000 {
                     break (aks, rotation);
                 }
                 number += 1;
