@@ -1,6 +1,6 @@
 use super::{Cx, Rule};
 use crate::core::num;
-use crate::engine::memory::server_cap;
+use crate::engine::memory::{server_cap, time_sliced_cap};
 use crate::plan::raw::{Sharing, Sp, Workload};
 
 declare_rule! {
@@ -45,7 +45,8 @@ declare_rule! {
 
 impl Rule for TimesliceMemoryOversubscribed {
     fn check(&self, cx: &mut Cx<'_>) {
-        let limit = 1.0 - cx.catalog.assumptions.time_slicing_memory_headroom;
+        let headroom = cx.catalog.assumptions.time_slicing_memory_headroom;
+        let limit = 1.0 - headroom;
         for pool in cx.plan.pools() {
             if pool.sharing() != Sharing::TimeSlicing {
                 continue;
@@ -72,7 +73,8 @@ impl Rule for TimesliceMemoryOversubscribed {
             instances.sort_by(|a, b| b.0.total_cmp(&a.0));
             instances.truncate(n);
             let total: f64 = instances.iter().map(|i| i.0).sum();
-            let per = (limit / r as f64 * 100.0 + 1e-9).floor() / 100.0;
+            // The cap `recommend` writes for this many shares, the one formula.
+            let per = time_sliced_cap(u32::try_from(r).unwrap_or(u32::MAX), headroom);
             if total <= limit + 1e-9 && per >= 0.01 {
                 continue;
             }
