@@ -172,17 +172,27 @@ impl Diff {
     }
 }
 
-/// What each declared pool costs a month, by name: [`crate::engine::cost::declared_pool`],
-/// the one formula `check` (GP013, GP017) and the comparison use, so the guardrail prices
-/// what `render --declared` would create.
-pub(crate) fn declared_costs(p: &Plan, catalog: &Catalog) -> BTreeMap<String, f64> {
-    p.pools()
-        .iter()
-        .filter_map(|pool| {
-            let c = crate::engine::cost::declared_pool(p, catalog, pool)?;
-            Some((pool.name.get().clone(), c.expected))
-        })
-        .collect()
+/// What the declared pools cost a month: each by name, and all of them at their maximum.
+pub(crate) struct DeclaredCosts {
+    pub by_pool: BTreeMap<String, f64>,
+    pub at_max: f64,
+}
+
+/// What each declared pool costs a month, by name, and the pools at maximum, priced once:
+/// [`crate::engine::cost::declared_pool`], the one formula `check` (GP013, GP017) and the
+/// comparison use, so the guardrail prices what `render --declared` would create.
+pub(crate) fn declared_costs(p: &Plan, catalog: &Catalog) -> DeclaredCosts {
+    let mut out = DeclaredCosts {
+        by_pool: BTreeMap::new(),
+        at_max: 0.0,
+    };
+    for pool in p.pools() {
+        if let Some(c) = crate::engine::cost::declared_pool(p, catalog, pool) {
+            out.by_pool.insert(pool.name.get().clone(), c.expected);
+            out.at_max += c.at_max;
+        }
+    }
+    out
 }
 
 /// Named tables of an array (`[[workload]]`, `[[pool]]`) compared by name and key.
@@ -271,28 +281,14 @@ fn lines(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Vec<C
         .collect()
 }
 
-/// The declared pools' at-maximum monthly cost, when the plan declares any.
-fn declared_at_max(p: &Plan, catalog: &Catalog) -> Option<f64> {
-    (!p.pools().is_empty()).then(|| {
-        cents(
-            p.pools()
-                .iter()
-                .filter_map(|pool| crate::engine::cost::declared_pool(p, catalog, pool))
-                .map(|c| c.at_max)
-                .sum::<f64>(),
-        )
-    })
-}
-
-fn side(v: &Version<'_>, declared: &BTreeMap<String, f64>) -> Side {
-    let (p, r) = (v.plan, v.rec);
+fn side(p: &Plan, r: &Recommendation, declared: &DeclaredCosts) -> Side {
+    let any = !p.pools().is_empty();
     Side {
         plan: p.name().to_owned(),
         source: p.file.name.clone(),
         total_monthly_cost_usd: r.total_monthly_cost_usd,
-        declared_monthly_cost_usd: (!p.pools().is_empty())
-            .then(|| cents(declared.values().sum::<f64>())),
-        declared_monthly_cost_at_max_usd: declared_at_max(p, v.catalog),
+        declared_monthly_cost_usd: any.then(|| cents(declared.by_pool.values().sum::<f64>())),
+        declared_monthly_cost_at_max_usd: any.then(|| cents(declared.at_max)),
         unsatisfied: r.unsatisfied.iter().map(|u| u.workload.clone()).collect(),
     }
 }
@@ -325,28 +321,27 @@ pub(crate) fn compute(b: Version<'_>, h: Version<'_>) -> Diff {
             .collect()
     };
     let delta = rh.total_monthly_cost_usd - rb.total_monthly_cost_usd;
-    let (base_side, head_side) = (side(&b, &db), side(&h, &dh));
-    let declared = match (
+    let (base_side, head_side) = (side(base, rb, &db), side(head, rh, &dh));
+    // A figure on either side, the other's missing one counted as nothing.
+    let both = |x: Option<f64>, y: Option<f64>| {
+        (x.is_some() || y.is_some()).then(|| (x.unwrap_or(0.0), y.unwrap_or(0.0)))
+    };
+    let declared = both(
         base_side.declared_monthly_cost_usd,
         head_side.declared_monthly_cost_usd,
-    ) {
-        (None, None) => None,
-        (x, y) => Some((x.unwrap_or(0.0), y.unwrap_or(0.0))),
-    };
+    );
     Diff {
         schema: SCHEMA,
         declared_delta_usd: declared.map(|(x, y)| cents(y - x)),
-        declared_at_max_delta_usd: match (
+        declared_at_max_delta_usd: both(
             base_side.declared_monthly_cost_at_max_usd,
             head_side.declared_monthly_cost_at_max_usd,
-        ) {
-            (None, None) => None,
-            (x, y) => Some(cents(y.unwrap_or(0.0) - x.unwrap_or(0.0))),
-        },
+        )
+        .map(|(x, y)| cents(y - x)),
         declared_delta_pct: declared
             .filter(|(x, _)| *x > 0.0)
             .map(|(x, y)| ((y - x) / x * 10_000.0).round() / 100.0),
-        declared_pools: lines(&db, &dh),
+        declared_pools: lines(&db.by_pool, &dh.by_pool),
         base: base_side,
         head: head_side,
         delta_usd: cents(delta),
