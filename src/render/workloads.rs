@@ -58,9 +58,8 @@ pub struct ServingView {
 /// Whether AKS partitions the pool's GPUs itself (`gpu_instance`, the single strategy): the
 /// GPU Operator's MIG manager must leave them be.
 pub(super) fn aks_mig(rec: &Recommendation, p: &RecPool) -> bool {
-    p.sharing == Sharing::Mig
+    p.mig_partitioner() == Some(crate::core::MigManager::Aks)
         && super::provider::Profile::of(rec.provider).managed_mig
-        && p.mig_manager == crate::plan::raw::MigManager::Aks
 }
 
 /// A cpu count or GiB figure as a Kubernetes quantity: `4`, `500m`, `32Gi`, `7.5Gi`.

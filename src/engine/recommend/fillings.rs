@@ -13,17 +13,20 @@ use crate::core::{MigManager, Sharing};
 pub(crate) type Filling = (Vec<IndexMap<String, u32>>, u32);
 
 impl RecPool {
+    /// Who partitions this pool's GPUs into MIG instances: `None` when it runs no MIG.
+    pub(crate) fn mig_partitioner(&self) -> Option<MigManager> {
+        match self.sharing {
+            Sharing::Mig => Some(self.mig_manager),
+            Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer => {
+                None
+            }
+        }
+    }
+
     /// Whether the GPU Operator's mig-manager partitions this pool's GPUs (rather than AKS,
     /// or no MIG at all).
     pub(crate) fn operator_mig(&self) -> bool {
-        match (self.sharing, self.mig_manager) {
-            (Sharing::Mig, MigManager::GpuOperator) => true,
-            (Sharing::Mig, MigManager::Aks) => false,
-            (
-                Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer,
-                _,
-            ) => false,
-        }
+        self.mig_partitioner() == Some(MigManager::GpuOperator)
     }
 
     /// The distinct node fillings of an operator-MIG pool at its maximum, in the order of
