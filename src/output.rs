@@ -14,6 +14,11 @@ pub(crate) struct Out {
     stdout_failed: std::sync::Mutex<Option<String>>,
 }
 
+/// `TERM=dumb`: a terminal that obeys no escape sequence.
+fn dumb_terminal() -> bool {
+    std::env::var_os("TERM").is_some_and(|t| t == "dumb")
+}
+
 /// Whether to colour: as asked, else only on a terminal that is not `TERM=dumb` (which
 /// understands no escape sequence) and where NO_COLOR is unset.
 fn colour(choice: ColorChoice, no_color: bool, dumb: bool, terminal: bool) -> bool {
@@ -29,7 +34,7 @@ impl Out {
         let color = colour(
             g.color,
             std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-            std::env::var_os("TERM").is_some_and(|t| t == "dumb"),
+            dumb_terminal(),
             std::io::stderr().is_terminal(),
         );
         Self {
@@ -92,8 +97,7 @@ impl Out {
     /// Progress of `what`: a spinner, or a bar of `total` steps.
     pub(crate) fn progress(&self, what: &str, total: Option<u64>) -> Progress {
         // A dumb terminal cannot redraw a line: no progress there either.
-        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
-        if self.quiet || dumb || !std::io::stderr().is_terminal() {
+        if self.quiet || dumb_terminal() || !std::io::stderr().is_terminal() {
             return Progress { bar: None };
         }
         let bar = match total {
