@@ -25,6 +25,12 @@ pub(crate) use error::{CmdError, CmdResult};
 /// Load the catalog the flags ask for.
 pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> CmdResult<Catalog> {
     let cache = g.cache.clone().or_else(crate::live::cache::default_dir);
+    // Shared with other readers; a refresh writing the cache now is waited for, so the files
+    // read are one refresh's, whole.
+    let _lock = match (&g.catalog, &cache) {
+        (None, Some(c)) => crate::fsio::lock(c, crate::fsio::Hold::Read, false)?,
+        _ => None,
+    };
     let catalog = match (&g.catalog, cache) {
         (Some(dir), _) => Catalog::from_dir(dir, providers),
         (None, Some(c)) if crate::live::cache::present(&c) => {

@@ -34,6 +34,12 @@ pub use crate::core::exit;
 pub fn run(cli: cli::Cli) -> u8 {
     remember_secrets();
     let out = output::Out::new(&cli.global);
+    if !cli.global.quiet {
+        fsio::on_wait(|text| {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr().lock(), "note: {text}");
+        });
+    }
     let result = match environment_error() {
         Some(e) => Err(e),
         None => dispatch(cli, &out),

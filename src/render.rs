@@ -413,6 +413,8 @@ pub(crate) fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Result<Drif
         path: e.path,
         source: e.source,
     };
+    // A render writing here now is waited for: its set is compared whole.
+    let _lock = crate::fsio::lock(dir, crate::fsio::Hold::Read, false).map_err(fail)?;
     let old = previous(dir)?;
     let mut all: Vec<(String, String)> =
         files.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -448,6 +450,14 @@ pub(crate) fn write(
         path: e.path,
         source: e.source,
     };
+    // Locked from reading the manifest to writing the new one, so a second render waits and
+    // removes what this one wrote: the manifest always names every file here.
+    let lock = crate::fsio::lock(dir, crate::fsio::Hold::Write, true)
+        .map_err(fail)?
+        .ok_or_else(|| RenderError::Write {
+            path: dir.to_owned(),
+            source: std::io::ErrorKind::NotFound.into(),
+        })?;
     let stale: Vec<String> = previous(dir)?
         .into_iter()
         .filter(|f| !files.contains_key(f))
@@ -460,6 +470,6 @@ pub(crate) fn write(
     for f in &stale {
         t.remove(f);
     }
-    t.commit().map_err(fail)?;
+    t.commit_in(&lock).map_err(fail)?;
     Ok(stale)
 }

@@ -112,6 +112,15 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
         },
         dry_run: args.dry_run,
     };
+    // One refresh at a time in a cache, from reading the previous files (each refreshed file
+    // keeps the rows of the regions not refreshed now) to writing the new ones: a second
+    // refresh waits, and then merges with this one's files instead of losing them.
+    let hold = if args.dry_run {
+        crate::fsio::Hold::Read
+    } else {
+        crate::fsio::Hold::Write
+    };
+    let lock = crate::fsio::lock(&dir, hold, !args.dry_run)?;
     let (scope, requests, tasks) = refresh::plan(request)?;
     if args.dry_run {
         for r in requests {
@@ -142,7 +151,10 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
                 other => other.to_string(),
             })
     };
-    let notes = cache::write(&dir, &entries, &scope.today, &verify)
+    let Some(lock) = lock else {
+        return fail(format!("`{}`: no such directory", dir.display()));
+    };
+    let notes = cache::write(&dir, &lock, &entries, &scope.today, &verify)
         .map_err(crate::live::LiveError::from)?;
     for n in notes {
         out.stderr(&format!("warning: {}\n", crate::core::redact(&n)));

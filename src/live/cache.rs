@@ -178,24 +178,23 @@ fn owned_entries(dir: &Path, notes: &mut Vec<String>) -> (toml::Table, Vec<toml:
 /// written first (exclusively created temporary files with unpredictable names, so a
 /// planted symlink is never followed), then renamed over their targets, `sources.toml`
 /// last: a reader sees the old list or the new one, never no cache.
+///
+/// The caller holds `lock`, the cache's write lock, for its whole run; a directory the lock
+/// made goes again if this fails.
 pub(crate) fn write(
     dir: &Path,
+    lock: &crate::fsio::DirLock,
     entries: &[Entry],
     fetched: &str,
     verify: &dyn Fn(&Path) -> Result<(), String>,
 ) -> Result<Vec<String>, CacheError> {
-    let existed = dir.exists();
     let mut notes = Vec::new();
-    let result = write_owned(dir, entries, fetched, verify, &mut notes).map(|()| notes);
-    if result.is_err() && !existed {
-        // A directory this refresh created and could not fill goes again (only if empty).
-        let _ = std::fs::remove_dir(dir);
-    }
-    result
+    write_owned(dir, lock, entries, fetched, verify, &mut notes).map(|()| notes)
 }
 
 fn write_owned(
     dir: &Path,
+    lock: &crate::fsio::DirLock,
     entries: &[Entry],
     fetched: &str,
     verify: &dyn Fn(&Path) -> Result<(), String>,
@@ -236,9 +235,11 @@ fn write_owned(
     });
     // The would-be cache, staged in a private temporary directory for `verify` to load
     // exactly as the next command will; the cache itself changes only below, in one set.
+    // Inside the cache, under gpuplan's own name: a run killed here leaves it where the
+    // next run that locks the cache sweeps it, never in a shared temporary directory.
     let stage = tempfile::Builder::new()
-        .prefix("gpuplan-stage-")
-        .tempdir()
+        .prefix(crate::fsio::STAGE_PREFIX)
+        .tempdir_in(dir)
         .map_err(io)?;
     for f in &files {
         let p = f.get("path").and_then(|v| v.as_str()).unwrap_or("");
@@ -303,6 +304,6 @@ fn write_owned(
     // old list or the new one, never no cache).
     set.put(TAG, TAG_TEXT.as_bytes().to_vec());
     set.put("sources.toml", list.into_bytes());
-    set.commit().map_err(in_set)?;
+    set.commit_in(lock).map_err(in_set)?;
     Ok(())
 }

@@ -555,3 +555,115 @@ fn a_damaged_cache_list_is_refused_at_its_own_lines() {
         );
     }
 }
+
+/// A server answering every query with one H100 row for the region the query names, after
+/// `delay`: two refreshes asking at once overlap.
+fn slow_regional_server(delay: Duration) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!(
+        "http://{}/api/retail/prices",
+        listener.local_addr().expect("addr")
+    );
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { break };
+            std::thread::spawn(move || {
+                conn.set_read_timeout(Some(Duration::from_secs(5))).ok();
+                let mut buf = vec![0u8; 8192];
+                let n = conn.read(&mut buf).unwrap_or(0);
+                let line = String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_owned();
+                let region = if line.contains("westus2") {
+                    "westus2"
+                } else {
+                    "eastus"
+                };
+                std::thread::sleep(delay);
+                let body = page(
+                    &[item(
+                        "Standard_ND96isr_H100_v5",
+                        "Virtual Machines NDsr H100 v5 Series",
+                        "ND96isrH100v5",
+                        "Consumption",
+                        90.0,
+                        "",
+                    )
+                    .replace(
+                        "\"armRegionName\":\"eastus\"",
+                        &format!("\"armRegionName\":\"{region}\""),
+                    )],
+                    None,
+                );
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(reply.as_bytes());
+            });
+        }
+    });
+    url
+}
+
+/// Issue 43: two refreshes of different regions into one cache at once both exited 0 and
+/// the first to finish was lost. The second now waits for the first (saying so) and keeps
+/// its rows.
+#[test]
+fn two_refreshes_at_once_both_land_in_the_cache() {
+    let url = slow_regional_server(Duration::from_millis(700));
+    for round in 0..3 {
+        let dir = tempfile::tempdir().expect("tmp");
+        let cache = dir.path().join("cache");
+        let run = |region: &str| {
+            let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuplan"));
+            c.current_dir(env!("CARGO_MANIFEST_DIR"))
+                .env("GPUPLAN_TODAY", "2026-12-02")
+                .env("NO_COLOR", "1")
+                .env("GPUPLAN_CACHE", &cache)
+                .env("GPUPLAN_AZURE_PRICES_URL", &url)
+                .args([
+                    "catalog",
+                    "refresh",
+                    "--only",
+                    "prices",
+                    "--provider",
+                    "azure",
+                    "--region",
+                    region,
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().expect("spawn")
+        };
+        let a = run("eastus");
+        let b = run("westus2");
+        let (a, b) = (
+            a.wait_with_output().expect("a"),
+            b.wait_with_output().expect("b"),
+        );
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&a.stderr),
+            String::from_utf8_lossy(&b.stderr)
+        );
+        assert!(
+            a.status.success() && b.status.success(),
+            "round {round}: {said}"
+        );
+        let csv = std::fs::read_to_string(cache.join("azure/prices-retail.csv")).expect("cache");
+        assert!(
+            csv.contains("Standard_ND96isr_H100_v5,eastus,")
+                && csv.contains("Standard_ND96isr_H100_v5,westus2,"),
+            "round {round}: one refresh was lost:\n{csv}\n{said}"
+        );
+        // Nothing of either run is left beside the cache's files.
+        let names: Vec<String> = std::fs::read_dir(&cache)
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains("gpuplan-")), "{names:?}");
+    }
+}
