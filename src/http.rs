@@ -11,6 +11,18 @@ pub(crate) enum Failure {
     Transport(String),
     /// An answer that is not the JSON expected (truncated, another shape).
     Decode(String),
+    /// A redirect (3xx) and where to: never followed, so a credential reaches only the
+    /// address the user gave, and the final host is always one they named.
+    Redirect(u16, String),
+}
+
+/// The HTTP client every gpuplan request goes through: `timeout` for the whole request, and
+/// no redirect followed ([`Failure::Redirect`] names where it pointed).
+pub(crate) fn agent(timeout: std::time::Duration) -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(timeout)
+        .redirects(0)
+        .build()
 }
 
 /// The most of one answer that is read: a Prometheus range query over a quarter of a large
@@ -18,7 +30,7 @@ pub(crate) enum Failure {
 pub(crate) const MAX_BODY_BYTES: u64 = 1 << 30;
 
 /// Tries in all for 429 and 5xx.
-const TRIES: u32 = 3;
+pub(crate) const TRIES: u32 = 3;
 
 /// GET `request()` (called once per try, so it can count or sign each one) and parse the JSON
 /// answer.
@@ -28,8 +40,8 @@ pub(crate) fn get_json<T: DeserializeOwned>(
     send_json(request, None)
 }
 
-/// Send `request()` (with `body` as JSON when given) and parse the JSON answer. 429 and 5xx
-/// are retried, waiting `Retry-After` seconds, else the try's number of seconds, and never
+/// Send `request()` (with `body` as JSON when given) and parse the JSON answer. 429, 5xx and
+/// a request that timed out are retried, waiting `Retry-After` seconds, else the try's number of seconds, and never
 /// more than 10.
 pub(crate) fn send_json<T: DeserializeOwned>(
     request: impl Fn() -> ureq::Request,
@@ -58,6 +70,10 @@ pub(crate) fn send_with<T>(
         };
         match sent {
             // Streamed: a large answer is far beyond what reading it into one string allows.
+            Ok(r) if (300..400).contains(&r.status()) => {
+                let to = r.header("Location").unwrap_or("").to_owned();
+                return Err(Failure::Redirect(r.status(), to));
+            }
             Ok(r) => {
                 let mut body = std::io::Read::take(r.into_reader(), MAX_BODY_BYTES);
                 return read(&mut body).map_err(|e| {
@@ -80,6 +96,11 @@ pub(crate) fn send_with<T>(
             Err(ureq::Error::Status(code, r)) => {
                 return Err(Failure::Status(code, r.into_string().unwrap_or_default()))
             }
+            // A request that ran out of time is tried again (a busy server often answers the
+            // second time, its caches warm), after the try's number of seconds.
+            Err(ureq::Error::Transport(t)) if timed_out(&t.to_string()) && attempt < TRIES => {
+                std::thread::sleep(std::time::Duration::from_secs(u64::from(attempt)));
+            }
             Err(ureq::Error::Transport(t)) => return Err(Failure::Transport(t.to_string())),
         }
     }
@@ -94,5 +115,20 @@ pub(crate) fn describe(what: &str, f: Failure) -> String {
             crate::core::printable(&body.chars().take(200).collect::<String>())
         ),
         Failure::Transport(t) => format!("cannot reach {what}: {t}"),
+        Failure::Redirect(code, to) => redirected(what, code, &to),
     }
+}
+
+/// The message for a redirect gpuplan did not follow.
+pub(crate) fn redirected(what: &str, code: u16, to: &str) -> String {
+    format!(
+        "{what} answered HTTP {code}, a redirect to `{}`; gpuplan follows no redirect (a credential goes only to the address you gave): give that address instead",
+        crate::core::printable(&crate::core::redact(&crate::core::excerpt(to, 300)))
+    )
+}
+
+/// Whether a transport failure was the request's time running out.
+pub(crate) fn timed_out(t: &str) -> bool {
+    let t = t.to_ascii_lowercase();
+    t.contains("timed out") || t.contains("timeout")
 }

@@ -889,7 +889,7 @@ pub(crate) fn plan(scope: &Scope) -> Result<(Vec<String>, Vec<Task>), String> {
             run: Box::pin(async move {
                 let u = url.clone();
                 let advisor = tokio::task::spawn_blocking(move || {
-                    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+                    let agent = crate::http::agent(timeout);
                     crate::http::get_json::<serde_json::Value>(|| agent.get(&u))
                         .map_err(|f| {
                             crate::http::describe(&format!("Spot Instance Advisor at {u}"), f)

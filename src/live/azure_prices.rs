@@ -129,7 +129,7 @@ pub(crate) struct Client {
 
 impl Client {
     fn get(&self, url: &str) -> Result<Page, String> {
-        let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
+        let agent = crate::http::agent(self.timeout);
         let request = || agent.get(url);
         crate::http::get_json(request)
             .map_err(|f| crate::http::describe(&format!("Azure Retail Prices at {}", self.base), f))

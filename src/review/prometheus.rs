@@ -74,7 +74,7 @@ impl Client {
             "{}/api/v1/status/buildinfo",
             self.base.trim_end_matches('/')
         );
-        let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
+        let agent = crate::http::agent(self.timeout);
         let req = self.authorize(agent.get(&url));
         req.call()
             .ok()
@@ -126,7 +126,7 @@ impl Client {
             });
             format!("{m}{{{extra}{c}}}").replace("{,", "{")
         };
-        let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
+        let agent = crate::http::agent(self.timeout);
         let request = || {
             self.authorize(
                 agent
@@ -153,7 +153,7 @@ impl Client {
     /// file reader's bounds.
     fn run(&self, job: &Job<'_>, grid: Grid, out: &mut Answers) -> Result<(), ReviewError> {
         let url = format!("{}/api/v1/query_range", self.base.trim_end_matches('/'));
-        let agent = ureq::AgentBuilder::new().timeout(self.timeout).build();
+        let agent = crate::http::agent(self.timeout);
         let step = grid.step.to_string();
         let request = || {
             self.authorize(
@@ -214,9 +214,24 @@ impl Client {
                     crate::core::printable(&crate::core::redact(&detail))
                 )));
             }
+            Err(Failure::Transport(t)) if crate::http::timed_out(&t) => {
+                return Err(ReviewError::Prometheus(format!(
+                    "Prometheus at {} did not answer a query within --timeout {} s (tried {} times); give it longer with `--timeout SECONDS`, or ask less at once with a coarser `--step` or a shorter `--window`",
+                    self.shown(),
+                    self.timeout.as_secs(),
+                    crate::http::TRIES
+                )));
+            }
             Err(Failure::Transport(t)) => {
                 return Err(ReviewError::Prometheus(crate::core::redact_short(
                     &format!("cannot reach Prometheus at {}: {t}", self.base),
+                )));
+            }
+            Err(Failure::Redirect(code, to)) => {
+                return Err(ReviewError::Prometheus(crate::http::redirected(
+                    &format!("Prometheus at {}", self.shown()),
+                    code,
+                    &to,
                 )));
             }
         };
