@@ -31,6 +31,15 @@ pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Cmd
         (None, Some(c)) => crate::fsio::lock(c, crate::fsio::Hold::Read, false)?,
         _ => None,
     };
+    if let (None, Some(c)) = (&g.catalog, &cache) {
+        if let crate::live::cache::State::Damaged(why) = crate::live::cache::state(c) {
+            return Err(CmdError::Usage(format!(
+                "the refresh cache `{}` is damaged: {why}; {}",
+                crate::core::shown(c),
+                crate::live::cache::DAMAGED_FIX
+            )));
+        }
+    }
     let catalog = match (&g.catalog, cache) {
         (Some(dir), _) => Catalog::from_dir(dir, providers),
         (None, Some(c)) if crate::live::cache::present(&c) => {

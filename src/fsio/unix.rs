@@ -51,6 +51,13 @@ fn open_root(root: &Path, create: bool) -> io::Result<(OwnedFd, Vec<PathBuf>)> {
             let mut made = Vec::new();
             let mut at = PathBuf::new();
             for c in root.components() {
+                // `x/../cache` with no `x`: the system would make `x` to go back out of it.
+                if c == Component::ParentDir && made.last() == Some(&at) {
+                    return Err(refuse(
+                        io::ErrorKind::NotFound,
+                        "a `..` follows a directory that does not exist; give the path without it",
+                    ));
+                }
                 at.push(c);
                 if !at.exists() {
                     made.push(at.clone());

@@ -31,13 +31,55 @@ const LIST_HEADER: &str = "# Files refreshed by `gpuplan catalog refresh`";
 /// from before the tag, a `sources.toml` that is gpuplan's own list), never merely a file
 /// called `sources.toml`.
 pub(crate) fn present(dir: &Path) -> bool {
-    let read = |name: &str| crate::fsio::read_text(&dir.join(name), 1 << 20).ok();
-    let Some(list) = read("sources.toml") else {
-        return false;
-    };
-    let tagged = read(TAG).is_some_and(|t| t.starts_with(TAG_SIGNATURE) && t.contains("gpuplan"));
-    tagged || list.starts_with(LIST_HEADER) && toml::from_str::<toml::Table>(&list).is_ok()
+    matches!(state(dir), State::Ours)
 }
+
+/// What a cache directory is.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Not a gpuplan cache (missing, empty, or someone else's directory).
+    Absent,
+    /// gpuplan's cache, its list readable.
+    Ours,
+    /// gpuplan's cache (its tag, or its list's first line, says so) whose `sources.toml`
+    /// cannot be read: why.
+    Damaged(String),
+}
+
+/// Whether `dir` is gpuplan's cache, and whether its list can be read.
+pub(crate) fn state(dir: &Path) -> State {
+    let read = |name: &str| crate::fsio::read(&dir.join(name), 1 << 20);
+    let tagged = read(TAG).is_ok_and(|t| {
+        t.starts_with(TAG_SIGNATURE.as_bytes()) && t.windows(7).any(|w| w == b"gpuplan")
+    });
+    match read("sources.toml") {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(_) if tagged => State::Ours,
+            Ok(list)
+                if list.starts_with(LIST_HEADER)
+                    && toml::from_str::<toml::Table>(&list).is_ok() =>
+            {
+                State::Ours
+            }
+            Ok(_) => State::Absent,
+            Err(e) if tagged || e.as_bytes().starts_with(LIST_HEADER.as_bytes()) => {
+                State::Damaged(format!(
+                    "its sources.toml is not UTF-8 text (an invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ))
+            }
+            Err(_) => State::Absent,
+        },
+        Err(e) if tagged && e.kind() == std::io::ErrorKind::NotFound => {
+            State::Damaged("it has gpuplan's CACHEDIR.TAG but no sources.toml".into())
+        }
+        Err(e) if tagged => State::Damaged(format!("its sources.toml cannot be read: {e}")),
+        Err(_) => State::Absent,
+    }
+}
+
+/// What to do about a damaged cache, for messages.
+pub(crate) const DAMAGED_FIX: &str = "run `gpuplan catalog refresh` to rebuild it (the files it lists are replaced), or remove the directory";
 
 /// A refreshed CSV file: `header`, then the previous file's rows for regions not refreshed
 /// now (column `region_col`), then `rows`. Written with the csv crate, so any field may hold
@@ -136,7 +178,17 @@ use crate::source::safe_path;
 /// The cache's own list of files (`[[file]]` of `sources.toml`), keeping only entries whose
 /// path is safe and whose file is there: a tampered or damaged list never steers a write.
 fn owned_entries(dir: &Path, notes: &mut Vec<String>) -> (toml::Table, Vec<toml::Value>) {
-    let text = crate::fsio::read_text(&dir.join("sources.toml"), 1 << 20).unwrap_or_default();
+    let text = match crate::fsio::read_text(&dir.join("sources.toml"), 1 << 20) {
+        Ok(t) => t,
+        Err(e) => {
+            if let State::Damaged(why) = state(dir) {
+                notes.push(format!(
+                    "the cache was damaged ({why}: {e}); its list is rebuilt from this refresh, and files it listed before stay on disk unused until refreshed again"
+                ));
+            }
+            String::new()
+        }
+    };
     let mut sources: toml::Table = match toml::from_str(&text) {
         Ok(t) => t,
         Err(e) => {
@@ -208,7 +260,7 @@ fn write_owned(
         Ok(m) if !(m.is_dir() || m.file_type().is_symlink() && dir.is_dir()) => {
             return Err(CacheError::NotADirectory(crate::core::shown(dir)))
         }
-        Ok(_) if !present(dir) => {
+        Ok(_) if state(dir) == State::Absent => {
             let mut names: Vec<String> = std::fs::read_dir(dir)
                 .map_err(io)?
                 .filter_map(|e| e.ok())
@@ -224,7 +276,7 @@ fn write_owned(
         }
         _ => {}
     }
-    let (mut sources, mut files) = if present(dir) {
+    let (mut sources, mut files) = if state(dir) != State::Absent {
         owned_entries(dir, notes)
     } else {
         (toml::Table::new(), Vec::new())

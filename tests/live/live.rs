@@ -667,3 +667,55 @@ fn two_refreshes_at_once_both_land_in_the_cache() {
         assert!(names.iter().all(|n| !n.contains("gpuplan-")), "{names:?}");
     }
 }
+
+/// Issue 43: one invalid byte in the cache's `sources.toml` made every command ignore the
+/// cache without a word, and the next refresh said there was no `sources.toml`. The damage
+/// is named with what to do, and a refresh rebuilds the cache.
+#[test]
+fn a_damaged_cache_is_named_and_a_refresh_rebuilds_it() {
+    let url = slow_regional_server(Duration::from_millis(0));
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
+    let list = cache.join("sources.toml");
+    let mut bytes = std::fs::read(&list).expect("list");
+    bytes.insert(60, 0xff);
+    std::fs::write(&list, &bytes).expect("damage");
+    let out = gpuplan(&cache, &url)
+        .args(["recommend", "plans/minimal.toml"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is damaged")
+            && err.contains("not UTF-8")
+            && err.contains("gpuplan catalog refresh"),
+        "{err}"
+    );
+    let out = gpuplan(&cache, &url)
+        .args(EASTUS_PRICES)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("the cache was damaged"), "{err}");
+    gpuplan(&cache, &url)
+        .args(["recommend", "plans/minimal.toml"])
+        .assert()
+        .code(0);
+    // A cache path through a directory that does not exist makes nothing on the way.
+    let out = common::gpuplan(&dir.path().join("x/../dotcache"))
+        .current_dir(dir.path())
+        .env("GPUPLAN_AZURE_PRICES_URL", &url)
+        .args(EASTUS_PRICES)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.path().join("x").exists() && !dir.path().join("dotcache").exists());
+}
