@@ -51,9 +51,21 @@ impl Out {
     }
 
     pub(crate) fn stdout(&self, s: &str) {
-        // The last line of defence: whatever a command prints, no credential it was handed
-        // and no URL's user info reaches the terminal or a pipe.
+        self.write_stdout(s, false);
+    }
+
+    /// [`Out::stdout`] for gpuplan's own GitHub workflow commands (`::error file=…::…`),
+    /// whose data the workflow-command rules escaped: their leading `::` stays.
+    pub(crate) fn stdout_commands(&self, s: &str) {
+        self.write_stdout(s, true);
+    }
+
+    fn write_stdout(&self, s: &str, commands: bool) {
+        // The last line of defence: whatever a command prints, no credential it was handed,
+        // no URL's user info, no raw control character and no CI command from data reaches
+        // the terminal or a pipe.
         let s = &crate::core::redact(s);
+        let s = &*crate::core::format::terminal_safe(s, commands);
         let mut o = std::io::stdout().lock();
         // A closed pipe (`gpuplan ... | head`) is not worth a panic, but it is not success.
         if let Err(e) = o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
@@ -65,6 +77,7 @@ impl Out {
 
     pub(crate) fn stderr(&self, s: &str) {
         let s = &crate::core::redact(s);
+        let s = &*crate::core::format::terminal_safe(s, false);
         let mut e = std::io::stderr().lock();
         let _ = e.write_all(s.as_bytes());
         let _ = e.flush();

@@ -113,7 +113,7 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
             out.stdout(&sarif::sarif(&findings, &errors, args.docs_url.as_deref()))
         }
         CheckFormat::Github => {
-            out.stdout(&github::annotations(&findings, &errors));
+            out.stdout_commands(&github::annotations(&findings, &errors));
             out.info(&output::summary_with_errors(
                 &findings,
                 &errors,

@@ -44,7 +44,10 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
         out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
     }
     if let Some(dest) = &args.write_plan {
-        let text = crate::render::write_plan::plan_with_pools(&p, &rec)?;
+        let text = crate::core::format::as_written(
+            &p.file.text,
+            &crate::render::write_plan::plan_with_pools(&p, &rec)?,
+        );
         // OUT may be the plan itself: rewriting it is what the flag is for.
         if super::write_output(out, dest, &text, &[])? {
             out.stderr(&format!(

@@ -207,7 +207,8 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             .flatten()
             .map(|p| p.as_path())
             .collect();
-        if super::write_output(out, dest, &n.text, &telemetry)? {
+        let written = crate::core::format::as_written(&p.file.text, &n.text);
+        if super::write_output(out, dest, &written, &telemetry)? {
             out.stderr(&format!(
                 "wrote next quarter's plan ({}, {} workload(s) changed) to `{}`\n",
                 r.next_quarter.quarter,

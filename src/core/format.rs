@@ -287,6 +287,110 @@ pub fn excerpt(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Characters that change how text around them is shown without being visible: bidi
+/// embeddings, overrides and isolates (a right-to-left override makes `exe.txt` of
+/// `txt.exe`), zero-width spaces and joiners, the byte-order mark, soft hyphen. Unicode's
+/// format characters that a terminal or a review page would obey.
+pub fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00ad}'
+            | '\u{061c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+    )
+}
+
+/// Text as it may reach a terminal or a CI log, whatever it holds: the last defence, applied
+/// to everything gpuplan prints.
+///
+/// - A control character (NUL, a carriage return, a C1 control, an escape sequence other
+///   than a colour) or an invisible one ([`invisible`]) is written `\uXXXX`, which JSON
+///   reads back as the same character, so machine output keeps its meaning.
+/// - A line a CI runner would take as a command is defused: GitHub Actions runs a line whose
+///   first non-blank characters are `::` (`::set-env`, `::add-mask`) and, in its older
+///   syntax, any line holding `##[`; such a `:` or `#` is written `\u003a` / `\u0023`.
+///   With `commands` the caller's own workflow-command lines (`check --format github`) keep
+///   their leading `::`; their data was escaped by the workflow-command rules.
+pub fn terminal_safe(text: &str, commands: bool) -> std::borrow::Cow<'_, str> {
+    let suspicious = |c: char| (c.is_control() && c != '\n' && c != '\t') || invisible(c);
+    let clean = !text.chars().any(suspicious)
+        && !text.contains("##[")
+        && (commands || !text.split('\n').any(|l| l.trim_start().starts_with("::")));
+    if clean {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for line in text.split_inclusive('\n') {
+        let lead = line.len() - line.trim_start().len();
+        let mut rest = line;
+        if !commands && line.trim_start().starts_with("::") {
+            out.push_str(&line[..lead]);
+            out.push_str("\\u003a");
+            rest = &line[lead + 1..];
+        }
+        push_safe(&mut out, rest);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn push_safe(out: &mut String, line: &str) {
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '\u{1b}' {
+            // A colour (SGR: `ESC [ digits ; m`) is the one escape sequence kept.
+            let tail = &line[i + 1..];
+            let sgr = tail.strip_prefix('[').and_then(|t| {
+                let n = t
+                    .bytes()
+                    .take_while(|b| b.is_ascii_digit() || *b == b';')
+                    .count();
+                (t.as_bytes().get(n) == Some(&b'm')).then_some(n + 2)
+            });
+            if let Some(len) = sgr {
+                out.push_str(&line[i..i + 1 + len]);
+                for _ in 0..len {
+                    chars.next();
+                }
+                continue;
+            }
+        }
+        if (c.is_control() && c != '\n' && c != '\t') || invisible(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else if c == '#' && line[i..].starts_with("##[") {
+            out.push_str("\\u0023");
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// `new`, a rewrite of `original`, in the original's own conventions: its byte-order mark
+/// and, when its lines end in CRLF, CRLF line endings, so `--write-plan` changes only what it
+/// means to change (a Windows checkout stays a Windows file).
+pub fn as_written(original: &str, new: &str) -> String {
+    let bom = original.starts_with('\u{feff}');
+    let body = new.strip_prefix('\u{feff}').unwrap_or(new);
+    let crlf = original
+        .find('\n')
+        .is_some_and(|i| original[..i].ends_with('\r'));
+    let body = if crlf {
+        body.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        body.to_owned()
+    };
+    if bom {
+        format!("\u{feff}{body}")
+    } else {
+        body
+    }
+}
+
 pub fn printable(text: &str) -> String {
     escaped(text, |_| true)
 }
@@ -324,6 +428,10 @@ pub fn md(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
+            // `@name` would notify that person or team wherever the comment is posted; a
+            // zero-width space between them (as an entity: no invisible character is
+            // printed) keeps the text and drops the ping.
+            '@' if !in_code => out.push_str("@&#8203;"),
             c if c.is_control() => {}
             c => out.push(c),
         }
@@ -346,7 +454,7 @@ pub fn printable_lines(text: &str) -> String {
 }
 
 fn escaped(text: &str, escape: impl Fn(char) -> bool) -> String {
-    let bad = |c: char| c.is_control() && escape(c);
+    let bad = |c: char| c.is_control() && escape(c) || invisible(c);
     if !text.chars().any(bad) {
         return text.to_owned();
     }
@@ -364,6 +472,53 @@ fn escaped(text: &str, escape: impl Fn(char) -> bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nothing_from_data_reaches_a_terminal_or_a_ci_log_as_a_command() {
+        let hostile = "price\n::set-env name=PATH::/tmp\n  ::add-mask::x\nok ##[set-output name=a]b\0\u{202e}txt.exe\u{200b}\r";
+        let shown = terminal_safe(hostile, false);
+        for line in shown.lines() {
+            assert!(!line.trim_start().starts_with("::"), "{line}");
+            assert!(!line.contains("##["), "{line}");
+            assert!(
+                !line.chars().any(|c| c.is_control() || invisible(c)),
+                "{line:?}"
+            );
+        }
+        assert!(
+            shown.contains("\\u003a:set-env") && shown.contains("\\u202e"),
+            "{shown}"
+        );
+        // JSON reads the escapes back as the very characters: machine output keeps its data.
+        let json = serde_json::to_string(&serde_json::json!({"s": "a\u{202e}\u{85}##[x"})).unwrap();
+        let safe = terminal_safe(&json, false);
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back["s"], "a\u{202e}\u{85}##[x");
+        // Colours stay; other escape sequences do not; gpuplan's own annotations keep `::`.
+        assert_eq!(
+            terminal_safe("\u{1b}[1;31merror\u{1b}[0m", false),
+            "\u{1b}[1;31merror\u{1b}[0m"
+        );
+        assert_eq!(terminal_safe("\u{1b}[2J", false), "\\u001b[2J");
+        assert_eq!(
+            terminal_safe("::error file=a::m\n", true),
+            "::error file=a::m\n"
+        );
+        assert!(matches!(
+            terminal_safe("plain text\n", false),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn a_rewrite_keeps_the_files_bom_and_line_endings() {
+        assert_eq!(
+            as_written("\u{feff}a = 1\r\nb = 2\r\n", "a = 1\r\nb = 3\nc = 4\n"),
+            "\u{feff}a = 1\r\nb = 3\r\nc = 4\r\n"
+        );
+        assert_eq!(as_written("a = 1\n", "a = 2\n"), "a = 2\n");
+        assert_eq!(as_written("a = 1\n", "\u{feff}a = 2\r\n"), "a = 2\r\n");
+    }
 
     #[test]
     fn control_characters_are_written_as_escapes() {

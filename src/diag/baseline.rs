@@ -161,7 +161,10 @@ pub(crate) fn read(path: &Path) -> Result<Baseline, BaselineError> {
         path: shown.clone(),
         source,
     })?;
-    let b: Baseline = serde_json::from_str(&text).map_err(|e| BaselineError::Parse {
+    // A BOM, which some Windows editors write, is accepted as it is in a plan (RFC 8259
+    // lets a parser ignore it).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let b: Baseline = serde_json::from_str(text).map_err(|e| BaselineError::Parse {
         path: shown.clone(),
         line: e.line(),
         column: e.column(),

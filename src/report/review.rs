@@ -515,11 +515,14 @@ fn markdown_to_html(md: &str) -> String {
     let mut in_table = false;
     let mut in_list = false;
     let inline = |s: &str| {
-        // The Markdown escapes (`\|`, `\[`, `\]`) are for Markdown; HTML shows the character.
+        // The Markdown escapes (`\|`, `\[`, `\]`, `&lt;`, the mention breaker) are for
+        // Markdown; HTML shows the character, escaped once.
         let e = esc(&s
             .replace("\\|", "|")
             .replace("\\[", "[")
-            .replace("\\]", "]"));
+            .replace("\\]", "]")
+            .replace("&lt;", "<")
+            .replace("@&#8203;", "@"));
         let mut out = String::new();
         for (i, part) in e.split('`').enumerate() {
             if i % 2 == 1 {

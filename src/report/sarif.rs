@@ -128,9 +128,19 @@ fn location(d: &Diag) -> Value {
     })
 }
 
-/// A relative path as a URI reference: forward slashes, no `./`, spaces and `%` escaped.
+/// A relative path as a URI reference (RFC 3986): forward slashes, no `./`, and every byte
+/// but an unreserved character or `/` percent-encoded, so a file name with a space, a
+/// newline, `<`, `>` or `#` stays one valid reference.
 fn uri(path: &str) -> String {
     let p = path.replace('\\', "/");
     let p = p.strip_prefix("./").unwrap_or(&p);
-    p.replace('%', "%25").replace(' ', "%20")
+    let mut out = String::with_capacity(p.len());
+    for b in p.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }

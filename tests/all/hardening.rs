@@ -609,3 +609,224 @@ fn a_huge_name_is_refused_in_a_few_lines() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("huge.toml:5:8"), "{err}");
 }
+
+/// Whether any line of `text` is one a CI runner would obey or a terminal would be steered
+/// by: GitHub's `::command` (after blanks) or `##[command]`, a raw control character other
+/// than a tab or colour, an invisible bidi or zero-width character.
+fn obeyed_line(text: &str) -> Option<String> {
+    text.split('\n').find_map(|l| {
+        let bad = l.trim_start().starts_with("::")
+            || l.contains("##[")
+            || l.chars().any(|c| {
+                (c.is_control() && c != '\t' && c != '\u{1b}')
+                    || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+            });
+        bad.then(|| format!("{l:?}"))
+    })
+}
+
+/// Issue 43: text from a price API was printed raw by `catalog --sku` (a line starting
+/// `::set-env`, NUL, a right-to-left override), and a Prometheus error body kept its
+/// newline, so a line starting `::` reached stderr. Data now reaches neither raw, in any
+/// format, while JSON still reads back the very characters.
+#[test]
+fn text_from_data_never_reaches_a_ci_log_as_a_command_or_raw() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let hostile = "x\n::set-env name=PATH::/tmp/evil\n##[add-mask]y\u{0}\u{202e}exe.txt\u{200b}";
+    let cat = catalog_with(dir.path(), "azure/prices-retail.csv", |t| {
+        t.replacen(
+            "\"Azure Retail Prices API capture (productName 'Virtual Machines NDsr H100 v5 Series', meterName 'ND96isrH100v5')\"",
+            &format!("\"{hostile}\""),
+            1,
+        )
+    });
+    for format in ["human", "json"] {
+        let out = gpuplan()
+            .arg("--catalog")
+            .arg(&cat)
+            .args([
+                "catalog",
+                "--sku",
+                "Standard_ND96isr_H100_v5",
+                "--region",
+                "eastus",
+                "--format",
+                format,
+                "--verbose",
+            ])
+            .output()
+            .expect("runs");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{format}: {stderr}");
+        assert!(
+            stdout.contains("set-env"),
+            "{format}: the source is shown: {stdout}"
+        );
+        for (name, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+            if let Some(l) = obeyed_line(text) {
+                panic!("{format} {name}: {l}");
+            }
+        }
+        if format == "json" {
+            let v: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+            assert!(
+                v.to_string().contains("\\u0000") || stdout.contains("\\u0000"),
+                "{stdout}"
+            );
+        }
+    }
+    // A Prometheus error body with a workflow command on its own line.
+    let server = common::mock::Mock::start(|_, _| {
+        common::mock::Resp::new(
+            400,
+            "application/json",
+            "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"bad\\n::set-env name=A::b\\n##[error]x\\u202e\"}",
+        )
+    });
+    let out = gpuplan()
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--window",
+            "1h",
+            "--prometheus",
+        ])
+        .arg(&server.url)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("set-env"), "the body is quoted: {stderr}");
+    if let Some(l) = obeyed_line(&stderr) {
+        panic!("review stderr: {l}");
+    }
+    // A ref naming a workflow command on its next line, and a zero-width character in a name.
+    let out = gpuplan()
+        .args([
+            "diff",
+            "--base-ref",
+            "main\n::set-env name=A::b",
+            "plans/minimal.toml",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    if let Some(l) = obeyed_line(&String::from_utf8_lossy(&out.stderr)) {
+        panic!("diff stderr: {l}");
+    }
+    let plan = dir.path().join("zw.toml");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/minimal.toml"))
+            .expect("plan");
+    let first = text.find("name = \"").expect("a name") + "name = \"".len();
+    std::fs::write(
+        &plan,
+        format!("{}\u{200b}{}", &text[..first], &text[first..]),
+    )
+    .expect("write");
+    let out = gpuplan().arg("check").arg(&plan).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("\\u{200b}") || stderr.contains("\\u200b"),
+        "shown escaped: {stderr}"
+    );
+    if let Some(l) = obeyed_line(&stderr) {
+        panic!("check stderr: {l}");
+    }
+}
+
+/// Issue 43, the smaller cases: a SARIF URI held a raw newline and `<`/`>`; an `@mention`
+/// in an allow reason pinged in the Markdown PR comment; a baseline with a BOM was refused
+/// while plans with one load; `--write-plan` turned CRLF into LF and dropped the BOM.
+#[test]
+fn smaller_cases_uris_mentions_boms_and_line_endings() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/mixed-estate.toml"),
+    )
+    .expect("plan")
+    .replace(
+        "reason = \"labeling spikes",
+        "reason = \"ask @platform-team or @octocat: labeling spikes",
+    )
+    .replace("expires = 2026-10-31 ", "expires = 2027-10-31 ");
+    let plan = dir.path().join("a\n<b> #1.toml");
+    std::fs::write(&plan, &text).expect("plan");
+    let out = gpuplan()
+        .args(["check", "--format", "sarif"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sarif");
+    let uri = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+        ["artifactLocation"]["uri"]
+        .as_str()
+        .expect("uri")
+        .to_owned();
+    assert!(!uri.contains(['\n', '<', '>', ' ', '#']), "{uri}");
+    let base = url::Url::parse("file:///src/").expect("base");
+    let joined = base.join(&uri).expect("a relative reference");
+    assert!(
+        joined.path().ends_with("a%0A%3Cb%3E%20%231.toml"),
+        "{joined}"
+    );
+    let out = gpuplan()
+        .args(["check", "--format", "markdown"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("platform-team"), "the reason is shown: {md}");
+    for who in ["@platform-team", "@octocat"] {
+        assert!(!md.contains(who), "{who} would be pinged: {md}");
+    }
+    // A baseline written, then saved by an editor with a BOM, is still a baseline.
+    let base_file = dir.path().join("baseline.json");
+    gpuplan()
+        .args(["check", "plans/mixed-estate.toml", "--write-baseline"])
+        .arg(&base_file)
+        .assert()
+        .code(0);
+    let with_bom = format!(
+        "\u{feff}{}",
+        std::fs::read_to_string(&base_file).expect("baseline")
+    );
+    std::fs::write(&base_file, with_bom).expect("bom");
+    let out = gpuplan()
+        .args(["check", "plans/mixed-estate.toml", "--baseline"])
+        .arg(&base_file)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `--write-plan` keeps a Windows plan's BOM and CRLF line endings.
+    let win = dir.path().join("win.toml");
+    let minimal =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/minimal.toml"))
+            .expect("plan");
+    std::fs::write(&win, format!("\u{feff}{}", minimal.replace('\n', "\r\n"))).expect("win");
+    gpuplan()
+        .arg("recommend")
+        .arg(&win)
+        .arg("--write-plan")
+        .arg(&win)
+        .assert()
+        .code(0);
+    let after = std::fs::read_to_string(&win).expect("after");
+    assert!(after.starts_with('\u{feff}'), "BOM kept");
+    assert!(after.contains("[[pool]]"), "{after}");
+    assert_eq!(
+        after.matches('\n').count(),
+        after.matches("\r\n").count(),
+        "every line CRLF"
+    );
+    gpuplan().arg("check").arg(&win).assert().code(0);
+}
