@@ -322,6 +322,7 @@ pub fn read_exposition(
     cluster: Option<&str>,
 ) -> Result<Read, ReviewError> {
     let file = path.display().to_string();
+    let max_series = super::telemetry::max_series();
     let mut scan = Scan {
         all_plausible_seconds: true,
         min: f64::INFINITY,
@@ -373,6 +374,14 @@ pub fn read_exposition(
         }
         scan.samples += 1;
         let (id, new) = ids.id(c.key);
+        if new && id >= max_series {
+            return Err(err_at(
+                &file,
+                n,
+                1,
+                super::telemetry::too_many_series("the file"),
+            ));
+        }
         if new {
             scan.last.push(v);
             scan.out_of_order.push(false);
@@ -498,6 +507,7 @@ pub fn read_exposition(
 /// pods and windows, not with the file.
 pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, ReviewError> {
     let file = path.display().to_string();
+    let max_series = super::telemetry::max_series();
     let (mut min, mut max) = (i64::MAX, i64::MIN);
     csv_rows(path, &file, |r| {
         min = min.min(r.time);
@@ -558,6 +568,12 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
         feed(2, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", r.used, &mut c);
         if let Some(t) = r.tokens {
             feed(3, "vllm:generation_tokens_total", t, &mut c);
+        }
+        if ids.len() > max_series {
+            return Err(file_err(
+                &file,
+                super::telemetry::too_many_series("the file"),
+            ));
         }
         Ok(())
     })?;

@@ -170,6 +170,7 @@ impl Client {
         // NaN, infinity, a negative or a value no sample in bounds could give is a broken
         // exporter, refused as the file path refuses it.
         let max = q.answer_max(grid.step);
+        let max_series = super::telemetry::max_series();
         let status = crate::http::send_with(request, None, |r| {
             stream::read(r, &mut |labels, ts, raw| {
                 let v = raw
@@ -191,6 +192,12 @@ impl Client {
                             .map(|l| labels.get(*l).cloned().unwrap_or_default())
                             .collect();
                     out.add(q.id, group, k, v);
+                    if out.rows.get(&q.id).map_or(0, |r| r.len()) > max_series {
+                        return Err(super::telemetry::too_many_series(&format!(
+                            "the answer to {}",
+                            q.metrics.join("|")
+                        )));
+                    }
                 }
                 Ok(())
             })

@@ -173,6 +173,25 @@ pub(crate) fn resource_share(catalog: &crate::catalog::Catalog, resource: &str) 
 /// Anything longer is a typo, and would overflow the arithmetic on times.
 pub(crate) const MAX_DURATION: i64 = 3660 * 86_400;
 
+/// The most distinct series a review holds, on either path: a fleet of thousands of GPUs
+/// over a quarter is some hundreds of thousands; past this (10^6 series took 7.4 GB) the
+/// review stops with what to do instead of exhausting memory. `GPUPLAN_REVIEW_MAX_SERIES`
+/// sets another bound (a machine with the memory for more, or a test).
+pub(crate) fn max_series() -> usize {
+    std::env::var("GPUPLAN_REVIEW_MAX_SERIES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+/// What to say when [`max_series`] is passed.
+pub(crate) fn too_many_series(what: &str) -> String {
+    format!(
+        "{what} holds more than {} distinct series, the most a review holds in memory (GPUPLAN_REVIEW_MAX_SERIES); review one cluster at a time (`--cluster NAME`) or a shorter window",
+        max_series()
+    )
+}
+
 /// The latest time a review takes: 9999-12-31T23:59:59Z.
 pub(crate) const MAX_TIME: i64 = 253_402_300_799;
 

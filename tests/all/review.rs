@@ -1020,3 +1020,94 @@ fn the_pools_render_made_are_priced_in_the_review() {
         );
     }
 }
+
+/// Issue 43: the review had no bound on distinct series (10^6 from a server took 7.4 GB and
+/// ran on; 10^7 from a file was killed at 12 GB with no message). Past the bound each path
+/// stops with a message that says what to do; `GPUPLAN_REVIEW_MAX_SERIES` lowers the bound
+/// here so the test stays small.
+#[test]
+fn too_many_series_end_the_review_with_what_to_do() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let om = dir.path().join("many.om");
+    let mut text = String::new();
+    for t in [1_767_225_600, 1_767_225_660, 1_767_225_720] {
+        for i in 0..40 {
+            text.push_str(&format!(
+                "kube_pod_container_resource_requests{{namespace=\"a\",pod=\"p{i}\",container=\"main\",node=\"n1\",resource=\"nvidia_com_gpu\"}} 1 {t}\n"
+            ));
+        }
+    }
+    text.push_str("# EOF\n");
+    std::fs::write(&om, text).expect("om");
+    let csv = dir.path().join("many.csv");
+    let mut rows = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+    for t in [1_767_225_600, 1_767_225_660, 1_767_225_720] {
+        for i in 0..40 {
+            rows.push_str(&format!("{t},a,p{i},1,0.5\n"));
+        }
+    }
+    std::fs::write(&csv, rows).expect("csv");
+    for (flag, path, at) in [
+        ("--metrics", &om, "many.om:31:1"),
+        ("--csv", &csv, "many.csv"),
+    ] {
+        let out = gpuplan()
+            .env("GPUPLAN_REVIEW_MAX_SERIES", "30")
+            .args(["review", "plans/minimal.toml", flag])
+            .arg(path)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("more than 30 distinct series")
+                && err.contains("--cluster")
+                && err.contains(at),
+            "{flag}: {err}"
+        );
+        // Under the bound the same file is reviewed.
+        gpuplan()
+            .env("GPUPLAN_REVIEW_MAX_SERIES", "1000")
+            .args(["review", "plans/minimal.toml", flag])
+            .arg(path)
+            .assert()
+            .code(0);
+    }
+    // A server answering more groups than the bound in one query.
+    let m = mock_prometheus(
+        |query: &str| {
+            if query.contains("kube_pod_container_resource_requests") {
+                (0..40)
+                    .map(|i| {
+                        (
+                            format!("{{\"namespace\":\"a\",\"pod\":\"p{i}\",\"container\":\"main\",\"node\":\"n1\",\"resource\":\"nvidia_com_gpu\"}}"),
+                            1.0,
+                        )
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        },
+        |_| None,
+    );
+    let out = gpuplan()
+        .env("GPUPLAN_REVIEW_MAX_SERIES", "30")
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--from",
+            "2026-09-01T00:00:00Z",
+            "--to",
+            "2026-09-01T00:20:00Z",
+            "--step",
+            "60s",
+            "--prometheus",
+        ])
+        .arg(&m.url)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("more than 30 distinct series"), "{err}");
+}
