@@ -419,6 +419,20 @@ fn wait(fd: &OwnedFd, op: FlockOperation, root: &Path) -> io::Result<()> {
         match rfs::flock(fd, op) {
             Ok(()) => return Ok(()),
             Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {}
+            // A file system without locks (some NFS and FUSE mounts): as Cargo does, go on
+            // without one and say so; the journal still makes every set whole.
+            Err(
+                rustix::io::Errno::NOLCK
+                | rustix::io::Errno::OPNOTSUPP
+                | rustix::io::Errno::NOSYS
+                | rustix::io::Errno::BADF,
+            ) => {
+                notice(&format!(
+                    "`{}` is on a file system without locks; gpuplan goes on without one (two runs at once there may interleave)",
+                    crate::core::shown(root)
+                ));
+                return Ok(());
+            }
             Err(err) => return Err(e(err)),
         }
         if std::time::Instant::now() >= deadline {
