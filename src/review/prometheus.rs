@@ -162,7 +162,11 @@ impl Client {
                     .query("query", &job.promql)
                     .query("start", &job.start)
                     .query("end", &job.end)
-                    .query("step", &step),
+                    .query("step", &step)
+                    // VictoriaMetrics moves a range's times onto multiples of the step for
+                    // its response cache unless told not to; the review needs the times it
+                    // asks for. Prometheus, Thanos and Mimir ignore the argument.
+                    .query("nocache", "1"),
             )
         };
         let q = job.query;
@@ -171,6 +175,8 @@ impl Client {
         // exporter, refused as the file path refuses it.
         let max = q.answer_max(grid.step);
         let max_series = super::telemetry::max_series();
+        // Points answered, and those at a time this review asked for.
+        let (mut points, mut landed) = (0u64, 0u64);
         let status = crate::http::send_with(request, None, |r| {
             stream::read(r, &mut |labels, ts, raw| {
                 let v = raw
@@ -186,7 +192,9 @@ impl Client {
                             super::telemetry::format_time((ts.floor() as i64).max(0)),
                         )
                     })?;
+                points += 1;
                 if let Some(k) = grid.window_ending((ts * 1000.0).round() as i64) {
+                    landed += 1;
                     let group =
                         q.by.iter()
                             .map(|l| labels.get(*l).cloned().unwrap_or_default())
@@ -242,6 +250,13 @@ impl Client {
                 )));
             }
         };
+        if points > 0 && landed == 0 {
+            return Err(ReviewError::Prometheus(format!(
+                "Prometheus at {} answered {points} point(s) of {}, none at a time the review asked for: a query frontend moved the range onto multiples of the step for its cache (Thanos `--query-range.align-range-with-step`, Mimir `-query-frontend.align-queries-with-step`; VictoriaMetrics is asked with `nocache=1`). Turn that alignment off, or point `--prometheus` at the store itself",
+                self.shown(),
+                q.metrics.join("|")
+            )));
+        }
         if status.status != "success" {
             return Err(ReviewError::Prometheus(format!(
                 "Prometheus at {} refused the query: {}: {}",

@@ -1111,3 +1111,35 @@ fn too_many_series_end_the_review_with_what_to_do() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("more than 30 distinct series"), "{err}");
 }
+
+/// Issue 42: VictoriaMetrics moves a range query's times onto multiples of the step for its
+/// response cache, and the review dropped every point and said the server had no series.
+/// The review asks with `nocache=1` (VictoriaMetrics then answers at the times asked for);
+/// a frontend that aligns anyway (Thanos, Mimir) is named with the setting that does it.
+#[test]
+fn a_store_that_moves_the_times_asked_for_is_named_not_read_as_empty() {
+    use common::mock::Resp;
+    let m = mock_prometheus(
+        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
+        |n| {
+            (n >= 1).then(|| {
+                Resp::json(
+                    "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"namespace\":\"assistants\",\"pod\":\"chat-api-1\"},\"values\":[[1788220860,\"1\"],[1788220920,\"1\"]]}]}}",
+                )
+            })
+        },
+    );
+    let err = review_against(&m.url, &[], 2);
+    assert!(
+        err.contains("none at a time the review asked for")
+            && err.contains("--query-range.align-range-with-step"),
+        "{err}"
+    );
+    assert!(
+        m.requests()
+            .iter()
+            .filter(|r| r.target.contains("query_range"))
+            .all(|r| r.target.contains("nocache=1")),
+        "every range query asks VictoriaMetrics not to align"
+    );
+}

@@ -959,6 +959,43 @@ fn a_real_prometheus_agrees_with_the_file() {
     }
 }
 
+/// Issue 42: the same file through VictoriaMetrics with its default flags (Debian's
+/// 1.79), which aligns range queries to the step unless asked not to: the review agrees
+/// with the file and the truth at steps of 60 s and 5 m.
+#[test]
+#[ignore = "needs Debian's victoria-metrics package; .ci/run installs it and runs this test"]
+fn a_real_victoria_metrics_with_default_flags_agrees_with_the_file() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let om = write(dir.path(), "fleet.om", &telemetry(true, false, KSM, DCGM));
+    let (_server, url) = common::victoria::start(dir.path(), &om);
+    for step in ["60s", "5m"] {
+        let window = [
+            "--from",
+            "2026-09-01T00:00:00Z",
+            "--to",
+            "2026-09-01T12:00:00Z",
+            "--step",
+            step,
+        ];
+        let (file, _) = review(&om, &window);
+        assert_truth(&file);
+        let server = review_server(&url, &window);
+        assert_truth(&server);
+        for key in [
+            "teams",
+            "workloads",
+            "stalled",
+            "pending",
+            "idle_nodes",
+            "pools",
+            "idle_pools",
+            "recommendations",
+        ] {
+            common::prometheus::assert_close(&server[key], &file[key], key);
+        }
+    }
+}
+
 /// dcgm-exporter on hostNetwork, its pods replaced mid-window (between scrapes, not on a
 /// step): the old and the new exporter's series differ only by the exporter's own `pod`, and
 /// the review sums over them before renaming `exported_pod`, so they never collide. Through a

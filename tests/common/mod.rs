@@ -4,6 +4,7 @@ pub mod gen;
 pub mod k8s;
 pub mod mock;
 pub mod prometheus;
+pub mod victoria;
 
 /// The binary run from the project root on a fixed date, without colour, on the embedded
 /// catalog with `cache` as its refresh cache.
