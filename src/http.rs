@@ -40,8 +40,8 @@ pub(crate) fn get_json<T: DeserializeOwned>(
     send_json(request, None)
 }
 
-/// Send `request()` (with `body` as JSON when given) and parse the JSON answer. 429, 5xx and
-/// a request that timed out are retried, waiting `Retry-After` seconds, else the try's number of seconds, and never
+/// Send `request()` (with `body` as JSON when given) and parse the JSON answer. 429 and 5xx
+/// are retried (a request that timed out is the caller's to retry smaller), waiting `Retry-After` seconds, else the try's number of seconds, and never
 /// more than 10.
 pub(crate) fn send_json<T: DeserializeOwned>(
     request: impl Fn() -> ureq::Request,
@@ -95,11 +95,6 @@ pub(crate) fn send_with<T>(
             }
             Err(ureq::Error::Status(code, r)) => {
                 return Err(Failure::Status(code, r.into_string().unwrap_or_default()))
-            }
-            // A request that ran out of time is tried again (a busy server often answers the
-            // second time, its caches warm), after the try's number of seconds.
-            Err(ureq::Error::Transport(t)) if timed_out(&t.to_string()) && attempt < TRIES => {
-                std::thread::sleep(std::time::Duration::from_secs(u64::from(attempt)));
             }
             Err(ureq::Error::Transport(t)) => return Err(Failure::Transport(t.to_string())),
         }

@@ -36,35 +36,111 @@ pub(crate) const SPLIT_SECONDS: i64 = 7 * 86_400;
 /// pieces each; four at a time keeps a shared Prometheus responsive.
 pub(crate) const CONCURRENCY: usize = 4;
 
-/// One request of a review: a query over one piece of the window.
+/// One request of a review: a query over windows `first..=last` of the grid.
+#[derive(Clone)]
 struct Job<'q> {
     query: &'q super::query::Query,
     promql: String,
-    start: String,
-    end: String,
+    first: u32,
+    last: u32,
 }
+
+/// Why a request gave no answer.
+enum Attempt {
+    /// The store refused the request for its size (a sample or point limit, HTTP 422): a
+    /// shorter range may pass.
+    TooBig(String),
+    /// The request ran out of time (the store's own query timeout, or `--timeout`): asked
+    /// again in halves, once, after a pause.
+    TooSlow(String),
+    Failed(ReviewError),
+}
+
+impl From<ReviewError> for Attempt {
+    fn from(e: ReviewError) -> Attempt {
+        Attempt::Failed(e)
+    }
+}
+
+/// How many times a refused piece is halved before the review gives up on it: a week-long
+/// piece comes down to under three hours.
+const MAX_HALVINGS: u32 = 6;
 
 impl Client {
     fn shown(&self) -> String {
         crate::core::redact_short(&self.base)
     }
 
-    /// The pieces of the window a query is asked for: at most `SPLIT_SECONDS` each, ending at
-    /// a window's last millisecond (seconds with a fraction, as Prometheus takes times).
-    fn pieces(grid: Grid) -> Vec<(String, String)> {
+    /// The pieces of the window a query is asked for, as first and last window: at most
+    /// `SPLIT_SECONDS` each.
+    fn pieces(grid: Grid) -> Vec<(u32, u32)> {
         let per = (SPLIT_SECONDS / grid.step).max(1) as u32;
-        let end_of = |k: u32| {
-            let ms = (grid.from + grid.step * (i64::from(k) + 1)) * 1000 - 1;
-            format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000))
-        };
         let mut out = Vec::new();
         let mut k = 0u32;
         while k < grid.windows {
             let last = (k + per - 1).min(grid.windows - 1);
-            out.push((end_of(k), end_of(last)));
+            out.push((k, last));
             k = last + 1;
         }
         out
+    }
+
+    /// The time a query evaluates window `k` at: its last millisecond (seconds with a
+    /// fraction, as Prometheus takes times).
+    fn end_of(grid: Grid, k: u32) -> String {
+        let ms = (grid.from + grid.step * (i64::from(k) + 1)) * 1000 - 1;
+        format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000))
+    }
+
+    /// [`Client::run`], and where the store refuses a piece for its size, its two halves in
+    /// turn, down to [`MAX_HALVINGS`] halvings; past that, what to ask instead.
+    fn run_split(
+        &self,
+        job: &Job<'_>,
+        grid: Grid,
+        out: &mut Answers,
+        depth: u32,
+    ) -> Result<(), ReviewError> {
+        match self.run(job, grid, out) {
+            Ok(()) => Ok(()),
+            Err(Attempt::Failed(e)) => Err(e),
+            Err(Attempt::TooBig(_)) if job.last > job.first && depth < MAX_HALVINGS => {
+                self.halves(job, grid, out, depth)
+            }
+            Err(Attempt::TooSlow(_)) if job.last > job.first && depth == 0 => {
+                std::thread::sleep(Duration::from_secs(1));
+                self.halves(job, grid, out, depth)
+            }
+            Err(Attempt::TooBig(why) | Attempt::TooSlow(why)) => {
+                let n = job.last - job.first + 1;
+                Err(ReviewError::Prometheus(format!(
+                    "{why}; gpuplan asked for it in pieces down to {n} step(s) of {} s and the store still refused: ask less at once with a coarser `--step` (e.g. `--step {}s`), a longer `--timeout SECONDS`, or raise the store's limit",
+                    grid.step,
+                    grid.step * 4
+                )))
+            }
+        }
+    }
+
+    /// The two halves of `job`, one after the other.
+    fn halves(
+        &self,
+        job: &Job<'_>,
+        grid: Grid,
+        out: &mut Answers,
+        depth: u32,
+    ) -> Result<(), ReviewError> {
+        let mid = job.first + (job.last - job.first) / 2;
+        let left = Job {
+            last: mid,
+            ..job.clone()
+        };
+        let right = Job {
+            first: mid + 1,
+            ..job.clone()
+        };
+        self.run_split(&left, grid, out, depth + 1)?;
+        self.run_split(&right, grid, out, depth + 1)
     }
 
     /// The server's major version (`/api/v1/status/buildinfo`); 2 when it does not say
@@ -151,17 +227,18 @@ impl Client {
 
     /// One request's answer, folded into `out` as it streams in, every value held to the
     /// file reader's bounds.
-    fn run(&self, job: &Job<'_>, grid: Grid, out: &mut Answers) -> Result<(), ReviewError> {
+    fn run(&self, job: &Job<'_>, grid: Grid, out: &mut Answers) -> Result<(), Attempt> {
         let url = format!("{}/api/v1/query_range", self.base.trim_end_matches('/'));
         let agent = crate::http::agent(self.timeout);
         let step = grid.step.to_string();
+        let (start, end) = (Self::end_of(grid, job.first), Self::end_of(grid, job.last));
         let request = || {
             self.authorize(
                 agent
                     .get(&url)
                     .query("query", &job.promql)
-                    .query("start", &job.start)
-                    .query("end", &job.end)
+                    .query("start", &start)
+                    .query("end", &end)
                     .query("step", &step)
                     // VictoriaMetrics moves a range's times onto multiples of the step for
                     // its response cache unless told not to; the review needs the times it
@@ -213,69 +290,81 @@ impl Client {
         let status = match status {
             Ok(s) => s,
             Err(Failure::Decode(e)) => {
-                return Err(ReviewError::Prometheus(format!(
+                return Err(Attempt::Failed(ReviewError::Prometheus(format!(
                     "Prometheus at {}: not a query_range answer ({e})",
                     self.shown()
-                )))
+                ))))
             }
             Err(Failure::Status(code, body)) => {
                 let detail = serde_json::from_str::<serde_json::Value>(&body)
                     .ok()
                     .and_then(|e| e["error"].as_str().map(str::to_owned))
                     .unwrap_or_else(|| body.chars().take(200).collect());
-                return Err(ReviewError::Prometheus(format!(
+                let why = format!(
                     "Prometheus at {} answered HTTP {code}: {}",
                     self.shown(),
                     crate::core::printable(&crate::core::redact(&detail))
-                )));
+                );
+                // 422 is how Prometheus (`--query.max-samples`), VictoriaMetrics
+                // (`-search.maxPointsPerTimeseries`, `-search.maxSamplesPerQuery`), Thanos and
+                // Mimir refuse a query for its size; 503 with a timeout is Prometheus's own
+                // `--query.timeout`.
+                return Err(if code == 422 {
+                    Attempt::TooBig(why)
+                } else if code >= 500 && crate::http::timed_out(&detail) {
+                    Attempt::TooSlow(why)
+                } else {
+                    Attempt::Failed(ReviewError::Prometheus(why))
+                });
             }
             Err(Failure::Transport(t)) if crate::http::timed_out(&t) => {
-                return Err(ReviewError::Prometheus(format!(
-                    "Prometheus at {} did not answer a query within --timeout {} s (tried {} times); give it longer with `--timeout SECONDS`, or ask less at once with a coarser `--step` or a shorter `--window`",
+                return Err(Attempt::TooSlow(format!(
+                    "Prometheus at {} did not answer a query of {} within --timeout {} s",
                     self.shown(),
+                    q.metrics.join("|"),
                     self.timeout.as_secs(),
-                    crate::http::TRIES
                 )));
             }
             Err(Failure::Transport(t)) => {
-                return Err(ReviewError::Prometheus(crate::core::redact_short(
-                    &format!("cannot reach Prometheus at {}: {t}", self.base),
+                return Err(Attempt::Failed(ReviewError::Prometheus(
+                    crate::core::redact_short(&format!(
+                        "cannot reach Prometheus at {}: {t}",
+                        self.base
+                    )),
                 )));
             }
             Err(Failure::Redirect(code, to)) => {
-                return Err(ReviewError::Prometheus(crate::http::redirected(
-                    &format!("Prometheus at {}", self.shown()),
-                    code,
-                    &to,
+                return Err(Attempt::Failed(ReviewError::Prometheus(
+                    crate::http::redirected(&format!("Prometheus at {}", self.shown()), code, &to),
                 )));
             }
         };
         if points > 0 && landed == 0 {
-            return Err(ReviewError::Prometheus(format!(
+            return Err(Attempt::Failed(ReviewError::Prometheus(format!(
                 "Prometheus at {} answered {points} point(s) of {}, none at a time the review asked for: a query frontend moved the range onto multiples of the step for its cache (Thanos `--query-range.align-range-with-step`, Mimir `-query-frontend.align-queries-with-step`; VictoriaMetrics is asked with `nocache=1`). Turn that alignment off, or point `--prometheus` at the store itself",
                 self.shown(),
                 q.metrics.join("|")
-            )));
+            ))));
         }
         if status.status != "success" {
-            return Err(ReviewError::Prometheus(format!(
+            return Err(Attempt::Failed(ReviewError::Prometheus(format!(
                 "Prometheus at {} refused the query: {}: {}",
                 self.shown(),
                 status.error_type.unwrap_or_default(),
                 crate::core::redact(&status.error.unwrap_or_default())
-            )));
+            ))));
         }
         match status.result_type.as_deref() {
             Some("matrix") => Ok(()),
-            None => Err(ReviewError::Prometheus(format!(
+            None => Err(Attempt::Failed(ReviewError::Prometheus(format!(
                 "Prometheus at {}: no data in the answer",
                 self.shown()
-            ))),
-            Some(other) => Err(ReviewError::Prometheus(format!(
+            )))),
+            Some(other) => Err(Attempt::Failed(ReviewError::Prometheus(format!(
                 "Prometheus at {}: expected a matrix, got `{}`",
                 self.shown(),
                 crate::core::printable(other)
-            ))),
+            )))),
         }
     }
 
@@ -297,11 +386,11 @@ impl Client {
             .iter()
             .flat_map(|q| {
                 let promql = q.promql(grid.step, cluster, v3);
-                pieces.iter().map(move |(start, end)| Job {
+                pieces.iter().map(move |&(first, last)| Job {
                     query: q,
                     promql: promql.clone(),
-                    start: start.clone(),
-                    end: end.clone(),
+                    first,
+                    last,
                 })
             })
             .collect();
@@ -310,7 +399,7 @@ impl Client {
         // once with their retries.
         let mut first = Answers::default();
         if let Some(job) = jobs.first() {
-            self.run(job, grid, &mut first)?;
+            self.run_split(job, grid, &mut first, 0)?;
             progress(1, total);
         }
         let next = std::sync::atomic::AtomicUsize::new(1);
@@ -327,7 +416,7 @@ impl Client {
                         let Some(job) = jobs.get(i).filter(|_| !stop) else {
                             break;
                         };
-                        if let Err(e) = self.run(job, grid, &mut mine) {
+                        if let Err(e) = self.run_split(job, grid, &mut mine, 0) {
                             if let Ok(mut f) = failed.lock() {
                                 f.get_or_insert(e);
                             }

@@ -494,6 +494,14 @@ fn mock_prometheus(
     answer: impl Fn(&str) -> Vec<(String, f64)> + Send + Sync + 'static,
     fault: impl Fn(usize) -> Option<common::mock::Resp> + Send + Sync + 'static,
 ) -> common::mock::Mock {
+    mock_prometheus_with(answer, move |n, _| fault(n))
+}
+
+/// [`mock_prometheus`] whose `fault` also sees the request (a store's limits depend on it).
+fn mock_prometheus_with(
+    answer: impl Fn(&str) -> Vec<(String, f64)> + Send + Sync + 'static,
+    fault: impl Fn(usize, &common::mock::Req) -> Option<common::mock::Resp> + Send + Sync + 'static,
+) -> common::mock::Mock {
     common::mock::Mock::start(move |r, seen| {
         // The series index, asked once whether the window holds data: it answers as the
         // queries would (a series when any query has one). Faults count the other requests.
@@ -514,7 +522,7 @@ fn mock_prometheus(
             .iter()
             .filter(|r| !r.target.contains("/api/v1/series"))
             .count();
-        if let Some(f) = fault(n) {
+        if let Some(f) = fault(n, r) {
             return f;
         }
         if r.target.contains("buildinfo") {
@@ -720,15 +728,18 @@ fn prometheus_faults_are_retried_or_reported() {
         t.elapsed() < Duration::from_secs(15),
         "gave up at the timeout"
     );
-    // Issue 42/43: a timeout is tried again, and the message names the flag that sets it.
+    // Issue 42/43: a timed-out query is asked again in halves, and the message names the
+    // flags that help.
     assert!(
-        err.contains("within --timeout 2 s") && err.contains("`--timeout SECONDS`"),
+        err.contains("within --timeout 2 s")
+            && err.contains("`--timeout SECONDS`")
+            && err.contains("coarser `--step`"),
         "{err}"
     );
     assert_eq!(
         m.count(|r| r.target.contains("query_range")),
-        3,
-        "three tries"
+        2,
+        "the whole, then its first half (whose error ends the review)"
     );
     // A redirect to another host is never followed (the token would not go, but the answer
     // would come from a host nobody named): refused, naming where it pointed.
@@ -1141,5 +1152,72 @@ fn a_store_that_moves_the_times_asked_for_is_named_not_read_as_empty() {
             .filter(|r| r.target.contains("query_range"))
             .all(|r| r.target.contains("nocache=1")),
         "every range query asks VictoriaMetrics not to align"
+    );
+}
+
+/// Issue 42: a store's sample or point limit (HTTP 422) or its own query timeout ended the
+/// whole review. A refused piece is now asked for in halves until the store answers, and the
+/// figures are those of one request; a store that refuses even the smallest piece is told
+/// what to ask instead.
+#[test]
+fn a_store_limit_splits_the_query_until_it_answers() {
+    use common::mock::Resp;
+    let span = |r: &common::mock::Req| {
+        let q = |k: &str| {
+            r.target
+                .split(['?', '&'])
+                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        q("end") - q("start")
+    };
+    let whole: Value = serde_json::from_str(&review_against(
+        &mock_prometheus(
+            one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
+            |_| None,
+        )
+        .url,
+        &[],
+        0,
+    ))
+    .expect("json");
+    // VictoriaMetrics' -search.maxPointsPerTimeseries: more than 6 points per series refused.
+    let limited = mock_prometheus_with(
+        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
+        move |_, r| {
+            (r.target.contains("query_range") && span(r) > 5.0 * 60.0).then(|| {
+                Resp::new(
+                    422,
+                    "application/json",
+                    "{\"status\":\"error\",\"errorType\":\"422\",\"error\":\"too many points for the given step=60000, start and end; the maximum number of points is 6 (see -search.maxPointsPerTimeseries)\"}",
+                )
+            })
+        },
+    );
+    let split: Value = serde_json::from_str(&review_against(&limited.url, &[], 0)).expect("json");
+    for key in ["teams", "workloads", "pools"] {
+        common::prometheus::assert_close(&split[key], &whole[key], key);
+    }
+    assert!(limited.count(|r| r.target.contains("query_range") && span(r) <= 300.0) > 0);
+    // A store that refuses every size: the message names the flags that ask less.
+    let never = mock_prometheus_with(
+        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
+        |_, r| {
+            r.target.contains("query_range").then(|| {
+                Resp::new(
+                    422,
+                    "application/json",
+                    "{\"status\":\"error\",\"errorType\":\"execution\",\"error\":\"query processing would load too many samples into memory in query execution\"}",
+                )
+            })
+        },
+    );
+    let err = review_against(&never.url, &[], 2);
+    assert!(
+        err.contains("too many samples")
+            && err.contains("coarser `--step`")
+            && err.contains("in pieces down to 1 step"),
+        "{err}"
     );
 }
