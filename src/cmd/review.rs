@@ -82,6 +82,11 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         None => None,
     };
     let cluster = args.cluster.as_deref();
+    if cluster.is_some() && args.csv.is_some() {
+        return Err(usage(
+            "`--cluster`: the CSV format has no cluster column, so it cannot be narrowed to one; give the cluster's own CSV without `--cluster`, or `--metrics`/`--prometheus` data with a `cluster` label",
+        ));
+    }
     let (answers, grid, source, notes) = if let Some(url) = &args.prometheus {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -171,6 +176,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
                 &r.next_quarter,
                 (&r.window.from, &r.window.to),
                 crate::plan::Date::today(),
+                args.cluster.as_deref(),
             )?;
             Some((dest, n))
         }

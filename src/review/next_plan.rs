@@ -31,6 +31,21 @@ pub(crate) struct NextPlan {
     pub notes: Vec<String>,
 }
 
+/// The regions of the pools each workload is placed on, sorted.
+fn regions_by_workload(plan: &Plan) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for pool in plan.pools() {
+        for w in &pool.workloads {
+            let r = out.entry(w.get().clone()).or_default();
+            if !r.contains(pool.region.get()) {
+                r.push(pool.region.get().clone());
+                r.sort();
+            }
+        }
+    }
+    out
+}
+
 /// A value with a comment after it, keeping the comment the line had (less an earlier
 /// review's).
 fn commented(mut v: Value, old: Option<&Item>, comment: &str) -> Item {
@@ -247,8 +262,18 @@ pub(crate) fn next_plan(
     nq: &NextQuarter,
     window: (&str, &str),
     today: Date,
+    cluster: Option<&str>,
 ) -> Result<NextPlan, WritePlanError> {
     let before = errors(&plan.file.name, &plan.file.text, catalog, today).unwrap_or_default();
+    // A workload whose pools are in several regions is one demand served by several
+    // clusters: one cluster's pods are part of it, so it is not rewritten from them.
+    let spread: BTreeMap<String, Vec<String>> = match cluster {
+        Some(_) => regions_by_workload(plan)
+            .into_iter()
+            .filter(|(_, r)| r.len() > 1)
+            .collect(),
+        None => BTreeMap::new(),
+    };
     // Right-sizes (by workload) and pool resizes check refuses, and why.
     let mut refused: BTreeMap<String, String> = BTreeMap::new();
     let mut refused_pools: BTreeMap<String, String> = BTreeMap::new();
@@ -265,6 +290,9 @@ pub(crate) fn next_plan(
                 let Some(f) = nq.workloads.iter().find(|f| f.workload == name) else {
                     continue;
                 };
+                if spread.contains_key(&name) {
+                    continue;
+                }
                 let p = match &f.without_right_size {
                     Some(alt) if refused.contains_key(&name) => alt,
                     _ => &f.proposed,
@@ -380,6 +408,13 @@ pub(crate) fn next_plan(
                     })
                     .collect::<Vec<_>>()
                     .join(", ")
+            ));
+        }
+        for (w, regions) in &spread {
+            notes.push(format!(
+                "`{w}` was left as written: its pools are in {}, and `--cluster {}` reviewed one cluster's pods, part of its demand; review every cluster the plan covers (no `--cluster`) to propose it",
+                regions.join(" and "),
+                cluster.unwrap_or_default()
             ));
         }
         if !nq.without_data.is_empty() {

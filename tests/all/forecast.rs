@@ -657,3 +657,70 @@ fn declared_pools_follow_their_workloads_within_check() {
         "{stderr}"
     );
 }
+
+/// Issue 42: `--write-plan` with `--cluster` rewrote fleet-wide keys from one cluster's pods
+/// (a workload on pools in two regions became `{min 8, max 118}` from one cluster and
+/// `{min 10, max 12}` from the other, with nothing said). A workload whose pools span regions
+/// is left as written from one cluster, with the reason; one cluster's own workloads are
+/// still proposed.
+#[test]
+fn one_cluster_never_rewrites_a_workload_that_spans_regions() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = PLAN.replace(
+        "regions = [\"eastus\"]",
+        "regions = [\"eastus\", \"westus3\"]",
+    ) + r#"
+[[pool]]
+name = "chat-east"
+sku = "Standard_NC24ads_A100_v4"
+region = "eastus"
+nodes = { min = 1, max = 40 }
+workloads = ["chat"]
+
+[[pool]]
+name = "chat-west"
+sku = "Standard_NC24ads_A100_v4"
+region = "westus3"
+nodes = { min = 1, max = 40 }
+workloads = ["chat"]
+
+[[pool]]
+name = "search-east"
+sku = "Standard_NC24ads_A100_v4"
+region = "eastus"
+nodes = { min = 1, max = 20 }
+workloads = ["embed", "rerank"]
+"#;
+    std::fs::write(dir.path().join("plan.toml"), &plan).expect("plan");
+    let om = dir.path().join("east.om");
+    let text = openmetrics(NOV7, 28, &fleet(0.25))
+        .replace("{namespace=", "{cluster=\"east\",namespace=")
+        .replace("{gpu=", "{cluster=\"east\",gpu=");
+    std::fs::write(&om, text).expect("om");
+    let next = dir.path().join("next.toml");
+    let out = gpuplan()
+        .arg("review")
+        .arg(dir.path().join("plan.toml"))
+        .arg("--metrics")
+        .arg(&om)
+        .args(["--cluster", "east", "--write-plan"])
+        .arg(&next)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let written = std::fs::read_to_string(&next).expect("next");
+    assert_eq!(
+        line(&written, "chat", "replicas"),
+        Some("replicas = { min = 2, max = 40 }   # HPA bounds"),
+        "{written}"
+    );
+    assert!(
+        stderr.contains("`chat` was left as written: its pools are in eastus and westus3"),
+        "{stderr}"
+    );
+    assert!(
+        line(&written, "embed", "replicas").is_some_and(|l| l.contains("gpuplan review")),
+        "a workload of this cluster alone is still proposed: {written}"
+    );
+}
