@@ -325,7 +325,17 @@ pub(crate) fn forecast(
         } else {
             0
         };
-        let min_held = ((quantile(&reps, 0.10) + 0.05).floor() as i64).max(floor_min);
+        // Never above today's low: a shrinking workload's p10 over the whole window is a level
+        // it has left (its last day of running hours is what it holds now).
+        let today_low = reps
+            .iter()
+            .rev()
+            .take(24)
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let min_held = ((quantile(&reps, 0.10) + 0.05).floor() as i64)
+            .min((today_low + 0.05).floor() as i64)
+            .max(floor_min);
         let grow = |peak: f64| ((peak * (1.0 + m.headroom)) - 1e-6).ceil().max(1.0) as i64;
         let row = rows.iter().find(|r| &r.workload == name);
         let eff = row.and_then(|r| r.figures.efficiency);
@@ -350,10 +360,12 @@ pub(crate) fn forecast(
         // A fixed count stays fixed: at what it held when flat, at the projected peak plus
         // headroom when it grows.
         let fixed_now = matches!(current, Count::Fixed(_));
+        // The plan's own form is kept: a fixed count stays one integer, an autoscaled range
+        // stays a range even where its bounds meet.
         let proposal = |min: i64, max: i64, basis: &'static str| Proposal {
             min,
             max,
-            fixed: min == max,
+            fixed: fixed_now,
             hours_per_month: hours_change,
             gpu_fraction: None,
             sharing: None,
@@ -422,6 +434,10 @@ pub(crate) fn forecast(
             crate::core::num(gpus.p95),
             covered_days,
             match (p.trend, p.fit) {
+                (true, Some(f)) if f.slope < 0.0 => format!(
+                    "daily peaks {:+.3}/day (R\u{b2} {:.2}): declining, so held at today's fitted level {:.1} (95% band {:.1}-{:.1}), never extrapolated lower",
+                    f.slope, f.r2, p.center, p.low, p.high
+                ),
                 (true, Some(f)) => format!(
                     "daily peaks {:+.3}/day (R\u{b2} {:.2}) give {:.1} by {} (95% band {:.1}-{:.1})",
                     f.slope, f.r2, p.center, nq.quarter, p.low, p.high
@@ -513,12 +529,14 @@ Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml
   - Horizon: the end of the calendar quarter after the one the data ends in (a window that
     ends on 1 January reviewed the fourth quarter and plans the first). The projection
     is the line (or the level) there, with a 95% prediction band
-    (t * s * sqrt(1 + 1/n + (x - mean x)^2 / Sxx)).
+    (t * s * sqrt(1 + 1/n + (x - mean x)^2 / Sxx)). A declining line is not extrapolated (it
+    would reach zero for a service that runs): the projection and band are the line today.
   - replicas.max = ceil(peak x (1 + headroom)), headroom {headroom:.0}% (`--headroom`), where
     the peak is the higher of the line today and at the horizon (a trend), or the highest daily
-    peak seen (flat). replicas.min = the p10 of replicas held (at least 1 for a user-facing
-    workload or one that may not scale to zero). A fixed count stays fixed: at the peak seen
-    when flat, at the projected peak plus headroom when it grows.
+    peak seen (flat). replicas.min = the p10 of replicas held, never above the lowest hour of
+    its last day running (at least 1 for a user-facing workload or one that may not scale to
+    zero). A fixed count stays fixed: at the peak seen when flat, at the projected peak plus
+    headroom when it grows; an autoscaled range stays a range.
   - Consolidation: a workload busy below its planned `utilization` (else {target:.0}%) with
     no significant growth gets fewer replicas, each busy at that share: the p95 of GPUs busy
     over (GPUs per replica x the share), plus headroom, never above what it held; min from the

@@ -130,6 +130,21 @@ pub(crate) fn project(
 ) -> Projection {
     let fit = Fit::new(daily);
     if let Some(f) = fit.filter(|f| f.n >= min_trend_days && f.significant()) {
+        // A decline is not extrapolated: a line through a workload that shrank from 24 to 12
+        // reaches zero long before the quarter ends, which no running service supports. It
+        // is held at today's fitted level, with today's band.
+        if f.slope < 0.0 {
+            let now_at = f.at(now).max(0.0);
+            let half = f.half_band(now);
+            return Projection {
+                center: now_at,
+                low: (now_at - half).max(0.0),
+                high: now_at + half,
+                peak: now_at,
+                fit,
+                trend: true,
+            };
+        }
         let center = f.at(horizon).max(0.0);
         let half = f.half_band(horizon);
         return Projection {

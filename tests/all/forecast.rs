@@ -391,7 +391,13 @@ fn the_projection_recovers_a_known_trend() {
         let csv = history(dir.path(), start, 28, 600, &shapes);
         let (_, _, json) = write_plan(dir.path(), &csv, &[]);
         let chat = forecast(&json, "chat");
-        let truth = (6.0 + slope * horizon).max(0.0);
+        // A decline is held at today's level, never extrapolated (issue 42): its "truth" is
+        // where the line stands at the end of the data.
+        let truth = if slope < 0.0 {
+            6.0 + slope * 28.0
+        } else {
+            6.0 + slope * horizon
+        };
         let projected = chat["projected_replicas"].as_f64().expect("projected");
         assert!(
             (projected - truth).abs() <= 0.05 * truth + 0.5,
@@ -723,4 +729,49 @@ workloads = ["embed", "rerank"]
         line(&written, "embed", "replicas").is_some_and(|l| l.contains("gpuplan review")),
         "a workload of this cluster alone is still proposed: {written}"
     );
+}
+
+/// Issue 42: a shrinking autoscaled workload (24 -> 12 replicas) became a fixed
+/// `replicas = 13`, above today's 12, with a band printed "0.0-0.0". A decline is held at
+/// today's level, never extrapolated to zero; a range stays a range; its min is never above
+/// what it holds today.
+#[test]
+fn a_shrinking_autoscaled_workload_stays_a_range_at_todays_level() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("plan.toml"), PLAN).expect("plan");
+    let shrink = vec![Shape {
+        namespace: "assistants",
+        prefix: "chat",
+        replicas: Box::new(|day, _| (24.0 - 12.0 * day / 27.0).round().max(12.0) as usize),
+        busy: 0.6,
+    }];
+    let csv = history(dir.path(), NOV7, 28, 300, &shrink);
+    let (next, _, json) = write_plan(dir.path(), &csv, &[]);
+    let chat = forecast(&json, "chat");
+    let proposed = &chat["proposed"];
+    assert_eq!(proposed["fixed"], false, "{chat:#}");
+    let (min, max) = (
+        proposed["min"].as_i64().expect("min"),
+        proposed["max"].as_i64().expect("max"),
+    );
+    assert!(min <= 12, "min above today's 12: {chat:#}");
+    assert!(
+        max >= 12 && max <= 14,
+        "max at today's level with headroom: {chat:#}"
+    );
+    let (low, high) = (
+        chat["band_low"].as_f64().expect("low"),
+        chat["band_high"].as_f64().expect("high"),
+    );
+    assert!(
+        low > 5.0 && high < 20.0,
+        "a band around today's level: {chat:#}"
+    );
+    let figures = chat["figures"].as_str().expect("figures");
+    assert!(
+        figures.contains("declining") && !figures.contains("0.0-0.0"),
+        "{figures}"
+    );
+    let l = line(&next, "chat", "replicas").expect("chat replicas");
+    assert!(l.starts_with("replicas = { min = "), "{l}");
 }
