@@ -756,7 +756,7 @@ fn a_shrinking_autoscaled_workload_stays_a_range_at_todays_level() {
     );
     assert!(min <= 12, "min above today's 12: {chat:#}");
     assert!(
-        max >= 12 && max <= 14,
+        (12..=14).contains(&max),
         "max at today's level with headroom: {chat:#}"
     );
     let (low, high) = (
