@@ -170,34 +170,46 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
             )
         },
         change: {
-            // Nodes of each plan pool seen at once, against its maximum: capacity is the
-            // wait only where a pool reached it.
-            let mut at_once: BTreeMap<&str, BTreeMap<i64, u32>> = BTreeMap::new();
+            // Nodes of each plan pool seen at once, and their GPU-seconds offered and held, per
+            // window: capacity is the wait only where a pool reached its maximum with no GPU
+            // free (one at its maximum with GPUs free turned pods away for another reason).
+            let mut at_once: BTreeMap<&str, BTreeMap<i64, (u32, f64)>> = BTreeMap::new();
             for n in t.nodes.values() {
                 if let Some(pool) = n.plan_pool.as_deref() {
                     for (ts, cap) in &n.capacity {
                         if *cap > 0.0 {
-                            *at_once.entry(pool).or_default().entry(*ts).or_default() += 1;
+                            let held = n.allocated.get(ts).copied().unwrap_or(0.0);
+                            let e = at_once.entry(pool).or_default().entry(*ts).or_default();
+                            e.0 += 1;
+                            e.1 += (cap - held).max(0.0);
                         }
                     }
                 }
             }
+            let step = t.step.max(1) as f64;
             let waiting: BTreeSet<&str> = pending
                 .iter()
                 .filter(|p| p.unscheduled_gpu_seconds.is_none_or(|u| u > 0.0))
                 .filter_map(|p| p.workload.as_deref())
                 .collect();
-            let full: Vec<String> = plan
+            let hosts: Vec<_> = plan
                 .pools()
                 .iter()
                 .filter(|p| p.workloads.iter().any(|w| waiting.contains(w.get().as_str())))
-                .filter(|p| {
-                    let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
-                    at_once
-                        .get(p.name.get().as_str())
-                        .is_some_and(|w| w.values().any(|n| *n >= max && max > 0))
+                .collect();
+            let at_max = |p: &crate::plan::raw::Pool, free_ok: bool| {
+                let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
+                at_once.get(p.name.get().as_str()).is_some_and(|w| {
+                    w.values()
+                        .any(|(n, free)| *n >= max && max > 0 && (free_ok || *free < step))
                 })
-                .map(|p| format!("`{}` ({} nodes)", p.name.get(), p.nodes().max()))
+            };
+            let named = |p: &crate::plan::raw::Pool| format!("`{}` ({} nodes)", p.name.get(), p.nodes().max());
+            let full: Vec<String> = hosts.iter().filter(|p| at_max(p, false)).map(|p| named(p)).collect();
+            let roomy: Vec<String> = hosts
+                .iter()
+                .filter(|p| at_max(p, true) && !at_max(p, false))
+                .map(|p| named(p))
                 .collect();
             let pull_fix = if pull_total >= 60.0 {
                 "; fix the image pulls first (the image name, the registry's credentials or reach)"
@@ -206,6 +218,11 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
             };
             let what: String = if unknown_total < 60.0 && unscheduled_total < 60.0 {
                 "every Pending pod had a node: the wait was start-up, not capacity; pre-pull large images (a DaemonSet or the node image) and check init containers".into()
+            } else if full.is_empty() && !roomy.is_empty() {
+                format!(
+                    "{} reached nodes.max but always had a GPU free then, so capacity was not the wait: look at what kept the pods off the free GPUs (a request larger than one node's free GPUs, the MIG profile or time-slicing share asked for, taints and selectors) before raising it",
+                    roomy.join(", ")
+                )
             } else if full.is_empty() {
                 "no pool reached its nodes.max while they waited: look at scheduling and start-up (quota, taints and selectors, image pulls) before adding capacity, or queue them (Kueue) so the wait is visible".into()
             } else {
@@ -448,6 +465,49 @@ mod tests {
             nodes: BTreeMap::from([("node-a".to_owned(), n)]),
             ..Telemetry::default()
         }
+    }
+
+    /// Issue 42: pending pods were blamed on `nodes.max` ("raise it") while the same pool
+    /// had free GPUs. A pool at its maximum is the wait only when no GPU was free there.
+    #[test]
+    fn a_pool_at_its_maximum_with_gpus_free_is_not_blamed_for_pending_pods() {
+        let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
+        let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n\n[[pool]]\nname = \"batch\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\nnodes = { min = 0, max = 1 }\nworkloads = [\"w\"]\n";
+        let p = crate::plan::load_and_validate(
+            crate::source::SourceFile::new("p.toml", text.to_owned()),
+            &catalog,
+        )
+        .unwrap_or_else(|_| panic!("plan"));
+        let pending = vec![PendingPod {
+            workload: Some("w".into()),
+            team: "t".into(),
+            pod: "w-1".into(),
+            gpu_seconds: 7200.0,
+            unscheduled_gpu_seconds: Some(7200.0),
+            image_pull_gpu_seconds: 0.0,
+        }];
+        let change = |busy: bool| {
+            let mut t = node(120, |_| !busy);
+            for n in t.nodes.values_mut() {
+                n.plan_pool = Some("batch".into());
+            }
+            unmet_demand(&p, &t, &pending)
+                .map(|a| a.change)
+                .unwrap_or_default()
+        };
+        // Its one node held its GPU: full, and named.
+        assert!(
+            change(true).starts_with("`batch` (1 nodes) reached nodes.max: raise it"),
+            "{}",
+            change(true)
+        );
+        // Its one node sat empty: at its maximum, but not full.
+        let roomy = change(false);
+        assert!(
+            roomy.contains("always had a GPU free then, so capacity was not the wait")
+                && !roomy.contains("raise it"),
+            "{roomy}"
+        );
     }
 
     #[test]
