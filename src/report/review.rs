@@ -63,7 +63,14 @@ pub(crate) fn markdown(r: &Review) -> String {
         c.data_from.as_deref().unwrap_or("-"),
         c.data_to.as_deref().unwrap_or("-"),
         c.kube_state_metrics_interval_seconds.map_or("-".to_owned(), |i| format!("{i} s")),
-        c.dcgm_interval_seconds.map_or("-".to_owned(), |i| format!("{i} s")),
+        match c.dcgm_intervals_seconds.as_slice() {
+            few @ [_, _] | few @ [_, _, _] => format!(
+                "{} s (by target)",
+                few.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(" or ")
+            ),
+            [lo, .., hi] => format!("{lo} to {hi} s (by target)"),
+            _ => c.dcgm_interval_seconds.map_or("-".to_owned(), |i| format!("{i} s")),
+        },
     );
     let _ = writeln!(o);
     let _ = writeln!(o, "## Teams\n\n| team | GPU-h allocated | GPU-h used | efficiency | no data (GPU-h) | Pending (GPU-h) | idle cost |\n|---|---:|---:|---:|---:|---:|---:|");

@@ -516,6 +516,7 @@ pub fn analyse(
             data_to: t.data_to.map(format_time),
             kube_state_metrics_interval_seconds: t.ksm_interval,
             dcgm_interval_seconds: t.dcgm_interval,
+            dcgm_intervals_seconds: t.dcgm_intervals.clone(),
             pods_without_usage: no_usage,
             dcgm_gaps: t
                 .dcgm_gaps

@@ -543,6 +543,16 @@ pub(crate) fn assemble(
         )
     });
 
+    // The intervals the exporters were scraped at, each card's own (whole seconds): targets
+    // scraped at 15 s and 30 s are both said, not averaged into a 28 s no target had.
+    let mut dcgm_intervals: Vec<f64> = cards
+        .values()
+        .filter_map(|r| interval(std::iter::once(r), step))
+        .filter(|i| (i - i.round()).abs() < 1e-9)
+        .collect();
+    dcgm_intervals.sort_by(f64::total_cmp);
+    dcgm_intervals.dedup();
+
     // Each card's own interval in time (targets scraped at different intervals); a card
     // without enough samples of its own takes the exporters' overall one.
     let mut card_at: BTreeMap<Vec<String>, Intervals> = BTreeMap::new();
@@ -1340,6 +1350,7 @@ pub(crate) fn assemble(
         data_to: covered.last().map(|k| grid.start(*k) + step),
         ksm_interval: ksm,
         dcgm_interval: dcgm,
+        dcgm_intervals,
         dcgm_gaps,
         orphans: orphans
             .into_iter()

@@ -52,6 +52,8 @@ pub struct Coverage {
     /// Scrape intervals inferred from the data.
     pub kube_state_metrics_interval_seconds: Option<f64>,
     pub dcgm_interval_seconds: Option<f64>,
+    /// Each distinct interval a DCGM target was scraped at (one where every target agrees).
+    pub dcgm_intervals_seconds: Vec<f64>,
     /// Pods that held GPUs but have no usage series: "no data", never 0%.
     pub pods_without_usage: Vec<Unmatched>,
     /// Usage attributed to pods that requested no GPU.

@@ -131,6 +131,8 @@ pub struct Telemetry {
     /// Scrape intervals inferred from the data (seconds), kube-state-metrics and DCGM.
     pub ksm_interval: Option<f64>,
     pub dcgm_interval: Option<f64>,
+    /// The distinct intervals the DCGM targets were scraped at, each card's own, sorted.
+    pub dcgm_intervals: Vec<f64>,
     /// Usage series whose pod has no GPU request.
     pub orphans: Vec<Orphan>,
     /// Spans a node's dcgm-exporter reported nothing while kube-state-metrics saw the node:

@@ -865,7 +865,24 @@ fn mixed_and_changing_scrape_intervals_match_the_truth() {
         for step in ["60s", "5m", "12m"] {
             let (v, _) = review(&f, &["--step", step]);
             assert_truth(&v);
+            // Issue 42: the coverage line said DCGM "every 28 s", an average no target had.
+            if step == "60s" {
+                assert_eq!(
+                    v["coverage"]["dcgm_intervals_seconds"],
+                    serde_json::json!([15.0, 30.0]),
+                    "{name}: {:#}",
+                    v["coverage"]
+                );
+            }
         }
+        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args(["review", "plans/azure-inference.toml", "--metrics"])
+            .arg(&f)
+            .args(["--step", "60s"])
+            .output()
+            .expect("runs");
+        let md = String::from_utf8_lossy(&out.stdout);
+        assert!(md.contains("DCGM every 15 or 30 s (by target)"), "{md}");
     }
 }
 
