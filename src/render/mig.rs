@@ -33,6 +33,30 @@ pub struct ProfileCount {
 /// The node pools of an operator-MIG pool, one per distinct node filling: each with the MIG
 /// instances one of its nodes carries by profile, and its mig-parted config. The pool's floor
 /// goes to the first fillings.
+/// The mig-parted config of a pool's `k`-th node filling of `kinds` (its nodes' label
+/// `nvidia.com/mig.config`).
+fn config_name(p: &RecPool, k: usize, kinds: usize) -> String {
+    if kinds == 1 {
+        format!("gpuplan-{}", p.name)
+    } else {
+        format!("gpuplan-{}-{}", p.name, k + 1)
+    }
+}
+
+/// The configs of the pool's node fillings that hold a `profile` instance, where some do
+/// not: a pod asking for that profile must select those nodes, so a topology spread counts
+/// only nodes that can host it. `None` where every node can.
+pub(super) fn configs_holding(p: &RecPool, profile: &str) -> Option<Vec<String>> {
+    let kinds = p.node_fillings();
+    let holding: Vec<String> = kinds
+        .iter()
+        .enumerate()
+        .filter(|(_, (layouts, _))| layouts.iter().any(|l| l.contains_key(profile)))
+        .map(|(k, _)| config_name(p, k, kinds.len()))
+        .collect();
+    (holding.len() < kinds.len()).then_some(holding)
+}
+
 pub(super) fn node_fillings(
     p: &RecPool,
     names: &[NodePoolName],
@@ -45,11 +69,7 @@ pub(super) fn node_fillings(
     let per = p.gpus_per_node.max(1) as usize;
     let mut floor_left = p.nodes.min;
     for (k, (layouts, count)) in kinds.iter().enumerate() {
-        let cfg = if kinds.len() == 1 {
-            format!("gpuplan-{}", p.name)
-        } else {
-            format!("gpuplan-{}-{}", p.name, k + 1)
-        };
+        let cfg = config_name(p, k, kinds.len());
         let mut entries = Vec::new();
         for (g, l) in layouts.iter().enumerate() {
             entries.push(MigEntryView {

@@ -40,6 +40,10 @@ pub struct WorkloadView {
     pub user_facing: bool,
     /// Pods a gang starts together (1 for a single pod per replica).
     pub gang: u32,
+    /// On a GPU Operator MIG pool whose nodes carry different layouts: the mig-parted
+    /// configs (`nvidia.com/mig.config`) of the nodes holding its profile. Its pods require
+    /// them, so a spread counts only nodes that can host a replica.
+    pub mig_configs: Vec<String>,
 }
 
 /// One inference server's settings.
@@ -104,6 +108,11 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 continue;
             }
             let (resource, count) = gpu_request(plan, catalog, p, wl, spec, aks_mig(rec, p));
+            let mig_configs = resource
+                .strip_prefix("nvidia.com/mig-")
+                .filter(|_| p.mig_partitioner() == Some(crate::core::MigManager::GpuOperator))
+                .and_then(|profile| super::mig::configs_holding(p, profile))
+                .unwrap_or_default();
             out.push(WorkloadView {
                 workload: w.clone(),
                 kind: wl.kind().as_str(),
@@ -118,6 +127,7 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 memory: wl.memory_gib.as_ref().map(|m| memory_quantity(*m.get())),
                 user_facing: wl.user_facing(),
                 gang: u32::try_from(wl.gang().max(1)).unwrap_or(1),
+                mig_configs,
             });
         }
     }

@@ -628,28 +628,36 @@ fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
                     .as_sequence()
                     .cloned()
                     .unwrap_or_default();
-                let selects = |k: &NodeKind| {
-                    let pool = k.labels.get("gpuplan.io/pool");
-                    let by_selector =
-                        pod["nodeSelector"]
-                            .as_mapping()
+                let selects =
+                    |k: &NodeKind| {
+                            let by_selector =
+                            pod["nodeSelector"].as_mapping().into_iter().flatten().all(
+                                |(key, v)| {
+                                    k.labels.get(key.as_str().unwrap_or("")).map(String::as_str)
+                                        == v.as_str()
+                                },
+                            );
+                        // Every `In` expression of the (single) required term: the pool for a
+                        // split workload, the mig-parted configs holding its MIG profile.
+                            let by_affinity = pod["affinity"]["nodeAffinity"]
+                            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+                            [0]["matchExpressions"]
+                            .as_sequence()
                             .into_iter()
                             .flatten()
-                            .all(|(key, v)| {
-                                k.labels.get(key.as_str().unwrap_or("")).map(String::as_str)
-                                    == v.as_str()
+                            .all(|e| {
+                                assert_eq!(e["operator"], "In", "{e:?}");
+                                let have = k.labels.get(e["key"].as_str().unwrap_or(""));
+                                e["values"].as_sequence().is_some_and(|vs| {
+                                    vs.iter().any(|v| have.map(String::as_str) == v.as_str())
+                                })
                             });
-                    let by_affinity = pod["affinity"]["nodeAffinity"]
-                        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-                        ["matchExpressions"][0]["values"]
-                        .as_sequence()
-                        .is_none_or(|vs| vs.iter().any(|v| pool.map(String::as_str) == v.as_str()));
-                    let tolerated = k.taints.iter().all(|t| {
-                        !matches!(t.effect.as_str(), "NoSchedule" | "NoExecute")
-                            || tolerations.iter().any(|x| tolerates(x, t))
-                    });
-                    by_selector && by_affinity && tolerated
-                };
+                        let tolerated = k.taints.iter().all(|t| {
+                            !matches!(t.effect.as_str(), "NoSchedule" | "NoExecute")
+                                || tolerations.iter().any(|x| tolerates(x, t))
+                        });
+                        by_selector && by_affinity && tolerated
+                    };
                 let reachable: Vec<&NodeKind> = kinds.iter().filter(|k| selects(k)).collect();
                 assert!(
                     !reachable.is_empty(),
@@ -691,6 +699,35 @@ fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
                     "{} {extra:?}: no node of {w}'s pool advertises {count} {resource}",
                     plan.display()
                 );
+                // A strict spread over hostnames counts every node the pod may use
+                // (kubernetes `pkg/scheduler/framework/plugins/podtopologyspread`: with
+                // nodeAffinityPolicy Honor, the nodes its selector and affinity admit; with
+                // nodeTaintsPolicy Honor, those whose taints it tolerates). Each such node
+                // must be able to host a replica, or the skew strands replicas (issue 41).
+                let strict = pod["topologySpreadConstraints"]
+                    .as_sequence()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["whenUnsatisfiable"] == "DoNotSchedule");
+                if strict {
+                    for k in &reachable {
+                        let name = k.labels.get("gpuplan.io/pool").cloned().unwrap_or_default();
+                        let Some(p) = planned.iter().find(|p| p["name"] == name.as_str()) else {
+                            continue;
+                        };
+                        let gpus = p["gpus_per_node"].as_f64().unwrap_or(0.0);
+                        let aks = p["mig_layout"]
+                            .as_object()
+                            .map_or(1.0, |l| l.values().filter_map(|n| n.as_f64()).sum());
+                        let have = advertised(k, gpus, aks, &values);
+                        assert!(
+                            have.get(&resource).copied().unwrap_or(0.0) >= count,
+                            "{} {extra:?}: {w}'s strict spread counts a node of `{name}` ({:?}) that advertises no {resource}: replicas strand",
+                            plan.display(),
+                            k.labels.get("nvidia.com/mig.config")
+                        );
+                    }
+                }
                 checked += 1;
             }
         }
