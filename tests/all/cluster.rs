@@ -630,7 +630,7 @@ fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
                     .unwrap_or_default();
                 let selects =
                     |k: &NodeKind| {
-                            let by_selector =
+                        let by_selector =
                             pod["nodeSelector"].as_mapping().into_iter().flatten().all(
                                 |(key, v)| {
                                     k.labels.get(key.as_str().unwrap_or("")).map(String::as_str)
@@ -639,7 +639,7 @@ fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
                             );
                         // Every `In` expression of the (single) required term: the pool for a
                         // split workload, the mig-parted configs holding its MIG profile.
-                            let by_affinity = pod["affinity"]["nodeAffinity"]
+                        let by_affinity = pod["affinity"]["nodeAffinity"]
                             ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
                             [0]["matchExpressions"]
                             .as_sequence()
