@@ -12,9 +12,10 @@ use crate::source::SourceFile;
 pub(crate) mod baseline;
 
 /// How serious a finding is. Ordered so that `max()` gives the worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    #[default]
     Note,
     Warning,
     Error,

@@ -481,7 +481,7 @@ pub(crate) fn settle_recommendation(
             0,
             crate::engine::recommend::Finding {
                 rule: "GP017",
-                severity: "error",
+                severity: Severity::Error,
                 message: d.message.clone(),
                 file: Some(d.file.name.clone()),
                 line: Some(line),
@@ -501,9 +501,11 @@ pub(crate) fn settle_recommendation(
             continue;
         }
         match levels.overrides.get(f.rule) {
-            Some(Level::Deny) => f.severity = "error",
-            Some(Level::Warn) => f.severity = "warning",
-            _ if levels.deny_warnings && f.severity == "warning" => f.severity = "error",
+            Some(Level::Deny) => f.severity = Severity::Error,
+            Some(Level::Warn) => f.severity = Severity::Warning,
+            _ if levels.deny_warnings && f.severity == Severity::Warning => {
+                f.severity = Severity::Error
+            }
             _ => {}
         }
         match allowed(

@@ -39,7 +39,7 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
     for f in rec
         .findings
         .iter()
-        .filter(|f| f.severity == "error" && f.suppressed.is_none())
+        .filter(|f| f.severity == crate::diag::Severity::Error && f.suppressed.is_none())
     {
         out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
     }

@@ -62,7 +62,11 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
         for u in &rec.unsatisfied {
             out.stderr(&format!("error: {}\n", u.message));
         }
-        for f in rec.findings.iter().filter(|f| f.severity == "error") {
+        for f in rec
+            .findings
+            .iter()
+            .filter(|f| f.severity == crate::diag::Severity::Error)
+        {
             out.stderr(&format!("error[{}]: {}\n", f.rule, f.message));
         }
         return Err(CmdError::Refused(

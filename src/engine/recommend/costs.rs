@@ -53,7 +53,7 @@ pub(super) fn assemble(
             if !s.optimal_packing {
                 findings.push(Finding {
                     rule: "mig-packing",
-                    severity: "note",
+                    severity: crate::diag::Severity::Note,
                     message: format!(
                         "the MIG packing of `{}` was not proven optimal within the search budget: {} GPUs, lower bound {}",
                         p.name,
@@ -85,7 +85,7 @@ pub(super) fn assemble(
                 .unwrap_or_default();
             findings.push(Finding {
                 rule: "idle-gpus",
-                severity: "note",
+                severity: crate::diag::Severity::Note,
                 message: format!(
                     "`{}` runs out of vCPUs or RAM before GPUs{room}: {} GPUs' worth of its {} idle at peak; {} {} would need {} GPUs for {} a month more (kept the cheaper pool)",
                     p.name,

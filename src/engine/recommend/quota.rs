@@ -157,7 +157,7 @@ pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) 
             if vcpus > limit {
                 out.push(Finding {
                     rule: "GP014",
-                    severity: "error",
+                    severity: crate::diag::Severity::Error,
                     message: format!(
                         "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {} (from {from}): request more quota or lower the peaks",
                         crate::core::num(vcpus),

@@ -165,7 +165,7 @@ pub struct Change {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Finding {
     pub rule: &'static str,
-    pub severity: &'static str,
+    pub severity: crate::diag::Severity,
     pub message: String,
     pub workload: Option<String>,
     pub pool: Option<String>,
@@ -245,6 +245,6 @@ impl Recommendation {
             || self
                 .findings
                 .iter()
-                .any(|f| f.severity == "error" && f.suppressed.is_none())
+                .any(|f| f.severity == crate::diag::Severity::Error && f.suppressed.is_none())
     }
 }
