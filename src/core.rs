@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub mod format;
+pub mod labels;
 
 /// Exit codes, the same for every command.
 pub mod exit {

@@ -86,7 +86,7 @@ const KUEUE: Output_ = Output_ {
     embedded: include_str!("../templates/render/kueue/kueue.yaml.hbs"),
     format: Format::Yaml,
 };
-const COMMON: [Output_; 4] = [
+const COMMON: [Output_; 5] = [
     Output_ {
         path: "helm/gpu-operator-values.yaml",
         template: "helm/gpu-operator-values.yaml.hbs",
@@ -103,6 +103,12 @@ const COMMON: [Output_; 4] = [
         path: "serving/values.yaml",
         template: "serving/values.yaml.hbs",
         embedded: include_str!("../templates/render/serving/values.yaml.hbs"),
+        format: Format::Yaml,
+    },
+    Output_ {
+        path: "monitoring/values.yaml",
+        template: "monitoring/values.yaml.hbs",
+        embedded: include_str!("../templates/render/monitoring/values.yaml.hbs"),
         format: Format::Yaml,
     },
     Output_ {

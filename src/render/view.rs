@@ -69,6 +69,9 @@ pub struct View {
     /// Every placed workload's scheduling settings (`workloads/values.yaml`).
     pub workloads: Vec<super::workloads::WorkloadView>,
     pub total_monthly_cost: String,
+    /// kube-state-metrics `--metric-labels-allowlist` entries for the labels the review reads
+    /// (`monitoring/values.yaml`): `pods=[…]`, `nodes=[…]`.
+    pub monitoring_allowlist: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -546,6 +549,10 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         single_mig_config,
         mig_configs,
         sharing_configs,
+        monitoring_allowlist: vec![
+            format!("pods=[{}]", crate::core::labels::ALLOWLIST_PODS.join(",")),
+            format!("nodes=[{}]", crate::core::labels::ALLOWLIST_NODES.join(",")),
+        ],
         kueue,
         kueue_api: opts.kueue_api,
         // EKS's AL2023 NVIDIA AMI ships the driver and the container toolkit; AKS pools set

@@ -214,6 +214,17 @@ pub(crate) const NODE_LABELS: &[&str] = &[
     "label_nvidia_com_mig_strategy",
 ];
 
+/// A Kubernetes label as kube-state-metrics names it (`label_` and every character that is
+/// not a letter or digit as `_`: kube-state-metrics `pkg/metric_generator` sanitisation).
+#[cfg(test)]
+pub(crate) fn prometheus_label(k8s: &str) -> String {
+    let body: String = k8s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("label_{body}")
+}
+
 pub(crate) const QUERIES: &[Query] = &[
     Query {
         id: Q::Requests,
@@ -800,6 +811,37 @@ impl Acc {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_allowlist_render_writes_is_every_label_the_review_reads() {
+        let nodes: Vec<String> = crate::core::labels::ALLOWLIST_NODES
+            .iter()
+            .map(|l| prometheus_label(l))
+            .collect();
+        let read: Vec<&str> = NODE_LABELS
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with("label_"))
+            .collect();
+        assert_eq!(nodes, read);
+        let pods: Vec<String> = crate::core::labels::ALLOWLIST_PODS
+            .iter()
+            .map(|l| prometheus_label(l))
+            .collect();
+        let by_pods: Vec<&str> = QUERIES
+            .iter()
+            .filter(|q| q.metrics == ["kube_pod_labels"])
+            .flat_map(|q| q.by.iter().copied().filter(|l| l.starts_with("label_")))
+            .collect();
+        for l in &by_pods {
+            assert!(
+                pods.iter().any(|p| p == l),
+                "{l} is read but not allow-listed"
+            );
+        }
+        assert_eq!(pods.len(), by_pods.len());
+    }
+
     use super::*;
 
     #[test]

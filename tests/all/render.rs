@@ -1578,3 +1578,64 @@ fn a_pool_named_like_another_pools_node_pool_is_refused() {
         .code(1);
     assert!(!dir.path().join("out").exists());
 }
+
+/// Issue 41: render labels pods `gpuplan.io/workload` and nodes `gpuplan.io/pool`, but
+/// kube-state-metrics exports a label only when allow-listed, so the review could not read
+/// them on a stock kube-prometheus-stack. `monitoring/values.yaml` allow-lists every label
+/// render writes (kube-state-metrics chart `metricLabelsAllowlist`: entries
+/// `resource=[label,…]`; kube-prometheus-stack nests the chart under `kube-state-metrics`)
+/// and lets Prometheus select the GPU Operator's dcgm-exporter ServiceMonitor, which has no
+/// release label (`prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelmValues`).
+#[test]
+fn monitoring_values_allow_list_every_label_render_writes() {
+    for plan in ["plans/azure-inference.toml", "plans/aws-training.toml"] {
+        let files = rendered(plan, &[]);
+        let v: serde_yaml::Value =
+            serde_yaml::from_str(&files["monitoring/values.yaml"]).expect("yaml");
+        let entries: Vec<&str> = v["kube-state-metrics"]["metricLabelsAllowlist"]
+            .as_sequence()
+            .expect("allowlist")
+            .iter()
+            .filter_map(|e| e.as_str())
+            .collect();
+        let listed = |resource: &str| -> Vec<String> {
+            entries
+                .iter()
+                .find_map(|e| e.strip_prefix(&format!("{resource}=[")))
+                .and_then(|e| e.strip_suffix(']'))
+                .map(|l| l.split(',').map(str::to_owned).collect())
+                .unwrap_or_default()
+        };
+        let (pods, nodes) = (listed("pods"), listed("nodes"));
+        // Every pod label the workloads file sets, every node label Terraform sets.
+        let workloads: serde_yaml::Value =
+            serde_yaml::from_str(&files["workloads/values.yaml"]).expect("workloads");
+        for (_, w) in workloads.as_mapping().into_iter().flatten() {
+            for (k, _) in w["labels"].as_mapping().into_iter().flatten() {
+                let k = k.as_str().unwrap_or("");
+                if k.starts_with("gpuplan.io/") {
+                    assert!(
+                        pods.iter().any(|p| p == k),
+                        "{plan}: pod label {k} not allow-listed"
+                    );
+                }
+            }
+        }
+        assert!(
+            files["terraform/main.tf"].contains("\"gpuplan.io/pool\""),
+            "{plan}"
+        );
+        assert!(
+            nodes.iter().any(|n| n == "gpuplan.io/pool"),
+            "{plan}: {nodes:?}"
+        );
+        assert!(
+            nodes.iter().any(|n| n == "nvidia.com/mig.config"),
+            "{plan}: {nodes:?}"
+        );
+        assert_eq!(
+            v["prometheus"]["prometheusSpec"]["serviceMonitorSelectorNilUsesHelmValues"],
+            false
+        );
+    }
+}
