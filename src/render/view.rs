@@ -223,8 +223,24 @@ fn network_notes(pools: &[PoolView]) -> Vec<String> {
     let mut out = Vec::new();
     let efa = names(|p| p.efa);
     if !efa.is_empty() {
+        // Said as Terraform does it: a placement group only where one is rendered (a Capacity
+        // Block's instances are placed together by EC2, and get none).
+        let grouped = names(|p| p.efa && p.placement_group);
+        let blocks = names(|p| p.efa && !p.placement_group);
+        let mut placed = Vec::new();
+        if !grouped.is_empty() {
+            placed.push(format!(
+                "the nodes of {grouped} join one cluster placement group per pool in one subnet"
+            ));
+        }
+        if !blocks.is_empty() {
+            placed.push(format!(
+                "those of {blocks} run in their Capacity Block, whose instances EC2 places together, with no placement group"
+            ));
+        }
         out.push(format!(
-            "EFA ({efa}): each node gets every EFA interface its type supports and joins one cluster placement group in one subnet (terraform/). Pods reach the interfaces through the EFA device plugin (`vpc.amazonaws.com/efa`), which the cluster must run; NCCL then uses them through the AMI's EFA driver and libfabric, so the GPU Operator's RDMA stays off."
+            "EFA ({efa}): each node gets every EFA interface its type supports (terraform/); {}. Pods reach the interfaces through the EFA device plugin (`vpc.amazonaws.com/efa`), which the cluster must run; NCCL then uses them through the AMI's EFA driver and libfabric, so the GPU Operator's RDMA stays off.",
+            placed.join("; ")
         ));
     }
     let ib = names(|p| p.infiniband);

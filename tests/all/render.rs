@@ -1639,3 +1639,34 @@ fn monitoring_values_allow_list_every_label_render_writes() {
         );
     }
 }
+
+/// Issue 41: the rendered README said a Capacity Block pool joins a placement group while
+/// the Terraform, correctly, has none. The README says "join ... placement group" exactly
+/// where Terraform renders one.
+#[test]
+fn the_readme_names_a_placement_group_only_where_terraform_has_one() {
+    for (plan, extra) in [
+        (
+            "tests/fixtures/render/capacity-block.toml",
+            &["--declared"][..],
+        ),
+        ("tests/fixtures/render/efa-gang.toml", &[][..]),
+    ] {
+        let files = rendered(plan, extra);
+        let groups = files["terraform/main.tf"]
+            .matches("resource \"aws_placement_group\"")
+            .count();
+        let readme = &files["README.md"];
+        assert_eq!(
+            readme.contains("join one cluster placement group"),
+            groups > 0,
+            "{plan}: {groups} placement group(s) in Terraform; README: {readme}"
+        );
+        if groups == 0 {
+            assert!(
+                readme.contains("with no placement group"),
+                "{plan}: {readme}"
+            );
+        }
+    }
+}
