@@ -98,6 +98,25 @@ pub(crate) fn paid_hours(pool: &Pool, hours: f64) -> f64 {
     }
 }
 
+/// A Capacity Block's paid window in a month, hours: its `block_hours` (at most the month),
+/// else, as long as the work it was bought for, its longest member's `hours_per_month` (the
+/// plan's month when none says), and whether the plan stated it. `None` for other pools.
+pub(crate) fn block_window(plan: &Plan, pool: &Pool) -> Option<(f64, bool)> {
+    if pool.capacity() != Capacity::CapacityBlock {
+        return None;
+    }
+    let hours = plan.hours_per_month();
+    if let Some(h) = &pool.block_hours {
+        return Some((h.get().min(HOURS_PER_MONTH), true));
+    }
+    let longest = plan
+        .pool_workloads(pool)
+        .filter_map(|w| w.hours_per_month.as_ref().map(|h| *h.get()))
+        .fold(None, |m: Option<f64>, h| Some(m.map_or(h, |m| m.max(h))))
+        .map_or(hours, |h| h.min(hours));
+    Some((longest, false))
+}
+
 /// Monthly cost of a declared pool at a node count.
 pub(crate) fn pool_month(
     catalog: &Catalog,
@@ -134,12 +153,7 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
     // longest member's `hours_per_month` (the plan's month when none says), and the price
     // says so.
     let mut block_hours = None;
-    if pool.capacity() == Capacity::CapacityBlock && pool.block_hours.is_none() {
-        let h = plan
-            .pool_workloads(pool)
-            .filter_map(|w| w.hours_per_month.as_ref().map(|h| *h.get()))
-            .fold(None, |m: Option<f64>, h| Some(m.map_or(h, |m| m.max(h))))
-            .map_or(hours, |h| h.min(hours));
+    if let Some((h, false)) = block_window(plan, pool) {
         block_hours = Some(h);
         let unknown = format!(
             "the block's length is not in the plan (`block_hours`): costed for {} hours, its workloads' longest month",

@@ -2,7 +2,7 @@ use super::{Cx, Rule};
 use crate::core::num;
 use crate::core::usd;
 use crate::engine::cost::{
-    burst_profile, gpus_per_node, listed, pool_hour, reserve, BurstMember, BusyNode,
+    block_window, burst_profile, gpus_per_node, listed, pool_hour, reserve, BurstMember, BusyNode,
 };
 use crate::plan::raw::Capacity;
 
@@ -16,6 +16,12 @@ declare_rule! {
     /// nodes; workloads that may scale to zero contribute nothing), plus the nodes above it
     /// whose work runs past the break-even utilisation (reserved rate / on-demand rate: a
     /// reservation is paid all 730 hours), and flags the excess with its idle cost.
+    ///
+    /// A Capacity Block (`capacity-block`) is paid for its window only (`block_hours`, else
+    /// the longest `hours_per_month` of its workloads): it is judged over that window. Its
+    /// steady demand is the work that runs the whole window (a gang bought a 168-hour block
+    /// for and running 168 hours fills it), and its idle cost is the excess nodes for the
+    /// window's hours, not the month's.
     ///
     /// ## Why is this bad?
     /// Reserved capacity is paid whether used or not. A reservation above the steady floor
@@ -49,9 +55,11 @@ impl Rule for ReservationExceedsSteadyDemand {
             if per_node <= 0.0 {
                 continue;
             }
-            let plan_hours = cx.hours(None);
+            // The hours the commitment is paid for: the month, or a Capacity Block's window.
+            let window = block_window(cx.plan, pool);
+            let plan_hours = window.map_or(cx.hours(None), |(h, _)| h);
             let steady = |w: &crate::plan::raw::Workload| {
-                !w.scale_to_zero() && cx.hours(Some(w)) >= plan_hours
+                !w.scale_to_zero() && cx.hours(Some(w)) >= plan_hours - 1e-9
             };
             let steady_gpus: f64 = cx
                 .plan
@@ -82,7 +90,12 @@ impl Rule for ReservationExceedsSteadyDemand {
                 ),
             );
             let (worth, break_even) = match rates {
-                (Some(r), Some(od)) if pool.capacity() != Capacity::CapacityReservation => {
+                (Some(r), Some(od))
+                    if !matches!(
+                        pool.capacity(),
+                        Capacity::CapacityReservation | Capacity::CapacityBlock
+                    ) =>
+                {
                     let burst_nodes = (pool.nodes().max() - steady_nodes).max(0);
                     // Each member's minimum replicas run its hours (steady); replicas above
                     // the minimum are its peak, which no reservation covers.
@@ -138,9 +151,16 @@ impl Rule for ReservationExceedsSteadyDemand {
                 _ => String::new(),
             };
             let price = pool_hour(cx.catalog, cx.plan.provider(), pool);
-            let idle = price.as_ref().map_or("unknown (no price)".to_owned(), |p| {
-                format!("{} a month", usd(p.usd * excess as f64 * cx.hours(None)))
-            });
+            let idle = price
+                .as_ref()
+                .map_or("unknown (no price)".to_owned(), |p| match window {
+                    Some((h, _)) => format!(
+                        "{} a month over the block's {} hours",
+                        usd(p.usd * excess as f64 * h),
+                        num(h)
+                    ),
+                    None => format!("{} a month", usd(p.usd * excess as f64 * cx.hours(None))),
+                });
             let caveat = price
                 .and_then(|p| p.caveat)
                 .map(|c| format!(" ({c})"))

@@ -255,3 +255,41 @@ fn gp001_sums_the_caps_that_meet_on_a_card() {
     let got = fires(&many);
     assert!(got.iter().any(|m| m.contains("under 1%")), "{got:?}");
 }
+
+/// Issue 40: GP023 treated a Capacity Block as a reservation paid all month: a block of 4
+/// nodes for 168 hours, sized exactly for its gang, was "4 reserved nodes idle". A block is
+/// judged over its window: silent when the gang fills it, and the excess of a larger block
+/// is costed for the window's hours.
+#[test]
+fn gp023_judges_a_capacity_block_over_its_window() {
+    let plan = |nodes: u32| {
+        format!(
+            "version = 1\n[plan]\nname = \"cb\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"pretrain\"\nteam = \"foundation\"\nkind = \"training\"\nnodes = 4\ngpus = 8\nskus = [\"p5.48xlarge\"]\ncheckpoint_minutes = 60\nhours_per_month = 168\n\n[[pool]]\nname = \"pretrain-block\"\nsku = \"p5.48xlarge\"\nregion = \"us-east-1\"\nnodes = {nodes}\ncapacity = \"capacity-block\"\nblock_hours = 168\nworkloads = [\"pretrain\"]\n"
+        )
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let run = |nodes: u32| {
+        let p = dir.path().join(format!("cb{nodes}.toml"));
+        std::fs::write(&p, plan(nodes)).expect("plan");
+        let out = crate::common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args(["check", "--format", "json"])
+            .arg(&p)
+            .output()
+            .expect("runs");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["code"] == "GP023" || f["rule"] == "GP023")
+            .map(|f| f["message"].as_str().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert!(run(4).is_empty(), "an exactly sized block: {:?}", run(4));
+    let six = run(6);
+    assert_eq!(six.len(), 1, "{six:?}");
+    assert!(
+        six[0].contains("2 reserved nodes idle") && six[0].contains("over the block's 168 hours"),
+        "{six:?}"
+    );
+}
