@@ -28,7 +28,8 @@ pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Cmd
     // Shared with other readers; a refresh writing the cache now is waited for, so the files
     // read are one refresh's, whole.
     let _lock = match (&g.catalog, &cache) {
-        (None, Some(c)) => crate::fsio::lock(c, crate::fsio::Hold::Read, false)?,
+        // Only a directory can be a cache; anything else is not one and is not read.
+        (None, Some(c)) if c.is_dir() => crate::fsio::lock(c, crate::fsio::Hold::Read, false)?,
         _ => None,
     };
     if let (None, Some(c)) = (&g.catalog, &cache) {

@@ -326,6 +326,14 @@ pub fn terminal_safe(text: &str, commands: bool) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
+    // A file written to standard output (`--write-plan -`) keeps its own BOM.
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => {
+            out.push('\u{feff}');
+            rest
+        }
+        None => text,
+    };
     for line in text.split_inclusive('\n') {
         let lead = line.len() - line.trim_start().len();
         let mut rest = line;
@@ -360,7 +368,10 @@ fn push_safe(out: &mut String, line: &str) {
                 continue;
             }
         }
-        if (c.is_control() && c != '\n' && c != '\t') || invisible(c) {
+        // A CRLF line ending (a Windows plan written to standard output) is a line ending.
+        if c == '\r' && chars.peek().is_some_and(|(_, n)| *n == '\n') {
+            out.push(c);
+        } else if (c.is_control() && c != '\n' && c != '\t') || invisible(c) {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else if c == '#' && line[i..].starts_with("##[") {
             out.push_str("\\u0023");
@@ -508,6 +519,14 @@ mod tests {
             terminal_safe("plain text\n", false),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn a_windows_file_on_standard_output_keeps_its_bom_and_crlf() {
+        assert_eq!(
+            terminal_safe("\u{feff}a\r\nb\rc\r\n", false),
+            "\u{feff}a\r\nb\\u000dc\r\n"
+        );
     }
 
     #[test]
