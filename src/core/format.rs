@@ -381,6 +381,21 @@ fn push_safe(out: &mut String, line: &str) {
     }
 }
 
+/// A path as a URI reference or link target (RFC 3986): every byte but an unreserved
+/// character or `/` percent-encoded, so no space, parenthesis, `#`, `<`, `>` or control
+/// character ends or breaks it (SARIF artifact URIs, Markdown links).
+pub fn url_path(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    for b in p.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// `new`, a rewrite of `original`, in the original's own conventions: its byte-order mark
 /// and, when its lines end in CRLF, CRLF line endings, so `--write-plan` changes only what it
 /// means to change (a Windows checkout stays a Windows file).

@@ -6,20 +6,7 @@ use std::fmt::Write as _;
 use crate::diag::{Diag, Severity};
 
 pub(crate) use crate::core::format::md;
-
-/// A path as a link target: everything but unreserved characters and `/` percent-encoded, so
-/// no space, parenthesis or control character ends or breaks the link.
-fn url_path(p: &str) -> String {
-    let mut out = String::with_capacity(p.len());
-    for b in p.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+use crate::core::format::url_path;
 
 /// `link_base`: a URL prefix for file links, such as
 /// `https://github.com/OWNER/REPO/blob/SHA/`; without it links are relative paths.

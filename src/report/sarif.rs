@@ -128,19 +128,9 @@ fn location(d: &Diag) -> Value {
     })
 }
 
-/// A relative path as a URI reference (RFC 3986): forward slashes, no `./`, and every byte
-/// but an unreserved character or `/` percent-encoded, so a file name with a space, a
-/// newline, `<`, `>` or `#` stays one valid reference.
+/// A relative path as a URI reference: forward slashes, no `./`, percent-encoded
+/// ([`crate::core::format::url_path`]).
 fn uri(path: &str) -> String {
     let p = path.replace('\\', "/");
-    let p = p.strip_prefix("./").unwrap_or(&p);
-    let mut out = String::with_capacity(p.len());
-    for b in p.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::core::format::url_path(p.strip_prefix("./").unwrap_or(&p))
 }
