@@ -32,25 +32,27 @@ pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Cmd
         (None, Some(c)) if c.is_dir() => crate::fsio::lock(c, crate::fsio::Hold::Read, false)?,
         _ => None,
     };
-    if let (None, Some(c)) = (&g.catalog, &cache) {
-        if let crate::live::cache::State::Damaged(why) = crate::live::cache::state(c) {
-            return Err(CmdError::Usage(format!(
-                "the refresh cache `{}` is damaged: {why}; {}",
-                crate::core::shown(c),
-                crate::live::cache::DAMAGED_FIX
-            )));
-        }
-    }
+    use crate::live::cache::State;
     let catalog = match (&g.catalog, cache) {
         (Some(dir), _) => Catalog::from_dir(dir, providers),
-        (None, Some(c)) if crate::live::cache::present(&c) => {
-            out.detail(&format!(
-                "catalog: embedded, with the newer files of the refresh cache `{}`",
-                c.display()
-            ));
-            Catalog::layered(&c, providers)
-        }
-        (None, _) => Catalog::embedded(providers),
+        (None, Some(c)) => match crate::live::cache::state(&c) {
+            State::Damaged(why) => {
+                return Err(CmdError::Usage(format!(
+                    "the refresh cache `{}` is damaged: {why}; {}",
+                    crate::core::shown(&c),
+                    crate::live::cache::DAMAGED_FIX
+                )))
+            }
+            State::Ours => {
+                out.detail(&format!(
+                    "catalog: embedded, with the newer files of the refresh cache `{}`",
+                    c.display()
+                ));
+                Catalog::layered(&c, providers)
+            }
+            State::Absent => Catalog::embedded(providers),
+        },
+        (None, None) => Catalog::embedded(providers),
     }?;
     Ok(catalog)
 }

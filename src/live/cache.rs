@@ -177,11 +177,15 @@ use crate::source::safe_path;
 
 /// The cache's own list of files (`[[file]]` of `sources.toml`), keeping only entries whose
 /// path is safe and whose file is there: a tampered or damaged list never steers a write.
-fn owned_entries(dir: &Path, notes: &mut Vec<String>) -> (toml::Table, Vec<toml::Value>) {
+fn owned_entries(
+    dir: &Path,
+    state: &State,
+    notes: &mut Vec<String>,
+) -> (toml::Table, Vec<toml::Value>) {
     let text = match crate::fsio::read_text(&dir.join("sources.toml"), 1 << 20) {
         Ok(t) => t,
         Err(e) => {
-            if let State::Damaged(why) = state(dir) {
+            if let State::Damaged(why) = state {
                 notes.push(format!(
                     "the cache was damaged ({why}: {e}); its list is rebuilt from this refresh, and files it listed before stay on disk unused until refreshed again"
                 ));
@@ -256,11 +260,13 @@ fn write_owned(
         dir: crate::core::shown(dir),
         source,
     };
+    // What the directory is, read once: whether it is gpuplan's, and whether its list reads.
+    let st = state(dir);
     match std::fs::symlink_metadata(dir) {
         Ok(m) if !(m.is_dir() || m.file_type().is_symlink() && dir.is_dir()) => {
             return Err(CacheError::NotADirectory(crate::core::shown(dir)))
         }
-        Ok(_) if state(dir) == State::Absent => {
+        Ok(_) if st == State::Absent => {
             let mut names: Vec<String> = std::fs::read_dir(dir)
                 .map_err(io)?
                 .filter_map(|e| e.ok())
@@ -276,8 +282,8 @@ fn write_owned(
         }
         _ => {}
     }
-    let (mut sources, mut files) = if state(dir) != State::Absent {
-        owned_entries(dir, notes)
+    let (mut sources, mut files) = if st != State::Absent {
+        owned_entries(dir, &st, notes)
     } else {
         (toml::Table::new(), Vec::new())
     };
