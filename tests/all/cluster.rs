@@ -675,27 +675,31 @@ fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
                         )
                     })
                     .expect("a GPU resource");
-                let mut fits = false;
-                for k in &reachable {
-                    let name = k.labels.get("gpuplan.io/pool").cloned().unwrap_or_default();
-                    let p = planned
-                        .iter()
-                        .find(|p| p["name"] == name.as_str())
-                        .unwrap_or_else(|| {
-                            panic!(
-                                "{} {extra:?}: {w} can land on `{name}`, not a pool planned for it",
-                                plan.display()
-                            )
-                        });
-                    let gpus = p["gpus_per_node"].as_f64().unwrap_or(0.0);
-                    let aks = p["mig_layout"]
-                        .as_object()
-                        .map_or(1.0, |l| l.values().filter_map(|n| n.as_f64()).sum());
-                    let have = advertised(k, gpus, aks, &values);
-                    fits |= have.get(&resource).copied().unwrap_or(0.0) >= count;
-                }
+                // Whether each reachable node kind can host a replica: it advertises the GPU
+                // resource the pod asks for, as many as it asks.
+                let hosts: Vec<(&NodeKind, bool)> = reachable
+                    .iter()
+                    .map(|k| {
+                        let name = k.labels.get("gpuplan.io/pool").cloned().unwrap_or_default();
+                        let p = planned
+                            .iter()
+                            .find(|p| p["name"] == name.as_str())
+                            .unwrap_or_else(|| {
+                                panic!(
+                                    "{} {extra:?}: {w} can land on `{name}`, not a pool planned for it",
+                                    plan.display()
+                                )
+                            });
+                        let gpus = p["gpus_per_node"].as_f64().unwrap_or(0.0);
+                        let aks = p["mig_layout"]
+                            .as_object()
+                            .map_or(1.0, |l| l.values().filter_map(|n| n.as_f64()).sum());
+                        let have = advertised(k, gpus, aks, &values);
+                        (*k, have.get(&resource).copied().unwrap_or(0.0) >= count)
+                    })
+                    .collect();
                 assert!(
-                    fits,
+                    hosts.iter().any(|(_, ok)| *ok),
                     "{} {extra:?}: no node of {w}'s pool advertises {count} {resource}",
                     plan.display()
                 );
@@ -709,24 +713,13 @@ fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
                     .into_iter()
                     .flatten()
                     .any(|c| c["whenUnsatisfiable"] == "DoNotSchedule");
-                if strict {
-                    for k in &reachable {
-                        let name = k.labels.get("gpuplan.io/pool").cloned().unwrap_or_default();
-                        let Some(p) = planned.iter().find(|p| p["name"] == name.as_str()) else {
-                            continue;
-                        };
-                        let gpus = p["gpus_per_node"].as_f64().unwrap_or(0.0);
-                        let aks = p["mig_layout"]
-                            .as_object()
-                            .map_or(1.0, |l| l.values().filter_map(|n| n.as_f64()).sum());
-                        let have = advertised(k, gpus, aks, &values);
-                        assert!(
-                            have.get(&resource).copied().unwrap_or(0.0) >= count,
-                            "{} {extra:?}: {w}'s strict spread counts a node of `{name}` ({:?}) that advertises no {resource}: replicas strand",
-                            plan.display(),
-                            k.labels.get("nvidia.com/mig.config")
-                        );
-                    }
+                if let (true, Some((k, _))) = (strict, hosts.iter().find(|(_, ok)| !*ok)) {
+                    panic!(
+                        "{} {extra:?}: {w}'s strict spread counts a node of `{}` ({:?}) that advertises no {resource}: replicas strand",
+                        plan.display(),
+                        k.labels.get("gpuplan.io/pool").cloned().unwrap_or_default(),
+                        k.labels.get("nvidia.com/mig.config")
+                    );
                 }
                 checked += 1;
             }

@@ -400,22 +400,18 @@ fn plans_are_read_from_a_pipe_and_standard_input() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("larger than 8 MiB"));
 }
 
-#[test]
-fn two_renders_into_one_directory_never_interleave() {
-    // Another writer holds the directory's lock (as a second `gpuplan render` would): this
-    // render waits for it and then writes its whole set.
-    let dir = tempfile::tempdir().expect("tmp");
-    let out = dir.path().join("out");
-    std::fs::create_dir_all(&out).expect("out");
-    let mut holder = std::process::Command::new("flock")
-        .arg(&out)
-        .args(["sleep", "3"])
+/// Another process holding `dir`'s lock for `secs` seconds (util-linux `flock`, as a second
+/// gpuplan run would hold it), returned once it holds it.
+fn hold_lock(dir: &Path, secs: u32) -> std::process::Child {
+    let holder = std::process::Command::new("flock")
+        .arg(dir)
+        .args(["sleep", &secs.to_string()])
         .spawn()
         .expect("flock");
     // Until the holder has the lock, a non-blocking attempt succeeds.
     while std::process::Command::new("flock")
         .args(["-n"])
-        .arg(&out)
+        .arg(dir)
         .arg("true")
         .status()
         .expect("flock -n")
@@ -423,6 +419,17 @@ fn two_renders_into_one_directory_never_interleave() {
     {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    holder
+}
+
+#[test]
+fn two_renders_into_one_directory_never_interleave() {
+    // Another writer holds the directory's lock (as a second `gpuplan render` would): this
+    // render waits for it and then writes its whole set.
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).expect("out");
+    let mut holder = hold_lock(&out, 3);
     let bin = assert_cmd::cargo::cargo_bin("gpuplan");
     let mut render = std::process::Command::new(bin)
         .current_dir(root())
@@ -593,21 +600,7 @@ fn a_render_that_cannot_get_the_directory_says_why_and_changes_nothing() {
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).expect("out");
     std::fs::write(out.join("keep.txt"), "k").expect("keep");
-    let mut holder = std::process::Command::new("flock")
-        .arg(&out)
-        .args(["sleep", "4"])
-        .spawn()
-        .expect("flock");
-    while std::process::Command::new("flock")
-        .args(["-n"])
-        .arg(&out)
-        .arg("true")
-        .status()
-        .expect("flock -n")
-        .success()
-    {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let mut holder = hold_lock(&out, 4);
     let o = gpuplan()
         .env("GPUPLAN_LOCK_TIMEOUT", "1")
         .args(["render", "plans/minimal.toml", "--out"])

@@ -603,6 +603,38 @@ fn review(file: &Path, extra: &[&str]) -> (Value, String) {
 }
 
 /// The review through a Prometheus server, as JSON; a refusal names the server's reason.
+/// Every section of the review JSON a server's answers feed.
+const EVERY_SECTION: [&str; 8] = [
+    "teams",
+    "workloads",
+    "stalled",
+    "pending",
+    "idle_nodes",
+    "pools",
+    "idle_pools",
+    "recommendations",
+];
+
+/// The 12 hours of `om` at `step`, reviewed from the file and through the server at `url`:
+/// both hold to the truth, and `keys` agree within rounding.
+fn server_agrees_with_file(om: &Path, url: &str, step: &str, keys: &[&str]) {
+    let window = [
+        "--from",
+        "2026-09-01T00:00:00Z",
+        "--to",
+        "2026-09-01T12:00:00Z",
+        "--step",
+        step,
+    ];
+    let (file, _) = review(om, &window);
+    assert_truth(&file);
+    let server = review_server(url, &window);
+    assert_truth(&server);
+    for key in keys {
+        common::prometheus::assert_close(&server[*key], &file[*key], key);
+    }
+}
+
 fn review_server(url: &str, window: &[&str]) -> Value {
     let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
         .args([
@@ -950,30 +982,7 @@ fn a_real_prometheus_agrees_with_the_file() {
     let dir = tempfile::tempdir().expect("tmp");
     let om = write(dir.path(), "fleet.om", &telemetry(true, false, KSM, DCGM));
     let (_server, url) = common::prometheus::start(dir.path(), &om);
-    let window = [
-        "--from",
-        "2026-09-01T00:00:00Z",
-        "--to",
-        "2026-09-01T12:00:00Z",
-        "--step",
-        "60s",
-    ];
-    let (file, _) = review(&om, &window);
-    assert_truth(&file);
-    let server = review_server(&url, &window);
-    assert_truth(&server);
-    for key in [
-        "teams",
-        "workloads",
-        "stalled",
-        "pending",
-        "idle_nodes",
-        "pools",
-        "idle_pools",
-        "recommendations",
-    ] {
-        common::prometheus::assert_close(&server[key], &file[key], key);
-    }
+    server_agrees_with_file(&om, &url, "60s", &EVERY_SECTION);
 }
 
 /// Issue 42: the same file through VictoriaMetrics with its default flags (Debian's
@@ -986,30 +995,7 @@ fn a_real_victoria_metrics_with_default_flags_agrees_with_the_file() {
     let om = write(dir.path(), "fleet.om", &telemetry(true, false, KSM, DCGM));
     let (_server, url) = common::victoria::start(dir.path(), &om);
     for step in ["60s", "5m"] {
-        let window = [
-            "--from",
-            "2026-09-01T00:00:00Z",
-            "--to",
-            "2026-09-01T12:00:00Z",
-            "--step",
-            step,
-        ];
-        let (file, _) = review(&om, &window);
-        assert_truth(&file);
-        let server = review_server(&url, &window);
-        assert_truth(&server);
-        for key in [
-            "teams",
-            "workloads",
-            "stalled",
-            "pending",
-            "idle_nodes",
-            "pools",
-            "idle_pools",
-            "recommendations",
-        ] {
-            common::prometheus::assert_close(&server[key], &file[key], key);
-        }
+        server_agrees_with_file(&om, &url, step, &EVERY_SECTION);
     }
 }
 
@@ -1029,21 +1015,12 @@ fn a_replaced_host_network_exporter_never_collides_in_prometheus() {
     );
     let (_server, url) = common::prometheus::start(dir.path(), &om);
     for step in ["60s", "5m", "12m"] {
-        let window = [
-            "--from",
-            "2026-09-01T00:00:00Z",
-            "--to",
-            "2026-09-01T12:00:00Z",
-            "--step",
+        server_agrees_with_file(
+            &om,
+            &url,
             step,
-        ];
-        let (file, _) = review(&om, &window);
-        assert_truth(&file);
-        let server = review_server(&url, &window);
-        assert_truth(&server);
-        for key in ["teams", "workloads", "stalled", "idle_nodes", "pools"] {
-            common::prometheus::assert_close(&server[key], &file[key], key);
-        }
+            &["teams", "workloads", "stalled", "idle_nodes", "pools"],
+        );
     }
 }
 

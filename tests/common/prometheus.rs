@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-pub struct Server(Child);
+/// A server process the test started, killed when dropped (Prometheus, VictoriaMetrics).
+pub struct Server(pub Child);
 
 impl Drop for Server {
     fn drop(&mut self) {

@@ -5,17 +5,10 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use super::prometheus::Server;
 
 /// The Prometheus text format of an OpenMetrics file: timestamps in milliseconds (what
 /// `/api/v1/import/prometheus` reads), comments and `# EOF` dropped.
