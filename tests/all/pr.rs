@@ -604,3 +604,161 @@ fn the_guardrail_watches_the_declared_fleet_too() {
     );
     assert!(md.contains(&line), "{line}\n{md}");
 }
+
+/// A Markdown document as GitHub reads it (CommonMark with GFM tables): its headings, its
+/// tables' rows of cell text, its link targets and its paragraphs' text.
+#[derive(Debug, Default)]
+struct Doc {
+    headings: Vec<(usize, String)>,
+    tables: Vec<Vec<Vec<String>>>,
+    links: Vec<String>,
+    paragraphs: Vec<String>,
+    html: Vec<String>,
+}
+
+fn read_markdown(text: &str) -> Doc {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut doc = Doc::default();
+    let mut buf = String::new();
+    let mut heading = None;
+    for event in Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+        match event {
+            Event::Start(Tag::Heading { level, .. }) => heading = Some(level as usize),
+            Event::Start(Tag::Table(_)) => doc.tables.push(Vec::new()),
+            Event::Start(Tag::TableHead | Tag::TableRow) => {
+                if let Some(t) = doc.tables.last_mut() {
+                    t.push(Vec::new());
+                }
+            }
+            Event::Start(Tag::Link { dest_url, .. }) => doc.links.push(dest_url.to_string()),
+            Event::Start(Tag::Paragraph | Tag::TableCell) => buf.clear(),
+            Event::Text(t) | Event::Code(t) => buf.push_str(&t),
+            Event::SoftBreak | Event::HardBreak => buf.push('\n'),
+            Event::Html(t) | Event::InlineHtml(t) => doc.html.push(t.to_string()),
+            Event::End(TagEnd::Heading(_)) => {
+                doc.headings
+                    .push((heading.take().unwrap_or(0), buf.clone()));
+                buf.clear();
+            }
+            Event::End(TagEnd::TableCell) => {
+                if let Some(row) = doc.tables.last_mut().and_then(|t| t.last_mut()) {
+                    row.push(std::mem::take(&mut buf));
+                }
+            }
+            Event::End(TagEnd::Paragraph) => doc.paragraphs.push(std::mem::take(&mut buf)),
+            _ => {}
+        }
+    }
+    doc
+}
+
+/// What a reader of the comment must see as structure, never as literal text: headings and
+/// tables that parse as such, rows as wide as their header, and no paragraph that is really a
+/// heading, a table row or a rule a missing blank line turned into text.
+fn assert_well_formed(doc: &Doc, md: &str) {
+    for t in &doc.tables {
+        let width = t.first().map_or(0, Vec::len);
+        assert!(width > 1, "a table has a header:\n{md}");
+        for row in t {
+            assert_eq!(
+                row.len(),
+                width,
+                "row {row:?} is as wide as its header:\n{md}"
+            );
+            assert!(row.iter().all(|c| !c.contains('|')), "cell split: {row:?}");
+        }
+    }
+    // HTML is the hidden marker or a <details> fold, each a block of its own that swallows
+    // no Markdown after it.
+    for h in &doc.html {
+        let h = h.trim();
+        let marker = h.starts_with("<!--") && h.ends_with("-->") && !h.contains('\n');
+        let fold = h == "</details>"
+            || (h.starts_with("<details><summary>")
+                && h.ends_with("</summary>")
+                && !h.contains('\n'));
+        assert!(
+            marker || fold,
+            "HTML that is not a marker or a fold: {h:?}\n{md}"
+        );
+    }
+    for p in &doc.paragraphs {
+        for line in p.lines() {
+            let l = line.trim_start();
+            assert!(
+                !(l.starts_with('#') || l.starts_with('|') || l.starts_with("---")),
+                "literal Markdown structure in the text: {line:?}\n{md}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_pr_comment_parses_as_commonmark_with_its_headings_and_tables() {
+    let base = "plans/azure-inference.toml";
+    let head = "tests/fixtures/diff/azure-inference-head.toml";
+    let link = "https://github.com/o/r/blob/abc/";
+    // Built as examples/github-actions.yml builds it: check's comment, then diff's appended.
+    let (check, _) = run(
+        gpuplan().args([
+            "check",
+            "--format",
+            "markdown",
+            "--link-base",
+            link,
+            "--base",
+            base,
+            head,
+        ]),
+        0,
+    );
+    let (diff, _) = run(
+        gpuplan().args(["diff", "--format", "markdown", base, head]),
+        0,
+    );
+    let md = format!("<!-- gpuplan -->\n{check}{diff}");
+    let doc = read_markdown(&md);
+    assert_well_formed(&doc, &md);
+    let titles: Vec<_> = doc.headings.iter().map(|(l, t)| (*l, t.as_str())).collect();
+    assert_eq!(titles.len(), 2, "{titles:?}\n{md}");
+    assert_eq!(titles[0].0, 3);
+    assert!(titles[0].1.contains("gpuplan check: passed"), "{titles:?}");
+    assert_eq!(titles[1], (3, "gpuplan diff: azure-inference"));
+    // the diff's tables: what changed, and the cost per recommended pool and per team
+    let heads: Vec<_> = doc.tables.iter().map(|t| t[0][0].as_str()).collect();
+    assert_eq!(
+        heads,
+        ["change", "declared pool", "recommended pool", "team"],
+        "{md}"
+    );
+    assert!(doc
+        .paragraphs
+        .iter()
+        .any(|p| p.starts_with("Recommended monthly cost:")));
+
+    // A failing plan: severity sections, each finding linked to its line.
+    let dir = tempfile::tempdir().expect("tmp");
+    with_live_allow(dir.path());
+    let (md, _) = run(
+        gpuplan().current_dir(dir.path()).args([
+            "check",
+            "--format",
+            "markdown",
+            "--link-base",
+            link,
+            "plan.toml",
+        ]),
+        1,
+    );
+    let doc = read_markdown(&md);
+    assert_well_formed(&doc, &md);
+    let levels: Vec<_> = doc.headings.iter().map(|(l, _)| *l).collect();
+    assert_eq!(levels[0], 3, "{md}");
+    assert!(levels[1..].iter().all(|l| *l == 4), "{levels:?}");
+    assert!(doc.headings[0].1.contains("gpuplan check: failed"));
+    assert!(doc.headings.iter().any(|(_, t)| t.starts_with("Errors (")));
+    assert!(!doc.links.is_empty());
+    for l in &doc.links {
+        assert!(l.starts_with(&format!("{link}plan.toml#L")), "{l}");
+    }
+}
