@@ -90,6 +90,10 @@ pub enum CheckFormat {
     Github,
     /// A pull-request comment
     Markdown,
+    /// JUnit XML: a test suite per plan, a test case per rule, failures for error findings
+    Junit,
+    /// GitLab Code Quality JSON (`artifacts:reports:codequality`)
+    Gitlab,
 }
 
 #[derive(Debug, Args)]

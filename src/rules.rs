@@ -338,6 +338,13 @@ pub struct Levels {
     pub deny_warnings: bool,
 }
 
+impl Levels {
+    /// Turned off on the command line (`-A RULE`): the rule reports nothing.
+    pub(crate) fn is_off(&self, id: &str) -> bool {
+        self.overrides.get(id) == Some(&Level::Allow)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Allow,
@@ -546,7 +553,7 @@ fn plan_levels(plan: &Plan, levels: &Levels) -> Levels {
 }
 
 fn apply_levels(levels: &Levels, out: &mut Vec<Diag>) {
-    out.retain(|d| levels.overrides.get(&d.code) != Some(&Level::Allow));
+    out.retain(|d| !levels.is_off(&d.code));
     for d in out.iter_mut() {
         match levels.overrides.get(&d.code) {
             Some(Level::Deny) => d.severity = Severity::Error,

@@ -7,7 +7,7 @@ use crate::core::exit;
 use crate::diag::{baseline, Diag};
 use crate::output::Out;
 use crate::plan::{self, Date};
-use crate::report::{findings as output, github, markdown, sarif};
+use crate::report::{codequality, findings as output, github, junit, markdown, sarif};
 use crate::rules::{self, Level, Levels};
 
 use super::{CmdError, CmdResult};
@@ -48,13 +48,21 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
     // Parse every file first, so the catalog is loaded once for the providers they use.
     let mut errors: Vec<Diag> = Vec::new();
     let mut parsed = Vec::new();
+    // Every plan by the name its findings carry, for the reports that list plans (JUnit).
+    let mut names = Vec::new();
     for path in &args.plans {
-        match plan::load::read(path) {
-            Err(d) => errors.push(*d),
-            Ok(file) => match plan::load::parse(&file) {
-                Err(ds) => errors.extend(ds),
-                Ok(raw) => parsed.push((file, raw)),
-            },
+        let file = match plan::load::read(path) {
+            Ok(file) => file,
+            Err(d) => {
+                names.push(d.file.stable_name());
+                errors.push(*d);
+                continue;
+            }
+        };
+        names.push(file.stable_name());
+        match plan::load::parse(&file) {
+            Err(ds) => errors.extend(ds),
+            Ok(raw) => parsed.push((file, raw)),
         }
     }
     let providers: BTreeSet<_> = parsed
@@ -112,6 +120,8 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
         CheckFormat::Sarif => {
             out.stdout(&sarif::sarif(&findings, &errors, args.docs_url.as_deref()))
         }
+        CheckFormat::Junit => out.stdout(&junit::junit(&names, &findings, &errors, &levels)),
+        CheckFormat::Gitlab => out.stdout(&codequality::codequality(&findings, &errors)),
         CheckFormat::Github => {
             out.stdout_commands(&github::annotations(&findings, &errors));
             out.info(&output::summary_with_errors(

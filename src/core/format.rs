@@ -427,6 +427,26 @@ pub fn shown(path: &std::path::Path) -> String {
     printable(&path.display().to_string())
 }
 
+/// Text for HTML or XML (an element or a quoted attribute): the markup characters as
+/// entities and control characters as visible escapes ([`printable`]; XML 1.0 allows none of
+/// them), so a label from a plan or a server is shown, never obeyed.
+pub fn markup(s: &str) -> String {
+    entities(printable(s))
+}
+
+/// [`markup`] for element text of several lines: line feeds and tabs stay.
+pub fn markup_lines(s: &str) -> String {
+    entities(printable_lines(s))
+}
+
+fn entities(s: String) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 /// Text made safe for one Markdown table cell, list line or code span: `|` escaped, lines
 /// joined, HTML (`<script>` in a namespace label, say: a `<` opens no tag) written as text,
 /// `[` and `]` escaped so no link or image forms (`[x](javascript:…)` in a plan's reason stays

@@ -331,15 +331,9 @@ pub(crate) fn markdown(r: &Review) -> String {
     o
 }
 
-/// Text for HTML (an element or a quoted attribute): the markup characters as entities and
-/// control characters as visible escapes, so a telemetry label is shown, never obeyed.
+/// Text for the HTML page: [`crate::core::format::markup`].
 pub(super) fn esc(s: &str) -> String {
-    crate::core::printable(s)
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
+    crate::core::format::markup(s)
 }
 
 pub(super) const PALETTE: [&str; 8] = [
