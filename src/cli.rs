@@ -63,6 +63,8 @@ pub enum Command {
     Catalog(CatalogArgs),
     /// Print the JSON Schema of the plan format (for editor completion)
     Schema,
+    /// Keep one comment per pull request (GitHub) or merge request (GitLab) up to date
+    Comment(CommentArgs),
     /// Write a commented starter plan
     Init(InitArgs),
     /// Print shell completions
@@ -421,4 +423,80 @@ pub struct InitArgs {
     /// Overwrite an existing file
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CommentArgs {
+    #[command(subcommand)]
+    pub forge: Forge,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Forge {
+    /// A pull request's comment (token: GITHUB_TOKEN, else GH_TOKEN)
+    Github(GithubArgs),
+    /// A merge request's note (token: GITLAB_TOKEN)
+    Gitlab(GitlabArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CommentCommon {
+    /// The comment's text, Markdown (`-` reads standard input); blank means nothing to say
+    #[arg(long, value_name = "FILE")]
+    pub body: PathBuf,
+    /// Which comment is gpuplan's: the hidden marker's tag, so one thread can hold several
+    #[arg(long, default_value = "gpuplan", value_name = "TAG")]
+    pub tag: String,
+    #[arg(long, value_enum, default_value_t = crate::comment::Behavior::Update)]
+    pub behavior: crate::comment::Behavior,
+    /// With a blank body, delete gpuplan's comment (else it is edited to say there is nothing
+    /// to report, and none is made)
+    #[arg(long)]
+    pub delete_when_empty: bool,
+    /// Say what would be done; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seconds each request may take
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct GithubArgs {
+    #[command(flatten)]
+    pub common: CommentCommon,
+    /// The repository, OWNER/NAME (in Actions: GITHUB_REPOSITORY)
+    #[arg(long, env = "GITHUB_REPOSITORY", value_name = "OWNER/NAME")]
+    pub repo: String,
+    /// The pull request's number (in Actions: read from GITHUB_REF, refs/pull/N/merge)
+    #[arg(long, value_name = "N")]
+    pub pull_request: Option<u64>,
+    /// The REST API's address (GitHub Enterprise Server: https://HOST/api/v3)
+    #[arg(
+        long,
+        env = "GITHUB_API_URL",
+        default_value = "https://api.github.com",
+        value_name = "URL"
+    )]
+    pub api_url: String,
+}
+
+#[derive(Debug, Args)]
+pub struct GitlabArgs {
+    #[command(flatten)]
+    pub common: CommentCommon,
+    /// The project's id or path, group/project (in GitLab CI: CI_PROJECT_ID)
+    #[arg(long, env = "CI_PROJECT_ID", value_name = "ID|PATH")]
+    pub project: String,
+    /// The merge request's IID (in GitLab CI: CI_MERGE_REQUEST_IID)
+    #[arg(long, env = "CI_MERGE_REQUEST_IID", value_name = "IID")]
+    pub merge_request: u64,
+    /// The REST API's address (in GitLab CI: CI_API_V4_URL)
+    #[arg(
+        long,
+        env = "CI_API_V4_URL",
+        default_value = "https://gitlab.com/api/v4",
+        value_name = "URL"
+    )]
+    pub api_url: String,
 }

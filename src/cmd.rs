@@ -2,6 +2,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod check;
+pub(crate) mod comment;
 pub(crate) mod diff;
 pub(crate) mod error;
 pub(crate) mod explain;

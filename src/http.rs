@@ -1,5 +1,6 @@
-//! HTTP GET for gpuplan's clients (Prometheus, provider price APIs): overload and server
-//! errors retried a bounded number of times, JSON answers streamed into the parser.
+//! HTTP for gpuplan's clients (Prometheus, provider price APIs, the pull-request comment):
+//! overload and server errors retried a bounded number of times, JSON answers streamed into
+//! the parser.
 
 use serde::de::DeserializeOwned;
 
@@ -59,6 +60,30 @@ pub(crate) fn send_with<T>(
     body: Option<&serde_json::Value>,
     mut read: impl FnMut(&mut dyn std::io::Read) -> Result<T, String>,
 ) -> Result<T, Failure> {
+    exchange(request, body, |_, r| read(r))
+}
+
+/// The answer's headers, for a client that pages by them (`Link`, `X-Next-Page`).
+pub(crate) struct Head(Vec<(String, String)>);
+
+impl Head {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// [`send_with`] whose reader also sees the answer's headers. 429 and 5xx are retried as
+/// [`send_json`] says, except that a POST is retried only on 429: a server error after a
+/// POST may have done it, and a second one would do it twice.
+pub(crate) fn exchange<T>(
+    request: impl Fn() -> ureq::Request,
+    body: Option<&serde_json::Value>,
+    mut read: impl FnMut(&Head, &mut dyn std::io::Read) -> Result<T, String>,
+) -> Result<T, Failure> {
+    let post = request().method() == "POST";
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -69,14 +94,20 @@ pub(crate) fn send_with<T>(
             None => request().call(),
         };
         match sent {
-            // Streamed: a large answer is far beyond what reading it into one string allows.
             Ok(r) if (300..400).contains(&r.status()) => {
                 let to = r.header("Location").unwrap_or("").to_owned();
                 return Err(Failure::Redirect(r.status(), to));
             }
+            // Streamed: a large answer is far beyond what reading it into one string allows.
             Ok(r) => {
+                let head = Head(
+                    r.headers_names()
+                        .into_iter()
+                        .filter_map(|k| r.header(&k).map(|v| (k.clone(), v.to_owned())))
+                        .collect(),
+                );
                 let mut body = std::io::Read::take(r.into_reader(), MAX_BODY_BYTES);
-                return read(&mut body).map_err(|e| {
+                return read(&head, &mut body).map_err(|e| {
                     Failure::Decode(format!(
                         "{e} (an answer is read up to {} MiB)",
                         MAX_BODY_BYTES >> 20
@@ -84,7 +115,7 @@ pub(crate) fn send_with<T>(
                 });
             }
             Err(ureq::Error::Status(code, r))
-                if (code == 429 || code >= 500) && attempt < TRIES =>
+                if (code == 429 || (code >= 500 && !post)) && attempt < TRIES =>
             {
                 let wait = r
                     .header("Retry-After")

@@ -10,6 +10,7 @@
 pub mod catalog;
 pub mod cli;
 pub(crate) mod cmd;
+pub mod comment;
 pub mod core;
 pub mod diag;
 pub mod engine;
@@ -69,6 +70,7 @@ fn dispatch(cli: cli::Cli, out: &output::Out) -> cmd::CmdResult {
         cli::Command::Explain(args) => cmd::explain::run(&args, out),
         cli::Command::Catalog(args) => cmd::catalog::run(&cli.global, &args, out),
         cli::Command::Schema => cmd::schema::run(out),
+        cli::Command::Comment(args) => cmd::comment::run(&args, out),
         cli::Command::Init(args) => cmd::init::run(&args, out),
         cli::Command::Completions { shell } => {
             let mut c = <cli::Cli as clap::CommandFactory>::command();
@@ -122,6 +124,9 @@ fn remember_secrets() {
                 | "AWS_SESSION_TOKEN"
                 | "GPUPLAN_PROMETHEUS_TOKEN"
                 | "GPUPLAN_BEARER_TOKEN"
+                | "GITHUB_TOKEN"
+                | "GH_TOKEN"
+                | "GITLAB_TOKEN"
         ) {
             core::format::secret(v);
         }

@@ -60,6 +60,10 @@ pub(crate) enum CmdError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Review(#[from] ReviewError),
+    /// A forge's API did not keep the comment.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Comment(#[from] crate::comment::CommentError),
     #[cfg(feature = "live")]
     #[error(transparent)]
     #[diagnostic(transparent)]

@@ -9,6 +9,7 @@ mod common;
 
 mod cli;
 mod cluster;
+mod comment;
 mod costs;
 mod data;
 mod files;

@@ -716,7 +716,8 @@ fn the_pr_comment_parses_as_commonmark_with_its_headings_and_tables() {
         gpuplan().args(["diff", "--format", "markdown", base, head]),
         0,
     );
-    let md = format!("<!-- gpuplan -->\n{check}{diff}");
+    // As `gpuplan comment` posts it: its marker line first.
+    let md = format!("<!-- gpuplan-comment: gpuplan -->\n{check}{diff}");
     let doc = read_markdown(&md);
     assert_well_formed(&doc, &md);
     let titles: Vec<_> = doc.headings.iter().map(|(l, t)| (*l, t.as_str())).collect();

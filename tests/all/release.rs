@@ -57,12 +57,10 @@ fn the_action_is_composite_and_the_examples_install_without_compiling() {
         gh.contains("uses: your-org/gpuplan@v1"),
         "the example uses the action"
     );
-    // GitLab: one note per merge request, updated in place.
+    // One comment per pull or merge request, kept by `gpuplan comment` (tests/all/comment.rs).
     let gl = std::fs::read_to_string(root().join("examples/gitlab-ci.yml")).expect("gl");
-    assert!(
-        gl.contains("--request PUT") && gl.contains("<!-- gpuplan -->"),
-        "{gl}"
-    );
+    assert!(gl.contains("gpuplan comment gitlab --body comment.md"), "{gl}");
+    assert!(gh.contains("gpuplan comment github --body comment.md"), "{gh}");
 }
 
 /// Every `uses:` value, wherever it sits in a workflow or action (steps, jobs, composite runs).
