@@ -61,8 +61,12 @@ pub enum Command {
     Diff(DiffArgs),
     /// List or show what the catalog knows: GPU models, SKUs, prices with their dates and sources
     Catalog(CatalogArgs),
-    /// Print the JSON Schema of the plan format (for editor completion)
-    Schema,
+    /// Print the JSON Schema of the plan format (for editor completion), or of a JSON output
+    Schema {
+        /// Which schema: the plan file's, or that of a command's JSON output
+        #[arg(long, value_enum, default_value_t = crate::report::schemas::Output::Plan)]
+        output: crate::report::schemas::Output,
+    },
     /// Keep one comment per pull request (GitHub) or merge request (GitLab) up to date
     Comment(CommentArgs),
     /// Write a commented starter plan

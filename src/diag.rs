@@ -12,7 +12,19 @@ use crate::source::SourceFile;
 pub(crate) mod baseline;
 
 /// How serious a finding is. Ordered so that `max()` gives the worst.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     #[default]
@@ -38,7 +50,7 @@ impl fmt::Display for Severity {
 }
 
 /// Why a finding is not counted: an `[[allow]]` entry (or, later, a baseline).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Suppression {
     pub kind: &'static str,
     pub justification: String,

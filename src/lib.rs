@@ -69,7 +69,7 @@ fn dispatch(cli: cli::Cli, out: &output::Out) -> cmd::CmdResult {
         cli::Command::Diff(args) => cmd::diff::run(&cli.global, &args, out),
         cli::Command::Explain(args) => cmd::explain::run(&args, out),
         cli::Command::Catalog(args) => cmd::catalog::run(&cli.global, &args, out),
-        cli::Command::Schema => cmd::schema::run(out),
+        cli::Command::Schema { output } => cmd::schema::run(output, out),
         cli::Command::Comment(args) => cmd::comment::run(&args, out),
         cli::Command::Init(args) => cmd::init::run(&args, out),
         cli::Command::Completions { shell } => {

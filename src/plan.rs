@@ -11,6 +11,7 @@ use crate::diag::Diag;
 use crate::source::SourceFile;
 
 mod codes;
+pub mod limits;
 pub mod load;
 pub mod raw;
 mod validate;

@@ -13,3 +13,4 @@ pub(crate) mod markdown;
 pub(crate) mod recommend;
 pub(crate) mod review;
 pub(crate) mod sarif;
+pub mod schemas;

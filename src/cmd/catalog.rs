@@ -54,7 +54,9 @@ pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult
             )));
         };
         match args.format {
-            Format::Json => out.stdout(&pretty(&gpu_json(gpu))),
+            Format::Json => {
+                out.stdout(&pretty(&versioned("gpuplan.catalog-gpu/v1", gpu_json(gpu))))
+            }
             Format::Human => out.stdout(&gpu_text(gpu)),
         }
         return Ok(exit::OK);
@@ -78,7 +80,10 @@ pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult
             )));
         };
         match args.format {
-            Format::Json => out.stdout(&pretty(&sku_json(&catalog, pc, sku))),
+            Format::Json => out.stdout(&pretty(&versioned(
+                "gpuplan.catalog-sku/v1",
+                sku_json(&catalog, pc, sku),
+            ))),
             Format::Human => out.stdout(&sku_text(&catalog, pc, sku, g.verbose)),
         }
         return Ok(exit::OK);
@@ -88,6 +93,17 @@ pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult
         Format::Human => out.stdout(&overview_text(&catalog, args.region.as_deref())),
     }
     Ok(exit::OK)
+}
+
+/// One GPU model or SKU as its own document: the same object the overview lists, with the
+/// `schema` key every JSON output of gpuplan starts with.
+fn versioned(schema: &str, v: Value) -> Value {
+    let mut doc = serde_json::Map::new();
+    doc.insert("schema".into(), json!(schema));
+    if let Value::Object(m) = v {
+        doc.extend(m);
+    }
+    Value::Object(doc)
 }
 
 fn pretty(v: &Value) -> String {

@@ -9,6 +9,9 @@ const AWS: &str = include_str!("../../templates/init/aws.toml");
 
 use super::{CmdError, CmdResult};
 
+/// The schema file the starter plan's `#:schema` line names.
+const SCHEMA_FILE: &str = "gpuplan.schema.json";
+
 pub(crate) fn run(args: &InitArgs, out: &Out) -> CmdResult {
     let text = match args.provider {
         ProviderArg::Azure => AZURE,
@@ -27,5 +30,28 @@ pub(crate) fn run(args: &InitArgs, out: &Out) -> CmdResult {
     super::write_output(out, &args.path, text, &[])?;
     let shown = crate::core::shown(&args.path);
     out.info(&format!("wrote {shown}; run `gpuplan check {shown}`"));
+    // The schema its `#:schema` line names, beside it; one already there is the user's.
+    let schema = args
+        .path
+        .parent()
+        .unwrap_or(std::path::Path::new(""))
+        .join(SCHEMA_FILE);
+    if std::fs::symlink_metadata(&schema).is_ok() && !args.force {
+        out.info(&format!(
+            "kept {}; `gpuplan schema > {SCHEMA_FILE}` writes it anew",
+            crate::core::shown(&schema)
+        ));
+    } else {
+        super::write_output(
+            out,
+            &schema,
+            &crate::report::schemas::plan_schema_text(),
+            &[],
+        )?;
+        out.info(&format!(
+            "wrote {} (the plan's JSON Schema, for editors)",
+            crate::core::shown(&schema)
+        ));
+    }
     Ok(exit::OK)
 }

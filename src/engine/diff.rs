@@ -57,36 +57,36 @@ impl Guard {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Side {
     pub plan: String,
     pub source: String,
     pub total_monthly_cost_usd: f64,
     /// What the plan's declared `[[pool]]`s cost a month (`engine::cost::declared_pool`), when
     /// it declares any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_monthly_cost_usd: Option<f64>,
     /// The declared pools with every node of `nodes.max` running all month (what GP017 holds
     /// to the budget): a change of `nodes.max` alone moves only this figure.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_monthly_cost_at_max_usd: Option<f64>,
     pub unsatisfied: Vec<String>,
 }
 
-#[derive(Debug, Serialize, Default)]
+#[derive(Debug, Serialize, Default, schemars::JsonSchema)]
 pub(crate) struct Changes {
     pub added: Vec<String>,
     pub removed: Vec<String>,
     pub changed: Vec<Changed>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Changed {
     pub name: String,
     pub keys: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct CostLine {
     pub name: String,
     pub before_usd: f64,
@@ -94,7 +94,7 @@ pub(crate) struct CostLine {
     pub delta_usd: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Diff {
     pub schema: &'static str,
     pub base: Side,
@@ -107,18 +107,18 @@ pub(crate) struct Diff {
     pub recommended_pools: Vec<CostLine>,
     /// The declared pools' monthly cost, per pool, on each side.
     pub declared_pools: Vec<CostLine>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_delta_usd: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_delta_pct: Option<f64>,
     /// How the declared pools' at-maximum figure moves.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_at_max_delta_usd: Option<f64>,
     pub teams: Vec<CostLine>,
     pub guardrail: Option<Guardrail>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Guardrail {
     pub limit: String,
     pub exceeded: bool,

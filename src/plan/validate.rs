@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use super::limits;
 use super::load::did_you_mean;
 use super::raw::{Count, RawPlan, Sp};
 use super::{Date, Plan, PlanCode};
@@ -60,7 +61,13 @@ impl Ctx<'_> {
         }
     }
 
-    fn range_f(&mut self, key: &str, v: &Sp<f64>, lo: f64, lo_incl: bool, hi: f64, hi_incl: bool) {
+    fn range_f(&mut self, key: &str, v: &Sp<f64>, r: limits::Real) {
+        let limits::Real {
+            lo,
+            lo_incl,
+            hi,
+            hi_incl,
+        } = r;
         let x = *v.get();
         let ok = x.is_finite()
             && (if lo_incl { x >= lo } else { x > lo })
@@ -83,7 +90,8 @@ impl Ctx<'_> {
         }
     }
 
-    fn range_i(&mut self, key: &str, v: &Sp<i64>, lo: i64, hi: i64) {
+    fn range_i(&mut self, key: &str, v: &Sp<i64>, r: limits::Int) {
+        let limits::Int { lo, hi } = r;
         let x = *v.get();
         if !(lo..=hi).contains(&x) {
             self.err(
@@ -97,7 +105,12 @@ impl Ctx<'_> {
     }
 
     /// `fixed_min` bounds a plain integer; `min_floor` the `min` of a range.
-    fn count(&mut self, key: &str, v: &Sp<Count>, fixed_min: i64, min_floor: i64, max_cap: i64) {
+    fn count(&mut self, key: &str, v: &Sp<Count>, c: limits::Count) {
+        let limits::Count {
+            fixed_min,
+            min_floor,
+            max_cap,
+        } = c;
         match *v.get() {
             Count::Fixed(n) if n < fixed_min || n > max_cap => self.err(
                 PlanCode::OutOfRange,
@@ -282,10 +295,10 @@ pub(super) fn validate(
         );
     }
     if let Some(h) = &meta.hours_per_month {
-        ctx.range_f("hours_per_month", h, 0.0, false, 744.0, true);
+        ctx.range_f("hours_per_month", h, limits::HOURS_PER_MONTH);
     }
     if let Some(b) = &meta.monthly_budget {
-        ctx.range_f("monthly_budget", b, 0.0, false, f64::INFINITY, false);
+        ctx.range_f("monthly_budget", b, limits::MONTHLY_BUDGET);
     }
     if let Some(sub) = &meta.subscription {
         let guid = sub.get().split('-').map(str::len).collect::<Vec<_>>() == [8, 4, 4, 4, 12]
@@ -313,7 +326,7 @@ pub(super) fn validate(
             ctx.dns_label("cluster name", n);
         }
         if let Some(v) = &c.daemonset_cpu {
-            ctx.range_f("daemonset_cpu", v, 0.0, true, 64.0, true);
+            ctx.range_f("daemonset_cpu", v, limits::DAEMONSET_CPU);
         }
     }
 
@@ -340,16 +353,16 @@ pub(super) fn validate(
         ctx.dns_label("workload name", &w.name);
         ctx.dns_label("team", &w.team);
         if let Some(r) = &w.replicas {
-            ctx.count("replicas", r, 1, 0, 100_000);
+            ctx.count("replicas", r, limits::REPLICAS);
         }
         if let Some(n) = &w.nodes {
-            ctx.range_i("nodes", n, 1, 4096);
+            ctx.range_i("nodes", n, limits::GANG_NODES);
         }
         if let Some(g) = &w.gpus {
-            ctx.range_i("gpus", g, 1, 64);
+            ctx.range_i("gpus", g, limits::GPUS);
         }
         if let Some(f) = &w.gpu_fraction {
-            ctx.range_f("gpu_fraction", f, 0.0, false, 1.0, false);
+            ctx.range_f("gpu_fraction", f, limits::GPU_FRACTION);
             if let Some(g) = &w.gpus {
                 ctx.diags.push(
                     Diag::error(
@@ -364,35 +377,34 @@ pub(super) fn validate(
                 );
             }
         }
-        // Upper bounds far past any hardware or job, so no figure built from them (a cost per
-        // 1M tokens, GPU-hours) can overflow to infinity.
-        for (key, v, lo, hi) in [
-            ("gpu_memory_gib", &w.gpu_memory_gib, 0.0, 1e5),
-            ("kv_cache_gib", &w.kv_cache_gib, 0.0, 1e5),
-            ("cpu", &w.cpu, 0.0, 1e5),
-            ("memory_gib", &w.memory_gib, 0.0, 1e7),
-            ("checkpoint_minutes", &w.checkpoint_minutes, 0.0, 1e6),
-            ("tokens_per_second", &w.tokens_per_second, 0.0, 1e9),
+        for (key, v, r) in [
+            ("gpu_memory_gib", &w.gpu_memory_gib, limits::GPU_MEMORY_GIB),
+            ("kv_cache_gib", &w.kv_cache_gib, limits::KV_CACHE_GIB),
+            ("cpu", &w.cpu, limits::CPU),
+            ("memory_gib", &w.memory_gib, limits::MEMORY_GIB),
+            (
+                "checkpoint_minutes",
+                &w.checkpoint_minutes,
+                limits::CHECKPOINT_MINUTES,
+            ),
+            (
+                "tokens_per_second",
+                &w.tokens_per_second,
+                limits::TOKENS_PER_SECOND,
+            ),
         ] {
             if let Some(v) = v {
-                ctx.range_f(key, v, lo, false, hi, true);
-            }
-        }
-        // A throughput below a token a thousand seconds is a typo, and divides a cost to
-        // infinity.
-        if let Some(v) = &w.tokens_per_second {
-            if *v.get() > 0.0 && *v.get() < 1e-3 {
-                ctx.range_f("tokens_per_second", v, 1e-3, true, 1e9, true);
+                ctx.range_f(key, v, r);
             }
         }
         if let Some(v) = &w.restart_minutes {
-            ctx.range_f("restart_minutes", v, 0.0, true, 1e6, true);
+            ctx.range_f("restart_minutes", v, limits::RESTART_MINUTES);
         }
         if let Some(v) = &w.hours_per_month {
-            ctx.range_f("hours_per_month", v, 0.0, false, 744.0, true);
+            ctx.range_f("hours_per_month", v, limits::HOURS_PER_MONTH);
         }
         if let Some(v) = &w.utilization {
-            ctx.range_f("utilization", v, 0.0, false, 1.0, true);
+            ctx.range_f("utilization", v, limits::UTILIZATION);
         }
         if let Some(fd) = &w.fault_domain {
             ctx.dns_label("fault domain", fd);
@@ -401,18 +413,19 @@ pub(super) fn validate(
             ctx.range_f(
                 "model.params_billion",
                 &m.params_billion,
-                0.0,
-                false,
-                100_000.0,
-                true,
+                limits::PARAMS_BILLION,
             );
         }
         if let Some(s) = &w.server {
             if let Some(u) = &s.gpu_memory_utilization {
-                ctx.range_f("server.gpu_memory_utilization", u, 0.0, false, 1.0, true);
+                ctx.range_f(
+                    "server.gpu_memory_utilization",
+                    u,
+                    limits::GPU_MEMORY_UTILIZATION,
+                );
             }
             if let Some(tp) = &s.tensor_parallel_size {
-                ctx.range_i("server.tensor_parallel_size", tp, 1, 64);
+                ctx.range_i("server.tensor_parallel_size", tp, limits::TENSOR_PARALLEL);
             }
         }
         if let Some(models) = &w.gpu_models {
@@ -519,18 +532,18 @@ pub(super) fn validate(
                 );
             }
         }
-        ctx.count("nodes", &p.nodes, 0, 0, 1000);
+        ctx.count("nodes", &p.nodes, limits::POOL_NODES);
         if let Some(layout) = &p.mig_layout {
             for (_, n) in layout.iter() {
-                ctx.range_i("mig_layout count", n, 1, 7);
+                ctx.range_i("mig_layout count", n, limits::MIG_INSTANCES);
             }
         }
         if let Some(layouts) = &p.mig_layouts {
             for e in layouts.get() {
                 for (_, n) in e.layout.iter() {
-                    ctx.range_i("mig_layouts count", n, 1, 7);
+                    ctx.range_i("mig_layouts count", n, limits::MIG_INSTANCES);
                 }
-                ctx.range_i("mig_layouts gpus", &e.gpus, 1, 100_000);
+                ctx.range_i("mig_layouts gpus", &e.gpus, limits::MIG_LAYOUT_GPUS);
             }
             if layouts.get().is_empty() {
                 ctx.err(
@@ -603,7 +616,7 @@ pub(super) fn validate(
             "unknown region",
             "regions",
         );
-        ctx.range_f("vcpus", &q.vcpus, 0.0, true, f64::INFINITY, false);
+        ctx.range_f("vcpus", &q.vcpus, limits::QUOTA_VCPUS);
     }
 
     // Decisions

@@ -108,7 +108,7 @@ pub(crate) fn summary_with_errors(findings: &[Diag], errors: &[Diag], files: usi
     s
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub(crate) struct JsonFinding<'a> {
     pub rule: &'a str,
     pub severity: Severity,
@@ -118,13 +118,13 @@ pub(crate) struct JsonFinding<'a> {
     pub column: usize,
     pub end_line: usize,
     pub end_column: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub help: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suppressed: Option<&'a Suppression>,
 }
 
@@ -149,18 +149,22 @@ impl<'a> From<&'a Diag> for JsonFinding<'a> {
     }
 }
 
+pub(crate) const SCHEMA: &str = "gpuplan.findings/v1";
+
+/// What `check --format json` prints.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Findings<'a> {
+    schema: &'static str,
+    findings: Vec<JsonFinding<'a>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    errors: Vec<JsonFinding<'a>>,
+}
+
 /// `{"schema": "gpuplan.findings/v1", "findings": [...], "errors": [...]}`: load errors are
 /// kept apart from rule findings so a pipeline can tell "bad plan file" from "plan has problems".
 pub(crate) fn json(findings: &[Diag], errors: &[Diag]) -> String {
-    #[derive(Serialize)]
-    struct Doc<'a> {
-        schema: &'static str,
-        findings: Vec<JsonFinding<'a>>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        errors: Vec<JsonFinding<'a>>,
-    }
-    let doc = Doc {
-        schema: "gpuplan.findings/v1",
+    let doc = Findings {
+        schema: SCHEMA,
         findings: findings.iter().map(JsonFinding::from).collect(),
         errors: errors.iter().map(JsonFinding::from).collect(),
     };

@@ -34,7 +34,7 @@ pub struct Method {
     pub low_utilization: f64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Quantiles {
     pub p10: f64,
     pub p50: f64,
@@ -54,7 +54,7 @@ impl Quantiles {
 }
 
 /// The least-squares trend of daily peaks.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Trend {
     pub slope_per_day: f64,
     pub r2: f64,
@@ -73,7 +73,7 @@ fn trend(p: &Projection) -> Option<Trend> {
 }
 
 /// What `--write-plan` writes for one workload.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Proposal {
     pub min: i64,
     pub max: i64,
@@ -102,7 +102,7 @@ impl Proposal {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct WorkloadForecast {
     pub workload: String,
     pub team: String,
@@ -121,7 +121,7 @@ pub struct WorkloadForecast {
     pub current: String,
     pub proposed: Proposal,
     /// Used when the right-size is not taken (check would refuse it): the consolidated count.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub without_right_size: Option<Proposal>,
     /// The figures behind it, in one line (the TOML comment `--write-plan` writes).
     pub figures: String,
@@ -129,7 +129,7 @@ pub struct WorkloadForecast {
     pub right_size_what: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct TeamForecast {
     pub team: String,
     /// The highest daily peak of GPUs held in the window.
@@ -148,7 +148,7 @@ pub struct TeamForecast {
     pub first_day: i64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct NextQuarter {
     /// The quarter planned for, e.g. `2027-Q1`, and its end.
     pub quarter: String,

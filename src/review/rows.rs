@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Review {
     pub schema: &'static str,
     pub plan: String,
@@ -33,7 +33,7 @@ pub struct Review {
     pub timeline: BTreeMap<String, Vec<(i64, f64, f64)>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Window {
     pub from: String,
     pub to: String,
@@ -41,7 +41,7 @@ pub struct Window {
 }
 
 /// The window asked for against what the data covers.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Coverage {
     pub requested_seconds: i64,
     /// Seconds of the window holding kube-state-metrics data: costs and advice use these.
@@ -63,7 +63,7 @@ pub struct Coverage {
     pub dcgm_gaps: Vec<DcgmGap>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct DcgmGap {
     pub node: String,
     pub from: String,
@@ -72,7 +72,7 @@ pub struct DcgmGap {
 }
 
 /// GPU-seconds allocated against used, as every team and workload row states them.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Figures {
     pub allocated_gpu_seconds: f64,
     pub used_gpu_seconds: f64,
@@ -88,14 +88,14 @@ pub struct Figures {
     pub pending_gpu_seconds: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TeamRow {
     pub team: String,
     #[serde(flatten)]
     pub figures: Figures,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct WorkloadRow {
     pub workload: String,
     pub team: String,
@@ -110,7 +110,7 @@ pub struct WorkloadRow {
 }
 
 /// A GPU model's seconds: a T4 second is not an A100 second.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ModelRow {
     pub model: String,
     pub allocated_gpu_seconds: f64,
@@ -120,7 +120,7 @@ pub struct ModelRow {
     pub idle_cost_usd: Option<f64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PoolRow {
     /// The plan pool, or the node pool label when no plan pool matches.
     pub pool: String,
@@ -142,7 +142,7 @@ pub struct PoolRow {
     pub p95_gpus: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Stalled {
     pub workload: Option<String>,
     pub team: String,
@@ -152,7 +152,7 @@ pub struct Stalled {
     pub allocated_gpus: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PendingPod {
     pub workload: Option<String>,
     pub team: String,
@@ -165,7 +165,7 @@ pub struct PendingPod {
     pub image_pull_gpu_seconds: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct IdlePool {
     pub pool: String,
     pub idle_gpu_seconds: f64,
@@ -173,7 +173,7 @@ pub struct IdlePool {
 }
 
 /// A node that was paid for while its GPUs sat unrequested.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct IdleNode {
     pub node: String,
     /// The node's pool label, and the plan pool it matched (by name, as AKS shortens it).
@@ -189,7 +189,7 @@ pub struct IdleNode {
     pub idle_cost_usd: Option<f64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ReservationFill {
     pub pool: String,
     pub reserved_gpu_seconds: f64,
@@ -198,7 +198,7 @@ pub struct ReservationFill {
 }
 
 /// What a reservation of the measured floor would save, per SKU and region.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ReservationAdvice {
     pub pool: String,
     pub sku: String,
@@ -214,7 +214,7 @@ pub struct ReservationAdvice {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ReservationOption {
     pub term: &'static str,
     pub usd_per_month: f64,
@@ -224,20 +224,20 @@ pub struct ReservationOption {
     pub source: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Unmatched {
     pub namespace: String,
     pub pod: String,
     pub allocated_gpu_seconds: f64,
     pub used_gpu_seconds: f64,
     /// Usage with no GPU-requesting pod: the node and GPU it was on.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Advice {
     pub kind: &'static str,
     pub workload: Option<String>,

@@ -74,7 +74,9 @@ pub struct NodeSeries {
 }
 
 /// Where "used" came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Signal {
     /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE`: the share of time any engine was busy; also on MIG.

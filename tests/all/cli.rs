@@ -40,7 +40,7 @@ fn trap_laden_example_fails_with_located_findings() {
         .get_output()
         .stdout
         .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
+    let v: serde_json::Value = crate::common::contract(&out).expect("json");
     assert_eq!(v["schema"], "gpuplan.findings/v1");
     let rules: Vec<&str> = v["findings"]
         .as_array()
@@ -74,7 +74,7 @@ fn expired_allow_does_not_suppress() {
         .args(["check", "--format", "json", "plans/mixed-estate.toml"])
         .output()
         .expect("runs");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     let gp025 = v["findings"]
         .as_array()
         .and_then(|a| a.iter().find(|f| f["rule"] == "GP025"))
@@ -93,7 +93,7 @@ fn expired_allow_does_not_suppress() {
         ])
         .output()
         .expect("runs");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     let gp025 = v["findings"]
         .as_array()
         .and_then(|a| a.iter().find(|f| f["rule"] == "GP025"))
@@ -188,7 +188,7 @@ fn bad_input_gets_exit_2_and_a_location() {
             .expect("runs");
         assert_eq!(out.status.code(), Some(2), "{rel}");
         let v: serde_json::Value =
-            serde_json::from_slice(&out.stdout).expect("json even for bad input");
+            crate::common::contract(&out.stdout).expect("json even for bad input");
         let e = &v["errors"][0];
         assert_eq!(e["file"], rel.as_str());
         assert!(
@@ -278,7 +278,7 @@ fn explain_prints_rule_docs() {
         .args(["explain", "--all", "--format", "json"])
         .output()
         .expect("runs");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     assert_eq!(
         v.as_array().map(Vec::len),
         Some(gpuplan::rules::RULES.len())
@@ -322,7 +322,7 @@ fn catalog_lists_and_shows_with_sources() {
 #[test]
 fn schema_is_json_schema_of_the_plan() {
     let out = gpuplan().arg("schema").output().expect("runs");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     assert!(v["$schema"]
         .as_str()
         .is_some_and(|s| s.contains("json-schema.org")));
@@ -393,6 +393,18 @@ fn init_writes_a_plan_that_checks() {
             .assert()
             .code(2)
             .stderr(predicate::str::contains("already exists"));
+        // taplo reads the first line's `#:schema`; the file it names is beside the plan, is
+        // `gpuplan schema`'s, and the starter plan passes it.
+        let text = std::fs::read_to_string(&p).expect("plan");
+        assert_eq!(text.lines().next(), Some("#:schema ./gpuplan.schema.json"));
+        let written = std::fs::read(dir.path().join("gpuplan.schema.json")).expect("schema");
+        let printed = gpuplan().arg("schema").output().expect("run").stdout;
+        assert_eq!(written, printed);
+        let schema: serde_json::Value = serde_json::from_slice(&written).expect("json");
+        let plan = toml_as_json(toml::Value::Table(text.parse().expect("toml")));
+        assert!(jsonschema::validator_for(&schema)
+            .expect("schema")
+            .is_valid(&plan));
     }
 }
 
@@ -470,7 +482,7 @@ fn every_load_time_mistake_shows_in_one_run() {
         .code(2)
         .get_output()
         .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     let found: Vec<(String, u64)> = v["errors"]
         .as_array()
         .or_else(|| v["findings"].as_array())
@@ -622,4 +634,177 @@ fn the_readmes_sample_outputs_are_what_the_binary_prints() {
         samples += 1;
     }
     assert!(samples >= 1, "the README has samples");
+}
+
+/// Issue 44: every JSON output holds to the schema `gpuplan schema --output NAME` publishes,
+/// on every example plan and on plans that fail; and the schemas are closed, so a key added to
+/// an output without its schema is caught (the control below).
+#[test]
+fn every_json_output_holds_to_its_published_schema() {
+    let run = |args: &[&str]| {
+        let out = gpuplan().args(args).output().expect("run");
+        let v = crate::common::contract(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", String::from_utf8_lossy(&out.stderr)));
+        (v, out.stdout)
+    };
+    let plans = [
+        "plans/azure-inference.toml",
+        "plans/aws-training.toml",
+        "plans/mixed-estate.toml",
+        "plans/minimal.toml",
+        "tests/fixtures/render/mig-spread.toml",
+        "tests/fixtures/render/capacity-block.toml",
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for p in plans {
+        for cmd in ["check", "recommend"] {
+            let (v, _) = run(&[cmd, "--format", "json", p]);
+            seen.insert(v["schema"].as_str().unwrap_or("").to_owned());
+        }
+    }
+    let (v, _) = run(&["check", "--format", "json", "/nonexistent/plan.toml"]);
+    assert!(v["errors"].as_array().is_some_and(|e| !e.is_empty()));
+    let (v, _) = run(&[
+        "diff",
+        "--format",
+        "json",
+        "plans/azure-inference.toml",
+        "tests/fixtures/diff/azure-inference-head.toml",
+    ]);
+    seen.insert(v["schema"].as_str().unwrap_or("").to_owned());
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        [
+            "gpuplan.diff/v1",
+            "gpuplan.findings/v1",
+            "gpuplan.recommendation/v1"
+        ]
+    );
+    // The published text is the schema the tests hold outputs to, and it parses.
+    for name in ["findings", "recommendation", "review", "diff", "plan"] {
+        let out = gpuplan()
+            .args(["schema", "--output", name])
+            .output()
+            .expect("run");
+        assert!(out.status.success());
+        let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("schema json");
+        assert!(jsonschema::validator_for(&s).is_ok(), "{name}");
+    }
+    // Control: an output with a key its schema does not know is refused.
+    let (_, bytes) = run(&["recommend", "--format", "json", "plans/minimal.toml"]);
+    let mut v: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+    v["pools"][0]["surprise"] = serde_json::json!(1);
+    let tampered = serde_json::to_vec(&v).expect("bytes");
+    let caught = std::panic::catch_unwind(|| crate::common::contract(&tampered));
+    assert!(caught.is_err(), "an unknown key passed the schema");
+}
+
+/// A plan file as the JSON an editor's schema validator sees (taplo converts TOML so): dates
+/// as strings.
+fn toml_as_json(v: toml::Value) -> serde_json::Value {
+    match v {
+        toml::Value::String(s) => s.into(),
+        toml::Value::Integer(i) => i.into(),
+        toml::Value::Float(f) => f.into(),
+        toml::Value::Boolean(b) => b.into(),
+        toml::Value::Datetime(d) => d.to_string().into(),
+        toml::Value::Array(a) => a.into_iter().map(toml_as_json).collect(),
+        toml::Value::Table(t) => t.into_iter().map(|(k, v)| (k, toml_as_json(v))).collect(),
+    }
+}
+
+/// Issue 44: the plan schema refuses what the loader refuses wherever a schema can say it
+/// (types, keys, enums of catalog names and rule ids, ranges, DNS-1123 names, GUIDs), and
+/// accepts every plan the loader accepts.
+#[test]
+fn the_plan_schema_refuses_what_check_refuses_at_load() {
+    let out = gpuplan().arg("schema").output().expect("run");
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).expect("schema");
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let as_json = |p: &Path| -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(p).ok()?;
+        text.parse::<toml::Table>()
+            .ok()
+            .map(|t| toml_as_json(toml::Value::Table(t)))
+    };
+    let check_code = |p: &Path| {
+        gpuplan()
+            .arg("check")
+            .arg(p)
+            .output()
+            .expect("run")
+            .status
+            .code()
+    };
+    // Every plan the loader accepts passes.
+    let mut good = vec![];
+    for dir in ["plans", "tests/fixtures/render", "tests/fixtures/diff"] {
+        for e in std::fs::read_dir(root.join(dir)).expect(dir).flatten() {
+            if e.path().extension().is_some_and(|x| x == "toml") {
+                good.push(e.path());
+            }
+        }
+    }
+    good.sort();
+    for p in &good {
+        let code = check_code(p);
+        if code == Some(2) {
+            continue;
+        }
+        let v = as_json(p).expect("parses");
+        let errors: Vec<String> = validator
+            .iter_errors(&v)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{} loads but the schema refuses it: {errors:#?}",
+            p.display()
+        );
+    }
+    assert!(good.len() >= 10, "{good:?}");
+    // The bad fixtures: the loader refuses each (exit 2); the schema catches all it can see.
+    let mut caught = vec![];
+    let mut missed = vec![];
+    let mut unparsable = vec![];
+    let mut names: Vec<_> = std::fs::read_dir(root.join("tests/fixtures/bad"))
+        .expect("bad")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    for p in &names {
+        let code = check_code(p);
+        assert_eq!(code, Some(2), "{} loads", p.display());
+        let name = p
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        match as_json(p) {
+            None => unparsable.push(name),
+            Some(v) if !validator.is_valid(&v) => caught.push(name),
+            Some(_) => missed.push(name),
+        }
+    }
+    // What no schema can say: a name used twice, a reference to a name not defined, min
+    // above max of a range.
+    assert_eq!(
+        missed,
+        [
+            "dangling_decision",
+            "dangling_reference",
+            "duplicate_name",
+            "inverted_range"
+        ],
+        "caught: {caught:?}"
+    );
+    // TOML the parser refuses before any schema is asked (syntax, a repeated key, bytes
+    // that are not UTF-8, nesting past the parser's depth).
+    assert_eq!(
+        unparsable,
+        ["deeply_nested", "duplicate_key", "malformed", "not_utf8"]
+    );
+    assert_eq!(caught.len(), names.len() - 8, "{caught:?}");
 }

@@ -588,7 +588,7 @@ fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
                 continue;
             };
             rendered_generated += usize::from(loose);
-            let rec: serde_json::Value = serde_json::from_slice(
+            let rec: serde_json::Value = crate::common::contract(
                 &common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
                     .current_dir(env!("CARGO_MANIFEST_DIR"))
                     .args(["recommend", "--format", "json"])

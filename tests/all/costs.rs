@@ -22,7 +22,7 @@ fn recommend(dir: &Path, text: &str) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("json")
+    crate::common::contract(&out.stdout).expect("json")
 }
 
 fn workload(name: &str, team: &str, replicas: u32, hours: Option<u32>) -> String {
@@ -196,7 +196,7 @@ fn gp023_holds_a_declared_reservation_to_the_same_break_even() {
             .arg(&plan)
             .output()
             .expect("runs");
-        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let v: Value = crate::common::contract(&out.stdout).expect("json");
         v["findings"]
             .as_array()
             .unwrap()
@@ -325,7 +325,7 @@ fn a_declared_pool_is_priced_by_the_nodes_its_work_needs() {
         .arg(dir.path().join("plan.toml"))
         .output()
         .expect("runs");
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: Value = crate::common::contract(&out.stdout).expect("json");
     let at_max = v["head"]["declared_monthly_cost_at_max_usd"]
         .as_f64()
         .expect("at max");

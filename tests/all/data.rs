@@ -340,7 +340,7 @@ fn run(args: &[&str], plan: Option<(&std::path::Path, &str)>, today: &str) -> st
 }
 
 fn json(out: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    crate::common::contract(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}{}",
             String::from_utf8_lossy(&out.stdout),

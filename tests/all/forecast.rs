@@ -175,7 +175,7 @@ fn write_plan(dir: &Path, csv: &Path, extra: &[&str]) -> (String, String, serde_
         .expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let json: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     (
         std::fs::read_to_string(&next).expect("next written"),
         stderr,
@@ -586,7 +586,7 @@ fn a_real_prometheus_writes_the_same_next_quarter() {
         );
         (
             std::fs::read_to_string(dir.path().join(next)).expect("next"),
-            serde_json::from_slice(&out.stdout).expect("json"),
+            crate::common::contract(&out.stdout).expect("json"),
         )
     };
     let (from_server, v) = run(&["--prometheus", &url], "server.toml");

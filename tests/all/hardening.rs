@@ -671,7 +671,7 @@ fn text_from_data_never_reaches_a_ci_log_as_a_command_or_raw() {
             }
         }
         if format == "json" {
-            let v: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+            let v: serde_json::Value = crate::common::contract(stdout.as_bytes()).expect("json");
             assert!(
                 v.to_string().contains("\\u0000") || stdout.contains("\\u0000"),
                 "{stdout}"
@@ -761,7 +761,7 @@ fn smaller_cases_uris_mentions_boms_and_line_endings() {
         .arg(&plan)
         .output()
         .expect("runs");
-    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sarif");
+    let sarif: serde_json::Value = crate::common::contract(&out.stdout).expect("sarif");
     let uri = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
         ["artifactLocation"]["uri"]
         .as_str()

@@ -411,7 +411,7 @@ fn write_plan_rewrites_the_pools_in_place_and_keeps_everything_else() {
             assert!(written.contains(line), "lost comment {line:?}");
         }
     }
-    let rec: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let rec: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     for pool in rec["pools"].as_array().expect("pools") {
         let name = pool["name"].as_str().expect("name");
         assert!(

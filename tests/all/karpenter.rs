@@ -126,7 +126,7 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
     for plan in PLANS {
         let files = render(Path::new(plan));
         let objects = docs(&files["karpenter/karpenter.yaml"]);
-        let rec: serde_json::Value = serde_json::from_slice(
+        let rec: serde_json::Value = crate::common::contract(
             &gpuplan()
                 .args(["recommend", "--format", "json", plan])
                 .output()

@@ -63,7 +63,7 @@ fn render(plan: &Path, extra: &[&str]) -> (Vec<(String, Vec<Value>)>, Value, ser
     (
         kueue_files(out.path()),
         serde_yaml::from_str(&read("workloads/values.yaml")).expect("workloads"),
-        serde_json::from_slice(&rec.stdout).expect("recommendation"),
+        crate::common::contract(&rec.stdout).expect("recommendation"),
     )
 }
 

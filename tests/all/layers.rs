@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("render", 7),
     ("report", 8),
     ("live", 9),
+    ("comment", 9),
     ("output", 10),
     ("cli", 10),
     ("cmd", 10),

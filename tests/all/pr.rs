@@ -31,7 +31,7 @@ fn schema() -> jsonschema::Validator {
             .join("tests/fixtures/conformance/sarif-schema-2.1.0.json"),
     )
     .expect("schema");
-    let v: Value = serde_json::from_str(&text).expect("schema json");
+    let v: Value = crate::common::contract(&text).expect("schema json");
     jsonschema::validator_for(&v).expect("valid schema")
 }
 
@@ -48,7 +48,7 @@ fn sarif_of_every_example_validates() {
     for (name, code) in EXAMPLES {
         let path = format!("plans/{name}.toml");
         let (out, _) = run(gpuplan().args(["check", "--format", "sarif", &path]), code);
-        let v: Value = serde_json::from_str(&out).expect("json");
+        let v: Value = crate::common::contract(&out).expect("json");
         let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
         assert!(errors.is_empty(), "{name}: {errors:#?}");
         let run = &v["runs"][0];
@@ -90,7 +90,7 @@ fn sarif_reports_allows_as_suppressions_and_links_rules() {
             ),
         1,
     );
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     assert!(schema().is_valid(&v));
     let suppressed: Vec<&Value> = v["runs"][0]["results"]
         .as_array()
@@ -117,7 +117,7 @@ fn invalid_plan_in_sarif_is_a_tool_notification() {
             .write_stdin("version = 2\n"),
         2,
     );
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     assert!(schema().is_valid(&v));
     assert_eq!(v["runs"][0]["invocations"][0]["executionSuccessful"], false);
 }
@@ -205,7 +205,7 @@ fn baseline_hides_known_findings_and_reports_new_ones() {
     // undated spot figures: those are no longer used as prices)
     assert!(err.contains("wrote 19 finding(s)"), "{err}");
     let b: Value =
-        serde_json::from_str(&std::fs::read_to_string(&base).expect("baseline")).expect("json");
+        crate::common::contract(std::fs::read_to_string(&base).expect("baseline")).expect("json");
     assert_eq!(b["schema"], "gpuplan.baseline/v1");
     // Everything known: nothing blocks.
     let (out, _) = run(
@@ -219,7 +219,7 @@ fn baseline_hides_known_findings_and_reports_new_ones() {
         ]),
         0,
     );
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     assert!(v["findings"]
         .as_array()
         .expect("findings")
@@ -242,7 +242,7 @@ fn baseline_hides_known_findings_and_reports_new_ones() {
         ]),
         1,
     );
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     let new: Vec<&Value> = v["findings"]
         .as_array()
         .expect("findings")
@@ -278,7 +278,7 @@ fn fingerprints(dir: &Path, code: i32) -> Vec<String> {
             .args(["check", "--format", "sarif", "plan.toml"]),
         code,
     );
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     let mut fps: Vec<String> = v["runs"][0]["results"]
         .as_array()
         .expect("results")
@@ -315,7 +315,7 @@ fn fingerprints_survive_reformatting_and_reordering() {
 
 fn total(path: &str) -> f64 {
     let (out, _) = run(gpuplan().args(["recommend", "--format", "json", path]), 0);
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     v["total_monthly_cost_usd"].as_f64().expect("total")
 }
 
@@ -324,7 +324,7 @@ fn diff_of_two_revisions_shows_the_delta_and_honours_the_guardrail() {
     let base = "plans/azure-inference.toml";
     let head = "tests/fixtures/diff/azure-inference-head.toml";
     let (out, _) = run(gpuplan().args(["diff", "--format", "json", base, head]), 0);
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     assert_eq!(v["schema"], "gpuplan.diff/v1");
     let expected = total(head) - total(base);
     assert!(
@@ -429,7 +429,7 @@ fn diff_reads_the_base_from_git() {
         ]),
         0,
     );
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     assert_eq!(v["base"]["source"], "HEAD:plans/plan.toml");
     assert_eq!(
         v["workloads"]["added"],
@@ -482,7 +482,7 @@ fn baseline_fingerprints_do_not_depend_on_the_working_directory() {
             .arg(&base)
             .arg(&spelled);
         let (out, _) = run(&mut c, 0);
-        let v: Value = serde_json::from_str(&out).expect("json");
+        let v: Value = crate::common::contract(&out).expect("json");
         assert!(
             v["findings"]
                 .as_array()
@@ -514,7 +514,7 @@ fn the_guardrail_watches_the_declared_fleet_too() {
     std::fs::write(&head, &ceiling).expect("head");
     let (b, h) = (base.to_str().unwrap(), head.to_str().unwrap());
     let (out, _) = run(gpuplan().args(["diff", "--format", "json", b, h]), 0);
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     assert_eq!(v["delta_usd"].as_f64(), Some(0.0), "{v:#}");
     assert_eq!(v["declared_delta_usd"].as_f64(), Some(0.0), "{v:#}");
     let at_max = v["declared_at_max_delta_usd"].as_f64().expect("at max");
@@ -535,7 +535,7 @@ fn the_guardrail_watches_the_declared_fleet_too() {
     );
     std::fs::write(&head, &floor).expect("head");
     let (out, _) = run(gpuplan().args(["diff", "--format", "json", b, h]), 0);
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     assert_eq!(v["delta_usd"].as_f64(), Some(0.0), "{v:#}");
     let declared = v["declared_delta_usd"].as_f64().expect("declared delta");
     // The work needs 5 nodes all month (chat-api's 6 and embeddings' 4 replicas, one
@@ -816,7 +816,7 @@ fn junit_has_a_suite_per_plan_a_case_per_rule_and_fails_where_check_does() {
     );
 
     let json = check_in(dir.path(), "json", &["-A", "GP003"]);
-    let v: Value = serde_json::from_str(&json).expect("json");
+    let v: Value = crate::common::contract(&json).expect("json");
     let n = |node: roxmltree::Node, a: &str| -> usize {
         node.attribute(a)
             .and_then(|x| x.parse().ok())
@@ -920,10 +920,10 @@ fn gitlab_code_quality_validates_and_holds_each_unsuppressed_finding() {
             .join("tests/fixtures/conformance/gitlab-codequality.schema.json"),
     )
     .expect("schema");
-    let schema = jsonschema::validator_for(&serde_json::from_str(&text).expect("json"))
+    let schema = jsonschema::validator_for(&crate::common::contract(&text).expect("json"))
         .expect("valid schema");
     let dir = ci_report_plans();
-    let report: Value = serde_json::from_str(&check_in(dir.path(), "gitlab", &[])).expect("json");
+    let report: Value = crate::common::contract(check_in(dir.path(), "gitlab", &[])).expect("json");
     let errors: Vec<_> = schema.iter_errors(&report).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:#?}\n{report:#}");
     // A control: the schema refuses a severity GitLab does not know.
@@ -931,7 +931,7 @@ fn gitlab_code_quality_validates_and_holds_each_unsuppressed_finding() {
     wrong[0]["severity"] = "error".into();
     assert!(!schema.is_valid(&wrong));
 
-    let json: Value = serde_json::from_str(&check_in(dir.path(), "json", &[])).expect("json");
+    let json: Value = crate::common::contract(check_in(dir.path(), "json", &[])).expect("json");
     let issues = report.as_array().expect("array");
     let mut expected: Vec<(String, u64, String)> = json["findings"]
         .as_array()

@@ -38,7 +38,7 @@ fn block_plan(block_hours: Option<u32>, budget: f64) -> String {
 }
 
 fn json(out: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    crate::common::contract(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}\n{}",
             String::from_utf8_lossy(&out.stdout),

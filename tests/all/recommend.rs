@@ -40,7 +40,7 @@ fn examples_render_in_every_format() {
         let md = stdout(&["recommend", "--format", "markdown", &path], code);
         insta::assert_snapshot!(format!("{name}_markdown"), md);
         let json = stdout(&["recommend", "--format", "json", &path], code);
-        let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+        let v: serde_json::Value = crate::common::contract(&json).expect("json");
         insta::assert_json_snapshot!(format!("{name}_json"), v);
     }
 }
@@ -56,7 +56,7 @@ fn json_follows_the_contract() {
         ],
         0,
     );
-    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let v: serde_json::Value = crate::common::contract(&json).expect("json");
     assert_eq!(v["schema"], "gpuplan.recommendation/v1");
     assert_eq!(v["plan"], "azure-inference");
     assert!(v["total_monthly_cost_usd"].as_f64().is_some());
@@ -165,7 +165,7 @@ cpu = {cpu}
             .clone()
     };
     let out = run(plan("62.7", ""), 0);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let json: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     assert_eq!(json["pools"][0]["sku"], "Standard_NC64as_T4_v3", "{json}");
     let out = run(plan("62.8", ""), 1);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -209,7 +209,7 @@ user_facing = true
         .code(1)
         .get_output()
         .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
     assert_eq!(v["findings"][0]["rule"], "GP017");
 }
 
@@ -272,7 +272,7 @@ fn a_model_goes_only_where_its_precision_computes() {
             .code(0)
             .get_output()
             .clone();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
         v["pools"][0]["gpu_model"].as_str().expect("gpu").to_owned()
     };
     let cc = |gpu: &str| -> f64 {
@@ -320,7 +320,7 @@ fn a_pool_whose_work_quota_blocks_is_kept() {
         ],
         1,
     );
-    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let v: serde_json::Value = crate::common::contract(&out).expect("json");
     let c = &v["comparison"];
     let change = &c["changes"][0];
     let note = change["note"].as_str().expect("note");

@@ -31,7 +31,7 @@ fn run(args: &[&str], text: &str) -> (i32, String, String) {
 }
 
 fn gp017_in_recommend(stdout: &str) -> serde_json::Value {
-    let rec: serde_json::Value = serde_json::from_str(stdout).expect("json");
+    let rec: serde_json::Value = crate::common::contract(stdout).expect("json");
     rec["findings"]
         .as_array()
         .expect("findings")
@@ -55,7 +55,7 @@ fn an_allow_for_gp017_silences_it_in_recommend_as_in_check() {
     let allowed = plan(&ALLOW.replace("EXPIRES", "2027-03-31"));
     let (code, out, _) = run(&["check", "--format", "json"], &allowed);
     assert_eq!(code, 0, "{out}");
-    let findings: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let findings: serde_json::Value = crate::common::contract(&out).expect("json");
     let f = findings["findings"]
         .as_array()
         .expect("findings")

@@ -59,8 +59,14 @@ fn the_action_is_composite_and_the_examples_install_without_compiling() {
     );
     // One comment per pull or merge request, kept by `gpuplan comment` (tests/all/comment.rs).
     let gl = std::fs::read_to_string(root().join("examples/gitlab-ci.yml")).expect("gl");
-    assert!(gl.contains("gpuplan comment gitlab --body comment.md"), "{gl}");
-    assert!(gh.contains("gpuplan comment github --body comment.md"), "{gh}");
+    assert!(
+        gl.contains("gpuplan comment gitlab --body comment.md"),
+        "{gl}"
+    );
+    assert!(
+        gh.contains("gpuplan comment github --body comment.md"),
+        "{gh}"
+    );
 }
 
 /// Every `uses:` value, wherever it sits in a workflow or action (steps, jobs, composite runs).

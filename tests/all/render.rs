@@ -1283,7 +1283,7 @@ fn every_workload_gets_its_scheduling_settings() {
     .expect("write");
     let files = rendered(plan.to_str().expect("utf-8"), &[]);
     let v = yaml(&files["workloads/values.yaml"]);
-    let rec: serde_json::Value = serde_json::from_slice(
+    let rec: serde_json::Value = crate::common::contract(
         &gpuplan()
             .args(["recommend", "--format", "json"])
             .arg(&plan)

@@ -155,7 +155,7 @@ fn review(args: &[&str]) -> Value {
         .code(0)
         .get_output()
         .clone();
-    serde_json::from_slice(&out.stdout).expect("json")
+    crate::common::contract(&out.stdout).expect("json")
 }
 
 fn workload<'a>(v: &'a Value, name: &str) -> &'a Value {
@@ -680,7 +680,7 @@ fn prometheus_faults_are_retried_or_reported() {
             _ => None,
         },
     );
-    let v: Value = serde_json::from_str(&review_against(&m.url, &[], 0)).expect("json");
+    let v: Value = crate::common::contract(review_against(&m.url, &[], 0)).expect("json");
     // 20 windows x 2 scrapes x 30 s x 3/7
     assert_eq!(workload(&v, "chat-api")["allocated_gpu_seconds"], 514.29);
     assert_eq!(workload(&v, "chat-api")["used_gpu_seconds"], 257.14);
@@ -800,7 +800,7 @@ fn mig_instances_from_prometheus_count_as_their_share() {
         ),
         |_| None,
     );
-    let v: Value = serde_json::from_str(&review_against(&m.url, &[], 0)).expect("json");
+    let v: Value = crate::common::contract(review_against(&m.url, &[], 0)).expect("json");
     let emb = workload(&v, "embeddings");
     // 1,200 s x 3/7 allocated; half of it used
     assert_eq!(emb["allocated_gpu_seconds"], 514.29);
@@ -852,7 +852,7 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
         .get_output()
         .stdout
         .clone();
-    let v: Value = serde_json::from_slice(&out).expect("json");
+    let v: Value = crate::common::contract(&out).expect("json");
     let chat = workload(&v, "chat-api");
     // on the plan's AKS MIG pool: 3/7 of a GPU, all of it busy
     assert_eq!(chat["allocated_gpu_seconds"], 296_228.57);
@@ -921,7 +921,7 @@ fn hostile_telemetry_labels_stay_text_in_every_report() {
                 assert!(!t.contains("&amp;lt;"), "double-escaped: {t}");
             }
             _ => {
-                let v: Value = serde_json::from_str(&t).expect("json");
+                let v: Value = crate::common::contract(t.as_bytes()).expect("json");
                 assert!(v["teams"].to_string().contains("team|a"));
             }
         }
@@ -1020,7 +1020,7 @@ fn the_pools_render_made_are_priced_in_the_review() {
         .code(0)
         .get_output()
         .clone();
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: Value = crate::common::contract(&out.stdout).expect("json");
     let nodes = v["idle_nodes"].as_array().expect("idle nodes");
     assert_eq!(nodes.len(), pools.len(), "{v:#}");
     for n in nodes {
@@ -1172,7 +1172,7 @@ fn a_store_limit_splits_the_query_until_it_answers() {
         };
         q("end") - q("start")
     };
-    let whole: Value = serde_json::from_str(&review_against(
+    let whole: Value = crate::common::contract(review_against(
         &mock_prometheus(
             one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
             |_| None,
@@ -1195,7 +1195,7 @@ fn a_store_limit_splits_the_query_until_it_answers() {
             })
         },
     );
-    let split: Value = serde_json::from_str(&review_against(&limited.url, &[], 0)).expect("json");
+    let split: Value = crate::common::contract(review_against(&limited.url, &[], 0)).expect("json");
     for key in ["teams", "workloads", "pools"] {
         common::prometheus::assert_close(&split[key], &whole[key], key);
     }

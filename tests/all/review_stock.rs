@@ -597,7 +597,7 @@ fn review(file: &Path, extra: &[&str]) -> (Value, String) {
         .get_output()
         .clone();
     (
-        serde_json::from_slice(&out.stdout).expect("json"),
+        crate::common::contract(&out.stdout).expect("json"),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
@@ -654,7 +654,7 @@ fn review_server(url: &str, window: &[&str]) -> Value {
         "{window:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("json")
+    crate::common::contract(&out.stdout).expect("json")
 }
 
 fn row<'a>(v: &'a Value, list: &str, key: &str, name: &str) -> &'a Value {
@@ -1167,7 +1167,7 @@ fn reservations_are_advised_from_the_measured_floor_only() {
             .code(0)
             .get_output()
             .clone();
-        serde_json::from_slice(&out.stdout).expect("json")
+        crate::common::contract(&out.stdout).expect("json")
     };
     let plan = Path::new("plans/aws-training.toml");
     // Two days: the floor is measured, but a one-year commitment is not advised from it.
@@ -1304,7 +1304,7 @@ fn right_size_advice_fits_the_gpu() {
         .code(0)
         .get_output()
         .clone();
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: Value = crate::common::contract(&out.stdout).expect("json");
     let advice = |w: &str| {
         v["recommendations"]
             .as_array()
@@ -1803,7 +1803,7 @@ fn pending_splits_into_unscheduled_and_starting_and_names_a_full_pool() {
         .arg(&f)
         .output()
         .expect("runs");
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: Value = crate::common::contract(&out.stdout).expect("json");
     let change = unmet(&v)["change"].as_str().unwrap_or("").to_owned();
     assert!(
         change.starts_with("`notebooks` (1 nodes) reached nodes.max"),

@@ -276,7 +276,7 @@ fn gp023_judges_a_capacity_block_over_its_window() {
             .arg(&p)
             .output()
             .expect("runs");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
         v["findings"]
             .as_array()
             .expect("findings")

@@ -70,3 +70,38 @@ pub fn fails_and_keeps(
     }
     assert_eq!(tree(&cache), before);
 }
+
+/// A JSON document gpuplan printed, parsed; one whose `schema` names a published output
+/// (`gpuplan schema --output NAME`) is held to that schema, so every test that reads a JSON
+/// output also checks the contract a consumer validates against.
+#[allow(dead_code)]
+pub fn contract(bytes: impl AsRef<[u8]>) -> Result<serde_json::Value, serde_json::Error> {
+    use gpuplan::report::schemas::{schema, Output};
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, OnceLock};
+    static SCHEMAS: OnceLock<Mutex<BTreeMap<&'static str, serde_json::Value>>> = OnceLock::new();
+    let v: serde_json::Value = serde_json::from_slice(bytes.as_ref())?;
+    let Some(output) = v["schema"].as_str().and_then(Output::of_id) else {
+        return Ok(v);
+    };
+    let s = SCHEMAS
+        .get_or_init(Default::default)
+        .lock()
+        .expect("schemas")
+        .entry(output.id())
+        .or_insert_with(|| schema(output))
+        .clone();
+    let validator = jsonschema::validator_for(&s).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .take(10)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{} output breaks its schema:\n{}",
+        output.id(),
+        errors.join("\n")
+    );
+    Ok(v)
+}

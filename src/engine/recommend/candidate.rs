@@ -11,7 +11,7 @@ use crate::plan::raw::{Capacity, Kind, Sharing};
 use crate::plan::Plan;
 
 /// The constraints a SKU is held to, in the order they are tested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Constraint {
     SkuAllowList,

@@ -10,7 +10,9 @@ use crate::plan::Plan;
 
 /// Which workloads may share a node pool. Training stays apart from inference, and what a
 /// person waits on stays apart from queued work, through taints on the pools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Segment {
     /// User-facing inference.

@@ -6,7 +6,7 @@ use super::*;
 pub(crate) const SCHEMA: &str = "gpuplan.recommendation/v1";
 
 /// The answer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Recommendation {
     pub schema: &'static str,
     pub plan: String,
@@ -25,13 +25,13 @@ pub struct Recommendation {
     pub data: Vec<DataUsed>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Nodes {
     pub min: u32,
     pub max: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RecPool {
     pub name: String,
     pub provider: Provider,
@@ -70,7 +70,7 @@ pub struct RecPool {
     pub capacity_options: Vec<CapacityOption>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MigConfig {
     pub name: String,
     pub layout: IndexMap<String, u32>,
@@ -78,7 +78,7 @@ pub struct MigConfig {
 }
 
 /// Capacity that is paid for and not used at peak.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Stranded {
     /// MIG compute slices left unconfigured or unused.
     pub mig_compute_slices: u32,
@@ -91,7 +91,7 @@ pub struct Stranded {
     pub packing_lower_bound_gpus: Option<u32>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Alternative {
     pub sku: String,
     pub region: String,
@@ -107,40 +107,40 @@ pub struct Alternative {
     pub note: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CapacityOption {
     pub capacity: Capacity,
     pub monthly_cost_usd: f64,
     pub note: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct WorkloadCost {
     pub workload: String,
     pub team: String,
     pub pool: Option<String>,
     /// The other pools its replicas are split over (AKS MIG profiles under the single
     /// strategy); empty when `pool` holds them all.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_pools: Vec<String>,
     pub monthly_cost_usd: f64,
     pub usd_per_million_tokens: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TeamCost {
     pub team: String,
     pub monthly_cost_usd: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Unsatisfied {
     pub workload: String,
     pub constraint: &'static str,
     pub message: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub today_monthly_cost_usd: f64,
     pub recommended_monthly_cost_usd: f64,
@@ -151,7 +151,7 @@ pub struct Comparison {
     pub not_compared: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Change {
     pub declared_pool: String,
     pub today_monthly_cost_usd: Option<f64>,
@@ -162,7 +162,7 @@ pub struct Change {
     pub note: String,
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Default, schemars::JsonSchema)]
 pub struct Finding {
     pub rule: &'static str,
     pub severity: crate::diag::Severity,
@@ -170,21 +170,21 @@ pub struct Finding {
     pub workload: Option<String>,
     pub pool: Option<String>,
     /// Why the finding is accepted: the `[[allow]]` that matched it (`rules::settle_recommendation`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suppressed: Option<String>,
     /// Where in the plan it points, and how to fix it, for a finding a rule made (as `check`
     /// reports it).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DataUsed {
     pub file: String,
     pub as_of: String,
