@@ -808,3 +808,71 @@ fn the_plan_schema_refuses_what_check_refuses_at_load() {
     );
     assert_eq!(caught.len(), names.len() - 8, "{caught:?}");
 }
+
+/// taplo (the TOML toolkit behind VS Code's Even Better TOML) checks plans against the schema
+/// as an editor does: by the `#:schema` line `init` writes, and with `--schema`. It refuses
+/// the bad fixtures a schema can judge and passes every example. `.ci/run` installs taplo
+/// from npm (`@taplo/cli`) and names it in GPUPLAN_TAPLO.
+#[test]
+#[ignore = "needs taplo (npm @taplo/cli); .ci/run installs it and runs this"]
+fn taplo_checks_plans_by_the_schema_line_init_writes() {
+    let taplo = std::env::var("GPUPLAN_TAPLO").unwrap_or_else(|_| "taplo".into());
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("gpuplan.toml");
+    gpuplan().arg("init").arg(&plan).assert().code(0);
+    let taplo_check = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(&taplo)
+            .arg("check")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("taplo runs")
+    };
+    let ok = taplo_check(&[plan.as_os_str()]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    // The directive alone makes taplo refuse what check refuses.
+    let text = std::fs::read_to_string(&plan).expect("plan");
+    let broken = text.replacen("version = 1", "version = 1\nsurprise = true", 1);
+    std::fs::write(&plan, broken).expect("write");
+    assert!(!taplo_check(&[plan.as_os_str()]).status.success());
+    // Every bad fixture a schema can judge, and every example plan.
+    let schema = dir.path().join("gpuplan.schema.json");
+    let url = format!("file://{}", schema.display());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut passed = vec![];
+    for e in std::fs::read_dir(root.join("tests/fixtures/bad"))
+        .expect("bad")
+        .flatten()
+    {
+        let out = taplo_check(&["--schema".as_ref(), url.as_ref(), e.path().as_os_str()]);
+        if out.status.success() {
+            passed.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    passed.sort();
+    assert_eq!(
+        passed,
+        [
+            "dangling_decision.toml",
+            "dangling_reference.toml",
+            "duplicate_name.toml",
+            "inverted_range.toml"
+        ]
+    );
+    for e in std::fs::read_dir(root.join("plans"))
+        .expect("plans")
+        .flatten()
+    {
+        let out = taplo_check(&["--schema".as_ref(), url.as_ref(), e.path().as_os_str()]);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            e.path().display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
