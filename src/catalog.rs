@@ -46,6 +46,9 @@ pub struct MigSpec {
     pub memory_slices: u8,
     pub pci_device_ids: Vec<String>,
     pub placement_source: String,
+    /// Where each profile's `memory_gib` (what the driver gives an instance) comes from:
+    /// a published `nvidia-smi mig -lgip`, or an estimate from a measured GPU.
+    pub driver_memory_source: String,
     /// The profiles AKS creates for `gpu_instance` MIG1g ... MIG7g on this GPU, in that order;
     /// empty when AKS offers MIG on no size with it.
     pub aks_profiles: Vec<String>,
@@ -76,6 +79,8 @@ pub struct MigProfile {
     pub name: String,
     pub compute: u8,
     pub memory_slices: u8,
+    /// What the driver gives an instance (`nvidia-smi mig -lgip`), never more than the GPU's
+    /// usable total: less than the figure in the name (19.50 GiB for a 2g.20gb on A100 80GB).
     pub memory_gib: f64,
     pub starts: Vec<u8>,
     pub max_count: u8,

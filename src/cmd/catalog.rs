@@ -119,6 +119,7 @@ fn gpu_json(g: &GpuModel) -> Value {
         "mig": g.mig.as_ref().map(|m| json!({
             "compute_slices": m.compute_slices, "memory_slices": m.memory_slices,
             "pci_device_ids": m.pci_device_ids, "placement_source": m.placement_source,
+            "driver_memory_source": m.driver_memory_source,
             "profiles": m.profiles.iter().map(|p| json!({
                 "name": p.name, "compute": p.compute, "memory_slices": p.memory_slices,
                 "memory_gib": p.memory_gib, "starts": p.starts, "max_count": p.max_count,
@@ -148,6 +149,11 @@ fn gpu_text(g: &GpuModel) -> String {
                 s,
                 "MIG: {} compute slices, {} memory slices; placements: {}",
                 m.compute_slices, m.memory_slices, m.placement_source
+            );
+            let _ = writeln!(
+                s,
+                "  GiB is what the driver gives an instance: {}",
+                m.driver_memory_source
             );
             let _ = writeln!(
                 s,

@@ -107,6 +107,48 @@ mod tests {
             .expect("A100 80GB has MIG")
     }
 
+    /// Issue 41: a slice holds what the driver gives it (`nvidia-smi mig -lgip` on A100 80GB:
+    /// 19.50 GiB for 1g.20gb and 2g.20gb, 39.25 GiB for 3g.40gb and 4g.40gb), not its name.
+    #[test]
+    fn a_slice_holds_what_the_driver_gives_not_the_name() {
+        let spec = a100();
+        let gib = |n: &str| spec.profile(n).map(|p| p.memory_gib);
+        assert_eq!(gib("2g.20gb"), Some(19.5));
+        assert_eq!(gib("3g.40gb"), Some(39.25));
+        let pick = |need: f64| {
+            let n = SliceNeed::new(&spec, Some(need), 1.0, 0.1, false);
+            choose(&spec, &n, MigManager::GpuOperator).map(|p| p.name.clone())
+        };
+        assert_eq!(pick(19.5).as_deref(), Some("1g.20gb"));
+        assert_eq!(pick(19.8).as_deref(), Some("3g.40gb"));
+        assert_eq!(pick(39.25).as_deref(), Some("3g.40gb"));
+        assert_eq!(pick(39.5).as_deref(), Some("7g.80gb"));
+        assert_eq!(pick(79.5), None);
+    }
+
+    /// Issue 41: RTX PRO 6000 Blackwell (g7e) partitions into four instances (NVIDIA's
+    /// supported GPUs), each of what the driver would give it.
+    #[test]
+    fn the_rtx_pro_6000_partitions_into_four() {
+        let c = Catalog::embedded(&[crate::core::Provider::Aws]).expect("embedded catalog");
+        let spec = c
+            .gpu("RTX-PRO-6000-BSE")
+            .and_then(|g| g.mig.clone())
+            .expect("RTX PRO 6000 has MIG");
+        assert_eq!((spec.compute_slices, spec.memory_slices), (4, 4));
+        let n = SliceNeed::new(&spec, Some(30.0), 1.0, 0.25, false);
+        let p = choose(&spec, &n, MigManager::GpuOperator).expect("fits");
+        assert_eq!(p.name, "2g.48gb");
+        assert!(p.memory_gib < 48.0);
+        let full: u32 = spec
+            .profiles
+            .iter()
+            .filter(|p| p.name == "1g.24gb")
+            .map(|p| u32::from(p.max_count))
+            .sum();
+        assert_eq!(full, 4);
+    }
+
     #[test]
     fn aks_never_gets_a_profile_it_cannot_create() {
         let spec = a100();

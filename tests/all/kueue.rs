@@ -216,7 +216,7 @@ fn admission_follows_the_plan(
     files: &[(String, Vec<Value>)],
     values: &Value,
     rec: &serde_json::Value,
-    ws: &BTreeMap<String, (String, f64, f64, f64, f64)>,
+    ws: &BTreeMap<String, (String, f64, f64, f64, f64, f64)>,
     label: &str,
 ) {
     let pools = rec["pools"].as_array().expect("pools");
@@ -259,7 +259,7 @@ fn admission_follows_the_plan(
                     order.reverse();
                 }
                 let mut used = BTreeMap::new();
-                for (w, (t, pods, ..)) in ws {
+                for (w, (t, pods, _, _, _, unit)) in ws {
                     if t != team {
                         continue;
                     }
@@ -282,14 +282,17 @@ fn admission_follows_the_plan(
                         pod["labels"]["kueue.x-k8s.io/queue-name"].as_str(),
                         Some("gpuplan")
                     );
-                    let got =
-                        assign(pod, *pods, &order, &flavors, &mut used).unwrap_or_else(|| {
-                            panic!("{label}: {w} is admitted nowhere (reversed: {reversed})")
-                        });
-                    let pool = flavors[got]["spec"]["nodeLabels"]["gpuplan.io/pool"]
-                        .as_str()
-                        .unwrap_or("");
-                    assert!(planned.contains(&pool), "{label}: {w} admitted to {got} ({pool}), planned {planned:?} (reversed: {reversed})");
+                    // A gang whole on one flavor; other pods each where they fit.
+                    for _ in 0..(pods / unit).round() as usize {
+                        let got =
+                            assign(pod, *unit, &order, &flavors, &mut used).unwrap_or_else(|| {
+                                panic!("{label}: {w} is admitted nowhere (reversed: {reversed})")
+                            });
+                        let pool = flavors[got]["spec"]["nodeLabels"]["gpuplan.io/pool"]
+                            .as_str()
+                            .unwrap_or("");
+                        assert!(planned.contains(&pool), "{label}: {w} admitted to {got} ({pool}), planned {planned:?} (reversed: {reversed})");
+                    }
                     *admitted.entry(w.clone()).or_default() += 1;
                 }
             }
@@ -323,9 +326,10 @@ fn qty(v: &Value) -> f64 {
     }
 }
 
-/// A plan's workloads by name: (team, pods at peak, cpu, memory GiB, GPUs per pod) from the
-/// plan text.
-fn workloads(plan: &Path) -> BTreeMap<String, (String, f64, f64, f64, f64)> {
+/// A plan's workloads by name: (team, pods at peak, cpu, memory GiB, GPUs per pod, pods
+/// admitted together) from the plan text. Kueue admits a gang (`nodes`) all or nothing, and
+/// the pods of any other workload one by one (its pod integration: a Workload per pod).
+fn workloads(plan: &Path) -> BTreeMap<String, (String, f64, f64, f64, f64, f64)> {
     let t: toml::Value =
         toml::from_str(&std::fs::read_to_string(plan).expect("plan")).expect("toml");
     let mut out = BTreeMap::new();
@@ -348,6 +352,7 @@ fn workloads(plan: &Path) -> BTreeMap<String, (String, f64, f64, f64, f64)> {
                 n("cpu").unwrap_or(0.0),
                 n("memory_gib").unwrap_or(0.0),
                 n("gpus").unwrap_or(1.0),
+                n("nodes").unwrap_or(1.0),
             ),
         );
     }
@@ -593,7 +598,7 @@ fn check_cluster(
             };
             let (mut cpu, mut mem, mut gpu) = (0.0, 0.0, BTreeMap::<String, f64>::new());
             for w in mine {
-                let (_, pods, c, m, g) = ws[w];
+                let (_, pods, c, m, g, _) = ws[w];
                 cpu += pods * c;
                 mem += pods * m;
                 // The resource a pod asks for is the one its values give it.

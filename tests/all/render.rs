@@ -1670,3 +1670,54 @@ fn the_readme_names_a_placement_group_only_where_terraform_has_one() {
         }
     }
 }
+
+/// Issue 41: RTX PRO 6000 Blackwell (g7e) is partitioned like any MIG GPU: its pools get
+/// mig-parted layouts of its own profiles (1g.24gb, 2g.48gb, 4g.96gb; four instances at most),
+/// and each pod asks for the profile that holds what the driver gives it.
+#[test]
+fn g7e_pools_are_partitioned_with_its_own_profiles() {
+    let files = rendered("tests/fixtures/render/g7e-mig.toml", &[]);
+    let operator: serde_yaml::Value =
+        serde_yaml::from_str(&files["helm/gpu-operator-values.yaml"]).expect("yaml");
+    let parted: serde_yaml::Value = serde_yaml::from_str(
+        operator["migManager"]["config"]["data"]["config.yaml"]
+            .as_str()
+            .expect("mig-parted config"),
+    )
+    .expect("yaml");
+    // Every layout is one of the GPU's own and fits its four slices.
+    let slices = |p: &str| match p {
+        "1g.24gb" => 1,
+        "2g.48gb" => 2,
+        "4g.96gb" => 4,
+        other => panic!("`{other}` is not an RTX PRO 6000 profile"),
+    };
+    let mut seen = BTreeSet::new();
+    for (name, entries) in parted["mig-configs"].as_mapping().expect("configs") {
+        for e in entries.as_sequence().expect("entries") {
+            let Some(devices) = e["mig-devices"].as_mapping() else {
+                continue;
+            };
+            let used: u64 = devices
+                .iter()
+                .map(|(p, n)| {
+                    let p = p.as_str().expect("profile");
+                    seen.insert(p.to_owned());
+                    slices(p) * n.as_u64().expect("count")
+                })
+                .sum();
+            assert!(used <= 4, "{name:?} uses {used} of 4 slices");
+        }
+    }
+    assert_eq!(
+        seen,
+        BTreeSet::from(["1g.24gb".to_owned(), "2g.48gb".to_owned()])
+    );
+    let values = &files["workloads/values.yaml"];
+    assert!(values.contains("nvidia.com/mig-2g.48gb"), "{values}");
+    assert!(values.contains("nvidia.com/mig-1g.24gb"), "{values}");
+    assert!(
+        files["terraform/main.tf"].contains("g7e."),
+        "the pool is g7e"
+    );
+}

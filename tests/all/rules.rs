@@ -293,3 +293,31 @@ fn gp023_judges_a_capacity_block_over_its_window() {
         "{six:?}"
     );
 }
+
+/// Issue 41: a MIG slice is credited with what the driver gives it, not the figure in its
+/// name: 19.8 GiB does not fit a 2g.20gb (19.50 GiB on A100 80GB), 19.5 does.
+#[test]
+fn gp021_credits_a_slice_with_what_the_driver_gives() {
+    let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules/GP021/driver_memory.toml");
+    let found = findings(&path, &catalog);
+    let gp021: Vec<_> = found.iter().filter(|d| d.code == "GP021").collect();
+    assert_eq!(gp021.len(), 1, "{found:#?}");
+    assert!(
+        gp021[0]
+            .message
+            .contains("needs 19.8 GiB but gets 19.5 GiB"),
+        "{}",
+        gp021[0].message
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let fits = dir.path().join("fits.toml");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    std::fs::write(
+        &fits,
+        text.replace("gpu_memory_gib = 19.8", "gpu_memory_gib = 19.5"),
+    )
+    .expect("write");
+    assert!(findings(&fits, &catalog).iter().all(|d| d.code != "GP021"));
+}

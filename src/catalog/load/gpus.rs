@@ -40,6 +40,7 @@ pub(super) struct MigEntry {
     memory_slices: u8,
     pci_device_ids: Vec<String>,
     placement_source: String,
+    driver_memory_source: String,
     #[serde(default)]
     aks_profiles: Vec<String>,
     profiles: Vec<ProfileEntry>,
@@ -52,6 +53,8 @@ pub(super) struct ProfileEntry {
     compute: u8,
     memory_slices: u8,
     memory_gib: f64,
+    /// What the driver gives the instance; `memory_gib` is the figure in the name.
+    driver_gib: f64,
     starts: Vec<u8>,
     max_count: u8,
 }
@@ -97,11 +100,37 @@ pub(super) fn load_gpus(
             ));
         }
         let usable_gib = g.usable_memory_mib / 1024.0;
+        if let Some(m) = &g.mig {
+            // The driver's figure is below the name's; above it, or missing its source, it is a
+            // typo every memory rule would trust.
+            let bad = m
+                .profiles
+                .iter()
+                .find(|p| !(p.driver_gib > 0.0 && p.driver_gib <= p.memory_gib));
+            if let Some(p) = bad {
+                return Err(invalid_at_name(
+                    file,
+                    &p.name,
+                    format!(
+                        "MIG profile `{}` of `{}`: driver_gib must be above 0 and at most the {} GiB in its name",
+                        p.name, g.name, p.memory_gib
+                    ),
+                ));
+            }
+            if m.driver_memory_source.trim().is_empty() {
+                return Err(invalid_at_name(
+                    file,
+                    &g.name,
+                    format!("`{}`: driver_memory_source is empty", g.name),
+                ));
+            }
+        }
         let mig = g.mig.map(|m| MigSpec {
             compute_slices: m.compute_slices,
             memory_slices: m.memory_slices,
             pci_device_ids: m.pci_device_ids,
             placement_source: m.placement_source,
+            driver_memory_source: m.driver_memory_source,
             aks_profiles: m.aks_profiles,
             profiles: m
                 .profiles
@@ -111,7 +140,7 @@ pub(super) fn load_gpus(
                     compute: p.compute,
                     memory_slices: p.memory_slices,
                     // A slice is never larger than its whole GPU as CUDA reports it.
-                    memory_gib: p.memory_gib.min(usable_gib),
+                    memory_gib: p.driver_gib.min(usable_gib),
                     starts: p.starts,
                     max_count: p.max_count,
                 })

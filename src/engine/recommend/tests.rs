@@ -204,6 +204,7 @@ fn a_mig_mix_first_fit_gets_wrong_packs_onto_two_gpus() {
         "azure",
         "\"eastus\"",
         "[cluster]\nmig_manager = \"gpu-operator\"",
+        // Needs within what the driver gives each slice (39.25, 19.50, 9.50 GiB on A100 80GB).
     ) + r#"
 [[workload]]
 name = "big"
@@ -211,7 +212,7 @@ team = "t"
 kind = "inference"
 replicas = 2
 gpu_fraction = 0.4
-gpu_memory_gib = 40
+gpu_memory_gib = 39
 sharing = "mig"
 skus = ["Standard_NC24ads_A100_v4"]
 
@@ -221,7 +222,7 @@ team = "t"
 kind = "inference"
 replicas = 2
 gpu_fraction = 0.25
-gpu_memory_gib = 20
+gpu_memory_gib = 19
 sharing = "mig"
 skus = ["Standard_NC24ads_A100_v4"]
 
@@ -231,7 +232,7 @@ team = "t"
 kind = "inference"
 replicas = 4
 gpu_fraction = 0.1
-gpu_memory_gib = 10
+gpu_memory_gib = 9
 sharing = "mig"
 skus = ["Standard_NC24ads_A100_v4"]
 "#));
