@@ -86,6 +86,13 @@ const KUEUE: Output_ = Output_ {
     embedded: include_str!("../templates/render/kueue/kueue.yaml.hbs"),
     format: Format::Yaml,
 };
+/// Kueue's manager configuration, for a plan with gangs (`waitForPodsReady`).
+const KUEUE_VALUES: Output_ = Output_ {
+    path: "kueue/values.yaml",
+    template: "kueue/values.yaml.hbs",
+    embedded: include_str!("../templates/render/kueue/values.yaml.hbs"),
+    format: Format::Yaml,
+};
 const COMMON: [Output_; 5] = [
     Output_ {
         path: "helm/gpu-operator-values.yaml",
@@ -254,7 +261,12 @@ pub fn render(
     let tf = provider::Profile::of(v.provider).terraform;
     let mut out = BTreeMap::new();
     let karpenter = v.karpenter_enabled.then_some(&KARPENTER);
-    for o in std::iter::once(tf).chain(COMMON.iter()).chain(karpenter) {
+    let kueue_values = v.kueue_config.is_some().then_some(&KUEUE_VALUES);
+    for o in std::iter::once(tf)
+        .chain(COMMON.iter())
+        .chain(karpenter)
+        .chain(kueue_values)
+    {
         let text = render_output(&mut hb, o, v, templates)?;
         out.insert(o.path.to_owned(), text);
     }

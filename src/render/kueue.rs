@@ -20,6 +20,75 @@ use crate::core::Sharing;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 
+/// The order Kueue admits and preempts work in: a WorkloadPriorityClass per kind of wait. A
+/// person waiting on a user-facing service comes first, other serving and notebooks next, and
+/// training, batch and evaluation last (the source article: queue batch work behind what
+/// people wait on). Every workload's pods name theirs (`kueue.x-k8s.io/priority-class`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    UserFacing,
+    Serving,
+    Batch,
+}
+
+impl Priority {
+    pub(crate) fn of(w: &crate::plan::raw::Workload) -> Priority {
+        use crate::core::Kind;
+        if w.user_facing() {
+            return Priority::UserFacing;
+        }
+        match w.kind() {
+            Kind::Inference | Kind::Notebook => Priority::Serving,
+            Kind::Training | Kind::Batch | Kind::Evaluation => Priority::Batch,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Priority::UserFacing => "gpuplan-user-facing",
+            Priority::Serving => "gpuplan-serving",
+            Priority::Batch => "gpuplan-batch",
+        }
+    }
+
+    fn value(self) -> i32 {
+        match self {
+            Priority::UserFacing => 1000,
+            Priority::Serving => 500,
+            Priority::Batch => 100,
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Priority::UserFacing => "gpuplan: user-facing work; a person waits on it",
+            Priority::Serving => "gpuplan: inference and notebooks nobody waits on live",
+            Priority::Batch => "gpuplan: training, batch and evaluation; queued behind serving",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct PriorityView {
+    pub name: &'static str,
+    pub value: i32,
+    pub description: &'static str,
+}
+
+/// The ProvisioningRequest admission check for pools that scale from zero: Kueue admits a
+/// workload there only once cluster-autoscaler has scaled up nodes for all of it
+/// (`best-effort-atomic-scale-up`), so no expensive node starts for a job that then cannot be
+/// admitted (kubernetes-sigs/kueue `site/content/en/docs/concepts/all_or_nothing.md`).
+#[derive(Debug, Serialize)]
+pub struct ProvisioningView {
+    pub check: &'static str,
+    pub config: &'static str,
+    pub class: &'static str,
+    /// The accelerator resources of the checked flavors: a pod asking for none of them needs
+    /// no scale-up and is not checked.
+    pub managed: Vec<String>,
+}
+
 /// One cluster's Kueue objects.
 #[derive(Debug, Serialize)]
 pub struct ClusterView {
@@ -30,6 +99,11 @@ pub struct ClusterView {
     pub teams: Vec<TeamView>,
     /// The cohort every team's ClusterQueue joins in this cluster.
     pub cohort: String,
+    /// The priority classes of the workloads placed here, highest first.
+    pub priorities: Vec<PriorityView>,
+    /// The admission check for flavors that scale from zero, if any does and the nodes come
+    /// from cluster-autoscaler (Karpenter serves no ProvisioningRequest).
+    pub provisioning: Option<ProvisioningView>,
 }
 
 #[derive(Debug, Serialize, Clone)]
@@ -37,6 +111,9 @@ pub struct FlavorView {
     /// The cluster its nodes are in.
     #[serde(skip)]
     pub region: String,
+    /// Its pool scales from zero nodes under cluster-autoscaler.
+    #[serde(skip)]
+    pub from_zero: bool,
     pub name: String,
     pub labels: Vec<KeyValue>,
     pub taints: Vec<TaintView>,
@@ -51,6 +128,8 @@ pub struct TeamView {
     pub queue: String,
     pub resources: Vec<String>,
     pub flavors: Vec<FlavorQuotas>,
+    /// Its flavors the provisioning check runs for.
+    pub checked_flavors: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -92,23 +171,79 @@ pub(super) fn clusters(
     rendered: &IndexMap<String, Vec<String>>,
     view_layouts: &IndexMap<String, IndexMap<String, u32>>,
     flavors: Vec<FlavorView>,
-    _api: &str,
+    karpenter: bool,
 ) -> Vec<ClusterView> {
     let mut regions: Vec<String> = rec.pools.iter().map(|p| p.region.clone()).collect();
     regions.sort();
     regions.dedup();
     regions
         .into_iter()
-        .map(|region| ClusterView {
-            file: format!("kueue/{region}.yaml"),
-            flavors: flavors
+        .map(|region| {
+            let here: Vec<FlavorView> = flavors
                 .iter()
                 .filter(|f| f.region == region)
                 .cloned()
-                .collect(),
-            teams: teams(plan, catalog, rec, pools, rendered, view_layouts, &region),
-            cohort: "gpuplan".to_owned(),
-            region,
+                .collect();
+            let checked: Vec<String> = here
+                .iter()
+                .filter(|f| f.from_zero && !karpenter)
+                .map(|f| f.name.clone())
+                .collect();
+            let mut teams = teams(plan, catalog, rec, pools, rendered, view_layouts, &region);
+            let mut managed = Vec::new();
+            for t in &mut teams {
+                t.checked_flavors = t
+                    .flavors
+                    .iter()
+                    .map(|f| f.flavor.clone())
+                    .filter(|f| checked.contains(f))
+                    .collect();
+                if !t.checked_flavors.is_empty() {
+                    managed.extend(
+                        t.resources
+                            .iter()
+                            .filter(|r| r.starts_with("nvidia.com/"))
+                            .cloned(),
+                    );
+                }
+            }
+            managed.sort();
+            managed.dedup();
+            ClusterView {
+                file: format!("kueue/{region}.yaml"),
+                flavors: here,
+                priorities: priorities(plan, rec, &region),
+                provisioning: (!managed.is_empty()).then_some(ProvisioningView {
+                    check: "gpuplan-provisioning",
+                    config: "gpuplan-atomic-scale-up",
+                    class: "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+                    managed,
+                }),
+                teams,
+                cohort: "gpuplan".to_owned(),
+                region,
+            }
+        })
+        .collect()
+}
+
+/// The priority classes of the workloads on `region`'s pools, highest first.
+fn priorities(plan: &Plan, rec: &Recommendation, region: &str) -> Vec<PriorityView> {
+    let mut used: Vec<Priority> = rec
+        .pools
+        .iter()
+        .filter(|p| p.region == region)
+        .flat_map(|p| p.workloads.iter())
+        .filter_map(|w| plan.workload(w))
+        .map(|w| Priority::of(w))
+        .collect();
+    used.sort();
+    used.dedup();
+    used.into_iter()
+        .map(|p| PriorityView {
+            name: p.name(),
+            value: p.value(),
+            description: p.description(),
         })
         .collect()
 }
@@ -293,6 +428,7 @@ fn teams(
                 name: team,
                 resources,
                 flavors,
+                checked_flavors: Vec::new(),
             }
         })
         .collect()
@@ -311,6 +447,9 @@ pub struct KueueFile<'v> {
     pub cohort: &'v str,
     pub flavors: &'v [FlavorView],
     pub teams: &'v [TeamView],
+    pub priorities: &'v [PriorityView],
+    pub provisioning: Option<&'v ProvisioningView>,
+    pub karpenter: bool,
 }
 
 impl<'v> KueueFile<'v> {
@@ -329,6 +468,97 @@ impl<'v> KueueFile<'v> {
             cohort: &c.cohort,
             flavors: &c.flavors,
             teams: &c.teams,
+            priorities: &c.priorities,
+            provisioning: c.provisioning.as_ref(),
+            karpenter: v.karpenter_enabled,
         }
     }
+}
+
+/// Kueue's manager configuration for a plan with gangs (`kueue/values.yaml`, values of the
+/// Kueue Helm chart): `waitForPodsReady`, Kueue's timeout-based all-or-nothing. An admitted
+/// gang whose pods are not all ready in time is evicted, its quota released, and requeued
+/// with backoff (kubernetes-sigs/kueue `site/content/en/docs/concepts/all_or_nothing.md`).
+#[derive(Debug, Serialize)]
+pub struct ConfigView {
+    /// `config.kueue.x-k8s.io/v1beta2`, or v1beta1 (whose `waitForPodsReady` needs `enable`).
+    pub api: &'static str,
+    pub needs_enable: bool,
+    /// Whole minutes: the longest time any gang needs to be ready once admitted.
+    pub timeout_minutes: u32,
+    /// The gang that sets it and its minutes, for the comment.
+    pub longest: String,
+    pub gangs: Vec<GangView>,
+    /// Admission one gang at a time, where two gangs share a pool and could each hold part
+    /// of what the other needs.
+    pub block_admission: bool,
+    pub shared_pools: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GangView {
+    pub workload: String,
+    pub nodes: u32,
+    pub minutes: String,
+    /// The plan's `restart_minutes`, or the assumptions' default for its gang size.
+    pub from_plan: bool,
+}
+
+/// The configuration for the plan's gangs placed by `rec`, if it has any.
+pub(super) fn config(
+    plan: &Plan,
+    catalog: &Catalog,
+    rec: &Recommendation,
+    api: &str,
+) -> Option<ConfigView> {
+    let placed = |w: &str| rec.pools.iter().any(|p| p.workloads.iter().any(|x| x == w));
+    let mut gangs: Vec<(GangView, f64)> = plan
+        .workloads()
+        .iter()
+        .filter(|w| w.gang() > 1 && placed(w.name.get()))
+        .map(|w| {
+            let (minutes, default) = crate::engine::spot::restart_minutes(w, catalog);
+            (
+                GangView {
+                    workload: w.name.get().clone(),
+                    nodes: u32::try_from(w.gang()).unwrap_or(u32::MAX),
+                    minutes: crate::core::num(minutes),
+                    from_plan: !default,
+                },
+                minutes,
+            )
+        })
+        .collect();
+    if gangs.is_empty() {
+        return None;
+    }
+    gangs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.workload.cmp(&b.0.workload)));
+    let (longest, minutes) = (&gangs[0].0, gangs[0].1);
+    let mut shared_pools: Vec<String> = rec
+        .pools
+        .iter()
+        .filter(|p| {
+            p.workloads
+                .iter()
+                .filter(|w| gangs.iter().any(|(g, _)| &g.workload == *w))
+                .count()
+                > 1
+        })
+        .map(|p| p.name.clone())
+        .collect();
+    shared_pools.sort();
+    let v1beta1 = api.ends_with("v1beta1");
+    Some(ConfigView {
+        api: if v1beta1 {
+            "config.kueue.x-k8s.io/v1beta1"
+        } else {
+            "config.kueue.x-k8s.io/v1beta2"
+        },
+        needs_enable: v1beta1,
+        timeout_minutes: minutes.ceil().clamp(1.0, f64::from(u32::MAX)) as u32,
+        longest: format!("`{}` ({} minutes)", longest.workload, longest.minutes),
+        block_admission: !shared_pools.is_empty(),
+        shared_pools,
+        gangs: gangs.into_iter().map(|(g, _)| g).collect(),
+    })
 }

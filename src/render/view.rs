@@ -30,6 +30,8 @@ pub struct View {
     pub sharing_configs: Vec<SharingView>,
     /// Kueue's objects, one set per cluster (region): no ClusterQueue spans clusters.
     pub kueue: Vec<super::kueue::ClusterView>,
+    /// Kueue's manager configuration (`kueue/values.yaml`) when the plan has gangs.
+    pub kueue_config: Option<super::kueue::ConfigView>,
     /// `kueue.x-k8s.io/v1beta2` or `kueue.x-k8s.io/v1beta1`.
     pub kueue_api: &'static str,
     /// `>= X` of the provider's `required_providers` entry, from the arguments the file uses
@@ -490,6 +492,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             }
             flavors.push(super::kueue::FlavorView {
                 region: v.region.clone(),
+                from_zero: v.min == 0 && v.autoscaled && !v.capacity_block,
                 name: v.name.clone(),
                 labels: flavor_labels,
                 taints: v.taints.clone(),
@@ -506,7 +509,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         &rendered,
         &view_layouts,
         flavors,
-        opts.kueue_api,
+        opts.karpenter,
     );
     let serving = super::workloads::serving(plan, catalog, rec);
     let workloads = super::workloads::workloads(plan, catalog, rec);
@@ -570,6 +573,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             format!("nodes=[{}]", crate::core::labels::ALLOWLIST_NODES.join(",")),
         ],
         kueue,
+        kueue_config: super::kueue::config(plan, catalog, rec, opts.kueue_api),
         kueue_api: opts.kueue_api,
         // EKS's AL2023 NVIDIA AMI ships the driver and the container toolkit; AKS pools set
         // `gpu_driver = "None"` (except AKS-managed MIG, which AKS sets up with its own driver;

@@ -17,6 +17,8 @@ pub(super) const LOCAL_QUEUE: &str = "gpuplan";
 #[derive(Debug, Serialize)]
 pub struct WorkloadView {
     pub workload: String,
+    /// Its Kueue WorkloadPriorityClass (`kueue.x-k8s.io/priority-class`).
+    pub priority_class: &'static str,
     pub kind: &'static str,
     /// The team's namespace, where its LocalQueue is.
     pub namespace: String,
@@ -128,6 +130,7 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 user_facing: wl.user_facing(),
                 gang: u32::try_from(wl.gang().max(1)).unwrap_or(1),
                 mig_configs,
+                priority_class: super::kueue::Priority::of(wl).name(),
             });
         }
     }
