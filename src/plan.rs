@@ -167,8 +167,27 @@ impl Workload {
             .as_ref()
             .map_or(Sharing::Dedicated, |s| *s.get())
     }
+    /// What is scheduled as one unit, counted: the replicas, or for a gang workload
+    /// (`nodes` > 1) its gangs, each of `gang()` members that start together. Every cost and
+    /// capacity multiplies this by `gang()`, so `replicas = 16, nodes = 8` is two gangs of
+    /// eight, sixteen nodes, as the plan format defines `nodes` ("replicas that must start
+    /// together"). `validate` holds `replicas` to a multiple of `nodes`.
     pub fn replicas(&self) -> Count {
-        self.replicas.as_ref().map_or(Count::Fixed(1), |r| *r.get())
+        let gang = self.gang().max(1);
+        if gang == 1 {
+            return self.replicas.as_ref().map_or(Count::Fixed(1), |r| *r.get());
+        }
+        if let Some(g) = &self.gangs {
+            return *g.get();
+        }
+        match self.replicas.as_ref().map(|r| *r.get()) {
+            None => Count::Fixed(1),
+            Some(Count::Fixed(n)) => Count::Fixed(n / gang),
+            Some(Count::Range { min, max }) => Count::Range {
+                min: min / gang,
+                max: max / gang,
+            },
+        }
     }
     pub(crate) fn gang(&self) -> i64 {
         self.nodes.as_ref().map_or(1, |n| *n.get())

@@ -88,6 +88,11 @@ pub const REPLICAS: Count = Count {
     min_floor: 0,
     max_cap: 100_000,
 };
+pub const GANGS: Count = Count {
+    fixed_min: 1,
+    min_floor: 0,
+    max_cap: 100_000,
+};
 pub const POOL_NODES: Count = Count {
     fixed_min: 0,
     min_floor: 0,
@@ -122,6 +127,7 @@ pub const PLACES: &[(&str, &str, Bound)] = &[
     ("Workload", "fault_domain", Bound::Name),
     ("Workload", "replicas", Bound::Count(REPLICAS)),
     ("Workload", "nodes", Bound::Int(GANG_NODES)),
+    ("Workload", "gangs", Bound::Count(GANGS)),
     ("Workload", "gpus", Bound::Int(GPUS)),
     ("Workload", "gpu_fraction", Bound::Real(GPU_FRACTION)),
     ("Workload", "gpu_memory_gib", Bound::Real(GPU_MEMORY_GIB)),

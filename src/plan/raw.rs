@@ -250,8 +250,12 @@ pub struct Workload {
     pub user_facing: Option<Sp<bool>>,
     /// Replica count (>= 1), or `{ min, max }` when autoscaled.
     pub replicas: Option<Sp<Count>>,
-    /// Gang size: replicas that must start together across nodes (training).
+    /// Gang size: replicas that must start together across nodes (training), one per node.
+    /// With `nodes`, `replicas` counts every member of every gang (a multiple of `nodes`).
     pub nodes: Option<Sp<i64>>,
+    /// How many independent gangs of `nodes` run (default: `replicas / nodes`, else 1); an
+    /// integer or `{ min, max }`. `replicas`, when also given, must be `gangs x nodes`.
+    pub gangs: Option<Sp<Count>>,
     /// Whole GPUs per replica (default 1 unless a fraction is given).
     pub gpus: Option<Sp<i64>>,
     /// Share of one GPU's compute (0 < f < 1).

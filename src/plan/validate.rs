@@ -137,6 +137,61 @@ impl Ctx<'_> {
     }
 }
 
+/// `replicas` of a gang workload counts members: a multiple of `nodes`, and `gangs x nodes`
+/// when `gangs` is given too; `gangs` means nothing without a gang.
+fn gang_counts(ctx: &mut Ctx<'_>, w: &Sp<crate::plan::raw::Workload>) {
+    let nodes = w.nodes.as_ref().map_or(1, |n| *n.get());
+    let ends = |c: Count| match c {
+        Count::Fixed(n) => (n, n),
+        Count::Range { min, max } => (min, max),
+    };
+    if let (Some(g), true) = (&w.gangs, nodes <= 1) {
+        ctx.err(
+            PlanCode::ConflictingKeys,
+            g.span(),
+            "`gangs` counts gangs of `nodes`, but this workload has no gang (`nodes` is 1)".into(),
+            "no gang",
+            "set `nodes` to the members that start together, or use `replicas`".into(),
+        );
+        return;
+    }
+    let Some(r) = &w.replicas else { return };
+    if nodes <= 1 {
+        return;
+    }
+    let (lo, hi) = ends(*r.get());
+    if lo % nodes != 0 || hi % nodes != 0 {
+        ctx.err(
+            PlanCode::InvalidValue,
+            r.span(),
+            format!(
+                "`replicas` counts every member of the gangs of `nodes = {nodes}`, so it must be a multiple of {nodes}"
+            ),
+            "not a multiple of `nodes`",
+            format!(
+                "for {lo} gang(s) of {nodes} write `gangs = {lo}` (or `replicas = {}`); for one gang of {nodes}, drop `replicas`",
+                lo * nodes
+            ),
+        );
+        return;
+    }
+    if let Some(g) = &w.gangs {
+        let (glo, ghi) = ends(*g.get());
+        if (glo * nodes, ghi * nodes) != (lo, hi) {
+            ctx.err(
+                PlanCode::ConflictingKeys,
+                g.span(),
+                format!(
+                    "`gangs` and `replicas` disagree: {glo} gang(s) of {nodes} is {} members, `replicas` says {lo}",
+                    glo * nodes
+                ),
+                "disagrees with `replicas`",
+                "keep one of the two: `gangs` counts gangs, `replicas` counts their members".into(),
+            );
+        }
+    }
+}
+
 /// Why a name is not a DNS-1123 label, if it is not one.
 pub(super) fn dns1123_problem(s: &str) -> Option<&'static str> {
     if s.is_empty() {
@@ -358,6 +413,10 @@ pub(super) fn validate(
         if let Some(n) = &w.nodes {
             ctx.range_i("nodes", n, limits::GANG_NODES);
         }
+        if let Some(g) = &w.gangs {
+            ctx.count("gangs", g, limits::GANGS);
+        }
+        gang_counts(&mut ctx, w);
         if let Some(g) = &w.gpus {
             ctx.range_i("gpus", g, limits::GPUS);
         }

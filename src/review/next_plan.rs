@@ -76,9 +76,36 @@ fn count_value(c: Count) -> Value {
 }
 
 /// Apply one workload's proposal to its table; true when a line changed.
-fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str) -> bool {
+/// The key a workload's count is written to, and the factor from the proposal's units: a gang
+/// workload's count is of gangs (`gangs`), or of their members where the plan writes
+/// `replicas` (a multiple of `nodes`).
+fn count_key(t: &Table, gang: i64) -> (&'static str, i64) {
+    match (
+        gang > 1,
+        t.contains_key("replicas"),
+        t.contains_key("gangs"),
+    ) {
+        (true, true, false) => ("replicas", gang),
+        (true, _, _) => ("gangs", 1),
+        (false, _, _) => ("replicas", 1),
+    }
+}
+
+fn times(c: Count, k: i64) -> Count {
+    match c {
+        Count::Fixed(n) => Count::Fixed(n * k),
+        Count::Range { min, max } => Count::Range {
+            min: min * k,
+            max: max * k,
+        },
+    }
+}
+
+fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang: i64) -> bool {
     let mut changed = false;
-    let current = t.get("replicas").and_then(Item::as_value).map(|v| {
+    let (key, factor) = count_key(t, gang);
+    let wanted = times(p.count(), factor);
+    let current = t.get(key).and_then(Item::as_value).map(|v| {
         v.as_integer().map(Count::Fixed).or_else(|| {
             let it = v.as_inline_table()?;
             let get = |k| it.get(k).and_then(Value::as_integer);
@@ -89,8 +116,8 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str) -> bo
         })
     });
     let same = match current {
-        Some(Some(c)) => c == p.count(),
-        // Absent means one fixed replica.
+        Some(Some(c)) => c == wanted,
+        // Absent means one fixed replica, or one gang.
         None => p.count() == Count::Fixed(1),
         Some(None) => false,
     };
@@ -103,8 +130,8 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str) -> bo
             _ => format!("p10 -> min, peak by {horizon} +headroom -> max"),
         };
         let note = format!("was {}; {}; {how} ({})", f.current, f.figures, p.basis);
-        let item = commented(count_value(p.count()), t.get("replicas"), &note);
-        t.insert("replicas", item);
+        let item = commented(count_value(wanted), t.get(key), &note);
+        t.insert(key, item);
         changed = true;
     }
     if let Some(h) = p.hours_per_month {
@@ -301,7 +328,8 @@ pub(crate) fn next_plan(
                     right_sized.push(name.clone());
                 }
                 proposals.insert(name.clone(), p.clone());
-                if apply(t, f, p, &nq.quarter) {
+                let gang = plan.workload(&name).map_or(1, |w| w.gang().max(1));
+                if apply(t, f, p, &nq.quarter, gang) {
                     changed.push(name);
                 }
             }

@@ -355,3 +355,85 @@ fn spot_at_maximum_includes_restart_waste() {
     );
     assert!(at_max >= p["monthly_cost_usd"].as_f64().expect("cost"));
 }
+
+/// Issue 40: `nodes` is the gang size ("replicas that must start together"), so `replicas`
+/// counts members, not gangs: `replicas = 8, nodes = 8` is one gang of 8 nodes (it was priced
+/// as 64), `gangs = 2` is two, and a count that is not a multiple of the gang is refused with
+/// both readings spelled out.
+#[test]
+fn replicas_of_a_gang_count_members_and_gangs_counts_gangs() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let gang = |counts: &str| {
+        format!("{HEAD}\n[[workload]]\nname = \"pretrain\"\nteam = \"ml\"\nkind = \"batch\"\nnodes = 8\ngpus = 1\n{counts}skus = [\"g6.xlarge\"]\n")
+    };
+    let nodes = |v: &Value| v["pools"][0]["nodes"]["max"].as_u64().unwrap_or(0);
+    let one = recommend(dir.path(), &gang("replicas = 8\n"));
+    assert_eq!(nodes(&one), 8);
+    let alone = recommend(dir.path(), &gang(""));
+    assert_eq!(nodes(&alone), 8);
+    assert!(close(
+        one["total_monthly_cost_usd"].as_f64().unwrap_or(0.0),
+        alone["total_monthly_cost_usd"].as_f64().unwrap_or(1.0)
+    ));
+    let two = recommend(dir.path(), &gang("gangs = 2\n"));
+    let sixteen = recommend(dir.path(), &gang("replicas = 16\n"));
+    assert_eq!(nodes(&two), 16);
+    assert_eq!(nodes(&sixteen), 16);
+    // 8 x 730 h x $0.8048 on-demand for one gang of 8 nodes
+    let month = one["total_monthly_cost_usd"].as_f64().unwrap_or(0.0);
+    assert!(month < 8.0 * 730.0 * 0.8048 + 0.02, "{month}");
+    // check names what it plans: GP032, and refusals with file:line
+    let plan = dir.path().join("plan.toml");
+    let check = |text: &str| {
+        std::fs::write(&plan, text).expect("plan");
+        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args(["check", "--format", "json"])
+            .arg(&plan)
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            crate::common::contract(&out.stdout).expect("json"),
+        )
+    };
+    let (code, v) = check(&gang("replicas = 16\n"));
+    assert_eq!(code, Some(0));
+    let note = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["rule"] == "GP032")
+        .expect("GP032");
+    assert!(
+        note["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("2 gang(s) of 8 nodes that each start together: 16 nodes, 16 GPUs"),
+        "{note}"
+    );
+    let (code, v) = check(&gang("replicas = 2\n"));
+    assert_eq!(code, Some(2));
+    let e = &v["errors"][0];
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("must be a multiple of 8"),
+        "{e}"
+    );
+    assert!(
+        e["help"].as_str().unwrap_or("").contains("`gangs = 2`"),
+        "{e}"
+    );
+    assert!(e["line"].as_u64().is_some_and(|l| l > 1));
+    let (code, v) = check(&gang("gangs = 2\nreplicas = 8\n"));
+    assert_eq!(code, Some(2));
+    assert!(v["errors"][0]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("disagree"));
+    let (code, _) = check(&format!(
+        "{HEAD}\n[[workload]]\nname = \"a\"\nteam = \"ml\"\nkind = \"batch\"\ngangs = 2\n"
+    ));
+    assert_eq!(code, Some(2));
+}
