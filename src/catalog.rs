@@ -392,6 +392,9 @@ pub struct Assumptions {
     pub time_slicing_memory_headroom: f64,
     /// Compute share of a declared time-sliced or MPS workload that states none.
     pub time_slicing_default_share: f64,
+    /// Nodes a pool serving user-facing work keeps at least (a plan may lower it per
+    /// workload: `availability_floor`).
+    pub user_facing_min_nodes: u32,
     /// Node disk: what the OS and kubelet take, GiB.
     pub node_disk_os_gib: f64,
     /// Node disk: room for the container images, GiB.

@@ -159,6 +159,16 @@ impl Workload {
     pub(crate) fn scale_to_zero(&self) -> bool {
         self.scale_to_zero.as_ref().is_some_and(|b| *b.get())
     }
+    /// Nodes its pools keep at least: for user-facing work the plan's `availability_floor`,
+    /// else `default` (providers/assumptions.toml); 0 for work nobody waits on.
+    pub(crate) fn availability_nodes(&self, default: u32) -> u32 {
+        if !self.user_facing() {
+            return 0;
+        }
+        self.availability_floor
+            .as_ref()
+            .map_or(default, |a| u32::try_from(*a.get()).unwrap_or(default))
+    }
     pub(crate) fn kind(&self) -> Kind {
         *self.kind.get()
     }

@@ -88,6 +88,7 @@ pub const REPLICAS: Count = Count {
     min_floor: 0,
     max_cap: 100_000,
 };
+pub const AVAILABILITY_FLOOR: Int = Int { lo: 1, hi: 1000 };
 pub const GANGS: Count = Count {
     fixed_min: 1,
     min_floor: 0,
@@ -128,6 +129,11 @@ pub const PLACES: &[(&str, &str, Bound)] = &[
     ("Workload", "replicas", Bound::Count(REPLICAS)),
     ("Workload", "nodes", Bound::Int(GANG_NODES)),
     ("Workload", "gangs", Bound::Count(GANGS)),
+    (
+        "Workload",
+        "availability_floor",
+        Bound::Int(AVAILABILITY_FLOOR),
+    ),
     ("Workload", "gpus", Bound::Int(GPUS)),
     ("Workload", "gpu_fraction", Bound::Real(GPU_FRACTION)),
     ("Workload", "gpu_memory_gib", Bound::Real(GPU_MEMORY_GIB)),

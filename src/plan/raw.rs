@@ -296,6 +296,10 @@ pub struct Workload {
     pub tokens_per_second: Option<Sp<f64>>,
     /// Requests GPUs through Kubernetes Dynamic Resource Allocation (ResourceClaims).
     pub dra: Option<Sp<bool>>,
+    /// Nodes the pools of a user-facing workload keep at least (default 2, from
+    /// providers/assumptions.toml: one node failure is then not an outage). Below the default
+    /// it is a decision GP033 asks to record with an `[[allow]]`.
+    pub availability_floor: Option<Sp<i64>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

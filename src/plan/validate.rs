@@ -416,6 +416,9 @@ pub(super) fn validate(
         if let Some(g) = &w.gangs {
             ctx.count("gangs", g, limits::GANGS);
         }
+        if let Some(a) = &w.availability_floor {
+            ctx.range_i("availability_floor", a, limits::AVAILABILITY_FLOOR);
+        }
         gang_counts(&mut ctx, w);
         if let Some(g) = &w.gpus {
             ctx.range_i("gpus", g, limits::GPUS);

@@ -437,3 +437,65 @@ fn replicas_of_a_gang_count_members_and_gangs_counts_gangs() {
     ));
     assert_eq!(code, Some(2));
 }
+
+/// Issue 40: a user-facing service keeps at least two nodes (the availability floor, from
+/// providers/assumptions.toml), at its floor and its peak, priced; `availability_floor = 1`
+/// lowers it, which GP033 flags until an `[[allow]]` records the decision.
+#[test]
+fn user_facing_work_keeps_two_nodes_unless_a_recorded_decision_lowers_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // 4-6 replicas of one L4 each fit one g6.48xlarge (8 x L4) even at peak.
+    let plan = |extra: &str| {
+        format!("{HEAD}\n[[workload]]\nname = \"chat\"\nteam = \"web\"\nkind = \"inference\"\nuser_facing = true\nreplicas = {{ min = 4, max = 6 }}\ngpus = 1\nskus = [\"g6.48xlarge\"]\n{extra}")
+    };
+    let v = recommend(dir.path(), &plan(""));
+    assert_eq!(v["pools"][0]["nodes"]["min"], 2, "{:#}", v["pools"][0]);
+    assert!(v["pools"][0]["why"]
+        .as_str()
+        .unwrap_or("")
+        .contains("availability floor: 2 node(s)"));
+    let lowered = recommend(dir.path(), &plan("availability_floor = 1\n"));
+    assert_eq!(lowered["pools"][0]["nodes"]["min"], 1);
+    assert!(
+        v["total_monthly_cost_usd"].as_f64().unwrap_or(0.0)
+            > lowered["total_monthly_cost_usd"].as_f64().unwrap_or(0.0),
+        "the second node is priced"
+    );
+    let check = |text: &str| {
+        let p = dir.path().join("plan.toml");
+        std::fs::write(&p, text).expect("plan");
+        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args(["check", "--format", "json", "--today", "2026-12-02"])
+            .arg(&p)
+            .output()
+            .expect("runs");
+        crate::common::contract(&out.stdout).expect("json")
+    };
+    let rules = |v: &Value| -> Vec<(String, bool)> {
+        v["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["rule"] == "GP033")
+            .map(|f| {
+                (
+                    f["message"].as_str().unwrap_or("").to_owned(),
+                    f.get("suppressed").is_some(),
+                )
+            })
+            .collect()
+    };
+    let found = rules(&check(&plan("availability_floor = 1\n")));
+    assert_eq!(found.len(), 1);
+    assert!(found[0].0.contains("below the availability floor of 2") && !found[0].1);
+    let decided = rules(&check(&plan("availability_floor = 1\n\n[[allow]]\nrule = \"GP033\"\nworkload = \"chat\"\nreason = \"a demo nobody depends on\"\napproved_by = \"sre-lead\"\n")));
+    assert_eq!(decided.len(), 1);
+    assert!(decided[0].1, "the allow records the decision");
+    assert!(rules(&check(&plan(""))).is_empty());
+    // A single replica is not spread: the floor is what it runs, one node.
+    let one = recommend(
+        dir.path(),
+        &format!("{HEAD}\n[[workload]]\nname = \"demo\"\nteam = \"web\"\nkind = \"inference\"\nuser_facing = true\nreplicas = 1\ngpus = 1\nskus = [\"g6.48xlarge\"]\n"),
+    );
+    assert_eq!(one["pools"][0]["nodes"]["max"], 1);
+}

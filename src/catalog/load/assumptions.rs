@@ -61,6 +61,7 @@ pub(super) struct RecommendEntry {
     allocatable_memory_share: f64,
     time_slicing_memory_headroom: f64,
     time_slicing_default_share: f64,
+    user_facing_min_nodes: u32,
     kube_reserved_cpu: Vec<KubeReservedEntry>,
 }
 
@@ -268,6 +269,7 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
         allocatable_memory_share: a.recommend.allocatable_memory_share,
         time_slicing_memory_headroom: a.recommend.time_slicing_memory_headroom,
         time_slicing_default_share: a.recommend.time_slicing_default_share,
+        user_facing_min_nodes: a.recommend.user_facing_min_nodes.max(1),
         node_disk_os_gib: a.render.node_disk_os_gib,
         node_disk_images_gib: a.render.node_disk_images_gib,
         gpu_driver_version: a.render.pins.gpu_driver_version,

@@ -14,11 +14,15 @@ pub(super) struct Built {
     pub(super) waste: f64,
     pub(super) mig_layout: Option<IndexMap<String, u32>>,
     pub(super) mig_configs: Vec<MigConfig>,
+    /// How many times the nodes `mig_configs` fill are repeated (the availability floor).
+    pub(super) mig_node_sets: u32,
     pub(super) ts_replicas: Option<u32>,
     pub(super) stranded: Option<Stranded>,
     /// A reserved pool's nodes' busy hours a month, busiest first (empty for other
     /// capacity): `why` states each node's utilisation against the break-even.
     pub(super) busy: Vec<crate::engine::cost::BusyNode>,
+    /// The availability floor when it raised the pool's node count.
+    pub(super) availability: Option<u32>,
 }
 
 /// Nodes for some replica counts, with the MIG geometry that got them there.
@@ -205,6 +209,27 @@ pub(super) fn nodes_for(
     }
 }
 
+/// Per-GPU MIG layouts for `nodes` nodes of `per_node` GPUs: where the packing filled fewer
+/// nodes than the pool keeps (its availability floor), the filled nodes' layouts are repeated
+/// on the others, so every node can host what the first hosts and a spread one per node
+/// finds a place on each.
+fn repeat_fillings(configs: Vec<MigConfig>, nodes: u32, per_node: u32) -> (Vec<MigConfig>, u32) {
+    let gpus: u32 = configs.iter().map(|c| c.gpus).sum();
+    let filled = gpus.div_ceil(per_node).max(1);
+    let k = nodes.div_ceil(filled);
+    if configs.is_empty() || k <= 1 {
+        return (configs, 1);
+    }
+    let repeated = configs
+        .into_iter()
+        .map(|c| MigConfig {
+            gpus: c.gpus * k,
+            ..c
+        })
+        .collect();
+    (repeated, k)
+}
+
 pub(super) fn distinct_layouts(
     gpus: &[IndexMap<String, u32>],
 ) -> Vec<(IndexMap<String, u32>, u32)> {
@@ -343,6 +368,12 @@ pub(super) fn build(
         nodes_for(ms, &floors, first.sku, first.gpu, catalog, mm, thorough).nodes
     };
     let nodes_min = nodes_min.min(nodes_max);
+    // User-facing work keeps its availability floor of nodes, at the floor and the peak:
+    // paid every hour, so the cost says what one node failure not being an outage costs.
+    let availability = ms.iter().map(|m| m.d.availability).max().unwrap_or(0);
+    let raised = availability > nodes_min;
+    let (nodes_min, nodes_max) = (nodes_min.max(availability), nodes_max.max(availability));
+    let (configs, node_sets) = repeat_fillings(configs, nodes_max, first.sku.gpu_count.max(1));
     let burst_members = || {
         ms.iter().flat_map(|m| {
             let per = m.c.node_share * f64::from(m.d.gang.max(1));
@@ -427,7 +458,9 @@ pub(super) fn build(
         waste,
         mig_layout: layout,
         mig_configs: configs,
+        mig_node_sets: node_sets,
         ts_replicas: ts,
+        availability: raised.then_some(availability),
         stranded,
         busy,
     }

@@ -88,6 +88,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             }
         }
         pools.push(RecPool {
+            mig_node_sets: 1,
             name: p.name.get().clone(),
             provider: plan.provider(),
             region: p.region.get().clone(),

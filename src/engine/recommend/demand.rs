@@ -109,6 +109,9 @@ pub struct Demand<'p> {
     /// Who partitions its MIG GPUs: the `mig_manager` of a declared pool it is meant for,
     /// else the cluster's. Pools of different managers never merge (their fit keys differ).
     pub mig_manager: crate::core::MigManager,
+    /// Nodes its pool keeps at least, floor and peak: the availability floor of user-facing
+    /// work (0 for work nobody waits on).
+    pub availability: u32,
 }
 
 impl Demand<'_> {
@@ -208,8 +211,14 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
     } else {
         u32::try_from(r.min().max(0)).unwrap_or(0)
     };
+    // A person waiting on it keeps replicas warm on as many nodes as its availability floor
+    // (two by default), so one node failure is not an outage; never more than it runs at
+    // peak, since one replica cannot be on two nodes.
+    let availability = w
+        .availability_nodes(catalog.assumptions.user_facing_min_nodes)
+        .min(peak.saturating_mul(u32::try_from(w.gang().max(1)).unwrap_or(1)));
     if w.user_facing() {
-        floor = floor.max(1);
+        floor = floor.max(1).max(availability);
     }
     let floor = floor.min(peak);
     let sharing = w.sharing();
@@ -265,5 +274,6 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
             .workload_pools(w.name.get())
             .find(|p| p.mig_manager.is_some())
             .map_or_else(|| plan.cluster_mig_manager(), |p| plan.pool_mig_manager(p)),
+        availability,
     }
 }

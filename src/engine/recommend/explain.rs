@@ -122,6 +122,7 @@ pub(super) fn describe(
         } else {
             b.mig_configs.clone()
         },
+        mig_node_sets: b.mig_node_sets,
         time_slicing_replicas: b.ts_replicas,
         mig_manager: mm,
         gpu_memory_utilization: gpu_mem_util,
@@ -162,6 +163,17 @@ pub(super) fn why_line(
         r(c.on_demand),
         c.region
     )];
+    if let Some(n) = b.availability {
+        let who: Vec<String> = ms
+            .iter()
+            .filter(|m| m.d.availability == n)
+            .map(|m| format!("`{}`", m.d.name))
+            .collect();
+        parts.push(format!(
+            "availability floor: {n} node(s) at least, floor and peak, for user-facing {} (one node failure is then not an outage; `availability_floor` lowers it, GP033)",
+            who.join(", ")
+        ));
+    }
     match &c.fit {
         Fit::Mig { profile } => parts.push(match mm {
             MigManager::Aks => {

@@ -37,18 +37,29 @@ impl RecPool {
         match (&self.mig_layout, self.mig_configs.is_empty()) {
             (Some(l), _) => gpus.extend(std::iter::repeat_n(l.clone(), self.gpus.max as usize)),
             (None, false) => {
+                // One set of the nodes the layouts fill; the copies kept for the availability
+                // floor are filled the same way.
+                let sets = self.mig_node_sets.max(1);
                 for c in &self.mig_configs {
-                    gpus.extend(std::iter::repeat_n(c.layout.clone(), c.gpus as usize));
+                    gpus.extend(std::iter::repeat_n(
+                        c.layout.clone(),
+                        (c.gpus / sets) as usize,
+                    ));
                 }
             }
             (None, true) => {}
         }
         let per = self.gpus_per_node.max(1) as usize;
         let mut kinds: Vec<Filling> = Vec::new();
+        let copies = if self.mig_layout.is_none() {
+            self.mig_node_sets.max(1)
+        } else {
+            1
+        };
         for n in gpus.chunks(per) {
             match kinds.iter_mut().find(|(k, _)| k.as_slice() == n) {
-                Some((_, c)) => *c += 1,
-                None => kinds.push((n.to_vec(), 1)),
+                Some((_, c)) => *c += copies,
+                None => kinds.push((n.to_vec(), copies)),
             }
         }
         kinds

@@ -359,7 +359,8 @@ replicas = { min = 0, max = 3 }
 scale_to_zero = true
 "#));
     let p = pool_of(&r, "api");
-    assert_eq!(p.nodes.min, 1);
+    // Never zero: the availability floor keeps two nodes with a replica each.
+    assert_eq!(p.nodes.min, 2);
     assert_eq!(p.capacity, Capacity::OnDemand);
     assert!(p
         .capacity_options
@@ -795,6 +796,8 @@ cpu = 16
 memory_gib = 16
 gpus = 1
 skus = ["g4dn.metal", "g4dn.12xlarge"]
+# One node decided (GP033), so the node size alone decides the price.
+availability_floor = 1
 "#;
     // A 3-year term recorded in the plan (the default is one year).
     let r = rec(&(head("aws", "\"us-east-1\"", "reservation_term = \"3y\"") + body));

@@ -47,6 +47,11 @@ pub struct RecPool {
     pub mig_layout: Option<IndexMap<String, u32>>,
     /// Named per-GPU layouts with how many GPUs carry each (mixed MIG, gpu-operator).
     pub mig_configs: Vec<MigConfig>,
+    /// How many times the nodes the layouts fill are repeated: more than 1 where the pool's
+    /// availability floor keeps more nodes than its MIG packing fills, each added node
+    /// filled as the first ones (`mig_configs` counts every copy). Not in the JSON contract.
+    #[serde(skip)]
+    pub mig_node_sets: u32,
     pub time_slicing_replicas: Option<u32>,
     /// Who partitions the pool's GPUs: the pool's own `mig_manager` for a declared pool,
     /// the cluster's for a recommended one (render writes `gpu_instance` or mig-parted
