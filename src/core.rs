@@ -214,6 +214,21 @@ impl Capacity {
             Capacity::CapacityBlock => "capacity-block",
         }
     }
+    /// The reservation term of a reserved capacity, in years (a Reserved Instance or an Azure
+    /// reservation); `None` for capacity bought otherwise.
+    pub(crate) fn term_years(self) -> Option<u8> {
+        match self {
+            Capacity::Reserved1y => Some(1),
+            Capacity::Reserved3y => Some(3),
+            Capacity::OnDemand
+            | Capacity::Spot
+            | Capacity::CapacityReservation
+            | Capacity::CapacityBlock => None,
+        }
+    }
+    pub(crate) fn is_reserved(self) -> bool {
+        self.term_years().is_some()
+    }
     /// Capacity paid for whether used or not.
     pub(crate) fn is_committed(self) -> bool {
         matches!(

@@ -5,5 +5,6 @@ pub(crate) mod cost;
 pub(crate) mod diff;
 pub(crate) mod memory;
 pub(crate) mod names;
+pub mod purchases;
 pub mod recommend;
 pub(crate) mod spot;

@@ -161,7 +161,22 @@ fn registry() -> Handlebars<'static> {
     hb.set_strict_mode(true);
     hb.register_helper("hcl", Box::new(quoting("hcl", escape::hcl_string)));
     hb.register_helper("yaml", Box::new(quoting("yaml", escape::yaml_string)));
+    hb.register_helper(
+        "usd",
+        Box::new(quoting("usd", |s| number(s, crate::core::usd))),
+    );
+    hb.register_helper(
+        "rate",
+        Box::new(quoting("rate", |s| number(s, crate::core::rate))),
+    );
     hb
+}
+
+/// A number as a figure (`usd`: $1,234.56 a month, `rate`: an hourly price); anything else
+/// as written.
+fn number(text: &str, as_figure: fn(f64) -> String) -> String {
+    text.parse::<f64>()
+        .map_or_else(|_| text.to_owned(), as_figure)
 }
 
 /// Blocks (`{{#if}}`, `{{#each}}`) a template may nest: the built-in ones nest four deep.
@@ -275,6 +290,11 @@ pub fn render(
         let text = render_output(&mut hb, &KUEUE, &file, templates)?;
         out.insert(cluster.file.clone(), text);
     }
+    // Data, not a template: what to buy, for a pipeline or a purchasing system to read.
+    out.insert(
+        "purchases.json".to_owned(),
+        serde_json::to_string_pretty(&v.purchases).unwrap_or_default() + "\n",
+    );
     Ok(out)
 }
 

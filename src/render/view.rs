@@ -32,6 +32,8 @@ pub struct View {
     pub kueue: Vec<super::kueue::ClusterView>,
     /// Kueue's manager configuration (`kueue/values.yaml`) when the plan has gangs.
     pub kueue_config: Option<super::kueue::ConfigView>,
+    /// The reservations the prices assume (`purchases.json`, the README's list).
+    pub purchases: crate::engine::purchases::Purchases,
     /// `kueue.x-k8s.io/v1beta2` or `kueue.x-k8s.io/v1beta1`.
     pub kueue_api: &'static str,
     /// `>= X` of the provider's `required_providers` entry, from the arguments the file uses
@@ -574,6 +576,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         ],
         kueue,
         kueue_config: super::kueue::config(plan, catalog, rec, opts.kueue_api),
+        purchases: crate::engine::purchases::purchases(rec, catalog),
         kueue_api: opts.kueue_api,
         // EKS's AL2023 NVIDIA AMI ships the driver and the container toolkit; AKS pools set
         // `gpu_driver = "None"` (except AKS-managed MIG, which AKS sets up with its own driver;

@@ -23,6 +23,8 @@ pub enum Output {
     Review,
     /// `diff --format json`
     Diff,
+    /// `render`'s purchases.json
+    Purchases,
 }
 
 impl Output {
@@ -34,6 +36,7 @@ impl Output {
             Output::Recommendation => crate::engine::recommend::SCHEMA,
             Output::Review => crate::review::analysis::SCHEMA,
             Output::Diff => crate::engine::diff::SCHEMA,
+            Output::Purchases => crate::engine::purchases::SCHEMA,
         }
     }
 
@@ -44,6 +47,7 @@ impl Output {
             Output::Recommendation,
             Output::Review,
             Output::Diff,
+            Output::Purchases,
         ]
         .into_iter()
         .find(|o| o.id() == id)
@@ -58,6 +62,7 @@ pub fn schema(output: Output) -> Value {
         Output::Recommendation => generated::<crate::engine::recommend::Recommendation>(),
         Output::Review => generated::<crate::review::Review>(),
         Output::Diff => generated::<crate::engine::diff::Diff>(),
+        Output::Purchases => generated::<crate::engine::purchases::Purchases>(),
     };
     let mut v = serde_json::to_value(root).unwrap_or_default();
     v["$id"] = json!(format!(

@@ -1734,3 +1734,64 @@ fn g7e_pools_are_partitioned_with_its_own_profiles() {
         "the pool is g7e"
     );
 }
+
+/// Issue 40: the reservations a recommendation's prices assume are a purchase list beside the
+/// Terraform (purchases.json, held to `gpuplan schema --output purchases`, and the README):
+/// one line per reserved pool, its count the pool's reserved nodes, the rate the cost used,
+/// its source and date, and what the plan costs more if nothing is bought.
+#[test]
+fn reserved_pools_come_with_a_purchase_list() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let files = render_to("plans/aws-training.toml", dir.path(), &[]);
+    let list = crate::common::contract(files["purchases.json"].as_bytes()).expect("json");
+    let out = gpuplan()
+        .args(["recommend", "--format", "json", "plans/aws-training.toml"])
+        .output()
+        .expect("run");
+    let rec = crate::common::contract(&out.stdout).expect("json");
+    let reserved: Vec<&serde_json::Value> = rec["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .filter(|p| {
+            p["capacity"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("reserved-"))
+        })
+        .collect();
+    let lines = list["purchases"].as_array().expect("purchases");
+    assert!(!reserved.is_empty(), "the example reserves");
+    assert_eq!(lines.len(), reserved.len());
+    let mut extra = 0.0;
+    for p in reserved {
+        let l = lines
+            .iter()
+            .find(|l| l["pool"] == p["name"])
+            .expect("a line per pool");
+        assert_eq!(l["count"], p["reserved_nodes"]);
+        assert_eq!(l["sku"], p["sku"]);
+        assert_eq!(l["region"], p["region"]);
+        let n = l["count"].as_f64().expect("count");
+        let rate = l["usd_per_hour"].as_f64().expect("rate");
+        assert_eq!(rate, p["usd_per_node_hour"].as_f64().expect("rate"));
+        assert!((l["monthly_usd"].as_f64().expect("m") - n * rate * 730.0).abs() < 0.011);
+        assert!(l["price_as_of"].as_str().is_some_and(|d| d.len() == 10));
+        assert!(
+            l["offering"]
+                .as_str()
+                .is_some_and(|o| o.contains("upfront")),
+            "{l}"
+        );
+        extra += n * (l["on_demand_usd_per_hour"].as_f64().expect("od") - rate) * 730.0;
+        assert!(
+            files["README.md"].contains(&format!("| `{}` |", l["pool"].as_str().expect("pool")))
+        );
+    }
+    assert!((list["monthly_usd_if_not_bought"].as_f64().expect("extra") - extra).abs() < 0.011);
+    // A plan with nothing reserved says so.
+    let files = rendered("plans/minimal.toml", &[]);
+    let none = crate::common::contract(files["purchases.json"].as_bytes()).expect("json");
+    if none["purchases"].as_array().is_some_and(Vec::is_empty) {
+        assert!(files["README.md"].contains("What to buy: nothing"));
+    }
+}

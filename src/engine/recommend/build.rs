@@ -23,6 +23,9 @@ pub(super) struct Built {
     pub(super) busy: Vec<crate::engine::cost::BusyNode>,
     /// The availability floor when it raised the pool's node count.
     pub(super) availability: Option<u32>,
+    /// Nodes bought as reservations (Reserved Instances, Azure reservations): 0 unless the
+    /// pool's capacity is reserved.
+    pub(super) reserved_nodes: u32,
 }
 
 /// Nodes for some replica counts, with the MIG geometry that got them there.
@@ -372,8 +375,13 @@ pub(super) fn build(
     // paid every hour, so the cost says what one node failure not being an outage costs.
     let availability = ms.iter().map(|m| m.d.availability).max().unwrap_or(0);
     let raised = availability > nodes_min;
+    let packed_max = nodes_max;
     let (nodes_min, nodes_max) = (nodes_min.max(availability), nodes_max.max(availability));
-    let (configs, node_sets) = repeat_fillings(configs, nodes_max, first.sku.gpu_count.max(1));
+    let (configs, node_sets) = if nodes_max > packed_max {
+        repeat_fillings(configs, nodes_max, first.sku.gpu_count.max(1))
+    } else {
+        (configs, 1)
+    };
     let burst_members = || {
         ms.iter().flat_map(|m| {
             let per = m.c.node_share * f64::from(m.d.gang.max(1));
@@ -407,6 +415,7 @@ pub(super) fn build(
     let floor_h = f64::from(nodes_min) * plan_hours;
     let burst_h = f64::from(nodes_max - nodes_min) * burst_hours;
     let mut busy = Vec::new();
+    let mut reserved_nodes = 0;
     let (cost, cost_at_max, nodes_min) = match capacity {
         Capacity::Reserved1y | Capacity::Reserved3y => {
             // The floor runs all month; each node above it for the hours of the work it
@@ -423,6 +432,7 @@ pub(super) fn build(
                 nodes_max - nodes_min,
             ));
             let r = crate::engine::cost::reserve(&busy, rate, od);
+            reserved_nodes = r.nodes;
             let fixed = f64::from(r.nodes) * rate * HOURS_PER_MONTH;
             (
                 fixed + r.on_demand_hours * od,
@@ -461,6 +471,7 @@ pub(super) fn build(
         mig_node_sets: node_sets,
         ts_replicas: ts,
         availability: raised.then_some(availability),
+        reserved_nodes,
         stranded,
         busy,
     }

@@ -119,6 +119,8 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             why: "declared in the plan".to_owned(),
             considered: Vec::new(),
             capacity_options: Vec::new(),
+            // A declared reserved pool's floor is what it holds reserved.
+            reserved_nodes: if p.capacity().is_reserved() { min } else { 0 },
         });
     }
     Recommendation::of(plan, catalog, pools)

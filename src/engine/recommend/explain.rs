@@ -141,6 +141,7 @@ pub(super) fn describe(
         why,
         considered: Vec::new(),
         capacity_options,
+        reserved_nodes: b.reserved_nodes,
     }
 }
 

@@ -73,6 +73,10 @@ pub struct RecPool {
     pub why: String,
     pub considered: Vec<Alternative>,
     pub capacity_options: Vec<CapacityOption>,
+    /// Nodes the price assumes bought as reservations (`reserved-1y`/`reserved-3y`: Reserved
+    /// Instances or Azure reservations); 0 for other capacity. What the purchase list asks to
+    /// buy (`render`: purchases.json).
+    pub reserved_nodes: u32,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
