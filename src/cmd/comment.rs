@@ -68,14 +68,14 @@ fn step(a: &Action) -> String {
     }
 }
 
+/// The most of a body read: past every forge's limit (GitLab's 1,000,000 characters) with
+/// room for multi-byte text; a larger file is refused, not cut.
+const MAX_BODY_BYTES: u64 = 8 << 20;
+
 fn read_body(path: &std::path::Path) -> CmdResult<String> {
-    let bytes = if path.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b).map(|_| b)
-    } else {
-        std::fs::read(path)
-    }
-    .map_err(|e| CmdError::Usage(format!("cannot read `{}`: {e}", crate::core::shown(path))))?;
+    // Through fsio, as every input: a regular file or a pipe (`-`), bounded; never a device.
+    let bytes = crate::fsio::read_as(path, MAX_BODY_BYTES, crate::fsio::Input::RegularOrPipe)
+        .map_err(|e| CmdError::Usage(format!("cannot read `{}`: {e}", crate::core::shown(path))))?;
     String::from_utf8(bytes).map_err(|e| {
         CmdError::Usage(format!(
             "`{}` is not UTF-8 text (byte {}): a comment is Markdown text",

@@ -35,8 +35,8 @@ fn outcome<'a>(rule: &str, findings: &[&'a Diag], levels: &Levels) -> Outcome<'a
     }
 }
 
-/// One line per finding: where, how serious, what; a suppressed one says by what.
-fn lines(ds: &[&Diag]) -> String {
+/// One line per finding of `plan`: where, how serious, what; a suppressed one says by what.
+fn lines(plan: &str, ds: &[&Diag]) -> String {
     let mut o = String::new();
     for d in ds {
         let (line, col) = d.line_col();
@@ -46,11 +46,8 @@ fn lines(ds: &[&Diag]) -> String {
         };
         let _ = writeln!(
             o,
-            "{}:{line}:{col}: {} {}: {}{why}",
-            d.file.stable_name(),
-            d.severity,
-            d.code,
-            d.message
+            "{plan}:{line}:{col}: {} {}: {}{why}",
+            d.severity, d.code, d.message
         );
     }
     o
@@ -70,7 +67,7 @@ fn case(o: &mut String, plan: &str, rule: &dyn crate::rules::Rule, outcome: &Out
             let _ = write!(
                 o,
                 ">\n      <system-out>{}</system-out>\n    </testcase>\n",
-                markup_lines(&lines(ds))
+                markup_lines(&lines(plan, ds))
             );
         }
         Outcome::Skipped => {
@@ -90,7 +87,7 @@ fn case(o: &mut String, plan: &str, rule: &dyn crate::rules::Rule, outcome: &Out
                 rule.id(),
                 errors,
                 markup(first),
-                markup_lines(&lines(ds))
+                markup_lines(&lines(plan, ds))
             );
         }
     }
@@ -105,13 +102,19 @@ fn unreadable(o: &mut String, plan: &str, errors: &[&Diag]) {
          <error type=\"{}\" message=\"{}\">{}</error>\n    </testcase>\n  </testsuite>\n",
         markup(&errors[0].code),
         markup(&errors[0].message),
-        markup_lines(&lines(errors)),
+        markup_lines(&lines(plan, errors)),
         p = markup(plan),
     );
 }
 
-fn of_plan<'a>(ds: &'a [Diag], plan: &str) -> Vec<&'a Diag> {
-    ds.iter().filter(|d| d.file.stable_name() == plan).collect()
+/// Diagnostics by the plan they are in, each file's stable name worked out once (it resolves
+/// the path against the repository on disk).
+fn by_plan(ds: &[Diag]) -> std::collections::BTreeMap<String, Vec<&Diag>> {
+    let mut out: std::collections::BTreeMap<String, Vec<&Diag>> = Default::default();
+    for d in ds {
+        out.entry(d.file.stable_name()).or_default().push(d);
+    }
+    out
 }
 
 /// `plans`: every plan named on the command line, in order, by the name findings carry.
@@ -122,16 +125,17 @@ pub(crate) fn junit(
     levels: &Levels,
 ) -> String {
     let (mut tests, mut failures, mut in_error) = (0, 0, 0);
+    let (error_of, found_in) = (by_plan(errors), by_plan(findings));
     let mut body = String::new();
     for plan in plans {
-        let errs = of_plan(errors, plan);
+        let errs = error_of.get(plan).cloned().unwrap_or_default();
         if !errs.is_empty() {
             unreadable(&mut body, plan, &errs);
             tests += 1;
             in_error += 1;
             continue;
         }
-        let mine = of_plan(findings, plan);
+        let mine = found_in.get(plan).cloned().unwrap_or_default();
         let outcomes: Vec<_> = RULES
             .iter()
             .map(|r| (*r, outcome(r.id(), &mine, levels)))

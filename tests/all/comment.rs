@@ -20,14 +20,41 @@ struct Forge {
 
 type Shared = Arc<Mutex<Forge>>;
 
+impl Forge {
+    /// A new comment with this body: its id.
+    fn create(&mut self, body: String) -> u64 {
+        self.next_id += 1;
+        self.notes.push((self.next_id, body, false));
+        self.next_id
+    }
+
+    /// The edit (`delete` false) or deletion of the comment a path ends in, as both forges
+    /// answer it: 200 with the comment, 204, or 404 with `not_found`.
+    fn edit(&mut self, path: &str, delete: bool, r: &Req, not_found: &str) -> Resp {
+        let id: u64 = path
+            .rsplit('/')
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
+        let Some(i) = self.notes.iter().position(|n| n.0 == id) else {
+            return json(404, serde_json::json!({ "message": not_found }));
+        };
+        if delete {
+            self.notes.remove(i);
+            return Resp::new(204, "text/plain", "");
+        }
+        self.notes[i].1 = body_of(r);
+        json(200, serde_json::json!({"id": id, "body": self.notes[i].1}))
+    }
+}
+
 fn forge(people: &[&str]) -> Shared {
     let mut f = Forge {
         next_id: 100,
         ..Forge::default()
     };
     for p in people {
-        f.next_id += 1;
-        f.notes.push((f.next_id, (*p).to_owned(), false));
+        f.create((*p).to_owned());
     }
     Arc::new(Mutex::new(f))
 }
@@ -72,7 +99,9 @@ fn github(state: Shared, page: usize) -> Mock {
         let path = r.target.split('?').next().unwrap_or("");
         let list = "/repos/o/r/issues/7/comments";
         match (r.method.as_str(), path) {
-            ("GET", p) if p == list => {
+            // The first page at the repository's path; GitHub's `Link` then names the
+            // repository by id, as github.com does.
+            ("GET", p) if p == list || p == "/repositories/1/issues/7/comments" => {
                 let n = query(&r.target, "page").unwrap_or(1) as usize;
                 let items: Vec<_> = f.notes.iter().skip((n - 1) * page).take(page)
                     .map(|(id, b, _)| serde_json::json!({"id": id, "body": b, "user": {"login": "someone"}}))
@@ -84,46 +113,15 @@ fn github(state: Shared, page: usize) -> Mock {
                 }
                 resp
             }
-            ("GET", "/repositories/1/issues/7/comments") => {
-                let n = query(&r.target, "page").unwrap_or(1) as usize;
-                let items: Vec<_> = f
-                    .notes
-                    .iter()
-                    .skip((n - 1) * page)
-                    .take(page)
-                    .map(|(id, b, _)| serde_json::json!({"id": id, "body": b}))
-                    .collect();
-                let mut resp = json(200, serde_json::Value::Array(items));
-                if n * page < f.notes.len() {
-                    let host = r.header("host").unwrap_or("");
-                    resp = resp.header("Link", &format!("<http://{host}/repositories/1/issues/7/comments?per_page=100&page={}>; rel=\"next\"", n + 1));
-                }
-                resp
-            }
             ("POST", p) if p == list => {
-                f.next_id += 1;
-                let id = f.next_id;
-                f.notes.push((id, body_of(r), false));
+                let id = f.create(body_of(r));
                 json(
                     201,
                     serde_json::json!({"id": id, "body": body_of(r), "html_url": format!("https://github.com/o/r/pull/7#issuecomment-{id}")}),
                 )
             }
             (m @ ("PATCH" | "DELETE"), p) if p.starts_with("/repos/o/r/issues/comments/") => {
-                let id: u64 = p
-                    .rsplit('/')
-                    .next()
-                    .and_then(|x| x.parse().ok())
-                    .unwrap_or(0);
-                let Some(i) = f.notes.iter().position(|n| n.0 == id) else {
-                    return json(404, serde_json::json!({"message": "Not Found"}));
-                };
-                if m == "DELETE" {
-                    f.notes.remove(i);
-                    return Resp::new(204, "text/plain", "");
-                }
-                f.notes[i].1 = body_of(r);
-                json(200, serde_json::json!({"id": id, "body": f.notes[i].1}))
+                f.edit(p, m == "DELETE", r, "Not Found")
             }
             _ => json(
                 404,
@@ -437,29 +435,14 @@ fn gitlab(state: Shared, page: usize) -> Mock {
                     .header("X-Page", &n.to_string())
             }
             ("POST", p) if p == list => {
-                f.next_id += 1;
-                let id = f.next_id;
-                f.notes.push((id, body_of(r), false));
+                let id = f.create(body_of(r));
                 json(
                     201,
                     serde_json::json!({"id": id, "body": body_of(r), "system": false}),
                 )
             }
             (m @ ("PUT" | "DELETE"), p) if p.starts_with(&format!("{list}/")) => {
-                let id: u64 = p
-                    .rsplit('/')
-                    .next()
-                    .and_then(|x| x.parse().ok())
-                    .unwrap_or(0);
-                let Some(i) = f.notes.iter().position(|n| n.0 == id) else {
-                    return json(404, serde_json::json!({"message": "404 Not found"}));
-                };
-                if m == "DELETE" {
-                    f.notes.remove(i);
-                    return Resp::new(204, "text/plain", "");
-                }
-                f.notes[i].1 = body_of(r);
-                json(200, serde_json::json!({"id": id, "body": f.notes[i].1}))
+                f.edit(p, m == "DELETE", r, "404 Not found")
             }
             _ => json(404, serde_json::json!({"message": "404 Project Not Found"})),
         }

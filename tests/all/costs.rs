@@ -25,6 +25,21 @@ fn recommend(dir: &Path, text: &str) -> Value {
     crate::common::contract(&out.stdout).expect("json")
 }
 
+/// `check --format json` of `text` written to `dir/plan.toml`: its exit code and report.
+fn check(dir: &Path, text: &str) -> (Option<i32>, Value) {
+    let plan = dir.join("plan.toml");
+    std::fs::write(&plan, text).expect("plan");
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args(["check", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    (
+        out.status.code(),
+        crate::common::contract(&out.stdout).expect("json"),
+    )
+}
+
 fn workload(name: &str, team: &str, replicas: u32, hours: Option<u32>) -> String {
     let h = hours.map_or(String::new(), |h| format!("hours_per_month = {h}\n"));
     format!("\n[[workload]]\nname = \"{name}\"\nteam = \"{team}\"\nkind = \"batch\"\ngpus = 1\nreplicas = {replicas}\n{h}skus = [\"g6.xlarge\"]\n")
@@ -181,7 +196,6 @@ fn gp023_holds_a_declared_reservation_to_the_same_break_even() {
     // writes: no finding. For 300 h (41%, under the 65% break-even) the 8 nodes are idle
     // reservations, named with their cost.
     let dir = tempfile::tempdir().expect("tmp");
-    let plan = dir.path().join("plan.toml");
     let check = |hours: u32| {
         let text = declared_l4(
             &format!("{HEAD}{}", workload("scorer", "a", 8, Some(hours))),
@@ -190,13 +204,7 @@ fn gp023_holds_a_declared_reservation_to_the_same_break_even() {
             "\"scorer\"",
         )
         .replace("min = 0, max = 8", "min = 8, max = 8");
-        std::fs::write(&plan, text).expect("plan");
-        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-            .args(["check", "--format", "json"])
-            .arg(&plan)
-            .output()
-            .expect("runs");
-        let v: Value = crate::common::contract(&out.stdout).expect("json");
+        let (_, v) = check(dir.path(), &text);
         v["findings"]
             .as_array()
             .unwrap()
@@ -383,19 +391,7 @@ fn replicas_of_a_gang_count_members_and_gangs_counts_gangs() {
     let month = one["total_monthly_cost_usd"].as_f64().unwrap_or(0.0);
     assert!(month < 8.0 * 730.0 * 0.8048 + 0.02, "{month}");
     // check names what it plans: GP032, and refusals with file:line
-    let plan = dir.path().join("plan.toml");
-    let check = |text: &str| {
-        std::fs::write(&plan, text).expect("plan");
-        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-            .args(["check", "--format", "json"])
-            .arg(&plan)
-            .output()
-            .expect("runs");
-        (
-            out.status.code(),
-            crate::common::contract(&out.stdout).expect("json"),
-        )
-    };
+    let check = |text: &str| check(dir.path(), text);
     let (code, v) = check(&gang("replicas = 16\n"));
     assert_eq!(code, Some(0));
     let note = v["findings"]
@@ -461,16 +457,8 @@ fn user_facing_work_keeps_two_nodes_unless_a_recorded_decision_lowers_it() {
             > lowered["total_monthly_cost_usd"].as_f64().unwrap_or(0.0),
         "the second node is priced"
     );
-    let check = |text: &str| {
-        let p = dir.path().join("plan.toml");
-        std::fs::write(&p, text).expect("plan");
-        let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-            .args(["check", "--format", "json", "--today", "2026-12-02"])
-            .arg(&p)
-            .output()
-            .expect("runs");
-        crate::common::contract(&out.stdout).expect("json")
-    };
+    // `common::gpuplan` fixes today at 2026-12-02, as the allow below needs.
+    let check = |text: &str| check(dir.path(), text).1;
     let rules = |v: &Value| -> Vec<(String, bool)> {
         v["findings"]
             .as_array()

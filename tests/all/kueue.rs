@@ -915,6 +915,21 @@ const REQUEUE_KEYS: [&str; 4] = [
     "backoffMaxSeconds",
 ];
 
+/// Every WorkloadPriorityClass of a render's Kueue files: name -> value.
+fn priority_classes(dir: &Path) -> BTreeMap<String, i64> {
+    kueue_files(dir)
+        .iter()
+        .flat_map(|(_, os)| os.iter())
+        .filter(|o| o["kind"] == "WorkloadPriorityClass")
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+                o["value"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
 fn rendered_dir(plan: &str, extra: &[&str]) -> tempfile::TempDir {
     let out = tempfile::tempdir().expect("tmp");
     gpuplan()
@@ -1015,17 +1030,7 @@ fn gangs_and_scale_from_zero_pools_get_kueue_safeguards() {
             assert!(!checked.is_empty() && checked.iter().all(|f| own.contains(f)));
         }
         // Every workload names a class defined where it runs.
-        let classes: BTreeMap<String, i64> = kueue_files(out.path())
-            .iter()
-            .flat_map(|(_, os)| os.iter())
-            .filter(|o| o["kind"] == "WorkloadPriorityClass")
-            .map(|o| {
-                (
-                    o["metadata"]["name"].as_str().unwrap_or("").to_owned(),
-                    o["value"].as_i64().unwrap_or(0),
-                )
-            })
-            .collect();
+        let classes = priority_classes(out.path());
         let workloads: Value = serde_yaml::from_str(
             &std::fs::read_to_string(out.path().join("workloads/values.yaml")).expect("values"),
         )
@@ -1048,17 +1053,7 @@ fn gangs_and_scale_from_zero_pools_get_kueue_safeguards() {
     // No gang, no manager configuration; user-facing work outranks the rest.
     let out = rendered_dir("plans/azure-inference.toml", &[]);
     assert!(!out.path().join("kueue/values.yaml").exists());
-    let classes: BTreeMap<String, i64> = kueue_files(out.path())
-        .iter()
-        .flat_map(|(_, os)| os.iter())
-        .filter(|o| o["kind"] == "WorkloadPriorityClass")
-        .map(|o| {
-            (
-                o["metadata"]["name"].as_str().unwrap_or("").to_owned(),
-                o["value"].as_i64().unwrap_or(0),
-            )
-        })
-        .collect();
+    let classes = priority_classes(out.path());
     assert!(classes["gpuplan-user-facing"] > classes["gpuplan-serving"]);
     assert!(classes["gpuplan-serving"] > classes["gpuplan-batch"]);
 }
