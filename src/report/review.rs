@@ -31,6 +31,19 @@ pub(crate) fn json(r: &Review) -> String {
     serde_json::to_string_pretty(r).unwrap_or_default() + "\n"
 }
 
+/// Unrequested GPU-hours, with the MIG slices no instance covered named apart.
+fn unrequested(idle: f64, stranded: f64) -> String {
+    if stranded >= 36.0 {
+        format!(
+            "{} (of which {} in MIG slices no instance covers)",
+            hours(idle),
+            hours(stranded)
+        )
+    } else {
+        hours(idle)
+    }
+}
+
 pub(crate) fn markdown(r: &Review) -> String {
     let mut o = String::new();
     let (a, u): (f64, f64) = r.teams.iter().fold((0.0, 0.0), |(a, u), t| {
@@ -297,7 +310,7 @@ pub(crate) fn markdown(r: &Review) -> String {
                     (None, None) => "unlabelled".to_owned(),
                 },
                 n.empty_seconds as f64 / 3600.0,
-                hours(n.idle_gpu_seconds),
+                unrequested(n.idle_gpu_seconds, n.stranded_gpu_seconds),
                 n.idle_cost_usd.map_or("price unknown".to_owned(), usd)
             );
         }

@@ -353,12 +353,16 @@ pub(super) fn idle_nodes(
             *longest = (*longest).max(*stretch);
             *stretch = 0;
         };
+        let mut stranded = 0.0;
         for (ts, cap) in &n.capacity {
             if *cap <= 0.0 {
                 continue;
             }
             let alloc = n.allocated.get(ts).copied().unwrap_or(0.0);
-            idle += (cap - alloc).max(0.0);
+            // A MIG node is paid for as whole cards: slices no instance holds idle too.
+            let paid = n.paid.get(ts).copied().unwrap_or(*cap).max(*cap);
+            idle += (paid - alloc).max(0.0);
+            stranded += paid - cap;
             if alloc <= 0.0 {
                 let secs = (cap / n.gpus.max(1e-9)).round() as i64;
                 empty += secs;
@@ -393,7 +397,7 @@ pub(super) fn idle_nodes(
                 kind: "empty-node",
                 workload: None,
                 pool: pool.map(|p| p.name.get().clone()),
-                saving_usd: price.map(|p| round(held_empty as f64 * p * n.gpus)),
+                saving_usd: price.map(|p| round(held_empty as f64 * p * n.cards.max(n.gpus))),
                 message: format!(
                     "node `{name}`{} sat empty for {days:.1} day(s) in stretches of an hour or more (the longest {:.1} h) with no GPU requested",
                     n.pool
@@ -419,6 +423,7 @@ pub(super) fn idle_nodes(
             empty_seconds: empty,
             longest_empty_seconds: longest,
             idle_gpu_seconds: round(idle),
+            stranded_gpu_seconds: round(stranded),
             idle_cost_usd: cost,
         });
     }
@@ -508,6 +513,33 @@ mod tests {
                 && !roomy.contains("raise it"),
             "{roomy}"
         );
+    }
+
+    /// Issue 40 item 9: an empty MIG node (three 2g.20gb, 6/7 of its card offered) was idle
+    /// 6/7 of a node while the pool-floor line counted it whole. It is paid whole: idle whole,
+    /// its uncovered seventh named apart, and the empty-node saving a whole card's.
+    #[test]
+    fn an_empty_mig_node_is_idle_as_a_whole_card() {
+        let (p, c) = plan();
+        let mut t = node(2 * 24 * 60, |_| true);
+        for n in t.nodes.values_mut() {
+            n.gpus = 6.0 / 7.0;
+            n.cards = 1.0;
+            n.paid = n.capacity.clone();
+            for v in n.capacity.values_mut() {
+                *v *= 6.0 / 7.0;
+            }
+            n.plan_pool = None;
+        }
+        let mut advice = Vec::new();
+        let rows = idle_nodes(&p, &c, &t, &mut advice);
+        let whole = 2.0 * 86_400.0;
+        assert!((rows[0].idle_gpu_seconds - whole).abs() < 1.0, "{rows:?}");
+        assert!(
+            (rows[0].stranded_gpu_seconds - whole / 7.0).abs() < 1.0,
+            "{rows:?}"
+        );
+        assert_eq!(rows[0].empty_seconds, 2 * 86_400, "{rows:?}");
     }
 
     #[test]

@@ -232,8 +232,8 @@ pub fn analyse(
             }
             e.2.extend(f.signal);
             let held = pool_held.entry(k.clone()).or_default();
-            for (time, a) in &p.allocated {
-                *held.entry(*time).or_default() += a / step as f64;
+            for (time, g) in &p.gpus {
+                *held.entry(*time).or_default() += g;
             }
         }
         for (time, a) in &p.allocated {
@@ -321,14 +321,22 @@ pub fn analyse(
                 }
             }
         }
-        if let Some((start, len, peak)) = best.filter(|b| b.1 >= s.stalled_after) {
+        if let Some((start, len, mean)) = best.filter(|b| b.1 >= s.stalled_after) {
+            // The GPUs it held over the run: its level, which a scrape interval longer than
+            // the step does not inflate (its GPU-seconds over the run's length can).
+            let held = p
+                .gpus
+                .range(start..start + len)
+                .map(|(_, g)| *g)
+                .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
+                .unwrap_or(mean);
             stalled.push(Stalled {
                 workload: f.workload.map(str::to_owned),
                 team: p.namespace.clone(),
                 pod: p.pod.clone(),
                 since: format_time(start),
                 seconds: len,
-                allocated_gpus: round(peak),
+                allocated_gpus: round(held),
             });
         }
     }

@@ -385,6 +385,8 @@ struct Unit {
     /// The GPUs of the node were counted from the distinct cards dcgm-exporter reported
     /// (no label or known instance type said so).
     from_cards: bool,
+    /// Its `nvidia.com/gpu` are MIG instances (single strategy).
+    mig: bool,
 }
 
 fn unit_of(
@@ -417,6 +419,7 @@ fn unit_of(
             replicas: 1,
             share,
             from_cards: false,
+            mig: true,
         };
     }
     let labelled = label("label_nvidia_com_gpu_count").and_then(|c| c.parse::<u32>().ok());
@@ -459,7 +462,83 @@ fn unit_of(
         replicas,
         from_cards: from_cards && replicas > 1,
         share: 1.0 / f64::from(replicas),
+        mig: false,
     }
+}
+
+/// A scrape interval longer than the step leaves windows between two samples empty though
+/// the pod held its GPUs all along: each such gap no longer than an interval carries the
+/// level of the sample before it (as Prometheus's lookback does), so peaks and quantiles of
+/// GPUs held are neither inflated by a window standing for a whole interval nor emptied by
+/// the windows in between. Totals come from `allocated`, which this never touches.
+fn carry_levels(levels: &mut BTreeMap<i64, f64>, step: i64, interval: impl Fn(i64) -> Option<f64>) {
+    let samples: Vec<(i64, f64)> = levels.iter().map(|(k, v)| (*k, *v)).collect();
+    for pair in samples.windows(2) {
+        let ((a, level), (b, _)) = (pair[0], pair[1]);
+        let Some(iv) = interval(a).filter(|iv| *iv > step as f64) else {
+            continue;
+        };
+        // The next sample's window, one step late at most for jitter.
+        if (b - a) as f64 > iv + step as f64 {
+            continue;
+        }
+        let mut t = a + step;
+        while t < b {
+            levels.insert(t, level);
+            t += step;
+        }
+    }
+}
+
+/// The whole cards of a MIG node, whose slices no instance holds are paid for all the same:
+/// the distinct parent cards dcgm-exporter reports, else its instance type's or plan pool's
+/// GPU count, else the least whole number of cards its instances fill. GPU feature
+/// discovery's `nvidia.com/gpu.count` is not read here: under the single strategy it counts
+/// MIG instances.
+fn whole_cards(
+    plan: &Plan,
+    catalog: &Catalog,
+    labels: &BTreeMap<String, String>,
+    pool: Option<&crate::plan::raw::Pool>,
+    cards: Option<u32>,
+    offered: f64,
+) -> f64 {
+    let sku_gpus = |sku: &str| catalog.sku(plan.provider(), sku).map(|s| s.gpu_count);
+    let counted = cards
+        .filter(|c| *c > 0)
+        .or_else(|| {
+            labels
+                .get("label_node_kubernetes_io_instance_type")
+                .and_then(|it| sku_gpus(it))
+        })
+        .or_else(|| pool.and_then(|p| sku_gpus(p.sku.get())))
+        .map(f64::from);
+    // Never fewer cards than the instances offered fill (a share sum rounded for float noise).
+    let least = (offered - 1e-9).ceil().max(0.0);
+    counted.map_or(least, |c| c.max(least))
+}
+
+/// A node's GPU-seconds per window counted as whole cards: each window's offered
+/// GPU-seconds scaled from the instances' share to the cards they sit on.
+fn paid_for(
+    capacity: &BTreeMap<i64, f64>,
+    physical: &BTreeMap<u32, f64>,
+    cards: f64,
+    start: impl Fn(u32) -> i64,
+) -> BTreeMap<i64, f64> {
+    physical
+        .iter()
+        .filter_map(|(k, offered)| {
+            let ts = start(*k);
+            let secs = capacity.get(&ts)?;
+            let scale = if *offered > 1e-9 && cards > *offered {
+                cards / offered
+            } else {
+                1.0
+            };
+            Some((ts, secs * scale))
+        })
+        .collect()
 }
 
 /// A pod's containers, by kind, per window: (node, GPUs of one unit each, avg requested).
@@ -791,10 +870,15 @@ pub(crate) fn assemble(
     let mut units: BTreeMap<String, Unit> = BTreeMap::new();
     // The distinct physical cards (UUIDs, not MIG instances) dcgm-exporter reports per node.
     let mut physical_cards: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    // A MIG instance's row carries its parent card's UUID: the cards a MIG node has.
+    let mut parent_cards: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for card in cards.keys() {
         let (host, uuid, instance) = (&card[1], &card[3], &card[4]);
-        if !host.is_empty() && !uuid.is_empty() && instance.is_empty() {
-            physical_cards.entry(host).or_default().insert(uuid);
+        if !host.is_empty() && !uuid.is_empty() {
+            parent_cards.entry(host).or_default().insert(uuid);
+            if instance.is_empty() {
+                physical_cards.entry(host).or_default().insert(uuid);
+            }
         }
     }
     let mut replicas_from_cards = 0usize;
@@ -816,10 +900,12 @@ pub(crate) fn assemble(
         replicas_from_cards += usize::from(u.from_cards);
         let mut capacity: BTreeMap<i64, f64> = BTreeMap::new();
         let mut physical: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut mig = u.mig;
         for (res, w) in &n.alloc {
             let share = if res == "nvidia_com_gpu" {
                 u.share
             } else if let Some(s) = super::telemetry::resource_share(catalog, res) {
+                mig = true;
                 s
             } else {
                 unknown_mig.insert(res.clone());
@@ -831,6 +917,20 @@ pub(crate) fn assemble(
                 *physical.entry(*k).or_default() += avg * share;
             }
         }
+        let offered = physical.values().copied().fold(0.0, f64::max);
+        let cards = if mig {
+            whole_cards(
+                plan,
+                catalog,
+                &n.labels,
+                node_pool.get(name).copied(),
+                parent_cards.get(name.as_str()).map(|s| s.len() as u32),
+                offered,
+            )
+        } else {
+            offered
+        };
+        let paid = paid_for(&capacity, &physical, cards, |k| grid.start(k));
         let label = |k: &str| n.labels.get(k).cloned();
         let pool = n.pool_label().map(str::to_owned);
         let model = node_pool
@@ -846,8 +946,10 @@ pub(crate) fn assemble(
                 plan_pool: node_pool.get(name).map(|p| p.name.get().clone()),
                 model,
                 replicas: u.replicas,
-                gpus: physical.values().copied().fold(0.0, f64::max),
+                gpus: offered,
+                cards,
                 capacity,
+                paid,
                 allocated: BTreeMap::new(),
                 signal: None,
             },
@@ -922,8 +1024,13 @@ pub(crate) fn assemble(
             if held > 0.0 && *gpus > 0.0 {
                 p.allocated.insert(grid.start(*k), gpus * held);
                 p.held_seconds += held;
+                p.gpus
+                    .insert(grid.start(*k), gpus * (held / stepf).min(1.0));
             }
         }
+        carry_levels(&mut p.gpus, step, |ts| {
+            ksm_at.at(((ts - grid.from) / step) as u32)
+        });
         if let Some(pend) = pending.get(key) {
             p.scheduled_known = scheduled_known.contains(key);
             let unsched = unscheduled.get(key);

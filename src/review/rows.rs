@@ -183,8 +183,11 @@ pub struct IdleNode {
     pub empty_seconds: i64,
     /// Its longest contiguous stretch with no GPU requested.
     pub longest_empty_seconds: i64,
-    /// GPU-seconds it offered that no running pod requested.
+    /// GPU-seconds of its whole cards that no running pod requested; on a MIG node this
+    /// includes the slices no instance covers, since the node is paid for whole.
     pub idle_gpu_seconds: f64,
+    /// Of those, GPU-seconds of MIG slices no instance covered (the geometry strands them).
+    pub stranded_gpu_seconds: f64,
     /// At the matched pool's price; `None` when the node matches no plan pool.
     pub idle_cost_usd: Option<f64>,
 }

@@ -23,6 +23,10 @@ pub struct PodSeries {
     /// sidecars (or of the largest init container, when larger), at the share of a physical
     /// GPU each unit is (a MIG profile's, a time-sliced replica's).
     pub allocated: BTreeMap<i64, f64>,
+    /// GPUs it held in each window (the level, not GPU-seconds), carried across the windows
+    /// between samples when the scrape interval is longer than the step: for peaks and
+    /// quantiles, never for totals.
+    pub gpus: BTreeMap<i64, f64>,
     /// GPU-seconds busy inside the windows it held GPUs.
     pub used: BTreeMap<i64, f64>,
     /// GPU-seconds requested while Pending: demand that was not met.
@@ -65,8 +69,13 @@ pub struct NodeSeries {
     pub replicas: u32,
     /// Physical GPUs it offers (the most seen).
     pub gpus: f64,
-    /// Physical GPU-seconds offered.
+    /// Whole physical cards: `gpus`, or for a MIG node the cards its instances sit on.
+    pub cards: f64,
+    /// Physical GPU-seconds offered: what its devices (MIG instances at their share) offer.
     pub capacity: BTreeMap<i64, f64>,
+    /// GPU-seconds of its whole cards, paid for whether a MIG instance covers every slice or
+    /// not (`capacity` but for MIG nodes).
+    pub paid: BTreeMap<i64, f64>,
     /// Physical GPU-seconds requested by running pods on it.
     pub allocated: BTreeMap<i64, f64>,
     /// The usage signal its GPUs were read from.
