@@ -514,6 +514,47 @@ impl Catalog {
         })
     }
 
+    /// The GPU model a product name as a cluster reports it stands for (GPU feature
+    /// discovery's `Tesla-T4`, dcgm-exporter's `NVIDIA A100-SXM4-80GB` or `NVIDIA H100 NVL`):
+    /// the model whose name or alias has the most words, all found among the product's
+    /// words; none where two models tie or none fits.
+    pub fn gpu_named(&self, product: &str) -> Option<&GpuModel> {
+        if let Some(g) = self.gpu(product) {
+            return Some(g);
+        }
+        let words = |s: &str| -> Vec<String> {
+            s.split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_ascii_uppercase)
+                .collect()
+        };
+        let have = words(product);
+        let fits = |name: &str| {
+            let need = words(name);
+            (!need.is_empty() && need.iter().all(|w| have.contains(w))).then_some(need.len())
+        };
+        let mut best: Option<(usize, &GpuModel)> = None;
+        let mut tied = false;
+        for g in self.gpus.values() {
+            let Some(n) = std::iter::once(&g.name)
+                .chain(&g.aliases)
+                .filter_map(|a| fits(a))
+                .max()
+            else {
+                continue;
+            };
+            match best {
+                Some((b, _)) if b > n => {}
+                Some((b, _)) if b == n => tied = true,
+                _ => {
+                    best = Some((n, g));
+                    tied = false;
+                }
+            }
+        }
+        best.filter(|_| !tied).map(|(_, g)| g)
+    }
+
     pub fn provider(&self, p: Provider) -> Option<&ProviderCatalog> {
         self.providers.get(&p)
     }
@@ -616,6 +657,26 @@ pub(crate) fn catalog_diag(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Product names as GPU feature discovery (`nvidia.com/gpu.product`) and dcgm-exporter
+    /// (`modelName`, from NVML) print them.
+    #[test]
+    fn product_names_as_clusters_report_them_are_catalog_models() {
+        let c = Catalog::embedded(&[]).expect("catalog");
+        let named = |p: &str| c.gpu_named(p).map(|g| g.name.as_str());
+        assert_eq!(named("Tesla-T4"), Some("T4"));
+        assert_eq!(named("Tesla T4"), Some("T4"));
+        assert_eq!(named("NVIDIA A100-SXM4-80GB"), Some("A100-80GB"));
+        assert_eq!(named("NVIDIA-A100-SXM4-40GB"), Some("A100-40GB"));
+        assert_eq!(named("NVIDIA A100 80GB PCIe"), Some("A100-80GB"));
+        assert_eq!(named("NVIDIA H100 80GB HBM3"), Some("H100-80GB"));
+        assert_eq!(named("NVIDIA H100 NVL"), Some("H100-94GB"));
+        assert_eq!(named("NVIDIA A10G"), Some("A10G"));
+        assert_eq!(named("NVIDIA A10"), Some("A10"));
+        assert_eq!(named("NVIDIA L40S"), Some("L40S"));
+        assert_eq!(named("Tesla V100-SXM2-16GB"), Some("V100-16GB"));
+        assert_eq!(named("NVIDIA GeForce RTX 4090"), None);
+    }
 
     #[test]
     fn node_disks_come_in_tiers_so_a_new_model_rarely_resizes_a_pool() {

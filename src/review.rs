@@ -9,6 +9,7 @@ pub(crate) mod assemble;
 pub mod files;
 pub(crate) mod forecast;
 pub(crate) mod next_plan;
+pub(crate) mod owners;
 pub(crate) mod prometheus;
 pub(crate) mod query;
 pub(crate) mod rows;

@@ -44,6 +44,42 @@ fn unrequested(idle: f64, stranded: f64) -> String {
     }
 }
 
+/// How pods were matched to workloads, where any was matched by other than a label.
+fn matched_by(o: &mut String, r: &Review) {
+    let lines: Vec<String> = r
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            let m = &w.matched_pods;
+            let parts: Vec<String> = [
+                (m.label, "by label"),
+                (
+                    m.controller,
+                    "by controller (Deployment, StatefulSet, Job, CronJob)",
+                ),
+                (m.name_prefix, "by name prefix"),
+                (
+                    m.only_workload_on_gpu,
+                    "as the team's only workload on the pod's GPU model",
+                ),
+            ]
+            .into_iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, how)| format!("{n} {how}"))
+            .collect();
+            (m.label < w.pods as u32 && !parts.is_empty())
+                .then(|| format!("- `{}`: {}", md_code(&w.workload), parts.join(", ")))
+        })
+        .collect();
+    if !lines.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nPods matched to workloads without a `gpuplan.io/workload` or `app.kubernetes.io/name` label (kube-state-metrics exports pod labels only with `--metric-labels-allowlist`):\n\n{}",
+            lines.join("\n")
+        );
+    }
+}
+
 pub(crate) fn markdown(r: &Review) -> String {
     let mut o = String::new();
     let (a, u): (f64, f64) = r.teams.iter().fold((0.0, 0.0), |(a, u), t| {
@@ -164,6 +200,7 @@ pub(crate) fn markdown(r: &Review) -> String {
     {
         let _ = writeln!(o, "\n{SHARED_CARD}");
     }
+    matched_by(&mut o, r);
     if !r.recommendations.is_empty() {
         let _ = writeln!(o, "\n## What to change\n");
         for a in &r.recommendations {

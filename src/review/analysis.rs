@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 pub use super::rows::*;
 
 use super::advice::{idle_nodes, reservation, right_size, unmet_demand};
-use super::assemble::{owner, plan_pool};
+use super::assemble::plan_pool;
+use super::owners::{matched, MatchCounts, Matched};
 use super::telemetry::{format_time, PodSeries, Signal, Telemetry};
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
@@ -91,6 +92,8 @@ pub(super) fn quantile(v: &[f64], q: f64) -> f64 {
 struct PodFacts<'a> {
     p: &'a PodSeries,
     workload: Option<&'a str>,
+    /// How the pod was matched to `workload`.
+    matched: Option<Matched>,
     /// Plan pool it ran on (by its node's pool label, else the workload's declared pool).
     plan_pool: Option<&'a crate::plan::raw::Pool>,
     pool_label: Option<String>,
@@ -118,7 +121,7 @@ pub fn analyse(
         .pods
         .values()
         .map(|p| {
-            let workload = owner(plan, p);
+            let (workload, how) = matched(plan, p).unzip();
             let node = p.node.as_ref().and_then(|n| t.nodes.get(n));
             let pool_label = node.and_then(|n| n.pool.clone());
             let plan_pool = node
@@ -145,6 +148,7 @@ pub fn analyse(
             PodFacts {
                 p,
                 workload,
+                matched: how,
                 plan_pool,
                 pool_label,
                 model,
@@ -201,6 +205,7 @@ pub fn analyse(
     }
     let mut teams: BTreeMap<String, Sums> = BTreeMap::new();
     let mut by_workload: BTreeMap<&str, (Sums, f64, usize, f64, f64)> = BTreeMap::new();
+    let mut matches: BTreeMap<&str, MatchCounts> = BTreeMap::new();
     let mut by_model: BTreeMap<String, Sums> = BTreeMap::new();
     type PoolSums = (Sums, Option<String>, Vec<Signal>);
     let mut by_pool: BTreeMap<(String, bool), PoolSums> = BTreeMap::new();
@@ -244,6 +249,9 @@ pub fn analyse(
                 .or_default();
             e.0 += a / step as f64;
             e.1 += p.used.get(time).copied().unwrap_or(0.0) / step as f64;
+        }
+        if let (Some(w), Some(how)) = (f.workload, f.matched) {
+            matches.entry(w).or_default().add(how);
         }
         match f.workload {
             Some(w) => {
@@ -381,6 +389,7 @@ pub fn analyse(
             usd_per_million_tokens: (tokens > 0.0)
                 .then(|| round4(sums.alloc * price / tokens * 1e6)),
             pods,
+            matched_pods: matches.remove(name.as_str()).unwrap_or_default(),
             crashloop_share,
         });
     }

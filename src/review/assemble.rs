@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::owners::owner;
 use super::query::{Answers, Grid, Q};
 use super::telemetry::{NodeSeries, Orphan, PodSeries, Signal, Telemetry};
 use crate::catalog::Catalog;
@@ -91,27 +92,6 @@ impl PoolNames {
             .find_map(|k| labels.get(*k))
             .and_then(|l| plan_pool(plan, Some(l)))
     }
-}
-
-/// Which workload a pod belongs to: its team's namespace, and the workload's name as the
-/// pod's `app.kubernetes.io/name` or as its name prefix (`chat-api-7d9f...`).
-pub(crate) fn owner<'p>(plan: &'p Plan, p: &PodSeries) -> Option<&'p str> {
-    let mut best: Option<&str> = None;
-    for w in plan.workloads() {
-        if w.team.get() != &p.namespace {
-            continue;
-        }
-        let name = w.name.get().as_str();
-        if p.app.as_deref() == Some(name) {
-            return Some(name);
-        }
-        if (p.pod == name || p.pod.starts_with(&format!("{name}-")))
-            && best.is_none_or(|b| name.len() > b.len())
-        {
-            best = Some(name);
-        }
-    }
-    best
 }
 
 /// The scrape interval of a family of series, from how many samples fall in a window whose
@@ -541,6 +521,19 @@ fn paid_for(
         .collect()
 }
 
+/// How a pod holds its GPUs: MIG instances (a mixed strategy resource, or a single strategy
+/// node's `nvidia.com/gpu`), time-sliced replicas, or whole cards.
+fn pod_gpu(unit: Option<&Unit>, resources: &BTreeSet<String>) -> super::owners::PodGpu {
+    use super::owners::PodGpu;
+    if unit.is_some_and(|u| u.mig) || resources.iter().any(|r| r.starts_with("nvidia_com_mig_")) {
+        PodGpu::Mig
+    } else if unit.is_some_and(|u| u.replicas > 1) {
+        PodGpu::Shared
+    } else {
+        PodGpu::Whole
+    }
+}
+
 /// A pod's containers, by kind, per window: (node, GPUs of one unit each, avg requested).
 #[derive(Default)]
 struct PodReq {
@@ -836,6 +829,7 @@ pub(crate) fn assemble(
     let mut apps: BTreeMap<(String, String), String> =
         label_of(Q::PodLabels, "label_app_kubernetes_io_name").collect();
     apps.extend(label_of(Q::WorkloadLabels, "label_gpuplan_io_workload"));
+    let controllers = super::owners::controllers(a);
 
     // A node's pool by the names render gave; a node without one takes the declared pool of
     // a workload running on it.
@@ -851,10 +845,12 @@ pub(crate) fn assemble(
         if node_pool.contains_key(node) {
             continue;
         }
+        let key = (ns.clone(), pod.clone());
         let probe = PodSeries {
             namespace: ns.clone(),
             pod: pod.clone(),
-            app: apps.get(&(ns.clone(), pod.clone())).cloned(),
+            app: apps.get(&key).cloned(),
+            controller: controllers.get(&key).cloned(),
             ..PodSeries::default()
         };
         if let Some(p) = owner(plan, &probe).and_then(|w| plan.workload_pools(w).next()) {
@@ -878,6 +874,17 @@ pub(crate) fn assemble(
             parent_cards.entry(host).or_default().insert(uuid);
             if instance.is_empty() {
                 physical_cards.entry(host).or_default().insert(uuid);
+            }
+        }
+    }
+    // What dcgm-exporter calls each node's GPUs (`modelName`, exported on a stock install):
+    // a node's model where no plan pool or GPU feature discovery label says.
+    let mut dcgm_models: BTreeMap<&str, &str> = BTreeMap::new();
+    for q in [Q::Active, Q::Util] {
+        for (g, _) in a.get(q) {
+            let (host, model) = (&g[col(q, "Hostname")], &g[col(q, "modelName")]);
+            if !host.is_empty() && !model.is_empty() {
+                dcgm_models.entry(host).or_insert(model);
             }
         }
     }
@@ -938,7 +945,8 @@ pub(crate) fn assemble(
             .copied()
             .and_then(|p| catalog.sku(plan.provider(), p.sku.get()))
             .map(|s| s.gpu_model.clone())
-            .or_else(|| label("label_nvidia_com_gpu_product"));
+            .or_else(|| label("label_nvidia_com_gpu_product"))
+            .or_else(|| dcgm_models.get(name.as_str()).map(|m| (*m).to_owned()));
         out_nodes.insert(
             name.clone(),
             NodeSeries {
@@ -1009,6 +1017,12 @@ pub(crate) fn assemble(
             namespace: key.0.clone(),
             pod: key.1.clone(),
             app: apps.get(key).cloned(),
+            controller: controllers.get(key).cloned(),
+            only_on_gpu: r.node.as_ref().and_then(|n| {
+                let model = catalog.gpu_named(out_nodes.get(n)?.model.as_deref()?)?;
+                let held = pod_gpu(units.get(n), &r.any_resources);
+                super::owners::only_on_gpu(plan, catalog, &key.0, &model.name, held)
+            }),
             node: r.node.clone(),
             ..PodSeries::default()
         };

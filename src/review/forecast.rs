@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::advice::RightSize;
 use super::analysis::{quantile, round, round4};
-use super::assemble::owner;
+use super::owners::owner;
 use super::rows::WorkloadRow;
 use super::telemetry::Telemetry;
 use super::trend::{daily_peaks, hourly, next_quarter, project, request, Fit, Projection};
@@ -633,6 +633,7 @@ mod tests {
                 planned_utilization: None,
                 usd_per_million_tokens: None,
                 pods: 0,
+                matched_pods: Default::default(),
                 crashloop_share: None,
             }];
             let m = Method {

@@ -144,6 +144,14 @@ pub enum Q {
     /// `gpuplan.io/workload`, the label render puts on every pod it plans (read before
     /// `app.kubernetes.io/name`), where kube-state-metrics exports it.
     WorkloadLabels,
+    /// The controller that made each pod (`kube_pod_info`'s `created_by_kind` and
+    /// `created_by_name`, exported on a stock install): a pod of a Deployment names its
+    /// ReplicaSet, of a CronJob its Job.
+    PodCreator,
+    /// The Deployment (or other owner) of each ReplicaSet (`kube_replicaset_owner`).
+    ReplicaSetOwner,
+    /// The CronJob (or other owner) of each Job (`kube_job_owner`).
+    JobOwner,
     /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE` summed and counted per device and pod.
     Active,
     ActiveCount,
@@ -309,6 +317,48 @@ pub(crate) const QUERIES: &[Query] = &[
         matchers: &[("label_gpuplan_io_workload", Match::NotEmpty)],
         over: Over::Max,
         by: &["cluster", "namespace", "pod", "label_gpuplan_io_workload"],
+        pod_labels: true,
+    },
+    Query {
+        id: Q::PodCreator,
+        metrics: &["kube_pod_info"],
+        matchers: &[("created_by_name", Match::NotEmpty)],
+        over: Over::Max,
+        by: &[
+            "cluster",
+            "namespace",
+            "pod",
+            "created_by_kind",
+            "created_by_name",
+        ],
+        pod_labels: true,
+    },
+    Query {
+        id: Q::ReplicaSetOwner,
+        metrics: &["kube_replicaset_owner"],
+        matchers: &[("owner_name", Match::NotEmpty)],
+        over: Over::Max,
+        by: &[
+            "cluster",
+            "namespace",
+            "replicaset",
+            "owner_kind",
+            "owner_name",
+        ],
+        pod_labels: true,
+    },
+    Query {
+        id: Q::JobOwner,
+        metrics: &["kube_job_owner"],
+        matchers: &[("owner_name", Match::NotEmpty)],
+        over: Over::Max,
+        by: &[
+            "cluster",
+            "namespace",
+            "job_name",
+            "owner_kind",
+            "owner_name",
+        ],
         pod_labels: true,
     },
     Query {
@@ -658,6 +708,9 @@ pub(crate) fn wanted(name: &str) -> bool {
             | "kube_pod_status_scheduled"
             | "kube_pod_container_status_waiting_reason"
             | "kube_pod_labels"
+            | "kube_pod_info"
+            | "kube_replicaset_owner"
+            | "kube_job_owner"
             | "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
             | "DCGM_FI_DEV_GPU_UTIL"
             | "vllm:generation_tokens_total"
@@ -875,14 +928,14 @@ mod tests {
             assert!(wanted(m), "{m}");
         }
         for m in [
-            "kube_pod_info",
+            "kube_pod_created",
             "DCGM_FI_DEV_FB_USED",
             "up",
             "kube_pod_status_phase_x",
         ] {
             assert!(!wanted(m), "{m}");
         }
-        assert_eq!(from_queries.len(), 13);
+        assert_eq!(from_queries.len(), 16);
     }
 
     #[test]

@@ -105,6 +105,9 @@ pub struct WorkloadRow {
     pub planned_utilization: Option<f64>,
     pub usd_per_million_tokens: Option<f64>,
     pub pods: usize,
+    /// How its pods were told to be its: by label, controller, name prefix, or as the only
+    /// workload of the team on their GPU model.
+    pub matched_pods: super::owners::MatchCounts,
     /// Share of the time its pods held GPUs that a container waited in `CrashLoopBackOff`.
     pub crashloop_share: Option<f64>,
 }

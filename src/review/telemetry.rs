@@ -15,8 +15,13 @@ use std::collections::BTreeMap;
 pub struct PodSeries {
     pub namespace: String,
     pub pod: String,
-    /// `app.kubernetes.io/name`, when known.
+    /// `gpuplan.io/workload`, else `app.kubernetes.io/name`, when exported.
     pub app: Option<String>,
+    /// The controller that made it (a ReplicaSet's Deployment, a Job's CronJob), when
+    /// kube-state-metrics exported `kube_pod_info`.
+    pub controller: Option<String>,
+    /// The only workload of its team that may run on its node's GPU model, if one alone may.
+    pub only_on_gpu: Option<String>,
     /// The node it ran on.
     pub node: Option<String>,
     /// GPU-seconds held while Running on a node: requests of app containers and native
