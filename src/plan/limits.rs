@@ -71,6 +71,8 @@ pub const CHECKPOINT_MINUTES: Real = open_closed(0.0, 1e6);
 /// A throughput below a token a thousand seconds is a typo, and divides a cost to infinity.
 pub const TOKENS_PER_SECOND: Real = closed(1e-3, 1e9);
 pub const RESTART_MINUTES: Real = closed(0.0, 1e6);
+/// vLLM's time-to-first-token histogram spans a millisecond to 2,560 s.
+pub const TTFT_P95_SECONDS: Real = closed(1e-3, 2560.0);
 pub const UTILIZATION: Real = open_closed(0.0, 1.0);
 pub const PARAMS_BILLION: Real = open_closed(0.0, 100_000.0);
 pub const GPU_MEMORY_UTILIZATION: Real = open_closed(0.0, 1.0);
@@ -149,6 +151,11 @@ pub const PLACES: &[(&str, &str, Bound)] = &[
         "Workload",
         "tokens_per_second",
         Bound::Real(TOKENS_PER_SECOND),
+    ),
+    (
+        "Workload",
+        "ttft_p95_seconds",
+        Bound::Real(TTFT_P95_SECONDS),
     ),
     ("Workload", "restart_minutes", Bound::Real(RESTART_MINUTES)),
     ("Workload", "hours_per_month", Bound::Real(HOURS_PER_MONTH)),

@@ -237,6 +237,13 @@ pub struct Server {
     pub tensor_parallel_size: Option<Sp<i64>>,
 }
 
+impl Server {
+    /// Whether the engine is vLLM, whose serving metrics `review` reads.
+    pub(crate) fn is_vllm(&self) -> bool {
+        self.engine.get().eq_ignore_ascii_case("vllm")
+    }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
@@ -294,6 +301,9 @@ pub struct Workload {
     pub server: Option<Sp<Server>>,
     /// Throughput per replica, tokens/s (cost per 1M tokens).
     pub tokens_per_second: Option<Sp<f64>>,
+    /// Time-to-first-token objective, seconds at the 95th percentile: `review` sizes an
+    /// inference workload's replicas from its serving metrics against it.
+    pub ttft_p95_seconds: Option<Sp<f64>>,
     /// Requests GPUs through Kubernetes Dynamic Resource Allocation (ResourceClaims).
     pub dra: Option<Sp<bool>>,
     /// Nodes the pools of a user-facing workload keep at least (default 2, from

@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 
 use super::limits;
 use super::load::did_you_mean;
-use super::raw::{Count, RawPlan, Sp};
+use super::raw::{Count, Kind, RawPlan, Sp};
 use super::{Date, Plan, PlanCode};
 use crate::catalog::Catalog;
 use crate::diag::Diag;
@@ -454,6 +454,11 @@ pub(super) fn validate(
                 &w.tokens_per_second,
                 limits::TOKENS_PER_SECOND,
             ),
+            (
+                "ttft_p95_seconds",
+                &w.ttft_p95_seconds,
+                limits::TTFT_P95_SECONDS,
+            ),
         ] {
             if let Some(v) = v {
                 ctx.range_f(key, v, r);
@@ -461,6 +466,22 @@ pub(super) fn validate(
         }
         if let Some(v) = &w.restart_minutes {
             ctx.range_f("restart_minutes", v, limits::RESTART_MINUTES);
+        }
+        if let Some(v) = w
+            .ttft_p95_seconds
+            .as_ref()
+            .filter(|_| w.kind() != Kind::Inference)
+        {
+            ctx.err(
+                PlanCode::InvalidValue,
+                v.span(),
+                format!(
+                    "`ttft_p95_seconds` is a serving objective, and `{}` is not `kind = \"inference\"`",
+                    w.name.get()
+                ),
+                "time to first token of a non-inference workload",
+                "drop `ttft_p95_seconds`, or set `kind = \"inference\"` if it serves requests".into(),
+            );
         }
         if let Some(v) = &w.hours_per_month {
             ctx.range_f("hours_per_month", v, limits::HOURS_PER_MONTH);

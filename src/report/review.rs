@@ -44,6 +44,63 @@ fn unrequested(idle: f64, stranded: f64) -> String {
     }
 }
 
+/// Inference judged by serving metrics, and the vLLM workloads that exported none.
+fn serving(o: &mut String, r: &Review) {
+    use crate::review::serving::ServingSignal;
+    if !r.serving.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Serving (vLLM)\n\nReplicas are judged by what the servers say, not by GPU activity: a busy GPU may serve without a queue, an idle-looking one may keep requests waiting.\n\n| workload | hours | replicas p95 | in flight p95 | waiting p95 | KV cache p95 | TTFT p95 / objective | per replica within it | replicas needed p95 / max | decided by |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        );
+        for s in &r.serving {
+            let num = crate::core::num;
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                md_code(&s.workload),
+                s.hours,
+                num(s.replicas.p95),
+                num(s.concurrency.p95),
+                num(s.waiting.p95),
+                s.kv_cache
+                    .map_or("-".to_owned(), |k| format!("{:.0}%", k.p95 * 100.0)),
+                match (s.ttft_p95_seconds, s.ttft_objective_seconds) {
+                    (Some(v), Some(obj)) => format!(
+                        "{v:.2} s / {} s ({} of {} h over)",
+                        num(obj),
+                        s.hours_over_objective.unwrap_or(0),
+                        s.hours_with_ttft
+                    ),
+                    (Some(v), None) => format!("{v:.2} s / none stated"),
+                    (None, _) => "not exported".to_owned(),
+                },
+                s.concurrency_per_replica
+                    .map_or("unknown: never within".to_owned(), num),
+                s.needed_replicas.map_or("-".to_owned(), |n| format!(
+                    "{} / {}",
+                    num(n.p95),
+                    num(n.max)
+                )),
+                match s.decided_by {
+                    ServingSignal::TimeToFirstToken => "time to first token",
+                    ServingSignal::QueueAndKvCache => "queue and KV cache",
+                }
+            );
+        }
+    }
+    if !r.serving_missing.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nNo serving metrics (`vllm:num_requests_waiting`, `vllm:gpu_cache_usage_perc` or `vllm:kv_cache_usage_perc`, `vllm:time_to_first_token_seconds`) from {}, though the plan says vLLM serves them: their replicas are judged by GPU activity. Scrape vLLM's `/metrics` (a PodMonitor) to judge them by saturation.",
+            r.serving_missing
+                .iter()
+                .map(|w| format!("`{}`", md_code(w)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+}
+
 /// How pods were matched to workloads, where any was matched by other than a label.
 fn matched_by(o: &mut String, r: &Review) {
     let lines: Vec<String> = r
@@ -201,6 +258,7 @@ pub(crate) fn markdown(r: &Review) -> String {
         let _ = writeln!(o, "\n{SHARED_CARD}");
     }
     matched_by(&mut o, r);
+    serving(&mut o, r);
     if !r.recommendations.is_empty() {
         let _ = writeln!(o, "\n## What to change\n");
         for a in &r.recommendations {

@@ -515,7 +515,9 @@ pub fn analyse(
         let peak = v.iter().copied().fold(0.0, f64::max);
         (round(peak), round(quantile(&v, 0.95)))
     };
-    let next_quarter = super::forecast::forecast(plan, t, &workloads, &right_sizes, &s.forecast);
+    let (serving, serving_missing) = super::serving::serving(plan, t);
+    let next_quarter =
+        super::forecast::forecast(plan, t, &workloads, &right_sizes, &serving, &s.forecast);
     Review {
         schema: SCHEMA,
         plan: plan.name().to_owned(),
@@ -608,6 +610,8 @@ pub fn analyse(
         reservation_advice,
         unmatched,
         recommendations: advice,
+        serving,
+        serving_missing,
         next_quarter,
         timeline: timeline
             .into_iter()

@@ -1416,6 +1416,8 @@ pub(crate) fn assemble(
         }
     }
 
+    super::serving::attach(a, &grid, &mut pods);
+
     // Coverage: the windows holding any kube-state-metrics data.
     let mut covered: BTreeSet<u32> = BTreeSet::new();
     for q in [Q::Scraped, Q::NodeScraped, Q::Requests] {

@@ -43,7 +43,7 @@ pub struct Quantiles {
 }
 
 impl Quantiles {
-    fn of(v: &[f64]) -> Quantiles {
+    pub(crate) fn of(v: &[f64]) -> Quantiles {
         Quantiles {
             p10: round(quantile(v, 0.10)),
             p50: round(quantile(v, 0.50)),
@@ -84,7 +84,9 @@ pub struct Proposal {
     /// A smaller slice for an idle workload: its `gpu_fraction` and `sharing`.
     pub gpu_fraction: Option<f64>,
     pub sharing: Option<&'static str>,
-    /// How `max` was sized: "trend", "flat", "idle" (never grown) or "consolidated".
+    /// How `max` was sized: "trend", "flat", "idle" (never grown), "consolidated", "serving"
+    /// (from vLLM serving metrics) or "saturated" (serving metrics missed the objective every
+    /// hour: never sized down).
     pub basis: &'static str,
 }
 
@@ -188,6 +190,7 @@ pub(crate) fn forecast(
     t: &Telemetry,
     rows: &[WorkloadRow],
     right_sizes: &BTreeMap<String, RightSize>,
+    serving: &[super::serving::ServingRow],
     m: &Method,
 ) -> NextQuarter {
     let step = t.step.max(1) as f64;
@@ -421,6 +424,33 @@ pub(crate) fn forecast(
             }
             None => (held(max, basis), None),
         };
+        // Serving metrics decide an inference workload's replicas where its pods export them:
+        // the replicas each hour needed at the concurrency one replica carried within the
+        // objective, trended like held replicas; GPU activity neither shrinks nor grows it.
+        let serve = serving.iter().find(|r| &r.workload == name);
+        let (proposed, without_right_size, serving_note) = match serve {
+            Some(r) if !r.needed_by_hour.is_empty() => {
+                let daily: Vec<(f64, f64)> = daily_peaks(&r.needed_by_hour, t.step)
+                    .into_iter()
+                    .map(|(d, y)| (x(d), y))
+                    .collect();
+                let sp = project(&daily, now, horizon, m.min_trend_days);
+                let (p10, _) = super::serving::needed_range(r).unwrap_or((0.0, sp.peak));
+                let max = grow(sp.peak);
+                let min = if fixed_now {
+                    max
+                } else {
+                    ((p10 + 0.05).floor() as i64).max(floor_min).min(max)
+                };
+                let note = serving_figures(r, sp.peak, m.headroom);
+                (proposal(min, max, "serving"), None, Some(note))
+            }
+            Some(r) => {
+                let note = serving_figures(r, 0.0, m.headroom);
+                (held(max.max(grow(p.peak)), "saturated"), None, Some(note))
+            }
+            None => (proposed, without_right_size, None),
+        };
         // An autoscaler at its ceiling hides demand above it.
         let capped = matches!(current, Count::Range { .. })
             && replicas.p95 + 0.05 >= current.max() as f64
@@ -455,6 +485,7 @@ pub(crate) fn forecast(
                     busy95,
                     m.headroom * 100.0
                 ),
+                ("serving" | "saturated", _) => String::new(),
                 (_, "idle") => "; busy below the idle threshold, so never grown".to_owned(),
                 _ => format!(", +{:.0}% headroom", m.headroom * 100.0),
             },
@@ -478,6 +509,10 @@ pub(crate) fn forecast(
         } else {
             String::new()
         };
+        let figures = match serving_note {
+            Some(n) => format!("{n}; {figures}"),
+            None => figures,
+        };
         nq.workloads.push(WorkloadForecast {
             workload: name.clone(),
             team: w.team.get().clone(),
@@ -496,6 +531,41 @@ pub(crate) fn forecast(
         });
     }
     nq
+}
+
+/// The serving figures behind an inference workload's sizing, in one line.
+fn serving_figures(r: &super::serving::ServingRow, peak: f64, headroom: f64) -> String {
+    use super::serving::ServingSignal;
+    let signal = match (r.decided_by, r.ttft_objective_seconds) {
+        (ServingSignal::TimeToFirstToken, Some(o)) => format!(
+            "sized by serving metrics: TTFT p95 {} s against the objective {} s (missed in {} of {} hours)",
+            r.ttft_p95_seconds.map_or("-".to_owned(), |v| format!("{v:.2}")),
+            crate::core::num(o),
+            r.hours_over_objective.unwrap_or(0),
+            r.hours_with_ttft
+        ),
+        _ => format!(
+            "sized by serving metrics: requests waiting (p95 {}) and KV cache (p95 {}) against no queue and under {:.0}% full",
+            crate::core::num(r.waiting.p95),
+            r.kv_cache
+                .map_or("not exported".to_owned(), |k| format!("{:.0}%", k.p95 * 100.0)),
+            super::serving::KV_FULL * 100.0
+        ),
+    };
+    match (r.concurrency_per_replica, r.needed_replicas) {
+        (Some(c), Some(n)) => format!(
+            "{signal}; a replica carried up to {} requests in flight within it, so the {} p95 in flight need {} replicas at p95 and {} at most (peak {:.1} projected), +{:.0}% headroom; GPU activity not used",
+            crate::core::num(c),
+            crate::core::num(r.concurrency.p95),
+            crate::core::num(n.p95),
+            crate::core::num(n.max),
+            peak,
+            headroom * 100.0
+        ),
+        _ => format!(
+            "{signal}; no hour met it, so one replica's capacity is unknown and the replicas that ran were too few: never sized down, raise replicas.max until hours meet it"
+        ),
+    }
 }
 
 /// `gpuplan explain review`: what the review measures and how next quarter is forecast,
@@ -547,6 +617,14 @@ Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml
     `check` would refuse that slice, it is consolidated instead. A workload whose pods waited
     in CrashLoopBackOff for 10% or more of their held time is idle because it crashes: no
     right-size and no consolidation.
+  - An inference workload whose pods export vLLM's serving metrics is sized by them, not by
+    GPU activity (a busy GPU may serve without a queue, an idle-looking one keep requests
+    waiting): per hour its replicas, requests in flight (running + waiting), KV-cache use and
+    time-to-first-token p95. The hours that met its `ttft_p95_seconds` (without one: no queue
+    and the KV cache under {kv_full:.0}%) give the requests in flight one replica carries; each
+    hour needs its load over that. replicas.min = the p10 of those, replicas.max their daily
+    peaks projected as above, plus headroom. Where no hour met the objective, it is never
+    sized down.
   - hours_per_month: the share of windows with samples in which it held GPUs, times the plan's
     month, written where it differs from the plan by more than 5% (and 10 h).
   - Declared pools follow their workloads: a pool whose workloads at their new max
@@ -568,6 +646,7 @@ Figures: providers/assumptions.toml [review] (as of {as_of}).
         headroom = a.review_headroom * 100.0,
         low = a.low_utilization * 100.0,
         target = a.review_consolidation_target * 100.0,
+        kv_full = super::serving::KV_FULL * 100.0,
         as_of = c
             .sources
             .iter()
@@ -643,7 +722,7 @@ mod tests {
                 consolidation_target: 0.5,
                 low_utilization: 0.25,
             };
-            let nq = forecast(&p, &t, &rows, &BTreeMap::new(), &m);
+            let nq = forecast(&p, &t, &rows, &BTreeMap::new(), &[], &m);
             for team in &nq.teams {
                 proptest::prop_assert!(team.band_low <= team.projected_gpus + 1e-9);
                 proptest::prop_assert!(team.projected_gpus <= team.band_high + 1e-9);

@@ -127,6 +127,10 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
                 "min and max from the p10 and p95 of GPUs busy at the target share".to_owned()
             }
             "idle" => "min from the p10; max never above today's".to_owned(),
+            "serving" => format!(
+                "min from the p10 of replicas needed by serving metrics, max from their peak by {horizon} +headroom"
+            ),
+            "saturated" => "never sized down: serving metrics missed the objective".to_owned(),
             _ => format!("p10 -> min, peak by {horizon} +headroom -> max"),
         };
         let note = format!("was {}; {}; {how} ({})", f.current, f.figures, p.basis);

@@ -165,6 +165,71 @@ impl Client {
             .unwrap_or(2)
     }
 
+    /// Whether the store's range selectors leave out a sample exactly `range` before the
+    /// evaluation time (Prometheus 3 and VictoriaMetrics: `(t - range, t]`) or keep it
+    /// (Prometheus 2, Thanos, Mimir 2: `[t - range, t]`). Measured on one series the window
+    /// holds: its raw samples, then `count_over_time` over the second after one of them. A
+    /// store's version does not tell (VictoriaMetrics answers `buildinfo` with no version,
+    /// or with the Prometheus version it emulates); `None` where nothing could be measured.
+    fn left_open(&self, grid: Grid, cluster: Option<&str>) -> Option<bool> {
+        let base = self.base.trim_end_matches('/');
+        let agent = crate::http::agent(self.timeout);
+        let c = cluster.map_or(String::new(), |c| {
+            format!(
+                ",cluster=\"{}\"",
+                c.replace('\\', "\\\\").replace('"', "\\\"")
+            )
+        });
+        let series =
+            format!("kube_pod_container_resource_requests{{resource=\"nvidia_com_gpu\"{c}}}");
+        let instant = |query: &str, at_ms: i64| -> Option<serde_json::Value> {
+            let url = format!("{base}/api/v1/query");
+            let time = format!("{}.{:03}", at_ms.div_euclid(1000), at_ms.rem_euclid(1000));
+            let v: serde_json::Value = crate::http::get_json(|| {
+                self.authorize(agent.get(&url).query("query", query).query("time", &time))
+            })
+            .ok()?;
+            (v["status"] == "success").then(|| v["data"]["result"].clone())
+        };
+        // One series (the first hour's, else the last's), then its raw samples in that hour.
+        let hour = grid.step.clamp(3600, 86_400);
+        let (exact, times) = [grid.from + hour, grid.to()].iter().find_map(|end| {
+            let one = instant(
+                &format!("topk(1, last_over_time({series}[{hour}s]))"),
+                end * 1000,
+            )?;
+            let labels = one.as_array()?.first()?["metric"].as_object()?.clone();
+            let exact: Vec<String> = labels
+                .iter()
+                .filter(|(k, _)| k.as_str() != "__name__")
+                .filter_map(|(k, v)| {
+                    let v = v.as_str()?.replace('\\', "\\\\").replace('"', "\\\"");
+                    Some(format!("{k}=\"{v}\""))
+                })
+                .collect();
+            let exact = format!(
+                "kube_pod_container_resource_requests{{{}}}",
+                exact.join(",")
+            );
+            let raw = instant(&format!("{exact}[{hour}s]"), end * 1000)?;
+            let times: Vec<i64> = raw.as_array()?.first()?["values"]
+                .as_array()?
+                .iter()
+                .filter_map(|p| p[0].as_f64())
+                .map(|t| (t * 1000.0).round() as i64)
+                .collect();
+            Some((exact, times))
+        })?;
+        // A sample alone in the second after it.
+        let s = times
+            .windows(2)
+            .find(|w| w[1] - w[0] > 1000)
+            .map(|w| w[0])?;
+        let probe = format!("count_over_time({exact}[1000ms])");
+        let counted = instant(&probe, s + 1000)?;
+        Some(counted.as_array()?.is_empty())
+    }
+
     fn authorize(&self, req: ureq::Request) -> ureq::Request {
         if let Some(t) = &self.bearer {
             req.set("Authorization", &format!("Bearer {t}"))
@@ -380,7 +445,11 @@ impl Client {
         if self.has_data(grid, cluster) == Some(false) {
             return Err(self.no_data(grid));
         }
-        let v3 = self.major_version() >= 3;
+        // Whether a window's range leaves its first millisecond out: measured on the store
+        // where it can be, else read from its version.
+        let v3 = self
+            .left_open(grid, cluster)
+            .unwrap_or_else(|| self.major_version() >= 3);
         let pieces = Self::pieces(grid);
         let jobs: Vec<Job<'_>> = QUERIES
             .iter()

@@ -163,6 +163,15 @@ pub enum Q {
     UtilCount,
     /// A generated-token counter's highest value in each window.
     Tokens,
+    /// vLLM's requests queued (`vllm:num_requests_waiting`), per pod, averaged per window.
+    ServingWaiting,
+    /// vLLM's requests being served (`vllm:num_requests_running`), per pod.
+    ServingRunning,
+    /// vLLM's KV-cache blocks in use, 0..1 (`vllm:gpu_cache_usage_perc`, renamed
+    /// `vllm:kv_cache_usage_perc` by the V1 engine), per pod.
+    ServingKvCache,
+    /// vLLM's time-to-first-token histogram: each bucket counter's highest value per window.
+    ServingTtft,
     /// GPUs each node offers, and how many samples of them.
     NodeAllocatable,
     NodeScraped,
@@ -421,6 +430,47 @@ pub(crate) const QUERIES: &[Query] = &[
         over: Over::Max,
         // Max: one server per pod; a second scrape of it is a duplicate, not more tokens.
         by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::ServingWaiting,
+        metrics: &["vllm:num_requests_waiting", "vllm_num_requests_waiting"],
+        matchers: &[],
+        over: Over::Avg,
+        by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::ServingRunning,
+        metrics: &["vllm:num_requests_running", "vllm_num_requests_running"],
+        matchers: &[],
+        over: Over::Avg,
+        by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::ServingKvCache,
+        metrics: &[
+            "vllm:gpu_cache_usage_perc",
+            "vllm_gpu_cache_usage_perc",
+            "vllm:kv_cache_usage_perc",
+            "vllm_kv_cache_usage_perc",
+        ],
+        matchers: &[],
+        over: Over::Avg,
+        by: POD,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::ServingTtft,
+        metrics: &[
+            "vllm:time_to_first_token_seconds_bucket",
+            "vllm_time_to_first_token_seconds_bucket",
+        ],
+        matchers: &[("le", Match::NotEmpty)],
+        over: Over::Max,
+        // Max: one server per pod; a second scrape of it is a duplicate.
+        by: &["cluster", "namespace", "pod", "le"],
         pod_labels: true,
     },
     Query {
@@ -715,6 +765,16 @@ pub(crate) fn wanted(name: &str) -> bool {
             | "DCGM_FI_DEV_GPU_UTIL"
             | "vllm:generation_tokens_total"
             | "vllm_generation_tokens_total"
+            | "vllm:num_requests_waiting"
+            | "vllm_num_requests_waiting"
+            | "vllm:num_requests_running"
+            | "vllm_num_requests_running"
+            | "vllm:gpu_cache_usage_perc"
+            | "vllm_gpu_cache_usage_perc"
+            | "vllm:kv_cache_usage_perc"
+            | "vllm_kv_cache_usage_perc"
+            | "vllm:time_to_first_token_seconds_bucket"
+            | "vllm_time_to_first_token_seconds_bucket"
             | "kube_node_status_allocatable"
             | "kube_node_labels"
     )
@@ -935,7 +995,7 @@ mod tests {
         ] {
             assert!(!wanted(m), "{m}");
         }
-        assert_eq!(from_queries.len(), 16);
+        assert_eq!(from_queries.len(), 26);
     }
 
     #[test]

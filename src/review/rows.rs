@@ -26,6 +26,11 @@ pub struct Review {
     pub reservation_advice: Vec<ReservationAdvice>,
     pub unmatched: Vec<Unmatched>,
     pub recommendations: Vec<Advice>,
+    /// Inference workloads judged by their vLLM serving metrics.
+    pub serving: Vec<super::serving::ServingRow>,
+    /// Inference workloads that state a vLLM server but exported no serving metrics: judged
+    /// by GPU activity, as the report says.
+    pub serving_missing: Vec<String>,
     /// Next quarter from this window: what `--write-plan` proposes, and why.
     pub next_quarter: super::forecast::NextQuarter,
     /// Allocated and used GPUs per team over time, for the charts.

@@ -50,6 +50,8 @@ pub struct PodSeries {
     pub held_seconds: f64,
     /// Generated tokens (counter increase across resets).
     pub tokens: f64,
+    /// vLLM's serving metrics, where the pod exports them.
+    pub serving: Option<super::serving::Serving>,
     /// Whether a usage series covers it (its own, or its time-sliced GPU's).
     pub has_usage: bool,
     /// The usage signal its GPUs were read from.

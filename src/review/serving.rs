@@ -1,0 +1,376 @@
+//! Inference judged by serving metrics, not GPU activity: a vLLM server's GPU can be busy
+//! while requests wait, or look idle while its KV cache is full. Per inference workload whose
+//! pods export vLLM's metrics, hour by hour: replicas serving, requests in flight and
+//! waiting, KV-cache use and the time-to-first-token p95; the concurrency one replica
+//! carried while the workload met its objective (its `ttft_p95_seconds`, else no queue and
+//! KV cache below [`KV_FULL`]), and from it the replicas each hour needed.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::analysis::{quantile, round, round4};
+use super::forecast::Quantiles;
+use super::owners::owner;
+use super::query::{Answers, Grid, Q};
+use super::telemetry::{PodSeries, Telemetry};
+use crate::plan::raw::Kind;
+use crate::plan::Plan;
+
+/// KV-cache use from which vLLM starts preempting requests: a replica this full is saturated
+/// whatever its queue says.
+pub(crate) const KV_FULL: f64 = 0.9;
+/// Requests waiting per replica below which a replica is not queueing.
+const QUEUE_FREE: f64 = 0.1;
+/// Requests an hour needs before its TTFT p95 is read (fewer is too few for a percentile).
+const MIN_REQUESTS: f64 = 20.0;
+
+/// One pod's vLLM series, per window start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Serving {
+    pub running: BTreeMap<i64, f64>,
+    pub waiting: BTreeMap<i64, f64>,
+    pub kv_cache: BTreeMap<i64, f64>,
+    /// Requests whose first token came within each bucket's bound, counted in the window:
+    /// window start -> bound (`f64::to_bits`, which orders non-negative bounds) -> count.
+    pub ttft: BTreeMap<i64, BTreeMap<u64, f64>>,
+}
+
+/// Reads vLLM's series into the pods that export them.
+pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, String), PodSeries>) {
+    let col = |q: Q, l: &str| Answers::col(q, l);
+    for (q, pick) in [
+        (Q::ServingRunning, 0),
+        (Q::ServingWaiting, 1),
+        (Q::ServingKvCache, 2),
+    ] {
+        for (g, w) in a.get(q) {
+            let key = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
+            let Some(p) = pods.get_mut(&key) else {
+                continue;
+            };
+            let s = p.serving.get_or_insert_with(Serving::default);
+            let into = match pick {
+                0 => &mut s.running,
+                1 => &mut s.waiting,
+                _ => &mut s.kv_cache,
+            };
+            for (k, v) in w {
+                if v.is_finite() && *v >= 0.0 {
+                    *into.entry(grid.start(*k)).or_default() += v;
+                }
+            }
+        }
+    }
+    let q = Q::ServingTtft;
+    for (g, w) in a.get(q) {
+        let key = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
+        let Some(le) = bound(&g[col(q, "le")]) else {
+            continue;
+        };
+        let Some(p) = pods.get_mut(&key) else {
+            continue;
+        };
+        let s = p.serving.get_or_insert_with(Serving::default);
+        // A counter's increase from one window's highest value to the next, across resets.
+        for ((_, a), (k, b)) in w.iter().zip(w.iter().skip(1)) {
+            let inc = if b >= a { b - a } else { *b };
+            if inc > 0.0 && inc.is_finite() {
+                *s.ttft
+                    .entry(grid.start(*k))
+                    .or_default()
+                    .entry(le.to_bits())
+                    .or_default() += inc;
+            }
+        }
+    }
+}
+
+/// A histogram bucket's `le`, `+Inf` included; `None` for anything else.
+fn bound(le: &str) -> Option<f64> {
+    let v: f64 = le.parse().ok()?;
+    (v >= 0.0 && !v.is_nan()).then_some(v)
+}
+
+/// The `q` quantile of a cumulative histogram (bound, count), interpolated linearly within
+/// the bucket it falls in, as PromQL's `histogram_quantile` does; `None` without requests.
+/// A quantile in the `+Inf` bucket is the highest finite bound.
+pub(crate) fn histogram_quantile(buckets: &BTreeMap<u64, f64>, q: f64) -> Option<f64> {
+    let total = buckets.values().copied().fold(0.0, f64::max);
+    if total <= 0.0 {
+        return None;
+    }
+    let rank = q * total;
+    let (mut lo, mut below) = (0.0, 0.0);
+    for (bits, count) in buckets {
+        let le = f64::from_bits(*bits);
+        if *count >= rank {
+            if le.is_infinite() {
+                return Some(lo);
+            }
+            let inside = count - below;
+            return Some(if inside > 0.0 {
+                lo + (le - lo) * (rank - below) / inside
+            } else {
+                le
+            });
+        }
+        lo = le;
+        below = *count;
+    }
+    Some(lo)
+}
+
+/// What decided a serving row's replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ServingSignal {
+    /// Hours that met the plan's `ttft_p95_seconds`.
+    TimeToFirstToken,
+    /// Hours with no queue and the KV cache below 90% (no objective stated, or no
+    /// time-to-first-token histogram exported).
+    QueueAndKvCache,
+}
+
+/// One inference workload's serving, over the hours its pods exported vLLM's metrics.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct ServingRow {
+    pub workload: String,
+    pub team: String,
+    /// Hours with serving data.
+    pub hours: usize,
+    /// Replicas exporting serving metrics, per hour.
+    pub replicas: Quantiles,
+    /// Requests in flight (running + waiting) per hour, the workload's whole load.
+    pub concurrency: Quantiles,
+    /// Requests waiting per hour.
+    pub waiting: Quantiles,
+    /// Mean KV-cache use of its replicas per hour, 0..1; `None` where not exported.
+    pub kv_cache: Option<Quantiles>,
+    /// The plan's objective, seconds.
+    pub ttft_objective_seconds: Option<f64>,
+    /// Time-to-first-token p95 over the whole window; `None` where not exported.
+    pub ttft_p95_seconds: Option<f64>,
+    /// Hours whose TTFT p95 exceeded the objective (of those with enough requests to tell).
+    pub hours_over_objective: Option<usize>,
+    pub hours_with_ttft: usize,
+    pub decided_by: ServingSignal,
+    /// Requests in flight one replica carried within the objective (the most of any hour
+    /// that met it); `None` where no hour met it.
+    pub concurrency_per_replica: Option<f64>,
+    /// Replicas each hour needed at that concurrency per replica.
+    pub needed_replicas: Option<Quantiles>,
+    /// Per hour (Unix seconds of its start): replicas needed, for the forecast.
+    #[serde(skip)]
+    pub needed_by_hour: BTreeMap<i64, f64>,
+}
+
+/// One hour of a workload's serving.
+#[derive(Default, Clone, Copy)]
+struct Hour {
+    windows: f64,
+    replicas: f64,
+    running: f64,
+    waiting: f64,
+    kv: f64,
+    kv_windows: f64,
+}
+
+/// Serving rows of the plan's inference workloads whose pods exported vLLM's metrics, and
+/// the names of those that state a vLLM server but exported none.
+pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<String>) {
+    let mut rows = Vec::new();
+    let mut missing = Vec::new();
+    for w in plan.workloads() {
+        if w.kind() != Kind::Inference {
+            continue;
+        }
+        let name = w.name.get();
+        let pods: Vec<&Serving> = t
+            .pods
+            .values()
+            .filter(|p| owner(plan, p) == Some(name.as_str()))
+            .filter_map(|p| p.serving.as_ref())
+            .collect();
+        if pods.is_empty() {
+            if w.server.as_ref().is_some_and(|s| s.get().is_vllm()) {
+                missing.push(name.clone());
+            }
+            continue;
+        }
+        let objective = w.ttft_p95_seconds.as_ref().map(|v| *v.get());
+        if let Some(row) = row(name, w.team.get(), &pods, t.step, objective) {
+            rows.push(row);
+        }
+    }
+    (rows, missing)
+}
+
+fn row(
+    name: &str,
+    team: &str,
+    pods: &[&Serving],
+    step: i64,
+    objective: Option<f64>,
+) -> Option<ServingRow> {
+    let hour_of = |w: &i64| w.div_euclid(3600) * 3600;
+    // Per window: replicas reporting, running, waiting and KV-cache sums; then per hour.
+    let mut windows: BTreeMap<i64, Hour> = BTreeMap::new();
+    let mut ttft: BTreeMap<i64, BTreeMap<u64, f64>> = BTreeMap::new();
+    let mut all: BTreeMap<u64, f64> = BTreeMap::new();
+    for s in pods {
+        for (w, r) in &s.running {
+            let e = windows.entry(*w).or_default();
+            e.replicas += 1.0;
+            e.running += r;
+            e.waiting += s.waiting.get(w).copied().unwrap_or(0.0);
+            if let Some(kv) = s.kv_cache.get(w) {
+                e.kv += kv;
+                e.kv_windows += 1.0;
+            }
+        }
+        for (w, b) in &s.ttft {
+            for (le, n) in b {
+                *ttft.entry(hour_of(w)).or_default().entry(*le).or_default() += n;
+                *all.entry(*le).or_default() += n;
+            }
+        }
+    }
+    let mut hours: BTreeMap<i64, Hour> = BTreeMap::new();
+    for (w, x) in &windows {
+        let e = hours.entry(hour_of(w)).or_default();
+        e.windows += 1.0;
+        e.replicas += x.replicas;
+        e.running += x.running;
+        e.waiting += x.waiting;
+        if x.kv_windows > 0.0 {
+            e.kv += x.kv / x.kv_windows;
+            e.kv_windows += 1.0;
+        }
+    }
+    // An hour is read where its windows cover at least half of it.
+    let half = (1800 / step.max(1)).max(1) as f64;
+    hours.retain(|_, h| h.windows >= half);
+    if hours.is_empty() {
+        return None;
+    }
+    let mean = |h: &Hour, v: f64| v / h.windows;
+    let p95_of = |h: &i64| {
+        ttft.get(h)
+            .filter(|b| b.values().copied().fold(0.0, f64::max) >= MIN_REQUESTS)
+            .and_then(|b| histogram_quantile(b, 0.95))
+    };
+    let judged_by_ttft = objective.is_some() && hours.keys().any(|h| p95_of(h).is_some());
+    let decided_by = if judged_by_ttft {
+        ServingSignal::TimeToFirstToken
+    } else {
+        ServingSignal::QueueAndKvCache
+    };
+    let mut per_replica_within: Option<f64> = None;
+    let (mut over, mut with_ttft) = (0usize, 0usize);
+    for (h, x) in &hours {
+        let replicas = mean(x, x.replicas);
+        if replicas <= 0.0 {
+            continue;
+        }
+        let load = mean(x, x.running + x.waiting);
+        let p95 = p95_of(h);
+        with_ttft += usize::from(p95.is_some());
+        let met = match (decided_by, objective, p95) {
+            (ServingSignal::TimeToFirstToken, Some(o), Some(p)) => {
+                over += usize::from(p > o);
+                p <= o
+            }
+            // An hour without enough requests to read its p95 tells nothing under an objective.
+            (ServingSignal::TimeToFirstToken, _, _) => false,
+            (ServingSignal::QueueAndKvCache, _, _) => {
+                let kv = (x.kv_windows > 0.0).then(|| x.kv / x.kv_windows);
+                mean(x, x.waiting) / replicas < QUEUE_FREE && kv.is_none_or(|k| k < KV_FULL)
+            }
+        };
+        if met && load > 0.0 {
+            let per = load / replicas;
+            per_replica_within = Some(per_replica_within.map_or(per, |b: f64| b.max(per)));
+        }
+    }
+    let needed_by_hour: BTreeMap<i64, f64> = per_replica_within
+        .map(|per| {
+            hours
+                .iter()
+                .map(|(h, x)| {
+                    (
+                        *h,
+                        (mean(x, x.running + x.waiting) / per - 1e-9)
+                            .ceil()
+                            .max(0.0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let q = |f: &dyn Fn(&Hour) -> f64| -> Quantiles {
+        Quantiles::of(&hours.values().map(f).collect::<Vec<_>>())
+    };
+    let any_kv = hours.values().any(|h| h.kv_windows > 0.0);
+    Some(ServingRow {
+        workload: name.to_owned(),
+        team: team.to_owned(),
+        hours: hours.len(),
+        replicas: q(&|h| mean(h, h.replicas)),
+        concurrency: q(&|h| mean(h, h.running + h.waiting)),
+        waiting: q(&|h| mean(h, h.waiting)),
+        kv_cache: any_kv.then(|| {
+            let v: Vec<f64> = hours
+                .values()
+                .filter(|h| h.kv_windows > 0.0)
+                .map(|h| round4(h.kv / h.kv_windows))
+                .collect();
+            Quantiles::of(&v)
+        }),
+        ttft_objective_seconds: objective,
+        ttft_p95_seconds: histogram_quantile(&all, 0.95).map(round4),
+        hours_over_objective: (decided_by == ServingSignal::TimeToFirstToken).then_some(over),
+        hours_with_ttft: with_ttft,
+        decided_by,
+        concurrency_per_replica: per_replica_within.map(round),
+        needed_replicas: (!needed_by_hour.is_empty())
+            .then(|| Quantiles::of(&needed_by_hour.values().copied().collect::<Vec<_>>())),
+        needed_by_hour,
+    })
+}
+
+/// The replicas needed per hour, p10 and highest, for a sizing.
+pub(crate) fn needed_range(r: &ServingRow) -> Option<(f64, f64)> {
+    let v: Vec<f64> = r.needed_by_hour.values().copied().collect();
+    (!v.is_empty()).then(|| (quantile(&v, 0.10), v.iter().copied().fold(0.0, f64::max)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist(pairs: &[(f64, f64)]) -> BTreeMap<u64, f64> {
+        pairs.iter().map(|(le, n)| (le.to_bits(), *n)).collect()
+    }
+
+    /// PromQL's `histogram_quantile`: linear within the bucket, the highest finite bound for
+    /// a rank in `+Inf`.
+    #[test]
+    fn quantiles_interpolate_within_the_bucket_as_promql_does() {
+        let h = hist(&[
+            (0.1, 50.0),
+            (0.5, 90.0),
+            (1.0, 100.0),
+            (f64::INFINITY, 100.0),
+        ]);
+        let p95 = histogram_quantile(&h, 0.95).expect("p95");
+        assert!((p95 - 0.75).abs() < 1e-9, "{p95}");
+        let p50 = histogram_quantile(&h, 0.5).expect("p50");
+        assert!((p50 - 0.1).abs() < 1e-9, "{p50}");
+        let tail = hist(&[(0.1, 10.0), (f64::INFINITY, 100.0)]);
+        assert_eq!(histogram_quantile(&tail, 0.95), Some(0.1));
+        assert_eq!(histogram_quantile(&hist(&[]), 0.95), None);
+        // bits order non-negative bounds as numbers
+        assert!(0.5f64.to_bits() < 1.0f64.to_bits() && 1.0f64.to_bits() < f64::INFINITY.to_bits());
+    }
+}
