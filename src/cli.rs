@@ -272,9 +272,14 @@ pub struct ReviewArgs {
     /// (default: chosen from the window, at least 60s and under 11,000 windows)
     #[arg(long, value_name = "DURATION")]
     pub step: Option<String>,
-    /// Review one cluster of a multi-cluster store (Thanos, Mimir): its `cluster` label
+    /// Review one cluster of a multi-cluster store (Thanos, Mimir, VictoriaMetrics): its
+    /// `cluster` label. Repeat it to review several as one fleet
     #[arg(long, value_name = "NAME")]
-    pub cluster: Option<String>,
+    pub cluster: Vec<String>,
+    /// Review every cluster the data holds as one fleet (the plan's demand is fleet-wide: next
+    /// quarter's plan is proposed from all of them)
+    #[arg(long, conflicts_with = "cluster")]
+    pub all_clusters: bool,
     /// A pod allocated with near-zero activity this long is stalled
     #[arg(long, default_value = "2h", value_name = "DURATION")]
     pub stalled_after: String,

@@ -81,8 +81,10 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         Some(w) => w,
         None => None,
     };
-    let cluster = args.cluster.as_deref();
-    if cluster.is_some() && args.csv.is_some() {
+    // One cluster is narrowed at the source; a fleet is read whole and split by cluster.
+    let one = (args.cluster.len() == 1).then(|| args.cluster[0].as_str());
+    let cluster = one;
+    if (!args.cluster.is_empty() || args.all_clusters) && args.csv.is_some() {
         return Err(usage(
             "`--cluster`: the CSV format has no cluster column, so it cannot be narrowed to one; give the cluster's own CSV without `--cluster`, or `--metrics`/`--prometheus` data with a `cluster` label",
         ));
@@ -128,7 +130,47 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         };
         (r.answers, r.grid, r.source, r.notes)
     };
-    let t = review::assemble::assemble(&answers, grid, &p, &catalog, cluster, source, notes)?;
+    let (t, fleet) = if one.is_none() && (args.all_clusters || args.cluster.len() > 1) {
+        let held = answers.clusters();
+        let chosen: Vec<String> = if args.all_clusters {
+            held.iter().cloned().collect()
+        } else {
+            args.cluster.clone()
+        };
+        if let Some(c) = chosen.iter().find(|c| !held.contains(*c)) {
+            return Err(CmdError::Review(review::ReviewError::Data(format!(
+                "`--cluster {c}`: the data holds no such cluster (it holds {})",
+                held.iter().cloned().collect::<Vec<_>>().join(", ")
+            ))));
+        }
+        let parts = chosen
+            .iter()
+            .map(|c| {
+                review::assemble::assemble(
+                    &answers.of_cluster(c),
+                    grid,
+                    &p,
+                    &catalog,
+                    Some(c),
+                    source.clone(),
+                    notes.clone(),
+                )
+                .map(|t| (c.clone(), t))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // The fleet is whole where it is every cluster the data holds.
+        let left_out: Vec<String> = held
+            .iter()
+            .filter(|c| !chosen.contains(*c))
+            .cloned()
+            .collect();
+        (review::telemetry::Telemetry::fleet(parts), Some(left_out))
+    } else {
+        (
+            review::assemble::assemble(&answers, grid, &p, &catalog, cluster, source, notes)?,
+            None,
+        )
+    };
     for n in &t.notes {
         out.stderr(&format!(
             "warning: {}\n",
@@ -176,7 +218,13 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
                 &r.next_quarter,
                 (&r.window.from, &r.window.to),
                 crate::plan::Date::today(),
-                args.cluster.as_deref(),
+                match &fleet {
+                    // A fleet missing some of the data's clusters is part of the demand too.
+                    Some(left_out) if !left_out.is_empty() => Some(args.cluster.join(", ")),
+                    Some(_) => None,
+                    None => one.map(str::to_owned),
+                }
+                .as_deref(),
             )?;
             Some((dest, n))
         }

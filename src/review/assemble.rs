@@ -563,17 +563,12 @@ pub(crate) fn assemble(
     let step = grid.step;
     let stepf = step as f64;
     // Several clusters in one store (Thanos, Mimir) must not be merged silently.
-    let mut clusters: BTreeSet<&str> = BTreeSet::new();
-    for (q, rows) in &a.rows {
-        if let Some(c) = Answers::query(*q).by.iter().position(|l| *l == "cluster") {
-            clusters.extend(rows.keys().map(|g| g[c].as_str()).filter(|c| !c.is_empty()));
-        }
-    }
+    let clusters = a.clusters();
     if cluster.is_none() && clusters.len() > 1 {
         return Err(super::ReviewError::Data(format!(
-            "the data holds {} clusters ({}): review one at a time with `--cluster NAME`",
+            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
             clusters.len(),
-            clusters.iter().copied().collect::<Vec<_>>().join(", ")
+            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
         )));
     }
 

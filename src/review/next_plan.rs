@@ -444,7 +444,7 @@ pub(crate) fn next_plan(
         }
         for (w, regions) in &spread {
             notes.push(format!(
-                "`{w}` was left as written: its pools are in {}, and `--cluster {}` reviewed one cluster's pods, part of its demand; review every cluster the plan covers (no `--cluster`) to propose it",
+                "`{w}` was left as written: its pools are in {}, and the review read only cluster(s) {}, part of its demand; review every cluster the data holds (`--all-clusters`) to propose it",
                 regions.join(" and "),
                 cluster.unwrap_or_default()
             ));

@@ -648,6 +648,36 @@ impl Answers {
             .position(|x| *x == l)
             .expect("a label the query groups by")
     }
+    /// The clusters the rows name (their `cluster` label), empty ones left out.
+    pub(crate) fn clusters(&self) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for (q, rows) in &self.rows {
+            if let Some(c) = Self::query(*q).by.iter().position(|l| *l == "cluster") {
+                out.extend(rows.keys().map(|g| g[c].clone()).filter(|c| !c.is_empty()));
+            }
+        }
+        out
+    }
+    /// The rows of one cluster (rows of a query that has no `cluster` label are kept).
+    pub(crate) fn of_cluster(&self, cluster: &str) -> Answers {
+        let rows = self
+            .rows
+            .iter()
+            .map(|(q, rows)| {
+                let col = Self::query(*q).by.iter().position(|l| *l == "cluster");
+                let kept: Rows = rows
+                    .iter()
+                    .filter(|(g, _)| col.is_none_or(|c| g[c] == cluster))
+                    .map(|(g, r)| (g.clone(), r.clone()))
+                    .collect();
+                (*q, kept)
+            })
+            .collect();
+        Answers {
+            rows,
+            gpus_as_given: self.gpus_as_given,
+        }
+    }
     /// Join another set of answers into this one, each value combined as the queries combine
     /// series.
     pub(crate) fn merge(&mut self, other: Answers) {

@@ -162,6 +162,52 @@ pub struct Telemetry {
     pub notes: Vec<String>,
 }
 
+impl Telemetry {
+    /// Several clusters' telemetry as one fleet: every pod and node kept apart by its
+    /// cluster (a node is `CLUSTER/NODE`; a pod keyed by its cluster too, its name as
+    /// written), the windows covered by any, the intervals the shortest any inferred.
+    pub(crate) fn fleet(parts: Vec<(String, Telemetry)>) -> Telemetry {
+        let mut out = Telemetry::default();
+        let min = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        for (i, (c, t)) in parts.into_iter().enumerate() {
+            let node = |n: &str| format!("{c}/{n}");
+            if i == 0 {
+                (out.from, out.to, out.step) = (t.from, t.to, t.step);
+                out.source = t.source.clone();
+            }
+            for ((ns, pod), mut p) in t.pods {
+                p.node = p.node.as_deref().map(node);
+                out.pods.insert((ns, format!("{c}/{pod}")), p);
+            }
+            for (name, n) in t.nodes {
+                out.nodes.insert(node(&name), n);
+            }
+            out.covered_windows.extend(t.covered_windows);
+            out.sampled_windows.extend(t.sampled_windows);
+            out.data_from = t.data_from.into_iter().chain(out.data_from).min();
+            out.data_to = t.data_to.into_iter().chain(out.data_to).max();
+            out.ksm_interval = min(out.ksm_interval, t.ksm_interval);
+            out.dcgm_interval = min(out.dcgm_interval, t.dcgm_interval);
+            out.dcgm_intervals.extend(t.dcgm_intervals);
+            out.orphans.extend(t.orphans.into_iter().map(|mut o| {
+                o.node = node(&o.node);
+                o
+            }));
+            out.dcgm_gaps
+                .extend(t.dcgm_gaps.into_iter().map(|(n, a, b)| (node(&n), a, b)));
+            out.notes
+                .extend(t.notes.into_iter().map(|n| format!("cluster `{c}`: {n}")));
+        }
+        out.covered = out.covered_windows.len() as i64 * out.step;
+        out.dcgm_intervals.sort_by(f64::total_cmp);
+        out.dcgm_intervals.dedup();
+        out
+    }
+}
+
 /// The share of one GPU a MIG profile holds (its compute slices of the GPU's), from the
 /// catalog's MIG tables: `3g.40gb` is 3/7 of an A100 or H100.
 pub(crate) fn mig_share(catalog: &crate::catalog::Catalog, profile: &str) -> Option<f64> {
