@@ -171,6 +171,8 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             None,
         )
     };
+    // The queries' answers are the telemetry now: not held through the analysis.
+    drop(answers);
     for n in &t.notes {
         out.stderr(&format!(
             "warning: {}\n",

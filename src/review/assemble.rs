@@ -538,9 +538,10 @@ fn pod_gpu(unit: Option<&Unit>, resources: &BTreeSet<String>) -> super::owners::
 #[derive(Default)]
 struct PodReq {
     node: Option<String>,
-    /// The node each window's requests name: a pod name can run on two nodes one after the
-    /// other (a StatefulSet pod recreated elsewhere), and each node holds it for its own time.
-    node_at: BTreeMap<u32, String>,
+    /// The node each window's requests name (an index into the node names): a pod name can
+    /// run on two nodes one after the other (a StatefulSet pod recreated elsewhere), and each
+    /// node holds it for its own time. An index, not the name: one per pod-window.
+    node_at: BTreeMap<u32, u32>,
     /// container -> resource -> window -> avg (scheduled rows only)
     app: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
     init: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
@@ -688,6 +689,8 @@ pub(crate) fn assemble(
     }
     // Pods: their requests by container.
     let mut reqs: BTreeMap<(String, String), PodReq> = BTreeMap::new();
+    let mut node_names: Vec<String> = Vec::new();
+    let mut node_ids: BTreeMap<String, u32> = BTreeMap::new();
     for (q, init) in [(Q::Requests, false), (Q::InitRequests, true)] {
         for (g, w) in a.get(q) {
             let (ns, pod, container, node, res) = (
@@ -717,8 +720,12 @@ pub(crate) fn assemble(
                 continue;
             }
             if !node.is_empty() {
+                let id = *node_ids.entry(node.clone()).or_insert_with(|| {
+                    node_names.push(node.clone());
+                    (node_names.len() - 1) as u32
+                });
                 for k in w.keys() {
-                    r.node_at.insert(*k, node.clone());
+                    r.node_at.insert(*k, id);
                 }
             }
             let by = if init { &mut r.init } else { &mut r.app };
@@ -738,7 +745,7 @@ pub(crate) fn assemble(
     for r in reqs.values_mut() {
         let mut held: BTreeMap<&String, usize> = BTreeMap::new();
         for n in r.node_at.values() {
-            *held.entry(n).or_default() += 1;
+            *held.entry(&node_names[*n as usize]).or_default() += 1;
         }
         r.node = held
             .into_iter()
@@ -1080,7 +1087,11 @@ pub(crate) fn assemble(
         // Each window's GPU-seconds to the node that held the pod then.
         for (t, v) in &p.allocated {
             let k = ((t - grid.from) / step) as u32;
-            let node = r.node_at.get(&k).or(r.node.as_ref());
+            let node = r
+                .node_at
+                .get(&k)
+                .map(|n| &node_names[*n as usize])
+                .or(r.node.as_ref());
             if let Some(n) = node.and_then(|n| out_nodes.get_mut(n)) {
                 *n.allocated.entry(*t).or_default() += v;
             }
