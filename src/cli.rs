@@ -276,6 +276,10 @@ pub struct ReviewArgs {
     /// `cluster` label. Repeat it to review several as one fleet
     #[arg(long, value_name = "NAME")]
     pub cluster: Vec<String>,
+    /// The purchase list `gpuplan render` wrote (purchases.json): each reservation bought is
+    /// measured against what its pool's nodes held
+    #[arg(long, value_name = "FILE")]
+    pub purchases: Option<std::path::PathBuf>,
     /// Review every cluster the data holds as one fleet (the plan's demand is fleet-wide: next
     /// quarter's plan is proposed from all of them)
     #[arg(long, conflicts_with = "cluster")]

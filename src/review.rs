@@ -6,6 +6,7 @@
 pub(crate) mod advice;
 pub(crate) mod analysis;
 pub(crate) mod assemble;
+pub(crate) mod bought;
 pub mod files;
 pub(crate) mod forecast;
 pub(crate) mod next_plan;

@@ -81,6 +81,11 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         Some(w) => w,
         None => None,
     };
+    // Read before any query: a purchase list that does not parse ends the review early.
+    let bought = match &args.purchases {
+        Some(path) => review::bought::read(path)?,
+        None => Vec::new(),
+    };
     // One cluster is narrowed at the source; a fleet is read whole and split by cluster.
     let one = (args.cluster.len() == 1).then(|| args.cluster[0].as_str());
     let cluster = one;
@@ -187,7 +192,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         ))));
     }
     let rec = recommend::recommend(&p, &catalog);
-    let r = review::analyse(
+    let mut r = review::analyse(
         &p,
         &rec,
         &catalog,
@@ -205,6 +210,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             },
         },
     );
+    r.purchase_fill = review::bought::fill(&t, &catalog, &bought);
     // Next quarter's plan is made, and held to check, before anything is written.
     let next = match &args.write_plan {
         None => None,

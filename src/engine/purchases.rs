@@ -4,7 +4,7 @@
 //! assumed and the source and date it came from (render writes `purchases.json` and the
 //! README's list from these).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::Catalog;
 use crate::core::Capacity;
@@ -22,7 +22,7 @@ pub struct Purchases {
     pub monthly_usd_if_not_bought: f64,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Purchase {
     pub pool: String,
     pub provider: crate::core::Provider,

@@ -410,6 +410,38 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+    if !r.purchase_fill.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Reservations bought (purchases.json)\n\n| pool | region | SKU | nodes | term | reserved GPU-h | held | fill | break-even | unfilled cost |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for f in &r.purchase_fill {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} (seen {}) | {} y | {} | {} | {} | {} | {} |",
+                md_code(&f.pool),
+                md(&f.region),
+                md(&f.sku),
+                f.count,
+                f.nodes_seen,
+                f.term_years,
+                hours(f.reserved_gpu_seconds),
+                hours(f.held_gpu_seconds),
+                pct(Some(f.fill)),
+                pct(f.break_even_fill),
+                usd(f.unfilled_usd)
+            );
+        }
+        if r.purchase_fill
+            .iter()
+            .any(|f| f.break_even_fill.is_some_and(|b| f.fill < b))
+        {
+            let _ = writeln!(
+                o,
+                "\nA reservation filled below its break-even cost more than the same GPU-hours on demand: move work onto it, or buy fewer at renewal."
+            );
+        }
+    }
     if !r.reservations.is_empty() {
         let _ = writeln!(o, "\n## Reservation fill\n\n| pool | reserved GPU-h | used by workloads | fill |\n|---|---:|---:|---:|");
         for f in &r.reservations {

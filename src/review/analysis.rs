@@ -607,6 +607,7 @@ pub fn analyse(
         idle_pools,
         idle_nodes,
         reservations,
+        purchase_fill: Vec::new(),
         reservation_advice,
         unmatched,
         recommendations: advice,

@@ -23,6 +23,8 @@ pub struct Review {
     /// Nodes with GPUs nobody requested (needs node metrics; empty otherwise).
     pub idle_nodes: Vec<IdleNode>,
     pub reservations: Vec<ReservationFill>,
+    /// The reservations `--purchases` says were bought, against what their pools held.
+    pub purchase_fill: Vec<super::bought::PurchaseFill>,
     pub reservation_advice: Vec<ReservationAdvice>,
     pub unmatched: Vec<Unmatched>,
     pub recommendations: Vec<Advice>,

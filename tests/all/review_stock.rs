@@ -2300,3 +2300,86 @@ reason = "notebooks; a crash costs an afternoon"
         "{md}"
     );
 }
+
+/// Issue 40 item 7: the review's reservation fill against the purchase list render wrote.
+/// `serve-mig`'s two reserved A100 nodes held chat-api twice and embeddings once at 3g.40gb
+/// (3/7 each): 9/7 of 2 GPUs, a fill of 64%, below its break-even; a reservation of a pool
+/// the data never saw is all unfilled. A list of another schema is refused by name.
+#[test]
+fn reservations_bought_are_measured_against_what_ran() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let om = write(dir.path(), "t.om", &telemetry(true, false, KSM, DCGM));
+    let line = |pool: &str, count: u32| {
+        serde_json::json!({
+            "pool": pool, "provider": "azure", "region": "eastus",
+            "sku": "Standard_NC24ads_A100_v4", "count": count, "term_years": 1,
+            "offering": "1-year", "usd_per_hour": 2.5, "monthly_usd": 1825.0 * f64::from(count),
+            "on_demand_usd_per_hour": 3.67,
+            "price_source": "Azure Retail Prices API (Reservation, 1 Year)",
+            "price_as_of": "2026-12-01"
+        })
+    };
+    let list = serde_json::json!({
+        "schema": "gpuplan.purchases/v1",
+        "plan": "azure-inference",
+        "purchases": [line("serve-mig", 2), line("gone-pool", 1)],
+        "monthly_usd_if_not_bought": 1022.0
+    });
+    let text = serde_json::to_string_pretty(&list).expect("json");
+    crate::common::contract(text.as_bytes()).expect("the purchase list render writes");
+    let purchases = write(dir.path(), "purchases.json", &text);
+    let (v, _) = review(&om, &["--purchases", purchases.to_str().expect("utf-8")]);
+    let fills = v["purchase_fill"].as_array().expect("purchase_fill");
+    assert_eq!(fills.len(), 2, "{fills:#?}");
+    let serve = fills
+        .iter()
+        .find(|f| f["pool"] == "serve-mig")
+        .expect("serve-mig");
+    close(
+        "reserved",
+        serve["reserved_gpu_seconds"].as_f64().unwrap_or(0.0),
+        2.0 * SPAN,
+    );
+    close(
+        "held",
+        serve["held_gpu_seconds"].as_f64().unwrap_or(0.0),
+        9.0 / 7.0 * SPAN,
+    );
+    close(
+        "fill",
+        serve["fill"].as_f64().unwrap_or(0.0) * 100.0,
+        900.0 / 14.0,
+    );
+    assert_eq!(serve["nodes_seen"], 2);
+    let gone = fills
+        .iter()
+        .find(|f| f["pool"] == "gone-pool")
+        .expect("gone");
+    assert_eq!(gone["fill"], 0.0);
+    assert_eq!(gone["nodes_seen"], 0);
+    close(
+        "unfilled cost",
+        gone["unfilled_usd"].as_f64().unwrap_or(0.0),
+        2.5 * HOURS as f64,
+    );
+    // another file is refused, naming it
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        "{\"schema\": \"gpuplan.review/v1\", \"purchases\": []}",
+    );
+    let out = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args(["review", "plans/azure-inference.toml", "--metrics"])
+        .arg(&om)
+        .arg("--purchases")
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.json") && err.contains("gpuplan.purchases/v1"),
+        "{err}"
+    );
+}
