@@ -939,7 +939,13 @@ pub(crate) fn assemble(
         } else {
             offered
         };
-        let paid = paid_for(&capacity, &physical, cards, |k| grid.start(k));
+        // Only a MIG node's differs from what it offers: the others leave it empty (read as
+        // `capacity`), so no node holds a second copy of its windows.
+        let paid = if cards > offered + 1e-9 {
+            paid_for(&capacity, &physical, cards, |k| grid.start(k))
+        } else {
+            BTreeMap::new()
+        };
         let label = |k: &str| n.labels.get(k).cloned();
         let pool = n.pool_label().map(str::to_owned);
         let model = node_pool

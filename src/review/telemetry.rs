@@ -81,7 +81,8 @@ pub struct NodeSeries {
     /// Physical GPU-seconds offered: what its devices (MIG instances at their share) offer.
     pub capacity: BTreeMap<i64, f64>,
     /// GPU-seconds of its whole cards, paid for whether a MIG instance covers every slice or
-    /// not (`capacity` but for MIG nodes).
+    /// not: only for a MIG node whose instances leave slices uncovered; empty means
+    /// `capacity`.
     pub paid: BTreeMap<i64, f64>,
     /// Physical GPU-seconds requested by running pods on it.
     pub allocated: BTreeMap<i64, f64>,
