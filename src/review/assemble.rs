@@ -521,6 +521,11 @@ fn paid_for(
         .collect()
 }
 
+/// A map filled one key after the next rebuilt in bulk: its B-tree nodes full, not half.
+fn compact<K: Ord, V>(m: &mut BTreeMap<K, V>) {
+    *m = std::mem::take(m).into_iter().collect();
+}
+
 /// How a pod holds its GPUs: MIG instances (a mixed strategy resource, or a single strategy
 /// node's `nvidia.com/gpu`), time-sliced replicas, or whole cards.
 fn pod_gpu(unit: Option<&Unit>, resources: &BTreeSet<String>) -> super::owners::PodGpu {
@@ -1102,6 +1107,8 @@ pub(crate) fn assemble(
                 *n.allocated.entry(*t).or_default() += v;
             }
         }
+        compact(&mut p.allocated);
+        compact(&mut p.gpus);
         pods.insert(key.clone(), p);
     }
     // A Pending pod has no node, so no node says whether its `nvidia.com/gpu` is a
@@ -1460,6 +1467,13 @@ pub(crate) fn assemble(
         ));
     }
     pods.retain(|_, p| !p.allocated.is_empty() || p.pending > 0.0 || !p.used.is_empty());
+    for p in pods.values_mut() {
+        compact(&mut p.used);
+    }
+    for n in out_nodes.values_mut() {
+        compact(&mut n.capacity);
+        compact(&mut n.allocated);
+    }
     let requested = grid.to() - grid.from;
     let span = covered.len() as i64 * step;
     if !covered.is_empty() && (span as f64) < 0.98 * requested as f64 {

@@ -512,6 +512,7 @@ impl Client {
         if !has(Q::Requests) && !has(Q::Active) && !has(Q::Util) {
             return Err(self.no_data(grid));
         }
+        out.compact();
         Ok(out)
     }
 }
