@@ -168,6 +168,9 @@ pub struct Price {
     /// The date the source records for the figure; `None` when it records none (the SkyPilot
     /// rows), which counts as older than any dated figure.
     pub as_of: Option<crate::core::Date>,
+    /// For a reservation, the offering the rate is for as its source names it ("1-year
+    /// standard, no upfront"; Azure's "1 Year"): what a purchase list tells a buyer.
+    pub offering: Option<Arc<str>>,
 }
 
 impl Price {

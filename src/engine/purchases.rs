@@ -77,7 +77,7 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
             sku: p.sku.clone(),
             count: p.reserved_nodes,
             term_years: term,
-            offering: reserved.and_then(|r| offering(&r.source)),
+            offering: reserved.and_then(|r| r.offering.as_deref().map(str::to_owned)),
             usd_per_hour: p.usd_per_node_hour,
             monthly_usd: monthly,
             on_demand_usd_per_hour: on_demand,
@@ -92,19 +92,4 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
         purchases: lines,
         monthly_usd_if_not_bought: crate::core::cents(extra.max(0.0)),
     }
-}
-
-/// The offering a price source describes in its parenthesis: "(Reserved Instance, 1-year
-/// standard, no upfront, effective hourly)" gives "1-year standard, no upfront".
-fn offering(source: &str) -> Option<String> {
-    let inner = source.rsplit_once('(')?.1.trim_end_matches(')');
-    let parts: Vec<&str> = inner
-        .split(',')
-        .map(str::trim)
-        .filter(|p| {
-            !p.eq_ignore_ascii_case("Reserved Instance")
-                && !p.eq_ignore_ascii_case("effective hourly")
-        })
-        .collect();
-    (!parts.is_empty()).then(|| parts.join(", "))
 }

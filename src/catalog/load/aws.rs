@@ -74,15 +74,16 @@ pub(super) fn load_aws_snapshot(
             usd_per_hour: usd,
             source: Arc::from(format!("{name} ({what})")),
             as_of,
+            offering: None,
         };
         let reserved = |terms: &[(usize, String)]| -> Result<Option<Price>, CatalogError> {
             for (c, label) in terms {
                 if let Some(v) = parse_price(file, &rec, *c)? {
                     if v > 0.0 && v < od {
-                        return Ok(Some(price(
-                            v,
-                            &format!("Reserved Instance, {label}, effective hourly"),
-                        )));
+                        return Ok(Some(Price {
+                            offering: Some(Arc::from(label.as_str())),
+                            ..price(v, &format!("Reserved Instance, {label}, effective hourly"))
+                        }));
                     }
                     return Err(invalid(
                         file,

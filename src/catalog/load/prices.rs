@@ -176,6 +176,7 @@ pub(super) fn load_skypilot_prices(
                         usd_per_hour: od,
                         source: Arc::clone(&source),
                         as_of,
+                        offering: None,
                     },
                 );
             }
@@ -192,6 +193,7 @@ pub(super) fn load_skypilot_prices(
                     usd_per_hour: sp,
                     source: Arc::clone(&source),
                     as_of,
+                    offering: None,
                 },
                 zone,
             );
@@ -255,6 +257,7 @@ pub(super) fn load_ondemand_table(
                 usd_per_hour: v,
                 source: Arc::clone(&source),
                 as_of,
+                offering: None,
             },
         );
     }

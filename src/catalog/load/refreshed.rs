@@ -51,6 +51,7 @@ pub(super) fn load_retail_overrides(
             usd_per_hour: v,
             source,
             as_of,
+            offering: None,
         };
         let entry = pc
             .prices
@@ -74,6 +75,11 @@ pub(super) fn load_retail_overrides(
                 };
                 let hourly = Price {
                     usd_per_hour: price.usd_per_hour / hours,
+                    offering: Some(Arc::from(if kind == "reservation-1y" {
+                        "1-year reservation"
+                    } else {
+                        "3-year reservation"
+                    })),
                     ..price
                 };
                 if kind == "reservation-1y" {
@@ -258,6 +264,7 @@ pub(super) fn load_eviction(
                     usd_per_hour: v,
                     source,
                     as_of,
+                    offering: None,
                 },
                 "",
             );
