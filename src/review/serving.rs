@@ -39,22 +39,19 @@ pub struct Serving {
 /// Reads vLLM's series into the pods that export them.
 pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, String), PodSeries>) {
     let col = |q: Q, l: &str| Answers::col(q, l);
-    for (q, pick) in [
-        (Q::ServingRunning, 0),
-        (Q::ServingWaiting, 1),
-        (Q::ServingKvCache, 2),
-    ] {
+    type Series = fn(&mut Serving) -> &mut BTreeMap<i64, f64>;
+    let gauges: [(Q, Series); 3] = [
+        (Q::ServingRunning, |s| &mut s.running),
+        (Q::ServingWaiting, |s| &mut s.waiting),
+        (Q::ServingKvCache, |s| &mut s.kv_cache),
+    ];
+    for (q, series) in gauges {
         for (g, w) in a.get(q) {
             let key = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
             let Some(p) = pods.get_mut(&key) else {
                 continue;
             };
-            let s = p.serving.get_or_insert_with(Serving::default);
-            let into = match pick {
-                0 => &mut s.running,
-                1 => &mut s.waiting,
-                _ => &mut s.kv_cache,
-            };
+            let into = series(p.serving.get_or_insert_with(Serving::default));
             for (k, v) in w {
                 if v.is_finite() && *v >= 0.0 {
                     *into.entry(grid.start(*k)).or_default() += v;
@@ -206,13 +203,15 @@ pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<Strin
     (rows, missing)
 }
 
-fn row(
-    name: &str,
-    team: &str,
-    pods: &[&Serving],
-    step: i64,
-    objective: Option<f64>,
-) -> Option<ServingRow> {
+/// A workload's serving per hour, and its time-to-first-token histogram per hour and over
+/// the whole window.
+struct Hours {
+    hours: BTreeMap<i64, Hour>,
+    ttft: BTreeMap<i64, BTreeMap<u64, f64>>,
+    all: BTreeMap<u64, f64>,
+}
+
+fn hours(pods: &[&Serving], step: i64) -> Hours {
     let hour_of = |w: &i64| w.div_euclid(3600) * 3600;
     // Per window: replicas reporting, running, waiting and KV-cache sums; then per hour.
     let mut windows: BTreeMap<i64, Hour> = BTreeMap::new();
@@ -251,88 +250,117 @@ fn row(
     // An hour is read where its windows cover at least half of it.
     let half = (1800 / step.max(1)).max(1) as f64;
     hours.retain(|_, h| h.windows >= half);
-    if hours.is_empty() {
-        return None;
+    Hours { hours, ttft, all }
+}
+
+impl Hour {
+    fn mean(&self, v: f64) -> f64 {
+        v / self.windows
     }
-    let mean = |h: &Hour, v: f64| v / h.windows;
-    let p95_of = |h: &i64| {
-        ttft.get(h)
+    fn replicas(&self) -> f64 {
+        self.mean(self.replicas)
+    }
+    /// Requests in flight: running and waiting.
+    fn load(&self) -> f64 {
+        self.mean(self.running + self.waiting)
+    }
+    fn kv(&self) -> Option<f64> {
+        (self.kv_windows > 0.0).then(|| self.kv / self.kv_windows)
+    }
+}
+
+/// How the hours were judged, and what they tell.
+struct Judged {
+    signal: ServingSignal,
+    /// The most requests in flight one replica carried in an hour that met the objective.
+    per_replica: Option<f64>,
+    over: usize,
+    with_ttft: usize,
+}
+
+fn judge(h: &Hours, objective: Option<f64>) -> Judged {
+    let p95_of = |hour: &i64| {
+        h.ttft
+            .get(hour)
             .filter(|b| b.values().copied().fold(0.0, f64::max) >= MIN_REQUESTS)
             .and_then(|b| histogram_quantile(b, 0.95))
     };
-    let judged_by_ttft = objective.is_some() && hours.keys().any(|h| p95_of(h).is_some());
-    let decided_by = if judged_by_ttft {
+    let signal = if objective.is_some() && h.hours.keys().any(|k| p95_of(k).is_some()) {
         ServingSignal::TimeToFirstToken
     } else {
         ServingSignal::QueueAndKvCache
     };
-    let mut per_replica_within: Option<f64> = None;
-    let (mut over, mut with_ttft) = (0usize, 0usize);
-    for (h, x) in &hours {
-        let replicas = mean(x, x.replicas);
+    let mut j = Judged {
+        signal,
+        per_replica: None,
+        over: 0,
+        with_ttft: 0,
+    };
+    for (k, x) in &h.hours {
+        let replicas = x.replicas();
         if replicas <= 0.0 {
             continue;
         }
-        let load = mean(x, x.running + x.waiting);
-        let p95 = p95_of(h);
-        with_ttft += usize::from(p95.is_some());
-        let met = match (decided_by, objective, p95) {
+        let p95 = p95_of(k);
+        j.with_ttft += usize::from(p95.is_some());
+        let met = match (signal, objective, p95) {
             (ServingSignal::TimeToFirstToken, Some(o), Some(p)) => {
-                over += usize::from(p > o);
+                j.over += usize::from(p > o);
                 p <= o
             }
             // An hour without enough requests to read its p95 tells nothing under an objective.
             (ServingSignal::TimeToFirstToken, _, _) => false,
             (ServingSignal::QueueAndKvCache, _, _) => {
-                let kv = (x.kv_windows > 0.0).then(|| x.kv / x.kv_windows);
-                mean(x, x.waiting) / replicas < QUEUE_FREE && kv.is_none_or(|k| k < KV_FULL)
+                x.mean(x.waiting) / replicas < QUEUE_FREE && x.kv().is_none_or(|k| k < KV_FULL)
             }
         };
-        if met && load > 0.0 {
-            let per = load / replicas;
-            per_replica_within = Some(per_replica_within.map_or(per, |b: f64| b.max(per)));
+        if met && x.load() > 0.0 {
+            let per = x.load() / replicas;
+            j.per_replica = Some(j.per_replica.map_or(per, |b: f64| b.max(per)));
         }
     }
-    let needed_by_hour: BTreeMap<i64, f64> = per_replica_within
+    j
+}
+
+fn row(
+    name: &str,
+    team: &str,
+    pods: &[&Serving],
+    step: i64,
+    objective: Option<f64>,
+) -> Option<ServingRow> {
+    let h = hours(pods, step);
+    if h.hours.is_empty() {
+        return None;
+    }
+    let j = judge(&h, objective);
+    let needed_by_hour: BTreeMap<i64, f64> = j
+        .per_replica
         .map(|per| {
-            hours
+            h.hours
                 .iter()
-                .map(|(h, x)| {
-                    (
-                        *h,
-                        (mean(x, x.running + x.waiting) / per - 1e-9)
-                            .ceil()
-                            .max(0.0),
-                    )
-                })
+                .map(|(k, x)| (*k, (x.load() / per - 1e-9).ceil().max(0.0)))
                 .collect()
         })
         .unwrap_or_default();
     let q = |f: &dyn Fn(&Hour) -> f64| -> Quantiles {
-        Quantiles::of(&hours.values().map(f).collect::<Vec<_>>())
+        Quantiles::of(&h.hours.values().map(f).collect::<Vec<_>>())
     };
-    let any_kv = hours.values().any(|h| h.kv_windows > 0.0);
+    let kv: Vec<f64> = h.hours.values().filter_map(Hour::kv).map(round4).collect();
     Some(ServingRow {
         workload: name.to_owned(),
         team: team.to_owned(),
-        hours: hours.len(),
-        replicas: q(&|h| mean(h, h.replicas)),
-        concurrency: q(&|h| mean(h, h.running + h.waiting)),
-        waiting: q(&|h| mean(h, h.waiting)),
-        kv_cache: any_kv.then(|| {
-            let v: Vec<f64> = hours
-                .values()
-                .filter(|h| h.kv_windows > 0.0)
-                .map(|h| round4(h.kv / h.kv_windows))
-                .collect();
-            Quantiles::of(&v)
-        }),
+        hours: h.hours.len(),
+        replicas: q(&Hour::replicas),
+        concurrency: q(&Hour::load),
+        waiting: q(&|x| x.mean(x.waiting)),
+        kv_cache: (!kv.is_empty()).then(|| Quantiles::of(&kv)),
         ttft_objective_seconds: objective,
-        ttft_p95_seconds: histogram_quantile(&all, 0.95).map(round4),
-        hours_over_objective: (decided_by == ServingSignal::TimeToFirstToken).then_some(over),
-        hours_with_ttft: with_ttft,
-        decided_by,
-        concurrency_per_replica: per_replica_within.map(round),
+        ttft_p95_seconds: histogram_quantile(&h.all, 0.95).map(round4),
+        hours_over_objective: (j.signal == ServingSignal::TimeToFirstToken).then_some(j.over),
+        hours_with_ttft: j.with_ttft,
+        decided_by: j.signal,
+        concurrency_per_replica: j.per_replica.map(round),
         needed_replicas: (!needed_by_hour.is_empty())
             .then(|| Quantiles::of(&needed_by_hour.values().copied().collect::<Vec<_>>())),
         needed_by_hour,
