@@ -652,7 +652,14 @@ impl Answers {
     /// leaves its nodes about half full, one built in bulk fills them, so this about halves
     /// what the answers hold while the telemetry is assembled beside them.
     pub(crate) fn compact(&mut self) {
-        for rows in self.rows.values_mut() {
+        let qs: Vec<Q> = self.rows.keys().copied().collect();
+        for q in qs {
+            self.compact_query(q);
+        }
+    }
+    /// [`Answers::compact`] for one query's rows (a request has just filled them).
+    pub(crate) fn compact_query(&mut self, q: Q) {
+        if let Some(rows) = self.rows.get_mut(&q) {
             for row in rows.values_mut() {
                 *row = std::mem::take(row).into_iter().collect();
             }
@@ -691,12 +698,27 @@ impl Answers {
     /// Join another set of answers into this one, each value combined as the queries combine
     /// series.
     pub(crate) fn merge(&mut self, other: Answers) {
+        use std::collections::btree_map::Entry;
+        // A group (or a whole query) this side lacks is moved, not copied entry by entry:
+        // the two never hold it at once.
         for (q, rows) in other.rows {
-            let mine = self.rows.entry(q).or_default();
+            let mine = match self.rows.entry(q) {
+                Entry::Vacant(v) => {
+                    v.insert(rows);
+                    continue;
+                }
+                Entry::Occupied(o) => o.into_mut(),
+            };
             for (group, row) in rows {
-                let r = mine.entry(group).or_default();
-                for (k, v) in row {
-                    combine(r, k, v);
+                match mine.entry(group) {
+                    Entry::Vacant(v) => {
+                        v.insert(row);
+                    }
+                    Entry::Occupied(mut o) => {
+                        for (k, v) in row {
+                            combine(o.get_mut(), k, v);
+                        }
+                    }
                 }
             }
         }
