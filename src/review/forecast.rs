@@ -115,7 +115,8 @@ pub struct WorkloadForecast {
     pub hours_per_month: f64,
     /// Of daily peak replicas.
     pub trend: Option<Trend>,
-    /// Peak replicas at the horizon, with the 95% band.
+    /// Peak replicas at the horizon, with the 95% band: of replicas held, or of replicas
+    /// needed where serving metrics sized the workload (`proposed.basis` "serving").
     pub projected_replicas: f64,
     pub band_low: f64,
     pub band_high: f64,
@@ -428,7 +429,7 @@ pub(crate) fn forecast(
         // the replicas each hour needed at the concurrency one replica carried within the
         // objective, trended like held replicas; GPU activity neither shrinks nor grows it.
         let serve = serving.iter().find(|r| &r.workload == name);
-        let (proposed, without_right_size, serving_note) = match serve {
+        let (proposed, without_right_size, serving_note, projected) = match serve {
             Some(r) if !r.needed_by_hour.is_empty() => {
                 let daily: Vec<(f64, f64)> = daily_peaks(&r.needed_by_hour, t.step)
                     .into_iter()
@@ -443,14 +444,18 @@ pub(crate) fn forecast(
                     ((p10 + 0.05).floor() as i64).max(floor_min).min(max)
                 };
                 let note = serving_figures(r, sp.peak, m.headroom);
-                (proposal(min, max, "serving"), None, Some(note))
+                (proposal(min, max, "serving"), None, Some(note), Some(sp))
             }
             Some(r) => {
                 let note = serving_figures(r, 0.0, m.headroom);
-                (held(max.max(grow(p.peak)), "saturated"), None, Some(note))
+                let held = held(max.max(grow(p.peak)), "saturated");
+                (held, None, Some(note), None)
             }
-            None => (proposed, without_right_size, None),
+            None => (proposed, without_right_size, None, None),
         };
+        // The projection shown is the one the proposal came from: replicas needed where
+        // serving metrics sized it, replicas held otherwise.
+        let shown = projected.as_ref().unwrap_or(&p);
         // An autoscaler at its ceiling hides demand above it.
         let capped = matches!(current, Count::Range { .. })
             && replicas.p95 + 0.05 >= current.max() as f64
@@ -519,10 +524,10 @@ pub(crate) fn forecast(
             gpus_held: gpus,
             replicas_held: replicas,
             hours_per_month: round(hours),
-            trend: trend(&p),
-            projected_replicas: round(p.center),
-            band_low: round(p.low),
-            band_high: round(p.high),
+            trend: trend(shown),
+            projected_replicas: round(shown.center),
+            band_low: round(shown.low),
+            band_high: round(shown.high),
             current: count(current),
             proposed,
             without_right_size,

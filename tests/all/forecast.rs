@@ -969,6 +969,8 @@ fn inference_replicas_are_decided_by_serving_metrics() {
     assert_eq!(f["proposed"]["basis"], "serving", "{f:#}");
     assert_eq!(f["proposed"]["max"], 18, "{f:#}");
     assert_eq!(f["proposed"]["min"], 8, "{f:#}");
+    // the projection shown is the replicas needed, not the eight held
+    assert_eq!(f["projected_replicas"], 15.0, "{f:#}");
     let figures = f["figures"].as_str().expect("figures");
     assert!(
         figures.starts_with("sized by serving metrics: TTFT p95")
