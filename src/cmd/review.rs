@@ -88,7 +88,6 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
     };
     // One cluster is narrowed at the source; a fleet is read whole and split by cluster.
     let one = (args.cluster.len() == 1).then(|| args.cluster[0].as_str());
-    let cluster = one;
     if (!args.cluster.is_empty() || args.all_clusters) && args.csv.is_some() {
         return Err(usage(
             "`--cluster`: the CSV format has no cluster column, so it cannot be narrowed to one; give the cluster's own CSV without `--cluster`, or `--metrics`/`--prometheus` data with a `cluster` label",
@@ -115,7 +114,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         (
             {
                 let bar = out.progress("Prometheus queries", Some(0));
-                client.fetch(grid, cluster, &|done, total| bar.set(done, total))?
+                client.fetch(grid, one, &|done, total| bar.set(done, total))?
             },
             grid,
             format!("Prometheus {}", crate::core::redact(url)),
@@ -130,12 +129,12 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         };
         let r = match (&args.csv, &args.metrics) {
             (Some(p), _) => files::read_csv(p, w)?,
-            (_, Some(p)) => files::read_exposition(p, w, cluster)?,
+            (_, Some(p)) => files::read_exposition(p, w, one)?,
             _ => return Err(usage("no telemetry source")),
         };
         (r.answers, r.grid, r.source, r.notes)
     };
-    let (t, fleet) = if one.is_none() && (args.all_clusters || args.cluster.len() > 1) {
+    let (t, fleet) = if args.all_clusters || args.cluster.len() > 1 {
         let held = answers.clusters();
         let chosen: Vec<String> = if args.all_clusters {
             held.iter().cloned().collect()
@@ -172,7 +171,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         (review::telemetry::Telemetry::fleet(parts), Some(left_out))
     } else {
         (
-            review::assemble::assemble(&answers, grid, &p, &catalog, cluster, source, notes)?,
+            review::assemble::assemble(&answers, grid, &p, &catalog, one, source, notes)?,
             None,
         )
     };

@@ -141,6 +141,16 @@ impl Count {
             Count::Range { max, .. } => max,
         }
     }
+    /// Each bound `k` times (gangs to members, members to GPUs), in the same form.
+    pub(crate) fn times(self, k: i64) -> Count {
+        match self {
+            Count::Fixed(n) => Count::Fixed(n * k),
+            Count::Range { min, max } => Count::Range {
+                min: min * k,
+                max: max * k,
+            },
+        }
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::owners::owner;
-use super::query::{Answers, Grid, Q};
+use super::query::{compact, Answers, Grid, Q};
 use super::telemetry::{NodeSeries, Orphan, PodSeries, Signal, Telemetry};
 use crate::catalog::Catalog;
 use crate::plan::Plan;
@@ -519,11 +519,6 @@ fn paid_for(
             Some((ts, secs * scale))
         })
         .collect()
-}
-
-/// A map filled one key after the next rebuilt in bulk: its B-tree nodes full, not half.
-fn compact<K: Ord, V>(m: &mut BTreeMap<K, V>) {
-    *m = std::mem::take(m).into_iter().collect();
 }
 
 /// How a pod holds its GPUs: MIG instances (a mixed strategy resource, or a single strategy

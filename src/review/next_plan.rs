@@ -91,20 +91,10 @@ fn count_key(t: &Table, gang: i64) -> (&'static str, i64) {
     }
 }
 
-fn times(c: Count, k: i64) -> Count {
-    match c {
-        Count::Fixed(n) => Count::Fixed(n * k),
-        Count::Range { min, max } => Count::Range {
-            min: min * k,
-            max: max * k,
-        },
-    }
-}
-
 fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang: i64) -> bool {
     let mut changed = false;
     let (key, factor) = count_key(t, gang);
-    let wanted = times(p.count(), factor);
+    let wanted = p.count().times(factor);
     let current = t.get(key).and_then(Item::as_value).map(|v| {
         v.as_integer().map(Count::Fixed).or_else(|| {
             let it = v.as_inline_table()?;

@@ -89,6 +89,12 @@ pub(crate) enum Over {
 
 /// The series of one group become one value by their maximum: the same series scraped twice
 /// (copies differing only by `instance`) must count once, on both paths.
+/// A map filled one key after the next, rebuilt in bulk: a B-tree filled key by key leaves
+/// its nodes about half full, one built from sorted entries fills them.
+pub(crate) fn compact<K: Ord, V>(m: &mut BTreeMap<K, V>) {
+    *m = std::mem::take(m).into_iter().collect();
+}
+
 fn combine(row: &mut BTreeMap<u32, f64>, k: u32, v: f64) {
     row.entry(k).and_modify(|x| *x = x.max(v)).or_insert(v);
 }
@@ -660,9 +666,7 @@ impl Answers {
     /// [`Answers::compact`] for one query's rows (a request has just filled them).
     pub(crate) fn compact_query(&mut self, q: Q) {
         if let Some(rows) = self.rows.get_mut(&q) {
-            for row in rows.values_mut() {
-                *row = std::mem::take(row).into_iter().collect();
-            }
+            rows.values_mut().for_each(compact);
         }
     }
     /// The clusters the rows name (their `cluster` label), empty ones left out.

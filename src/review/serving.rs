@@ -178,17 +178,19 @@ struct Hour {
 pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<String>) {
     let mut rows = Vec::new();
     let mut missing = Vec::new();
+    // Each serving pod's workload, told once.
+    let mut by_workload: BTreeMap<&str, Vec<&Serving>> = BTreeMap::new();
+    for p in t.pods.values() {
+        if let (Some(s), Some(w)) = (p.serving.as_ref(), owner(plan, p)) {
+            by_workload.entry(w).or_default().push(s);
+        }
+    }
     for w in plan.workloads() {
         if w.kind() != Kind::Inference {
             continue;
         }
         let name = w.name.get();
-        let pods: Vec<&Serving> = t
-            .pods
-            .values()
-            .filter(|p| owner(plan, p) == Some(name.as_str()))
-            .filter_map(|p| p.serving.as_ref())
-            .collect();
+        let pods = by_workload.remove(name.as_str()).unwrap_or_default();
         if pods.is_empty() {
             if w.server.as_ref().is_some_and(|s| s.get().is_vllm()) {
                 missing.push(name.clone());

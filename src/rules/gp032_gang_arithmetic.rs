@@ -44,16 +44,6 @@ fn span_of(c: Count) -> String {
     }
 }
 
-fn times(c: Count, k: i64) -> Count {
-    match c {
-        Count::Fixed(n) => Count::Fixed(n * k),
-        Count::Range { min, max } => Count::Range {
-            min: min * k,
-            max: max * k,
-        },
-    }
-}
-
 impl Rule for GangArithmetic {
     fn check(&self, cx: &mut Cx<'_>) {
         for w in cx.plan.workloads() {
@@ -70,8 +60,8 @@ impl Rule for GangArithmetic {
                 continue;
             }
             let gangs = w.replicas();
-            let nodes = times(gangs, gang);
-            let gpus = times(nodes, w.gpus().max(1));
+            let nodes = gangs.times(gang);
+            let gpus = nodes.times(w.gpus().max(1));
             let help = match (&w.gangs, &w.replicas) {
                 (None, Some(_)) => format!(
                     "`replicas` counts the members of every gang; for {} gangs of {gang} write `gangs = {}`",

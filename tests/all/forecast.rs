@@ -664,6 +664,30 @@ fn declared_pools_follow_their_workloads_within_check() {
     );
 }
 
+/// [`PLAN`] in two regions, `chat` on a pool in each, of at most `max` nodes.
+fn chat_in_two_regions(max: i64) -> String {
+    let pool = |name: &str, region: &str| {
+        format!(
+            "\n[[pool]]\nname = \"{name}\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"{region}\"\nnodes = {{ min = 1, max = {max} }}\nworkloads = [\"chat\"]\n"
+        )
+    };
+    PLAN.replace(
+        "regions = [\"eastus\"]",
+        "regions = [\"eastus\", \"westus3\"]",
+    ) + &pool("chat-east", "eastus")
+        + &pool("chat-west", "westus3")
+}
+
+/// An [`openmetrics`] history as one cluster of a multi-cluster store exports it: every
+/// series labelled `cluster`.
+fn in_cluster(om: &str, cluster: &str) -> String {
+    om.replace(
+        "{namespace=",
+        &format!("{{cluster=\"{cluster}\",namespace="),
+    )
+    .replace("{gpu=", &format!("{{cluster=\"{cluster}\",gpu="))
+}
+
 /// Issue 42: `--write-plan` with `--cluster` rewrote fleet-wide keys from one cluster's pods
 /// (a workload on pools in two regions became `{min 8, max 118}` from one cluster and
 /// `{min 10, max 12}` from the other, with nothing said). A workload whose pools span regions
@@ -672,24 +696,8 @@ fn declared_pools_follow_their_workloads_within_check() {
 #[test]
 fn one_cluster_never_rewrites_a_workload_that_spans_regions() {
     let dir = tempfile::tempdir().expect("tmp");
-    let plan = PLAN.replace(
-        "regions = [\"eastus\"]",
-        "regions = [\"eastus\", \"westus3\"]",
-    ) + r#"
-[[pool]]
-name = "chat-east"
-sku = "Standard_NC24ads_A100_v4"
-region = "eastus"
-nodes = { min = 1, max = 40 }
-workloads = ["chat"]
-
-[[pool]]
-name = "chat-west"
-sku = "Standard_NC24ads_A100_v4"
-region = "westus3"
-nodes = { min = 1, max = 40 }
-workloads = ["chat"]
-
+    let plan = chat_in_two_regions(40)
+        + r#"
 [[pool]]
 name = "search-east"
 sku = "Standard_NC24ads_A100_v4"
@@ -699,9 +707,7 @@ workloads = ["embed", "rerank"]
 "#;
     std::fs::write(dir.path().join("plan.toml"), &plan).expect("plan");
     let om = dir.path().join("east.om");
-    let text = openmetrics(NOV7, 28, &fleet(0.25))
-        .replace("{namespace=", "{cluster=\"east\",namespace=")
-        .replace("{gpu=", "{cluster=\"east\",gpu=");
+    let text = in_cluster(&openmetrics(NOV7, 28, &fleet(0.25)), "east");
     std::fs::write(&om, text).expect("om");
     let next = dir.path().join("next.toml");
     let out = gpuplan()
@@ -1063,31 +1069,10 @@ fn serving_metrics_read_the_same_through_prometheus_and_victoria_metrics() {
 #[test]
 fn the_fleet_proposes_next_quarter_from_every_cluster() {
     let dir = tempfile::tempdir().expect("tmp");
-    let plan = PLAN.replace(
-        "regions = [\"eastus\"]",
-        "regions = [\"eastus\", \"westus3\"]",
-    ) + r#"
-[[pool]]
-name = "chat-east"
-sku = "Standard_NC24ads_A100_v4"
-region = "eastus"
-nodes = { min = 1, max = 60 }
-workloads = ["chat"]
-
-[[pool]]
-name = "chat-west"
-sku = "Standard_NC24ads_A100_v4"
-region = "westus3"
-nodes = { min = 1, max = 60 }
-workloads = ["chat"]
-"#;
+    let plan = chat_in_two_regions(60);
     std::fs::write(dir.path().join("plan.toml"), &plan).expect("plan");
     let one = openmetrics(NOV7, 28, &fleet(0.25));
-    let tagged = |c: &str| {
-        one.replace("{namespace=", &format!("{{cluster=\"{c}\",namespace="))
-            .replace("{gpu=", &format!("{{cluster=\"{c}\",gpu="))
-            .replace("# EOF\n", "")
-    };
+    let tagged = |c: &str| in_cluster(&one, c).replace("# EOF\n", "");
     let om = dir.path().join("fleet.om");
     std::fs::write(&om, tagged("east") + &tagged("west") + "# EOF\n").expect("om");
     let run = |extra: &[&str], next: &str| -> (serde_json::Value, String, String) {
