@@ -135,40 +135,9 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         (r.answers, r.grid, r.source, r.notes)
     };
     let (t, fleet) = if args.all_clusters || args.cluster.len() > 1 {
-        let held = answers.clusters();
-        let chosen: Vec<String> = if args.all_clusters {
-            held.iter().cloned().collect()
-        } else {
-            args.cluster.clone()
-        };
-        if let Some(c) = chosen.iter().find(|c| !held.contains(*c)) {
-            return Err(CmdError::Review(review::ReviewError::Data(format!(
-                "`--cluster {c}`: the data holds no such cluster (it holds {})",
-                held.iter().cloned().collect::<Vec<_>>().join(", ")
-            ))));
-        }
-        let parts = chosen
-            .iter()
-            .map(|c| {
-                review::assemble::assemble(
-                    &answers.of_cluster(c),
-                    grid,
-                    &p,
-                    &catalog,
-                    Some(c),
-                    source.clone(),
-                    notes.clone(),
-                )
-                .map(|t| (c.clone(), t))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        // The fleet is whole where it is every cluster the data holds.
-        let left_out: Vec<String> = held
-            .iter()
-            .filter(|c| !chosen.contains(*c))
-            .cloned()
-            .collect();
-        (review::telemetry::Telemetry::fleet(parts), Some(left_out))
+        let wanted = (!args.all_clusters).then_some(args.cluster.as_slice());
+        let (t, left_out) = assemble_fleet(&answers, grid, &p, &catalog, wanted, &source, &notes)?;
+        (t, Some(left_out))
     } else {
         (
             review::assemble::assemble(&answers, grid, &p, &catalog, one, source, notes)?,
@@ -279,4 +248,42 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         }
     }
     Ok(exit::OK)
+}
+
+/// Several clusters as one fleet: each assembled from its own answers, then joined; with the
+/// clusters the data holds that were left out (none for every cluster, `wanted` = `None`).
+fn assemble_fleet(
+    answers: &review::query::Answers,
+    grid: review::query::Grid,
+    plan: &crate::plan::Plan,
+    catalog: &crate::catalog::Catalog,
+    wanted: Option<&[String]>,
+    source: &str,
+    notes: &[String],
+) -> Result<(review::telemetry::Telemetry, Vec<String>), CmdError> {
+    let held = answers.clusters();
+    let chosen: Vec<String> = wanted.map_or_else(|| held.iter().cloned().collect(), <[_]>::to_vec);
+    if let Some(c) = chosen.iter().find(|c| !held.contains(*c)) {
+        return Err(CmdError::Review(review::ReviewError::Data(format!(
+            "`--cluster {c}`: the data holds no such cluster (it holds {})",
+            held.iter().cloned().collect::<Vec<_>>().join(", ")
+        ))));
+    }
+    let parts = chosen
+        .iter()
+        .map(|c| {
+            review::assemble::assemble(
+                &answers.of_cluster(c),
+                grid,
+                plan,
+                catalog,
+                Some(c),
+                source.to_owned(),
+                notes.to_vec(),
+            )
+            .map(|t| (c.clone(), t))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let left_out = held.into_iter().filter(|c| !chosen.contains(c)).collect();
+    Ok((review::telemetry::Telemetry::fleet(parts), left_out))
 }
