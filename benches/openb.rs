@@ -150,6 +150,75 @@ pub fn gpus_at_cost(plan: &Plan, catalog: &Catalog, cost: f64) -> Option<f64> {
     )
 }
 
+/// How a replica pays for the node it sits on in [`fluid`].
+#[derive(Clone, Copy, PartialEq)]
+pub enum Share {
+    /// Its share of the node's GPUs only (issue 40's "independent fluid bound"). Not a lower
+    /// bound: a replica that takes most of a node's vCPUs still pays for one GPU's share.
+    Gpus,
+    /// The most of its GPU, vCPU and RAM shares (`Candidate::node_share`). Not a lower bound
+    /// either: shapes never fill each other's leftover vCPUs or RAM, which the LP lets them.
+    Node,
+}
+
+/// Fluid cost of the plan: every replica on the cheapest node size for its own shape, paying
+/// only its share of a node (a gang member a whole node), at the cheapest capacity type its
+/// demand may use (reservations within the plan's term, spot without restart waste), at peak
+/// all month.
+///
+/// `sized`, when given, pins each workload to the SKU, region and capacity the recommendation
+/// gave it: the same fluid cost with the recommendation's size choice, so that
+/// `fluid(sized) / fluid(None)` is what the size choice costs and `cost / fluid(sized)` what the
+/// packing inside the chosen sizes costs.
+pub fn fluid(
+    plan: &Plan,
+    catalog: &Catalog,
+    share: Share,
+    sized: Option<&BTreeMap<String, (String, String, gpuplan::plan::raw::Capacity)>>,
+) -> f64 {
+    let hours = plan.hours_per_month();
+    let mut total = 0.0;
+    for d in satisfiable(plan, catalog) {
+        if d.peak == 0 {
+            continue;
+        }
+        let Ok(cands) = candidate::candidates(plan, catalog, &d) else {
+            continue;
+        };
+        let pin = sized.and_then(|m| m.get(d.name));
+        let best = cands
+            .iter()
+            .filter(|c| {
+                pin.is_none_or(|(sku, region, _)| &c.sku.name == sku && &c.region == region)
+            })
+            .flat_map(|c| {
+                let of_node = match share {
+                    Share::Node => c.node_share * f64::from(d.gang.max(1)),
+                    Share::Gpus => {
+                        let gpus = f64::from(c.sku.gpu_count.max(1));
+                        match &c.fit {
+                            _ if d.gang > 1 => f64::from(d.gang),
+                            Fit::Whole { gpus: n } => f64::from(*n) / gpus,
+                            Fit::Shared { replicas, .. } => 1.0 / f64::from(*replicas) / gpus,
+                            Fit::Server { share } => share / gpus,
+                            // A MIG replica's GPU share is its slice share (node_share's GPU part).
+                            Fit::Mig { .. } => c.node_share,
+                        }
+                    }
+                };
+                c.rates(&d)
+                    .into_iter()
+                    .filter(|r| pin.is_none_or(|(_, _, cap)| r.capacity == *cap))
+                    .map(move |r| of_node * r.usd)
+            })
+            .fold(f64::INFINITY, f64::min);
+        if best.is_finite() {
+            total += best * f64::from(d.peak) * hours;
+        }
+    }
+    total
+}
+
 /// Workloads no SKU can run are reported by the recommender; the bounds cover the rest.
 fn satisfiable<'p>(plan: &'p Plan, catalog: &Catalog) -> Vec<demand::Demand<'p>> {
     demand::demands(plan, catalog)

@@ -24,14 +24,26 @@ use gpuplan::source::SourceFile;
 
 fn main() {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    for (provider, regions) in [
-        (Provider::Azure, ["eastus", "westus3"]),
-        (Provider::Aws, ["us-east-1", "us-west-2"]),
+    // The plan's default term (1 year), and AWS with 3-year reservations allowed.
+    for (provider, regions, term) in [
+        (Provider::Azure, ["eastus", "westus3"], None),
+        (Provider::Aws, ["us-east-1", "us-west-2"], None),
+        (Provider::Aws, ["us-east-1", "us-west-2"], Some("3y")),
     ] {
-        let text = openb::plan_text(provider.as_str(), &regions);
+        let mut text = openb::plan_text(provider.as_str(), &regions);
+        if let Some(term) = term {
+            text = text.replacen(
+                "[plan]\n",
+                &format!("[plan]\nreservation_term = \"{term}\"\n"),
+                1,
+            );
+        }
         // `GPUPLAN_BENCH_PLANS=DIR` keeps the generated plan, to compare outputs across builds.
         if let Some(dir) = std::env::var_os("GPUPLAN_BENCH_PLANS") {
-            let path = std::path::Path::new(&dir).join(format!("openb-{provider}.toml"));
+            let path = std::path::Path::new(&dir).join(format!(
+                "openb-{provider}{}.toml",
+                term.map_or(String::new(), |t| format!("-{t}"))
+            ));
             std::fs::write(path, &text).expect("write the plan");
         }
         let catalog = Catalog::embedded(&[provider]).expect("catalog");
@@ -74,7 +86,8 @@ fn main() {
             .map(|w| w.replicas().max() as u32)
             .sum();
         println!(
-            "== openb on {provider}: {} workloads, {pods} pods, {} unsatisfied, {} pools",
+            "== openb on {provider}{}: {} workloads, {pods} pods, {} unsatisfied, {} pools",
+            term.map_or(String::new(), |t| format!(" (reservation_term = {t})")),
             p.workloads().len(),
             r.unsatisfied.len(),
             r.pools.len()
@@ -114,6 +127,33 @@ fn main() {
                 "cost      {:.2}/month  LP did not solve",
                 r.total_monthly_cost_usd
             ),
+        }
+        let pins = r
+            .workloads
+            .iter()
+            .filter_map(|w| {
+                let pool = r.pools.iter().find(|q| Some(&q.name) == w.pool.as_ref())?;
+                Some((
+                    w.workload.clone(),
+                    (pool.sku.clone(), pool.region.clone(), pool.capacity),
+                ))
+            })
+            .collect();
+        for (share, what) in [
+            (openb::Share::Gpus, "GPU share (issue 40's)"),
+            (openb::Share::Node, "node share"),
+        ] {
+            let fluid = openb::fluid(&p, &catalog, share, None);
+            let sized = openb::fluid(&p, &catalog, share, Some(&pins));
+            let lp = b
+                .lp_cost
+                .map_or(String::new(), |lp| format!("; LP bound {:.3}x", lp / fluid));
+            println!(
+                "          fluid, {what}: {fluid:.2}  cost {:.3}x = size choice {:.3}x * packing {:.3}x{lp}",
+                r.total_monthly_cost_usd / fluid,
+                sized / fluid,
+                r.total_monthly_cost_usd / sized
+            );
         }
         if let Some(cut) = b.lp_cut_cost {
             println!(

@@ -13,7 +13,9 @@ use crate::engine::recommend::{RecPool, Recommendation};
 pub struct KarpenterView {
     pub name: String,
     pub node_class: String,
-    pub sku: String,
+    /// Its instance types: the pool's size, or every size of a pool of several above its
+    /// floor (each pod's node affinity names the size it was placed on among them).
+    pub instance_types: Vec<String>,
     pub region: String,
     /// `karpenter.sh/capacity-type`: spot, on-demand or reserved.
     pub capacity_type: &'static str,
@@ -86,10 +88,16 @@ pub(super) fn node_pool(
     v.autoscaled = profile.spot_autoscaled && v.spot && v.min > 0;
     v.terraform = v.min > 0;
     let (vcpus, memory) = sku.map_or((0, 0.0), |s| (s.vcpus, s.memory_gib));
+    // The sizes of a pool of several are one NodePool, named by the label they share.
+    let name = if p.pool_label == p.name {
+        v.name.clone()
+    } else {
+        p.pool_label.clone()
+    };
     Ok(KarpenterView {
-        name: v.name.clone(),
-        node_class: format!("gpuplan-{}", v.name),
-        sku: v.sku.clone(),
+        node_class: format!("gpuplan-{name}"),
+        name,
+        instance_types: vec![v.sku.clone()],
         region: v.region.clone(),
         capacity_type: karpenter_capacity,
         arch: if sku.is_some_and(|s| s.arm64) {
@@ -122,4 +130,27 @@ pub(super) fn node_pool(
             crate::core::Capacity::CapacityBlock | crate::core::Capacity::CapacityReservation
         ),
     })
+}
+
+/// One NodePool per name: the node sizes of a pool of several joined into one, with every
+/// instance type and the sum of their limits, in the order the first size came.
+pub(super) fn join(views: Vec<KarpenterView>) -> Vec<KarpenterView> {
+    let mut out: Vec<KarpenterView> = Vec::with_capacity(views.len());
+    for k in views {
+        let Some(j) = out.iter_mut().find(|j| j.name == k.name) else {
+            out.push(k);
+            continue;
+        };
+        for t in k.instance_types {
+            if !j.instance_types.contains(&t) {
+                j.instance_types.push(t);
+            }
+        }
+        j.limit_cpu += k.limit_cpu;
+        j.limit_memory_gib += k.limit_memory_gib;
+        j.limit_gpus += k.limit_gpus;
+        j.floor |= k.floor;
+        j.disk_gib = j.disk_gib.max(k.disk_gib);
+    }
+    out
 }

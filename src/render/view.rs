@@ -59,7 +59,10 @@ pub struct View {
     pub network_notes: Vec<String>,
     /// The images' share of the node disk, GiB (stated in the README).
     pub disk_images_gib: String,
-    /// `render --karpenter`: one NodePool and node class per rendered pool.
+    /// Pools of several node sizes (one `gpuplan.io/pool` label), for the README.
+    pub node_size_pools: Vec<SizesView>,
+    /// `render --karpenter`: one NodePool and node class per rendered pool (one per pool of
+    /// several node sizes).
     pub karpenter: Vec<super::karpenter::KarpenterView>,
     /// Pools Karpenter cannot create (AKS-managed MIG), for the README.
     pub karpenter_skipped: Vec<super::karpenter::SkippedView>,
@@ -308,7 +311,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             .collect();
         labels.push(KeyValue {
             key: "gpuplan.io/pool".into(),
-            value: p.name.clone(),
+            value: p.pool_label.clone(),
         });
         // AKS's own spot taint is declared too: azurerm expects it in `node_taints`, and the
         // flavor and serving values must tolerate it.
@@ -460,8 +463,17 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
             }
             let mut flavor_labels = vec![KeyValue {
                 key: "gpuplan.io/pool".into(),
-                value: p.name.clone(),
+                value: p.pool_label.clone(),
             }];
+            // A node size of a pool of several is its own flavor, told apart by the instance
+            // type every node carries (Terraform's and Karpenter's alike), so Kueue counts
+            // each size's quota and puts the size it admits a pod to into its nodeSelector.
+            if p.one_of_several_sizes(&rec.pools) {
+                flavor_labels.push(KeyValue {
+                    key: "node.kubernetes.io/instance-type".into(),
+                    value: p.sku.clone(),
+                });
+            }
             // A MIG node filling of its own is told apart by its mig-parted config label.
             flavor_labels.extend(
                 v.labels
@@ -596,7 +608,8 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         driver_note: profile.driver_note,
         network_notes,
         disk_images_gib: crate::core::num(catalog.assumptions.node_disk_images_gib),
-        karpenter,
+        node_size_pools: sizes_views(rec),
+        karpenter: super::karpenter::join(karpenter),
         karpenter_skipped,
         node_role: format!("KarpenterNodeRole-{cluster}"),
         karpenter_enabled: opts.karpenter,
@@ -606,4 +619,48 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         workloads,
         total_monthly_cost: crate::core::usd(rec.total_monthly_cost_usd),
     }
+}
+
+/// A pool of several node sizes: its label, and each size's recommended pool.
+#[derive(Debug, Serialize)]
+pub struct SizesView {
+    pub label: String,
+    pub sizes: Vec<SizeView>,
+    pub monthly_usd: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SizeView {
+    pub name: String,
+    pub sku: String,
+    pub min: u32,
+    pub max: u32,
+    pub monthly_usd: f64,
+}
+
+/// The recommendation's pools grouped by label, where a label spans several node sizes.
+fn sizes_views(rec: &Recommendation) -> Vec<SizesView> {
+    let mut out: Vec<SizesView> = Vec::new();
+    for p in &rec.pools {
+        let size = SizeView {
+            name: p.name.clone(),
+            sku: p.sku.clone(),
+            min: p.nodes.min,
+            max: p.nodes.max,
+            monthly_usd: p.monthly_cost_usd,
+        };
+        match out.iter_mut().find(|f| f.label == p.pool_label) {
+            Some(f) => {
+                f.monthly_usd = crate::core::cents(f.monthly_usd + p.monthly_cost_usd);
+                f.sizes.push(size);
+            }
+            None => out.push(SizesView {
+                label: p.pool_label.clone(),
+                monthly_usd: p.monthly_cost_usd,
+                sizes: vec![size],
+            }),
+        }
+    }
+    out.retain(|f| f.sizes.len() > 1);
+    out
 }

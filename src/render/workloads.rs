@@ -28,6 +28,9 @@ pub struct WorkloadView {
     /// profiles (`split`), and its pods then select any of them.
     pub pools: Vec<String>,
     pub split: bool,
+    /// The node sizes its pods require (`node.kubernetes.io/instance-type`): those it was
+    /// placed on, when its pool's label spans several.
+    pub instance_types: Vec<String>,
     /// Every taint of those pools' nodes, AKS's spot taint included.
     pub tolerations: Vec<TaintView>,
     /// The extended resource its pods request on the pool (`nvidia.com/gpu`,
@@ -100,7 +103,9 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
             let Some(wl) = plan.workload(w) else { continue };
             let tolerations: Vec<TaintView> = p.taints.iter().map(|t| taint(t)).collect();
             if let Some(x) = out.iter_mut().find(|x| &x.workload == w) {
-                x.pools.push(p.name.clone());
+                if !x.pools.contains(&p.pool_label) {
+                    x.pools.push(p.pool_label.clone());
+                }
                 x.split = true;
                 for t in tolerations {
                     if !x.tolerations.contains(&t) {
@@ -120,8 +125,14 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 kind: wl.kind().as_str(),
                 namespace: wl.team.get().clone(),
                 queue: LOCAL_QUEUE,
-                pools: vec![p.name.clone()],
+                pools: vec![p.pool_label.clone()],
                 split: false,
+                instance_types: rec
+                    .workloads
+                    .iter()
+                    .find(|c| &c.workload == w)
+                    .map(|c| c.node_sizes.clone())
+                    .unwrap_or_default(),
                 tolerations,
                 gpu_resource: resource,
                 gpu_count: count as u32,

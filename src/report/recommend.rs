@@ -109,6 +109,9 @@ pub(crate) fn human(rec: &Recommendation) -> String {
         for (p, r) in rec.pools.iter().zip(&rows) {
             let _ = writeln!(o, "{}", line(r));
             let _ = writeln!(o, "  workloads: {}", p.workloads.join(", "));
+            if let Some(line) = sizes_line(rec, p) {
+                let _ = writeln!(o, "  {line}");
+            }
             if !p.mig_configs.is_empty() {
                 for c in &p.mig_configs {
                     let _ = writeln!(
@@ -242,6 +245,38 @@ pub(crate) fn human(rec: &Recommendation) -> String {
     o
 }
 
+/// For the first size of a pool of several node sizes (pools sharing one `gpuplan.io/pool`
+/// label), the pool's sizes and what they cost together; for its other sizes, the pool they
+/// belong to.
+fn sizes_line(rec: &Recommendation, p: &crate::engine::recommend::RecPool) -> Option<String> {
+    if !p.one_of_several_sizes(&rec.pools) {
+        return None;
+    }
+    let sizes: Vec<&crate::engine::recommend::RecPool> = rec
+        .pools
+        .iter()
+        .filter(|q| q.pool_label == p.pool_label)
+        .collect();
+    if p.pool_label != p.name {
+        return Some(format!(
+            "pool label: {} (a node size of that pool)",
+            p.pool_label
+        ));
+    }
+    let total: f64 = sizes.iter().map(|q| q.monthly_cost_usd).sum();
+    Some(format!(
+        "pool label: {}, one pool of {} node sizes ({}), each workload on the size chosen for its shape: {} a month together",
+        p.pool_label,
+        sizes.len(),
+        sizes
+            .iter()
+            .map(|q| format!("{} {}-{} nodes", q.sku, q.nodes.min, q.nodes.max))
+            .collect::<Vec<_>>()
+            .join(", "),
+        usd(total)
+    ))
+}
+
 pub(crate) fn markdown(rec: &Recommendation) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "### gpuplan recommendation: `{}`", rec.plan);
@@ -286,6 +321,9 @@ pub(crate) fn markdown(rec: &Recommendation) -> String {
                 p.workloads.join(", "),
                 md(&p.why)
             );
+            if let Some(line) = sizes_line(rec, p) {
+                let _ = writeln!(o, "  - {}", md(&line));
+            }
             for a in &p.considered {
                 let cost = match (a.monthly_cost_usd, a.delta_usd) {
                     (Some(c), Some(d)) => {

@@ -78,12 +78,19 @@ impl PoolNames {
         plan: &'p Plan,
         labels: &BTreeMap<String, String>,
     ) -> Option<&'p crate::plan::raw::Pool> {
+        // A node is never of a pool of another size: the sizes of a pool of several share its
+        // `gpuplan.io/pool` label, and the node group or agent pool label then tells them apart.
+        let size = labels
+            .get("label_node_kubernetes_io_instance_type")
+            .filter(|v| !v.is_empty());
+        let fits =
+            |p: &crate::plan::raw::Pool| size.is_none_or(|s| p.sku.get().eq_ignore_ascii_case(s));
         for k in POOL_LABELS {
             let Some(v) = labels.get(k).filter(|v| !v.is_empty()) else {
                 continue;
             };
             let named = self.by_name.get(v).map(String::as_str).unwrap_or(v);
-            if let Some(p) = plan.pool(named) {
+            if let Some(p) = plan.pool(named).filter(|p| fits(p.get())) {
                 return Some(p.get());
             }
         }

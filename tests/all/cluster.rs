@@ -109,10 +109,15 @@ fn node_pools(tf: &str) -> Vec<NodePool> {
                         });
                     }
                 }
+                // The kubelet labels every node with its size (a well-known label).
+                let mut labels = object("node_labels");
+                if let Some(size) = attr("vm_size").as_ref().and_then(string_of) {
+                    labels.insert("node.kubernetes.io/instance-type".into(), size);
+                }
                 out.push(NodePool {
                     name,
                     taints,
-                    labels: object("node_labels"),
+                    labels,
                     gpu_instance: attr("gpu_instance").as_ref().and_then(string_of),
                 });
             }
@@ -136,10 +141,16 @@ fn node_pools(tf: &str) -> Vec<NodePool> {
                         effect: effect.into(),
                     });
                 }
+                let mut labels = object("labels");
+                if let Some(hcl_edit::expr::Expression::Array(a)) = attr("instance_types") {
+                    if let Some(size) = a.iter().next().and_then(string_of) {
+                        labels.insert("node.kubernetes.io/instance-type".into(), size);
+                    }
+                }
                 out.push(NodePool {
                     name,
                     taints,
-                    labels: object("labels"),
+                    labels,
                     gpu_instance: None,
                 });
             }
@@ -531,7 +542,20 @@ fn karpenter_kinds(dir: &Path) -> Vec<NodeKind> {
     common::k8s::docs(&text)
         .into_iter()
         .filter(|o| o["kind"] == "NodePool")
-        .map(|o| {
+        .flat_map(|o| {
+            // One kind per instance type the NodePool may start, labelled with it as the
+            // kubelet labels the node Karpenter launches.
+            let sizes: Vec<String> = o["spec"]["template"]["spec"]["requirements"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["key"] == "node.kubernetes.io/instance-type")
+                .flat_map(|r| r["values"].as_sequence().cloned().unwrap_or_default())
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            sizes.into_iter().map(move |size| (o.clone(), size))
+        })
+        .map(|(o, size)| {
             let t = &o["spec"]["template"];
             NodeKind {
                 labels: t["metadata"]["labels"]
@@ -544,6 +568,7 @@ fn karpenter_kinds(dir: &Path) -> Vec<NodeKind> {
                             v.as_str().unwrap_or("").to_owned(),
                         )
                     })
+                    .chain([("node.kubernetes.io/instance-type".to_owned(), size)])
                     .collect(),
                 taints: t["spec"]["taints"]
                     .as_sequence()
@@ -680,10 +705,16 @@ fn every_workload_fits_a_node_of_its_planned_pool_and_no_other() {
                 let hosts: Vec<(&NodeKind, bool)> = reachable
                     .iter()
                     .map(|k| {
+                        // The pool the kind's label names; of a pool of several node
+                        // sizes, the size the kind is.
                         let name = k.labels.get("gpuplan.io/pool").cloned().unwrap_or_default();
+                        let size = k.labels.get("node.kubernetes.io/instance-type");
                         let p = planned
                             .iter()
-                            .find(|p| p["name"] == name.as_str())
+                            .find(|p| {
+                                p["pool_label"] == name.as_str()
+                                    && size.is_none_or(|s| p["sku"] == s.as_str())
+                            })
                             .unwrap_or_else(|| {
                                 panic!(
                                     "{} {extra:?}: {w} can land on `{name}`, not a pool planned for it",

@@ -110,8 +110,9 @@ fn taints(v: &Value) -> Vec<(String, String, String)> {
 }
 
 /// The plans a platform team writes, on both providers, with gangs, spot, MIG and floors.
-const PLANS: [&str; 5] = [
+const PLANS: [&str; 6] = [
     "plans/aws-training.toml",
+    "tests/fixtures/render/node-sizes.toml",
     "tests/fixtures/render/efa-gang.toml",
     "plans/azure-inference.toml",
     "tests/fixtures/render/capacity-block.toml",
@@ -175,12 +176,20 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
         // Karpenter's instance types offer `nvidia.com/gpu`, never `nvidia.com/mig-*`, and
         // NAP cannot set AKS's `gpu_instance`): its SKU, the nodes above the floor as limits,
         // gangs never disrupted. The floor is Terraform's, so the two add up to the maximum.
+        // The node sizes of a pool of several (one `pool_label`) are one NodePool, named by
+        // the label, with each size above its floor among its instance types and in its limits.
         let tf = &files["terraform/main.tf"];
-        for rp in rec["pools"].as_array().expect("pools") {
+        let all = rec["pools"].as_array().expect("pools");
+        for rp in all {
             let name = rp["name"].as_str().expect("name");
+            let label = rp["pool_label"].as_str().expect("pool label");
+            let above_floor: Vec<&serde_json::Value> = all
+                .iter()
+                .filter(|q| q["pool_label"] == label && q["nodes"]["min"] != q["nodes"]["max"])
+                .collect();
             let mine: Vec<&&Value> = pools
                 .iter()
-                .filter(|(n, _)| *n == name || n.starts_with(&format!("{name}-")))
+                .filter(|(n, _)| *n == label || n.starts_with(&format!("{label}-")))
                 .map(|(_, v)| v)
                 .collect();
             let (min_nodes, max_nodes) = (
@@ -209,8 +218,14 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
                 (min_nodes > 0).then_some(min_nodes),
                 "{plan}: {name}'s node group holds its floor only"
             );
-            let max_nodes = max_nodes - min_nodes;
-            let per_node = rp["gpus_per_node"].as_u64().expect("gpus per node");
+            let karpenter_gpus: u64 = above_floor
+                .iter()
+                .map(|q| {
+                    (q["nodes"]["max"].as_u64().expect("max")
+                        - q["nodes"]["min"].as_u64().expect("min"))
+                        * q["gpus_per_node"].as_u64().expect("gpus per node")
+                })
+                .sum();
             let limit_gpus: u64 = mine
                 .iter()
                 .map(|p| {
@@ -220,8 +235,7 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
                 })
                 .sum();
             assert_eq!(
-                limit_gpus,
-                max_nodes * per_node,
+                limit_gpus, karpenter_gpus,
                 "{plan}: {name}: only above the floor"
             );
             for p in &mine {
@@ -241,10 +255,11 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
                         })
                         .unwrap_or_default()
                 };
-                assert_eq!(
-                    values("node.kubernetes.io/instance-type"),
-                    [rp["sku"].as_str().expect("sku")]
-                );
+                let sizes: Vec<&str> = above_floor
+                    .iter()
+                    .filter_map(|q| q["sku"].as_str())
+                    .collect();
+                assert_eq!(values("node.kubernetes.io/instance-type"), sizes);
                 let capacity = match rp["capacity"].as_str().expect("capacity") {
                     "spot" => "spot",
                     "capacity-block" | "capacity-reservation" => "reserved",

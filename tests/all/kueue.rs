@@ -211,6 +211,27 @@ fn assign<'a>(
     None
 }
 
+/// The recommended pool a flavor's nodes belong to: the pool its `gpuplan.io/pool` label
+/// names, and of a pool of several node sizes (that label shared), the size its
+/// `node.kubernetes.io/instance-type` names.
+fn flavor_pool<'r>(flavor: &Value, pools: &'r [serde_json::Value]) -> &'r serde_json::Value {
+    let labels = &flavor["spec"]["nodeLabels"];
+    let label = labels["gpuplan.io/pool"].as_str().unwrap_or("");
+    let size = labels["node.kubernetes.io/instance-type"].as_str();
+    let of_label: Vec<&serde_json::Value> =
+        pools.iter().filter(|p| p["pool_label"] == label).collect();
+    if of_label.len() > 1 {
+        assert!(
+            size.is_some(),
+            "flavor {flavor:?} does not tell the sizes of `{label}` apart"
+        );
+    }
+    of_label
+        .into_iter()
+        .find(|p| size.is_none_or(|s| p["sku"] == s))
+        .unwrap_or_else(|| panic!("flavor {flavor:?} names no recommended pool"))
+}
+
 /// Every workload of every team, admitted by the model above in the order the ClusterQueue
 /// lists its flavors and in the reverse order, lands on a flavor of a pool it was planned
 /// for; no ClusterQueue names a flavor of another file's (cluster's) pools.
@@ -231,13 +252,7 @@ fn admission_follows_the_plan(
             .map(|o| (o["metadata"]["name"].as_str().unwrap_or("").to_owned(), o))
             .collect();
         for (name, f) in &flavors {
-            let pool = f["spec"]["nodeLabels"]["gpuplan.io/pool"]
-                .as_str()
-                .unwrap_or("");
-            let p = pools
-                .iter()
-                .find(|p| p["name"] == pool)
-                .expect("flavor's pool");
+            let p = flavor_pool(f, pools);
             assert_eq!(p["region"], region, "{label}: flavor {name} in {file}");
         }
         for q in objects.iter().filter(|o| o["kind"] == "ClusterQueue") {
@@ -290,7 +305,7 @@ fn admission_follows_the_plan(
                             assign(pod, *unit, &order, &flavors, &mut used).unwrap_or_else(|| {
                                 panic!("{label}: {w} is admitted nowhere (reversed: {reversed})")
                             });
-                        let pool = flavors[got]["spec"]["nodeLabels"]["gpuplan.io/pool"]
+                        let pool = flavor_pool(flavors[got], pools)["name"]
                             .as_str()
                             .unwrap_or("");
                         assert!(planned.contains(&pool), "{label}: {w} admitted to {got} ({pool}), planned {planned:?} (reversed: {reversed})");
@@ -448,13 +463,7 @@ fn check_cluster(
     let ws = workloads(plan);
     // Each pool's flavor(s): labels the pool's nodes carry, taints they have.
     for (name, f) in &flavors {
-        let pool_name = f["spec"]["nodeLabels"]["gpuplan.io/pool"]
-            .as_str()
-            .expect("pool label");
-        let pool = pools
-            .iter()
-            .find(|p| p["name"] == pool_name)
-            .unwrap_or_else(|| panic!("flavor {name} names no pool"));
+        let pool = flavor_pool(f, pools);
         let taints: Vec<String> = f["spec"]["nodeTaints"]
             .as_sequence()
             .map(|ts| {
@@ -560,10 +569,7 @@ fn check_cluster(
                 .filter_map(|r| r["name"].as_str())
                 .collect();
             assert_eq!(names, covered, "every flavor lists every covered resource");
-            let pool_name = flavors[&fname]["spec"]["nodeLabels"]["gpuplan.io/pool"]
-                .as_str()
-                .expect("pool");
-            let pool = pools.iter().find(|p| p["name"] == pool_name).expect("pool");
+            let pool = flavor_pool(flavors[&fname], pools);
             for r in f["resources"].as_sequence().expect("resources") {
                 let name = r["name"].as_str().expect("name");
                 let nq = qty(&r["nominalQuota"]);
@@ -598,10 +604,7 @@ fn check_cluster(
             }
             let pool_flavors: Vec<&String> = flavors
                 .iter()
-                .filter(|(_, f)| {
-                    f["spec"]["nodeLabels"]["gpuplan.io/pool"]
-                        == pool["name"].as_str().unwrap_or("")
-                })
+                .filter(|(_, f)| flavor_pool(f, pools)["name"] == pool["name"])
                 .map(|(n, _)| n)
                 .collect();
             let have = |r: &str| -> f64 {
@@ -638,12 +641,13 @@ fn check_cluster(
     }
 }
 
-const PLANS: [&str; 5] = [
+const PLANS: [&str; 6] = [
     "plans/azure-inference.toml",
     "plans/aws-training.toml",
     "plans/minimal.toml",
     "tests/fixtures/render/operator-mig.toml",
     "tests/fixtures/render/one-team-two-pools.toml",
+    "tests/fixtures/render/node-sizes.toml",
 ];
 
 #[test]

@@ -109,6 +109,27 @@ fn check_term(provider: Provider, regions: &[&str], term: Option<&str>, limits: 
         r.total_monthly_cost_usd >= plain - 0.01,
         "the LP is a lower bound"
     );
+    // Issue 40 measured against a fluid figure where each replica pays only its GPU share of
+    // the node size cheapest per GPU that holds it. It ignores vCPUs and RAM, so it is no
+    // bound: on AWS the LP, which every fleet satisfies (pools of several node sizes too),
+    // is more than 5% above it, and no fleet can come within 1.05x of it.
+    let fluid = openb::fluid(&p, &catalog, openb::Share::Gpus, None);
+    let node_fluid = openb::fluid(&p, &catalog, openb::Share::Node, None);
+    eprintln!(
+        "fluid figures: GPU share {fluid:.2} (LP {:.3}x, ours {:.3}x), node share {node_fluid:.2}",
+        plain / fluid,
+        r.total_monthly_cost_usd / fluid
+    );
+    assert!(
+        fluid <= node_fluid + 0.01,
+        "a GPU share is never more than a node share"
+    );
+    if provider == Provider::Aws {
+        assert!(
+            plain > fluid * 1.05,
+            "the LP bound {plain:.2} is now within 1.05x of the GPU-share fluid figure {fluid:.2}: issue 40's 1.05x target may be reachable, measure again"
+        );
+    }
     assert!(
         r.total_monthly_cost_usd <= plain * limits.cost,
         "cost {:.2} more than {:.0}% above the LP bound {plain:.2}",

@@ -24,11 +24,12 @@ fn gpuplan() -> Command {
 }
 
 /// The plans that render, with the name their snapshots carry.
-const PLANS: [(&str, &str); 4] = [
+const PLANS: [(&str, &str); 5] = [
     ("azure-inference", "plans/azure-inference.toml"),
     ("aws-training", "plans/aws-training.toml"),
     ("minimal", "plans/minimal.toml"),
     ("operator-mig", "tests/fixtures/render/operator-mig.toml"),
+    ("node-sizes", "tests/fixtures/render/node-sizes.toml"),
 ];
 
 fn render_to(plan: &str, out: &Path, extra: &[&str]) -> BTreeMap<String, String> {
@@ -1794,4 +1795,61 @@ fn reserved_pools_come_with_a_purchase_list() {
     if none["purchases"].as_array().is_some_and(Vec::is_empty) {
         assert!(files["README.md"].contains("What to buy: nothing"));
     }
+}
+
+/// Issue 40 item 8: two shapes of one GPU model on their own node sizes are one pool: both
+/// node groups carry one `gpuplan.io/pool` label, `--karpenter` makes one NodePool offering
+/// both sizes with both sizes' limits, and each workload's pods require the size it was
+/// priced on (Kueue's flavors tell the sizes apart by instance type).
+#[test]
+fn a_pool_of_several_node_sizes_is_one_label_and_one_node_pool() {
+    let files = rendered("tests/fixtures/render/node-sizes.toml", &["--karpenter"]);
+    let tf = &files["terraform/main.tf"];
+    let labels: Vec<&str> = tf
+        .lines()
+        .filter(|l| l.trim_start().starts_with("\"gpuplan.io/pool\""))
+        .filter_map(|l| l.split('"').nth(3))
+        .collect();
+    assert_eq!(labels, ["inference-t4-dedicated"; 2], "{tf}");
+    let docs = crate::common::k8s::docs(&files["karpenter/karpenter.yaml"]);
+    let node_pools: Vec<&serde_yaml::Value> =
+        docs.iter().filter(|o| o["kind"] == "NodePool").collect();
+    assert_eq!(node_pools.len(), 1, "{docs:?}");
+    let types = node_pools[0]["spec"]["template"]["spec"]["requirements"]
+        .as_sequence()
+        .expect("requirements")
+        .iter()
+        .find(|r| r["key"] == "node.kubernetes.io/instance-type")
+        .expect("instance types")["values"]
+        .clone();
+    assert_eq!(
+        types,
+        serde_yaml::to_value(["g4dn.8xlarge", "g4dn.xlarge"]).expect("yaml")
+    );
+    // Above the floors: 2 of heavy's 8xlarge and 4 of light's xlarge nodes, one GPU each.
+    assert_eq!(node_pools[0]["spec"]["limits"]["nvidia.com/gpu"], "6");
+    let values: serde_yaml::Value =
+        serde_yaml::from_str(&files["workloads/values.yaml"]).expect("yaml");
+    for (w, size) in [("heavy", "g4dn.8xlarge"), ("light", "g4dn.xlarge")] {
+        let e = &values[w]["affinity"]["nodeAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+            ["matchExpressions"][0];
+        assert_eq!(e["key"], "node.kubernetes.io/instance-type", "{w}");
+        assert_eq!(
+            e["values"],
+            serde_yaml::to_value([size]).expect("yaml"),
+            "{w}"
+        );
+        assert_eq!(
+            values[w]["nodeSelector"]["gpuplan.io/pool"],
+            "inference-t4-dedicated"
+        );
+    }
+    let kueue = crate::common::k8s::docs(&files["kueue/us-east-1.yaml"]);
+    let sizes: Vec<&serde_yaml::Value> = kueue
+        .iter()
+        .filter(|o| o["kind"] == "ResourceFlavor")
+        .map(|f| &f["spec"]["nodeLabels"]["node.kubernetes.io/instance-type"])
+        .collect();
+    assert_eq!(sizes, ["g4dn.8xlarge", "g4dn.xlarge"]);
 }

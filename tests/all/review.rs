@@ -1230,3 +1230,110 @@ fn a_store_limit_splits_the_query_until_it_answers() {
         "{err}"
     );
 }
+
+/// Issue 40 item 8: the node sizes of a pool of several share its `gpuplan.io/pool` label.
+/// The review prices each node as its own size: a `g4dn.xlarge` node labelled with the pool
+/// of a `g4dn.8xlarge` is the xlarge pool's (found by its node group), never priced as an
+/// 8xlarge.
+#[test]
+fn each_node_size_of_a_pool_of_several_is_priced_as_itself() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let next = dir.path().join("next.toml");
+    gpuplan()
+        .args([
+            "recommend",
+            "tests/fixtures/render/node-sizes.toml",
+            "--write-plan",
+        ])
+        .arg(&next)
+        .assert()
+        .code(0);
+    let rec: Value = crate::common::contract(
+        &gpuplan()
+            .args([
+                "recommend",
+                "--format",
+                "json",
+                "tests/fixtures/render/node-sizes.toml",
+            ])
+            .assert()
+            .code(0)
+            .get_output()
+            .stdout,
+    )
+    .expect("json");
+    let pools = rec["pools"].as_array().expect("pools");
+    assert_eq!(pools.len(), 2, "{rec:#}");
+    let label = pools[0]["pool_label"].as_str().expect("label");
+    assert!(pools.iter().all(|p| p["pool_label"] == label), "{rec:#}");
+    assert_ne!(pools[0]["sku"], pools[1]["sku"]);
+    let ts = |i: u32| 1_788_220_800 + i * 30;
+    let mut s = String::from("# TYPE kube_node_status_allocatable gauge\n");
+    for n in 0..2 {
+        for i in 0..40 {
+            s.push_str(&format!(
+                "kube_node_status_allocatable{{node=\"node-{n}\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 1 {}\n",
+                ts(i)
+            ));
+        }
+    }
+    s.push_str("# TYPE kube_node_labels gauge\n");
+    for (n, p) in pools.iter().enumerate() {
+        let (group, size) = (
+            p["name"].as_str().expect("name"),
+            p["sku"].as_str().expect("sku"),
+        );
+        for i in 0..40 {
+            s.push_str(&format!(
+                "kube_node_labels{{node=\"node-{n}\",label_gpuplan_io_pool=\"{label}\",label_eks_amazonaws_com_nodegroup=\"{group}\",label_node_kubernetes_io_instance_type=\"{size}\"}} 1 {}\n",
+                ts(i)
+            ));
+        }
+    }
+    // One pod of the 8xlarge's workload holds node-0's GPU; node-1 (the xlarge) idles.
+    let pod = pools[0]["workloads"][0].as_str().expect("workload");
+    s.push_str("# TYPE kube_pod_container_resource_requests gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!("kube_pod_container_resource_requests{{namespace=\"apps\",pod=\"{pod}-1\",container=\"main\",node=\"node-0\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 1 {}\n", ts(i)));
+    }
+    s.push_str("# TYPE kube_pod_status_phase gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!(
+            "kube_pod_status_phase{{namespace=\"apps\",pod=\"{pod}-1\",phase=\"Running\"}} 1 {}\n",
+            ts(i)
+        ));
+    }
+    s.push_str("# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",Hostname=\"node-0\",namespace=\"gpu-operator\",pod=\"dcgm\",exported_namespace=\"apps\",exported_pod=\"{pod}-1\"}} 0.5 {}\n",
+            ts(i)
+        ));
+    }
+    s.push_str("# EOF\n");
+    let om = dir.path().join("nodes.om");
+    std::fs::write(&om, s).expect("om");
+    let out = gpuplan()
+        .args(["review", "--format", "json"])
+        .arg(&next)
+        .arg("--metrics")
+        .arg(&om)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let v: Value = crate::common::contract(&out.stdout).expect("json");
+    let nodes = v["idle_nodes"].as_array().expect("idle nodes");
+    let idle = nodes
+        .iter()
+        .find(|x| x["node"] == "node-1")
+        .unwrap_or_else(|| panic!("node-1 not reviewed: {v:#}"));
+    assert_eq!(idle["pool"], pools[1]["name"], "{idle}");
+    // Priced as its own size: the xlarge's hourly price over the 20 minutes it idled.
+    let usd = idle["idle_cost_usd"].as_f64().expect("priced");
+    let hourly = pools[1]["usd_per_node_hour"].as_f64().expect("price");
+    assert!(
+        usd > 0.0 && usd <= hourly * (1200.0 / 3600.0) + 0.01,
+        "{idle} against {hourly}/h"
+    );
+}

@@ -491,6 +491,7 @@ pub(super) fn final_pools(
 ) -> (Vec<RecPool>, WorkloadPools) {
     let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let mut pools = Vec::new();
+    let mut families = Vec::with_capacity(groups.len());
     let mut workload_pool = WorkloadPools::new();
     // vCPUs each quota bucket reaches at the fleet's maximum: a cheaper alternative that the
     // bucket could not hold says so.
@@ -542,8 +543,72 @@ pub(super) fn final_pools(
             }
             e.1 += built.cost * share;
         }
+        families.push(family_of(key, &ms));
         pools.push(pool);
     }
     name_pools(&mut pools, plan.regions().count() > 1);
+    label_families(&mut pools, &families);
     (pools, workload_pool)
+}
+
+/// What node sizes of one pool have in common: its key without the SKU, with the GPU model.
+type FamilyKey = (Segment, String, String, Capacity, Sharing, FitKey);
+
+/// The pool of several node sizes a pool of one size belongs to, if it may join one: whole
+/// GPUs or time-sliced shares (every node of the label must advertise the same resource
+/// the same way), on capacity any size can be bought as, with no gang (whose members must
+/// start on identical nodes in one placement group). MIG pools never join: a layout is a
+/// node size's own, and Karpenter cannot offer MIG instances.
+fn family_of(key: &PoolKey, ms: &[&Choice<'_, '_>]) -> Option<FamilyKey> {
+    let fit_joins = match &key.5 {
+        FitKey::Whole | FitKey::Shared(..) => true,
+        FitKey::Mig(_) | FitKey::Server => false,
+    };
+    let capacity_joins = match key.3 {
+        Capacity::OnDemand | Capacity::Spot | Capacity::Reserved1y | Capacity::Reserved3y => true,
+        Capacity::CapacityReservation | Capacity::CapacityBlock => false,
+    };
+    let gang = ms.iter().any(|m| m.d.gang > 1);
+    (fit_joins && capacity_joins && !gang).then(|| {
+        (
+            key.0,
+            ms[0].c.gpu.name.clone(),
+            key.2.clone(),
+            key.3,
+            key.4,
+            key.5.clone(),
+        )
+    })
+}
+
+/// Each pool's `gpuplan.io/pool` label: the name of the first pool of its family, or its
+/// own name.
+fn label_families(pools: &mut [RecPool], families: &[Option<FamilyKey>]) {
+    let mut first: BTreeMap<&FamilyKey, String> = BTreeMap::new();
+    for (p, f) in pools.iter_mut().zip(families) {
+        p.pool_label = match f {
+            Some(f) => first.entry(f).or_insert_with(|| p.name.clone()).clone(),
+            None => p.name.clone(),
+        };
+    }
+}
+
+/// For each workload on a pool whose label spans several node sizes, the sizes the
+/// recommendation placed it on: its pods require them, so each shape runs on the size that
+/// was chosen and priced for it (Kueue admits it to that size's flavor, Karpenter starts that
+/// size for it), and no shape takes a size planned for another.
+pub(super) fn node_sizes(pools: &[RecPool]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in pools {
+        if !p.one_of_several_sizes(pools) {
+            continue;
+        }
+        for w in &p.workloads {
+            let sizes = out.entry(w.clone()).or_default();
+            if !sizes.contains(&p.sku) {
+                sizes.push(p.sku.clone());
+            }
+        }
+    }
+    out
 }

@@ -20,6 +20,7 @@ pub(super) fn assemble(
     for c in choices {
         *replica_hours_of.entry(c.d.name).or_default() += c.d.replica_hours(plan_hours);
     }
+    let mut sizes = super::build::node_sizes(&pools);
     for w in plan.workloads() {
         let (names, cost) = workload_pool
             .get(w.name.get().as_str())
@@ -39,6 +40,7 @@ pub(super) fn assemble(
             team: w.team.get().clone(),
             pool: names.first().cloned(),
             also_pools: names.iter().skip(1).cloned().collect(),
+            node_sizes: sizes.remove(w.name.get().as_str()).unwrap_or_default(),
             monthly_cost_usd: cents(cost),
             usd_per_million_tokens: per_million.map(|x| (x * 10_000.0).round() / 10_000.0),
         });

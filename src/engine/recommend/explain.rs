@@ -142,6 +142,7 @@ pub(super) fn describe(
         considered: Vec::new(),
         capacity_options,
         reserved_nodes: b.reserved_nodes,
+        pool_label: String::new(),
     }
 }
 
@@ -531,7 +532,12 @@ pub fn model_text(catalog: &Catalog) -> String {
          a pool carries one MIG profile (merged upwards when that needs fewer nodes). Gangs \
          take whole nodes. The minimum covers the warm floor (user-facing workloads keep at \
          least one replica; batch and evaluation, `scale_to_zero` and workloads that do not \
-         run all month drop to zero), the maximum covers the peak.\n\n\
+         run all month drop to zero), the maximum covers the peak. Node sizes of one GPU model, \
+         region, segment, capacity type and sharing setting (whole GPUs or time-sliced; not \
+         MIG, gangs, Capacity Blocks or capacity reservations) are one pool of several sizes: \
+         they share its `gpuplan.io/pool` label (`pool_label`), each size priced on its own \
+         nodes, and each workload's pods require the size chosen for its shape \
+         (`node_sizes`).\n\n\
          ## Choosing\n\
          Each workload first takes the candidate and capacity type with the lowest expected \
          monthly cost (ties: the plan's region order, then on-demand before spot before \

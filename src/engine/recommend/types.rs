@@ -77,6 +77,23 @@ pub struct RecPool {
     /// Instances or Azure reservations); 0 for other capacity. What the purchase list asks to
     /// buy (`render`: purchases.json).
     pub reserved_nodes: u32,
+    /// The `gpuplan.io/pool` label its nodes carry and its workloads select: its own name,
+    /// or, for one node size of a pool of several, the name of the pool's first size. Pools
+    /// of one GPU model, region, segment, capacity type and sharing settings (whole GPUs or
+    /// time-sliced, never MIG or gangs) share it; each workload's pods still require the size
+    /// they were placed on (`WorkloadCost::node_sizes`), and `render --karpenter` makes the
+    /// sizes one NodePool.
+    pub pool_label: String,
+}
+
+impl RecPool {
+    /// Whether this pool is one node size of a pool of several (its label shared with a pool
+    /// of another size among `pools`).
+    pub fn one_of_several_sizes(&self, pools: &[RecPool]) -> bool {
+        pools
+            .iter()
+            .any(|q| q.pool_label == self.pool_label && q.sku != self.sku)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -132,6 +149,10 @@ pub struct WorkloadCost {
     /// strategy); empty when `pool` holds them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_pools: Vec<String>,
+    /// The node sizes its pods require (the sizes it was placed and priced on), when its
+    /// pool's label spans several; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_sizes: Vec<String>,
     pub monthly_cost_usd: f64,
     pub usd_per_million_tokens: Option<f64>,
 }
