@@ -66,7 +66,7 @@ pub(super) fn next_quarter(o: &mut String, r: &Review) {
                 crate::core::num(w.band_low),
                 crate::core::num(w.band_high),
                 crate::review::forecast::count(p.count()),
-                p.basis,
+                p.basis.as_str(),
                 match p.hours_per_month {
                     Some(h) => h.to_string(),
                     None => crate::core::num(w.hours_per_month),

@@ -16,7 +16,7 @@ use crate::plan::Plan;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RightSize {
     pub fraction: f64,
-    pub sharing: &'static str,
+    pub sharing: crate::core::Sharing,
     /// What it is, e.g. "a 1g.10gb MIG instance".
     pub what: String,
 }
@@ -73,7 +73,7 @@ pub(super) fn right_size(
                 p.name, gpu.name
             ),
             format!("a {} MIG instance", p.name),
-            "mig",
+            crate::core::Sharing::Mig,
         )
     } else {
         let replicas = (1.0 / share).floor().max(2.0) as u32;
@@ -94,7 +94,7 @@ pub(super) fn right_size(
             f,
             format!("[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"time-slicing\" ({replicas} replicas per {}; needs a recorded [[decision]])", gpu.name),
             format!("a {replicas}-way time-sliced {} ({} has no MIG)", gpu.name, gpu.name),
-            "time-slicing",
+            crate::core::Sharing::TimeSlicing,
         )
     };
     if fraction >= now {

@@ -83,11 +83,40 @@ pub struct Proposal {
     pub hours_per_month: Option<i64>,
     /// A smaller slice for an idle workload: its `gpu_fraction` and `sharing`.
     pub gpu_fraction: Option<f64>,
-    pub sharing: Option<&'static str>,
-    /// How `max` was sized: "trend", "flat", "idle" (never grown), "consolidated", "serving"
-    /// (from vLLM serving metrics) or "saturated" (serving metrics missed the objective every
-    /// hour: never sized down).
-    pub basis: &'static str,
+    pub sharing: Option<crate::core::Sharing>,
+    /// How `max` was sized.
+    pub basis: Basis,
+}
+
+/// How a proposal's replicas were sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// The held peak's significant trend to the horizon, plus headroom.
+    Trend,
+    /// The held peak as seen (no significant trend), plus headroom.
+    Flat,
+    /// Busy below the idle threshold: never grown.
+    Idle,
+    /// Fewer replicas, each busy at the target share.
+    Consolidated,
+    /// The replicas vLLM serving metrics say each hour needed.
+    Serving,
+    /// Serving metrics missed the objective every hour: never sized down.
+    Saturated,
+}
+
+impl Basis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Basis::Trend => "trend",
+            Basis::Flat => "flat",
+            Basis::Idle => "idle",
+            Basis::Consolidated => "consolidated",
+            Basis::Serving => "serving",
+            Basis::Saturated => "saturated",
+        }
+    }
 }
 
 impl Proposal {
@@ -116,7 +145,7 @@ pub struct WorkloadForecast {
     /// Of daily peak replicas.
     pub trend: Option<Trend>,
     /// Peak replicas at the horizon, with the 95% band: of replicas held, or of replicas
-    /// needed where serving metrics sized the workload (`proposed.basis` "serving").
+    /// needed where serving metrics sized the workload (`proposed.basis` `serving`).
     pub projected_replicas: f64,
     pub band_low: f64,
     pub band_high: f64,
@@ -356,17 +385,20 @@ pub(crate) fn forecast(
 
         // Sized from the held peak: the trend or the flat level, plus headroom. An idle
         // workload is never grown.
-        let (mut max, mut basis) = (grow(p.peak), if p.trend { "trend" } else { "flat" });
+        let (mut max, mut basis) = (
+            grow(p.peak),
+            if p.trend { Basis::Trend } else { Basis::Flat },
+        );
         if idle && max > current.max() {
             max = current.max().max(1);
-            basis = "idle";
+            basis = Basis::Idle;
         }
         // A fixed count stays fixed: at what it held when flat, at the projected peak plus
         // headroom when it grows.
         let fixed_now = matches!(current, Count::Fixed(_));
         // The plan's own form is kept: a fixed count stays one integer, an autoscaled range
         // stays a range even where its bounds meet.
-        let proposal = |min: i64, max: i64, basis: &'static str| Proposal {
+        let proposal = |min: i64, max: i64, basis: Basis| Proposal {
             min,
             max,
             fixed: fixed_now,
@@ -375,8 +407,8 @@ pub(crate) fn forecast(
             sharing: None,
             basis,
         };
-        let held = |max: i64, basis: &'static str| {
-            let max = if fixed_now && basis == "flat" {
+        let held = |max: i64, basis: Basis| {
+            let max = if fixed_now && basis == Basis::Flat {
                 ((p.peak - 0.05).ceil() as i64).max(1)
             } else {
                 max
@@ -408,7 +440,7 @@ pub(crate) fn forecast(
                     .max(floor_min)
                     .min(max)
             };
-            proposal(min, max, "consolidated")
+            proposal(min, max, Basis::Consolidated)
         };
         let rs = right_sizes.get(name.as_str()).filter(|_| idle);
         let (proposed, without_right_size) = match rs {
@@ -444,11 +476,16 @@ pub(crate) fn forecast(
                     ((p10 + 0.05).floor() as i64).max(floor_min).min(max)
                 };
                 let note = serving_figures(r, sp.peak, m.headroom);
-                (proposal(min, max, "serving"), None, Some(note), Some(sp))
+                (
+                    proposal(min, max, Basis::Serving),
+                    None,
+                    Some(note),
+                    Some(sp),
+                )
             }
             Some(r) => {
                 let note = serving_figures(r, 0.0, m.headroom);
-                let held = held(max.max(grow(p.peak)), "saturated");
+                let held = held(max.max(grow(p.peak)), Basis::Saturated);
                 (held, None, Some(note), None)
             }
             None => (proposed, without_right_size, None, None),
@@ -484,15 +521,19 @@ pub(crate) fn forecast(
                 _ => format!("peak {:.1} as seen", p.peak),
             },
             match (proposed.basis, basis) {
-                ("consolidated", _) => format!(
+                (Basis::Consolidated, _) => format!(
                     "; consolidated to {:.0}% busy per replica (p95 of GPUs busy {:.2}), +{:.0}% headroom",
                     target * 100.0,
                     busy95,
                     m.headroom * 100.0
                 ),
-                ("serving" | "saturated", _) => String::new(),
-                (_, "idle") => "; busy below the idle threshold, so never grown".to_owned(),
-                _ => format!(", +{:.0}% headroom", m.headroom * 100.0),
+                (Basis::Serving | Basis::Saturated, _) => String::new(),
+                (Basis::Trend | Basis::Flat | Basis::Idle, Basis::Idle) => {
+                    "; busy below the idle threshold, so never grown".to_owned()
+                }
+                (Basis::Trend | Basis::Flat | Basis::Idle, _) => {
+                    format!(", +{:.0}% headroom", m.headroom * 100.0)
+                }
             },
             match eff {
                 Some(e) => format!("busy {:.0}% of held time", e * 100.0),

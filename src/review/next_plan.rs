@@ -112,18 +112,28 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
         Some(None) => false,
     };
     if !same {
+        use crate::review::forecast::Basis;
         let how = match p.basis {
-            "consolidated" => {
+            Basis::Consolidated => {
                 "min and max from the p10 and p95 of GPUs busy at the target share".to_owned()
             }
-            "idle" => "min from the p10; max never above today's".to_owned(),
-            "serving" => format!(
+            Basis::Idle => "min from the p10; max never above today's".to_owned(),
+            Basis::Serving => format!(
                 "min from the p10 of replicas needed by serving metrics, max from their peak by {horizon} +headroom"
             ),
-            "saturated" => "never sized down: serving metrics missed the objective".to_owned(),
-            _ => format!("p10 -> min, peak by {horizon} +headroom -> max"),
+            Basis::Saturated => {
+                "never sized down: serving metrics missed the objective".to_owned()
+            }
+            Basis::Trend | Basis::Flat => {
+                format!("p10 -> min, peak by {horizon} +headroom -> max")
+            }
         };
-        let note = format!("was {}; {}; {how} ({})", f.current, f.figures, p.basis);
+        let note = format!(
+            "was {}; {}; {how} ({})",
+            f.current,
+            f.figures,
+            p.basis.as_str()
+        );
         let item = commented(count_value(wanted), t.get(key), &note);
         t.insert(key, item);
         changed = true;
@@ -155,7 +165,11 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
         t.insert("gpu_fraction", item);
         // A fraction replaces whole GPUs.
         t.remove("gpus");
-        let item = commented(Value::from(sharing), t.get("sharing"), "with gpu_fraction");
+        let item = commented(
+            Value::from(sharing.as_str()),
+            t.get("sharing"),
+            "with gpu_fraction",
+        );
         t.insert("sharing", item);
         changed = true;
     }
