@@ -172,7 +172,7 @@ pub(super) fn why_line(
             .map(|m| format!("`{}`", m.d.name))
             .collect();
         parts.push(format!(
-            "availability floor: {n} node(s) at least, floor and peak, for user-facing {} (one node failure is then not an outage; `availability_floor` lowers it, GP033)",
+            "availability floor: {n} node(s) at least, floor and peak, for user-facing {} (one node failure is then not an outage; render spreads the pool over the region's zones, `var.zones` on AKS and the node group's subnets on EKS, and the pods over nodes and zones; `availability_floor` lowers it, GP033)",
             who.join(", ")
         ));
     }
