@@ -50,6 +50,7 @@ use candidate::{Candidate, Constraint, Fit, Rate};
 use demand::{Demand, Segment};
 use pack::{Item, NodeCap};
 
+pub use build::node_sizes;
 pub use declared::declared;
 pub use explain::{constraint_names, model_text};
 pub use types::*;

@@ -172,6 +172,7 @@ pub const PLACES: &[(&str, &str, Bound)] = &[
         Bound::Int(TENSOR_PARALLEL),
     ),
     ("Pool", "name", Bound::Name),
+    ("Pool", "pool_label", Bound::Name),
     ("Pool", "nodes", Bound::Count(POOL_NODES)),
     ("Pool", "mig_layout", Bound::Int(MIG_INSTANCES)),
     ("MigLayouts", "layout", Bound::Int(MIG_INSTANCES)),

@@ -356,6 +356,10 @@ pub struct Pool {
     /// Workloads meant to land here.
     #[serde(default)]
     pub workloads: Vec<Sp<String>>,
+    /// The `gpuplan.io/pool` label its nodes carry, when it is one node size of a pool of
+    /// several: the name of that pool's first size, which has the same region, GPU model,
+    /// capacity and sharing (whole GPUs or time-sliced). Default: its own name.
+    pub pool_label: Option<Sp<String>>,
 }
 
 /// One of a pool's per-GPU MIG layouts and how many GPUs carry it.

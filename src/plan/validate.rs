@@ -536,6 +536,9 @@ pub(super) fn validate(
     let workload_names: Vec<String> = workloads.keys().cloned().collect();
     for p in &raw.pool {
         ctx.dns_label("pool name", &p.name);
+        if let Some(l) = &p.pool_label {
+            ctx.dns_label("pool label", l);
+        }
         check_sku(&mut ctx, &p.sku);
         if ctx.member(
             PlanCode::UnknownRegion,
@@ -654,6 +657,9 @@ pub(super) fn validate(
             }
         }
     }
+
+    let pool_list: Vec<&crate::plan::raw::Pool> = raw.pool.iter().map(|p| p.get()).collect();
+    pool_labels(&mut ctx, &pool_list, pc);
 
     // Quota: a family that no SKU of the catalog draws on would switch GP014 off without a
     // word, so it must be one of them (or one a refresh read from the provider).
@@ -808,6 +814,97 @@ pub(super) fn allow_expiry(a: &super::raw::Allow) -> Option<Date> {
     let dt = &a.expires.as_ref()?.get().0;
     let d = dt.date.as_ref()?;
     Date::new(i32::from(d.year), d.month, d.day)
+}
+
+/// A pool that names another's `pool_label` is one node size of that pool: the label names
+/// a pool of the plan that is its own first size, of the same region, GPU model, capacity
+/// and sharing settings, in another size; never MIG (a layout is a size's own) or capacity
+/// bought per instance type (Capacity Blocks, capacity reservations).
+fn pool_labels(
+    ctx: &mut Ctx<'_>,
+    pools: &[&crate::plan::raw::Pool],
+    pc: Option<&crate::catalog::ProviderCatalog>,
+) {
+    use crate::plan::raw::{Capacity, Sharing};
+    let names: Vec<String> = pools.iter().map(|p| p.name.get().clone()).collect();
+    let gpu = |p: &crate::plan::raw::Pool| {
+        pc.and_then(|c| c.skus.get(p.sku.get()))
+            .map(|s| s.gpu_model.clone())
+    };
+    for &p in pools {
+        let Some(label) = p.pool_label.as_ref().filter(|l| l.get() != p.name.get()) else {
+            continue;
+        };
+        let Some(&first) = pools.iter().find(|q| q.name.get() == label.get()) else {
+            ctx.err(
+                PlanCode::UnknownReference,
+                label.span(),
+                format!(
+                    "pool `{}` takes the label of pool `{}`, which the plan does not define",
+                    p.name.get(),
+                    label.get()
+                ),
+                "no such pool",
+                suggest(label.get(), &names, "pools"),
+            );
+            continue;
+        };
+        let per_instance = |c: Capacity| match c {
+            Capacity::CapacityBlock | Capacity::CapacityReservation => true,
+            Capacity::OnDemand | Capacity::Spot | Capacity::Reserved1y | Capacity::Reserved3y => {
+                false
+            }
+        };
+        let mig = |s: Sharing| match s {
+            Sharing::Mig => true,
+            Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer => {
+                false
+            }
+        };
+        let replicas =
+            |q: &crate::plan::raw::Pool| q.time_slicing_replicas.as_ref().map(|r| *r.get());
+        let differs = if first
+            .pool_label
+            .as_ref()
+            .is_some_and(|l| l.get() != first.name.get())
+        {
+            Some(format!(
+                "`{}` is itself a size of another pool",
+                label.get()
+            ))
+        } else if first.sku.get() == p.sku.get() {
+            Some(format!(
+                "both are `{}`: the sizes of one pool differ",
+                p.sku.get()
+            ))
+        } else if first.region.get() != p.region.get() {
+            Some("their regions differ".to_owned())
+        } else if gpu(first) != gpu(p) {
+            Some("their GPU models differ".to_owned())
+        } else if first.capacity() != p.capacity() || per_instance(p.capacity()) {
+            Some("their capacity differs, or is bought per instance type".to_owned())
+        } else if first.sharing() != p.sharing()
+            || mig(p.sharing())
+            || replicas(first) != replicas(p)
+        {
+            Some("their sharing differs, or is MIG (a layout is a node size's own)".to_owned())
+        } else {
+            None
+        };
+        if let Some(why) = differs {
+            ctx.err(
+                PlanCode::ConflictingKeys,
+                label.span(),
+                format!(
+                    "pool `{}` cannot be a node size of pool `{}`: {why}",
+                    p.name.get(),
+                    label.get()
+                ),
+                "not a size of that pool",
+                "the sizes of one pool share region, GPU model, capacity and sharing (whole GPUs or time-sliced); remove `pool_label` to keep it a pool of its own".into(),
+            );
+        }
+    }
 }
 
 #[cfg(test)]

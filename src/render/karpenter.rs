@@ -12,6 +12,10 @@ use crate::engine::recommend::{RecPool, Recommendation};
 #[derive(Debug, Serialize)]
 pub struct KarpenterView {
     pub name: String,
+    /// The node pool it was made for, named apart when its size cannot join the NodePool of
+    /// its label (labels or taints differ: workloads of another segment).
+    #[serde(skip)]
+    pub own_name: String,
     pub node_class: String,
     /// Its instance types: the pool's size, or every size of a pool of several above its
     /// floor (each pod's node affinity names the size it was placed on among them).
@@ -95,6 +99,7 @@ pub(super) fn node_pool(
         p.pool_label.clone()
     };
     Ok(KarpenterView {
+        own_name: v.name.clone(),
         node_class: format!("gpuplan-{name}"),
         name,
         instance_types: vec![v.sku.clone()],
@@ -136,11 +141,19 @@ pub(super) fn node_pool(
 /// instance type and the sum of their limits, in the order the first size came.
 pub(super) fn join(views: Vec<KarpenterView>) -> Vec<KarpenterView> {
     let mut out: Vec<KarpenterView> = Vec::with_capacity(views.len());
-    for k in views {
+    for mut k in views {
         let Some(j) = out.iter_mut().find(|j| j.name == k.name) else {
             out.push(k);
             continue;
         };
+        // A NodePool's nodes carry one set of labels and taints: a size whose differ keeps a
+        // NodePool of its own, under its own name.
+        if j.labels != k.labels || j.taints != k.taints || j.capacity_type != k.capacity_type {
+            k.name = k.own_name.clone();
+            k.node_class = format!("gpuplan-{}", k.name);
+            out.push(k);
+            continue;
+        }
         for t in k.instance_types {
             if !j.instance_types.contains(&t) {
                 j.instance_types.push(t);

@@ -157,7 +157,7 @@ pub struct PoolView {
     pub karpenter_nodes: u32,
 }
 
-#[derive(Debug, Serialize, Clone)]
+#[derive(Debug, Serialize, Clone, PartialEq)]
 pub struct KeyValue {
     pub key: String,
     pub value: String,

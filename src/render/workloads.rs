@@ -94,6 +94,8 @@ fn memory_quantity(gib: f64) -> String {
 /// several pools is one entry that selects all of them.
 pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) -> Vec<WorkloadView> {
     let mut out: Vec<WorkloadView> = Vec::new();
+    // The same sizes for declared pools as for recommended ones (`render --declared`).
+    let sizes = crate::engine::recommend::node_sizes(&rec.pools);
     for p in &rec.pools {
         let spec = catalog
             .sku(plan.provider(), &p.sku)
@@ -127,12 +129,7 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 queue: LOCAL_QUEUE,
                 pools: vec![p.pool_label.clone()],
                 split: false,
-                instance_types: rec
-                    .workloads
-                    .iter()
-                    .find(|c| &c.workload == w)
-                    .map(|c| c.node_sizes.clone())
-                    .unwrap_or_default(),
+                instance_types: sizes.get(w).cloned().unwrap_or_default(),
                 tolerations,
                 gpu_resource: resource,
                 gpu_count: count as u32,

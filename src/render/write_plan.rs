@@ -99,6 +99,9 @@ fn pool_table(p: &RecPool, mm: MigManager) -> Table {
     t.decor_mut()
         .set_prefix(format!("\n# recommended by gpuplan: {}\n", oneline(&p.why)));
     t["name"] = value(&p.name);
+    if p.pool_label != p.name {
+        t["pool_label"] = value(&p.pool_label);
+    }
     t["sku"] = value(&p.sku);
     t["region"] = value(&p.region);
     t["nodes"] = if p.nodes.min == p.nodes.max {

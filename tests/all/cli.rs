@@ -789,14 +789,16 @@ fn the_plan_schema_refuses_what_check_refuses_at_load() {
         }
     }
     // What no schema can say: a name used twice, a reference to a name not defined, min
-    // above max of a range.
+    // above max of a range, a pool label naming a pool of another GPU.
     assert_eq!(
         missed,
         [
             "dangling_decision",
+            "dangling_pool_label",
             "dangling_reference",
             "duplicate_name",
-            "inverted_range"
+            "inverted_range",
+            "pool_label_mismatch"
         ],
         "caught: {caught:?}"
     );
@@ -806,7 +808,7 @@ fn the_plan_schema_refuses_what_check_refuses_at_load() {
         unparsable,
         ["deeply_nested", "duplicate_key", "malformed", "not_utf8"]
     );
-    assert_eq!(caught.len(), names.len() - 8, "{caught:?}");
+    assert_eq!(caught.len(), names.len() - 10, "{caught:?}");
 }
 
 /// taplo (the TOML toolkit behind VS Code's Even Better TOML) checks plans against the schema
@@ -858,9 +860,11 @@ fn taplo_checks_plans_by_the_schema_line_init_writes() {
         passed,
         [
             "dangling_decision.toml",
+            "dangling_pool_label.toml",
             "dangling_reference.toml",
             "duplicate_name.toml",
-            "inverted_range.toml"
+            "inverted_range.toml",
+            "pool_label_mismatch.toml"
         ]
     );
     for e in std::fs::read_dir(root.join("plans"))

@@ -1853,3 +1853,45 @@ fn a_pool_of_several_node_sizes_is_one_label_and_one_node_pool() {
         .collect();
     assert_eq!(sizes, ["g4dn.8xlarge", "g4dn.xlarge"]);
 }
+
+/// The weekly loop keeps a pool of several node sizes: `recommend --write-plan` records the
+/// second size's `pool_label`, `check` accepts it, and `render --declared` gives both node
+/// groups one label, one Karpenter NodePool and each workload its own size, as the
+/// recommendation's render does.
+#[test]
+fn a_pool_of_several_sizes_survives_write_plan_and_render_declared() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let next = dir.path().join("next.toml");
+    gpuplan()
+        .args([
+            "recommend",
+            "tests/fixtures/render/node-sizes.toml",
+            "--write-plan",
+        ])
+        .arg(&next)
+        .assert()
+        .code(0);
+    let text = std::fs::read_to_string(&next).expect("plan");
+    assert!(
+        text.contains("pool_label = \"inference-t4-dedicated\""),
+        "{text}"
+    );
+    let next = next.to_string_lossy().into_owned();
+    gpuplan().args(["check", &next]).assert().code(0);
+    let declared = rendered(&next, &["--declared", "--karpenter"]);
+    let recommended = rendered("tests/fixtures/render/node-sizes.toml", &["--karpenter"]);
+    for f in [
+        "karpenter/karpenter.yaml",
+        "workloads/values.yaml",
+        "kueue/us-east-1.yaml",
+    ] {
+        // Only the header naming the plan file differs.
+        let body = |t: &str| {
+            t.lines()
+                .filter(|l| !l.starts_with('#'))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(body(&declared[f]), body(&recommended[f]), "{f}");
+    }
+}

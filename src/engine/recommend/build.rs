@@ -597,7 +597,7 @@ fn label_families(pools: &mut [RecPool], families: &[Option<FamilyKey>]) {
 /// recommendation placed it on: its pods require them, so each shape runs on the size that
 /// was chosen and priced for it (Kueue admits it to that size's flavor, Karpenter starts that
 /// size for it), and no shape takes a size planned for another.
-pub(super) fn node_sizes(pools: &[RecPool]) -> BTreeMap<String, Vec<String>> {
+pub fn node_sizes(pools: &[RecPool]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in pools {
         if !p.one_of_several_sizes(pools) {

@@ -121,8 +121,8 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             capacity_options: Vec::new(),
             // A declared reserved pool's floor is what it holds reserved.
             reserved_nodes: if p.capacity().is_reserved() { min } else { 0 },
-            // A declared pool is one node size: its label is its own name.
-            pool_label: p.name.get().clone(),
+            // One node size of a pool of several carries that pool's label.
+            pool_label: p.pool_label.as_ref().unwrap_or(&p.name).get().clone(),
         });
     }
     Recommendation::of(plan, catalog, pools)
