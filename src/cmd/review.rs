@@ -19,68 +19,11 @@ pub(crate) fn run(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
     result
 }
 
+/// The review, stage by stage: flags, plan, telemetry, analysis, next quarter, output.
 fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
-    let step = match args.step.as_deref().map(telemetry::parse_duration) {
-        Some(None) => {
-            return Err(usage(
-                "`--step`: expected a duration such as 60s or 5m (at most 3660d)",
-            ))
-        }
-        Some(Some(s)) => Some(s),
-        None => None,
-    };
-    let Some(stalled_after) = telemetry::parse_duration(&args.stalled_after) else {
-        return Err(usage(
-            "`--stalled-after`: expected a duration such as 2h (at most 3660d)",
-        ));
-    };
-    let headroom = match args.headroom.as_deref() {
-        None => None,
-        Some(h) => Some(
-            h.trim()
-                .trim_end_matches('%')
-                .parse::<f64>()
-                .ok()
-                .filter(|v| (0.0..=100.0).contains(v))
-                .map(|v| v / 100.0)
-                .ok_or_else(|| {
-                    usage(format!(
-                        "`--headroom {h}`: expected a percent from 0 to 100, such as 15%"
-                    ))
-                })?,
-        ),
-    };
+    let f = Flags::parse(args)?;
     let (p, catalog) = super::load_plan(g, &args.plan, out)?;
-    let sources = [
-        args.prometheus.is_some(),
-        args.csv.is_some(),
-        args.metrics.is_some(),
-    ];
-    if sources.iter().filter(|s| **s).count() != 1 {
-        return Err(usage(
-            "give one telemetry source: `--prometheus URL`, `--csv FILE` or `--metrics FILE`",
-        ));
-    }
-    let parse_t = |s: &Option<String>, what: &str| -> CmdResult<Option<i64>> {
-        match s {
-            None => Ok(None),
-            Some(v) => telemetry::parse_time(v).map(Some).ok_or_else(|| {
-                usage(format!(
-                    "`--{what} {v}`: expected RFC 3339 or Unix seconds, from 1970 to 9999"
-                ))
-            }),
-        }
-    };
-    let (from, to) = (parse_t(&args.from, "from")?, parse_t(&args.to, "to")?);
-    let window = match args.window.as_deref().map(telemetry::parse_duration) {
-        Some(None) => {
-            return Err(usage(
-                "`--window`: expected a duration such as 90d (at most 3660d)",
-            ))
-        }
-        Some(w) => w,
-        None => None,
-    };
+    check_sources(args)?;
     // Read before any query: a purchase list that does not parse ends the review early.
     let bought = match &args.purchases {
         Some(path) => review::bought::read(path)?,
@@ -88,52 +31,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
     };
     // One cluster is narrowed at the source; a fleet is read whole and split by cluster.
     let one = (args.cluster.len() == 1).then(|| args.cluster[0].as_str());
-    if (!args.cluster.is_empty() || args.all_clusters) && args.csv.is_some() {
-        return Err(usage(
-            "`--cluster`: the CSV format has no cluster column, so it cannot be narrowed to one; give the cluster's own CSV without `--cluster`, or `--metrics`/`--prometheus` data with a `cluster` label",
-        ));
-    }
-    let (answers, grid, source, notes) = if let Some(url) = &args.prometheus {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        let to = to.unwrap_or(now);
-        let from = from.unwrap_or(to - window.unwrap_or(90 * 86_400));
-        let client = prometheus::Client {
-            base: url.clone(),
-            bearer: args.bearer_token.clone(),
-            basic: args
-                .basic_auth
-                .as_deref()
-                .and_then(|s| s.split_once(':'))
-                .map(|(u, p)| (u.to_owned(), p.to_owned())),
-            timeout: std::time::Duration::from_secs(args.timeout),
-        };
-        let step = step.unwrap_or_else(|| prometheus::step_for(to - from));
-        let grid = review::query::Grid::new(from, to, step)?;
-        (
-            {
-                let bar = out.progress("Prometheus queries", Some(0));
-                client.fetch(grid, one, &|done, total| bar.set(done, total))?
-            },
-            grid,
-            format!("Prometheus {}", crate::core::redact(url)),
-            Vec::new(),
-        )
-    } else {
-        let w = files::Window {
-            from,
-            to,
-            window,
-            step,
-        };
-        let r = match (&args.csv, &args.metrics) {
-            (Some(p), _) => files::read_csv(p, w)?,
-            (_, Some(p)) => files::read_exposition(p, w, one)?,
-            _ => return Err(usage("no telemetry source")),
-        };
-        (r.answers, r.grid, r.source, r.notes)
-    };
+    let (answers, grid, source, notes) = read(args, &f, one, out)?;
     let (t, fleet) = if args.all_clusters || args.cluster.len() > 1 {
         let wanted = (!args.all_clusters).then_some(args.cluster.as_slice());
         let (t, left_out) = assemble_fleet(&answers, grid, &p, &catalog, wanted, &source, &notes)?;
@@ -159,56 +57,226 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             telemetry::format_time(t.to)
         ))));
     }
-    let rec = recommend::recommend(&p, &catalog);
-    let mut r = review::analyse(
-        &p,
-        &rec,
-        &catalog,
-        &t,
-        &review::Settings {
-            stalled_after,
-            quiet_below: 0.05,
-            low_utilization: catalog.assumptions.low_utilization,
-            forecast: review::Method {
-                headroom: headroom.unwrap_or(catalog.assumptions.review_headroom),
-                min_days: catalog.assumptions.review_min_days,
-                min_trend_days: catalog.assumptions.review_min_trend_days,
-                consolidation_target: catalog.assumptions.review_consolidation_target,
-                low_utilization: catalog.assumptions.low_utilization,
-            },
-        },
-    );
+    let mut r = analyse(&p, &catalog, &t, &f);
     r.purchase_fill = review::bought::fill(&t, &catalog, &bought);
     // Next quarter's plan is made, and held to check, before anything is written.
+    let read_clusters = match &fleet {
+        // A fleet missing some of the data's clusters is part of the demand too.
+        Some(left_out) if !left_out.is_empty() => Some(args.cluster.join(", ")),
+        Some(_) => None,
+        None => one.map(str::to_owned),
+    };
     let next = match &args.write_plan {
         None => None,
-        Some(dest) => {
-            if let Some(why) = &r.next_quarter.withheld {
-                return Err(CmdError::Review(review::ReviewError::Data(format!(
-                    "`--write-plan`: nothing to propose: {why}"
-                ))));
-            }
-            let n = review::next_plan::next_plan(
-                &p,
-                &catalog,
-                &r.next_quarter,
-                (&r.window.from, &r.window.to),
-                crate::plan::Date::today(),
-                match &fleet {
-                    // A fleet missing some of the data's clusters is part of the demand too.
-                    Some(left_out) if !left_out.is_empty() => Some(args.cluster.join(", ")),
-                    Some(_) => None,
-                    None => one.map(str::to_owned),
-                }
-                .as_deref(),
-            )?;
-            Some((dest, n))
-        }
+        Some(dest) => Some((
+            dest,
+            next_quarter(&p, &catalog, &r, read_clusters.as_deref())?,
+        )),
     };
+    write(args, out, &p, &r, next)
+}
+
+/// The flags that are not paths, parsed: each refusal names the flag and what it expects.
+struct Flags {
+    step: Option<i64>,
+    stalled_after: i64,
+    headroom: Option<f64>,
+    from: Option<i64>,
+    to: Option<i64>,
+    window: Option<i64>,
+}
+
+impl Flags {
+    fn parse(args: &ReviewArgs) -> CmdResult<Flags> {
+        let duration = |v: Option<&str>, what: &str, example: &str| -> CmdResult<Option<i64>> {
+            match v.map(telemetry::parse_duration) {
+                Some(None) => Err(usage(format!(
+                    "`--{what}`: expected a duration such as {example} (at most 3660d)"
+                ))),
+                Some(d) => Ok(d),
+                None => Ok(None),
+            }
+        };
+        let step = duration(args.step.as_deref(), "step", "60s or 5m")?;
+        let stalled_after =
+            duration(Some(&args.stalled_after), "stalled-after", "2h")?.unwrap_or_default();
+        let window = duration(args.window.as_deref(), "window", "90d")?;
+        let headroom = match args.headroom.as_deref() {
+            None => None,
+            Some(h) => Some(
+                h.trim()
+                    .trim_end_matches('%')
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| (0.0..=100.0).contains(v))
+                    .map(|v| v / 100.0)
+                    .ok_or_else(|| {
+                        usage(format!(
+                            "`--headroom {h}`: expected a percent from 0 to 100, such as 15%"
+                        ))
+                    })?,
+            ),
+        };
+        let time = |s: &Option<String>, what: &str| -> CmdResult<Option<i64>> {
+            match s {
+                None => Ok(None),
+                Some(v) => telemetry::parse_time(v).map(Some).ok_or_else(|| {
+                    usage(format!(
+                        "`--{what} {v}`: expected RFC 3339 or Unix seconds, from 1970 to 9999"
+                    ))
+                }),
+            }
+        };
+        Ok(Flags {
+            step,
+            stalled_after,
+            headroom,
+            from: time(&args.from, "from")?,
+            to: time(&args.to, "to")?,
+            window,
+        })
+    }
+}
+
+/// One telemetry source, and clusters only where the source has them.
+fn check_sources(args: &ReviewArgs) -> CmdResult<()> {
+    let sources = [
+        args.prometheus.is_some(),
+        args.csv.is_some(),
+        args.metrics.is_some(),
+    ];
+    if sources.iter().filter(|s| **s).count() != 1 {
+        return Err(usage(
+            "give one telemetry source: `--prometheus URL`, `--csv FILE` or `--metrics FILE`",
+        ));
+    }
+    if (!args.cluster.is_empty() || args.all_clusters) && args.csv.is_some() {
+        return Err(usage(
+            "`--cluster`: the CSV format has no cluster column, so it cannot be narrowed to one; give the cluster's own CSV without `--cluster`, or `--metrics`/`--prometheus` data with a `cluster` label",
+        ));
+    }
+    Ok(())
+}
+
+/// The answers of the one telemetry source given, on their grid, with the source's name and
+/// what reading it noticed.
+fn read(
+    args: &ReviewArgs,
+    f: &Flags,
+    one: Option<&str>,
+    out: &Out,
+) -> CmdResult<(
+    review::query::Answers,
+    review::query::Grid,
+    String,
+    Vec<String>,
+)> {
+    if let Some(url) = &args.prometheus {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let to = f.to.unwrap_or(now);
+        let from = f.from.unwrap_or(to - f.window.unwrap_or(90 * 86_400));
+        let client = prometheus::Client {
+            base: url.clone(),
+            bearer: args.bearer_token.clone(),
+            basic: args
+                .basic_auth
+                .as_deref()
+                .and_then(|s| s.split_once(':'))
+                .map(|(u, p)| (u.to_owned(), p.to_owned())),
+            timeout: std::time::Duration::from_secs(args.timeout),
+        };
+        let step = f.step.unwrap_or_else(|| prometheus::step_for(to - from));
+        let grid = review::query::Grid::new(from, to, step)?;
+        let bar = out.progress("Prometheus queries", Some(0));
+        let answers = client.fetch(grid, one, &|done, total| bar.set(done, total))?;
+        return Ok((
+            answers,
+            grid,
+            format!("Prometheus {}", crate::core::redact(url)),
+            Vec::new(),
+        ));
+    }
+    let w = files::Window {
+        from: f.from,
+        to: f.to,
+        window: f.window,
+        step: f.step,
+    };
+    let r = match (&args.csv, &args.metrics) {
+        (Some(p), _) => files::read_csv(p, w)?,
+        (_, Some(p)) => files::read_exposition(p, w, one)?,
+        _ => return Err(usage("no telemetry source")),
+    };
+    Ok((r.answers, r.grid, r.source, r.notes))
+}
+
+/// The review's figures and advice, with the method's settings from the catalog's
+/// assumptions and the flags.
+fn analyse(
+    p: &crate::plan::Plan,
+    catalog: &crate::catalog::Catalog,
+    t: &review::telemetry::Telemetry,
+    f: &Flags,
+) -> review::Review {
+    let rec = recommend::recommend(p, catalog);
+    let a = &catalog.assumptions;
+    review::analyse(
+        p,
+        &rec,
+        catalog,
+        t,
+        &review::Settings {
+            stalled_after: f.stalled_after,
+            quiet_below: 0.05,
+            low_utilization: a.low_utilization,
+            forecast: review::Method {
+                headroom: f.headroom.unwrap_or(a.review_headroom),
+                min_days: a.review_min_days,
+                min_trend_days: a.review_min_trend_days,
+                consolidation_target: a.review_consolidation_target,
+                low_utilization: a.low_utilization,
+            },
+        },
+    )
+}
+
+/// Next quarter's plan, or why there is none; `clusters` names the clusters read when they
+/// are not all of the demand.
+fn next_quarter(
+    p: &crate::plan::Plan,
+    catalog: &crate::catalog::Catalog,
+    r: &review::Review,
+    clusters: Option<&str>,
+) -> CmdResult<review::next_plan::NextPlan> {
+    if let Some(why) = &r.next_quarter.withheld {
+        return Err(CmdError::Review(review::ReviewError::Data(format!(
+            "`--write-plan`: nothing to propose: {why}"
+        ))));
+    }
+    Ok(review::next_plan::next_plan(
+        p,
+        catalog,
+        &r.next_quarter,
+        (&r.window.from, &r.window.to),
+        crate::plan::Date::today(),
+        clusters,
+    )?)
+}
+
+/// The review in its format to `--out` or stdout, then next quarter's plan to its file.
+fn write(
+    args: &ReviewArgs,
+    out: &Out,
+    p: &crate::plan::Plan,
+    r: &review::Review,
+    next: Option<(&std::path::PathBuf, review::next_plan::NextPlan)>,
+) -> CmdResult {
     let text = match args.format {
-        ReviewFormat::Json => crate::report::review::json(&r),
-        ReviewFormat::Markdown => crate::report::review::markdown(&r),
-        ReviewFormat::Html => crate::report::review::html(&r),
+        ReviewFormat::Json => crate::report::review::json(r),
+        ReviewFormat::Markdown => crate::report::review::markdown(r),
+        ReviewFormat::Html => crate::report::review::html(r),
     };
     let inputs: Vec<&std::path::Path> =
         [Some(&args.plan), args.csv.as_ref(), args.metrics.as_ref()]
