@@ -559,27 +559,20 @@ struct PodReq {
     any_resources: BTreeSet<String>,
 }
 
-pub(crate) fn assemble(
-    a: &Answers,
-    grid: Grid,
-    plan: &Plan,
-    catalog: &Catalog,
-    cluster: Option<&str>,
-    source: String,
-    mut notes: Vec<String>,
-) -> Result<Telemetry, super::ReviewError> {
-    let step = grid.step;
-    let stepf = step as f64;
-    // Several clusters in one store (Thanos, Mimir) must not be merged silently.
-    let clusters = a.clusters();
-    if cluster.is_none() && clusters.len() > 1 {
-        return Err(super::ReviewError::Data(format!(
-            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
-            clusters.len(),
-            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
-        )));
-    }
+/// How often kube-state-metrics and dcgm-exporter were scraped, overall and per window, and
+/// each card's scrape counts.
+struct Scrapes {
+    ksm: Option<f64>,
+    ksm_at: Intervals,
+    has_phase: bool,
+    /// A card's scrape counts per window, by host, card and `vgpu` copy.
+    cards: BTreeMap<Vec<String>, BTreeMap<u32, f64>>,
+    dcgm: Option<f64>,
+    dcgm_intervals: Vec<f64>,
+    card_at: BTreeMap<Vec<String>, Intervals>,
+}
 
+fn scrapes(a: &Answers, step: i64) -> Scrapes {
     let ksm = interval(
         a.get(Q::Scraped)
             .map(|(_, r)| r)
@@ -637,13 +630,19 @@ pub(crate) fn assemble(
             .entry(key)
             .or_insert_with(|| Intervals::of(std::iter::once(r), step, dcgm));
     }
+    Scrapes {
+        ksm,
+        ksm_at,
+        has_phase,
+        cards,
+        dcgm,
+        dcgm_intervals,
+        card_at,
+    }
+}
 
-    // Seconds a window's samples stand for: count x the source's interval at that window. Not
-    // capped at the window: a sample jittered across a boundary leaves one window with one
-    // too many and its neighbour one too few, and the total stays exact.
-    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
-
-    // Nodes.
+/// Each node's labels and allocatable resources per window, with the samples behind them.
+fn nodes_of(a: &Answers, ksm_at: &Intervals, stepf: f64) -> BTreeMap<String, Node> {
     let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
     for (g, w) in a.get(Q::NodeLabels) {
         let name = &g[col(Q::NodeLabels, "node")];
@@ -694,7 +693,16 @@ pub(crate) fn assemble(
             e.insert(*k, (*v, count));
         }
     }
-    // Pods: their requests by container.
+    nodes
+}
+
+/// Each pod's requests by container and resource, the node it ran on per window and longest,
+/// and the node names those windows index.
+fn requests(
+    a: &Answers,
+    catalog: &Catalog,
+    has_phase: bool,
+) -> (BTreeMap<(String, String), PodReq>, Vec<String>) {
     let mut reqs: BTreeMap<(String, String), PodReq> = BTreeMap::new();
     let mut node_names: Vec<String> = Vec::new();
     let mut node_ids: BTreeMap<String, u32> = BTreeMap::new();
@@ -759,6 +767,21 @@ pub(crate) fn assemble(
             .max_by_key(|(_, c)| *c)
             .map(|(n, _)| n.clone());
     }
+    (reqs, node_names)
+}
+
+/// Each pod's phases and waiting reasons per window, by (namespace, pod).
+struct PodStates<'a> {
+    running: BTreeMap<(String, String), &'a BTreeMap<u32, f64>>,
+    pending: BTreeMap<(String, String), &'a BTreeMap<u32, f64>>,
+    crashloop: BTreeMap<(String, String), BTreeMap<u32, f64>>,
+    image_pull: BTreeMap<(String, String), BTreeMap<u32, f64>>,
+    scheduled_known: BTreeSet<(String, String)>,
+    unscheduled: BTreeMap<(String, String), &'a BTreeMap<u32, f64>>,
+    sidecars: BTreeSet<(String, String, String)>,
+}
+
+fn pod_states(a: &Answers) -> PodStates<'_> {
     let per_pod = |q: Q| -> BTreeMap<(String, String), &BTreeMap<u32, f64>> {
         a.get(q)
             .map(|(g, r)| {
@@ -826,7 +849,26 @@ pub(crate) fn assemble(
             )
         })
         .collect();
-    // A pod's workload: render's `gpuplan.io/workload` first, else `app.kubernetes.io/name`.
+    PodStates {
+        running,
+        pending,
+        crashloop,
+        image_pull,
+        scheduled_known,
+        unscheduled,
+        sidecars,
+    }
+}
+
+/// Pod labels that name a workload, and the controller that made each pod.
+type Named = (
+    BTreeMap<(String, String), String>,
+    BTreeMap<(String, String), String>,
+);
+
+/// A pod's workload labels: render's `gpuplan.io/workload` first, else
+/// `app.kubernetes.io/name`; and its controllers.
+fn named_by(a: &Answers) -> Named {
     let label_of = |q: Q, label: &'static str| {
         a.get(q).map(move |(g, _)| {
             (
@@ -838,13 +880,23 @@ pub(crate) fn assemble(
     let mut apps: BTreeMap<(String, String), String> =
         label_of(Q::PodLabels, "label_app_kubernetes_io_name").collect();
     apps.extend(label_of(Q::WorkloadLabels, "label_gpuplan_io_workload"));
-    let controllers = super::owners::controllers(a);
+    (apps, super::owners::controllers(a))
+}
 
-    // A node's pool by the names render gave; a node without one takes the declared pool of
-    // a workload running on it.
+/// A node's pool by the names render gave; a node without one takes the declared pool of a
+/// workload running on it (and is a node from then on, labels or not).
+fn node_pools<'p>(
+    plan: &'p Plan,
+    catalog: &Catalog,
+    a: &Answers,
+    nodes: &mut BTreeMap<String, Node>,
+    reqs: &BTreeMap<(String, String), PodReq>,
+    apps: &BTreeMap<(String, String), String>,
+    controllers: &BTreeMap<(String, String), String>,
+) -> BTreeMap<String, &'p crate::plan::raw::Pool> {
     let names = PoolNames::new(plan, catalog);
     let mut node_pool: BTreeMap<String, &crate::plan::raw::Pool> = BTreeMap::new();
-    for (name, n) in &nodes {
+    for (name, n) in nodes.iter() {
         if let Some(p) = names.pool(plan, &n.labels) {
             node_pool.insert(name.clone(), p);
         }
@@ -872,6 +924,60 @@ pub(crate) fn assemble(
             alloc: BTreeMap::new(),
         });
     }
+    node_pool
+}
+
+/// The telemetry of one cluster from the queries' answers: its nodes and pods with their series
+/// per window, stage by stage.
+pub(crate) fn assemble(
+    a: &Answers,
+    grid: Grid,
+    plan: &Plan,
+    catalog: &Catalog,
+    cluster: Option<&str>,
+    source: String,
+    mut notes: Vec<String>,
+) -> Result<Telemetry, super::ReviewError> {
+    let step = grid.step;
+    let stepf = step as f64;
+    // Several clusters in one store (Thanos, Mimir) must not be merged silently.
+    let clusters = a.clusters();
+    if cluster.is_none() && clusters.len() > 1 {
+        return Err(super::ReviewError::Data(format!(
+            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
+            clusters.len(),
+            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+
+    let Scrapes {
+        ksm,
+        ksm_at,
+        has_phase,
+        cards,
+        dcgm,
+        dcgm_intervals,
+        card_at,
+    } = scrapes(a, step);
+
+    // Seconds a window's samples stand for: count x the source's interval at that window. Not
+    // capped at the window: a sample jittered across a boundary leaves one window with one
+    // too many and its neighbour one too few, and the total stays exact.
+    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+
+    let mut nodes = nodes_of(a, &ksm_at, stepf);
+    let (reqs, node_names) = requests(a, catalog, has_phase);
+    let PodStates {
+        running,
+        pending,
+        crashloop,
+        image_pull,
+        scheduled_known,
+        unscheduled,
+        sidecars,
+    } = pod_states(a);
+    let (apps, controllers) = named_by(a);
+    let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
     let mut units: BTreeMap<String, Unit> = BTreeMap::new();
     // The distinct physical cards (UUIDs, not MIG instances) dcgm-exporter reports per node.
     let mut physical_cards: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
