@@ -927,58 +927,18 @@ fn node_pools<'p>(
     node_pool
 }
 
-/// The telemetry of one cluster from the queries' answers: its nodes and pods with their series
-/// per window, stage by stage.
-pub(crate) fn assemble(
-    a: &Answers,
-    grid: Grid,
-    plan: &Plan,
-    catalog: &Catalog,
-    cluster: Option<&str>,
-    source: String,
-    mut notes: Vec<String>,
-) -> Result<Telemetry, super::ReviewError> {
-    let step = grid.step;
-    let stepf = step as f64;
-    // Several clusters in one store (Thanos, Mimir) must not be merged silently.
-    let clusters = a.clusters();
-    if cluster.is_none() && clusters.len() > 1 {
-        return Err(super::ReviewError::Data(format!(
-            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
-            clusters.len(),
-            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
-        )));
-    }
+/// Per host, what dcgm-exporter says of its cards: the physical cards (UUIDs, not MIG
+/// instances), the parent cards MIG instances name, and the GPU model (`modelName`).
+type CardMaps<'a> = (
+    BTreeMap<&'a str, BTreeSet<&'a str>>,
+    BTreeMap<&'a str, BTreeSet<&'a str>>,
+    BTreeMap<&'a str, &'a str>,
+);
 
-    let Scrapes {
-        ksm,
-        ksm_at,
-        has_phase,
-        cards,
-        dcgm,
-        dcgm_intervals,
-        card_at,
-    } = scrapes(a, step);
-
-    // Seconds a window's samples stand for: count x the source's interval at that window. Not
-    // capped at the window: a sample jittered across a boundary leaves one window with one
-    // too many and its neighbour one too few, and the total stays exact.
-    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
-
-    let mut nodes = nodes_of(a, &ksm_at, stepf);
-    let (reqs, node_names) = requests(a, catalog, has_phase);
-    let PodStates {
-        running,
-        pending,
-        crashloop,
-        image_pull,
-        scheduled_known,
-        unscheduled,
-        sidecars,
-    } = pod_states(a);
-    let (apps, controllers) = named_by(a);
-    let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
-    let mut units: BTreeMap<String, Unit> = BTreeMap::new();
+fn card_maps<'a>(
+    a: &'a Answers,
+    cards: &'a BTreeMap<Vec<String>, BTreeMap<u32, f64>>,
+) -> CardMaps<'a> {
     // The distinct physical cards (UUIDs, not MIG instances) dcgm-exporter reports per node.
     let mut physical_cards: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     // A MIG instance's row carries its parent card's UUID: the cards a MIG node has.
@@ -1003,10 +963,40 @@ pub(crate) fn assemble(
             }
         }
     }
+    (physical_cards, parent_cards, dcgm_models)
+}
+
+/// Each node's series and the unit its GPUs are counted in, with what was learnt on the way.
+struct NodeStage {
+    units: BTreeMap<String, Unit>,
+    out_nodes: BTreeMap<String, NodeSeries>,
+    /// Nodes whose time-slicing replicas came from counting their cards.
+    replicas_from_cards: usize,
+    /// Resources no catalog MIG profile names.
+    unknown_mig: BTreeSet<String>,
+}
+
+/// Each node's capacity per window in its unit, the whole cards paid for where MIG leaves
+/// slices unconfigured, and its pool and GPU model.
+#[allow(clippy::too_many_arguments)]
+fn node_series(
+    plan: &Plan,
+    catalog: &Catalog,
+    a: &Answers,
+    grid: Grid,
+    nodes: &BTreeMap<String, Node>,
+    node_pool: &BTreeMap<String, &crate::plan::raw::Pool>,
+    cards: &BTreeMap<Vec<String>, BTreeMap<u32, f64>>,
+    ksm_at: &Intervals,
+) -> NodeStage {
+    let stepf = grid.step as f64;
+    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+    let mut units: BTreeMap<String, Unit> = BTreeMap::new();
+    let (physical_cards, parent_cards, dcgm_models) = card_maps(a, cards);
     let mut replicas_from_cards = 0usize;
     let mut out_nodes: BTreeMap<String, NodeSeries> = BTreeMap::new();
     let mut unknown_mig = BTreeSet::new();
-    for (name, n) in &nodes {
+    for (name, n) in nodes {
         let gpus = n
             .alloc
             .get("nvidia_com_gpu")
@@ -1085,6 +1075,71 @@ pub(crate) fn assemble(
         );
         units.insert(name.clone(), u);
     }
+    NodeStage {
+        units,
+        out_nodes,
+        replicas_from_cards,
+        unknown_mig,
+    }
+}
+
+/// The telemetry of one cluster from the queries' answers: its nodes and pods with their series
+/// per window, stage by stage.
+pub(crate) fn assemble(
+    a: &Answers,
+    grid: Grid,
+    plan: &Plan,
+    catalog: &Catalog,
+    cluster: Option<&str>,
+    source: String,
+    mut notes: Vec<String>,
+) -> Result<Telemetry, super::ReviewError> {
+    let step = grid.step;
+    let stepf = step as f64;
+    // Several clusters in one store (Thanos, Mimir) must not be merged silently.
+    let clusters = a.clusters();
+    if cluster.is_none() && clusters.len() > 1 {
+        return Err(super::ReviewError::Data(format!(
+            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
+            clusters.len(),
+            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+
+    let Scrapes {
+        ksm,
+        ksm_at,
+        has_phase,
+        cards,
+        dcgm,
+        dcgm_intervals,
+        card_at,
+    } = scrapes(a, step);
+
+    // Seconds a window's samples stand for: count x the source's interval at that window. Not
+    // capped at the window: a sample jittered across a boundary leaves one window with one
+    // too many and its neighbour one too few, and the total stays exact.
+    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+
+    let mut nodes = nodes_of(a, &ksm_at, stepf);
+    let (reqs, node_names) = requests(a, catalog, has_phase);
+    let PodStates {
+        running,
+        pending,
+        crashloop,
+        image_pull,
+        scheduled_known,
+        unscheduled,
+        sidecars,
+    } = pod_states(a);
+    let (apps, controllers) = named_by(a);
+    let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
+    let NodeStage {
+        units,
+        mut out_nodes,
+        replicas_from_cards,
+        mut unknown_mig,
+    } = node_series(plan, catalog, a, grid, &nodes, &node_pool, &cards, &ksm_at);
 
     let mut pods: BTreeMap<(String, String), PodSeries> = BTreeMap::new();
     // Pending pods no node holds yet, whose `nvidia.com/gpu` share is their workload's.
