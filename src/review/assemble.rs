@@ -1083,6 +1083,202 @@ fn node_series(
     }
 }
 
+/// What every pod's series is read against.
+struct PodCx<'a> {
+    plan: &'a Plan,
+    catalog: &'a Catalog,
+    a: &'a Answers,
+    grid: Grid,
+    ksm_at: &'a Intervals,
+    has_phase: bool,
+    units: &'a BTreeMap<String, Unit>,
+    states: &'a PodStates<'a>,
+    apps: &'a BTreeMap<(String, String), String>,
+    controllers: &'a BTreeMap<(String, String), String>,
+    node_names: &'a [String],
+}
+
+/// GPUs per window of a pod's app containers (and sidecars), or of its largest init
+/// container where that is more, each resource at its share of a GPU.
+fn gpus_by_window(
+    cx: &PodCx<'_>,
+    key: &(String, String),
+    r: &PodReq,
+    share_of: &dyn Fn(&str) -> Option<f64>,
+    unknown_mig: &mut BTreeSet<String>,
+) -> BTreeMap<u32, f64> {
+    let mut app: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut init: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut add =
+        |target: &mut BTreeMap<u32, f64>, res: &BTreeMap<String, BTreeMap<u32, f64>>, sum: bool| {
+            for (res, w) in res {
+                let Some(s) = share_of(res) else {
+                    unknown_mig.insert(res.clone());
+                    continue;
+                };
+                for (k, v) in w {
+                    let e = target.entry(*k).or_default();
+                    *e = if sum { *e + v * s } else { e.max(v * s) };
+                }
+            }
+        };
+    for c in r.app.values() {
+        add(&mut app, c, true);
+    }
+    for (name, c) in &r.init {
+        if cx
+            .states
+            .sidecars
+            .contains(&(key.0.clone(), key.1.clone(), name.clone()))
+        {
+            add(&mut app, c, true);
+        } else {
+            add(&mut init, c, false);
+        }
+    }
+    for (k, v) in init {
+        let e = app.entry(k).or_default();
+        *e = e.max(v);
+    }
+    app
+}
+
+/// A Pending pod's GPU-seconds waiting, and of those the unscheduled ones and those whose
+/// image would not pull; `share` is its `nvidia.com/gpu` share of a GPU.
+fn pending_seconds(
+    cx: &PodCx<'_>,
+    key: &(String, String),
+    r: &PodReq,
+    p: &mut PodSeries,
+    share: f64,
+) {
+    let stepf = cx.grid.step as f64;
+    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+    let Some(pend) = cx.states.pending.get(key) else {
+        return;
+    };
+    p.scheduled_known = cx.states.scheduled_known.contains(key);
+    let unsched = cx.states.unscheduled.get(key);
+    for (k, c) in *pend {
+        let gpus = r.any.get(k).copied().unwrap_or(0.0);
+        p.pending += gpus * secs(*c, cx.ksm_at.at(*k)) * share;
+        // Samples unscheduled within the Pending ones of the window.
+        let u = unsched
+            .and_then(|u| u.get(k))
+            .copied()
+            .unwrap_or(0.0)
+            .min(*c);
+        p.unscheduled += gpus * secs(u, cx.ksm_at.at(*k)) * share;
+        // Scheduled, but its image would not pull.
+        let pull = cx
+            .states
+            .image_pull
+            .get(key)
+            .and_then(|w| w.get(k))
+            .copied()
+            .unwrap_or(0.0)
+            .min(*c - u);
+        p.image_pull += gpus * secs(pull, cx.ksm_at.at(*k)) * share;
+    }
+}
+
+/// One pod's series: GPUs held per window (app containers and sidecars, the largest init
+/// container), GPU-seconds allocated to the node of each window, and Pending, unscheduled,
+/// image-pull and crash-loop seconds. A Pending pod with no node goes to `unplaced`.
+fn pod_series(
+    cx: &PodCx<'_>,
+    key: &(String, String),
+    r: &PodReq,
+    out_nodes: &mut BTreeMap<String, NodeSeries>,
+    unknown_mig: &mut BTreeSet<String>,
+    unplaced: &mut Vec<(String, String)>,
+) -> PodSeries {
+    let step = cx.grid.step;
+    let stepf = step as f64;
+    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+    let unit = r
+        .node
+        .as_ref()
+        .and_then(|n| cx.units.get(n))
+        .filter(|_| !cx.a.gpus_as_given);
+    let share_of = |res: &str| -> Option<f64> {
+        if res == "nvidia_com_gpu" {
+            Some(unit.map_or(1.0, |u| u.share))
+        } else {
+            super::telemetry::resource_share(cx.catalog, res)
+        }
+    };
+    let app = gpus_by_window(cx, key, r, &share_of, unknown_mig);
+    let run = cx.states.running.get(key);
+    let mut p = PodSeries {
+        namespace: key.0.clone(),
+        pod: key.1.clone(),
+        app: cx.apps.get(key).cloned(),
+        controller: cx.controllers.get(key).cloned(),
+        only_on_gpu: r.node.as_ref().and_then(|n| {
+            let model = cx.catalog.gpu_named(out_nodes.get(n)?.model.as_deref()?)?;
+            let held = pod_gpu(cx.units.get(n), &r.any_resources);
+            super::owners::only_on_gpu(cx.plan, cx.catalog, &key.0, &model.name, held)
+        }),
+        node: r.node.clone(),
+        ..PodSeries::default()
+    };
+    for (k, gpus) in &app {
+        let held = if cx.has_phase {
+            secs(
+                run.and_then(|r| r.get(k)).copied().unwrap_or(0.0),
+                cx.ksm_at.at(*k),
+            )
+        } else {
+            stepf
+        };
+        if held > 0.0 && *gpus > 0.0 {
+            p.allocated.insert(cx.grid.start(*k), gpus * held);
+            p.held_seconds += held;
+            p.gpus
+                .insert(cx.grid.start(*k), gpus * (held / stepf).min(1.0));
+        }
+    }
+    carry_levels(&mut p.gpus, step, |ts| {
+        cx.ksm_at.at(((ts - cx.grid.from) / step) as u32)
+    });
+    pending_seconds(
+        cx,
+        key,
+        r,
+        &mut p,
+        share_of("nvidia_com_gpu").unwrap_or(1.0),
+    );
+    // A MIG resource of the mixed strategy is already at its profile's share.
+    let whole_gpus = r.any_resources.iter().all(|res| res == "nvidia_com_gpu");
+    if p.pending > 0.0 && unit.is_none() && whole_gpus && !cx.a.gpus_as_given {
+        unplaced.push(key.clone());
+    }
+    // Crash-looping while it held GPUs.
+    if let Some(cl) = cx.states.crashloop.get(key) {
+        for (k, c) in cl {
+            if p.allocated.contains_key(&cx.grid.start(*k)) {
+                p.crashloop += secs(*c, cx.ksm_at.at(*k));
+            }
+        }
+    }
+    // Each window's GPU-seconds to the node that held the pod then.
+    for (t, v) in &p.allocated {
+        let k = ((t - cx.grid.from) / step) as u32;
+        let node = r
+            .node_at
+            .get(&k)
+            .map(|n| &cx.node_names[*n as usize])
+            .or(r.node.as_ref());
+        if let Some(n) = node.and_then(|n| out_nodes.get_mut(n)) {
+            *n.allocated.entry(*t).or_default() += v;
+        }
+    }
+    compact(&mut p.allocated);
+    compact(&mut p.gpus);
+    p
+}
+
 /// The telemetry of one cluster from the queries' answers: its nodes and pods with their series
 /// per window, stage by stage.
 pub(crate) fn assemble(
@@ -1123,15 +1319,7 @@ pub(crate) fn assemble(
 
     let mut nodes = nodes_of(a, &ksm_at, stepf);
     let (reqs, node_names) = requests(a, catalog, has_phase);
-    let PodStates {
-        running,
-        pending,
-        crashloop,
-        image_pull,
-        scheduled_known,
-        unscheduled,
-        sidecars,
-    } = pod_states(a);
+    let states = pod_states(a);
     let (apps, controllers) = named_by(a);
     let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
     let NodeStage {
@@ -1144,134 +1332,21 @@ pub(crate) fn assemble(
     let mut pods: BTreeMap<(String, String), PodSeries> = BTreeMap::new();
     // Pending pods no node holds yet, whose `nvidia.com/gpu` share is their workload's.
     let mut unplaced: Vec<(String, String)> = Vec::new();
+    let cx = PodCx {
+        plan,
+        catalog,
+        a,
+        grid,
+        ksm_at: &ksm_at,
+        has_phase,
+        units: &units,
+        states: &states,
+        apps: &apps,
+        controllers: &controllers,
+        node_names: &node_names,
+    };
     for (key, r) in &reqs {
-        let unit = r
-            .node
-            .as_ref()
-            .and_then(|n| units.get(n))
-            .filter(|_| !a.gpus_as_given);
-        let share_of = |res: &str| -> Option<f64> {
-            if res == "nvidia_com_gpu" {
-                Some(unit.map_or(1.0, |u| u.share))
-            } else {
-                super::telemetry::resource_share(catalog, res)
-            }
-        };
-        // GPUs per window of app containers (and sidecars), and the largest init container.
-        let mut app: BTreeMap<u32, f64> = BTreeMap::new();
-        let mut init: BTreeMap<u32, f64> = BTreeMap::new();
-        let mut add = |target: &mut BTreeMap<u32, f64>,
-                       res: &BTreeMap<String, BTreeMap<u32, f64>>,
-                       sum: bool| {
-            for (res, w) in res {
-                let Some(s) = share_of(res) else {
-                    unknown_mig.insert(res.clone());
-                    continue;
-                };
-                for (k, v) in w {
-                    let e = target.entry(*k).or_default();
-                    *e = if sum { *e + v * s } else { e.max(v * s) };
-                }
-            }
-        };
-        for c in r.app.values() {
-            add(&mut app, c, true);
-        }
-        for (name, c) in &r.init {
-            if sidecars.contains(&(key.0.clone(), key.1.clone(), name.clone())) {
-                add(&mut app, c, true);
-            } else {
-                add(&mut init, c, false);
-            }
-        }
-        for (k, v) in init {
-            let e = app.entry(k).or_default();
-            *e = e.max(v);
-        }
-        let run = running.get(key);
-        let mut p = PodSeries {
-            namespace: key.0.clone(),
-            pod: key.1.clone(),
-            app: apps.get(key).cloned(),
-            controller: controllers.get(key).cloned(),
-            only_on_gpu: r.node.as_ref().and_then(|n| {
-                let model = catalog.gpu_named(out_nodes.get(n)?.model.as_deref()?)?;
-                let held = pod_gpu(units.get(n), &r.any_resources);
-                super::owners::only_on_gpu(plan, catalog, &key.0, &model.name, held)
-            }),
-            node: r.node.clone(),
-            ..PodSeries::default()
-        };
-        for (k, gpus) in &app {
-            let held = if has_phase {
-                secs(
-                    run.and_then(|r| r.get(k)).copied().unwrap_or(0.0),
-                    ksm_at.at(*k),
-                )
-            } else {
-                stepf
-            };
-            if held > 0.0 && *gpus > 0.0 {
-                p.allocated.insert(grid.start(*k), gpus * held);
-                p.held_seconds += held;
-                p.gpus
-                    .insert(grid.start(*k), gpus * (held / stepf).min(1.0));
-            }
-        }
-        carry_levels(&mut p.gpus, step, |ts| {
-            ksm_at.at(((ts - grid.from) / step) as u32)
-        });
-        if let Some(pend) = pending.get(key) {
-            p.scheduled_known = scheduled_known.contains(key);
-            let unsched = unscheduled.get(key);
-            for (k, c) in *pend {
-                let gpus = r.any.get(k).copied().unwrap_or(0.0);
-                let share = share_of("nvidia_com_gpu").unwrap_or(1.0);
-                p.pending += gpus * secs(*c, ksm_at.at(*k)) * share;
-                // Samples unscheduled within the Pending ones of the window.
-                let u = unsched
-                    .and_then(|u| u.get(k))
-                    .copied()
-                    .unwrap_or(0.0)
-                    .min(*c);
-                p.unscheduled += gpus * secs(u, ksm_at.at(*k)) * share;
-                // Scheduled, but its image would not pull.
-                let pull = image_pull
-                    .get(key)
-                    .and_then(|w| w.get(k))
-                    .copied()
-                    .unwrap_or(0.0)
-                    .min(*c - u);
-                p.image_pull += gpus * secs(pull, ksm_at.at(*k)) * share;
-            }
-            // A MIG resource of the mixed strategy is already at its profile's share.
-            let whole_gpus = r.any_resources.iter().all(|res| res == "nvidia_com_gpu");
-            if p.pending > 0.0 && unit.is_none() && whole_gpus && !a.gpus_as_given {
-                unplaced.push(key.clone());
-            }
-        }
-        // Crash-looping while it held GPUs.
-        if let Some(cl) = crashloop.get(key) {
-            for (k, c) in cl {
-                if p.allocated.contains_key(&grid.start(*k)) {
-                    p.crashloop += secs(*c, ksm_at.at(*k));
-                }
-            }
-        }
-        // Each window's GPU-seconds to the node that held the pod then.
-        for (t, v) in &p.allocated {
-            let k = ((t - grid.from) / step) as u32;
-            let node = r
-                .node_at
-                .get(&k)
-                .map(|n| &node_names[*n as usize])
-                .or(r.node.as_ref());
-            if let Some(n) = node.and_then(|n| out_nodes.get_mut(n)) {
-                *n.allocated.entry(*t).or_default() += v;
-            }
-        }
-        compact(&mut p.allocated);
-        compact(&mut p.gpus);
+        let p = pod_series(&cx, key, r, &mut out_nodes, &mut unknown_mig, &mut unplaced);
         pods.insert(key.clone(), p);
     }
     // A Pending pod has no node, so no node says whether its `nvidia.com/gpu` is a
