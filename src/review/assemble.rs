@@ -559,6 +559,14 @@ struct PodReq {
     any_resources: BTreeSet<String>,
 }
 
+/// Seconds a window's samples stand for: count x the source's interval at that window (the
+/// step where the interval is unknown). Not capped at the window: a sample jittered across a
+/// boundary leaves one window with one too many and its neighbour one too few, and the total
+/// stays exact.
+fn seconds_of(stepf: f64) -> impl Fn(f64, Option<f64>) -> f64 {
+    move |count, iv| count * iv.unwrap_or(stepf)
+}
+
 /// How often kube-state-metrics and dcgm-exporter were scraped, overall and per window, and
 /// each card's scrape counts.
 struct Scrapes {
@@ -990,7 +998,7 @@ fn node_series(
     ksm_at: &Intervals,
 ) -> NodeStage {
     let stepf = grid.step as f64;
-    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+    let secs = seconds_of(stepf);
     let mut units: BTreeMap<String, Unit> = BTreeMap::new();
     let (physical_cards, parent_cards, dcgm_models) = card_maps(a, cards);
     let mut replicas_from_cards = 0usize;
@@ -1153,7 +1161,7 @@ fn pending_seconds(
     share: f64,
 ) {
     let stepf = cx.grid.step as f64;
-    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+    let secs = seconds_of(stepf);
     let Some(pend) = cx.states.pending.get(key) else {
         return;
     };
@@ -1195,7 +1203,7 @@ fn pod_series(
 ) -> PodSeries {
     let step = cx.grid.step;
     let stepf = step as f64;
-    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
+    let secs = seconds_of(stepf);
     let unit = r
         .node
         .as_ref()
@@ -1279,130 +1287,72 @@ fn pod_series(
     p
 }
 
-/// The telemetry of one cluster from the queries' answers: its nodes and pods with their series
-/// per window, stage by stage.
-pub(crate) fn assemble(
-    a: &Answers,
-    grid: Grid,
+/// A Pending pod has no node, so no node says whether its `nvidia.com/gpu` is a time-sliced
+/// replica or (MIG single strategy) a profile. Its workload does: the share its running pods
+/// held (the most common), else its declared pool's; else a whole GPU. How many were shared.
+fn pending_shares(
     plan: &Plan,
     catalog: &Catalog,
-    cluster: Option<&str>,
-    source: String,
-    mut notes: Vec<String>,
-) -> Result<Telemetry, super::ReviewError> {
-    let step = grid.step;
-    let stepf = step as f64;
-    // Several clusters in one store (Thanos, Mimir) must not be merged silently.
-    let clusters = a.clusters();
-    if cluster.is_none() && clusters.len() > 1 {
-        return Err(super::ReviewError::Data(format!(
-            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
-            clusters.len(),
-            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
-        )));
+    reqs: &BTreeMap<(String, String), PodReq>,
+    units: &BTreeMap<String, Unit>,
+    pods: &mut BTreeMap<(String, String), PodSeries>,
+    unplaced: &[(String, String)],
+) -> usize {
+    if unplaced.is_empty() {
+        return 0;
     }
-
-    let Scrapes {
-        ksm,
-        ksm_at,
-        has_phase,
-        cards,
-        dcgm,
-        dcgm_intervals,
-        card_at,
-    } = scrapes(a, step);
-
-    // Seconds a window's samples stand for: count x the source's interval at that window. Not
-    // capped at the window: a sample jittered across a boundary leaves one window with one
-    // too many and its neighbour one too few, and the total stays exact.
-    let secs = |count: f64, iv: Option<f64>| count * iv.unwrap_or(stepf);
-
-    let mut nodes = nodes_of(a, &ksm_at, stepf);
-    let (reqs, node_names) = requests(a, catalog, has_phase);
-    let states = pod_states(a);
-    let (apps, controllers) = named_by(a);
-    let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
-    let NodeStage {
-        units,
-        mut out_nodes,
-        replicas_from_cards,
-        mut unknown_mig,
-    } = node_series(plan, catalog, a, grid, &nodes, &node_pool, &cards, &ksm_at);
-
-    let mut pods: BTreeMap<(String, String), PodSeries> = BTreeMap::new();
-    // Pending pods no node holds yet, whose `nvidia.com/gpu` share is their workload's.
-    let mut unplaced: Vec<(String, String)> = Vec::new();
-    let cx = PodCx {
-        plan,
-        catalog,
-        a,
-        grid,
-        ksm_at: &ksm_at,
-        has_phase,
-        units: &units,
-        states: &states,
-        apps: &apps,
-        controllers: &controllers,
-        node_names: &node_names,
-    };
-    for (key, r) in &reqs {
-        let p = pod_series(&cx, key, r, &mut out_nodes, &mut unknown_mig, &mut unplaced);
-        pods.insert(key.clone(), p);
+    let mut seen: BTreeMap<&str, BTreeMap<u64, usize>> = BTreeMap::new();
+    for (key, r) in reqs {
+        let (Some(w), Some(u)) = (
+            pods.get(key).and_then(|p| owner(plan, p)),
+            r.node.as_ref().and_then(|n| units.get(n)),
+        ) else {
+            continue;
+        };
+        *seen
+            .entry(w)
+            .or_default()
+            .entry(u.share.to_bits())
+            .or_default() += 1;
     }
-    // A Pending pod has no node, so no node says whether its `nvidia.com/gpu` is a
-    // time-sliced replica or (MIG single strategy) a profile. Its workload does: the share
-    // its running pods held (the most common), else its declared pool's; else a whole GPU.
-    if !unplaced.is_empty() {
-        let mut seen: BTreeMap<&str, BTreeMap<u64, usize>> = BTreeMap::new();
-        for (key, r) in &reqs {
-            let (Some(w), Some(u)) = (
-                pods.get(key).and_then(|p| owner(plan, p)),
-                r.node.as_ref().and_then(|n| units.get(n)),
-            ) else {
-                continue;
-            };
-            *seen
-                .entry(w)
-                .or_default()
-                .entry(u.share.to_bits())
-                .or_default() += 1;
-        }
-        let mut shared = 0;
-        for key in &unplaced {
-            let Some(p) = pods.get_mut(key) else { continue };
-            let Some(w) = owner(plan, p) else { continue };
-            let measured = seen.get(w).and_then(|m| {
-                m.iter()
-                    .max_by_key(|(_, n)| **n)
-                    .map(|(bits, _)| f64::from_bits(*bits))
-            });
-            // The plan's word on the pool it is declared on, read as a node of it would be.
-            let declared = plan.workload_pools(w).next().map(|pool| {
-                unit_of(
-                    plan,
-                    catalog,
-                    &BTreeMap::new(),
-                    None,
-                    Some(pool.get()),
-                    None,
-                )
-                .share
-            });
-            if let Some(share) = measured.or(declared).filter(|s| *s < 1.0) {
-                p.pending *= share;
-                p.unscheduled *= share;
-                p.image_pull *= share;
-                shared += 1;
-            }
-        }
-        if shared > 0 {
-            notes.push(format!("{shared} Pending pod(s) with no node yet counted at their workload's share of a GPU (a time-slicing replica's or a MIG single-strategy profile's, from its running pods, else its declared pool)"));
+    let mut shared = 0;
+    for key in unplaced {
+        let Some(p) = pods.get_mut(key) else { continue };
+        let Some(w) = owner(plan, p) else { continue };
+        let measured = seen.get(w).and_then(|m| {
+            m.iter()
+                .max_by_key(|(_, n)| **n)
+                .map(|(bits, _)| f64::from_bits(*bits))
+        });
+        // The plan's word on the pool it is declared on, read as a node of it would be.
+        let declared = plan.workload_pools(w).next().map(|pool| {
+            unit_of(
+                plan,
+                catalog,
+                &BTreeMap::new(),
+                None,
+                Some(pool.get()),
+                None,
+            )
+            .share
+        });
+        if let Some(share) = measured.or(declared).filter(|s| *s < 1.0) {
+            p.pending *= share;
+            p.unscheduled *= share;
+            p.image_pull *= share;
+            shared += 1;
         }
     }
+    shared
+}
 
-    // Usage, per device: prefer the profiling metric; fall back to utilisation on non-MIG GPUs
-    // where it is absent or flat at zero while utilisation moves.
-    type Dev = Vec<String>;
+/// A GPU device as dcgm-exporter names it (host, card, instance), or for a series that names
+/// no card (a hand-made export) its pod's own device.
+type Dev = Vec<String>;
+
+/// Each device's usage samples by signal, pod and window (the highest value and the most
+/// samples of a window), and its MIG profile.
+fn devices_of(a: &Answers) -> BTreeMap<Dev, DevUse> {
     // A series that names no card (a hand-made export) is its pod's own device.
     let device_of = |q: Q, g: &Vec<String>| -> Dev {
         card(q, g).unwrap_or_else(|| {
@@ -1431,132 +1381,174 @@ pub(crate) fn assemble(
             }
         }
     }
-    let mut unlabelled = 0usize;
-    // Usage no GPU-requesting pod held, by node, GPU and the pod the exporter named.
-    let mut orphans: BTreeMap<(String, String, String, String), f64> = BTreeMap::new();
-    // Time-sliced nodes: busy GPU-seconds per window, split below.
-    let mut shared_busy: BTreeMap<String, BTreeMap<i64, f64>> = BTreeMap::new();
-    let mut fallbacks = 0usize;
-    for (dk, d) in &devices {
-        let iv = card_at.get(dk);
-        let dcgm_at = |k: u32| iv.map_or(dcgm, |i| i.at(k));
-        let peak = |s: Signal| {
-            d.by_signal.get(&s).map(|m| {
-                m.values()
-                    .flat_map(|w| w.values())
-                    .map(|x| x.0)
-                    .fold(0.0, f64::max)
-            })
-        };
-        let mig = !d.profile.is_empty();
-        let signal = match (peak(Signal::GrEngineActive), peak(Signal::GpuUtil)) {
-            (Some(_), _) if mig => Signal::GrEngineActive,
-            (Some(a), Some(u)) if a <= 0.0 && u > 0.0 => Signal::GpuUtil,
-            (Some(_), _) => Signal::GrEngineActive,
-            (None, Some(_)) if !mig => Signal::GpuUtil,
-            _ => continue,
-        };
-        if signal == Signal::GpuUtil {
-            fallbacks += 1;
+    devices
+}
+
+/// What attributing usage found beside the pods' own usage.
+#[derive(Default)]
+struct Usage {
+    /// Devices reporting usage with no pod named.
+    unlabelled: usize,
+    /// Usage no GPU-requesting pod held, by node, GPU and the pod the exporter named.
+    orphans: BTreeMap<(String, String, String, String), f64>,
+    /// Time-sliced nodes: busy GPU-seconds per window, split by `share_busy`.
+    shared_busy: BTreeMap<String, BTreeMap<i64, f64>>,
+    /// Devices read from utilisation for want of the profiling metric.
+    fallbacks: usize,
+    /// MIG profiles the catalog does not know.
+    unknown_mig: BTreeSet<String>,
+}
+
+/// What a device's usage is read against.
+struct UsageCx<'a> {
+    catalog: &'a Catalog,
+    grid: Grid,
+    units: &'a BTreeMap<String, Unit>,
+    card_at: &'a BTreeMap<Vec<String>, Intervals>,
+    dcgm: Option<f64>,
+}
+
+/// One device's busy seconds per window to the pods it names: the profiling metric, or
+/// utilisation on a non-MIG GPU where that is absent or flat at zero while utilisation moves;
+/// a time-sliced node's to `shared_busy`, a pod nobody requested GPUs for to `orphans`.
+fn device_usage(
+    cx: &UsageCx<'_>,
+    dk: &Dev,
+    d: &DevUse,
+    pods: &mut BTreeMap<(String, String), PodSeries>,
+    out_nodes: &mut BTreeMap<String, NodeSeries>,
+    acc: &mut Usage,
+) {
+    let step = cx.grid.step;
+    let stepf = step as f64;
+    let secs = seconds_of(stepf);
+    let iv = cx.card_at.get(dk);
+    let dcgm_at = |k: u32| iv.map_or(cx.dcgm, |i| i.at(k));
+    let peak = |s: Signal| {
+        d.by_signal.get(&s).map(|m| {
+            m.values()
+                .flat_map(|w| w.values())
+                .map(|x| x.0)
+                .fold(0.0, f64::max)
+        })
+    };
+    let mig = !d.profile.is_empty();
+    let signal = match (peak(Signal::GrEngineActive), peak(Signal::GpuUtil)) {
+        (Some(_), _) if mig => Signal::GrEngineActive,
+        (Some(a), Some(u)) if a <= 0.0 && u > 0.0 => Signal::GpuUtil,
+        (Some(_), _) => Signal::GrEngineActive,
+        (None, Some(_)) if !mig => Signal::GpuUtil,
+        _ => return,
+    };
+    if signal == Signal::GpuUtil {
+        acc.fallbacks += 1;
+    }
+    let scale = match signal {
+        Signal::GrEngineActive => 1.0,
+        Signal::GpuUtil => 0.01,
+    };
+    let weight = if mig {
+        match super::telemetry::mig_share(cx.catalog, &d.profile) {
+            Some(w) => w,
+            None => {
+                acc.unknown_mig.insert(d.profile.clone());
+                return;
+            }
         }
-        let scale = match signal {
-            Signal::GrEngineActive => 1.0,
-            Signal::GpuUtil => 0.01,
-        };
-        let weight = if mig {
-            match super::telemetry::mig_share(catalog, &d.profile) {
-                Some(w) => w,
-                None => {
-                    unknown_mig.insert(d.profile.clone());
-                    continue;
+    } else {
+        1.0
+    };
+    let Some(by_pod) = d.by_signal.get(&signal) else {
+        return;
+    };
+    // Per window, each named pod's busy seconds on the device: a window's samples' sum
+    // over their count, times the time they cover.
+    let mut per: BTreeMap<u32, Vec<PodBusy>> = BTreeMap::new();
+    for (pod, w) in by_pod {
+        if pod.0.is_empty() || pod.1.is_empty() {
+            continue;
+        }
+        for (k, (sum, count)) in w {
+            let b = sum / count.max(1.0) * secs(*count, dcgm_at(*k)) * scale * weight;
+            per.entry(*k).or_default().push((pod, b, *count));
+        }
+    }
+    if per.is_empty() {
+        acc.unlabelled += 1;
+        return;
+    }
+    for (k, rows) in per {
+        let full = dcgm_at(k).map(|i| stepf / i);
+        let t = cx.grid.start(k);
+        // Rows of one window are either one after another (a job ends, the next starts,
+        // or the GPU falls back to the exporter's own labels): their samples add up to
+        // at most a window's; or copies of one card (`--kubernetes-virtual-gpus`): each
+        // a window's worth. The card was busy their sum, or one copy.
+        let (total, top, count): (f64, f64, f64) =
+            rows.iter().fold((0.0, 0.0, 0.0), |(s, m, c), r| {
+                (s + r.1, f64::max(m, r.1), c + r.2)
+            });
+        let copies = rows.len() > 1 && full.is_some_and(|f| count > f + 1.0);
+        let busy = if copies { top } else { total };
+        // The node of the pods it names, from kube-state-metrics.
+        let node = rows
+            .iter()
+            .find_map(|r| pods.get(r.0).and_then(|p| p.node.clone()));
+        let shared = node
+            .as_ref()
+            .and_then(|n| cx.units.get(n))
+            .is_some_and(|u| u.replicas > 1 && !mig);
+        if let Some(n) = node.as_ref().and_then(|n| out_nodes.get_mut(n)) {
+            n.signal = Some(n.signal.map_or(signal, |s| s.max(signal)));
+        }
+        if shared {
+            *acc.shared_busy
+                .entry(node.unwrap_or_default())
+                .or_default()
+                .entry(t)
+                .or_default() += busy;
+            continue;
+        }
+        for (n, b, _) in rows {
+            // Copies share the card equally; rows one after another keep their own.
+            let mine = if copies {
+                busy / total.max(1e-12) * b
+            } else {
+                b
+            };
+            match pods.get_mut(n) {
+                // Usage counts while the pod holds GPUs (this window or, when a sample
+                // was jittered across the boundary, a neighbour).
+                Some(p) if holds_near(p, t, step) => {
+                    p.has_usage = true;
+                    p.signal = Some(p.signal.map_or(signal, |s| s.max(signal)));
+                    *p.used.entry(t).or_default() += mine;
                 }
-            }
-        } else {
-            1.0
-        };
-        let Some(by_pod) = d.by_signal.get(&signal) else {
-            continue;
-        };
-        // Per window, each named pod's busy seconds on the device: a window's samples' sum
-        // over their count, times the time they cover.
-        let mut per: BTreeMap<u32, Vec<PodBusy>> = BTreeMap::new();
-        for (pod, w) in by_pod {
-            if pod.0.is_empty() || pod.1.is_empty() {
-                continue;
-            }
-            for (k, (sum, count)) in w {
-                let b = sum / count.max(1.0) * secs(*count, dcgm_at(*k)) * scale * weight;
-                per.entry(*k).or_default().push((pod, b, *count));
-            }
-        }
-        if per.is_empty() {
-            unlabelled += 1;
-            continue;
-        }
-        for (k, rows) in per {
-            let full = dcgm_at(k).map(|i| stepf / i);
-            let t = grid.start(k);
-            // Rows of one window are either one after another (a job ends, the next starts,
-            // or the GPU falls back to the exporter's own labels): their samples add up to
-            // at most a window's; or copies of one card (`--kubernetes-virtual-gpus`): each
-            // a window's worth. The card was busy their sum, or one copy.
-            let (total, top, count): (f64, f64, f64) =
-                rows.iter().fold((0.0, 0.0, 0.0), |(s, m, c), r| {
-                    (s + r.1, f64::max(m, r.1), c + r.2)
-                });
-            let copies = rows.len() > 1 && full.is_some_and(|f| count > f + 1.0);
-            let busy = if copies { top } else { total };
-            // The node of the pods it names, from kube-state-metrics.
-            let node = rows
-                .iter()
-                .find_map(|r| pods.get(r.0).and_then(|p| p.node.clone()));
-            let shared = node
-                .as_ref()
-                .and_then(|n| units.get(n))
-                .is_some_and(|u| u.replicas > 1 && !mig);
-            if let Some(n) = node.as_ref().and_then(|n| out_nodes.get_mut(n)) {
-                n.signal = Some(n.signal.map_or(signal, |s| s.max(signal)));
-            }
-            if shared {
-                *shared_busy
-                    .entry(node.unwrap_or_default())
-                    .or_default()
-                    .entry(t)
-                    .or_default() += busy;
-                continue;
-            }
-            for (n, b, _) in rows {
-                // Copies share the card equally; rows one after another keep their own.
-                let mine = if copies {
-                    busy / total.max(1e-12) * b
-                } else {
-                    b
-                };
-                match pods.get_mut(n) {
-                    // Usage counts while the pod holds GPUs (this window or, when a sample
-                    // was jittered across the boundary, a neighbour).
-                    Some(p) if holds_near(p, t, step) => {
-                        p.has_usage = true;
-                        p.signal = Some(p.signal.map_or(signal, |s| s.max(signal)));
-                        *p.used.entry(t).or_default() += mine;
-                    }
-                    Some(p) => p.has_usage = true,
-                    None => {
-                        let gpu = match (dk.get(2), dk.get(4)) {
-                            (Some(g), Some(i)) if !i.is_empty() => format!("{g}/MIG {i}"),
-                            (Some(g), _) => g.clone(),
-                            _ => String::new(),
-                        };
-                        let host = dk.get(1).cloned().unwrap_or_default();
-                        *orphans
-                            .entry((host, gpu, n.0.clone(), n.1.clone()))
-                            .or_default() += mine
-                    }
+                Some(p) => p.has_usage = true,
+                None => {
+                    let gpu = match (dk.get(2), dk.get(4)) {
+                        (Some(g), Some(i)) if !i.is_empty() => format!("{g}/MIG {i}"),
+                        (Some(g), _) => g.clone(),
+                        _ => String::new(),
+                    };
+                    let host = dk.get(1).cloned().unwrap_or_default();
+                    *acc.orphans
+                        .entry((host, gpu, n.0.clone(), n.1.clone()))
+                        .or_default() += mine
                 }
             }
         }
     }
-    // A time-sliced node's busy seconds go to the pods holding its GPUs, by their share.
+}
+
+/// A time-sliced node's busy seconds go to the pods holding its GPUs, by their share; a pod is
+/// never busier than it was held; a pod on a time-sliced node with usage has usage data.
+fn settle_usage(
+    pods: &mut BTreeMap<(String, String), PodSeries>,
+    out_nodes: &BTreeMap<String, NodeSeries>,
+    shared_busy: BTreeMap<String, BTreeMap<i64, f64>>,
+    step: i64,
+) {
     for (node, busy) in shared_busy {
         let holders: Vec<(String, String)> = pods
             .iter()
@@ -1601,6 +1593,99 @@ pub(crate) fn assemble(
             }
         }
     }
+}
+
+/// The telemetry of one cluster from the queries' answers: its nodes and pods with their series
+/// per window, stage by stage.
+pub(crate) fn assemble(
+    a: &Answers,
+    grid: Grid,
+    plan: &Plan,
+    catalog: &Catalog,
+    cluster: Option<&str>,
+    source: String,
+    mut notes: Vec<String>,
+) -> Result<Telemetry, super::ReviewError> {
+    let step = grid.step;
+    let stepf = step as f64;
+    // Several clusters in one store (Thanos, Mimir) must not be merged silently.
+    let clusters = a.clusters();
+    if cluster.is_none() && clusters.len() > 1 {
+        return Err(super::ReviewError::Data(format!(
+            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
+            clusters.len(),
+            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+
+    let Scrapes {
+        ksm,
+        ksm_at,
+        has_phase,
+        cards,
+        dcgm,
+        dcgm_intervals,
+        card_at,
+    } = scrapes(a, step);
+
+    let mut nodes = nodes_of(a, &ksm_at, stepf);
+    let (reqs, node_names) = requests(a, catalog, has_phase);
+    let states = pod_states(a);
+    let (apps, controllers) = named_by(a);
+    let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
+    let NodeStage {
+        units,
+        mut out_nodes,
+        replicas_from_cards,
+        mut unknown_mig,
+    } = node_series(plan, catalog, a, grid, &nodes, &node_pool, &cards, &ksm_at);
+
+    let mut pods: BTreeMap<(String, String), PodSeries> = BTreeMap::new();
+    // Pending pods no node holds yet, whose `nvidia.com/gpu` share is their workload's.
+    let mut unplaced: Vec<(String, String)> = Vec::new();
+    let cx = PodCx {
+        plan,
+        catalog,
+        a,
+        grid,
+        ksm_at: &ksm_at,
+        has_phase,
+        units: &units,
+        states: &states,
+        apps: &apps,
+        controllers: &controllers,
+        node_names: &node_names,
+    };
+    for (key, r) in &reqs {
+        let p = pod_series(&cx, key, r, &mut out_nodes, &mut unknown_mig, &mut unplaced);
+        pods.insert(key.clone(), p);
+    }
+    let shared = pending_shares(plan, catalog, &reqs, &units, &mut pods, &unplaced);
+    if shared > 0 {
+        notes.push(format!("{shared} Pending pod(s) with no node yet counted at their workload's share of a GPU (a time-slicing replica's or a MIG single-strategy profile's, from its running pods, else its declared pool)"));
+    }
+
+    let devices = devices_of(a);
+    let ucx = UsageCx {
+        catalog,
+        grid,
+        units: &units,
+        card_at: &card_at,
+        dcgm,
+    };
+    let mut usage = Usage::default();
+    for (dk, d) in &devices {
+        device_usage(&ucx, dk, d, &mut pods, &mut out_nodes, &mut usage);
+    }
+    unknown_mig.append(&mut usage.unknown_mig);
+    let Usage {
+        unlabelled,
+        orphans,
+        shared_busy,
+        fallbacks,
+        ..
+    } = usage;
+    settle_usage(&mut pods, &out_nodes, shared_busy, step);
 
     // Usage coverage per node: the windows its dcgm-exporter reported in (a window left empty
     // by a scrape jittered across its boundary counts). A pod that held GPUs on a node that
