@@ -1408,6 +1408,55 @@ struct UsageCx<'a> {
     dcgm: Option<f64>,
 }
 
+/// Every device's usage to the pods it names, with what was found beside them.
+fn usage_of(
+    cx: &UsageCx<'_>,
+    a: &Answers,
+    pods: &mut Pods,
+    out_nodes: &mut BTreeMap<String, NodeSeries>,
+) -> Usage {
+    let mut usage = Usage::default();
+    for (dk, d) in &devices_of(a) {
+        device_usage(cx, dk, d, pods, out_nodes, &mut usage);
+    }
+    usage
+}
+
+/// A pod's share `mine` of a device's busy seconds in the window starting at `t`: its usage
+/// while it holds GPUs (this window or, when a sample was jittered across the boundary, a
+/// neighbour); an orphan's when no GPU-requesting pod of that name exists.
+fn attribute(
+    dk: &Dev,
+    n: &(String, String),
+    (t, step): (i64, i64),
+    signal: Signal,
+    mine: f64,
+    pods: &mut Pods,
+    orphans: &mut BTreeMap<(String, String, String, String), f64>,
+) {
+    match pods.get_mut(n) {
+        // Usage counts while the pod holds GPUs (this window or, when a sample
+        // was jittered across the boundary, a neighbour).
+        Some(p) if holds_near(p, t, step) => {
+            p.has_usage = true;
+            p.signal = Some(p.signal.map_or(signal, |s| s.max(signal)));
+            *p.used.entry(t).or_default() += mine;
+        }
+        Some(p) => p.has_usage = true,
+        None => {
+            let gpu = match (dk.get(2), dk.get(4)) {
+                (Some(g), Some(i)) if !i.is_empty() => format!("{g}/MIG {i}"),
+                (Some(g), _) => g.clone(),
+                _ => String::new(),
+            };
+            let host = dk.get(1).cloned().unwrap_or_default();
+            *orphans
+                .entry((host, gpu, n.0.clone(), n.1.clone()))
+                .or_default() += mine
+        }
+    }
+}
+
 /// One device's busy seconds per window to the pods it names: the profiling metric, or
 /// utilisation on a non-MIG GPU where that is absent or flat at zero while utilisation moves;
 /// a time-sliced node's to `shared_busy`, a pod nobody requested GPUs for to `orphans`.
@@ -1516,27 +1565,7 @@ fn device_usage(
             } else {
                 b
             };
-            match pods.get_mut(n) {
-                // Usage counts while the pod holds GPUs (this window or, when a sample
-                // was jittered across the boundary, a neighbour).
-                Some(p) if holds_near(p, t, step) => {
-                    p.has_usage = true;
-                    p.signal = Some(p.signal.map_or(signal, |s| s.max(signal)));
-                    *p.used.entry(t).or_default() += mine;
-                }
-                Some(p) => p.has_usage = true,
-                None => {
-                    let gpu = match (dk.get(2), dk.get(4)) {
-                        (Some(g), Some(i)) if !i.is_empty() => format!("{g}/MIG {i}"),
-                        (Some(g), _) => g.clone(),
-                        _ => String::new(),
-                    };
-                    let host = dk.get(1).cloned().unwrap_or_default();
-                    *acc.orphans
-                        .entry((host, gpu, n.0.clone(), n.1.clone()))
-                        .or_default() += mine
-                }
-            }
+            attribute(dk, n, (t, step), signal, mine, pods, &mut acc.orphans);
         }
     }
 }
@@ -1595,103 +1624,23 @@ fn settle_usage(
     }
 }
 
-/// The telemetry of one cluster from the queries' answers: its nodes and pods with their series
-/// per window, stage by stage.
-pub(crate) fn assemble(
-    a: &Answers,
+/// Each node's dcgm-exporter coverage: a pod's windows on a node with usage data, where its
+/// exporter reported nothing, are unobserved (never idle); and each node's gaps while
+/// kube-state-metrics saw it.
+fn dcgm_coverage(
+    cards: &BTreeMap<Vec<String>, BTreeMap<u32, f64>>,
+    dcgm: Option<f64>,
     grid: Grid,
-    plan: &Plan,
-    catalog: &Catalog,
-    cluster: Option<&str>,
-    source: String,
-    mut notes: Vec<String>,
-) -> Result<Telemetry, super::ReviewError> {
+    nodes: &BTreeMap<String, Node>,
+    pods: &mut BTreeMap<(String, String), PodSeries>,
+) -> Vec<(String, i64, i64)> {
     let step = grid.step;
     let stepf = step as f64;
-    // Several clusters in one store (Thanos, Mimir) must not be merged silently.
-    let clusters = a.clusters();
-    if cluster.is_none() && clusters.len() > 1 {
-        return Err(super::ReviewError::Data(format!(
-            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
-            clusters.len(),
-            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
-        )));
-    }
-
-    let Scrapes {
-        ksm,
-        ksm_at,
-        has_phase,
-        cards,
-        dcgm,
-        dcgm_intervals,
-        card_at,
-    } = scrapes(a, step);
-
-    let mut nodes = nodes_of(a, &ksm_at, stepf);
-    let (reqs, node_names) = requests(a, catalog, has_phase);
-    let states = pod_states(a);
-    let (apps, controllers) = named_by(a);
-    let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
-    let NodeStage {
-        units,
-        mut out_nodes,
-        replicas_from_cards,
-        mut unknown_mig,
-    } = node_series(plan, catalog, a, grid, &nodes, &node_pool, &cards, &ksm_at);
-
-    let mut pods: BTreeMap<(String, String), PodSeries> = BTreeMap::new();
-    // Pending pods no node holds yet, whose `nvidia.com/gpu` share is their workload's.
-    let mut unplaced: Vec<(String, String)> = Vec::new();
-    let cx = PodCx {
-        plan,
-        catalog,
-        a,
-        grid,
-        ksm_at: &ksm_at,
-        has_phase,
-        units: &units,
-        states: &states,
-        apps: &apps,
-        controllers: &controllers,
-        node_names: &node_names,
-    };
-    for (key, r) in &reqs {
-        let p = pod_series(&cx, key, r, &mut out_nodes, &mut unknown_mig, &mut unplaced);
-        pods.insert(key.clone(), p);
-    }
-    let shared = pending_shares(plan, catalog, &reqs, &units, &mut pods, &unplaced);
-    if shared > 0 {
-        notes.push(format!("{shared} Pending pod(s) with no node yet counted at their workload's share of a GPU (a time-slicing replica's or a MIG single-strategy profile's, from its running pods, else its declared pool)"));
-    }
-
-    let devices = devices_of(a);
-    let ucx = UsageCx {
-        catalog,
-        grid,
-        units: &units,
-        card_at: &card_at,
-        dcgm,
-    };
-    let mut usage = Usage::default();
-    for (dk, d) in &devices {
-        device_usage(&ucx, dk, d, &mut pods, &mut out_nodes, &mut usage);
-    }
-    unknown_mig.append(&mut usage.unknown_mig);
-    let Usage {
-        unlabelled,
-        orphans,
-        shared_busy,
-        fallbacks,
-        ..
-    } = usage;
-    settle_usage(&mut pods, &out_nodes, shared_busy, step);
-
     // Usage coverage per node: the windows its dcgm-exporter reported in (a window left empty
     // by a scrape jittered across its boundary counts). A pod that held GPUs on a node that
     // reports usage, in a window it did not, has no data there: never idle.
     let mut dcgm_cover: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
-    for (card, r) in &cards {
+    for (card, r) in cards {
         let host = &card[1];
         if !host.is_empty() {
             dcgm_cover.entry(host.clone()).or_default().extend(r.keys());
@@ -1735,15 +1684,11 @@ pub(crate) fn assemble(
             }
         }
     }
-    if !dcgm_gaps.is_empty() {
-        let hours: f64 = dcgm_gaps.iter().map(|g| (g.2 - g.1) as f64 / 3600.0).sum();
-        notes.push(format!(
-            "dcgm-exporter reported nothing for {hours:.1} node-hour(s) in {} gap(s) (coverage lists them): pods there have no usage data for those hours, which count neither as used nor as idle",
-            dcgm_gaps.len()
-        ));
-    }
+    dcgm_gaps
+}
 
-    // Tokens: a counter's increase across resets, from each window's highest value.
+/// Tokens: a counter's increase across resets, from each window's highest value.
+fn tokens(a: &Answers, pods: &mut BTreeMap<(String, String), PodSeries>) {
     for (g, w) in a.get(Q::Tokens) {
         let key = (
             g[col(Q::Tokens, "namespace")].clone(),
@@ -1757,10 +1702,11 @@ pub(crate) fn assemble(
                 .sum::<f64>();
         }
     }
+}
 
-    super::serving::attach(a, &grid, &mut pods);
-
-    // Coverage: the windows holding any kube-state-metrics data.
+/// The windows holding any kube-state-metrics data (jitter filled), and those with samples.
+fn ksm_coverage(a: &Answers, grid: Grid, ksm: Option<f64>) -> (BTreeSet<u32>, BTreeSet<i64>) {
+    let stepf = grid.step as f64;
     let mut covered: BTreeSet<u32> = BTreeSet::new();
     for q in [Q::Scraped, Q::NodeScraped, Q::Requests] {
         for (_, w) in a.get(q) {
@@ -1769,7 +1715,49 @@ pub(crate) fn assemble(
     }
     let sampled: BTreeSet<i64> = covered.iter().map(|k| grid.start(*k)).collect();
     fill_jitter(&mut covered, ksm, stepf);
-    if !has_phase && !reqs.is_empty() {
+    (covered, sampled)
+}
+
+/// Pods' series by (namespace, pod).
+type Pods = BTreeMap<(String, String), PodSeries>;
+
+/// Every pod's series, and the Pending pods no node holds yet, whose `nvidia.com/gpu` share
+/// is their workload's.
+fn pods_of(
+    cx: &PodCx<'_>,
+    reqs: &BTreeMap<(String, String), PodReq>,
+    out_nodes: &mut BTreeMap<String, NodeSeries>,
+    unknown_mig: &mut BTreeSet<String>,
+) -> (Pods, Vec<(String, String)>) {
+    let mut pods = BTreeMap::new();
+    let mut unplaced = Vec::new();
+    for (key, r) in reqs {
+        let p = pod_series(cx, key, r, out_nodes, unknown_mig, &mut unplaced);
+        pods.insert(key.clone(), p);
+    }
+    (pods, unplaced)
+}
+
+/// What reading the data noticed that the review's figures rest on.
+struct ReadFacts {
+    /// Pods with GPU requests and no phase series.
+    no_phase: bool,
+    unlabelled: usize,
+    replicas_from_cards: usize,
+    fallbacks: usize,
+    unknown_mig: BTreeSet<String>,
+}
+
+fn read_notes(f: ReadFacts) -> Vec<String> {
+    let ReadFacts {
+        no_phase,
+        unlabelled,
+        replicas_from_cards,
+        fallbacks,
+        unknown_mig,
+    } = f;
+    let mut notes = Vec::new();
+    if no_phase {
         notes.push("no kube_pod_status_phase series: every pod with GPU requests is counted as running (finished and Pending pods included); export it with kube-state-metrics".into());
     }
     if unlabelled > 0 {
@@ -1789,6 +1777,14 @@ pub(crate) fn assemble(
             unknown_mig.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
+    notes
+}
+
+/// Pods that held, waited for or used nothing go; the rest, and the nodes, are compacted.
+fn compact_series(
+    pods: &mut BTreeMap<(String, String), PodSeries>,
+    out_nodes: &mut BTreeMap<String, NodeSeries>,
+) {
     pods.retain(|_, p| !p.allocated.is_empty() || p.pending > 0.0 || !p.used.is_empty());
     for p in pods.values_mut() {
         compact(&mut p.used);
@@ -1797,18 +1793,152 @@ pub(crate) fn assemble(
         compact(&mut n.capacity);
         compact(&mut n.allocated);
     }
+}
+
+/// Where the data covers less than the window asked for, what the figures are over.
+fn coverage_note(covered: &BTreeSet<u32>, grid: Grid) -> Option<String> {
+    let step = grid.step;
     let requested = grid.to() - grid.from;
     let span = covered.len() as i64 * step;
-    if !covered.is_empty() && (span as f64) < 0.98 * requested as f64 {
-        notes.push(format!(
+    (!covered.is_empty() && (span as f64) < 0.98 * requested as f64).then(|| {
+        format!(
             "the data covers {:.1} h of the {:.1} h window ({} to {}): costs, idle floors and advice are over the {:.1} h covered, never over hours without data",
             span as f64 / 3600.0,
             requested as f64 / 3600.0,
             super::telemetry::format_time(covered.first().map_or(grid.from, |k| grid.start(*k))),
             super::telemetry::format_time(covered.last().map_or(grid.from, |k| grid.start(*k) + step)),
             span as f64 / 3600.0
+        )
+    })
+}
+
+/// Usage no GPU-requesting pod held, above the noise floor.
+fn orphans_of(orphans: BTreeMap<(String, String, String, String), f64>) -> Vec<Orphan> {
+    orphans
+        .into_iter()
+        // Below a tenth of a GPU-hour over the window it is noise (a device that reports
+        // a sliver of activity with no pod of its own), not work to find.
+        .filter(|(_, used)| *used >= ORPHAN_FLOOR)
+        .map(|((node, gpu, namespace, pod), used)| Orphan {
+            node,
+            gpu,
+            namespace,
+            pod,
+            used_gpu_seconds: used,
+        })
+        .collect()
+}
+
+/// Several clusters in one store (Thanos, Mimir) must not be merged silently: without a
+/// cluster named, the data must hold one.
+fn one_cluster(a: &Answers, cluster: Option<&str>) -> Result<(), super::ReviewError> {
+    let clusters = a.clusters();
+    if cluster.is_none() && clusters.len() > 1 {
+        return Err(super::ReviewError::Data(format!(
+            "the data holds {} clusters ({}): review one with `--cluster NAME`, or the fleet with `--all-clusters` (or `--cluster` once per cluster)",
+            clusters.len(),
+            clusters.iter().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The telemetry of one cluster from the queries' answers: its nodes and pods with their series
+/// per window, stage by stage.
+pub(crate) fn assemble(
+    a: &Answers,
+    grid: Grid,
+    plan: &Plan,
+    catalog: &Catalog,
+    cluster: Option<&str>,
+    source: String,
+    mut notes: Vec<String>,
+) -> Result<Telemetry, super::ReviewError> {
+    let step = grid.step;
+    let stepf = step as f64;
+    one_cluster(a, cluster)?;
+
+    let Scrapes {
+        ksm,
+        ksm_at,
+        has_phase,
+        cards,
+        dcgm,
+        dcgm_intervals,
+        card_at,
+    } = scrapes(a, step);
+
+    let mut nodes = nodes_of(a, &ksm_at, stepf);
+    let (reqs, node_names) = requests(a, catalog, has_phase);
+    let states = pod_states(a);
+    let (apps, controllers) = named_by(a);
+    let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
+    let NodeStage {
+        units,
+        mut out_nodes,
+        replicas_from_cards,
+        mut unknown_mig,
+    } = node_series(plan, catalog, a, grid, &nodes, &node_pool, &cards, &ksm_at);
+
+    let cx = PodCx {
+        plan,
+        catalog,
+        a,
+        grid,
+        ksm_at: &ksm_at,
+        has_phase,
+        units: &units,
+        states: &states,
+        apps: &apps,
+        controllers: &controllers,
+        node_names: &node_names,
+    };
+    let (mut pods, unplaced) = pods_of(&cx, &reqs, &mut out_nodes, &mut unknown_mig);
+    let shared = pending_shares(plan, catalog, &reqs, &units, &mut pods, &unplaced);
+    if shared > 0 {
+        notes.push(format!("{shared} Pending pod(s) with no node yet counted at their workload's share of a GPU (a time-slicing replica's or a MIG single-strategy profile's, from its running pods, else its declared pool)"));
+    }
+
+    let ucx = UsageCx {
+        catalog,
+        grid,
+        units: &units,
+        card_at: &card_at,
+        dcgm,
+    };
+    let mut usage = usage_of(&ucx, a, &mut pods, &mut out_nodes);
+    unknown_mig.append(&mut usage.unknown_mig);
+    let Usage {
+        unlabelled,
+        orphans,
+        shared_busy,
+        fallbacks,
+        ..
+    } = usage;
+    settle_usage(&mut pods, &out_nodes, shared_busy, step);
+
+    let dcgm_gaps = dcgm_coverage(&cards, dcgm, grid, &nodes, &mut pods);
+    if !dcgm_gaps.is_empty() {
+        let hours: f64 = dcgm_gaps.iter().map(|g| (g.2 - g.1) as f64 / 3600.0).sum();
+        notes.push(format!(
+            "dcgm-exporter reported nothing for {hours:.1} node-hour(s) in {} gap(s) (coverage lists them): pods there have no usage data for those hours, which count neither as used nor as idle",
+            dcgm_gaps.len()
         ));
     }
+
+    tokens(a, &mut pods);
+    super::serving::attach(a, &grid, &mut pods);
+
+    let (covered, sampled) = ksm_coverage(a, grid, ksm);
+    notes.extend(read_notes(ReadFacts {
+        no_phase: !has_phase && !reqs.is_empty(),
+        unlabelled,
+        replicas_from_cards,
+        fallbacks,
+        unknown_mig,
+    }));
+    compact_series(&mut pods, &mut out_nodes);
+    notes.extend(coverage_note(&covered, grid));
     Ok(Telemetry {
         from: grid.from,
         to: grid.to(),
@@ -1824,19 +1954,7 @@ pub(crate) fn assemble(
         dcgm_interval: dcgm,
         dcgm_intervals,
         dcgm_gaps,
-        orphans: orphans
-            .into_iter()
-            // Below a tenth of a GPU-hour over the window it is noise (a device that reports
-            // a sliver of activity with no pod of its own), not work to find.
-            .filter(|(_, used)| *used >= ORPHAN_FLOOR)
-            .map(|((node, gpu, namespace, pod), used)| Orphan {
-                node,
-                gpu,
-                namespace,
-                pod,
-                used_gpu_seconds: used,
-            })
-            .collect(),
+        orphans: orphans_of(orphans),
         source,
         notes,
     })
