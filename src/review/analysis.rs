@@ -108,17 +108,53 @@ struct PodFacts<'a> {
     shared_card: bool,
 }
 
-pub fn analyse(
-    plan: &Plan,
+/// GPU-seconds and costs summed over pods (a team, workload, model or pool).
+#[derive(Default, Clone, Copy)]
+struct Sums {
+    alloc: f64,
+    seen: f64,
+    used: f64,
+    pending: f64,
+    idle_cost: f64,
+    cost: f64,
+    priced: bool,
+    shared: bool,
+}
+impl Sums {
+    fn figures(&self) -> Figures {
+        Figures {
+            allocated_gpu_seconds: round(self.alloc),
+            used_gpu_seconds: round(self.used),
+            no_data_gpu_seconds: round(self.alloc - self.seen),
+            efficiency: ratio(self.used, self.seen),
+            efficiency_of_shared_cards: self.shared,
+            idle_cost_usd: round(self.idle_cost),
+            pending_gpu_seconds: round(self.pending),
+        }
+    }
+    fn add(&mut self, f: &PodFacts) {
+        self.shared |= f.shared_card;
+        self.alloc += f.alloc;
+        self.seen += f.alloc_seen;
+        self.used += f.used;
+        self.pending += f.p.pending;
+        if let Some(price) = f.price {
+            self.priced = true;
+            self.idle_cost += (f.alloc_seen - f.used).max(0.0) * price;
+            self.cost += f.alloc * price;
+        }
+    }
+}
+
+/// Each pod with what the figures need: its workload and how it was matched, its pool and
+/// GPU model, its GPU-seconds allocated, seen and used, and its price.
+fn pod_facts<'a>(
+    plan: &'a Plan,
     rec: &Recommendation,
     catalog: &Catalog,
-    t: &Telemetry,
-    s: &Settings,
-) -> Review {
-    let step = t.step.max(1);
-    let covered = t.covered.max(0);
-    let facts: Vec<PodFacts> = t
-        .pods
+    t: &'a Telemetry,
+) -> Vec<PodFacts<'a>> {
+    t.pods
         .values()
         .map(|p| {
             let (workload, how) = matched(plan, p).unzip();
@@ -164,58 +200,48 @@ pub fn analyse(
                 shared_card: p.has_usage && node.is_some_and(|n| n.replicas > 1),
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Teams are namespaces: every pod counts, claimed by a workload or not.
-    #[derive(Default, Clone, Copy)]
-    struct Sums {
-        alloc: f64,
-        seen: f64,
-        used: f64,
-        pending: f64,
-        idle_cost: f64,
-        cost: f64,
-        priced: bool,
-        shared: bool,
-    }
-    impl Sums {
-        fn figures(&self) -> Figures {
-            Figures {
-                allocated_gpu_seconds: round(self.alloc),
-                used_gpu_seconds: round(self.used),
-                no_data_gpu_seconds: round(self.alloc - self.seen),
-                efficiency: ratio(self.used, self.seen),
-                efficiency_of_shared_cards: self.shared,
-                idle_cost_usd: round(self.idle_cost),
-                pending_gpu_seconds: round(self.pending),
-            }
-        }
-        fn add(&mut self, f: &PodFacts) {
-            self.shared |= f.shared_card;
-            self.alloc += f.alloc;
-            self.seen += f.alloc_seen;
-            self.used += f.used;
-            self.pending += f.p.pending;
-            if let Some(price) = f.price {
-                self.priced = true;
-                self.idle_cost += (f.alloc_seen - f.used).max(0.0) * price;
-                self.cost += f.alloc * price;
-            }
-        }
-    }
-    let mut teams: BTreeMap<String, Sums> = BTreeMap::new();
-    let mut by_workload: BTreeMap<&str, (Sums, f64, usize, f64, f64)> = BTreeMap::new();
-    let mut matches: BTreeMap<&str, MatchCounts> = BTreeMap::new();
-    let mut by_model: BTreeMap<String, Sums> = BTreeMap::new();
-    type PoolSums = (Sums, Option<String>, Vec<Signal>);
-    let mut by_pool: BTreeMap<(String, bool), PoolSums> = BTreeMap::new();
-    let mut pool_held: BTreeMap<(String, bool), BTreeMap<i64, f64>> = BTreeMap::new();
-    let mut timeline: BTreeMap<String, BTreeMap<i64, (f64, f64)>> = BTreeMap::new();
-    let mut unmatched = Vec::new();
-    let mut no_usage = Vec::new();
-    let mut stalled = Vec::new();
-    let mut pending = Vec::new();
-    for f in &facts {
+/// Sums of a workload's pods, with its tokens, pod count, crash-loop and held seconds.
+type WorkloadSums = (Sums, f64, usize, f64, f64);
+
+/// Sums of a pool's pods, with its GPU model and the usage signals read on it.
+type PoolSums = (Sums, Option<String>, Vec<Signal>);
+
+/// Every pod's figures summed by team (teams are namespaces: every pod counts, claimed by a
+/// workload or not), workload, model and pool, with the pods listed apart.
+#[derive(Default)]
+struct Tally<'a> {
+    teams: BTreeMap<String, Sums>,
+    by_workload: BTreeMap<&'a str, WorkloadSums>,
+    matches: BTreeMap<&'a str, MatchCounts>,
+    by_model: BTreeMap<String, Sums>,
+    by_pool: BTreeMap<(String, bool), PoolSums>,
+    pool_held: BTreeMap<(String, bool), BTreeMap<i64, f64>>,
+    timeline: BTreeMap<String, BTreeMap<i64, (f64, f64)>>,
+    unmatched: Vec<Unmatched>,
+    no_usage: Vec<Unmatched>,
+    stalled: Vec<Stalled>,
+    pending: Vec<PendingPod>,
+}
+
+fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> Tally<'a> {
+    let step = t.step.max(1);
+    let Tally {
+        mut teams,
+        mut by_workload,
+        mut matches,
+        mut by_model,
+        mut by_pool,
+        mut pool_held,
+        mut timeline,
+        mut unmatched,
+        mut no_usage,
+        mut stalled,
+        mut pending,
+    } = Tally::default();
+    for f in facts {
         let p = f.p;
         teams.entry(p.namespace.clone()).or_default().add(f);
         by_model
@@ -295,60 +321,93 @@ pub fn analyse(
             }
             continue;
         }
-        // The longest stretch allocated with near-zero activity; a pod that finished holds
-        // nothing, so it is never stalled.
-        let (mut run_start, mut best): (Option<i64>, Option<(i64, i64, f64)>) = (None, None);
-        let mut peak = 0.0f64;
-        let mut prev: Option<i64> = None;
-        for (time, a) in &p.allocated {
-            // No data is no evidence of idleness: a stretch without usage data ends a run.
-            if p.unobserved.contains(time) {
-                run_start = None;
-                prev = None;
-                continue;
-            }
-            let u = p.used.get(time).copied().unwrap_or(0.0);
-            let quiet = *a > 0.0 && u < s.quiet_below * a;
-            // A window left empty by a scrape jittered across its boundary is no gap.
-            let slack = t.ksm_interval.map_or(0, |i| i.ceil() as i64);
-            let contiguous = prev.is_some_and(|x| time - x <= step + slack);
-            prev = Some(*time);
-            if quiet && contiguous && run_start.is_some() {
-                peak += a;
-            } else if quiet {
-                run_start = Some(*time);
-                peak = *a;
-            } else {
-                run_start = None;
-            }
-            if let Some(start) = run_start {
-                let len = time + step - start;
-                if best.is_none_or(|b| len > b.1) {
-                    // GPUs held over the run: its GPU-seconds over its length.
-                    best = Some((start, len, peak / len as f64));
-                }
-            }
+        stalled.extend(stalled_of(f, t, s));
+    }
+    Tally {
+        teams,
+        by_workload,
+        matches,
+        by_model,
+        by_pool,
+        pool_held,
+        timeline,
+        unmatched,
+        no_usage,
+        stalled,
+        pending,
+    }
+}
+
+/// A pod's longest stretch allocated with near-zero activity, when it is longer than the
+/// threshold; a pod that finished holds nothing, so it is never stalled.
+fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Option<Stalled> {
+    let p = f.p;
+    let step = t.step.max(1);
+    let (mut run_start, mut best): (Option<i64>, Option<(i64, i64, f64)>) = (None, None);
+    let mut peak = 0.0f64;
+    let mut prev: Option<i64> = None;
+    for (time, a) in &p.allocated {
+        // No data is no evidence of idleness: a stretch without usage data ends a run.
+        if p.unobserved.contains(time) {
+            run_start = None;
+            prev = None;
+            continue;
         }
-        if let Some((start, len, mean)) = best.filter(|b| b.1 >= s.stalled_after) {
-            // The GPUs it held over the run: its level, which a scrape interval longer than
-            // the step does not inflate (its GPU-seconds over the run's length can).
-            let held = p
-                .gpus
-                .range(start..start + len)
-                .map(|(_, g)| *g)
-                .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
-                .unwrap_or(mean);
-            stalled.push(Stalled {
-                workload: f.workload.map(str::to_owned),
-                team: p.namespace.clone(),
-                pod: p.pod.clone(),
-                since: format_time(start),
-                seconds: len,
-                allocated_gpus: round(held),
-            });
+        let u = p.used.get(time).copied().unwrap_or(0.0);
+        let quiet = *a > 0.0 && u < s.quiet_below * a;
+        // A window left empty by a scrape jittered across its boundary is no gap.
+        let slack = t.ksm_interval.map_or(0, |i| i.ceil() as i64);
+        let contiguous = prev.is_some_and(|x| time - x <= step + slack);
+        prev = Some(*time);
+        if quiet && contiguous && run_start.is_some() {
+            peak += a;
+        } else if quiet {
+            run_start = Some(*time);
+            peak = *a;
+        } else {
+            run_start = None;
+        }
+        if let Some(start) = run_start {
+            let len = time + step - start;
+            if best.is_none_or(|b| len > b.1) {
+                // GPUs held over the run: its GPU-seconds over its length.
+                best = Some((start, len, peak / len as f64));
+            }
         }
     }
+    let (start, len, mean) = best.filter(|b| b.1 >= s.stalled_after)?;
+    // The GPUs it held over the run: its level, which a scrape interval longer than the step
+    // does not inflate (its GPU-seconds over the run's length can).
+    let held = p
+        .gpus
+        .range(start..start + len)
+        .map(|(_, g)| *g)
+        .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
+        .unwrap_or(mean);
+    Some(Stalled {
+        workload: f.workload.map(str::to_owned),
+        team: p.namespace.clone(),
+        pod: p.pod.clone(),
+        since: format_time(start),
+        seconds: len,
+        allocated_gpus: round(held),
+    })
+}
 
+/// Each planned workload's row, with crash-loop and right-size advice (the right-sizes also
+/// go to the forecast).
+fn workload_rows(
+    plan: &Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    s: &Settings,
+    by_workload: &BTreeMap<&str, WorkloadSums>,
+    matches: &mut BTreeMap<&str, MatchCounts>,
+) -> (
+    Vec<WorkloadRow>,
+    Vec<Advice>,
+    BTreeMap<String, super::advice::RightSize>,
+) {
     let mut advice = Vec::new();
     let mut workloads = Vec::new();
     let mut right_sizes = BTreeMap::new();
@@ -393,7 +452,18 @@ pub fn analyse(
             crashloop_share,
         });
     }
-    for st in &stalled {
+    (workloads, advice, right_sizes)
+}
+
+/// Advice to reap each stalled pod, priced at its workload's GPU-second.
+fn stalled_advice(
+    plan: &Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    stalled: &[Stalled],
+) -> Vec<Advice> {
+    let mut advice = Vec::new();
+    for st in stalled {
         let price = st
             .workload
             .as_deref()
@@ -414,9 +484,26 @@ pub fn analyse(
             change: "stop pods idle longer than the threshold (an idle-job reaper), or set scale_to_zero = true".into(),
         });
     }
-    advice.extend(unmet_demand(plan, t, &pending));
+    advice
+}
 
-    // Pool floors paid over the covered span against what ran on them.
+/// Pool floors paid over the covered span against what ran on them: idle floors, reservation
+/// fill, and reservation advice.
+struct Floors {
+    idle_pools: Vec<IdlePool>,
+    reservations: Vec<ReservationFill>,
+    reservation_advice: Vec<ReservationAdvice>,
+}
+
+fn pool_floors(
+    plan: &Plan,
+    catalog: &Catalog,
+    t: &Telemetry,
+    by_pool: &BTreeMap<(String, bool), PoolSums>,
+    pool_held: &BTreeMap<(String, bool), BTreeMap<i64, f64>>,
+    advice: &mut Vec<Advice>,
+) -> Floors {
+    let covered = t.covered.max(0);
     let mut idle_pools = Vec::new();
     let mut reservations = Vec::new();
     let mut reservation_advice = Vec::new();
@@ -499,14 +586,71 @@ pub fn analyse(
             reservation_advice.push(a);
         }
     }
-    let idle_nodes = idle_nodes(plan, catalog, t, &mut advice);
-    advice.sort_by(|a, b| {
-        b.saving_usd
-            .unwrap_or(0.0)
-            .total_cmp(&a.saving_usd.unwrap_or(0.0))
-            .then(a.kind.cmp(b.kind))
-    });
+    Floors {
+        idle_pools,
+        reservations,
+        reservation_advice,
+    }
+}
 
+/// What the data covers: the window asked for and held, the exporters' intervals, the
+/// exporters' gaps, pods without usage data and usage without a pod.
+fn coverage_of(t: &Telemetry, no_usage: Vec<Unmatched>) -> Coverage {
+    let covered = t.covered.max(0);
+    Coverage {
+        requested_seconds: t.to - t.from,
+        covered_seconds: covered,
+        share: ratio(covered as f64, (t.to - t.from) as f64).unwrap_or(0.0),
+        data_from: t.data_from.map(format_time),
+        data_to: t.data_to.map(format_time),
+        kube_state_metrics_interval_seconds: t.ksm_interval,
+        dcgm_interval_seconds: t.dcgm_interval,
+        dcgm_intervals_seconds: t.dcgm_intervals.clone(),
+        pods_without_usage: no_usage,
+        dcgm_gaps: t
+            .dcgm_gaps
+            .iter()
+            .map(|(node, from, to)| DcgmGap {
+                node: node.clone(),
+                from: format_time(*from),
+                to: format_time(*to),
+                seconds: to - from,
+            })
+            .collect(),
+        usage_without_pod: t
+            .orphans
+            .iter()
+            .map(|o| Unmatched {
+                namespace: o.namespace.clone(),
+                pod: o.pod.clone(),
+                allocated_gpu_seconds: 0.0,
+                used_gpu_seconds: round(o.used_gpu_seconds),
+                node: Some(o.node.clone()),
+                gpu: Some(o.gpu.clone()),
+            })
+            .collect(),
+    }
+}
+
+fn model_rows(by_model: BTreeMap<String, Sums>) -> Vec<ModelRow> {
+    by_model
+        .into_iter()
+        .map(|(model, x)| ModelRow {
+            model,
+            allocated_gpu_seconds: round(x.alloc),
+            used_gpu_seconds: round(x.used),
+            efficiency: ratio(x.used, x.seen),
+            allocated_cost_usd: x.priced.then(|| round(x.cost)),
+            idle_cost_usd: x.priced.then(|| round(x.idle_cost)),
+        })
+        .collect()
+}
+
+/// Each pool's row, with its peak and p95 GPUs held.
+fn pool_rows(
+    by_pool: &BTreeMap<(String, bool), PoolSums>,
+    pool_held: &BTreeMap<(String, bool), BTreeMap<i64, f64>>,
+) -> Vec<PoolRow> {
     let p95 = |k: &(String, bool)| -> (f64, f64) {
         let v: Vec<f64> = pool_held
             .get(k)
@@ -515,6 +659,73 @@ pub fn analyse(
         let peak = v.iter().copied().fold(0.0, f64::max);
         (round(peak), round(quantile(&v, 0.95)))
     };
+    by_pool
+        .iter()
+        .map(|(k, (x, model, signals))| {
+            let (peak, p95) = p95(k);
+            let mut sig: Vec<&str> = signals.iter().map(|s| s.metric()).collect();
+            sig.sort_unstable();
+            sig.dedup();
+            PoolRow {
+                pool: k.0.clone(),
+                in_plan: k.1,
+                model: model.clone(),
+                signal: (!sig.is_empty()).then(|| sig.join(" and ")),
+                allocated_gpu_seconds: round(x.alloc),
+                used_gpu_seconds: round(x.used),
+                efficiency: ratio(x.used, x.seen),
+                efficiency_of_shared_cards: x.shared,
+                allocated_cost_usd: x.priced.then(|| round(x.cost)),
+                idle_cost_usd: x.priced.then(|| round(x.idle_cost)),
+                peak_gpus: peak,
+                p95_gpus: p95,
+            }
+        })
+        .collect()
+}
+
+pub fn analyse(
+    plan: &Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    t: &Telemetry,
+    s: &Settings,
+) -> Review {
+    let step = t.step.max(1);
+    let facts = pod_facts(plan, rec, catalog, t);
+
+    let Tally {
+        teams,
+        by_workload,
+        mut matches,
+        by_model,
+        by_pool,
+        pool_held,
+        timeline,
+        unmatched,
+        no_usage,
+        stalled,
+        pending,
+    } = tally(&facts, t, s);
+
+    let (workloads, mut advice, right_sizes) =
+        workload_rows(plan, rec, catalog, s, &by_workload, &mut matches);
+    advice.extend(stalled_advice(plan, rec, catalog, &stalled));
+    advice.extend(unmet_demand(plan, t, &pending));
+
+    let Floors {
+        idle_pools,
+        reservations,
+        reservation_advice,
+    } = pool_floors(plan, catalog, t, &by_pool, &pool_held, &mut advice);
+    let idle_nodes = idle_nodes(plan, catalog, t, &mut advice);
+    advice.sort_by(|a, b| {
+        b.saving_usd
+            .unwrap_or(0.0)
+            .total_cmp(&a.saving_usd.unwrap_or(0.0))
+            .then(a.kind.cmp(b.kind))
+    });
+
     let (serving, serving_missing) = super::serving::serving(plan, t);
     let next_quarter =
         super::forecast::forecast(plan, t, &workloads, &right_sizes, &serving, &s.forecast);
@@ -527,39 +738,7 @@ pub fn analyse(
             to: format_time(t.to),
             step_seconds: step,
         },
-        coverage: Coverage {
-            requested_seconds: t.to - t.from,
-            covered_seconds: covered,
-            share: ratio(covered as f64, (t.to - t.from) as f64).unwrap_or(0.0),
-            data_from: t.data_from.map(format_time),
-            data_to: t.data_to.map(format_time),
-            kube_state_metrics_interval_seconds: t.ksm_interval,
-            dcgm_interval_seconds: t.dcgm_interval,
-            dcgm_intervals_seconds: t.dcgm_intervals.clone(),
-            pods_without_usage: no_usage,
-            dcgm_gaps: t
-                .dcgm_gaps
-                .iter()
-                .map(|(node, from, to)| DcgmGap {
-                    node: node.clone(),
-                    from: format_time(*from),
-                    to: format_time(*to),
-                    seconds: to - from,
-                })
-                .collect(),
-            usage_without_pod: t
-                .orphans
-                .iter()
-                .map(|o| Unmatched {
-                    namespace: o.namespace.clone(),
-                    pod: o.pod.clone(),
-                    allocated_gpu_seconds: 0.0,
-                    used_gpu_seconds: round(o.used_gpu_seconds),
-                    node: Some(o.node.clone()),
-                    gpu: Some(o.gpu.clone()),
-                })
-                .collect(),
-        },
+        coverage: coverage_of(t, no_usage),
         teams: teams
             .into_iter()
             .map(|(team, x)| TeamRow {
@@ -568,40 +747,8 @@ pub fn analyse(
             })
             .collect(),
         workloads,
-        models: by_model
-            .into_iter()
-            .map(|(model, x)| ModelRow {
-                model,
-                allocated_gpu_seconds: round(x.alloc),
-                used_gpu_seconds: round(x.used),
-                efficiency: ratio(x.used, x.seen),
-                allocated_cost_usd: x.priced.then(|| round(x.cost)),
-                idle_cost_usd: x.priced.then(|| round(x.idle_cost)),
-            })
-            .collect(),
-        pools: by_pool
-            .iter()
-            .map(|(k, (x, model, signals))| {
-                let (peak, p95) = p95(k);
-                let mut sig: Vec<&str> = signals.iter().map(|s| s.metric()).collect();
-                sig.sort_unstable();
-                sig.dedup();
-                PoolRow {
-                    pool: k.0.clone(),
-                    in_plan: k.1,
-                    model: model.clone(),
-                    signal: (!sig.is_empty()).then(|| sig.join(" and ")),
-                    allocated_gpu_seconds: round(x.alloc),
-                    used_gpu_seconds: round(x.used),
-                    efficiency: ratio(x.used, x.seen),
-                    efficiency_of_shared_cards: x.shared,
-                    allocated_cost_usd: x.priced.then(|| round(x.cost)),
-                    idle_cost_usd: x.priced.then(|| round(x.idle_cost)),
-                    peak_gpus: peak,
-                    p95_gpus: p95,
-                }
-            })
-            .collect(),
+        models: model_rows(by_model),
+        pools: pool_rows(&by_pool, &pool_held),
         stalled,
         pending,
         idle_pools,
