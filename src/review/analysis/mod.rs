@@ -1,0 +1,111 @@
+//! From telemetry and the plan to the review: allocated against used GPU-seconds per team,
+//! workload, GPU model and pool; what the idle part cost; stalled pods; unmet (Pending)
+//! demand; idle pool floors and nodes over the span the data covers; reservation fill and
+//! reservation advice from measured floors; cost per 1M tokens; and recommendations with
+//! what each saves and the plan change to make. The rows it fills are in [`super::rows`];
+//! the advice on right-sizing, unmet demand, reservations and empty nodes in
+//! [`super::advice`]; next quarter's forecast in [`super::forecast`].
+
+pub use super::rows::*;
+
+mod figures;
+mod numbers;
+mod tally;
+
+use super::advice::{idle_nodes, unmet_demand};
+use super::telemetry::{format_time, Telemetry};
+use crate::catalog::Catalog;
+use crate::engine::recommend::Recommendation;
+use crate::plan::Plan;
+pub(crate) use figures::CRASHLOOP_SHARE;
+use figures::{
+    coverage_of, model_rows, pool_floors, pool_rows, stalled_advice, workload_rows, Floors,
+};
+pub(in crate::review) use numbers::{pool_gpu_second, quantile, round, round4};
+use tally::{pod_facts, tally, Tally};
+
+pub(crate) const SCHEMA: &str = "gpuplan.review/v1";
+
+pub fn analyse(
+    plan: &Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    t: &Telemetry,
+    s: &Settings,
+) -> Review {
+    let step = t.step.max(1);
+    let facts = pod_facts(plan, rec, catalog, t);
+
+    let Tally {
+        teams,
+        by_workload,
+        mut matches,
+        by_model,
+        by_pool,
+        pool_held,
+        timeline,
+        unmatched,
+        no_usage,
+        stalled,
+        pending,
+    } = tally(&facts, t, s);
+
+    let (workloads, mut advice, right_sizes) =
+        workload_rows(plan, rec, catalog, s, &by_workload, &mut matches);
+    advice.extend(stalled_advice(plan, rec, catalog, &stalled));
+    advice.extend(unmet_demand(plan, t, &pending));
+
+    let Floors {
+        idle_pools,
+        reservations,
+        reservation_advice,
+    } = pool_floors(plan, catalog, t, &by_pool, &pool_held, &mut advice);
+    let idle_nodes = idle_nodes(plan, catalog, t, &mut advice);
+    advice.sort_by(|a, b| {
+        b.saving_usd
+            .unwrap_or(0.0)
+            .total_cmp(&a.saving_usd.unwrap_or(0.0))
+            .then(a.kind.cmp(b.kind))
+    });
+
+    let (serving, serving_missing) = super::serving::serving(plan, t);
+    let next_quarter =
+        super::forecast::forecast(plan, t, &workloads, &right_sizes, &serving, &s.forecast);
+    Review {
+        schema: SCHEMA,
+        plan: plan.name().to_owned(),
+        source: t.source.clone(),
+        window: Window {
+            from: format_time(t.from),
+            to: format_time(t.to),
+            step_seconds: step,
+        },
+        coverage: coverage_of(t, no_usage),
+        teams: teams
+            .into_iter()
+            .map(|(team, x)| TeamRow {
+                team,
+                figures: x.figures(),
+            })
+            .collect(),
+        workloads,
+        models: model_rows(by_model),
+        pools: pool_rows(&by_pool, &pool_held),
+        stalled,
+        pending,
+        idle_pools,
+        idle_nodes,
+        reservations,
+        purchase_fill: Vec::new(),
+        reservation_advice,
+        unmatched,
+        recommendations: advice,
+        serving,
+        serving_missing,
+        next_quarter,
+        timeline: timeline
+            .into_iter()
+            .map(|(team, pts)| (team, pts.into_iter().map(|(t, (a, u))| (t, a, u)).collect()))
+            .collect(),
+    }
+}

@@ -1,0 +1,318 @@
+//! Each pod's facts, and every pod summed by team, workload, GPU model and pool.
+
+use std::collections::BTreeMap;
+
+use super::numbers::{gpu_second_price, pool_gpu_second, ratio, round};
+use crate::catalog::Catalog;
+use crate::engine::recommend::Recommendation;
+use crate::plan::Plan;
+use crate::review::assemble::plan_pool;
+use crate::review::owners::{matched, MatchCounts, Matched};
+use crate::review::rows::*;
+use crate::review::telemetry::{format_time, PodSeries, Signal, Telemetry};
+
+/// What one pod came to, once.
+pub(super) struct PodFacts<'a> {
+    pub(super) p: &'a PodSeries,
+    pub(super) workload: Option<&'a str>,
+    /// How the pod was matched to `workload`.
+    pub(super) matched: Option<Matched>,
+    /// Plan pool it ran on (by its node's pool label, else the workload's declared pool).
+    pub(super) plan_pool: Option<&'a crate::plan::raw::Pool>,
+    pub(super) pool_label: Option<String>,
+    pub(super) model: Option<String>,
+    pub(super) signal: Option<Signal>,
+    pub(super) alloc: f64,
+    /// Allocated GPU-seconds that have usage data.
+    pub(super) alloc_seen: f64,
+    pub(super) used: f64,
+    pub(super) price: Option<f64>,
+    /// Its usage was read from a time-sliced card: the card's activity, split by allocation.
+    pub(super) shared_card: bool,
+}
+
+/// GPU-seconds and costs summed over pods (a team, workload, model or pool).
+#[derive(Default, Clone, Copy)]
+pub(super) struct Sums {
+    pub(super) alloc: f64,
+    pub(super) seen: f64,
+    pub(super) used: f64,
+    pub(super) pending: f64,
+    pub(super) idle_cost: f64,
+    pub(super) cost: f64,
+    pub(super) priced: bool,
+    pub(super) shared: bool,
+}
+impl Sums {
+    pub(super) fn figures(&self) -> Figures {
+        Figures {
+            allocated_gpu_seconds: round(self.alloc),
+            used_gpu_seconds: round(self.used),
+            no_data_gpu_seconds: round(self.alloc - self.seen),
+            efficiency: ratio(self.used, self.seen),
+            efficiency_of_shared_cards: self.shared,
+            idle_cost_usd: round(self.idle_cost),
+            pending_gpu_seconds: round(self.pending),
+        }
+    }
+    pub(super) fn add(&mut self, f: &PodFacts) {
+        self.shared |= f.shared_card;
+        self.alloc += f.alloc;
+        self.seen += f.alloc_seen;
+        self.used += f.used;
+        self.pending += f.p.pending;
+        if let Some(price) = f.price {
+            self.priced = true;
+            self.idle_cost += (f.alloc_seen - f.used).max(0.0) * price;
+            self.cost += f.alloc * price;
+        }
+    }
+}
+
+/// Each pod with what the figures need: its workload and how it was matched, its pool and
+/// GPU model, its GPU-seconds allocated, seen and used, and its price.
+pub(super) fn pod_facts<'a>(
+    plan: &'a Plan,
+    rec: &Recommendation,
+    catalog: &Catalog,
+    t: &'a Telemetry,
+) -> Vec<PodFacts<'a>> {
+    t.pods
+        .values()
+        .map(|p| {
+            let (workload, how) = matched(plan, p).unzip();
+            let node = p.node.as_ref().and_then(|n| t.nodes.get(n));
+            let pool_label = node.and_then(|n| n.pool.clone());
+            let plan_pool = node
+                .and_then(|n| n.plan_pool.as_deref())
+                .and_then(|name| plan.pool(name))
+                .map(|p| p.get())
+                .or_else(|| plan_pool(plan, pool_label.as_deref()))
+                .or_else(|| {
+                    workload
+                        .and_then(|w| plan.workload_pools(w).next())
+                        .map(|p| p.get())
+                });
+            let model = plan_pool
+                .and_then(|pp| catalog.sku(plan.provider(), pp.sku.get()))
+                .map(|s| s.gpu_model.clone())
+                .or_else(|| node.and_then(|n| n.model.clone()));
+            let price = plan_pool
+                .and_then(|pp| pool_gpu_second(plan, catalog, pp))
+                .or_else(|| workload.and_then(|w| gpu_second_price(plan, rec, catalog, w)));
+            let alloc: f64 = p.allocated.values().sum();
+            let used: f64 = p.used.values().sum();
+            // Efficiency is over the time usage was observed.
+            let unseen: f64 = p.unobserved.iter().filter_map(|t| p.allocated.get(t)).sum();
+            PodFacts {
+                p,
+                workload,
+                matched: how,
+                plan_pool,
+                pool_label,
+                model,
+                signal: p.signal.or_else(|| node.and_then(|n| n.signal)),
+                alloc,
+                alloc_seen: if p.has_usage {
+                    (alloc - unseen).max(0.0)
+                } else {
+                    0.0
+                },
+                used: if p.has_usage { used } else { 0.0 },
+                price,
+                shared_card: p.has_usage && node.is_some_and(|n| n.replicas > 1),
+            }
+        })
+        .collect()
+}
+
+/// Sums of a workload's pods, with its tokens, pod count, crash-loop and held seconds.
+pub(super) type WorkloadSums = (Sums, f64, usize, f64, f64);
+
+/// Sums of a pool's pods, with its GPU model and the usage signals read on it.
+pub(super) type PoolSums = (Sums, Option<String>, Vec<Signal>);
+
+/// Every pod's figures summed by team (teams are namespaces: every pod counts, claimed by a
+/// workload or not), workload, model and pool, with the pods listed apart.
+#[derive(Default)]
+pub(super) struct Tally<'a> {
+    pub(super) teams: BTreeMap<String, Sums>,
+    pub(super) by_workload: BTreeMap<&'a str, WorkloadSums>,
+    pub(super) matches: BTreeMap<&'a str, MatchCounts>,
+    pub(super) by_model: BTreeMap<String, Sums>,
+    pub(super) by_pool: BTreeMap<(String, bool), PoolSums>,
+    pub(super) pool_held: BTreeMap<(String, bool), BTreeMap<i64, f64>>,
+    pub(super) timeline: BTreeMap<String, BTreeMap<i64, (f64, f64)>>,
+    pub(super) unmatched: Vec<Unmatched>,
+    pub(super) no_usage: Vec<Unmatched>,
+    pub(super) stalled: Vec<Stalled>,
+    pub(super) pending: Vec<PendingPod>,
+}
+
+pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> Tally<'a> {
+    let step = t.step.max(1);
+    let Tally {
+        mut teams,
+        mut by_workload,
+        mut matches,
+        mut by_model,
+        mut by_pool,
+        mut pool_held,
+        mut timeline,
+        mut unmatched,
+        mut no_usage,
+        mut stalled,
+        mut pending,
+    } = Tally::default();
+    for f in facts {
+        let p = f.p;
+        teams.entry(p.namespace.clone()).or_default().add(f);
+        by_model
+            .entry(f.model.clone().unwrap_or_else(|| "unknown".into()))
+            .or_default()
+            .add(f);
+        let pool_key = match (f.plan_pool, &f.pool_label) {
+            (Some(pp), _) => Some((pp.name.get().clone(), true)),
+            (None, Some(l)) => Some((l.clone(), false)),
+            // Nodes with no pool label (or pods with no node) still have GPUs and a signal.
+            (None, None) if f.alloc > 0.0 => Some(("(no pool label)".to_owned(), false)),
+            (None, None) => None,
+        };
+        if let Some(k) = &pool_key {
+            let e = by_pool.entry(k.clone()).or_default();
+            e.0.add(f);
+            if e.1.is_none() {
+                e.1.clone_from(&f.model);
+            }
+            e.2.extend(f.signal);
+            let held = pool_held.entry(k.clone()).or_default();
+            for (time, g) in &p.gpus {
+                *held.entry(*time).or_default() += g;
+            }
+        }
+        for (time, a) in &p.allocated {
+            let e = timeline
+                .entry(p.namespace.clone())
+                .or_default()
+                .entry(*time)
+                .or_default();
+            e.0 += a / step as f64;
+            e.1 += p.used.get(time).copied().unwrap_or(0.0) / step as f64;
+        }
+        if let (Some(w), Some(how)) = (f.workload, f.matched) {
+            matches.entry(w).or_default().add(how);
+        }
+        match f.workload {
+            Some(w) => {
+                let e = by_workload.entry(w).or_default();
+                e.0.add(f);
+                e.1 += p.tokens;
+                e.2 += 1;
+                e.3 += p.crashloop;
+                e.4 += p.held_seconds;
+            }
+            None if f.alloc > 0.0 => unmatched.push(Unmatched {
+                namespace: p.namespace.clone(),
+                pod: p.pod.clone(),
+                allocated_gpu_seconds: round(f.alloc),
+                used_gpu_seconds: round(f.used),
+                node: None,
+                gpu: None,
+            }),
+            None => {}
+        }
+        if p.pending > 0.0 {
+            pending.push(PendingPod {
+                workload: f.workload.map(str::to_owned),
+                team: p.namespace.clone(),
+                pod: p.pod.clone(),
+                gpu_seconds: round(p.pending),
+                unscheduled_gpu_seconds: p.scheduled_known.then(|| round(p.unscheduled)),
+                image_pull_gpu_seconds: round(p.image_pull),
+            });
+        }
+        if !p.has_usage {
+            if f.alloc > 0.0 {
+                no_usage.push(Unmatched {
+                    namespace: p.namespace.clone(),
+                    pod: p.pod.clone(),
+                    allocated_gpu_seconds: round(f.alloc),
+                    used_gpu_seconds: 0.0,
+                    node: None,
+                    gpu: None,
+                });
+            }
+            continue;
+        }
+        stalled.extend(stalled_of(f, t, s));
+    }
+    Tally {
+        teams,
+        by_workload,
+        matches,
+        by_model,
+        by_pool,
+        pool_held,
+        timeline,
+        unmatched,
+        no_usage,
+        stalled,
+        pending,
+    }
+}
+
+/// A pod's longest stretch allocated with near-zero activity, when it is longer than the
+/// threshold; a pod that finished holds nothing, so it is never stalled.
+pub(super) fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Option<Stalled> {
+    let p = f.p;
+    let step = t.step.max(1);
+    let (mut run_start, mut best): (Option<i64>, Option<(i64, i64, f64)>) = (None, None);
+    let mut peak = 0.0f64;
+    let mut prev: Option<i64> = None;
+    for (time, a) in &p.allocated {
+        // No data is no evidence of idleness: a stretch without usage data ends a run.
+        if p.unobserved.contains(time) {
+            run_start = None;
+            prev = None;
+            continue;
+        }
+        let u = p.used.get(time).copied().unwrap_or(0.0);
+        let quiet = *a > 0.0 && u < s.quiet_below * a;
+        // A window left empty by a scrape jittered across its boundary is no gap.
+        let slack = t.ksm_interval.map_or(0, |i| i.ceil() as i64);
+        let contiguous = prev.is_some_and(|x| time - x <= step + slack);
+        prev = Some(*time);
+        if quiet && contiguous && run_start.is_some() {
+            peak += a;
+        } else if quiet {
+            run_start = Some(*time);
+            peak = *a;
+        } else {
+            run_start = None;
+        }
+        if let Some(start) = run_start {
+            let len = time + step - start;
+            if best.is_none_or(|b| len > b.1) {
+                // GPUs held over the run: its GPU-seconds over its length.
+                best = Some((start, len, peak / len as f64));
+            }
+        }
+    }
+    let (start, len, mean) = best.filter(|b| b.1 >= s.stalled_after)?;
+    // The GPUs it held over the run: its level, which a scrape interval longer than the step
+    // does not inflate (its GPU-seconds over the run's length can).
+    let held = p
+        .gpus
+        .range(start..start + len)
+        .map(|(_, g)| *g)
+        .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
+        .unwrap_or(mean);
+    Some(Stalled {
+        workload: f.workload.map(str::to_owned),
+        team: p.namespace.clone(),
+        pod: p.pod.clone(),
+        since: format_time(start),
+        seconds: len,
+        allocated_gpus: round(held),
+    })
+}
