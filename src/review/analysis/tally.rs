@@ -151,23 +151,11 @@ pub(super) struct Tally<'a> {
 
 pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> Tally<'a> {
     let step = t.step.max(1);
-    let Tally {
-        mut teams,
-        mut by_workload,
-        mut matches,
-        mut by_model,
-        mut by_pool,
-        mut pool_held,
-        mut timeline,
-        mut unmatched,
-        mut no_usage,
-        mut stalled,
-        mut pending,
-    } = Tally::default();
+    let mut out = Tally::default();
     for f in facts {
         let p = f.p;
-        teams.entry(p.namespace.clone()).or_default().add(f);
-        by_model
+        out.teams.entry(p.namespace.clone()).or_default().add(f);
+        out.by_model
             .entry(f.model.clone().unwrap_or_else(|| "unknown".into()))
             .or_default()
             .add(f);
@@ -179,19 +167,20 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
             (None, None) => None,
         };
         if let Some(k) = &pool_key {
-            let e = by_pool.entry(k.clone()).or_default();
+            let e = out.by_pool.entry(k.clone()).or_default();
             e.0.add(f);
             if e.1.is_none() {
                 e.1.clone_from(&f.model);
             }
             e.2.extend(f.signal);
-            let held = pool_held.entry(k.clone()).or_default();
+            let held = out.pool_held.entry(k.clone()).or_default();
             for (time, g) in &p.gpus {
                 *held.entry(*time).or_default() += g;
             }
         }
         for (time, a) in &p.allocated {
-            let e = timeline
+            let e = out
+                .timeline
                 .entry(p.namespace.clone())
                 .or_default()
                 .entry(*time)
@@ -200,18 +189,18 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
             e.1 += p.used.get(time).copied().unwrap_or(0.0) / step as f64;
         }
         if let (Some(w), Some(how)) = (f.workload, f.matched) {
-            matches.entry(w).or_default().add(how);
+            out.matches.entry(w).or_default().add(how);
         }
         match f.workload {
             Some(w) => {
-                let e = by_workload.entry(w).or_default();
+                let e = out.by_workload.entry(w).or_default();
                 e.0.add(f);
                 e.1 += p.tokens;
                 e.2 += 1;
                 e.3 += p.crashloop;
                 e.4 += p.held_seconds;
             }
-            None if f.alloc > 0.0 => unmatched.push(Unmatched {
+            None if f.alloc > 0.0 => out.unmatched.push(Unmatched {
                 namespace: p.namespace.clone(),
                 pod: p.pod.clone(),
                 allocated_gpu_seconds: round(f.alloc),
@@ -222,7 +211,7 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
             None => {}
         }
         if p.pending > 0.0 {
-            pending.push(PendingPod {
+            out.pending.push(PendingPod {
                 workload: f.workload.map(str::to_owned),
                 team: p.namespace.clone(),
                 pod: p.pod.clone(),
@@ -233,7 +222,7 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
         }
         if !p.has_usage {
             if f.alloc > 0.0 {
-                no_usage.push(Unmatched {
+                out.no_usage.push(Unmatched {
                     namespace: p.namespace.clone(),
                     pod: p.pod.clone(),
                     allocated_gpu_seconds: round(f.alloc),
@@ -244,21 +233,9 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
             }
             continue;
         }
-        stalled.extend(stalled_of(f, t, s));
+        out.stalled.extend(stalled_of(f, t, s));
     }
-    Tally {
-        teams,
-        by_workload,
-        matches,
-        by_model,
-        by_pool,
-        pool_held,
-        timeline,
-        unmatched,
-        no_usage,
-        stalled,
-        pending,
-    }
+    out
 }
 
 /// A pod's longest stretch allocated with near-zero activity, when it is longer than the
