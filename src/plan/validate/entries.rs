@@ -83,15 +83,11 @@ pub(super) fn decisions(ctx: &mut Ctx<'_>, raw: &RawPlan) -> IndexMap<String, us
             "fault domains",
         );
         for (key, v) in [("decided_by", &d.decided_by), ("reason", &d.reason)] {
-            if v.trim().is_empty() {
-                ctx.err(
-                    PlanCode::EmptyValue,
-                    v.span(),
-                    format!("`{key}` is empty"),
-                    "empty",
-                    format!("a decision needs `{key}`: accountability is the point"),
-                );
-            }
+            ctx.non_empty(
+                key,
+                v,
+                format!("a decision needs `{key}`: accountability is the point"),
+            );
         }
     }
     decisions
@@ -141,15 +137,7 @@ pub(super) fn allows(
             _ => {}
         }
         for (key, v) in [("reason", &a.reason), ("approved_by", &a.approved_by)] {
-            if v.trim().is_empty() {
-                ctx.err(
-                    PlanCode::EmptyValue,
-                    v.span(),
-                    format!("`{key}` is empty"),
-                    "empty",
-                    format!("a suppression needs `{key}`"),
-                );
-            }
+            ctx.non_empty(key, v, format!("a suppression needs `{key}`"));
         }
         if let Some(e) = &a.expires {
             date_of(ctx, "expires", e);

@@ -33,6 +33,19 @@ impl Ctx<'_> {
         );
     }
 
+    /// An error at `key` when its text is blank (a decision's or a suppression's who and why).
+    fn non_empty(&mut self, key: &str, v: &Sp<String>, help: String) {
+        if v.trim().is_empty() {
+            self.err(
+                PlanCode::EmptyValue,
+                v.span(),
+                format!("`{key}` is empty"),
+                "empty",
+                help,
+            );
+        }
+    }
+
     /// Report `v` unless it is one of `known`, suggesting the closest; true when it is known.
     fn member(
         &mut self,
