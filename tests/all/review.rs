@@ -937,6 +937,47 @@ fn hostile_telemetry_labels_stay_text_in_every_report() {
     }
 }
 
+/// OpenMetrics families of one Running pod holding one whole GPU on `node`, the card half
+/// busy, at the 40 sample times `ts` gives.
+fn busy_pod(ns: &str, pod: &str, node: &str, ts: impl Fn(u32) -> u32) -> String {
+    let mut s = String::from("# TYPE kube_pod_container_resource_requests gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!("kube_pod_container_resource_requests{{namespace=\"{ns}\",pod=\"{pod}\",container=\"main\",node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 1 {}\n", ts(i)));
+    }
+    s.push_str("# TYPE kube_pod_status_phase gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!(
+            "kube_pod_status_phase{{namespace=\"{ns}\",pod=\"{pod}\",phase=\"Running\"}} 1 {}\n",
+            ts(i)
+        ));
+    }
+    s.push_str("# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n");
+    for i in 0..40 {
+        s.push_str(&format!(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",Hostname=\"{node}\",namespace=\"gpu-operator\",pod=\"dcgm\",exported_namespace=\"{ns}\",exported_pod=\"{pod}\"}} 0.5 {}\n",
+            ts(i)
+        ));
+    }
+    s
+}
+
+/// The JSON review of `plan` over the OpenMetrics text `om` (closed with `# EOF` here),
+/// written into `dir`.
+fn review_of(plan: &Path, om: &str, dir: &Path) -> Value {
+    let path = dir.join("nodes.om");
+    std::fs::write(&path, format!("{om}# EOF\n")).expect("om");
+    let out = gpuplan()
+        .args(["review", "--format", "json"])
+        .arg(plan)
+        .arg("--metrics")
+        .arg(&path)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    crate::common::contract(&out.stdout).expect("json")
+}
+
 #[test]
 fn the_pools_render_made_are_priced_in_the_review() {
     // The weekly loop: recommend, write the plan with its pools, render them, then review
@@ -1002,34 +1043,8 @@ fn the_pools_render_made_are_priced_in_the_review() {
         }
     }
     // One pod on node-0 holds one of its two GPUs.
-    s.push_str("# TYPE kube_pod_container_resource_requests gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!("kube_pod_container_resource_requests{{namespace=\"assistants\",pod=\"chat-api-1\",container=\"main\",node=\"node-0\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 1 {}\n", ts(i)));
-    }
-    s.push_str("# TYPE kube_pod_status_phase gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!("kube_pod_status_phase{{namespace=\"assistants\",pod=\"chat-api-1\",phase=\"Running\"}} 1 {}\n", ts(i)));
-    }
-    s.push_str("# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!(
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",Hostname=\"node-0\",namespace=\"gpu-operator\",pod=\"dcgm\",exported_namespace=\"assistants\",exported_pod=\"chat-api-1\"}} 0.5 {}\n",
-            ts(i)
-        ));
-    }
-    s.push_str("# EOF\n");
-    let om = dir.path().join("nodes.om");
-    std::fs::write(&om, s).expect("om");
-    let out = gpuplan()
-        .args(["review", "--format", "json"])
-        .arg(&next)
-        .arg("--metrics")
-        .arg(&om)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let v: Value = crate::common::contract(&out.stdout).expect("json");
+    s.push_str(&busy_pod("assistants", "chat-api-1", "node-0", ts));
+    let v = review_of(&next, &s, dir.path());
     let nodes = v["idle_nodes"].as_array().expect("idle nodes");
     assert_eq!(nodes.len(), pools.len(), "{v:#}");
     for n in nodes {
@@ -1292,37 +1307,8 @@ fn each_node_size_of_a_pool_of_several_is_priced_as_itself() {
     }
     // One pod of the 8xlarge's workload holds node-0's GPU; node-1 (the xlarge) idles.
     let pod = pools[0]["workloads"][0].as_str().expect("workload");
-    s.push_str("# TYPE kube_pod_container_resource_requests gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!("kube_pod_container_resource_requests{{namespace=\"apps\",pod=\"{pod}-1\",container=\"main\",node=\"node-0\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 1 {}\n", ts(i)));
-    }
-    s.push_str("# TYPE kube_pod_status_phase gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!(
-            "kube_pod_status_phase{{namespace=\"apps\",pod=\"{pod}-1\",phase=\"Running\"}} 1 {}\n",
-            ts(i)
-        ));
-    }
-    s.push_str("# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!(
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",Hostname=\"node-0\",namespace=\"gpu-operator\",pod=\"dcgm\",exported_namespace=\"apps\",exported_pod=\"{pod}-1\"}} 0.5 {}\n",
-            ts(i)
-        ));
-    }
-    s.push_str("# EOF\n");
-    let om = dir.path().join("nodes.om");
-    std::fs::write(&om, s).expect("om");
-    let out = gpuplan()
-        .args(["review", "--format", "json"])
-        .arg(&next)
-        .arg("--metrics")
-        .arg(&om)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let v: Value = crate::common::contract(&out.stdout).expect("json");
+    s.push_str(&busy_pod("apps", &format!("{pod}-1"), "node-0", ts));
+    let v = review_of(&next, &s, dir.path());
     let nodes = v["idle_nodes"].as_array().expect("idle nodes");
     let idle = nodes
         .iter()
