@@ -16,6 +16,7 @@ pub(crate) mod query;
 pub(crate) mod rows;
 pub(crate) mod serving;
 pub(crate) mod telemetry;
+pub(crate) mod timeline;
 pub(crate) mod trend;
 
 pub use analysis::{analyse, Review, Settings};

@@ -178,8 +178,8 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
                 if let Some(pool) = n.plan_pool.as_deref() {
                     for (ts, cap) in &n.capacity {
                         if *cap > 0.0 {
-                            let held = n.allocated.get(ts).copied().unwrap_or(0.0);
-                            let e = at_once.entry(pool).or_default().entry(*ts).or_default();
+                            let held = n.allocated.get(&ts).copied().unwrap_or(0.0);
+                            let e = at_once.entry(pool).or_default().entry(ts).or_default();
                             e.0 += 1;
                             e.1 += (cap - held).max(0.0);
                         }
@@ -358,9 +358,9 @@ pub(super) fn idle_nodes(
             if *cap <= 0.0 {
                 continue;
             }
-            let alloc = n.allocated.get(ts).copied().unwrap_or(0.0);
+            let alloc = n.allocated.get(&ts).copied().unwrap_or(0.0);
             // A MIG node is paid for as whole cards: slices no instance holds idle too.
-            let paid = n.paid.get(ts).copied().unwrap_or(*cap).max(*cap);
+            let paid = n.paid.get(&ts).copied().unwrap_or(*cap).max(*cap);
             idle += (paid - alloc).max(0.0);
             stranded += paid - cap;
             if alloc <= 0.0 {
@@ -370,7 +370,7 @@ pub(super) fn idle_nodes(
                     close_stretch(&mut stretch, &mut held_empty, &mut longest);
                 }
                 stretch += secs;
-                last = Some(*ts);
+                last = Some(ts);
             } else {
                 close_stretch(&mut stretch, &mut held_empty, &mut longest);
                 last = None;
@@ -526,9 +526,7 @@ mod tests {
             n.gpus = 6.0 / 7.0;
             n.cards = 1.0;
             n.paid = n.capacity.clone();
-            for v in n.capacity.values_mut() {
-                *v *= 6.0 / 7.0;
-            }
+            n.capacity.map_values(|v| v * (6.0 / 7.0));
             n.plan_pool = None;
         }
         let mut advice = Vec::new();

@@ -13,7 +13,7 @@ use super::advice::RightSize;
 use super::analysis::{quantile, round, round4};
 use super::owners::owner;
 use super::rows::WorkloadRow;
-use super::telemetry::Telemetry;
+use super::telemetry::{Telemetry, Windows};
 use super::trend::{daily_peaks, hourly, next_quarter, project, request, Fit, Projection};
 use crate::plan::raw::Count;
 use crate::plan::Plan;
@@ -202,9 +202,9 @@ pub struct NextQuarter {
 /// Per covered window: GPUs held, replicas held and GPUs busy (observed windows only).
 #[derive(Default)]
 struct Series {
-    gpus: BTreeMap<i64, f64>,
-    replicas: BTreeMap<i64, f64>,
-    busy: BTreeMap<i64, f64>,
+    gpus: Windows,
+    replicas: Windows,
+    busy: Windows,
 }
 
 /// A count as the plan writes it: `3`, or `{ min = 1, max = 6 }`.
@@ -251,7 +251,7 @@ pub(crate) fn forecast(
     }
 
     let mut by_workload: BTreeMap<&str, Series> = BTreeMap::new();
-    let mut by_team: BTreeMap<&str, BTreeMap<i64, f64>> = BTreeMap::new();
+    let mut by_team: BTreeMap<&str, Windows> = BTreeMap::new();
     let mut per_hour: BTreeMap<i64, usize> = BTreeMap::new();
     for w in &t.covered_windows {
         *per_hour.entry(w.div_euclid(3600)).or_default() += 1;
@@ -263,16 +263,16 @@ pub(crate) fn forecast(
         }
         let team = by_team.entry(p.namespace.as_str()).or_default();
         for (w, a) in &p.allocated {
-            *team.entry(*w).or_default() += a / step;
+            team.add(w, a / step);
         }
         let Some(name) = owner(plan, p) else { continue };
         let gang = plan.workload(name).map_or(1, |w| w.gang().max(1)) as f64;
         let s = by_workload.entry(name).or_default();
         for (w, a) in &p.allocated {
-            *s.gpus.entry(*w).or_default() += a / step;
-            *s.replicas.entry(*w).or_default() += a / step / request / gang;
-            if !p.unobserved.contains(w) {
-                *s.busy.entry(*w).or_default() += p.used.get(w).copied().unwrap_or(0.0) / step;
+            s.gpus.add(w, a / step);
+            s.replicas.add(w, a / step / request / gang);
+            if !p.unobserved.contains(&w) {
+                s.busy.add(w, p.used.get(&w).copied().unwrap_or(0.0) / step);
             }
         }
     }

@@ -491,8 +491,6 @@ impl Client {
                             }
                             break;
                         }
-                        // Filled window by window: rebuilt full before the next request.
-                        mine.compact_query(job.query.id);
                         let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                         progress(d, total);
                     }

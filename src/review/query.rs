@@ -87,16 +87,17 @@ pub(crate) enum Over {
     Max,
 }
 
-/// The series of one group become one value by their maximum: the same series scraped twice
-/// (copies differing only by `instance`) must count once, on both paths.
-/// A map filled one key after the next, rebuilt in bulk: a B-tree filled key by key leaves
-/// its nodes about half full, one built from sorted entries fills them.
-pub(crate) fn compact<K: Ord, V>(m: &mut BTreeMap<K, V>) {
-    *m = std::mem::take(m).into_iter().collect();
+impl Over {
+    /// Whether the two read a window aggregate in common (an average reads the sum and count).
+    fn shares(self, other: Over) -> bool {
+        self == other || self == Over::Avg || other == Over::Avg
+    }
 }
 
-fn combine(row: &mut BTreeMap<u32, f64>, k: u32, v: f64) {
-    row.entry(k).and_modify(|x| *x = x.max(v)).or_insert(v);
+/// The series of one group become one value by their maximum: the same series scraped twice
+/// (copies differing only by `instance`) must count once, on both paths.
+fn combine(row: &mut Row, k: u32, v: f64) {
+    row.update(k, |x| x.map_or(v, |x| x.max(v)));
 }
 
 /// A label matcher, written once for both paths.
@@ -623,9 +624,12 @@ fn promql_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
+/// One group's value per window (by window index).
+pub(crate) type Row = super::timeline::Timeline<u32, f64>;
+
 /// One query's answer: per group (the values of its `by` labels, in order), per window, the
 /// value.
-pub(crate) type Rows = BTreeMap<Vec<String>, BTreeMap<u32, f64>>;
+pub(crate) type Rows = BTreeMap<Vec<String>, Row>;
 
 /// Every query's answer, by query.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -637,7 +641,7 @@ pub struct Answers {
 }
 
 impl Answers {
-    pub(crate) fn get(&self, q: Q) -> impl Iterator<Item = (&Vec<String>, &BTreeMap<u32, f64>)> {
+    pub(crate) fn get(&self, q: Q) -> impl Iterator<Item = (&Vec<String>, &Row)> {
         self.rows.get(&q).into_iter().flat_map(|r| r.iter())
     }
     pub(crate) fn query(q: Q) -> &'static Query {
@@ -654,20 +658,12 @@ impl Answers {
             .position(|x| *x == l)
             .expect("a label the query groups by")
     }
-    /// Every row rebuilt from its sorted entries: a B-tree filled one key after the next
-    /// leaves its nodes about half full, one built in bulk fills them, so this about halves
-    /// what the answers hold while the telemetry is assembled beside them.
+    /// Every row in its fewest runs: pieces of a long window arrive in any order.
     pub(crate) fn compact(&mut self) {
-        let qs: Vec<Q> = self.rows.keys().copied().collect();
-        for q in qs {
-            self.compact_query(q);
-        }
-    }
-    /// [`Answers::compact`] for one query's rows (a request has just filled them).
-    pub(crate) fn compact_query(&mut self, q: Q) {
-        if let Some(rows) = self.rows.get_mut(&q) {
-            rows.values_mut().for_each(compact);
-        }
+        self.rows
+            .values_mut()
+            .flat_map(|rows| rows.values_mut())
+            .for_each(Row::compact);
     }
     /// The clusters the rows name (their `cluster` label), empty ones left out.
     pub(crate) fn clusters(&self) -> std::collections::BTreeSet<String> {
@@ -718,11 +714,7 @@ impl Answers {
                     Entry::Vacant(v) => {
                         v.insert(row);
                     }
-                    Entry::Occupied(mut o) => {
-                        for (k, v) in row {
-                            combine(o.get_mut(), k, v);
-                        }
-                    }
+                    Entry::Occupied(mut o) => o.get_mut().merge_max(row),
                 }
             }
         }
@@ -745,10 +737,71 @@ struct Acc {
     max: f64,
 }
 
+/// What one raw series keeps per window: only the aggregates its queries read.
+#[derive(Default)]
+struct Kept {
+    sum: Option<Row>,
+    count: Option<Row>,
+    max: Option<Row>,
+}
+
+impl Kept {
+    fn for_queries(groups: &[(Q, Vec<String>)]) -> Self {
+        let overs = || groups.iter().map(|(q, _)| Answers::query(*q).over);
+        let needs = |f: fn(Over) -> bool| overs().any(f).then(Row::new);
+        Kept {
+            sum: needs(|o| matches!(o, Over::Sum | Over::Avg)),
+            count: needs(|o| matches!(o, Over::Count | Over::Avg)),
+            max: needs(|o| matches!(o, Over::Max)),
+        }
+    }
+    /// Window `a.k`'s samples joined in (the window may hold some already: a sample that
+    /// came after a later window's).
+    fn add(&mut self, a: &Acc) {
+        if let Some(r) = &mut self.sum {
+            r.add(a.k, a.sum);
+        }
+        if let Some(r) = &mut self.count {
+            r.add(a.k, f64::from(a.count));
+        }
+        if let Some(r) = &mut self.max {
+            let m = a.max;
+            r.update(a.k, |x| x.map_or(m, |x| x.max(m)));
+        }
+    }
+    /// Query `over`'s row; `last` when no other query of the series reads it after.
+    fn row(&mut self, over: Over, last: bool) -> Row {
+        let take = |r: &mut Option<Row>| {
+            if last {
+                r.take().unwrap_or_default()
+            } else {
+                r.clone().unwrap_or_default()
+            }
+        };
+        match over {
+            Over::Sum => take(&mut self.sum),
+            Over::Count => take(&mut self.count),
+            Over::Max => take(&mut self.max),
+            Over::Avg => {
+                let (Some(sum), Some(count)) = (&self.sum, &self.count) else {
+                    return Row::new();
+                };
+                sum.iter()
+                    .zip(count.iter())
+                    .map(|((k, s), (_, c))| (k, s / c))
+                    .collect()
+            }
+        }
+    }
+}
+
 struct Series {
     /// The queries it answers, with its group in each.
     groups: Vec<(Q, Vec<String>)>,
-    windows: Vec<Acc>,
+    /// The window samples arrive in, not yet in `kept`: samples come in time order, so a
+    /// window is joined in once, when the next begins.
+    open: Option<Acc>,
+    kept: Kept,
     last_ms: i64,
     last_value: f64,
     /// Every sample time, kept only for series that a first pass saw out of order (a file
@@ -893,8 +946,9 @@ impl Collector {
         }
         let i = self.series.len();
         self.series.push(Series {
+            kept: Kept::for_queries(&groups),
             groups,
-            windows: Vec::new(),
+            open: None,
             last_ms: i64::MIN,
             last_value: f64::NAN,
             seen: out_of_order.then(HashMap::new),
@@ -931,45 +985,46 @@ impl Collector {
         let Some(k) = self.grid.window(ms) else {
             return;
         };
-        let pos = match s.windows.last() {
-            Some(a) if a.k == k => s.windows.len() - 1,
-            Some(a) if a.k < k => {
-                s.windows.push(Acc::new(k));
-                s.windows.len() - 1
+        match &mut s.open {
+            Some(a) if a.k == k => a.take(v),
+            Some(a) if a.k > k => {
+                let mut late = Acc::new(k);
+                late.take(v);
+                s.kept.add(&late);
             }
-            None => {
-                s.windows.push(Acc::new(k));
-                0
-            }
-            Some(_) => match s.windows.binary_search_by_key(&k, |a| a.k) {
-                Ok(p) => p,
-                Err(p) => {
-                    s.windows.insert(p, Acc::new(k));
-                    p
+            open => {
+                if let Some(done) = open.replace(Acc::new(k)) {
+                    s.kept.add(&done);
                 }
-            },
-        };
-        let a = &mut s.windows[pos];
-        a.sum += v;
-        a.count += 1;
-        a.max = a.max.max(v);
+                if let Some(a) = open {
+                    a.take(v);
+                }
+            }
+        }
     }
 
     pub(crate) fn finish(self) -> Answers {
         let mut out = Answers::default();
-        for s in self.series {
-            for (q, group) in s.groups {
-                let query = Answers::query(q);
-                // One lookup of the group per series, then its windows.
-                let row = out.rows.entry(q).or_default().entry(group).or_default();
-                for a in &s.windows {
-                    let v = match query.over {
-                        Over::Avg => a.sum / f64::from(a.count),
-                        Over::Sum => a.sum,
-                        Over::Count => f64::from(a.count),
-                        Over::Max => a.max,
-                    };
-                    combine(row, a.k, v);
+        for mut s in self.series {
+            if let Some(a) = s.open.take() {
+                s.kept.add(&a);
+            }
+            let overs: Vec<Over> = s
+                .groups
+                .iter()
+                .map(|(q, _)| Answers::query(*q).over)
+                .collect();
+            for (i, (q, group)) in s.groups.into_iter().enumerate() {
+                let over = overs[i];
+                let last = !overs[i + 1..].iter().any(|o| o.shares(over));
+                let row = s.kept.row(over, last);
+                match out.rows.entry(q).or_default().entry(group) {
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(row);
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut o) => {
+                        o.get_mut().merge_max(row);
+                    }
                 }
             }
         }
@@ -986,6 +1041,11 @@ impl Acc {
             count: 0,
             max: f64::NEG_INFINITY,
         }
+    }
+    fn take(&mut self, v: f64) {
+        self.sum += v;
+        self.count += 1;
+        self.max = self.max.max(v);
     }
 }
 

@@ -13,7 +13,7 @@ use super::analysis::{quantile, round, round4};
 use super::forecast::Quantiles;
 use super::owners::owner;
 use super::query::{Answers, Grid, Q};
-use super::telemetry::{PodSeries, Telemetry};
+use super::telemetry::{PodSeries, Telemetry, Windows};
 use crate::plan::raw::Kind;
 use crate::plan::Plan;
 
@@ -28,9 +28,9 @@ const MIN_REQUESTS: f64 = 20.0;
 /// One pod's vLLM series, per window start.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Serving {
-    pub running: BTreeMap<i64, f64>,
-    pub waiting: BTreeMap<i64, f64>,
-    pub kv_cache: BTreeMap<i64, f64>,
+    pub running: Windows,
+    pub waiting: Windows,
+    pub kv_cache: Windows,
     /// Requests whose first token came within each bucket's bound, counted in the window:
     /// window start -> bound (`f64::to_bits`, which orders non-negative bounds) -> count.
     pub ttft: BTreeMap<i64, BTreeMap<u64, f64>>,
@@ -39,7 +39,7 @@ pub struct Serving {
 /// Reads vLLM's series into the pods that export them.
 pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, String), PodSeries>) {
     let col = |q: Q, l: &str| Answers::col(q, l);
-    type Series = fn(&mut Serving) -> &mut BTreeMap<i64, f64>;
+    type Series = fn(&mut Serving) -> &mut Windows;
     let gauges: [(Q, Series); 3] = [
         (Q::ServingRunning, |s| &mut s.running),
         (Q::ServingWaiting, |s| &mut s.waiting),
@@ -54,7 +54,7 @@ pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, Stri
             let into = series(p.serving.get_or_insert_with(Serving::default));
             for (k, v) in w {
                 if v.is_finite() && *v >= 0.0 {
-                    *into.entry(grid.start(*k)).or_default() += v;
+                    into.add(grid.start(k), *v);
                 }
             }
         }
@@ -74,7 +74,7 @@ pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, Stri
             let inc = if b >= a { b - a } else { *b };
             if inc > 0.0 && inc.is_finite() {
                 *s.ttft
-                    .entry(grid.start(*k))
+                    .entry(grid.start(k))
                     .or_default()
                     .entry(le.to_bits())
                     .or_default() += inc;
@@ -221,11 +221,11 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
     let mut all: BTreeMap<u64, f64> = BTreeMap::new();
     for s in pods {
         for (w, r) in &s.running {
-            let e = windows.entry(*w).or_default();
+            let e = windows.entry(w).or_default();
             e.replicas += 1.0;
             e.running += r;
-            e.waiting += s.waiting.get(w).copied().unwrap_or(0.0);
-            if let Some(kv) = s.kv_cache.get(w) {
+            e.waiting += s.waiting.get(&w).copied().unwrap_or(0.0);
+            if let Some(kv) = s.kv_cache.get(&w) {
                 e.kv += kv;
                 e.kv_windows += 1.0;
             }

@@ -10,6 +10,9 @@
 
 use std::collections::BTreeMap;
 
+/// A value per step window, keyed by the window's start (Unix seconds).
+pub(crate) type Windows = super::timeline::Timeline<i64, f64>;
+
 /// One pod over the window, per step window (keyed by the window's start, Unix seconds).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodSeries {
@@ -27,13 +30,13 @@ pub struct PodSeries {
     /// GPU-seconds held while Running on a node: requests of app containers and native
     /// sidecars (or of the largest init container, when larger), at the share of a physical
     /// GPU each unit is (a MIG profile's, a time-sliced replica's).
-    pub allocated: BTreeMap<i64, f64>,
+    pub allocated: Windows,
     /// GPUs it held in each window (the level, not GPU-seconds), carried across the windows
     /// between samples when the scrape interval is longer than the step: for peaks and
     /// quantiles, never for totals.
-    pub gpus: BTreeMap<i64, f64>,
+    pub gpus: Windows,
     /// GPU-seconds busy inside the windows it held GPUs.
-    pub used: BTreeMap<i64, f64>,
+    pub used: Windows,
     /// GPU-seconds requested while Pending: demand that was not met.
     pub pending: f64,
     /// The part of `pending` while no node would take it (`kube_pod_status_scheduled`
@@ -79,13 +82,13 @@ pub struct NodeSeries {
     /// Whole physical cards: `gpus`, or for a MIG node the cards its instances sit on.
     pub cards: f64,
     /// Physical GPU-seconds offered: what its devices (MIG instances at their share) offer.
-    pub capacity: BTreeMap<i64, f64>,
+    pub capacity: Windows,
     /// GPU-seconds of its whole cards, paid for whether a MIG instance covers every slice or
     /// not: only for a MIG node whose instances leave slices uncovered; empty means
     /// `capacity`.
-    pub paid: BTreeMap<i64, f64>,
+    pub paid: Windows,
     /// Physical GPU-seconds requested by running pods on it.
-    pub allocated: BTreeMap<i64, f64>,
+    pub allocated: Windows,
     /// The usage signal its GPUs were read from.
     pub signal: Option<Signal>,
 }

@@ -200,7 +200,7 @@ pub(crate) fn next_quarter(t: i64) -> (String, i64) {
 /// windows without a sample and gives others more than a step's worth, which an hour
 /// averages out; an hour at the data's edge or with a gap holds samples that stand for time
 /// outside it.
-pub(super) fn hourly(t: &Telemetry, v: &BTreeMap<i64, f64>) -> BTreeMap<i64, f64> {
+pub(super) fn hourly(t: &Telemetry, v: &super::telemetry::Windows) -> BTreeMap<i64, f64> {
     let per_hour = (3600 / t.step.max(1)).max(1) as usize;
     let edge = |w: Option<&i64>| w.map(|w| w.div_euclid(3600) * 3600);
     let (first, last) = (

@@ -175,7 +175,7 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
             e.2.extend(f.signal);
             let held = out.pool_held.entry(k.clone()).or_default();
             for (time, g) in &p.gpus {
-                *held.entry(*time).or_default() += g;
+                *held.entry(time).or_default() += g;
             }
         }
         for (time, a) in &p.allocated {
@@ -183,10 +183,10 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
                 .timeline
                 .entry(p.namespace.clone())
                 .or_default()
-                .entry(*time)
+                .entry(time)
                 .or_default();
             e.0 += a / step as f64;
-            e.1 += p.used.get(time).copied().unwrap_or(0.0) / step as f64;
+            e.1 += p.used.get(&time).copied().unwrap_or(0.0) / step as f64;
         }
         if let (Some(w), Some(how)) = (f.workload, f.matched) {
             out.matches.entry(w).or_default().add(how);
@@ -248,21 +248,21 @@ pub(super) fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Optio
     let mut prev: Option<i64> = None;
     for (time, a) in &p.allocated {
         // No data is no evidence of idleness: a stretch without usage data ends a run.
-        if p.unobserved.contains(time) {
+        if p.unobserved.contains(&time) {
             run_start = None;
             prev = None;
             continue;
         }
-        let u = p.used.get(time).copied().unwrap_or(0.0);
+        let u = p.used.get(&time).copied().unwrap_or(0.0);
         let quiet = *a > 0.0 && u < s.quiet_below * a;
         // A window left empty by a scrape jittered across its boundary is no gap.
         let slack = t.ksm_interval.map_or(0, |i| i.ceil() as i64);
         let contiguous = prev.is_some_and(|x| time - x <= step + slack);
-        prev = Some(*time);
+        prev = Some(time);
         if quiet && contiguous && run_start.is_some() {
             peak += a;
         } else if quiet {
-            run_start = Some(*time);
+            run_start = Some(time);
             peak = *a;
         } else {
             run_start = None;
@@ -280,7 +280,7 @@ pub(super) fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Optio
     // does not inflate (its GPU-seconds over the run's length can).
     let held = p
         .gpus
-        .range(start..start + len)
+        .range(start, start + len)
         .map(|(_, g)| *g)
         .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
         .unwrap_or(mean);

@@ -4,35 +4,30 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::columns::{card, col};
-use crate::review::query::{Answers, Grid, Q};
+use crate::review::query::{Answers, Grid, Row, Q};
+use crate::review::timeline::Timeline;
 
 /// The scrape interval of a family of series, from how many samples fall in a window whose
 /// neighbours both hold samples too (such a window is covered end to end, so its count is
 /// step / interval on average whatever the offsets). Falls back to the typical gap between
 /// windows with samples when the interval is longer than the step.
-pub(crate) fn interval<'a>(
-    rows: impl Iterator<Item = &'a BTreeMap<u32, f64>>,
-    step: i64,
-) -> Option<f64> {
+pub(crate) fn interval<'a>(rows: impl Iterator<Item = &'a Row>, step: i64) -> Option<f64> {
     // Over each run of a series (windows with samples, with the gaps between them no longer
     // than twice the typical one: a sample jittered across a boundary, or an interval longer
     // than the step), samples per second: the samples of its inner windows over their span.
     // Only runs of ten windows or more count, weighed by length; a longer gap (a pod gone and
     // back) ends a run instead of stretching it.
-    let rows: Vec<&BTreeMap<u32, f64>> = rows.collect();
+    let rows: Vec<&Row> = rows.collect();
     let mut gaps: Vec<u32> = rows
         .iter()
-        .flat_map(|r| {
-            let keys: Vec<u32> = r.keys().copied().collect();
-            keys.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>()
-        })
+        .flat_map(|r| r.keys().zip(r.keys().skip(1)).map(|(a, b)| b - a))
         .collect();
     gaps.sort_unstable();
     let typical = gaps.get(gaps.len() / 2).copied();
     let allowed = run_gap(typical);
     let (mut samples, mut windows) = (0.0, 0u64);
     for r in rows {
-        let keys: Vec<u32> = r.keys().copied().collect();
+        let keys: Vec<u32> = r.keys().collect();
         let mut start = 0;
         for i in 0..keys.len() {
             let end_of_run = i + 1 == keys.len() || keys[i + 1] - keys[i] > allowed;
@@ -41,7 +36,10 @@ pub(crate) fn interval<'a>(
                 // or ends inside them).
                 let span = u64::from(keys[i] - keys[start]).saturating_sub(1);
                 if span >= 8 {
-                    samples += keys[start + 1..i].iter().map(|k| r[k]).sum::<f64>();
+                    samples += r
+                        .range(keys[start + 1], keys[i])
+                        .map(|(_, v)| v)
+                        .sum::<f64>();
                     windows += span;
                 }
                 start = i + 1;
@@ -79,8 +77,8 @@ pub(super) fn run_gap(typical: Option<u32>) -> u32 {
 /// smeared over the windows around it. Windows with no interior data take the
 /// nearest window's rate, else the source's overall interval.
 pub(crate) struct Intervals {
-    pub(super) keys: Vec<u32>,
-    pub(super) at: Vec<f64>,
+    /// Seconds a sample stands for, at each window with interior data.
+    pub(super) at: Timeline<u32, f64>,
     pub(super) fallback: Option<f64>,
 }
 
@@ -115,7 +113,7 @@ pub(super) fn snap(iv: f64, overall: Option<f64>) -> f64 {
 
 impl Intervals {
     pub(crate) fn of<'a>(
-        rows: impl Iterator<Item = &'a BTreeMap<u32, f64>>,
+        rows: impl Iterator<Item = &'a Row>,
         step: i64,
         fallback: Option<f64>,
     ) -> Intervals {
@@ -126,7 +124,7 @@ impl Intervals {
             // Runs of the series: windows with samples, a single empty window allowed inside
             // (a sample jittered across a boundary, or an interval longer than the step); its
             // inner windows count, empty ones at zero, so a jitter never biases the rate.
-            let keys: Vec<u32> = r.keys().copied().collect();
+            let keys: Vec<u32> = r.keys().collect();
             let mut start = 0;
             for i in 0..keys.len() {
                 if i + 1 < keys.len() && keys[i + 1] - keys[i] <= allowed {
@@ -199,21 +197,21 @@ impl Intervals {
             }
             start = i + 1;
         }
-        Intervals { keys, at, fallback }
+        Intervals {
+            at: keys.into_iter().zip(at).collect(),
+            fallback,
+        }
     }
 
     /// Seconds a sample in window `k` stands for.
     pub(crate) fn at(&self, k: u32) -> Option<f64> {
-        if self.keys.is_empty() {
-            return self.fallback;
-        }
-        let i = self.keys.partition_point(|x| *x < k);
-        let near = [i.checked_sub(1), (i < self.keys.len()).then_some(i)]
+        // The nearest window with a rate; the earlier on a tie.
+        let near = [self.at.lower(k), self.at.ceil(k)]
             .into_iter()
             .flatten()
-            .min_by_key(|j| self.keys[*j].abs_diff(k));
+            .min_by_key(|(j, _)| j.abs_diff(k));
         match near {
-            Some(j) if self.keys[j].abs_diff(k) <= 3 * RADIUS as u32 => Some(self.at[j]),
+            Some((j, at)) if j.abs_diff(k) <= 3 * RADIUS as u32 => Some(*at),
             _ => self.fallback,
         }
     }
@@ -247,7 +245,7 @@ pub(super) struct Scrapes {
     pub(super) ksm_at: Intervals,
     pub(super) has_phase: bool,
     /// A card's scrape counts per window, by host, card and `vgpu` copy.
-    pub(super) cards: BTreeMap<Vec<String>, BTreeMap<u32, f64>>,
+    pub(super) cards: BTreeMap<Vec<String>, Row>,
     pub(super) dcgm: Option<f64>,
     pub(super) dcgm_intervals: Vec<f64>,
     pub(super) card_at: BTreeMap<Vec<String>, Intervals>,
@@ -271,7 +269,7 @@ pub(super) fn scrapes(a: &Answers, step: i64) -> Scrapes {
     // A GPU reports all along, whichever pod holds it: its rows, summed across pods (not
     // across `vgpu` copies), are long even where each pod's is short (a six-minute job).
     // A row that names neither host nor card (a hand-made export) may be several cards.
-    let mut cards: BTreeMap<Vec<String>, BTreeMap<u32, f64>> = BTreeMap::new();
+    let mut cards: BTreeMap<Vec<String>, Row> = BTreeMap::new();
     for (g, r) in a.get(Q::DeviceScrapes) {
         let Some(mut card) = card(Q::DeviceScrapes, g) else {
             continue;
@@ -280,7 +278,7 @@ pub(super) fn scrapes(a: &Answers, step: i64) -> Scrapes {
         card.push(g[col(Q::DeviceScrapes, "vgpu")].clone());
         let e = cards.entry(card).or_default();
         for (k, c) in r {
-            *e.entry(*k).or_default() += c;
+            e.add(k, *c);
         }
     }
     let dcgm = interval(cards.values(), step).or_else(|| {
@@ -347,16 +345,16 @@ mod tests {
     #[test]
     fn intervals_come_from_whole_windows_whatever_the_offset() {
         // 30 s scrapes at +7.1 s in 60 s windows: two per window
-        let r: BTreeMap<u32, f64> = (0..10).map(|k| (k, 2.0)).collect();
+        let r: Row = (0..10).map(|k| (k, 2.0)).collect();
         assert_eq!(interval([&r].into_iter(), 60), Some(30.0));
         // 45 s into 60 s windows: 1, 2, 1, 1, 2, 1 ...
-        let r: BTreeMap<u32, f64> = (0..12)
+        let r: Row = (0..12)
             .map(|k| (k, if k % 3 == 1 { 2.0 } else { 1.0 }))
             .collect();
         let i = interval([&r].into_iter(), 60).expect("interval");
         assert!((i - 45.0).abs() < 3.0, "{i}");
         // 120 s scrapes into 60 s windows: every other window (edge windows cost a sample)
-        let r: BTreeMap<u32, f64> = (0..100).map(|k| (k * 2, 1.0)).collect();
+        let r: Row = (0..100).map(|k| (k * 2, 1.0)).collect();
         let i = interval([&r].into_iter(), 60).expect("interval");
         assert!((i - 120.0).abs() < 2.0, "{i}");
     }

@@ -19,7 +19,7 @@ mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::query::{compact, Answers, Grid};
+use super::query::{Answers, Grid};
 use super::telemetry::{NodeSeries, Orphan, PodSeries, Telemetry};
 use crate::catalog::Catalog;
 use crate::plan::Plan;
@@ -81,11 +81,11 @@ fn compact_series(
 ) {
     pods.retain(|_, p| !p.allocated.is_empty() || p.pending > 0.0 || !p.used.is_empty());
     for p in pods.values_mut() {
-        compact(&mut p.used);
+        p.used.compact();
     }
     for n in out_nodes.values_mut() {
-        compact(&mut n.capacity);
-        compact(&mut n.allocated);
+        n.capacity.compact();
+        n.allocated.compact();
     }
 }
 

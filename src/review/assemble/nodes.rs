@@ -8,13 +8,14 @@ use super::intervals::{seconds_of, Intervals};
 use super::pool_names::POOL_LABELS;
 use crate::catalog::Catalog;
 use crate::plan::Plan;
-use crate::review::query::{Answers, Grid, Q};
-use crate::review::telemetry::NodeSeries;
+use crate::review::query::{Answers, Grid, Row, Q};
+use crate::review::telemetry::{NodeSeries, Windows};
+use crate::review::timeline::Timeline;
 
 pub(super) struct Node {
     pub(super) labels: BTreeMap<String, String>,
     /// resource -> window -> (avg, count)
-    pub(super) alloc: BTreeMap<String, BTreeMap<u32, (f64, f64)>>,
+    pub(super) alloc: BTreeMap<String, Timeline<u32, (f64, f64)>>,
 }
 
 impl Node {
@@ -146,15 +147,15 @@ pub(super) fn whole_cards(
 /// A node's GPU-seconds per window counted as whole cards: each window's offered
 /// GPU-seconds scaled from the instances' share to the cards they sit on.
 pub(super) fn paid_for(
-    capacity: &BTreeMap<i64, f64>,
-    physical: &BTreeMap<u32, f64>,
+    capacity: &Windows,
+    physical: &Row,
     cards: f64,
     start: impl Fn(u32) -> i64,
-) -> BTreeMap<i64, f64> {
+) -> Windows {
     physical
         .iter()
         .filter_map(|(k, offered)| {
-            let ts = start(*k);
+            let ts = start(k);
             let secs = capacity.get(&ts)?;
             let scale = if *offered > 1e-9 && cards > *offered {
                 cards / offered
@@ -184,7 +185,7 @@ pub(super) fn nodes_of(a: &Answers, ksm_at: &Intervals, stepf: f64) -> BTreeMap<
             }
         }
     }
-    let counts: BTreeMap<(&str, &str), &BTreeMap<u32, f64>> = a
+    let counts: BTreeMap<(&str, &str), &Row> = a
         .get(Q::NodeScraped)
         .map(|(g, r)| {
             (
@@ -212,10 +213,10 @@ pub(super) fn nodes_of(a: &Answers, ksm_at: &Intervals, stepf: f64) -> BTreeMap<
         let e = n.alloc.entry(res.clone()).or_default();
         for (k, v) in w {
             let count = c
-                .and_then(|c| c.get(k))
+                .and_then(|c| c.get(&k))
                 .copied()
-                .unwrap_or(stepf / ksm_at.at(*k).unwrap_or(stepf));
-            e.insert(*k, (*v, count));
+                .unwrap_or(stepf / ksm_at.at(k).unwrap_or(stepf));
+            e.insert(k, (*v, count));
         }
     }
     nodes
@@ -229,10 +230,7 @@ pub(super) type CardMaps<'a> = (
     BTreeMap<&'a str, &'a str>,
 );
 
-pub(super) fn card_maps<'a>(
-    a: &'a Answers,
-    cards: &'a BTreeMap<Vec<String>, BTreeMap<u32, f64>>,
-) -> CardMaps<'a> {
+pub(super) fn card_maps<'a>(a: &'a Answers, cards: &'a BTreeMap<Vec<String>, Row>) -> CardMaps<'a> {
     // The distinct physical cards (UUIDs, not MIG instances) dcgm-exporter reports per node.
     let mut physical_cards: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     // A MIG instance's row carries its parent card's UUID: the cards a MIG node has.
@@ -280,7 +278,7 @@ pub(super) fn node_series(
     grid: Grid,
     nodes: &BTreeMap<String, Node>,
     node_pool: &BTreeMap<String, &crate::plan::raw::Pool>,
-    cards: &BTreeMap<Vec<String>, BTreeMap<u32, f64>>,
+    cards: &BTreeMap<Vec<String>, Row>,
     ksm_at: &Intervals,
 ) -> NodeStage {
     let stepf = grid.step as f64;
@@ -304,8 +302,8 @@ pub(super) fn node_series(
             physical_cards.get(name.as_str()).map(|s| s.len() as u32),
         );
         replicas_from_cards += usize::from(u.from_cards);
-        let mut capacity: BTreeMap<i64, f64> = BTreeMap::new();
-        let mut physical: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut capacity = Windows::new();
+        let mut physical = Row::new();
         let mut mig = u.mig;
         for (res, w) in &n.alloc {
             let share = if res == "nvidia_com_gpu" {
@@ -318,9 +316,8 @@ pub(super) fn node_series(
                 continue;
             };
             for (k, (avg, count)) in w {
-                *capacity.entry(grid.start(*k)).or_default() +=
-                    avg * share * secs(*count, ksm_at.at(*k));
-                *physical.entry(*k).or_default() += avg * share;
+                capacity.add(grid.start(k), avg * share * secs(*count, ksm_at.at(k)));
+                physical.add(k, avg * share);
             }
         }
         let offered = physical.values().copied().fold(0.0, f64::max);
@@ -341,7 +338,7 @@ pub(super) fn node_series(
         let paid = if cards > offered + 1e-9 {
             paid_for(&capacity, &physical, cards, |k| grid.start(k))
         } else {
-            BTreeMap::new()
+            Windows::new()
         };
         let label = |k: &str| n.labels.get(k).cloned();
         let pool = n.pool_label().map(str::to_owned);
@@ -363,7 +360,7 @@ pub(super) fn node_series(
                 cards,
                 capacity,
                 paid,
-                allocated: BTreeMap::new(),
+                allocated: Windows::new(),
                 signal: None,
             },
         );

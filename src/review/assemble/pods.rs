@@ -10,8 +10,9 @@ use super::pool_names::PoolNames;
 use crate::catalog::Catalog;
 use crate::plan::Plan;
 use crate::review::owners::owner;
-use crate::review::query::{compact, Answers, Grid, Q};
-use crate::review::telemetry::{NodeSeries, PodSeries};
+use crate::review::query::{Answers, Grid, Row, Q};
+use crate::review::telemetry::{NodeSeries, PodSeries, Windows};
+use crate::review::timeline::Timeline;
 
 /// A node's pool by the names render gave; a node without one takes the declared pool of a
 /// workload running on it (and is a node from then on, labels or not).
@@ -62,14 +63,13 @@ pub(super) fn node_pools<'p>(
 /// level of the sample before it (as Prometheus's lookback does), so peaks and quantiles of
 /// GPUs held are neither inflated by a window standing for a whole interval nor emptied by
 /// the windows in between. Totals come from `allocated`, which this never touches.
-pub(super) fn carry_levels(
-    levels: &mut BTreeMap<i64, f64>,
-    step: i64,
-    interval: impl Fn(i64) -> Option<f64>,
-) {
-    let samples: Vec<(i64, f64)> = levels.iter().map(|(k, v)| (*k, *v)).collect();
-    for pair in samples.windows(2) {
-        let ((a, level), (b, _)) = (pair[0], pair[1]);
+pub(super) fn carry_levels(levels: &mut Windows, step: i64, interval: impl Fn(i64) -> Option<f64>) {
+    // Rebuilt in key order: filling gaps in place would split runs window by window.
+    let samples = std::mem::take(levels);
+    let mut next = samples.keys().skip(1);
+    for (a, level) in &samples {
+        levels.insert(a, *level);
+        let Some(b) = next.next() else { break };
         let Some(iv) = interval(a).filter(|iv| *iv > step as f64) else {
             continue;
         };
@@ -79,7 +79,7 @@ pub(super) fn carry_levels(
         }
         let mut t = a + step;
         while t < b {
-            levels.insert(t, level);
+            levels.insert(t, *level);
             t += step;
         }
     }
@@ -108,13 +108,13 @@ pub(super) struct PodReq {
     /// The node each window's requests name (an index into the node names): a pod name can
     /// run on two nodes one after the other (a StatefulSet pod recreated elsewhere), and each
     /// node holds it for its own time. An index, not the name: one per pod-window.
-    pub(super) node_at: BTreeMap<u32, u32>,
+    pub(super) node_at: Timeline<u32, u32>,
     /// container -> resource -> window -> avg (scheduled rows only)
-    pub(super) app: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
-    pub(super) init: BTreeMap<String, BTreeMap<String, BTreeMap<u32, f64>>>,
+    pub(super) app: BTreeMap<String, BTreeMap<String, Row>>,
+    pub(super) init: BTreeMap<String, BTreeMap<String, Row>>,
     /// Requests per window of any row (scheduled or not), for Pending demand, in GPUs (a MIG
     /// profile counts as its share of one).
-    pub(super) any: BTreeMap<u32, f64>,
+    pub(super) any: Row,
     /// The GPU resources of those rows.
     pub(super) any_resources: BTreeSet<String>,
 }
@@ -150,8 +150,8 @@ pub(super) fn requests(
                 crate::review::telemetry::resource_share(catalog, res).unwrap_or(1.0)
             };
             for (k, v) in w {
-                let e = r.any.entry(*k).or_default();
-                *e = e.max(*v * mig_share);
+                let v = *v * mig_share;
+                r.any.update(k, |e| e.unwrap_or_default().max(v));
             }
             r.any_resources.insert(res.clone());
             if node.is_empty() && has_phase {
@@ -163,7 +163,7 @@ pub(super) fn requests(
                     (node_names.len() - 1) as u32
                 });
                 for k in w.keys() {
-                    r.node_at.insert(*k, id);
+                    r.node_at.insert(k, id);
                 }
             }
             let by = if init { &mut r.init } else { &mut r.app };
@@ -173,8 +173,7 @@ pub(super) fn requests(
                 .entry(res.clone())
                 .or_default();
             for (k, v) in w {
-                let x = e.entry(*k).or_default();
-                *x = x.max(*v);
+                e.update(k, |x| x.unwrap_or_default().max(*v));
             }
         }
     }
@@ -195,17 +194,17 @@ pub(super) fn requests(
 
 /// Each pod's phases and waiting reasons per window, by (namespace, pod).
 pub(super) struct PodStates<'a> {
-    pub(super) running: BTreeMap<(String, String), &'a BTreeMap<u32, f64>>,
-    pub(super) pending: BTreeMap<(String, String), &'a BTreeMap<u32, f64>>,
-    pub(super) crashloop: BTreeMap<(String, String), BTreeMap<u32, f64>>,
-    pub(super) image_pull: BTreeMap<(String, String), BTreeMap<u32, f64>>,
+    pub(super) running: BTreeMap<(String, String), &'a Row>,
+    pub(super) pending: BTreeMap<(String, String), &'a Row>,
+    pub(super) crashloop: BTreeMap<(String, String), Row>,
+    pub(super) image_pull: BTreeMap<(String, String), Row>,
     pub(super) scheduled_known: BTreeSet<(String, String)>,
-    pub(super) unscheduled: BTreeMap<(String, String), &'a BTreeMap<u32, f64>>,
+    pub(super) unscheduled: BTreeMap<(String, String), &'a Row>,
     pub(super) sidecars: BTreeSet<(String, String, String)>,
 }
 
 pub(super) fn pod_states(a: &Answers) -> PodStates<'_> {
-    let per_pod = |q: Q| -> BTreeMap<(String, String), &BTreeMap<u32, f64>> {
+    let per_pod = |q: Q| -> BTreeMap<(String, String), &Row> {
         a.get(q)
             .map(|(g, r)| {
                 (
@@ -218,8 +217,8 @@ pub(super) fn pod_states(a: &Answers) -> PodStates<'_> {
     let running = per_pod(Q::Running);
     let pending = per_pod(Q::Pending);
     // Windows' samples of a pod's containers waiting for a reason, by (pod, reason).
-    let waiting = |reasons: &[&str]| -> BTreeMap<(String, String), BTreeMap<u32, f64>> {
-        let mut out: BTreeMap<(String, String), BTreeMap<u32, f64>> = BTreeMap::new();
+    let waiting = |reasons: &[&str]| -> BTreeMap<(String, String), Row> {
+        let mut out: BTreeMap<(String, String), Row> = BTreeMap::new();
         for (g, r) in a.get(Q::Waiting) {
             if !reasons.contains(&g[col(Q::Waiting, "reason")].as_str()) {
                 continue;
@@ -231,8 +230,7 @@ pub(super) fn pod_states(a: &Answers) -> PodStates<'_> {
                 ))
                 .or_default();
             for (k, v) in r {
-                let x = e.entry(*k).or_default();
-                *x = x.max(*v);
+                e.update(k, |x| x.unwrap_or_default().max(*v));
             }
         }
         out
@@ -248,7 +246,7 @@ pub(super) fn pod_states(a: &Answers) -> PodStates<'_> {
             )
         })
         .collect();
-    let unscheduled: BTreeMap<(String, String), &BTreeMap<u32, f64>> = a
+    let unscheduled: BTreeMap<(String, String), &Row> = a
         .get(Q::Scheduled)
         .filter(|(g, _)| g[col(Q::Scheduled, "condition")] == "false")
         .map(|(g, r)| {
@@ -329,22 +327,27 @@ pub(super) fn gpus_by_window(
     r: &PodReq,
     share_of: &dyn Fn(&str) -> Option<f64>,
     unknown_mig: &mut BTreeSet<String>,
-) -> BTreeMap<u32, f64> {
-    let mut app: BTreeMap<u32, f64> = BTreeMap::new();
-    let mut init: BTreeMap<u32, f64> = BTreeMap::new();
-    let mut add =
-        |target: &mut BTreeMap<u32, f64>, res: &BTreeMap<String, BTreeMap<u32, f64>>, sum: bool| {
-            for (res, w) in res {
-                let Some(s) = share_of(res) else {
-                    unknown_mig.insert(res.clone());
-                    continue;
-                };
-                for (k, v) in w {
-                    let e = target.entry(*k).or_default();
-                    *e = if sum { *e + v * s } else { e.max(v * s) };
-                }
+) -> Row {
+    let mut app = Row::new();
+    let mut init = Row::new();
+    let mut add = |target: &mut Row, res: &BTreeMap<String, Row>, sum: bool| {
+        for (res, w) in res {
+            let Some(s) = share_of(res) else {
+                unknown_mig.insert(res.clone());
+                continue;
+            };
+            for (k, v) in w {
+                target.update(k, |e| {
+                    let e = e.unwrap_or_default();
+                    if sum {
+                        e + v * s
+                    } else {
+                        e.max(v * s)
+                    }
+                });
             }
-        };
+        }
+    };
     for c in r.app.values() {
         add(&mut app, c, true);
     }
@@ -359,9 +362,8 @@ pub(super) fn gpus_by_window(
             add(&mut init, c, false);
         }
     }
-    for (k, v) in init {
-        let e = app.entry(k).or_default();
-        *e = e.max(v);
+    for (k, v) in &init {
+        app.update(k, |e| e.unwrap_or_default().max(*v));
     }
     app
 }
@@ -383,25 +385,25 @@ pub(super) fn pending_seconds(
     p.scheduled_known = cx.states.scheduled_known.contains(key);
     let unsched = cx.states.unscheduled.get(key);
     for (k, c) in *pend {
-        let gpus = r.any.get(k).copied().unwrap_or(0.0);
-        p.pending += gpus * secs(*c, cx.ksm_at.at(*k)) * share;
+        let gpus = r.any.get(&k).copied().unwrap_or(0.0);
+        p.pending += gpus * secs(*c, cx.ksm_at.at(k)) * share;
         // Samples unscheduled within the Pending ones of the window.
         let u = unsched
-            .and_then(|u| u.get(k))
+            .and_then(|u| u.get(&k))
             .copied()
             .unwrap_or(0.0)
             .min(*c);
-        p.unscheduled += gpus * secs(u, cx.ksm_at.at(*k)) * share;
+        p.unscheduled += gpus * secs(u, cx.ksm_at.at(k)) * share;
         // Scheduled, but its image would not pull.
         let pull = cx
             .states
             .image_pull
             .get(key)
-            .and_then(|w| w.get(k))
+            .and_then(|w| w.get(&k))
             .copied()
             .unwrap_or(0.0)
             .min(*c - u);
-        p.image_pull += gpus * secs(pull, cx.ksm_at.at(*k)) * share;
+        p.image_pull += gpus * secs(pull, cx.ksm_at.at(k)) * share;
     }
 }
 
@@ -449,17 +451,17 @@ pub(super) fn pod_series(
     for (k, gpus) in &app {
         let held = if cx.has_phase {
             secs(
-                run.and_then(|r| r.get(k)).copied().unwrap_or(0.0),
-                cx.ksm_at.at(*k),
+                run.and_then(|r| r.get(&k)).copied().unwrap_or(0.0),
+                cx.ksm_at.at(k),
             )
         } else {
             stepf
         };
         if held > 0.0 && *gpus > 0.0 {
-            p.allocated.insert(cx.grid.start(*k), gpus * held);
+            p.allocated.insert(cx.grid.start(k), gpus * held);
             p.held_seconds += held;
             p.gpus
-                .insert(cx.grid.start(*k), gpus * (held / stepf).min(1.0));
+                .insert(cx.grid.start(k), gpus * (held / stepf).min(1.0));
         }
     }
     carry_levels(&mut p.gpus, step, |ts| {
@@ -480,8 +482,8 @@ pub(super) fn pod_series(
     // Crash-looping while it held GPUs.
     if let Some(cl) = cx.states.crashloop.get(key) {
         for (k, c) in cl {
-            if p.allocated.contains_key(&cx.grid.start(*k)) {
-                p.crashloop += secs(*c, cx.ksm_at.at(*k));
+            if p.allocated.contains_key(&cx.grid.start(k)) {
+                p.crashloop += secs(*c, cx.ksm_at.at(k));
             }
         }
     }
@@ -494,11 +496,11 @@ pub(super) fn pod_series(
             .map(|n| &cx.node_names[*n as usize])
             .or(r.node.as_ref());
         if let Some(n) = node.and_then(|n| out_nodes.get_mut(n)) {
-            *n.allocated.entry(*t).or_default() += v;
+            n.allocated.add(t, *v);
         }
     }
-    compact(&mut p.allocated);
-    compact(&mut p.gpus);
+    p.allocated.compact();
+    p.gpus.compact();
     p
 }
 

@@ -8,16 +8,26 @@ use super::intervals::{fill_jitter, seconds_of, Intervals};
 use super::nodes::{Node, Unit};
 use super::pods::Pods;
 use crate::catalog::Catalog;
-use crate::review::query::{Answers, Grid, Q};
-use crate::review::telemetry::{NodeSeries, PodSeries, Signal};
+use crate::review::query::{Answers, Grid, Row, Q};
+use crate::review::telemetry::{NodeSeries, PodSeries, Signal, Windows};
+use crate::review::timeline::Timeline;
 
 /// A GPU device as dcgm-exporter names it (host, card, instance), or for a series that names
 /// no card (a hand-made export) its pod's own device.
 pub(super) type Dev = Vec<String>;
 
-/// Each device's usage samples by signal, pod and window (the highest value and the most
-/// samples of a window), and its MIG profile.
-pub(super) fn devices_of(a: &Answers) -> BTreeMap<Dev, DevUse> {
+/// A device's usage rows: each with the row of its sample counts and its signal.
+pub(super) struct DevRow<'a> {
+    group: &'a Vec<String>,
+    q: Q,
+    row: &'a Row,
+    counts: Option<&'a Row>,
+    signal: Signal,
+}
+
+/// Every device's usage rows, by device: an index into the answers, so each device's samples
+/// are gathered only while it is attributed.
+pub(super) fn device_rows(a: &Answers) -> BTreeMap<Dev, Vec<DevRow<'_>>> {
     // A series that names no card (a hand-made export) is its pod's own device.
     let device_of = |q: Q, g: &Vec<String>| -> Dev {
         card(q, g).unwrap_or_else(|| {
@@ -26,27 +36,51 @@ pub(super) fn devices_of(a: &Answers) -> BTreeMap<Dev, DevUse> {
             d
         })
     };
-    // device -> pod -> window -> (sum, count), and the device's MIG profile
-    let mut devices: BTreeMap<Dev, DevUse> = BTreeMap::new();
-    for (q, qc, sig) in [
+    let mut devices: BTreeMap<Dev, Vec<DevRow<'_>>> = BTreeMap::new();
+    for (q, qc, signal) in [
         (Q::Active, Q::ActiveCount, Signal::GrEngineActive),
         (Q::Util, Q::UtilCount, Signal::GpuUtil),
     ] {
-        let cnt: BTreeMap<&Vec<String>, &BTreeMap<u32, f64>> = a.get(qc).collect();
-        for (g, w) in a.get(q) {
-            let d = devices.entry(device_of(q, g)).or_default();
-            d.profile.clone_from(&g[col(q, "GPU_I_PROFILE")]);
-            let pod = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
-            let per = d.by_signal.entry(sig).or_default().entry(pod).or_default();
-            for (k, v) in w {
-                let c = cnt.get(g).and_then(|c| c.get(k)).copied().unwrap_or(1.0);
-                let e = per.entry(*k).or_insert((0.0, 0.0));
-                e.0 = e.0.max(*v);
-                e.1 = e.1.max(c);
-            }
+        let cnt: BTreeMap<&Vec<String>, &Row> = a.get(qc).collect();
+        for (group, row) in a.get(q) {
+            devices
+                .entry(device_of(q, group))
+                .or_default()
+                .push(DevRow {
+                    group,
+                    q,
+                    row,
+                    counts: cnt.get(group).copied(),
+                    signal,
+                });
         }
     }
     devices
+}
+
+/// One device's usage samples by signal, pod and window (the highest value and the most
+/// samples of a window), and its MIG profile.
+pub(super) fn device_use(rows: &[DevRow<'_>]) -> DevUse {
+    let mut d = DevUse::default();
+    for r in rows {
+        let (q, g) = (r.q, r.group);
+        d.profile.clone_from(&g[col(q, "GPU_I_PROFILE")]);
+        let pod = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
+        let per = d
+            .by_signal
+            .entry(r.signal)
+            .or_default()
+            .entry(pod)
+            .or_default();
+        for (k, v) in r.row {
+            let c = r.counts.and_then(|c| c.get(&k)).copied().unwrap_or(1.0);
+            per.update(k, |e| {
+                let (s, n) = e.unwrap_or((0.0, 0.0));
+                (s.max(*v), n.max(c))
+            });
+        }
+    }
+    d
 }
 
 /// What attributing usage found beside the pods' own usage.
@@ -57,7 +91,7 @@ pub(super) struct Usage {
     /// Usage no GPU-requesting pod held, by node, GPU and the pod the exporter named.
     pub(super) orphans: BTreeMap<(String, String, String, String), f64>,
     /// Time-sliced nodes: busy GPU-seconds per window, split by `share_busy`.
-    pub(super) shared_busy: BTreeMap<String, BTreeMap<i64, f64>>,
+    pub(super) shared_busy: BTreeMap<String, Windows>,
     /// Devices read from utilisation for want of the profiling metric.
     pub(super) fallbacks: usize,
     /// MIG profiles the catalog does not know.
@@ -81,8 +115,8 @@ pub(super) fn usage_of(
     out_nodes: &mut BTreeMap<String, NodeSeries>,
 ) -> Usage {
     let mut usage = Usage::default();
-    for (dk, d) in &devices_of(a) {
-        device_usage(cx, dk, d, pods, out_nodes, &mut usage);
+    for (dk, rows) in &device_rows(a) {
+        device_usage(cx, dk, &device_use(rows), pods, out_nodes, &mut usage);
     }
     usage
 }
@@ -105,7 +139,7 @@ pub(super) fn attribute(
         Some(p) if holds_near(p, t, step) => {
             p.has_usage = true;
             p.signal = Some(p.signal.map_or(signal, |s| s.max(signal)));
-            *p.used.entry(t).or_default() += mine;
+            p.used.add(t, mine);
         }
         Some(p) => p.has_usage = true,
         None => {
@@ -183,8 +217,8 @@ pub(super) fn device_usage(
             continue;
         }
         for (k, (sum, count)) in w {
-            let b = sum / count.max(1.0) * secs(*count, dcgm_at(*k)) * scale * weight;
-            per.entry(*k).or_default().push((pod, b, *count));
+            let b = sum / count.max(1.0) * secs(*count, dcgm_at(k)) * scale * weight;
+            per.entry(k).or_default().push((pod, b, *count));
         }
     }
     if per.is_empty() {
@@ -216,11 +250,10 @@ pub(super) fn device_usage(
             n.signal = Some(n.signal.map_or(signal, |s| s.max(signal)));
         }
         if shared {
-            *acc.shared_busy
+            acc.shared_busy
                 .entry(node.unwrap_or_default())
                 .or_default()
-                .entry(t)
-                .or_default() += busy;
+                .add(t, busy);
             continue;
         }
         for (n, b, _) in rows {
@@ -240,7 +273,7 @@ pub(super) fn device_usage(
 pub(super) fn settle_usage(
     pods: &mut BTreeMap<(String, String), PodSeries>,
     out_nodes: &BTreeMap<String, NodeSeries>,
-    shared_busy: BTreeMap<String, BTreeMap<i64, f64>>,
+    shared_busy: BTreeMap<String, Windows>,
     step: i64,
 ) {
     for (node, busy) in shared_busy {
@@ -249,7 +282,7 @@ pub(super) fn settle_usage(
             .filter(|(_, p)| p.node.as_deref() == Some(node.as_str()))
             .map(|(k, _)| k.clone())
             .collect();
-        for (t, b) in busy {
+        for (t, b) in &busy {
             let share = |p: &PodSeries| -> f64 {
                 [t - step, t, t + step]
                     .iter()
@@ -266,7 +299,7 @@ pub(super) fn settle_usage(
                 p.has_usage = true;
                 let w = share(p);
                 if w > 0.0 {
-                    *p.used.entry(t).or_default() += b * w / total;
+                    p.used.add(t, b * w / total);
                 }
             }
         }
@@ -277,7 +310,7 @@ pub(super) fn settle_usage(
         let (a, u): (f64, f64) = (p.allocated.values().sum(), p.used.values().sum());
         if u > a && u > 0.0 {
             let f = a / u;
-            p.used.values_mut().for_each(|v| *v *= f);
+            p.used.map_values(|v| v * f);
         }
     }
     for p in pods.values_mut() {
@@ -290,7 +323,7 @@ pub(super) fn settle_usage(
 }
 
 /// Per pod, per window: the highest (sum, count) of a device's samples.
-pub(super) type PodWindows = BTreeMap<(String, String), BTreeMap<u32, (f64, f64)>>;
+pub(super) type PodWindows = BTreeMap<(String, String), Timeline<u32, (f64, f64)>>;
 
 /// A pod named on a device in one window: who, busy seconds, samples.
 pub(super) type PodBusy<'a> = (&'a (String, String), f64, f64);
@@ -312,7 +345,7 @@ pub(super) struct DevUse {
 /// exporter reported nothing, are unobserved (never idle); and each node's gaps while
 /// kube-state-metrics saw it.
 pub(super) fn dcgm_coverage(
-    cards: &BTreeMap<Vec<String>, BTreeMap<u32, f64>>,
+    cards: &BTreeMap<Vec<String>, Row>,
     dcgm: Option<f64>,
     grid: Grid,
     nodes: &BTreeMap<String, Node>,
@@ -343,7 +376,7 @@ pub(super) fn dcgm_coverage(
         for t in p.allocated.keys() {
             let k = ((t - grid.from) / step) as u32;
             if !cover.contains(&k) {
-                p.unobserved.insert(*t);
+                p.unobserved.insert(t);
             }
         }
     }
@@ -351,7 +384,7 @@ pub(super) fn dcgm_coverage(
     let mut dcgm_gaps: Vec<(String, i64, i64)> = Vec::new();
     for (node, cover) in &dcgm_cover {
         let Some(n) = nodes.get(node) else { continue };
-        let seen: BTreeSet<u32> = n.alloc.values().flat_map(|w| w.keys().copied()).collect();
+        let seen: BTreeSet<u32> = n.alloc.values().flat_map(|w| w.keys()).collect();
         let mut run: Option<(u32, u32)> = None;
         for k in seen.iter().copied().chain(std::iter::once(u32::MAX)) {
             let gap = k != u32::MAX && !cover.contains(&k);
