@@ -21,6 +21,8 @@ pub(crate) mod trend;
 
 pub use analysis::{analyse, Review, Settings};
 pub use forecast::Method;
+/// The step a review takes when none is given: whole minutes, under 11,000 windows.
+pub use prometheus::step_for as default_step;
 
 /// Why a review could not be made: each names the file and line, the window, the server or
 /// the data that stopped it.

@@ -21,7 +21,7 @@ pub(crate) struct Client {
 }
 
 /// A step of whole minutes that keeps the window under 11,000 points.
-pub(crate) fn step_for(window: i64) -> i64 {
+pub fn step_for(window: i64) -> i64 {
     let min = (window + 10_999) / 11_000;
     (min.max(60) + 59) / 60 * 60
 }

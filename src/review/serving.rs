@@ -51,7 +51,7 @@ pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, Stri
             let Some(p) = pods.get_mut(&key) else {
                 continue;
             };
-            let into = series(p.serving.get_or_insert_with(Serving::default));
+            let into = series(p.serving.get_or_insert_with(Box::default));
             for (k, v) in w {
                 if v.is_finite() && *v >= 0.0 {
                     into.add(grid.start(k), *v);
@@ -68,7 +68,7 @@ pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, Stri
         let Some(p) = pods.get_mut(&key) else {
             continue;
         };
-        let s = p.serving.get_or_insert_with(Serving::default);
+        let s = p.serving.get_or_insert_with(Box::default);
         // A counter's increase from one window's highest value to the next, across resets.
         for ((_, a), (k, b)) in w.iter().zip(w.iter().skip(1)) {
             let inc = if b >= a { b - a } else { *b };

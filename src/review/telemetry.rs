@@ -54,7 +54,7 @@ pub struct PodSeries {
     /// Generated tokens (counter increase across resets).
     pub tokens: f64,
     /// vLLM's serving metrics, where the pod exports them.
-    pub serving: Option<super::serving::Serving>,
+    pub serving: Option<Box<super::serving::Serving>>,
     /// Whether a usage series covers it (its own, or its time-sliced GPU's).
     pub has_usage: bool,
     /// The usage signal its GPUs were read from.

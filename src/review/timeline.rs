@@ -360,10 +360,17 @@ impl<K: Key, V: Cell> Timeline<K, V> {
             .collect();
     }
 
-    /// The same entries in the fewest runs: after values were set out of order.
+    /// The same entries in the fewest runs (after values were set out of order), in no more
+    /// space than they take: most rows are one run, and a growing vector holds four.
     pub fn compact(&mut self) {
         let old = std::mem::take(self);
         *self = old.iter().map(|(k, v)| (k, *v)).collect();
+        self.runs.shrink_to_fit();
+        for r in &mut self.runs {
+            if let Data::Dense(vals) = &mut r.data {
+                vals.shrink_to_fit();
+            }
+        }
     }
 
     pub fn iter(&self) -> Iter<'_, K, V> {

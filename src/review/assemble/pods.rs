@@ -87,10 +87,7 @@ pub(super) fn carry_levels(levels: &mut Windows, step: i64, interval: impl Fn(i6
 
 /// How a pod holds its GPUs: MIG instances (a mixed strategy resource, or a single strategy
 /// node's `nvidia.com/gpu`), time-sliced replicas, or whole cards.
-pub(super) fn pod_gpu(
-    unit: Option<&Unit>,
-    resources: &BTreeSet<String>,
-) -> crate::review::owners::PodGpu {
+pub(super) fn pod_gpu(unit: Option<&Unit>, resources: &[String]) -> crate::review::owners::PodGpu {
     use crate::review::owners::PodGpu;
     if unit.is_some_and(|u| u.mig) || resources.iter().any(|r| r.starts_with("nvidia_com_mig_")) {
         PodGpu::Mig
@@ -99,6 +96,22 @@ pub(super) fn pod_gpu(
     } else {
         PodGpu::Whole
     }
+}
+
+/// Entries by name in name order: a pod has a container or two, each a resource or two, and
+/// a B-tree map allocates room for eleven at its first.
+pub(super) type ByName<V> = Vec<(String, V)>;
+
+/// The entry of `by` named `k`, added at its place in name order when absent.
+fn named<'a, V: Default>(by: &'a mut ByName<V>, k: &str) -> &'a mut V {
+    let i = match by.binary_search_by(|(n, _)| n.as_str().cmp(k)) {
+        Ok(i) => i,
+        Err(i) => {
+            by.insert(i, (k.to_owned(), V::default()));
+            i
+        }
+    };
+    &mut by[i].1
 }
 
 /// A pod's containers, by kind, per window: (node, GPUs of one unit each, avg requested).
@@ -110,13 +123,13 @@ pub(super) struct PodReq {
     /// node holds it for its own time. An index, not the name: one per pod-window.
     pub(super) node_at: Timeline<u32, u32>,
     /// container -> resource -> window -> avg (scheduled rows only)
-    pub(super) app: BTreeMap<String, BTreeMap<String, Row>>,
-    pub(super) init: BTreeMap<String, BTreeMap<String, Row>>,
+    pub(super) app: ByName<ByName<Row>>,
+    pub(super) init: ByName<ByName<Row>>,
     /// Requests per window of any row (scheduled or not), for Pending demand, in GPUs (a MIG
     /// profile counts as its share of one).
     pub(super) any: Row,
-    /// The GPU resources of those rows.
-    pub(super) any_resources: BTreeSet<String>,
+    /// The GPU resources of those rows, in name order.
+    pub(super) any_resources: Vec<String>,
 }
 
 /// Each pod's requests by container and resource, the node it ran on per window and longest,
@@ -153,7 +166,9 @@ pub(super) fn requests(
                 let v = *v * mig_share;
                 r.any.update(k, |e| e.unwrap_or_default().max(v));
             }
-            r.any_resources.insert(res.clone());
+            if let Err(i) = r.any_resources.binary_search(res) {
+                r.any_resources.insert(i, res.clone());
+            }
             if node.is_empty() && has_phase {
                 continue;
             }
@@ -167,11 +182,7 @@ pub(super) fn requests(
                 }
             }
             let by = if init { &mut r.init } else { &mut r.app };
-            let e = by
-                .entry(container.clone())
-                .or_default()
-                .entry(res.clone())
-                .or_default();
+            let e = named(named(by, container), res);
             for (k, v) in w {
                 e.update(k, |x| x.unwrap_or_default().max(*v));
             }
@@ -330,7 +341,7 @@ pub(super) fn gpus_by_window(
 ) -> Row {
     let mut app = Row::new();
     let mut init = Row::new();
-    let mut add = |target: &mut Row, res: &BTreeMap<String, Row>, sum: bool| {
+    let mut add = |target: &mut Row, res: &ByName<Row>, sum: bool| {
         for (res, w) in res {
             let Some(s) = share_of(res) else {
                 unknown_mig.insert(res.clone());
@@ -348,7 +359,7 @@ pub(super) fn gpus_by_window(
             }
         }
     };
-    for c in r.app.values() {
+    for (_, c) in &r.app {
         add(&mut app, c, true);
     }
     for (name, c) in &r.init {
