@@ -7,7 +7,7 @@
 //!
 //! Then the memory target: a quarter of 500 GPUs at the default step (10,800 windows), peak
 //! RSS under 300 MB. `GPUPLAN_BENCH_QUARTER=GPUSxDAYS` sizes it (`off` skips it; 500x90
-//! writes a 5.4 GiB file to the temporary directory, removed after).
+//! writes a 5.6 GiB file to the temporary directory, removed after).
 
 use std::fmt::Write as _;
 use std::io::Write as _;

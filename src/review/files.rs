@@ -582,7 +582,7 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
     for ((k, ns, pod), app) in apps {
         answers.add(
             super::query::Q::PodLabels,
-            vec![String::new(), ns, pod, app],
+            &[String::new(), ns, pod, app],
             k,
             1.0,
         );

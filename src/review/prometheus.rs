@@ -319,6 +319,8 @@ impl Client {
         let max_series = super::telemetry::max_series();
         // Points answered, and those at a time this review asked for.
         let (mut points, mut landed) = (0u64, 0u64);
+        // The group of the series whose points are streaming in: worked out once per series.
+        let mut series: Option<(std::collections::BTreeMap<String, String>, Vec<String>)> = None;
         let status = crate::http::send_with(request, None, |r| {
             stream::read(r, &mut |labels, ts, raw| {
                 let v = raw
@@ -337,11 +339,16 @@ impl Client {
                 points += 1;
                 if let Some(k) = grid.window_ending((ts * 1000.0).round() as i64) {
                     landed += 1;
-                    let group =
-                        q.by.iter()
-                            .map(|l| labels.get(*l).cloned().unwrap_or_default())
-                            .collect();
-                    out.add(q.id, group, k, v);
+                    if series.as_ref().is_none_or(|(l, _)| l != labels) {
+                        let group =
+                            q.by.iter()
+                                .map(|l| labels.get(*l).cloned().unwrap_or_default())
+                                .collect();
+                        series = Some((labels.clone(), group));
+                    }
+                    if let Some((_, group)) = &series {
+                        out.add(q.id, group, k, v);
+                    }
                     if out.rows.get(&q.id).map_or(0, |r| r.len()) > max_series {
                         return Err(super::telemetry::too_many_series(&format!(
                             "the answer to {}",

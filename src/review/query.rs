@@ -722,9 +722,16 @@ impl Answers {
     }
 
     /// Add one group's value of one window, combined as the query combines series.
-    pub(crate) fn add(&mut self, q: Q, group: Vec<String>, k: u32, v: f64) {
-        let row = self.rows.entry(q).or_default().entry(group).or_default();
-        combine(row, k, v);
+    /// The group is copied only the first time it is seen: a server's answer gives thousands of
+    /// points per group.
+    pub(crate) fn add(&mut self, q: Q, group: &[String], k: u32, v: f64) {
+        let rows = self.rows.entry(q).or_default();
+        match rows.get_mut(group) {
+            Some(row) => combine(row, k, v),
+            None => {
+                rows.insert(group.to_vec(), std::iter::once((k, v)).collect());
+            }
+        }
     }
 }
 
