@@ -215,6 +215,48 @@ pub(crate) fn count(c: Count) -> String {
     }
 }
 
+/// Days on the forecast's axis: day 0 is the first covered day.
+struct Axis {
+    first: i64,
+    now: f64,
+    horizon: f64,
+}
+
+impl Axis {
+    fn of(t: &Telemetry, end: i64, horizon_t: i64) -> Axis {
+        let first = t
+            .covered_windows
+            .first()
+            .map_or(0, |w| w.div_euclid(86_400));
+        Axis {
+            first,
+            now: (end - first * 86_400) as f64 / 86_400.0,
+            horizon: (horizon_t - first * 86_400) as f64 / 86_400.0,
+        }
+    }
+    fn x(&self, day: i64) -> f64 {
+        (day - self.first) as f64
+    }
+    /// Daily peaks projected to the horizon.
+    fn project(&self, daily: &[(i64, f64)], m: &Method) -> Projection {
+        let pts: Vec<(f64, f64)> = daily.iter().map(|(d, y)| (self.x(*d), *y)).collect();
+        project(&pts, self.now, self.horizon, m.min_trend_days)
+    }
+}
+
+/// What every workload's forecast is read against.
+struct Cx<'a> {
+    plan: &'a Plan,
+    t: &'a Telemetry,
+    rows: &'a [WorkloadRow],
+    right_sizes: &'a BTreeMap<String, RightSize>,
+    serving: &'a [super::serving::ServingRow],
+    m: &'a Method,
+    axis: Axis,
+    quarter: &'a str,
+    covered_days: f64,
+}
+
 pub(crate) fn forecast(
     plan: &Plan,
     t: &Telemetry,
@@ -223,7 +265,6 @@ pub(crate) fn forecast(
     serving: &[super::serving::ServingRow],
     m: &Method,
 ) -> NextQuarter {
-    let step = t.step.max(1) as f64;
     let end = t.data_to.unwrap_or(t.to);
     // The data's end is exclusive: a review that ends on 1 January reviewed the fourth quarter
     // and plans the first.
@@ -241,7 +282,6 @@ pub(crate) fn forecast(
         teams: Vec::new(),
         without_data: Vec::new(),
     };
-
     if covered_days < m.min_days {
         nq.withheld = Some(format!(
             "the data covers {covered_days:.1} day(s); sizing next quarter needs at least {} covered days",
@@ -249,7 +289,47 @@ pub(crate) fn forecast(
         ));
         return nq;
     }
+    let (by_workload, by_team) = held_series(plan, t);
+    let axis = Axis::of(t, end, horizon_t);
+    nq.teams = by_team
+        .iter()
+        .map(|(team, v)| team_forecast(t, team, v, &axis, m))
+        .collect();
+    let cx = Cx {
+        plan,
+        t,
+        rows,
+        right_sizes,
+        serving,
+        m,
+        axis,
+        quarter: &nq.quarter,
+        covered_days,
+    };
+    let mut workloads = Vec::new();
+    let mut without_data = Vec::new();
+    for w in plan.workloads() {
+        let name = w.name.get();
+        match by_workload
+            .get(name.as_str())
+            .and_then(|s| workload_forecast(&cx, w, s))
+        {
+            Some(f) => workloads.push(f),
+            None => without_data.push(name.clone()),
+        }
+    }
+    nq.workloads = workloads;
+    nq.without_data = without_data;
+    nq
+}
 
+/// Per workload and per team, GPUs held per window (and a workload's replicas and GPUs busy),
+/// from the pods that held any.
+fn held_series<'p>(
+    plan: &'p Plan,
+    t: &'p Telemetry,
+) -> (BTreeMap<&'p str, Series>, BTreeMap<&'p str, Windows>) {
+    let step = t.step.max(1) as f64;
     let mut by_workload: BTreeMap<&str, Series> = BTreeMap::new();
     let mut by_team: BTreeMap<&str, Windows> = BTreeMap::new();
     let mut per_hour: BTreeMap<i64, usize> = BTreeMap::new();
@@ -276,37 +356,44 @@ pub(crate) fn forecast(
             }
         }
     }
+    (by_workload, by_team)
+}
 
-    let first = t
-        .covered_windows
-        .first()
-        .map_or(0, |w| w.div_euclid(86_400));
-    let x = |day: i64| (day - first) as f64;
-    let now = (end - first * 86_400) as f64 / 86_400.0;
-    let horizon = (horizon_t - first * 86_400) as f64 / 86_400.0;
-    for (team, v) in &by_team {
-        let daily = daily_peaks(&hourly(t, v), t.step);
-        let pts: Vec<(f64, f64)> = daily.iter().map(|(d, y)| (x(*d), *y)).collect();
-        let p = project(&pts, now, horizon, m.min_trend_days);
-        nq.teams.push(TeamForecast {
-            team: (*team).to_owned(),
-            peak_gpus: round(daily.iter().map(|d| d.1).fold(0.0, f64::max)),
-            trend: trend(&p),
-            projected_gpus: round(p.center),
-            band_low: round(p.low),
-            band_high: round(p.high),
-            daily,
-            fit: p.trend.then_some(p.fit).flatten(),
-            first_day: first,
-        });
+fn team_forecast(t: &Telemetry, team: &str, v: &Windows, axis: &Axis, m: &Method) -> TeamForecast {
+    let daily = daily_peaks(&hourly(t, v), t.step);
+    let p = axis.project(&daily, m);
+    TeamForecast {
+        team: team.to_owned(),
+        peak_gpus: round(daily.iter().map(|d| d.1).fold(0.0, f64::max)),
+        trend: trend(&p),
+        projected_gpus: round(p.center),
+        band_low: round(p.low),
+        band_high: round(p.high),
+        daily,
+        fit: p.trend.then_some(p.fit).flatten(),
+        first_day: axis.first,
     }
+}
 
-    for w in plan.workloads() {
-        let name = w.name.get();
-        let Some(s) = by_workload.get(name.as_str()) else {
-            nq.without_data.push(name.clone());
-            continue;
-        };
+/// What a workload held over the hours it ran: the figures its proposal is sized from.
+struct Held {
+    gpus: Quantiles,
+    /// Replicas held per running hour, and their quantiles.
+    reps: Vec<f64>,
+    replicas: Quantiles,
+    /// GPUs busy per running hour.
+    busy: Vec<f64>,
+    /// The share of windows with samples it ran in, and its hours a month from that.
+    share: f64,
+    hours: f64,
+    /// Its daily peaks of replicas held, projected.
+    p: Projection,
+}
+
+impl Held {
+    /// `None` when it held no GPU in a window with samples.
+    fn of(cx: &Cx<'_>, s: &Series) -> Option<Held> {
+        let t = cx.t;
         let (gpus_h, reps_h, busy_h) = (
             hourly(t, &s.gpus),
             hourly(t, &s.replicas),
@@ -324,8 +411,7 @@ pub(crate) fn forecast(
             .filter(|k| s.gpus.get(k).is_some_and(|g| *g > 1e-9))
             .count();
         if running.is_empty() || ran == 0 {
-            nq.without_data.push(name.clone());
-            continue;
+            return None;
         }
         let at = |v: &BTreeMap<i64, f64>| -> Vec<f64> {
             running
@@ -333,24 +419,53 @@ pub(crate) fn forecast(
                 .map(|k| v.get(k).copied().unwrap_or(0.0))
                 .collect()
         };
-        let gpus = Quantiles::of(&at(&gpus_h));
         let reps = at(&reps_h);
-        let replicas = Quantiles::of(&reps);
         let share = ran as f64 / t.sampled_windows.len().max(1) as f64;
-        let plan_hours = plan.hours_per_month();
-        let hours = if share >= 0.98 {
-            plan_hours
-        } else {
-            share * plan_hours
-        };
+        let plan_hours = cx.plan.hours_per_month();
         // Its history starts the first day it ran: the days before a launch are not a trend.
         let daily: Vec<(i64, f64)> = daily_peaks(&reps_h, t.step)
             .into_iter()
             .skip_while(|d| d.1 <= 0.0)
             .collect();
-        let pts: Vec<(f64, f64)> = daily.iter().map(|(d, y)| (x(*d), *y)).collect();
-        let p = project(&pts, now, horizon, m.min_trend_days);
+        Some(Held {
+            gpus: Quantiles::of(&at(&gpus_h)),
+            replicas: Quantiles::of(&reps),
+            reps,
+            busy: at(&busy_h),
+            share,
+            hours: if share >= 0.98 {
+                plan_hours
+            } else {
+                share * plan_hours
+            },
+            p: cx.axis.project(&daily, cx.m),
+        })
+    }
+}
 
+/// How a workload is sized: its plan's form and floor, what the review found of it, and the
+/// held peak's size before consolidation or serving metrics have their say.
+struct Sizing {
+    current: Count,
+    fixed_now: bool,
+    floor_min: i64,
+    min_held: i64,
+    headroom: f64,
+    eff: Option<f64>,
+    crashing: bool,
+    idle: bool,
+    hours_change: Option<i64>,
+    max: i64,
+    basis: Basis,
+    /// The busy share a replica is consolidated to, and GPUs busy p10 and p95.
+    target: f64,
+    busy10: f64,
+    busy95: f64,
+}
+
+impl Sizing {
+    fn of(cx: &Cx<'_>, w: &crate::plan::raw::Workload, h: &Held) -> Sizing {
+        let m = cx.m;
         let current = w.replicas();
         let can_be_zero = w.scale_to_zero() || current.min() == 0;
         let floor_min = if w.user_facing() || !can_be_zero {
@@ -360,17 +475,17 @@ pub(crate) fn forecast(
         };
         // Never above today's low: a shrinking workload's p10 over the whole window is a level
         // it has left (its last day of running hours is what it holds now).
-        let today_low = reps
+        let today_low = h
+            .reps
             .iter()
             .rev()
             .take(24)
             .copied()
             .fold(f64::INFINITY, f64::min);
-        let min_held = ((quantile(&reps, 0.10) + 0.05).floor() as i64)
+        let min_held = ((quantile(&h.reps, 0.10) + 0.05).floor() as i64)
             .min((today_low + 0.05).floor() as i64)
             .max(floor_min);
-        let grow = |peak: f64| ((peak * (1.0 + m.headroom)) - 1e-6).ceil().max(1.0) as i64;
-        let row = rows.iter().find(|r| &r.workload == name);
+        let row = cx.rows.iter().find(|r| &r.workload == w.name.get());
         let eff = row.and_then(|r| r.figures.efficiency);
         // A crash-looping workload is idle because it crashes: sized as it held, never
         // shrunk on that evidence.
@@ -378,43 +493,10 @@ pub(crate) fn forecast(
             .and_then(|r| r.crashloop_share)
             .is_some_and(|c| c >= super::analysis::CRASHLOOP_SHARE);
         let idle = !crashing && eff.is_some_and(|e| e < m.low_utilization);
-        let current_hours = plan.workload_hours(w);
-        let new_hours = hours.round() as i64;
-        let hours_change = ((hours - current_hours).abs() > (0.05 * current_hours).max(10.0))
+        let current_hours = cx.plan.workload_hours(w);
+        let new_hours = h.hours.round() as i64;
+        let hours_change = ((h.hours - current_hours).abs() > (0.05 * current_hours).max(10.0))
             .then_some(new_hours.max(1));
-
-        // Sized from the held peak: the trend or the flat level, plus headroom. An idle
-        // workload is never grown.
-        let (mut max, mut basis) = (
-            grow(p.peak),
-            if p.trend { Basis::Trend } else { Basis::Flat },
-        );
-        if idle && max > current.max() {
-            max = current.max().max(1);
-            basis = Basis::Idle;
-        }
-        // A fixed count stays fixed: at what it held when flat, at the projected peak plus
-        // headroom when it grows.
-        let fixed_now = matches!(current, Count::Fixed(_));
-        // The plan's own form is kept: a fixed count stays one integer, an autoscaled range
-        // stays a range even where its bounds meet.
-        let proposal = |min: i64, max: i64, basis: Basis| Proposal {
-            min,
-            max,
-            fixed: fixed_now,
-            hours_per_month: hours_change,
-            gpu_fraction: None,
-            sharing: None,
-            basis,
-        };
-        let held = |max: i64, basis: Basis| {
-            let max = if fixed_now && basis == Basis::Flat {
-                ((p.peak - 0.05).ceil() as i64).max(1)
-            } else {
-                max
-            };
-            proposal(if fixed_now { max } else { min_held.min(max) }, max, basis)
-        };
         // Work that keeps its GPUs less busy than it plans to (its `utilization`, else the
         // consolidation target), with no growth to make room for: fewer replicas, each busy at
         // the target, never more than it held. Gangs are sized by their model, not by load.
@@ -422,161 +504,260 @@ pub(crate) fn forecast(
             .utilization()
             .unwrap_or(m.consolidation_target)
             .clamp(m.low_utilization, 0.9);
-        let per = w.gpu_share() * w.gang().max(1) as f64 * target;
-        // GPUs busy, p10 and p95 over the hours it ran: replicas needed are these over `per`.
-        let busy = at(&busy_h);
-        let (busy10, busy95) = (quantile(&busy, 0.10), quantile(&busy, 0.95));
-        let can_consolidate = !crashing
-            && (idle || !p.trend)
-            && w.gang() <= 1
-            && !s.busy.is_empty()
-            && eff.is_some_and(|e| e < target);
-        let consolidated = || {
-            let max = grow(busy95 / per.max(1e-9)).min(max);
-            let min = if fixed_now {
-                max
-            } else {
-                ((busy10 / per.max(1e-9) + 0.05).floor() as i64)
-                    .max(floor_min)
-                    .min(max)
-            };
-            proposal(min, max, Basis::Consolidated)
+        let mut s = Sizing {
+            current,
+            // A fixed count stays fixed: at what it held when flat, at the projected peak
+            // plus headroom when it grows.
+            fixed_now: matches!(current, Count::Fixed(_)),
+            floor_min,
+            min_held,
+            headroom: m.headroom,
+            eff,
+            crashing,
+            idle,
+            hours_change,
+            max: 0,
+            basis: Basis::Flat,
+            target,
+            busy10: quantile(&h.busy, 0.10),
+            busy95: quantile(&h.busy, 0.95),
         };
-        let rs = right_sizes.get(name.as_str()).filter(|_| idle);
-        let (proposed, without_right_size) = match rs {
-            Some(r) => {
-                let mut pr = held(max, basis);
-                pr.gpu_fraction = Some(r.fraction);
-                pr.sharing = Some(r.sharing);
-                (pr, Some(consolidated()))
-            }
-            None if can_consolidate => {
-                let c = consolidated();
-                let h = held(max, basis);
-                (if c.max < h.max { c } else { h }, None)
-            }
-            None => (held(max, basis), None),
+        // Sized from the held peak: the trend or the flat level, plus headroom. An idle
+        // workload is never grown.
+        s.max = s.grow(h.p.peak);
+        s.basis = if h.p.trend { Basis::Trend } else { Basis::Flat };
+        if idle && s.max > current.max() {
+            s.max = current.max().max(1);
+            s.basis = Basis::Idle;
+        }
+        s
+    }
+    fn grow(&self, peak: f64) -> i64 {
+        ((peak * (1.0 + self.headroom)) - 1e-6).ceil().max(1.0) as i64
+    }
+    /// The plan's own form is kept: a fixed count stays one integer, an autoscaled range
+    /// stays a range even where its bounds meet.
+    fn proposal(&self, min: i64, max: i64, basis: Basis) -> Proposal {
+        Proposal {
+            min,
+            max,
+            fixed: self.fixed_now,
+            hours_per_month: self.hours_change,
+            gpu_fraction: None,
+            sharing: None,
+            basis,
+        }
+    }
+    /// Held replicas up to `max`.
+    fn held(&self, max: i64, basis: Basis, p: &Projection) -> Proposal {
+        let max = if self.fixed_now && basis == Basis::Flat {
+            ((p.peak - 0.05).ceil() as i64).max(1)
+        } else {
+            max
         };
-        // Serving metrics decide an inference workload's replicas where its pods export them:
-        // the replicas each hour needed at the concurrency one replica carried within the
-        // objective, trended like held replicas; GPU activity neither shrinks nor grows it.
-        let serve = serving.iter().find(|r| &r.workload == name);
-        let (proposed, without_right_size, serving_note, projected) = match serve {
-            Some(r) if !r.needed_by_hour.is_empty() => {
-                let daily: Vec<(f64, f64)> = daily_peaks(&r.needed_by_hour, t.step)
-                    .into_iter()
-                    .map(|(d, y)| (x(d), y))
-                    .collect();
-                let sp = project(&daily, now, horizon, m.min_trend_days);
-                let (p10, _) = super::serving::needed_range(r).unwrap_or((0.0, sp.peak));
-                let max = grow(sp.peak);
-                let min = if fixed_now {
-                    max
-                } else {
-                    ((p10 + 0.05).floor() as i64).max(floor_min).min(max)
-                };
-                let note = serving_figures(r, sp.peak, m.headroom);
-                (
-                    proposal(min, max, Basis::Serving),
-                    None,
-                    Some(note),
-                    Some(sp),
-                )
-            }
-            Some(r) => {
-                let note = serving_figures(r, 0.0, m.headroom);
-                let held = held(max.max(grow(p.peak)), Basis::Saturated);
-                (held, None, Some(note), None)
-            }
-            None => (proposed, without_right_size, None, None),
+        let min = if self.fixed_now {
+            max
+        } else {
+            self.min_held.min(max)
         };
-        // The projection shown is the one the proposal came from: replicas needed where
-        // serving metrics sized it, replicas held otherwise.
-        let shown = projected.as_ref().unwrap_or(&p);
-        // An autoscaler at its ceiling hides demand above it.
-        let capped = matches!(current, Count::Range { .. })
-            && replicas.p95 + 0.05 >= current.max() as f64
-            && current.max() > 0;
-        let figures = format!(
-            "replicas held p10 {} / p50 {} / p95 {} / max {} ({} GPUs at p95) over {:.0} day(s); {}{}; {}{}{}",
-            crate::core::num(replicas.p10),
-            crate::core::num(replicas.p50),
-            crate::core::num(replicas.p95),
-            crate::core::num(replicas.max),
-            crate::core::num(gpus.p95),
-            covered_days,
-            match (p.trend, p.fit) {
-                (true, Some(f)) if f.slope < 0.0 => format!(
-                    "daily peaks {:+.3}/day (R\u{b2} {:.2}): declining, so held at today's fitted level {:.1} (95% band {:.1}-{:.1}), never extrapolated lower",
-                    f.slope, f.r2, p.center, p.low, p.high
-                ),
-                (true, Some(f)) => format!(
-                    "daily peaks {:+.3}/day (R\u{b2} {:.2}) give {:.1} by {} (95% band {:.1}-{:.1})",
-                    f.slope, f.r2, p.center, nq.quarter, p.low, p.high
-                ),
-                (false, Some(f)) => format!(
-                    "no significant trend ({:+.3}/day, R\u{b2} {:.2}): peak {:.1} as seen",
-                    f.slope, f.r2, p.peak
-                ),
-                _ => format!("peak {:.1} as seen", p.peak),
-            },
-            match (proposed.basis, basis) {
-                (Basis::Consolidated, _) => format!(
-                    "; consolidated to {:.0}% busy per replica (p95 of GPUs busy {:.2}), +{:.0}% headroom",
-                    target * 100.0,
-                    busy95,
-                    m.headroom * 100.0
-                ),
-                (Basis::Serving | Basis::Saturated, _) => String::new(),
-                (Basis::Trend | Basis::Flat | Basis::Idle, Basis::Idle) => {
-                    "; busy below the idle threshold, so never grown".to_owned()
-                }
-                (Basis::Trend | Basis::Flat | Basis::Idle, _) => {
-                    format!(", +{:.0}% headroom", m.headroom * 100.0)
-                }
-            },
-            match eff {
-                Some(e) => format!("busy {:.0}% of held time", e * 100.0),
-                None => "busy unknown".to_owned(),
-            },
-            if hours_change.is_some() {
-                format!("; ran {:.0}% of covered time", share * 100.0)
-            } else {
-                String::new()
-            },
-            if capped {
-                format!("; held its replicas.max {} at p95: demand may be higher than seen", current.max())
-            } else {
-                String::new()
-            },
-        ) + &if crashing {
-            "; pods crash-looped while holding GPUs, so it is not sized down on this idleness"
-                .to_owned()
+        self.proposal(min, max, basis)
+    }
+    /// Replicas busy at the target, from the GPUs busy p10 and p95 over `per` (GPUs busy a
+    /// replica carries at the target).
+    fn consolidated(&self, per: f64) -> Proposal {
+        let max = self.grow(self.busy95 / per.max(1e-9)).min(self.max);
+        let min = if self.fixed_now {
+            max
+        } else {
+            ((self.busy10 / per.max(1e-9) + 0.05).floor() as i64)
+                .max(self.floor_min)
+                .min(max)
+        };
+        self.proposal(min, max, Basis::Consolidated)
+    }
+}
+
+/// What a workload's proposal is, and what it would be without its right-size.
+struct Proposed {
+    proposed: Proposal,
+    without_right_size: Option<Proposal>,
+    serving_note: Option<String>,
+    /// The projection it came from when serving metrics sized it.
+    projected: Option<Projection>,
+}
+
+/// A workload's proposal from what it held: its right-size, a consolidation, or held.
+fn from_held(
+    cx: &Cx<'_>,
+    w: &crate::plan::raw::Workload,
+    s: &Series,
+    h: &Held,
+    z: &Sizing,
+) -> Proposed {
+    let per = w.gpu_share() * w.gang().max(1) as f64 * z.target;
+    let can_consolidate = !z.crashing
+        && (z.idle || !h.p.trend)
+        && w.gang() <= 1
+        && !s.busy.is_empty()
+        && z.eff.is_some_and(|e| e < z.target);
+    let rs = cx.right_sizes.get(w.name.get().as_str()).filter(|_| z.idle);
+    let (proposed, without_right_size) = match rs {
+        Some(r) => {
+            let mut pr = z.held(z.max, z.basis, &h.p);
+            pr.gpu_fraction = Some(r.fraction);
+            pr.sharing = Some(r.sharing);
+            (pr, Some(z.consolidated(per)))
+        }
+        None if can_consolidate => {
+            let c = z.consolidated(per);
+            let held = z.held(z.max, z.basis, &h.p);
+            (if c.max < held.max { c } else { held }, None)
+        }
+        None => (z.held(z.max, z.basis, &h.p), None),
+    };
+    Proposed {
+        proposed,
+        without_right_size,
+        serving_note: None,
+        projected: None,
+    }
+}
+
+/// Serving metrics decide an inference workload's replicas where its pods export them: the
+/// replicas each hour needed at the concurrency one replica carried within the objective,
+/// trended like held replicas; GPU activity neither shrinks nor grows it.
+fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -> Proposed {
+    let Some(r) = cx.serving.iter().find(|r| r.workload == name) else {
+        return held;
+    };
+    if r.needed_by_hour.is_empty() {
+        return Proposed {
+            proposed: z.held(z.max.max(z.grow(h.p.peak)), Basis::Saturated, &h.p),
+            without_right_size: None,
+            serving_note: Some(serving_figures(r, 0.0, cx.m.headroom)),
+            projected: None,
+        };
+    }
+    let daily = daily_peaks(&r.needed_by_hour, cx.t.step);
+    let sp = cx.axis.project(&daily, cx.m);
+    let (p10, _) = super::serving::needed_range(r).unwrap_or((0.0, sp.peak));
+    let max = z.grow(sp.peak);
+    let min = if z.fixed_now {
+        max
+    } else {
+        ((p10 + 0.05).floor() as i64).max(z.floor_min).min(max)
+    };
+    Proposed {
+        proposed: z.proposal(min, max, Basis::Serving),
+        without_right_size: None,
+        serving_note: Some(serving_figures(r, sp.peak, cx.m.headroom)),
+        projected: Some(sp),
+    }
+}
+
+/// One workload's forecast: what it held, how it is sized, and the figures behind it.
+fn workload_forecast(
+    cx: &Cx<'_>,
+    w: &crate::plan::raw::Workload,
+    s: &Series,
+) -> Option<WorkloadForecast> {
+    let name = w.name.get();
+    let h = Held::of(cx, s)?;
+    let z = Sizing::of(cx, w, &h);
+    let rs = cx.right_sizes.get(name.as_str()).filter(|_| z.idle);
+    let out = from_serving(cx, name, &h, &z, from_held(cx, w, s, &h, &z));
+    // The projection shown is the one the proposal came from: replicas needed where
+    // serving metrics sized it, replicas held otherwise.
+    let shown = out.projected.as_ref().unwrap_or(&h.p);
+    let figures = figures_line(cx, &h, &z, &out.proposed);
+    let figures = match &out.serving_note {
+        Some(n) => format!("{n}; {figures}"),
+        None => figures,
+    };
+    Some(WorkloadForecast {
+        workload: name.clone(),
+        team: w.team.get().clone(),
+        gpus_held: h.gpus,
+        replicas_held: h.replicas,
+        hours_per_month: round(h.hours),
+        trend: trend(shown),
+        projected_replicas: round(shown.center),
+        band_low: round(shown.low),
+        band_high: round(shown.high),
+        current: count(z.current),
+        proposed: out.proposed,
+        without_right_size: out.without_right_size,
+        figures,
+        right_size_what: rs.map(|r| r.what.clone()),
+    })
+}
+
+/// The figures behind a proposal, in one line: replicas held, the trend or level, how it was
+/// sized, how busy it was.
+fn figures_line(cx: &Cx<'_>, h: &Held, z: &Sizing, proposed: &Proposal) -> String {
+    let (p, m) = (&h.p, cx.m);
+    let replicas = &h.replicas;
+    // An autoscaler at its ceiling hides demand above it.
+    let capped = matches!(z.current, Count::Range { .. })
+        && replicas.p95 + 0.05 >= z.current.max() as f64
+        && z.current.max() > 0;
+    format!(
+        "replicas held p10 {} / p50 {} / p95 {} / max {} ({} GPUs at p95) over {:.0} day(s); {}{}; {}{}{}",
+        crate::core::num(replicas.p10),
+        crate::core::num(replicas.p50),
+        crate::core::num(replicas.p95),
+        crate::core::num(replicas.max),
+        crate::core::num(h.gpus.p95),
+        cx.covered_days,
+        match (p.trend, p.fit) {
+            (true, Some(f)) if f.slope < 0.0 => format!(
+                "daily peaks {:+.3}/day (R\u{b2} {:.2}): declining, so held at today's fitted level {:.1} (95% band {:.1}-{:.1}), never extrapolated lower",
+                f.slope, f.r2, p.center, p.low, p.high
+            ),
+            (true, Some(f)) => format!(
+                "daily peaks {:+.3}/day (R\u{b2} {:.2}) give {:.1} by {} (95% band {:.1}-{:.1})",
+                f.slope, f.r2, p.center, cx.quarter, p.low, p.high
+            ),
+            (false, Some(f)) => format!(
+                "no significant trend ({:+.3}/day, R\u{b2} {:.2}): peak {:.1} as seen",
+                f.slope, f.r2, p.peak
+            ),
+            _ => format!("peak {:.1} as seen", p.peak),
+        },
+        match (proposed.basis, z.basis) {
+            (Basis::Consolidated, _) => format!(
+                "; consolidated to {:.0}% busy per replica (p95 of GPUs busy {:.2}), +{:.0}% headroom",
+                z.target * 100.0,
+                z.busy95,
+                m.headroom * 100.0
+            ),
+            (Basis::Serving | Basis::Saturated, _) => String::new(),
+            (Basis::Trend | Basis::Flat | Basis::Idle, Basis::Idle) => {
+                "; busy below the idle threshold, so never grown".to_owned()
+            }
+            (Basis::Trend | Basis::Flat | Basis::Idle, _) => {
+                format!(", +{:.0}% headroom", m.headroom * 100.0)
+            }
+        },
+        match z.eff {
+            Some(e) => format!("busy {:.0}% of held time", e * 100.0),
+            None => "busy unknown".to_owned(),
+        },
+        if z.hours_change.is_some() {
+            format!("; ran {:.0}% of covered time", h.share * 100.0)
         } else {
             String::new()
-        };
-        let figures = match serving_note {
-            Some(n) => format!("{n}; {figures}"),
-            None => figures,
-        };
-        nq.workloads.push(WorkloadForecast {
-            workload: name.clone(),
-            team: w.team.get().clone(),
-            gpus_held: gpus,
-            replicas_held: replicas,
-            hours_per_month: round(hours),
-            trend: trend(shown),
-            projected_replicas: round(shown.center),
-            band_low: round(shown.low),
-            band_high: round(shown.high),
-            current: count(current),
-            proposed,
-            without_right_size,
-            figures,
-            right_size_what: rs.map(|r| r.what.clone()),
-        });
+        },
+        if capped {
+            format!("; held its replicas.max {} at p95: demand may be higher than seen", z.current.max())
+        } else {
+            String::new()
+        },
+    ) + if z.crashing {
+        "; pods crash-looped while holding GPUs, so it is not sized down on this idleness"
+    } else {
+        ""
     }
-    nq
 }
 
 /// The serving figures behind an inference workload's sizing, in one line.

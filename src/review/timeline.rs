@@ -521,13 +521,6 @@ impl<K: Key, V: Cell> fmt::Debug for Timeline<K, V> {
     }
 }
 
-impl<K: Key, V: Cell> std::ops::Index<&K> for Timeline<K, V> {
-    type Output = V;
-    fn index(&self, k: &K) -> &V {
-        self.get(k).expect("a key the timeline holds")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

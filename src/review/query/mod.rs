@@ -147,9 +147,9 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].0[Answers::col(Q::Active, "pod")], "p");
         assert_eq!(rows[0].0[Answers::col(Q::Active, "namespace")], "ml");
-        assert_eq!(rows[0].1[&0], 1.25);
-        assert_eq!(rows[0].1[&1], 1.0);
+        assert_eq!(rows[0].1.get(&0), Some(&1.25));
+        assert_eq!(rows[0].1.get(&1), Some(&1.0));
         let counts: Vec<_> = ans.get(Q::ActiveCount).collect();
-        assert_eq!(counts[0].1[&0], 3.0);
+        assert_eq!(counts[0].1.get(&0), Some(&3.0));
     }
 }
