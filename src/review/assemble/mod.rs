@@ -15,6 +15,7 @@ mod intervals;
 mod nodes;
 mod pods;
 mod pool_names;
+mod states;
 mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,8 +26,9 @@ use crate::catalog::Catalog;
 use crate::plan::Plan;
 use intervals::{ksm_coverage, scrapes, Scrapes};
 use nodes::{node_series, nodes_of, NodeStage};
-use pods::{named_by, node_pools, pending_shares, pod_states, pods_of, requests, tokens, PodCx};
+use pods::{node_pools, pending_shares, pods_of, requests, tokens, PodCx};
 pub(crate) use pool_names::{plan_pool, pool_matches};
+use states::{named_by, pod_states};
 use usage::{dcgm_coverage, settle_usage, usage_of, Usage, UsageCx};
 
 /// GPU-seconds of usage with no GPU-requesting pod below which it is noise: 0.1 GPU-hour.

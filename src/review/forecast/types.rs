@@ -1,0 +1,196 @@
+//! What the forecast says: per workload and team, what was held, the trend and the proposal.
+
+use serde::Serialize;
+
+use crate::plan::raw::Count;
+use crate::review::analysis::{quantile, round, round4};
+use crate::review::trend::{Fit, Projection};
+
+/// How the forecast is made: minimum data, headroom and the consolidation target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Method {
+    /// Share added above the projected peak for `replicas.max`.
+    pub headroom: f64,
+    /// Covered days below which nothing is proposed.
+    pub min_days: f64,
+    /// Covered days below which no trend is fitted (the level is flat).
+    pub min_trend_days: usize,
+    /// Busy share per replica a consolidated idle workload is sized to, when the workload
+    /// states no `utilization`.
+    pub consolidation_target: f64,
+    /// Efficiency below which a workload is idle (GP025's threshold).
+    pub low_utilization: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Quantiles {
+    pub p10: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub max: f64,
+}
+
+impl Quantiles {
+    pub(crate) fn of(v: &[f64]) -> Quantiles {
+        Quantiles {
+            p10: round(quantile(v, 0.10)),
+            p50: round(quantile(v, 0.50)),
+            p95: round(quantile(v, 0.95)),
+            max: round(v.iter().copied().fold(0.0, f64::max)),
+        }
+    }
+}
+
+/// The least-squares trend of daily peaks.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Trend {
+    pub slope_per_day: f64,
+    pub r2: f64,
+    pub days: usize,
+    /// Whether the slope is the forecast (significant at 95% over enough days).
+    pub used: bool,
+}
+
+pub(super) fn trend(p: &Projection) -> Option<Trend> {
+    p.fit.map(|f| Trend {
+        slope_per_day: round4(f.slope),
+        r2: round4(f.r2),
+        days: f.n,
+        used: p.trend,
+    })
+}
+
+/// What `--write-plan` writes for one workload.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Proposal {
+    pub min: i64,
+    pub max: i64,
+    /// Written as one integer (a fixed count stays fixed when it was steady).
+    pub fixed: bool,
+    /// The measured hours, where they differ from the plan's.
+    pub hours_per_month: Option<i64>,
+    /// A smaller slice for an idle workload: its `gpu_fraction` and `sharing`.
+    pub gpu_fraction: Option<f64>,
+    pub sharing: Option<crate::core::Sharing>,
+    /// How `max` was sized.
+    pub basis: Basis,
+}
+
+/// How a proposal's replicas were sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// The held peak's significant trend to the horizon, plus headroom.
+    Trend,
+    /// The held peak as seen (no significant trend), plus headroom.
+    Flat,
+    /// Busy below the idle threshold: never grown.
+    Idle,
+    /// Fewer replicas, each busy at the target share.
+    Consolidated,
+    /// The replicas vLLM serving metrics say each hour needed.
+    Serving,
+    /// Serving metrics missed the objective every hour: never sized down.
+    Saturated,
+}
+
+impl Basis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Basis::Trend => "trend",
+            Basis::Flat => "flat",
+            Basis::Idle => "idle",
+            Basis::Consolidated => "consolidated",
+            Basis::Serving => "serving",
+            Basis::Saturated => "saturated",
+        }
+    }
+}
+
+impl Proposal {
+    /// Its `replicas` as the plan writes them: one integer when fixed.
+    pub fn count(&self) -> Count {
+        if self.fixed {
+            Count::Fixed(self.max)
+        } else {
+            Count::Range {
+                min: self.min,
+                max: self.max,
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct WorkloadForecast {
+    pub workload: String,
+    pub team: String,
+    /// GPUs (physical-GPU shares) and replicas held over the covered windows it ran.
+    pub gpus_held: Quantiles,
+    pub replicas_held: Quantiles,
+    /// Measured running hours per month (the share of covered windows it held GPUs).
+    pub hours_per_month: f64,
+    /// Of daily peak replicas.
+    pub trend: Option<Trend>,
+    /// Peak replicas at the horizon, with the 95% band: of replicas held, or of replicas
+    /// needed where serving metrics sized the workload (`proposed.basis` `serving`).
+    pub projected_replicas: f64,
+    pub band_low: f64,
+    pub band_high: f64,
+    /// Today's `replicas` as written, e.g. `{ min = 2, max = 6 }`.
+    pub current: String,
+    pub proposed: Proposal,
+    /// Used when the right-size is not taken (check would refuse it): the consolidated count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_right_size: Option<Proposal>,
+    /// The figures behind it, in one line (the TOML comment `--write-plan` writes).
+    pub figures: String,
+    #[serde(skip)]
+    pub right_size_what: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct TeamForecast {
+    pub team: String,
+    /// The highest daily peak of GPUs held in the window.
+    pub peak_gpus: f64,
+    pub trend: Option<Trend>,
+    /// GPUs at the horizon, with the 95% band.
+    pub projected_gpus: f64,
+    pub band_low: f64,
+    pub band_high: f64,
+    /// Daily peaks (day since 1970, GPUs), for the chart.
+    #[serde(skip)]
+    pub daily: Vec<(i64, f64)>,
+    #[serde(skip)]
+    pub fit: Option<Fit>,
+    #[serde(skip)]
+    pub first_day: i64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct NextQuarter {
+    /// The quarter planned for, e.g. `2027-Q1`, and its end.
+    pub quarter: String,
+    pub horizon: String,
+    #[serde(skip)]
+    pub horizon_t: i64,
+    /// Days from the end of the data to the horizon.
+    pub horizon_days: f64,
+    pub covered_days: f64,
+    pub headroom: f64,
+    /// Why nothing is proposed (too little data), when so.
+    pub withheld: Option<String>,
+    pub workloads: Vec<WorkloadForecast>,
+    pub teams: Vec<TeamForecast>,
+    /// Plan workloads with no GPU held in the window: left as they are.
+    pub without_data: Vec<String>,
+}
+
+/// A count as the plan writes it: `3`, or `{ min = 1, max = 6 }`.
+pub(crate) fn count(c: Count) -> String {
+    match c {
+        Count::Fixed(n) => n.to_string(),
+        Count::Range { min, max } => format!("{{ min = {min}, max = {max} }}"),
+    }
+}

@@ -1,0 +1,447 @@
+//! One workload's forecast: what it held, how it is sized (held, consolidated, right-sized
+//! or by serving metrics), and the figures behind the proposal.
+
+use std::collections::BTreeMap;
+
+use super::series::{Axis, Series};
+use super::types::{count, trend, Basis, Method, Proposal, Quantiles, WorkloadForecast};
+use crate::plan::raw::Count;
+use crate::plan::Plan;
+use crate::review::advice::RightSize;
+use crate::review::analysis::{quantile, round};
+use crate::review::rows::WorkloadRow;
+use crate::review::telemetry::Telemetry;
+use crate::review::trend::{daily_peaks, hourly, Projection};
+
+/// What every workload's forecast is read against.
+pub(super) struct Cx<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) t: &'a Telemetry,
+    pub(super) rows: &'a [WorkloadRow],
+    pub(super) right_sizes: &'a BTreeMap<String, RightSize>,
+    pub(super) serving: &'a [crate::review::serving::ServingRow],
+    pub(super) m: &'a Method,
+    pub(super) axis: Axis,
+    pub(super) quarter: &'a str,
+    pub(super) covered_days: f64,
+}
+
+/// What a workload held over the hours it ran: the figures its proposal is sized from.
+struct Held {
+    gpus: Quantiles,
+    /// Replicas held per running hour, and their quantiles.
+    reps: Vec<f64>,
+    replicas: Quantiles,
+    /// GPUs busy per running hour.
+    busy: Vec<f64>,
+    /// The share of windows with samples it ran in, and its hours a month from that.
+    share: f64,
+    hours: f64,
+    /// Its daily peaks of replicas held, projected.
+    p: Projection,
+}
+
+impl Held {
+    /// `None` when it held no GPU in a window with samples.
+    fn of(cx: &Cx<'_>, s: &Series) -> Option<Held> {
+        let t = cx.t;
+        let (gpus_h, reps_h, busy_h) = (
+            hourly(t, &s.gpus),
+            hourly(t, &s.replicas),
+            hourly(t, &s.busy),
+        );
+        // Hours it held GPUs; whether it ran at all is read from the windows with samples.
+        let running: Vec<i64> = gpus_h
+            .iter()
+            .filter(|(_, g)| **g > 1e-9)
+            .map(|(h, _)| *h)
+            .collect();
+        let ran = t
+            .sampled_windows
+            .iter()
+            .filter(|k| s.gpus.get(k).is_some_and(|g| *g > 1e-9))
+            .count();
+        if running.is_empty() || ran == 0 {
+            return None;
+        }
+        let at = |v: &BTreeMap<i64, f64>| -> Vec<f64> {
+            running
+                .iter()
+                .map(|k| v.get(k).copied().unwrap_or(0.0))
+                .collect()
+        };
+        let reps = at(&reps_h);
+        let share = ran as f64 / t.sampled_windows.len().max(1) as f64;
+        let plan_hours = cx.plan.hours_per_month();
+        // Its history starts the first day it ran: the days before a launch are not a trend.
+        let daily: Vec<(i64, f64)> = daily_peaks(&reps_h, t.step)
+            .into_iter()
+            .skip_while(|d| d.1 <= 0.0)
+            .collect();
+        Some(Held {
+            gpus: Quantiles::of(&at(&gpus_h)),
+            replicas: Quantiles::of(&reps),
+            reps,
+            busy: at(&busy_h),
+            share,
+            hours: if share >= 0.98 {
+                plan_hours
+            } else {
+                share * plan_hours
+            },
+            p: cx.axis.project(&daily, cx.m),
+        })
+    }
+}
+
+/// How a workload is sized: its plan's form and floor, what the review found of it, and the
+/// held peak's size before consolidation or serving metrics have their say.
+struct Sizing {
+    current: Count,
+    fixed_now: bool,
+    floor_min: i64,
+    min_held: i64,
+    headroom: f64,
+    eff: Option<f64>,
+    crashing: bool,
+    idle: bool,
+    hours_change: Option<i64>,
+    max: i64,
+    basis: Basis,
+    /// The busy share a replica is consolidated to, and GPUs busy p10 and p95.
+    target: f64,
+    busy10: f64,
+    busy95: f64,
+}
+
+impl Sizing {
+    fn of(cx: &Cx<'_>, w: &crate::plan::raw::Workload, h: &Held) -> Sizing {
+        let m = cx.m;
+        let current = w.replicas();
+        let can_be_zero = w.scale_to_zero() || current.min() == 0;
+        let floor_min = if w.user_facing() || !can_be_zero {
+            1
+        } else {
+            0
+        };
+        // Never above today's low: a shrinking workload's p10 over the whole window is a level
+        // it has left (its last day of running hours is what it holds now).
+        let today_low = h
+            .reps
+            .iter()
+            .rev()
+            .take(24)
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let min_held = ((quantile(&h.reps, 0.10) + 0.05).floor() as i64)
+            .min((today_low + 0.05).floor() as i64)
+            .max(floor_min);
+        let row = cx.rows.iter().find(|r| &r.workload == w.name.get());
+        let eff = row.and_then(|r| r.figures.efficiency);
+        // A crash-looping workload is idle because it crashes: sized as it held, never
+        // shrunk on that evidence.
+        let crashing = row
+            .and_then(|r| r.crashloop_share)
+            .is_some_and(|c| c >= crate::review::analysis::CRASHLOOP_SHARE);
+        let idle = !crashing && eff.is_some_and(|e| e < m.low_utilization);
+        let current_hours = cx.plan.workload_hours(w);
+        let new_hours = h.hours.round() as i64;
+        let hours_change = ((h.hours - current_hours).abs() > (0.05 * current_hours).max(10.0))
+            .then_some(new_hours.max(1));
+        // Work that keeps its GPUs less busy than it plans to (its `utilization`, else the
+        // consolidation target), with no growth to make room for: fewer replicas, each busy at
+        // the target, never more than it held. Gangs are sized by their model, not by load.
+        let target = w
+            .utilization()
+            .unwrap_or(m.consolidation_target)
+            .clamp(m.low_utilization, 0.9);
+        let mut s = Sizing {
+            current,
+            // A fixed count stays fixed: at what it held when flat, at the projected peak
+            // plus headroom when it grows.
+            fixed_now: matches!(current, Count::Fixed(_)),
+            floor_min,
+            min_held,
+            headroom: m.headroom,
+            eff,
+            crashing,
+            idle,
+            hours_change,
+            max: 0,
+            basis: Basis::Flat,
+            target,
+            busy10: quantile(&h.busy, 0.10),
+            busy95: quantile(&h.busy, 0.95),
+        };
+        // Sized from the held peak: the trend or the flat level, plus headroom. An idle
+        // workload is never grown.
+        s.max = s.grow(h.p.peak);
+        s.basis = if h.p.trend { Basis::Trend } else { Basis::Flat };
+        if idle && s.max > current.max() {
+            s.max = current.max().max(1);
+            s.basis = Basis::Idle;
+        }
+        s
+    }
+    fn grow(&self, peak: f64) -> i64 {
+        ((peak * (1.0 + self.headroom)) - 1e-6).ceil().max(1.0) as i64
+    }
+    /// The plan's own form is kept: a fixed count stays one integer, an autoscaled range
+    /// stays a range even where its bounds meet.
+    fn proposal(&self, min: i64, max: i64, basis: Basis) -> Proposal {
+        Proposal {
+            min,
+            max,
+            fixed: self.fixed_now,
+            hours_per_month: self.hours_change,
+            gpu_fraction: None,
+            sharing: None,
+            basis,
+        }
+    }
+    /// Held replicas up to `max`.
+    fn held(&self, max: i64, basis: Basis, p: &Projection) -> Proposal {
+        let max = if self.fixed_now && basis == Basis::Flat {
+            ((p.peak - 0.05).ceil() as i64).max(1)
+        } else {
+            max
+        };
+        let min = if self.fixed_now {
+            max
+        } else {
+            self.min_held.min(max)
+        };
+        self.proposal(min, max, basis)
+    }
+    /// Replicas busy at the target, from the GPUs busy p10 and p95 over `per` (GPUs busy a
+    /// replica carries at the target).
+    fn consolidated(&self, per: f64) -> Proposal {
+        let max = self.grow(self.busy95 / per.max(1e-9)).min(self.max);
+        let min = if self.fixed_now {
+            max
+        } else {
+            ((self.busy10 / per.max(1e-9) + 0.05).floor() as i64)
+                .max(self.floor_min)
+                .min(max)
+        };
+        self.proposal(min, max, Basis::Consolidated)
+    }
+}
+
+/// What a workload's proposal is, and what it would be without its right-size.
+struct Proposed {
+    proposed: Proposal,
+    without_right_size: Option<Proposal>,
+    serving_note: Option<String>,
+    /// The projection it came from when serving metrics sized it.
+    projected: Option<Projection>,
+}
+
+/// A workload's proposal from what it held: its right-size, a consolidation, or held.
+fn from_held(
+    cx: &Cx<'_>,
+    w: &crate::plan::raw::Workload,
+    s: &Series,
+    h: &Held,
+    z: &Sizing,
+) -> Proposed {
+    let per = w.gpu_share() * w.gang().max(1) as f64 * z.target;
+    let can_consolidate = !z.crashing
+        && (z.idle || !h.p.trend)
+        && w.gang() <= 1
+        && !s.busy.is_empty()
+        && z.eff.is_some_and(|e| e < z.target);
+    let rs = cx.right_sizes.get(w.name.get().as_str()).filter(|_| z.idle);
+    let (proposed, without_right_size) = match rs {
+        Some(r) => {
+            let mut pr = z.held(z.max, z.basis, &h.p);
+            pr.gpu_fraction = Some(r.fraction);
+            pr.sharing = Some(r.sharing);
+            (pr, Some(z.consolidated(per)))
+        }
+        None if can_consolidate => {
+            let c = z.consolidated(per);
+            let held = z.held(z.max, z.basis, &h.p);
+            (if c.max < held.max { c } else { held }, None)
+        }
+        None => (z.held(z.max, z.basis, &h.p), None),
+    };
+    Proposed {
+        proposed,
+        without_right_size,
+        serving_note: None,
+        projected: None,
+    }
+}
+
+/// Serving metrics decide an inference workload's replicas where its pods export them: the
+/// replicas each hour needed at the concurrency one replica carried within the objective,
+/// trended like held replicas; GPU activity neither shrinks nor grows it.
+fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -> Proposed {
+    let Some(r) = cx.serving.iter().find(|r| r.workload == name) else {
+        return held;
+    };
+    if r.needed_by_hour.is_empty() {
+        return Proposed {
+            proposed: z.held(z.max.max(z.grow(h.p.peak)), Basis::Saturated, &h.p),
+            without_right_size: None,
+            serving_note: Some(serving_figures(r, 0.0, cx.m.headroom)),
+            projected: None,
+        };
+    }
+    let daily = daily_peaks(&r.needed_by_hour, cx.t.step);
+    let sp = cx.axis.project(&daily, cx.m);
+    let (p10, _) = crate::review::serving::needed_range(r).unwrap_or((0.0, sp.peak));
+    let max = z.grow(sp.peak);
+    let min = if z.fixed_now {
+        max
+    } else {
+        ((p10 + 0.05).floor() as i64).max(z.floor_min).min(max)
+    };
+    Proposed {
+        proposed: z.proposal(min, max, Basis::Serving),
+        without_right_size: None,
+        serving_note: Some(serving_figures(r, sp.peak, cx.m.headroom)),
+        projected: Some(sp),
+    }
+}
+
+/// One workload's forecast: what it held, how it is sized, and the figures behind it.
+pub(super) fn workload_forecast(
+    cx: &Cx<'_>,
+    w: &crate::plan::raw::Workload,
+    s: &Series,
+) -> Option<WorkloadForecast> {
+    let name = w.name.get();
+    let h = Held::of(cx, s)?;
+    let z = Sizing::of(cx, w, &h);
+    let rs = cx.right_sizes.get(name.as_str()).filter(|_| z.idle);
+    let out = from_serving(cx, name, &h, &z, from_held(cx, w, s, &h, &z));
+    // The projection shown is the one the proposal came from: replicas needed where
+    // serving metrics sized it, replicas held otherwise.
+    let shown = out.projected.as_ref().unwrap_or(&h.p);
+    let figures = figures_line(cx, &h, &z, &out.proposed);
+    let figures = match &out.serving_note {
+        Some(n) => format!("{n}; {figures}"),
+        None => figures,
+    };
+    Some(WorkloadForecast {
+        workload: name.clone(),
+        team: w.team.get().clone(),
+        gpus_held: h.gpus,
+        replicas_held: h.replicas,
+        hours_per_month: round(h.hours),
+        trend: trend(shown),
+        projected_replicas: round(shown.center),
+        band_low: round(shown.low),
+        band_high: round(shown.high),
+        current: count(z.current),
+        proposed: out.proposed,
+        without_right_size: out.without_right_size,
+        figures,
+        right_size_what: rs.map(|r| r.what.clone()),
+    })
+}
+
+/// The figures behind a proposal, in one line: replicas held, the trend or level, how it was
+/// sized, how busy it was.
+fn figures_line(cx: &Cx<'_>, h: &Held, z: &Sizing, proposed: &Proposal) -> String {
+    let (p, m) = (&h.p, cx.m);
+    let replicas = &h.replicas;
+    // An autoscaler at its ceiling hides demand above it.
+    let capped = matches!(z.current, Count::Range { .. })
+        && replicas.p95 + 0.05 >= z.current.max() as f64
+        && z.current.max() > 0;
+    format!(
+        "replicas held p10 {} / p50 {} / p95 {} / max {} ({} GPUs at p95) over {:.0} day(s); {}{}; {}{}{}",
+        crate::core::num(replicas.p10),
+        crate::core::num(replicas.p50),
+        crate::core::num(replicas.p95),
+        crate::core::num(replicas.max),
+        crate::core::num(h.gpus.p95),
+        cx.covered_days,
+        match (p.trend, p.fit) {
+            (true, Some(f)) if f.slope < 0.0 => format!(
+                "daily peaks {:+.3}/day (R\u{b2} {:.2}): declining, so held at today's fitted level {:.1} (95% band {:.1}-{:.1}), never extrapolated lower",
+                f.slope, f.r2, p.center, p.low, p.high
+            ),
+            (true, Some(f)) => format!(
+                "daily peaks {:+.3}/day (R\u{b2} {:.2}) give {:.1} by {} (95% band {:.1}-{:.1})",
+                f.slope, f.r2, p.center, cx.quarter, p.low, p.high
+            ),
+            (false, Some(f)) => format!(
+                "no significant trend ({:+.3}/day, R\u{b2} {:.2}): peak {:.1} as seen",
+                f.slope, f.r2, p.peak
+            ),
+            _ => format!("peak {:.1} as seen", p.peak),
+        },
+        match (proposed.basis, z.basis) {
+            (Basis::Consolidated, _) => format!(
+                "; consolidated to {:.0}% busy per replica (p95 of GPUs busy {:.2}), +{:.0}% headroom",
+                z.target * 100.0,
+                z.busy95,
+                m.headroom * 100.0
+            ),
+            (Basis::Serving | Basis::Saturated, _) => String::new(),
+            (Basis::Trend | Basis::Flat | Basis::Idle, Basis::Idle) => {
+                "; busy below the idle threshold, so never grown".to_owned()
+            }
+            (Basis::Trend | Basis::Flat | Basis::Idle, _) => {
+                format!(", +{:.0}% headroom", m.headroom * 100.0)
+            }
+        },
+        match z.eff {
+            Some(e) => format!("busy {:.0}% of held time", e * 100.0),
+            None => "busy unknown".to_owned(),
+        },
+        if z.hours_change.is_some() {
+            format!("; ran {:.0}% of covered time", h.share * 100.0)
+        } else {
+            String::new()
+        },
+        if capped {
+            format!("; held its replicas.max {} at p95: demand may be higher than seen", z.current.max())
+        } else {
+            String::new()
+        },
+    ) + if z.crashing {
+        "; pods crash-looped while holding GPUs, so it is not sized down on this idleness"
+    } else {
+        ""
+    }
+}
+
+/// The serving figures behind an inference workload's sizing, in one line.
+fn serving_figures(r: &crate::review::serving::ServingRow, peak: f64, headroom: f64) -> String {
+    use crate::review::serving::ServingSignal;
+    let signal = match (r.decided_by, r.ttft_objective_seconds) {
+        (ServingSignal::TimeToFirstToken, Some(o)) => format!(
+            "sized by serving metrics: TTFT p95 {} s against the objective {} s (missed in {} of {} hours)",
+            r.ttft_p95_seconds.map_or("-".to_owned(), |v| format!("{v:.2}")),
+            crate::core::num(o),
+            r.hours_over_objective.unwrap_or(0),
+            r.hours_with_ttft
+        ),
+        _ => format!(
+            "sized by serving metrics: requests waiting (p95 {}) and KV cache (p95 {}) against no queue and under {:.0}% full",
+            crate::core::num(r.waiting.p95),
+            r.kv_cache
+                .map_or("not exported".to_owned(), |k| format!("{:.0}%", k.p95 * 100.0)),
+            crate::review::serving::KV_FULL * 100.0
+        ),
+    };
+    match (r.concurrency_per_replica, r.needed_replicas) {
+        (Some(c), Some(n)) => format!(
+            "{signal}; a replica carried up to {} requests in flight within it, so the {} p95 in flight need {} replicas at p95 and {} at most (peak {:.1} projected), +{:.0}% headroom; GPU activity not used",
+            crate::core::num(c),
+            crate::core::num(r.concurrency.p95),
+            crate::core::num(n.p95),
+            crate::core::num(n.max),
+            peak,
+            headroom * 100.0
+        ),
+        _ => format!(
+            "{signal}; no hour met it, so one replica's capacity is unknown and the replicas that ran were too few: never sized down, raise replicas.max until hours meet it"
+        ),
+    }
+}
