@@ -139,6 +139,28 @@ fn matched_by(o: &mut String, r: &Review) {
 
 pub(crate) fn markdown(r: &Review) -> String {
     let mut o = String::new();
+    md_headline(&mut o, r);
+    md_teams(&mut o, r);
+    md_pools(&mut o, r);
+    md_workloads(&mut o, r);
+    matched_by(&mut o, r);
+    serving(&mut o, r);
+    md_changes(&mut o, r);
+    super::forecast::next_quarter(&mut o, r);
+    md_stalled(&mut o, r);
+    md_pending(&mut o, r);
+    md_gaps(&mut o, r);
+    md_reservation_advice(&mut o, r);
+    md_idle_pools(&mut o, r);
+    md_idle_nodes(&mut o, r);
+    md_purchase_fill(&mut o, r);
+    md_reservation_fill(&mut o, r);
+    md_unmatched(&mut o, r);
+    o
+}
+
+/// The title, the window's totals and what the data covers.
+fn md_headline(o: &mut String, r: &Review) {
     let (a, u): (f64, f64) = r.teams.iter().fold((0.0, 0.0), |(a, u), t| {
         (
             a + t.figures.allocated_gpu_seconds,
@@ -179,6 +201,10 @@ pub(crate) fn markdown(r: &Review) -> String {
         },
     );
     let _ = writeln!(o);
+}
+
+/// Per team: allocated, used, efficiency, no data, Pending and idle cost.
+fn md_teams(o: &mut String, r: &Review) {
     let _ = writeln!(o, "## Teams\n\n| team | GPU-h allocated | GPU-h used | efficiency | no data (GPU-h) | Pending (GPU-h) | idle cost |\n|---|---:|---:|---:|---:|---:|---:|");
     for t in &r.teams {
         let _ = writeln!(
@@ -199,6 +225,10 @@ pub(crate) fn markdown(r: &Review) -> String {
     if r.teams.iter().any(|t| t.figures.efficiency_of_shared_cards) {
         let _ = writeln!(o, "\n{SHARED_CARD}");
     }
+}
+
+/// Per pool and per GPU model.
+fn md_pools(o: &mut String, r: &Review) {
     if !r.pools.is_empty() {
         let _ = writeln!(o, "\n## Pools and GPU models\n\n| pool | GPU | signal | GPU-h allocated | GPU-h used | efficiency | peak GPUs | p95 GPUs | cost | idle cost |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
         for p in &r.pools {
@@ -232,6 +262,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// Per workload, with its planned utilization and cost per million tokens.
+fn md_workloads(o: &mut String, r: &Review) {
     let _ = writeln!(o, "\n## Workloads\n\n| workload | team | GPU-h allocated | GPU-h used | efficiency | planned | idle cost | $/1M tokens |\n|---|---|---:|---:|---:|---:|---:|---:|");
     for w in &r.workloads {
         let _ = writeln!(
@@ -257,8 +291,10 @@ pub(crate) fn markdown(r: &Review) -> String {
     {
         let _ = writeln!(o, "\n{SHARED_CARD}");
     }
-    matched_by(&mut o, r);
-    serving(&mut o, r);
+}
+
+/// The review's advice, each with its saving and the change to make.
+fn md_changes(o: &mut String, r: &Review) {
     if !r.recommendations.is_empty() {
         let _ = writeln!(o, "\n## What to change\n");
         for a in &r.recommendations {
@@ -276,7 +312,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
-    super::forecast::next_quarter(&mut o, r);
+}
+
+/// Pods that held GPUs with near-zero activity for longer than the threshold.
+fn md_stalled(o: &mut String, r: &Review) {
     if !r.stalled.is_empty() {
         let _ = writeln!(o, "\n## Stalled pods\n\n| pod | workload | since | hours | GPUs |\n|---|---|---|---:|---:|");
         for s in &r.stalled {
@@ -292,6 +331,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// Pods that waited for GPUs: unscheduled, starting, image pulls failing.
+fn md_pending(o: &mut String, r: &Review) {
     if !r.pending.is_empty() {
         let _ = writeln!(
             o,
@@ -312,6 +355,11 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// Where the data has holes: exporter gaps, pods without usage, usage without pods.
+fn md_gaps(o: &mut String, r: &Review) {
+    let c = &r.coverage;
     if !c.pods_without_usage.is_empty()
         || !c.usage_without_pod.is_empty()
         || !c.dcgm_gaps.is_empty()
@@ -348,6 +396,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// Reservations the measured floors would pay for.
+fn md_reservation_advice(o: &mut String, r: &Review) {
     if !r.reservation_advice.is_empty() {
         let _ = writeln!(o, "\n## Reservations from measured floors\n\n| pool | SKU | region | floor GPUs (p10) | p50 | nodes | on-demand / month | best reservation | saving / month | break-even |\n|---|---|---|---:|---:|---:|---:|---|---:|---:|");
         for a in &r.reservation_advice {
@@ -374,6 +426,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// Pool floors (minimum nodes) nobody requested.
+fn md_idle_pools(o: &mut String, r: &Review) {
     if !r.idle_pools.is_empty() {
         let _ = writeln!(
             o,
@@ -389,6 +445,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// Nodes whose GPUs went unrequested.
+fn md_idle_nodes(o: &mut String, r: &Review) {
     if !r.idle_nodes.is_empty() {
         let _ = writeln!(
             o,
@@ -410,6 +470,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// The reservations render's purchase list bought, against what their pools held.
+fn md_purchase_fill(o: &mut String, r: &Review) {
     if !r.purchase_fill.is_empty() {
         let _ = writeln!(
             o,
@@ -442,6 +506,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// Declared reservations against the workloads' use.
+fn md_reservation_fill(o: &mut String, r: &Review) {
     if !r.reservations.is_empty() {
         let _ = writeln!(o, "\n## Reservation fill\n\n| pool | reserved GPU-h | used by workloads | fill |\n|---|---:|---:|---:|");
         for f in &r.reservations {
@@ -455,6 +523,10 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
+}
+
+/// Usage no workload of the plan claims.
+fn md_unmatched(o: &mut String, r: &Review) {
     if !r.unmatched.is_empty() {
         let _ = writeln!(o, "\n## Usage no workload of the plan claims\n\n| pod | GPU-h allocated | GPU-h used |\n|---|---:|---:|");
         for m in &r.unmatched {
@@ -468,7 +540,6 @@ pub(crate) fn markdown(r: &Review) -> String {
             );
         }
     }
-    o
 }
 
 /// Text for the HTML page: [`crate::core::format::markup`].
