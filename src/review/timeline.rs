@@ -62,12 +62,6 @@ impl Cell for (f64, f64) {
     }
 }
 
-impl Cell for (u32, f64) {
-    fn same(&self, other: &Self) -> bool {
-        self.0 == other.0 && self.1.same(&other.1)
-    }
-}
-
 /// Equal values at the end of a varying run that become a constant run of their own.
 const SPLIT_AFTER: usize = 8;
 
@@ -241,10 +235,10 @@ impl<K: Key, V: Cell> Timeline<K, V> {
         let next = &self.runs.get(self.runs.partition_point(|r| r.start < k))?;
         Some((next.start, next.value(0)))
     }
-    pub fn first_key(&self) -> Option<K> {
+    fn first_key(&self) -> Option<K> {
         self.runs.first().map(|r| r.start)
     }
-    pub fn last_key(&self) -> Option<K> {
+    fn last_key(&self) -> Option<K> {
         self.runs.last().map(Run::last)
     }
 
@@ -348,16 +342,6 @@ impl<K: Key, V: Cell> Timeline<K, V> {
                 Data::Dense(vals) => vals.iter_mut().for_each(|v| *v = f(*v)),
             }
         }
-    }
-
-    /// Keep the entries `keep` holds for.
-    pub fn retain(&mut self, mut keep: impl FnMut(K, &V) -> bool) {
-        let old = std::mem::take(self);
-        *self = old
-            .iter()
-            .filter(|(k, v)| keep(*k, v))
-            .map(|(k, v)| (k, *v))
-            .collect();
     }
 
     /// The same entries in the fewest runs (after values were set out of order), in no more

@@ -239,11 +239,11 @@ struct Proposed {
 
 /// A workload's proposal from what it held: its right-size, a consolidation, or held.
 fn from_held(
-    cx: &Cx<'_>,
     w: &crate::plan::raw::Workload,
     s: &Series,
     h: &Held,
     z: &Sizing,
+    rs: Option<&RightSize>,
 ) -> Proposed {
     let per = w.gpu_share() * w.gang().max(1) as f64 * z.target;
     let can_consolidate = !z.crashing
@@ -251,7 +251,6 @@ fn from_held(
         && w.gang() <= 1
         && !s.busy.is_empty()
         && z.eff.is_some_and(|e| e < z.target);
-    let rs = cx.right_sizes.get(w.name.get().as_str()).filter(|_| z.idle);
     let (proposed, without_right_size) = match rs {
         Some(r) => {
             let mut pr = z.held(z.max, z.basis, &h.p);
@@ -316,7 +315,7 @@ pub(super) fn workload_forecast(
     let h = Held::of(cx, s)?;
     let z = Sizing::of(cx, w, &h);
     let rs = cx.right_sizes.get(name.as_str()).filter(|_| z.idle);
-    let out = from_serving(cx, name, &h, &z, from_held(cx, w, s, &h, &z));
+    let out = from_serving(cx, name, &h, &z, from_held(w, s, &h, &z, rs));
     // The projection shown is the one the proposal came from: replicas needed where
     // serving metrics sized it, replicas held otherwise.
     let shown = out.projected.as_ref().unwrap_or(&h.p);
