@@ -8,6 +8,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use crate::core::Provider;
+pub use crate::diag::CatalogCode;
 use crate::diag::Diag;
 use crate::source::SourceFile;
 
@@ -297,11 +298,31 @@ pub(crate) fn quota_key(family: &str) -> String {
         .to_lowercase()
 }
 
+crate::core::named_enum! {
+    /// What a catalog data file holds, as `sources.toml` names it.
+    pub enum DataKind {
+        Gpus => "gpus",
+        Skus => "skus",
+        Prices => "prices",
+        SpotBands => "spot-bands",
+        Assumptions => "assumptions",
+        Quota => "quota",
+        Availability => "availability",
+        Shapes => "shapes",
+    }
+}
+
+impl DataKind {
+    pub(crate) fn parse(s: &str) -> Option<DataKind> {
+        DataKind::ALL.iter().copied().find(|k| k.as_str() == s)
+    }
+}
+
 /// Where a data file came from and how old it is.
 #[derive(Debug, Clone)]
 pub struct DataSource {
     pub file: String,
-    pub kind: &'static str,
+    pub kind: DataKind,
     pub provider: Option<Provider>,
     pub as_of: crate::core::Date,
     /// The source records no date for its figures: `as_of` is the day they were taken into
@@ -612,24 +633,6 @@ impl Catalog {
     }
 }
 
-/// The code of a catalog load error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CatalogCode {
-    /// A data file (embedded, `--catalog DIR` or the refresh cache) that does not parse or
-    /// holds a value out of range.
-    Invalid,
-}
-
-impl CatalogCode {
-    pub const ALL: &'static [CatalogCode] = &[CatalogCode::Invalid];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CatalogCode::Invalid => "catalog::invalid",
-        }
-    }
-}
-
 /// A catalog file that failed to load is reported like a plan error: file, line, column.
 /// A name from catalog data (a GPU model, an alias, a SKU, a region, a zone, a MIG profile, a
 /// quota family) gpuplan will carry into a finding, a Terraform file or a README: letters,
@@ -652,7 +655,7 @@ pub(crate) fn catalog_diag(
     span: std::ops::Range<usize>,
     msg: String,
 ) -> Diag {
-    Diag::error(CatalogCode::Invalid.as_str(), file, span, msg)
+    Diag::error(CatalogCode::Invalid, file, span, msg)
         .label("here")
         .help("fix the catalog file, or run without `--catalog` to use the embedded data")
 }

@@ -24,6 +24,49 @@ pub use format::{
     cents, excerpt, num, printable, printable_lines, rate, redact, redact_short, shown, usd,
 };
 
+/// Declares a closed set of names the tool prints and serialises: the enum, `ALL`, its text
+/// (`as_str`, `Display`) and its serialisation as that text, from one list, so the name of a
+/// variant is written once. Declare variants in the order of their text when the order of
+/// records sorted by them is part of an output: the derived `Ord` is then the text's.
+macro_rules! named_enum {
+    (
+        $(#[$m:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vm:meta])* $v:ident => $s:literal),* $(,)?
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        $vis enum $name {
+            $($(#[$vm])* $v),*
+        }
+
+        impl $name {
+            #[allow(dead_code)]
+            $vis const ALL: &'static [$name] = &[$($name::$v),*];
+
+            $vis fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$v => $s),*
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use named_enum;
+
 /// Hours in the month every monthly figure is quoted for (8,760 hours a year / 12).
 pub(crate) const HOURS_PER_MONTH: f64 = 730.0;
 

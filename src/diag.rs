@@ -10,6 +10,9 @@ use serde::Serialize;
 use crate::source::SourceFile;
 
 pub(crate) mod baseline;
+mod codes;
+
+pub use codes::{CatalogCode, Code, PlanCode, RuleId};
 
 /// How serious a finding is. Ordered so that `max()` gives the worst.
 #[derive(
@@ -49,10 +52,21 @@ impl fmt::Display for Severity {
     }
 }
 
-/// Why a finding is not counted: an `[[allow]]` entry (or, later, a baseline).
+crate::core::named_enum! {
+    /// What suppressed a finding.
+    pub enum SuppressionKind {
+        /// An `[[allow]]` entry in the plan.
+        Allow => "allow",
+        /// An entry of the `--baseline` file.
+        Baseline => "baseline",
+    }
+}
+
+/// Why a finding is not counted: an `[[allow]]` entry or a baseline.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Suppression {
-    pub kind: &'static str,
+    #[schemars(with = "String")]
+    pub kind: SuppressionKind,
     pub justification: String,
     pub approved_by: String,
     pub expires: Option<String>,
@@ -62,7 +76,7 @@ pub struct Suppression {
 /// (`code` = `plan::…`, `catalog::…`).
 #[derive(Debug, Clone)]
 pub struct Diag {
-    pub code: String,
+    pub code: Code,
     pub severity: Severity,
     pub message: String,
     pub file: Arc<SourceFile>,
@@ -80,7 +94,7 @@ pub struct Diag {
 
 impl Diag {
     pub(crate) fn new(
-        code: impl Into<String>,
+        code: impl Into<Code>,
         severity: Severity,
         file: &Arc<SourceFile>,
         span: Range<usize>,
@@ -103,7 +117,7 @@ impl Diag {
     }
 
     pub(crate) fn error(
-        code: impl Into<String>,
+        code: impl Into<Code>,
         file: &Arc<SourceFile>,
         span: Range<usize>,
         message: impl Into<String>,

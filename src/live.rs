@@ -6,9 +6,7 @@
 
 #[cfg(feature = "live")]
 pub(crate) mod aws;
-#[cfg(feature = "live")]
-pub(crate) mod azure_mgmt;
-pub(crate) mod azure_prices;
+pub(crate) mod azure;
 pub(crate) mod cache;
 #[cfg(feature = "live")]
 pub(crate) mod refresh;

@@ -10,7 +10,6 @@ use crate::catalog::Catalog;
 use crate::diag::Diag;
 use crate::source::SourceFile;
 
-mod codes;
 pub mod limits;
 pub mod load;
 pub mod raw;
@@ -19,7 +18,7 @@ mod validate;
 pub(crate) use validate::unknown_member;
 
 pub use crate::core::Date;
-pub use codes::PlanCode;
+pub use crate::diag::PlanCode;
 use raw::{
     Allow, Capacity, Count, Decision, Kind, MigManager, Pool, Provider, Sharing, Sp, Workload,
 };

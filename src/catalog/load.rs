@@ -13,7 +13,7 @@ mod prices;
 mod refreshed;
 mod sources;
 
-use super::{catalog_diag, Catalog, DataSource, InterNode, ProviderCatalog, Sku};
+use super::{catalog_diag, Catalog, DataKind, DataSource, InterNode, ProviderCatalog, Sku};
 use crate::core::Provider;
 use crate::diag::Diag;
 use crate::source::SourceFile;
@@ -255,7 +255,7 @@ pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, Cat
     let sources: SourcesFile = toml_file(&sources_file)?;
     let mut data_sources = Vec::new();
     for s in &sources.file {
-        let Some(kind) = sources::KINDS.iter().copied().find(|k| *k == s.kind) else {
+        let Some(kind) = DataKind::parse(&s.kind) else {
             return Err(invalid(
                 &sources_file,
                 0..0,

@@ -26,7 +26,7 @@ fn levels(args: &CheckArgs) -> CmdResult<Levels> {
             let rule = rules::by_id(id).ok_or_else(|| {
                 CmdError::Usage(format!("unknown rule `{id}` (see `gpuplan explain --all`)"))
             })?;
-            l.overrides.insert(rule.id().to_owned(), level);
+            l.overrides.insert(rule.id(), level);
         }
     }
     Ok(l)

@@ -9,7 +9,7 @@ use crate::rules::{self, Rule, RULES};
 
 #[derive(Serialize)]
 struct RuleDoc {
-    id: &'static str,
+    id: crate::diag::RuleId,
     name: &'static str,
     severity: &'static str,
     docs: String,
@@ -47,7 +47,7 @@ pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
         match rules::by_id(id) {
             Some(r) => vec![r],
             None => {
-                let ids: Vec<String> = RULES.iter().map(|r| r.id().to_owned()).collect();
+                let ids: Vec<String> = RULES.iter().map(|r| r.id().as_str().to_owned()).collect();
                 let hint = crate::plan::load::did_you_mean(id, &ids)
                     .map(|b| format!("; did you mean `{b}`?"))
                     .unwrap_or_default();

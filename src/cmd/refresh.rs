@@ -8,7 +8,8 @@ use crate::cli::{Global, ProviderArg, RefreshArgs};
 use crate::core::exit;
 use crate::core::Provider;
 use crate::live::cache;
-use crate::live::refresh::{self, Endpoints, Request, PARTS};
+use crate::live::refresh::{self, Endpoints, Request};
+use crate::live::scope::Part;
 use crate::output::Out;
 
 use super::{CmdError, CmdResult};
@@ -54,9 +55,9 @@ pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> CmdResult<(
 
 pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
     let fail = |msg: String| Err(CmdError::Usage(msg));
-    let mut parts: Vec<&'static str> = Vec::new();
+    let mut parts: Vec<Part> = Vec::new();
     for what in &args.only {
-        match PARTS.iter().find(|p| **p == what.trim()) {
+        match Part::parse(what.trim()) {
             Some(p) => parts.push(p),
             None => {
                 return fail(format!(
@@ -168,7 +169,12 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
     }
     out.info(&format!(
         "refreshed {} for {} into `{}`",
-        scope.parts.join(", "),
+        scope
+            .parts
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         scope.regions.join(", "),
         dir.display()
     ));

@@ -113,7 +113,7 @@ pub(crate) fn build(findings: &[Diag]) -> Baseline {
         .filter(|(d, _)| d.suppressed.is_none())
         .map(|(d, fingerprint)| Entry {
             fingerprint,
-            rule: d.code.clone(),
+            rule: d.code.as_str().to_owned(),
             file: file_key(&d.file.name).to_owned(),
             workload: d.workload.clone(),
             pool: d.pool.clone(),
@@ -188,7 +188,7 @@ pub(crate) fn apply(findings: &mut [Diag], b: &Baseline, path: &Path) -> usize {
     for (d, fp) in findings.iter_mut().zip(fps) {
         if d.suppressed.is_none() && known.contains(fp.as_str()) {
             d.suppressed = Some(Suppression {
-                kind: "baseline",
+                kind: super::SuppressionKind::Baseline,
                 justification: format!(
                     "recorded in the baseline `{}`",
                     crate::core::printable(&path.display().to_string())

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::azure_prices::Row;
+use super::azure::prices::Row;
 
 /// `GPUPLAN_CACHE`, else `$XDG_CACHE_HOME/gpuplan`, else `~/.cache/gpuplan`.
 pub(crate) fn default_dir() -> Option<PathBuf> {
@@ -149,8 +149,8 @@ pub(crate) fn retail_csv(
 /// One refreshed file and how `sources.toml` describes it.
 pub(crate) struct Entry {
     pub path: &'static str,
-    pub kind: &'static str,
-    pub provider: &'static str,
+    pub kind: crate::catalog::DataKind,
+    pub provider: crate::core::Provider,
     pub source: String,
     pub licence: &'static str,
     pub text: String,
@@ -331,8 +331,8 @@ fn write_owned(
         set.put(e.path, text.into_bytes());
         let mut t = toml::Table::new();
         t.insert("path".into(), e.path.into());
-        t.insert("kind".into(), e.kind.into());
-        t.insert("provider".into(), e.provider.into());
+        t.insert("kind".into(), e.kind.as_str().into());
+        t.insert("provider".into(), e.provider.as_str().into());
         t.insert("as_of".into(), fetched.into());
         t.insert("source".into(), crate::core::redact(&e.source).into());
         t.insert("licence".into(), e.licence.into());

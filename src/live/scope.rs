@@ -24,13 +24,34 @@ pub(crate) struct Task {
     pub run: Pin<Box<dyn Future<Output = Result<Vec<cache::Entry>, String>> + Send>>,
 }
 
+crate::core::named_enum! {
+    /// A part of a refresh (`--only`). In the order of their text, the order they are listed.
+    pub(crate) enum Part {
+        /// Spot eviction: Azure's Resource Graph, AWS's Spot Instance Advisor and placement
+        /// scores.
+        Eviction => "eviction",
+        Prices => "prices",
+        /// Per-subscription (account) vCPU quotas.
+        Quota => "quota",
+        /// Which zones offer each SKU (and, on AWS, its shape).
+        Skus => "skus",
+    }
+}
+
+impl Part {
+    pub(crate) fn parse(s: &str) -> Option<Part> {
+        Part::ALL.iter().copied().find(|p| p.as_str() == s)
+    }
+}
+
 /// What a refresh of one provider needs to know.
 pub(crate) struct Scope {
     pub regions: Vec<String>,
     /// The catalog's current (non-retired, x86) SKUs: what eviction and availability are
     /// asked about.
     pub skus: Vec<String>,
-    pub parts: Vec<&'static str>,
+    /// What is refreshed, sorted.
+    pub parts: Vec<Part>,
     pub timeout: Duration,
     pub today: String,
     /// The cache directory, for the rows of regions not refreshed now.
@@ -46,7 +67,7 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
-    pub(crate) fn wants(&self, part: &str) -> bool {
+    pub(crate) fn wants(&self, part: Part) -> bool {
         self.parts.contains(&part)
     }
 
@@ -77,8 +98,8 @@ pub(crate) fn url_or(flag: &Option<String>, default: &str) -> String {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn account_csv(
     path: &'static str,
-    kind: &'static str,
-    provider: &'static str,
+    kind: crate::catalog::DataKind,
+    provider: crate::core::Provider,
     columns: &[&str],
     previous: &str,
     regions: &[String],

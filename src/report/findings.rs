@@ -133,7 +133,7 @@ impl<'a> From<&'a Diag> for JsonFinding<'a> {
         let (line, column) = d.line_col();
         let (end_line, end_column) = d.file.line_col(d.span.end);
         Self {
-            rule: &d.code,
+            rule: d.code.as_str(),
             severity: d.severity,
             message: &d.message,
             file: &d.file.name,

@@ -38,9 +38,9 @@ pub(crate) fn annotations(findings: &[Diag], errors: &[Diag]) -> String {
         };
         let (line, col) = d.line_col();
         let (end_line, end_col) = d.file.line_col(d.span.end);
-        let title = match crate::rules::by_id(&d.code) {
-            Some(r) => format!("{} {}", r.id(), r.name()),
-            None => d.code.clone(),
+        let title = match d.code.rule() {
+            Some(r) => format!("{r} {}", crate::rules::rule(r).name()),
+            None => d.code.to_string(),
         };
         let mut msg = d.message.clone();
         if let Some(h) = &d.help {

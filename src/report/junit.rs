@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::core::format::{markup, markup_lines};
-use crate::diag::Diag;
+use crate::diag::{Code, Diag, RuleId};
 use crate::rules::{Levels, RULES};
 
 /// What a rule did on one plan.
@@ -19,14 +19,14 @@ enum Outcome<'a> {
     Failed(Vec<&'a Diag>),
 }
 
-fn outcome<'a>(rule: &str, findings: &[&'a Diag], levels: &Levels) -> Outcome<'a> {
+fn outcome<'a>(rule: RuleId, findings: &[&'a Diag], levels: &Levels) -> Outcome<'a> {
     if levels.is_off(rule) {
         return Outcome::Skipped;
     }
     let mine: Vec<&Diag> = findings
         .iter()
         .copied()
-        .filter(|d| d.code == rule)
+        .filter(|d| d.code == Code::Rule(rule))
         .collect();
     if mine.iter().any(|d| d.is_blocking()) {
         Outcome::Failed(mine)
@@ -100,7 +100,7 @@ fn unreadable(o: &mut String, plan: &str, errors: &[&Diag]) {
         "  <testsuite name=\"{p}\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\">\n    \
          <testcase name=\"load\" classname=\"{p}\">\n      \
          <error type=\"{}\" message=\"{}\">{}</error>\n    </testcase>\n  </testsuite>\n",
-        markup(&errors[0].code),
+        markup(errors[0].code.as_str()),
         markup(&errors[0].message),
         markup_lines(&lines(plan, errors)),
         p = markup(plan),

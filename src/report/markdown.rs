@@ -62,7 +62,7 @@ pub(crate) fn comment(
         }
         let _ = writeln!(o, "#### {title} ({})", these.len());
         for d in these {
-            let name = crate::rules::by_id(&d.code).map_or("", |r| r.name());
+            let name = d.code.rule().map_or("", |r| crate::rules::rule(r).name());
             let _ = writeln!(
                 o,
                 "- {} **{}** `{name}`: {}",

@@ -304,7 +304,8 @@ fn md_changes(o: &mut String, r: &Review) {
                 a.kind,
                 match a.saving_usd {
                     Some(s) => format!("saves {} over the window", usd(s)),
-                    None if a.kind == "unmet-demand" => "buys capacity, saves nothing".to_owned(),
+                    None if a.kind == crate::review::rows::AdviceKind::UnmetDemand =>
+                        "buys capacity, saves nothing".to_owned(),
                     None => "saving unknown: no price for its pool".to_owned(),
                 },
                 md(&a.message),

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::diag::{baseline, Diag, Severity};
+use crate::diag::{baseline, Diag, RuleId, Severity, SuppressionKind};
 use crate::rules::{self, RULES};
 
 const SCHEMA: &str =
@@ -55,7 +55,7 @@ pub(crate) fn sarif(findings: &[Diag], errors: &[Diag], docs_url: Option<&str>) 
                 "locations": [location(d)],
                 "partialFingerprints": { "gpuplan/v1": fp },
             });
-            if let Some(i) = RULES.iter().position(|x| x.id() == d.code) {
+            if let Some(i) = d.code.rule().map(RuleId::index) {
                 r["ruleIndex"] = json!(i);
             }
             if let Some(s) = &d.suppressed {
@@ -65,7 +65,10 @@ pub(crate) fn sarif(findings: &[Diag], errors: &[Diag], docs_url: Option<&str>) 
                 }
                 r["suppressions"] = json!([{
                     // An [[allow]] lives in the plan file itself; a baseline outside it.
-                    "kind": if s.kind == "allow" { "inSource" } else { "external" },
+                    "kind": match s.kind {
+                        SuppressionKind::Allow => "inSource",
+                        SuppressionKind::Baseline => "external",
+                    },
                     "status": "accepted",
                     "justification": just,
                 }]);

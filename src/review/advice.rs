@@ -108,7 +108,7 @@ pub(super) fn right_size(
         what: what.clone(),
     };
     Some((Advice {
-        kind: "right-size",
+        kind: AdviceKind::RightSize,
         workload: Some(name.clone()),
         pool: None,
         saving_usd: Some(saving.min(round(idle_cost))),
@@ -147,7 +147,7 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
         String::new()
     };
     (pending_total >= 3600.0).then(|| Advice {
-        kind: "unmet-demand",
+        kind: AdviceKind::UnmetDemand,
         workload: None,
         pool: None,
         saving_usd: None,
@@ -394,7 +394,7 @@ pub(super) fn idle_nodes(
         if held_empty >= 86_400 {
             let days = held_empty as f64 / 86_400.0;
             advice.push(Advice {
-                kind: "empty-node",
+                kind: AdviceKind::EmptyNode,
                 workload: None,
                 pool: pool.map(|p| p.name.get().clone()),
                 saving_usd: price.map(|p| round(held_empty as f64 * p * n.cards.max(n.gpus))),

@@ -193,7 +193,7 @@ fn errors(
         crate::rules::check(&p, catalog, today, &crate::rules::Levels::default())
             .into_iter()
             .filter(|d| d.severity == Severity::Error && d.suppressed.is_none())
-            .map(|d| (d.code, d.workload, d.pool))
+            .map(|d| (d.code.to_string(), d.workload, d.pool))
             .collect(),
     )
 }

@@ -250,9 +250,24 @@ pub struct Unmatched {
     pub gpu: Option<String>,
 }
 
+crate::core::named_enum! {
+    /// What a piece of review advice changes. In the order of their text: advice is sorted by
+    /// it.
+    pub enum AdviceKind {
+        CrashLoop => "crash-loop",
+        EmptyNode => "empty-node",
+        ReapStalled => "reap-stalled",
+        ReserveFloor => "reserve-floor",
+        RightSize => "right-size",
+        ShrinkPool => "shrink-pool",
+        UnmetDemand => "unmet-demand",
+    }
+}
+
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Advice {
-    pub kind: &'static str,
+    #[schemars(with = "String")]
+    pub kind: AdviceKind,
     pub workload: Option<String>,
     pub pool: Option<String>,
     /// What the change would have saved over the window; `None` where no price is known
@@ -273,4 +288,20 @@ pub struct Settings {
     pub low_utilization: f64,
     /// How next quarter is forecast.
     pub forecast: super::forecast::Method,
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::AdviceKind;
+
+    /// Advice is sorted by kind, and the order an output lists it in is the kinds' text order.
+    #[test]
+    fn advice_kinds_sort_as_their_text() {
+        let mut by_text = AdviceKind::ALL.to_vec();
+        by_text.sort_by_key(|k| k.as_str());
+        assert_eq!(by_text, AdviceKind::ALL);
+        let mut by_ord = AdviceKind::ALL.to_vec();
+        by_ord.sort();
+        assert_eq!(by_ord, AdviceKind::ALL);
+    }
 }

@@ -40,7 +40,7 @@ declare_rule! {
     /// check (free memory at start against the requested share); NVIDIA device plugin:
     /// time-slicing shares memory and fault domain (context articles, reference §4);
     /// the headroom in providers/assumptions.toml.
-    pub(crate) struct TimesliceMemoryOversubscribed { id: "GP001", name: "timeslice-memory-oversubscribed", severity: Error }
+    pub(crate) struct TimesliceMemoryOversubscribed { id: GP001, name: "timeslice-memory-oversubscribed", severity: Error }
 }
 
 impl Rule for TimesliceMemoryOversubscribed {

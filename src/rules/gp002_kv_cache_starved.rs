@@ -27,7 +27,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Context article "The LLM traps"; vLLM gpu_memory_utilization semantics.
-    pub(crate) struct KvCacheStarved { id: "GP002", name: "kv-cache-starved", severity: Warning }
+    pub(crate) struct KvCacheStarved { id: GP002, name: "kv-cache-starved", severity: Warning }
 }
 
 impl Rule for KvCacheStarved {

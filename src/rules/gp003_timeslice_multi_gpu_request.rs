@@ -26,7 +26,7 @@ declare_rule! {
     ///
     /// ## Source
     /// NVIDIA k8s-device-plugin README (time-slicing, failRequestsGreaterThanOne).
-    pub(crate) struct TimesliceMultiGpuRequest { id: "GP003", name: "timeslice-multi-gpu-request", severity: Warning }
+    pub(crate) struct TimesliceMultiGpuRequest { id: GP003, name: "timeslice-multi-gpu-request", severity: Warning }
 }
 
 impl Rule for TimesliceMultiGpuRequest {

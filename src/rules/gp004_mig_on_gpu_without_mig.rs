@@ -23,7 +23,7 @@ declare_rule! {
     ///
     /// ## Source
     /// NVIDIA MIG User Guide, supported GPUs (reference §2).
-    pub(crate) struct MigOnGpuWithoutMig { id: "GP004", name: "mig-on-gpu-without-mig", severity: Error }
+    pub(crate) struct MigOnGpuWithoutMig { id: GP004, name: "mig-on-gpu-without-mig", severity: Error }
 }
 
 impl Rule for MigOnGpuWithoutMig {

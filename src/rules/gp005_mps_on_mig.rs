@@ -23,7 +23,7 @@ declare_rule! {
     ///
     /// ## Source
     /// NVIDIA k8s-device-plugin cmd/mps-control-daemon (reference §4).
-    pub(crate) struct MpsOnMig { id: "GP005", name: "mps-on-mig", severity: Error }
+    pub(crate) struct MpsOnMig { id: GP005, name: "mps-on-mig", severity: Error }
 }
 
 impl Rule for MpsOnMig {

@@ -21,7 +21,7 @@ declare_rule! {
     ///
     /// ## Source
     /// NVIDIA k8s-device-plugin README; NVIDIA MPS documentation (context article, table).
-    pub(crate) struct MpsExperimental { id: "GP006", name: "mps-experimental", severity: Warning }
+    pub(crate) struct MpsExperimental { id: GP006, name: "mps-experimental", severity: Warning }
 }
 
 impl Rule for MpsExperimental {

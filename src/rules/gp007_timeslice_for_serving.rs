@@ -25,7 +25,7 @@ declare_rule! {
     /// ## Source
     /// NVIDIA device plugin docs (same fault domain); context article: "do not run
     /// time-slicing in production".
-    pub(crate) struct TimesliceForServing { id: "GP007", name: "timeslice-for-serving", severity: Warning }
+    pub(crate) struct TimesliceForServing { id: GP007, name: "timeslice-for-serving", severity: Warning }
 }
 
 impl Rule for TimesliceForServing {

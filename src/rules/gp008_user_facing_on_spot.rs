@@ -23,7 +23,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Azure Spot VM guidance; context article "Queueing, and the spot caveat".
-    pub(crate) struct UserFacingOnSpot { id: "GP008", name: "user-facing-on-spot", severity: Error }
+    pub(crate) struct UserFacingOnSpot { id: GP008, name: "user-facing-on-spot", severity: Error }
 }
 
 impl Rule for UserFacingOnSpot {

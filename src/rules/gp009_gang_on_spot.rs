@@ -43,7 +43,7 @@ declare_rule! {
     /// ## Source
     /// Context article "Queueing, and the spot caveat nobody states"; AWS Spot Instance
     /// Advisor and Azure SpotResources bands.
-    pub(crate) struct GangOnSpot { id: "GP009", name: "gang-on-spot", severity: Warning }
+    pub(crate) struct GangOnSpot { id: GP009, name: "gang-on-spot", severity: Warning }
 }
 
 impl Rule for GangOnSpot {

@@ -24,7 +24,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Azure Spot VM guidance as quoted in the context article.
-    pub(crate) struct SpotWithoutRestartSafety { id: "GP010", name: "spot-without-restart-safety", severity: Error }
+    pub(crate) struct SpotWithoutRestartSafety { id: GP010, name: "spot-without-restart-safety", severity: Error }
 }
 
 impl Rule for SpotWithoutRestartSafety {

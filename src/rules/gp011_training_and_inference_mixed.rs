@@ -21,7 +21,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Context article "Separate training from inference".
-    pub(crate) struct TrainingAndInferenceMixed { id: "GP011", name: "training-and-inference-mixed", severity: Warning }
+    pub(crate) struct TrainingAndInferenceMixed { id: GP011, name: "training-and-inference-mixed", severity: Warning }
 }
 
 impl Rule for TrainingAndInferenceMixed {

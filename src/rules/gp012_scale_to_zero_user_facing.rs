@@ -25,7 +25,7 @@ declare_rule! {
     /// ## Source
     /// AKS AI toolchain operator troubleshooting (image sizes); context article
     /// "Scale-to-zero costs minutes, not seconds".
-    pub(crate) struct ScaleToZeroUserFacing { id: "GP012", name: "scale-to-zero-user-facing", severity: Warning }
+    pub(crate) struct ScaleToZeroUserFacing { id: GP012, name: "scale-to-zero-user-facing", severity: Warning }
 }
 
 impl Rule for ScaleToZeroUserFacing {

@@ -27,7 +27,7 @@ declare_rule! {
     /// ## Source
     /// Microsoft AKS GPU docs ("you incur cost on a GPU node pool even when no GPU workload is
     /// running"); context article opening.
-    pub(crate) struct PoolWithoutWorkloads { id: "GP013", name: "pool-without-workloads", severity: Error }
+    pub(crate) struct PoolWithoutWorkloads { id: GP013, name: "pool-without-workloads", severity: Error }
 }
 
 impl Rule for PoolWithoutWorkloads {

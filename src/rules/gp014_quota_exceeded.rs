@@ -32,7 +32,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Azure compute usages API; AWS Service Quotas (reference provider-apis §3a, §4b).
-    pub(crate) struct QuotaExceeded { id: "GP014", name: "quota-exceeded", severity: Error }
+    pub(crate) struct QuotaExceeded { id: GP014, name: "quota-exceeded", severity: Error }
 }
 
 impl Rule for QuotaExceeded {

@@ -33,7 +33,7 @@ declare_rule! {
     ///
     /// ## Source
     /// NVIDIA MIG User Guide: profiles and `nvidia-smi mig -lgipp` placements (reference §1).
-    pub(crate) struct MigGeometryInvalid { id: "GP015", name: "mig-geometry-invalid", severity: Error }
+    pub(crate) struct MigGeometryInvalid { id: GP015, name: "mig-geometry-invalid", severity: Error }
 }
 
 impl Rule for MigGeometryInvalid {

@@ -26,7 +26,7 @@ declare_rule! {
     ///
     /// ## Source
     /// azurerm `kubernetes_cluster_node_pool.gpu_instance`; AKS MIG docs (reference §5).
-    pub(crate) struct AksMigMixedProfiles { id: "GP016", name: "aks-mig-mixed-profiles", severity: Error }
+    pub(crate) struct AksMigMixedProfiles { id: GP016, name: "aks-mig-mixed-profiles", severity: Error }
 }
 
 impl Rule for AksMigMixedProfiles {

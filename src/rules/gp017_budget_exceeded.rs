@@ -25,7 +25,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Catalog prices (providers/); context article (an idle 8-GPU H100 node is ~$72k/month).
-    pub(crate) struct BudgetExceeded { id: "GP017", name: "budget-exceeded", severity: Error }
+    pub(crate) struct BudgetExceeded { id: GP017, name: "budget-exceeded", severity: Error }
 }
 
 /// The recommended fleet against the budget: the same finding `check` makes for declared
@@ -37,7 +37,7 @@ pub(crate) fn recommended(plan: &crate::plan::Plan, at_max: f64) -> Option<crate
     }
     Some(
         crate::diag::Diag::new(
-            "GP017",
+            super::RuleMeta::id(&BudgetExceeded),
             crate::diag::Severity::Error,
             &plan.file,
             budget.span(),

@@ -32,7 +32,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Context article "The trade nobody writes down".
-    pub(crate) struct FaultDomainUndecided { id: "GP018", name: "fault-domain-undecided", severity: Error }
+    pub(crate) struct FaultDomainUndecided { id: GP018, name: "fault-domain-undecided", severity: Error }
 }
 
 impl Rule for FaultDomainUndecided {

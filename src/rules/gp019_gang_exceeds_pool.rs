@@ -27,7 +27,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Context article "Queueing"; Kueue gang admission.
-    pub(crate) struct GangExceedsPool { id: "GP019", name: "gang-exceeds-pool", severity: Warning }
+    pub(crate) struct GangExceedsPool { id: GP019, name: "gang-exceeds-pool", severity: Warning }
 }
 
 impl Rule for GangExceedsPool {

@@ -25,7 +25,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Kubernetes DRA feature stages; NVIDIA k8s-dra-driver docs (context article).
-    pub(crate) struct DraFractionalSharing { id: "GP020", name: "dra-fractional-sharing", severity: Warning }
+    pub(crate) struct DraFractionalSharing { id: GP020, name: "dra-fractional-sharing", severity: Warning }
 }
 
 impl Rule for DraFractionalSharing {

@@ -32,7 +32,7 @@ declare_rule! {
     /// ## Source
     /// Weights = parameters x bytes per parameter (fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.5).
     /// GPU totals: `usable_memory_mib` in providers/gpus.toml, each with its source.
-    pub(crate) struct ReplicaDoesNotFit { id: "GP021", name: "replica-does-not-fit", severity: Error }
+    pub(crate) struct ReplicaDoesNotFit { id: GP021, name: "replica-does-not-fit", severity: Error }
 }
 
 impl Rule for ReplicaDoesNotFit {

@@ -1,7 +1,7 @@
 use indexmap::IndexMap;
 
 use super::{Cx, Rule};
-use crate::catalog::{Figure, Price, SpotBand};
+use crate::catalog::{DataKind, Figure, Price, SpotBand};
 use crate::core::Date;
 use crate::plan::raw::Capacity;
 
@@ -43,7 +43,7 @@ declare_rule! {
     /// ## Source
     /// providers/sources.toml (the date of every embedded file; `undated` marks sources that
     /// record none) and the date each refreshed row was captured.
-    pub(crate) struct StaleProviderData { id: "GP022", name: "stale-provider-data", severity: Warning }
+    pub(crate) struct StaleProviderData { id: GP022, name: "stale-provider-data", severity: Warning }
 }
 
 /// A figure the plan relies on: its kind, source, date, and where it is used.
@@ -146,7 +146,10 @@ impl Rule for StaleProviderData {
         let files: Vec<_> = cx
             .catalog
             .sources_for(provider)
-            .filter(|s| s.provider == Some(provider) && matches!(s.kind, "quota" | "availability"))
+            .filter(|s| {
+                s.provider == Some(provider)
+                    && matches!(s.kind, DataKind::Quota | DataKind::Availability)
+            })
             .filter(|s| today.days() - s.as_of.days() > file_limit)
             .map(|s| (s.file.clone(), s.kind, s.as_of))
             .collect();

@@ -39,7 +39,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Context article (steady use vs reserved price); OpenCost/Infracost practice.
-    pub(crate) struct ReservationExceedsSteadyDemand { id: "GP023", name: "reservation-exceeds-steady-demand", severity: Warning }
+    pub(crate) struct ReservationExceedsSteadyDemand { id: GP023, name: "reservation-exceeds-steady-demand", severity: Warning }
 }
 
 impl Rule for ReservationExceedsSteadyDemand {

@@ -25,7 +25,7 @@ declare_rule! {
     ///
     /// ## Source
     /// AWS Spot Instance Advisor data; Azure Resource Graph SpotResources (reference §2, §4c).
-    pub(crate) struct SpotHighEvictionBand { id: "GP024", name: "spot-high-eviction-band", severity: Warning }
+    pub(crate) struct SpotHighEvictionBand { id: GP024, name: "spot-high-eviction-band", severity: Warning }
 }
 
 impl Rule for SpotHighEvictionBand {

@@ -28,7 +28,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Alibaba PAI trace (NSDI '22) as cited in the context article.
-    pub(crate) struct SliceUnderused { id: "GP025", name: "slice-underused", severity: Warning }
+    pub(crate) struct SliceUnderused { id: GP025, name: "slice-underused", severity: Warning }
 }
 
 impl Rule for SliceUnderused {

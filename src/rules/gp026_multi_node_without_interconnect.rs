@@ -30,7 +30,7 @@ declare_rule! {
     /// Context article ("training wants A100 or H100 class with NVLink"); EC2
     /// DescribeInstanceTypes EFA interface counts (`efa_interfaces` in providers/aws/skus.toml,
     /// from Karpenter's generated instance-type reference); Azure size docs (InfiniBand).
-    pub(crate) struct MultiNodeWithoutInterconnect { id: "GP026", name: "multi-node-without-interconnect", severity: Warning }
+    pub(crate) struct MultiNodeWithoutInterconnect { id: GP026, name: "multi-node-without-interconnect", severity: Warning }
 }
 
 impl Rule for MultiNodeWithoutInterconnect {

@@ -25,7 +25,7 @@ declare_rule! {
     ///
     /// ## Source
     /// NVIDIA k8s-device-plugin api/config/v1/replicas.go (reference §7).
-    pub(crate) struct SharingSettingContradiction { id: "GP027", name: "sharing-setting-contradiction", severity: Error }
+    pub(crate) struct SharingSettingContradiction { id: GP027, name: "sharing-setting-contradiction", severity: Error }
 }
 
 impl Rule for SharingSettingContradiction {

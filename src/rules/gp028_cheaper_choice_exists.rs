@@ -28,7 +28,7 @@ declare_rule! {
     ///
     /// ## Source
     /// Catalog prices; the spot model of GP009.
-    pub(crate) struct CheaperChoiceExists { id: "GP028", name: "cheaper-choice-exists", severity: Note }
+    pub(crate) struct CheaperChoiceExists { id: GP028, name: "cheaper-choice-exists", severity: Note }
 }
 
 impl Rule for CheaperChoiceExists {

@@ -31,7 +31,7 @@ declare_rule! {
     /// ## Source
     /// The plan's own allow-lists (plan-format.md: `gpu_models`, `skus`); the catalog's GPU
     /// model of each SKU (providers/*/skus.toml).
-    pub(crate) struct PoolOutsideAllowList { id: "GP029", name: "pool-outside-allow-list", severity: Error }
+    pub(crate) struct PoolOutsideAllowList { id: GP029, name: "pool-outside-allow-list", severity: Error }
 }
 
 impl Rule for PoolOutsideAllowList {

@@ -33,7 +33,7 @@ declare_rule! {
     /// azurerm and aws resource names must be unique in a module; Kubernetes object names
     /// are unique per kind (Kueue ResourceFlavor is cluster-scoped); render's node pool
     /// per mig-parted filling (README, `helm/gpu-operator-values.yaml`).
-    pub(crate) struct NodePoolNameCollision { id: "GP030", name: "node-pool-name-collision", severity: Error }
+    pub(crate) struct NodePoolNameCollision { id: GP030, name: "node-pool-name-collision", severity: Error }
 }
 
 impl Rule for NodePoolNameCollision {

@@ -33,7 +33,7 @@ declare_rule! {
     /// NVIDIA CUDA C++ Programming Guide (bf16 arithmetic from sm_80); PyTorch
     /// `torch.cuda.is_bf16_supported()`; vLLM quantization docs (FP8 W8A8 needs compute
     /// capability 8.9); compute capabilities from NVIDIA's CUDA GPUs list (providers/gpus.toml).
-    pub(crate) struct PrecisionUnsupported { id: "GP031", name: "precision-unsupported", severity: Error }
+    pub(crate) struct PrecisionUnsupported { id: GP031, name: "precision-unsupported", severity: Error }
 }
 
 impl Rule for PrecisionUnsupported {

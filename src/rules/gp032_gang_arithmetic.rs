@@ -33,7 +33,7 @@ declare_rule! {
     /// ## Source
     /// The plan format (`nodes`: "gang size: replicas that must start together across
     /// nodes"); Kueue admits a gang all or nothing (kueue.sigs.k8s.io, all-or-nothing).
-    pub(crate) struct GangArithmetic { id: "GP032", name: "gang-arithmetic", severity: Note }
+    pub(crate) struct GangArithmetic { id: GP032, name: "gang-arithmetic", severity: Note }
 }
 
 fn span_of(c: Count) -> String {

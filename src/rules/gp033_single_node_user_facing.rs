@@ -31,7 +31,7 @@ declare_rule! {
     /// The source articles: user-facing work is what cannot wait; Kubernetes topology spread
     /// constraints and PodDisruptionBudgets keep replicas on separate nodes only where there
     /// are separate nodes.
-    pub(crate) struct SingleNodeUserFacing { id: "GP033", name: "single-node-user-facing", severity: Warning }
+    pub(crate) struct SingleNodeUserFacing { id: GP033, name: "single-node-user-facing", severity: Warning }
 }
 
 impl Rule for SingleNodeUserFacing {

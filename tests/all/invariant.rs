@@ -43,7 +43,7 @@ fn fit_errors(p: &Plan, catalog: &Catalog) -> Vec<(String, Option<String>, Strin
         .into_iter()
         .filter(|d| FIT_RULES.contains(&d.code.as_str()))
         .filter(|d| d.severity == gpuplan::diag::Severity::Error)
-        .map(|d| (d.code.clone(), d.workload.clone(), d.message.clone()))
+        .map(|d| (d.code.to_string(), d.workload.clone(), d.message.clone()))
         .collect()
 }
 
@@ -104,7 +104,7 @@ fn untaken(p: &Plan, rec: &gpuplan::engine::recommend::Recommendation) -> Vec<St
             || pool.workloads.iter().map(|w| replicas(w)).sum::<i64>() > 600
             || split;
         for a in &pool.considered {
-            if a.kind != "next-cheapest" || !a.delta_usd.is_some_and(|d| d < -0.01) {
+            if a.kind.as_str() != "next-cheapest" || !a.delta_usd.is_some_and(|d| d < -0.01) {
                 continue;
             }
             let exists = rec
@@ -509,7 +509,10 @@ fn aks_mig_takes_only_creatable_profiles_and_upsizes_when_it_saves_a_gpu() {
         + "\n[[pool]]\nname = \"p\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = 3\nsharing = \"mig\"\nmig_profile = \"1g.20gb\"\nworkloads = [\"small\"]\n";
     let p = load("declared.toml", declared, &catalog).expect("loads");
     let f = rules::check(&p, &catalog, TODAY, &Levels::default());
-    let gp015 = f.iter().find(|d| d.code == "GP015").expect("GP015");
+    let gp015 = f
+        .iter()
+        .find(|d| d.code.as_str() == "GP015")
+        .expect("GP015");
     assert!(
         gp015.message.contains("`1g.20gb`, which AKS cannot create"),
         "{}",

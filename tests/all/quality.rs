@@ -56,7 +56,11 @@ fn check_term(provider: Provider, regions: &[&str], term: Option<&str>, limits: 
         );
     }
     for pool in &r.pools {
-        for a in pool.considered.iter().filter(|a| a.kind == "fewer-gpus") {
+        for a in pool
+            .considered
+            .iter()
+            .filter(|a| a.kind.as_str() == "fewer-gpus")
+        {
             eprintln!(
                 "  {:<40} fewer GPUs: {} {} {:?} GPUs, {:+.2}",
                 pool.name,

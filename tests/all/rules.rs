@@ -41,8 +41,12 @@ fn every_rule_fires_on_its_fixture_and_not_on_its_near_miss() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules");
     for rule in RULES {
         let id = rule.id();
-        let fires = findings(&dir.join(id).join("fires.toml"), &catalog);
-        let ours: Vec<_> = fires.iter().filter(|d| d.code == id).cloned().collect();
+        let fires = findings(&dir.join(id.as_str()).join("fires.toml"), &catalog);
+        let ours: Vec<_> = fires
+            .iter()
+            .filter(|d| d.code == gpuplan::diag::Code::Rule(id))
+            .cloned()
+            .collect();
         assert!(!ours.is_empty(), "{id} did not fire on its fixture");
         for d in &ours {
             let (line, col) = d.line_col();
@@ -51,10 +55,10 @@ fn every_rule_fires_on_its_fixture_and_not_on_its_near_miss() {
         }
         insta::assert_snapshot!(format!("{id}_fires"), output::human(&ours, false));
 
-        let near = findings(&dir.join(id).join("near_miss.toml"), &catalog);
+        let near = findings(&dir.join(id.as_str()).join("near_miss.toml"), &catalog);
         let wrong: Vec<_> = near
             .iter()
-            .filter(|d| d.code == id)
+            .filter(|d| d.code == gpuplan::diag::Code::Rule(id))
             .map(|d| d.message.clone())
             .collect();
         assert!(wrong.is_empty(), "{id} fired on its near miss: {wrong:?}");
@@ -89,7 +93,8 @@ fn rule_docs_have_the_required_sections() {
 #[test]
 fn ids_are_contiguous_and_names_describe_the_pattern() {
     for (i, rule) in RULES.iter().enumerate() {
-        assert_eq!(rule.id(), format!("GP{:03}", i + 1));
+        assert_eq!(rule.id().as_str(), format!("GP{:03}", i + 1));
+        assert_eq!(rule.id(), gpuplan::diag::RuleId::ALL[i]);
         for bad in ["use-", "avoid-", "prefer-", "no-"] {
             assert!(
                 !rule.name().starts_with(bad),
@@ -110,7 +115,10 @@ fn example_gang_of_64_in_the_top_band_must_not_be_spot() {
     let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules/GP009/fires.toml");
     let f = findings(&path, &catalog);
-    let gp009 = f.iter().find(|d| d.code == "GP009").expect("GP009");
+    let gp009 = f
+        .iter()
+        .find(|d| d.code.as_str() == "GP009")
+        .expect("GP009");
     assert_eq!(
         gp009.severity,
         gpuplan::diag::Severity::Error,
@@ -222,7 +230,7 @@ fn gp001_sums_the_caps_that_meet_on_a_card() {
         std::fs::write(&path, text).expect("write");
         findings(&path, &catalog)
             .into_iter()
-            .filter(|d| d.code == "GP001")
+            .filter(|d| d.code.as_str() == "GP001")
             .map(|d| d.message)
             .collect::<Vec<_>>()
     };
@@ -302,7 +310,10 @@ fn gp021_credits_a_slice_with_what_the_driver_gives() {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules/GP021/driver_memory.toml");
     let found = findings(&path, &catalog);
-    let gp021: Vec<_> = found.iter().filter(|d| d.code == "GP021").collect();
+    let gp021: Vec<_> = found
+        .iter()
+        .filter(|d| d.code.as_str() == "GP021")
+        .collect();
     assert_eq!(gp021.len(), 1, "{found:#?}");
     assert!(
         gp021[0]
@@ -319,5 +330,7 @@ fn gp021_credits_a_slice_with_what_the_driver_gives() {
         text.replace("gpu_memory_gib = 19.8", "gpu_memory_gib = 19.5"),
     )
     .expect("write");
-    assert!(findings(&fits, &catalog).iter().all(|d| d.code != "GP021"));
+    assert!(findings(&fits, &catalog)
+        .iter()
+        .all(|d| d.code.as_str() != "GP021"));
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::{invalid, toml_file, CatalogError, MAX_DATA_BYTES};
+use crate::catalog::DataKind;
 use crate::core::Date;
 use crate::core::Provider;
 use crate::source::SourceFile;
@@ -53,18 +54,6 @@ pub(super) fn date(file: &Arc<SourceFile>, s: &str) -> Result<Date, CatalogError
         )
     })
 }
-
-/// The kinds of data a `sources.toml` entry may hold.
-pub(super) const KINDS: [&str; 8] = [
-    "gpus",
-    "skus",
-    "prices",
-    "spot-bands",
-    "assumptions",
-    "quota",
-    "availability",
-    "shapes",
-];
 
 /// One entry of the cache's list, with where each value stands in the cache's own file.
 #[derive(Deserialize)]
@@ -118,13 +107,17 @@ pub(super) fn cache_list(dir: &Path) -> Result<String, CatalogError> {
                 ),
             );
         }
-        if !KINDS.contains(&e.kind.get_ref().as_str()) {
+        if DataKind::parse(e.kind.get_ref()).is_none() {
             bad(
                 e.kind.span(),
                 format!(
                     "unknown data kind `{}`; expected one of {}",
                     e.kind.get_ref().escape_debug(),
-                    KINDS.join(", ")
+                    DataKind::ALL
+                        .iter()
+                        .map(|k| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             );
         }

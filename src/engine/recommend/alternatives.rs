@@ -34,7 +34,7 @@ pub(super) fn alternatives(
             monthly_cost_usd: Some(cents(b.cost)),
             delta_usd: Some(cents(b.cost - chosen.cost)),
             gpus: Some(gpus),
-            kind: "next-cheapest",
+            kind: AlternativeKind::NextCheapest,
             note: format!("{} node(s), {gpus} GPU(s) at peak", b.nodes_max),
         });
     }
@@ -85,7 +85,7 @@ pub(super) fn alternatives(
                 monthly_cost_usd: Some(cents(b.cost)),
                 delta_usd: Some(cents(delta)),
                 gpus: Some(gpus),
-                kind: "fewer-gpus",
+                kind: AlternativeKind::FewerGpus,
                 note: format!(
                     "{} node(s), {gpus} GPU(s) at peak: {fewer} fewer GPUs, {} a month per GPU given back",
                     b.nodes_max,
@@ -107,7 +107,7 @@ pub(super) fn alternatives(
                 monthly_cost_usd: None,
                 delta_usd: None,
                 gpus: None,
-                kind: "not-considered",
+                kind: AlternativeKind::NotConsidered,
                 note: format!("not considered: {why}"),
             });
         }
@@ -197,7 +197,7 @@ pub(super) fn why_not(
     tried: bool,
     repaired: bool,
 ) {
-    if a.kind != "next-cheapest" || !a.delta_usd.is_some_and(|d| d < 0.0) {
+    if a.kind != AlternativeKind::NextCheapest || !a.delta_usd.is_some_and(|d| d < 0.0) {
         return;
     }
     let Some(sku) = catalog.sku(plan.provider(), &a.sku) else {

@@ -54,25 +54,28 @@ pub(super) fn assemble(
         if let Some(s) = &p.stranded {
             if !s.optimal_packing {
                 findings.push(Finding {
-                    rule: "mig-packing",
-                    severity: crate::diag::Severity::Note,
-                    message: format!(
-                        "the MIG packing of `{}` was not proven optimal within the search budget: {} GPUs, lower bound {}",
-                        p.name,
-                        p.gpus.max,
-                        s.packing_lower_bound_gpus.unwrap_or(0)
-                    ),
-                    workload: None,
                     pool: Some(p.name.clone()),
-                    suppressed: None,
-                    ..Finding::default()
+                    ..Finding::new(
+                        FindingCode::MigPacking,
+                        crate::diag::Severity::Note,
+                        format!(
+                            "the MIG packing of `{}` was not proven optimal within the search budget: {} GPUs, lower bound {}",
+                            p.name,
+                            p.gpus.max,
+                            s.packing_lower_bound_gpus.unwrap_or(0)
+                        ),
+                    )
                 });
             }
         }
     }
     for p in &pools {
         // Pools are named only now; the option was found while they were built.
-        if let Some(a) = p.considered.iter().find(|a| a.kind == "fewer-gpus") {
+        if let Some(a) = p
+            .considered
+            .iter()
+            .find(|a| a.kind == AlternativeKind::FewerGpus)
+        {
             // What pods may request on one of its nodes, so the claim can be checked.
             let room = catalog
                 .sku(plan.provider(), &p.sku)
@@ -86,22 +89,21 @@ pub(super) fn assemble(
                 })
                 .unwrap_or_default();
             findings.push(Finding {
-                rule: "idle-gpus",
-                severity: crate::diag::Severity::Note,
-                message: format!(
-                    "`{}` runs out of vCPUs or RAM before GPUs{room}: {} GPUs' worth of its {} idle at peak; {} {} would need {} GPUs for {} a month more (kept the cheaper pool)",
-                    p.name,
-                    idle_gpus(p.stranded.as_ref(), p.time_slicing_replicas),
-                    p.gpus.max,
-                    a.sku,
-                    a.region,
-                    a.gpus.unwrap_or(0),
-                    crate::core::usd(a.delta_usd.unwrap_or(0.0)),
-                ),
-                workload: None,
                 pool: Some(p.name.clone()),
-                suppressed: None,
-                ..Finding::default()
+                ..Finding::new(
+                    FindingCode::IdleGpus,
+                    crate::diag::Severity::Note,
+                    format!(
+                        "`{}` runs out of vCPUs or RAM before GPUs{room}: {} GPUs' worth of its {} idle at peak; {} {} would need {} GPUs for {} a month more (kept the cheaper pool)",
+                        p.name,
+                        idle_gpus(p.stranded.as_ref(), p.time_slicing_replicas),
+                        p.gpus.max,
+                        a.sku,
+                        a.region,
+                        a.gpus.unwrap_or(0),
+                        crate::core::usd(a.delta_usd.unwrap_or(0.0)),
+                    ),
+                )
             });
         }
     }

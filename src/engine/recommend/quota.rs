@@ -156,17 +156,16 @@ pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) 
         if let Some((limit, from)) = plan.known_quota(catalog, &region, &family) {
             if vcpus > limit {
                 out.push(Finding {
-                    rule: "GP014",
-                    severity: crate::diag::Severity::Error,
-                    message: format!(
-                        "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {} (from {from}): request more quota or lower the peaks",
-                        crate::core::num(vcpus),
-                        crate::core::num(limit)
-                    ),
-                    workload: None,
                     pool: None,
-                    suppressed: None,
-                    ..Finding::default()
+                    ..Finding::new(
+                        FindingCode::Rule(crate::diag::RuleId::GP014),
+                        crate::diag::Severity::Error,
+                        format!(
+                            "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {} (from {from}): request more quota or lower the peaks",
+                            crate::core::num(vcpus),
+                            crate::core::num(limit)
+                        ),
+                    )
                 });
             }
         }

@@ -539,7 +539,9 @@ fn known_quota_routes_a_workload_to_another_region() {
     }
     let r = rec(&text);
     assert!(
-        !r.findings.iter().any(|f| f.rule == "GP014"),
+        !r.findings
+            .iter()
+            .any(|f| f.rule == FindingCode::Rule(crate::diag::RuleId::GP014)),
         "{:#?}",
         r.findings
     );
@@ -618,7 +620,7 @@ gpu_models = ["T4", "A10"]
     let lean = p
         .considered
         .iter()
-        .find(|a| a.kind == "fewer-gpus")
+        .find(|a| a.kind == AlternativeKind::FewerGpus)
         .unwrap_or_else(|| panic!("no fewer-GPU option: {:#?}", p.considered));
     let gpus = lean.gpus.expect("packed");
     assert!(
@@ -631,7 +633,7 @@ gpu_models = ["T4", "A10"]
     let note = r
         .findings
         .iter()
-        .find(|f| f.rule == "idle-gpus")
+        .find(|f| f.rule == FindingCode::IdleGpus)
         .expect("the idle GPUs are a finding");
     assert_eq!(note.pool.as_deref(), Some(p.name.as_str()));
     assert!(
@@ -658,11 +660,13 @@ replicas = 8
 "#));
     let p = pool_of(&r, "gpu-bound");
     assert!(
-        p.considered.iter().all(|a| a.kind != "fewer-gpus"),
+        p.considered
+            .iter()
+            .all(|a| a.kind != AlternativeKind::FewerGpus),
         "{:#?}",
         p.considered
     );
-    assert!(r.findings.iter().all(|f| f.rule != "idle-gpus"));
+    assert!(r.findings.iter().all(|f| f.rule != FindingCode::IdleGpus));
 }
 
 #[test]

@@ -117,6 +117,19 @@ pub struct Stranded {
     pub packing_lower_bound_gpus: Option<u32>,
 }
 
+crate::core::named_enum! {
+    /// Why an alternative is listed beside a pool.
+    pub enum AlternativeKind {
+        /// For a pool whose GPUs idle because its replicas run out of vCPUs or RAM first, the
+        /// option that idles fewer for the least money per GPU given back.
+        FewerGpus => "fewer-gpus",
+        /// Among the next cheapest options.
+        NextCheapest => "next-cheapest",
+        /// An option the search did not weigh, and why.
+        NotConsidered => "not-considered",
+    }
+}
+
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Alternative {
     pub sku: String,
@@ -126,10 +139,9 @@ pub struct Alternative {
     pub delta_usd: Option<f64>,
     /// GPUs the alternative provisions at peak, when it was packed.
     pub gpus: Option<u32>,
-    /// Why it is listed: `next-cheapest` (among the next cheapest options), `fewer-gpus`
-    /// (for a pool whose GPUs idle because its replicas run out of vCPUs or RAM first, the
-    /// option that idles fewer for the least money per GPU given back), or `not-considered`.
-    pub kind: &'static str,
+    /// Why it is listed.
+    #[schemars(with = "String")]
+    pub kind: AlternativeKind,
     pub note: String,
 }
 
@@ -192,9 +204,43 @@ pub struct Change {
     pub note: String,
 }
 
-#[derive(Debug, Clone, Serialize, Default, schemars::JsonSchema)]
+/// What made a recommendation's finding: a `check` rule (the budget, a quota), or one of the
+/// recommender's own notes, which are not rules and take no `[[allow]]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FindingCode {
+    Rule(crate::diag::RuleId),
+    /// A MIG packing not proven optimal within the search budget.
+    MigPacking,
+    /// A pool that runs out of vCPUs or RAM before GPUs.
+    IdleGpus,
+}
+
+impl FindingCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingCode::Rule(r) => r.as_str(),
+            FindingCode::MigPacking => "mig-packing",
+            FindingCode::IdleGpus => "idle-gpus",
+        }
+    }
+}
+
+impl std::fmt::Display for FindingCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FindingCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Finding {
-    pub rule: &'static str,
+    #[schemars(with = "String")]
+    pub rule: FindingCode,
     pub severity: crate::diag::Severity,
     pub message: String,
     pub workload: Option<String>,
@@ -212,6 +258,27 @@ pub struct Finding {
     pub column: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+}
+
+impl Finding {
+    pub(crate) fn new(
+        rule: FindingCode,
+        severity: crate::diag::Severity,
+        message: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            rule,
+            severity,
+            message: message.into(),
+            workload: None,
+            pool: None,
+            suppressed: None,
+            file: None,
+            line: None,
+            column: None,
+            help: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

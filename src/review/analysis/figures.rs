@@ -46,7 +46,7 @@ pub(super) fn workload_rows(
         let crashing = crashloop_share.is_some_and(|c| c >= CRASHLOOP_SHARE);
         if crashing {
             advice.push(Advice {
-                kind: "crash-loop",
+                kind: AdviceKind::CrashLoop,
                 workload: Some(name.clone()),
                 pool: None,
                 saving_usd: None,
@@ -92,7 +92,7 @@ pub(super) fn stalled_advice(
             .as_deref()
             .and_then(|w| gpu_second_price(plan, rec, catalog, w));
         advice.push(Advice {
-            kind: "reap-stalled",
+            kind: AdviceKind::ReapStalled,
             workload: st.workload.clone(),
             pool: None,
             saving_usd: price.map(|p| round(st.allocated_gpus * st.seconds as f64 * p)),
@@ -150,7 +150,7 @@ pub(super) fn pool_floors(
             });
             if nodes_idle >= 1.0 {
                 advice.push(Advice {
-                    kind: "shrink-pool",
+                    kind: AdviceKind::ShrinkPool,
                     workload: None,
                     pool: Some(p.name.get().clone()),
                     saving_usd: priced.map(|p| round(nodes_idle * gpus * covered as f64 * p)),
@@ -184,7 +184,7 @@ pub(super) fn pool_floors(
                 .filter(|o| o.saving_usd_per_month > 0.0)
             {
                 advice.push(Advice {
-                    kind: "reserve-floor",
+                    kind: AdviceKind::ReserveFloor,
                     workload: None,
                     pool: Some(p.name.get().clone()),
                     saving_usd: Some(round(best.saving_usd_per_month * covered as f64 / (crate::core::HOURS_PER_MONTH * 3600.0))),

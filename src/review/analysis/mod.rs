@@ -65,7 +65,7 @@ pub fn analyse(
         b.saving_usd
             .unwrap_or(0.0)
             .total_cmp(&a.saving_usd.unwrap_or(0.0))
-            .then(a.kind.cmp(b.kind))
+            .then(a.kind.cmp(&b.kind))
     });
 
     let (serving, serving_missing) = super::serving::serving(plan, t);

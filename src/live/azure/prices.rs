@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::MAX_PAGES;
+use crate::live::MAX_PAGES;
 
 /// The public endpoint; `GPUPLAN_AZURE_PRICES_URL` points elsewhere (proxies, tests).
 pub(crate) const DEFAULT_URL: &str = "https://prices.azure.com/api/retail/prices";

@@ -11,7 +11,7 @@ use azure_core::auth::TokenCredential;
 use futures::StreamExt;
 use serde::Deserialize;
 
-use super::{Pages, MAX_PAGES};
+use crate::live::{Pages, MAX_PAGES};
 
 /// The public cloud's Resource Manager; `GPUPLAN_AZURE_MANAGEMENT_URL` points elsewhere
 /// (sovereign clouds, proxies, tests).
