@@ -14,3 +14,4 @@ pub(crate) mod recommend;
 pub(crate) mod review;
 pub(crate) mod sarif;
 pub mod schemas;
+pub(crate) mod svg;

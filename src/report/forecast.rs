@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::review::{esc, PALETTE};
+use super::svg::{esc, PALETTE};
 use crate::core::format::md_code;
 use crate::report::markdown::md;
 use crate::review::{telemetry, Review};

@@ -1,0 +1,161 @@
+use super::*;
+use crate::review::telemetry::{NodeSeries, Telemetry};
+
+fn plan() -> (Plan, Catalog) {
+    let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
+    let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n";
+    let p = crate::plan::load_and_validate(
+        crate::source::SourceFile::new("p.toml", text.to_owned()),
+        &catalog,
+    )
+    .unwrap_or_else(|_| panic!("plan"));
+    (p, catalog)
+}
+
+/// A one-GPU node over `windows` 60 s windows, empty where `empty(k)`.
+fn node(windows: i64, empty: impl Fn(i64) -> bool) -> Telemetry {
+    let mut n = NodeSeries {
+        gpus: 1.0,
+        ..NodeSeries::default()
+    };
+    for k in 0..windows {
+        n.capacity.insert(k * 60, 60.0);
+        if !empty(k) {
+            n.allocated.insert(k * 60, 60.0);
+        }
+    }
+    Telemetry {
+        step: 60,
+        nodes: BTreeMap::from([("node-a".to_owned(), n)]),
+        ..Telemetry::default()
+    }
+}
+
+/// Issue 42: pending pods were blamed on `nodes.max` ("raise it") while the same pool
+/// had free GPUs. A pool at its maximum is the wait only when no GPU was free there.
+#[test]
+fn a_pool_at_its_maximum_with_gpus_free_is_not_blamed_for_pending_pods() {
+    let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
+    let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n\n[[pool]]\nname = \"batch\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\nnodes = { min = 0, max = 1 }\nworkloads = [\"w\"]\n";
+    let p = crate::plan::load_and_validate(
+        crate::source::SourceFile::new("p.toml", text.to_owned()),
+        &catalog,
+    )
+    .unwrap_or_else(|_| panic!("plan"));
+    let pending = vec![PendingPod {
+        workload: Some("w".into()),
+        team: "t".into(),
+        pod: "w-1".into(),
+        gpu_seconds: 7200.0,
+        unscheduled_gpu_seconds: Some(7200.0),
+        image_pull_gpu_seconds: 0.0,
+    }];
+    let change = |busy: bool| {
+        let mut t = node(120, |_| !busy);
+        for n in t.nodes.values_mut() {
+            n.plan_pool = Some("batch".into());
+        }
+        unmet_demand(&p, &t, &pending)
+            .map(|a| a.change)
+            .unwrap_or_default()
+    };
+    // Its one node held its GPU: full, and named.
+    assert!(
+        change(true).starts_with("`batch` (1 nodes) reached nodes.max: raise it"),
+        "{}",
+        change(true)
+    );
+    // Its one node sat empty: at its maximum, but not full.
+    let roomy = change(false);
+    assert!(
+        roomy.contains("always had a GPU free then, so capacity was not the wait")
+            && !roomy.contains("raise it"),
+        "{roomy}"
+    );
+}
+
+/// Issue 40 item 9: an empty MIG node (three 2g.20gb, 6/7 of its card offered) was idle
+/// 6/7 of a node while the pool-floor line counted it whole. It is paid whole: idle whole,
+/// its uncovered seventh named apart, and the empty-node saving a whole card's.
+#[test]
+fn an_empty_mig_node_is_idle_as_a_whole_card() {
+    let (p, c) = plan();
+    let mut t = node(2 * 24 * 60, |_| true);
+    for n in t.nodes.values_mut() {
+        n.gpus = 6.0 / 7.0;
+        n.cards = 1.0;
+        n.paid = n.capacity.clone();
+        n.capacity.map_values(|v| v * (6.0 / 7.0));
+        n.plan_pool = None;
+    }
+    let mut advice = Vec::new();
+    let rows = idle_nodes(&p, &c, &t, &mut advice);
+    let whole = 2.0 * 86_400.0;
+    assert!((rows[0].idle_gpu_seconds - whole).abs() < 1.0, "{rows:?}");
+    assert!(
+        (rows[0].stranded_gpu_seconds - whole / 7.0).abs() < 1.0,
+        "{rows:?}"
+    );
+    assert_eq!(rows[0].empty_seconds, 2 * 86_400, "{rows:?}");
+}
+
+#[test]
+fn empty_node_advice_comes_from_contiguous_stretches_only() {
+    let (p, c) = plan();
+    // Four days of 50 minutes held, 40 empty: two days empty in all, never an hour at a
+    // time. No advice, and the longest stretch says why.
+    let t = node(4 * 1440, |k| k % 90 >= 50);
+    let mut advice = Vec::new();
+    let out = idle_nodes(&p, &c, &t, &mut advice);
+    assert!(
+        advice.is_empty(),
+        "{:?}",
+        advice.first().map(|a| &a.message)
+    );
+    assert_eq!(out[0].longest_empty_seconds, 40 * 60);
+    assert!(out[0].empty_seconds > 86_400);
+    // A day and a half empty in one stretch is advice, for that stretch.
+    let t = node(3 * 1440, |k| k >= 1440);
+    let mut advice = Vec::new();
+    idle_nodes(&p, &c, &t, &mut advice);
+    assert_eq!(advice.len(), 1);
+    assert!(
+        advice[0].message.contains("sat empty for 2.0 day(s)")
+            && advice[0].message.contains("the longest 48.0 h"),
+        "{}",
+        advice[0].message
+    );
+}
+
+/// Issue 39: the review's right-size comes from the one MIG chooser with the effective
+/// manager. A plain Azure plan names none, so AKS partitions the A100 and creates no
+/// `1g.20gb`: 12 GiB at a tenth of the compute is `2g.20gb` (2/7 of a GPU), and the saving
+/// is the idle cost less what 2/7 of a GPU still costs, not 1/7's.
+#[test]
+fn right_size_on_plain_azure_is_a_profile_aks_creates() {
+    let catalog = Catalog::embedded(&[crate::core::Provider::Azure]).expect("catalog");
+    let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\ngpu_memory_gib = 12\nskus = [\"Standard_NC24ads_A100_v4\"]\n";
+    let plan = crate::plan::load_and_validate(
+        crate::source::SourceFile::new("p.toml", text.to_owned()),
+        &catalog,
+    )
+    .unwrap_or_else(|_| panic!("plan"));
+    let rec = crate::engine::recommend::recommend(&plan, &catalog);
+    let w = plan.workload("w").expect("workload");
+    let (advice, fit) = right_size(&plan, &rec, &catalog, w, 0.1, 2343.72).expect("advice");
+    assert!(fit.what.contains("2g.20gb"), "{}", fit.what);
+    assert_eq!(fit.fraction, 0.2857);
+    assert_eq!(advice.saving_usd, Some(round(2343.72 * (1.0 - 0.2857))));
+    // With the GPU Operator named, the smaller 1g.20gb exists and is advised.
+    let op = text.replace(
+        "[[workload]]",
+        "[cluster]\nmig_manager = \"gpu-operator\"\n\n[[workload]]",
+    );
+    let plan =
+        crate::plan::load_and_validate(crate::source::SourceFile::new("p.toml", op), &catalog)
+            .unwrap_or_else(|_| panic!("plan"));
+    let rec = crate::engine::recommend::recommend(&plan, &catalog);
+    let w = plan.workload("w").expect("workload");
+    let (_, fit) = right_size(&plan, &rec, &catalog, w, 0.1, 2343.72).expect("advice");
+    assert!(fit.what.contains("1g.20gb"), "{}", fit.what);
+}

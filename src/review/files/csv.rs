@@ -1,0 +1,211 @@
+//! The CSV format: one row per running pod and sample, read as the samples kube-state-metrics
+//! and dcgm-exporter would have given.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::source::{bounded, err, err_at, file_err, grid_for, read_err, Read, Window};
+use crate::review::query::{Collector, MAX_GPUS};
+use crate::review::telemetry::parse_time;
+use crate::review::ReviewError;
+
+/// Read the CSV format as the samples kube-state-metrics and dcgm-exporter would have given,
+/// streamed twice (the times first, for the grid; then the samples): memory grows with the
+/// pods and windows, not with the file.
+pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, ReviewError> {
+    let file = path.display().to_string();
+    let max_series = crate::review::telemetry::max_series();
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    csv_rows(path, &file, |r| {
+        min = min.min(r.time);
+        max = max.max(r.time);
+        Ok(())
+    })?;
+    if min > max {
+        return Err(file_err(&file, "no rows".to_owned()));
+    }
+    let grid = grid_for(min * 1000, max * 1000, w)?;
+    let mut c = Collector::new(grid, None);
+    let mut ids: HashMap<(String, String, u8), usize> = HashMap::new();
+    // Each pod's `app` per window, once (bounded by pods and windows, not rows).
+    let mut apps: BTreeMap<(u32, String, String), String> = BTreeMap::new();
+    csv_rows(path, &file, |r| {
+        if let (Some(app), Some(k)) = (&r.app, grid.window(r.time * 1000)) {
+            apps.entry((k, r.ns.clone(), r.pod.clone()))
+                .or_insert_with(|| app.clone());
+        }
+        let ms = r.time * 1000;
+        let mut feed = |kind: u8, name: &str, v: f64, c: &mut Collector| {
+            let key = (r.ns.clone(), r.pod.clone(), kind);
+            let id = match ids.get(&key) {
+                Some(i) => *i,
+                None => {
+                    let (ns, pod) = (r.ns.clone(), r.pod.clone());
+                    let mut l = BTreeMap::new();
+                    l.insert("namespace".to_owned(), ns.clone());
+                    l.insert("pod".to_owned(), pod.clone());
+                    match kind {
+                        0 => {
+                            l.insert("container".into(), "csv".into());
+                            l.insert("node".into(), format!("csv/{ns}/{pod}"));
+                            l.insert("resource".into(), "nvidia_com_gpu".into());
+                        }
+                        1 => {
+                            l.insert("phase".into(), "Running".into());
+                        }
+                        2 => {
+                            l.insert("UUID".into(), format!("csv/{ns}/{pod}"));
+                        }
+                        _ => {}
+                    }
+                    let k = format!("{name}{l:?}");
+                    let Ok(Some(i)) = c.series(&k, name, || Some(l), true) else {
+                        return;
+                    };
+                    ids.insert(key, i);
+                    i
+                }
+            };
+            c.sample(id, ms, v);
+        };
+        if r.alloc > 0.0 {
+            feed(0, "kube_pod_container_resource_requests", r.alloc, &mut c);
+            feed(1, "kube_pod_status_phase", 1.0, &mut c);
+        }
+        feed(2, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", r.used, &mut c);
+        if let Some(t) = r.tokens {
+            feed(3, "vllm:generation_tokens_total", t, &mut c);
+        }
+        if ids.len() > max_series {
+            return Err(file_err(
+                &file,
+                crate::review::telemetry::too_many_series("the file"),
+            ));
+        }
+        Ok(())
+    })?;
+    let mut answers = c.finish();
+    answers.gpus_as_given = true;
+    for ((k, ns, pod), app) in apps {
+        answers.add(
+            crate::review::query::Q::PodLabels,
+            &[String::new(), ns, pod, app],
+            k,
+            1.0,
+        );
+    }
+    Ok(Read {
+        answers,
+        grid,
+        source: format!("CSV {file}"),
+        notes: Vec::new(),
+    })
+}
+
+struct Row {
+    time: i64,
+    ns: String,
+    pod: String,
+    alloc: f64,
+    used: f64,
+    tokens: Option<f64>,
+    app: Option<String>,
+}
+
+/// Each row of a CSV file, in order, read as it streams in.
+fn csv_rows(
+    path: &std::path::Path,
+    file: &str,
+    mut each: impl FnMut(Row) -> Result<(), ReviewError>,
+) -> Result<(), ReviewError> {
+    let fh = crate::fsio::open(path, crate::fsio::Input::Regular)
+        .map_err(read_err(file))?
+        .file;
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(std::io::BufReader::with_capacity(1 << 20, fh));
+    let header = rdr
+        .headers()
+        .map_err(|e| err(file, 1, format!("not CSV: {e}")))?
+        .clone();
+    let col = |name: &str| header.iter().position(|h| h.trim() == name);
+    let need = |name: &str| {
+        col(name).ok_or_else(|| {
+            err(
+                file,
+                1,
+                format!("no `{name}` column (expected timestamp,namespace,pod,allocated_gpus,used_gpus)"),
+            )
+        })
+    };
+    let (c_t, c_ns, c_pod, c_alloc, c_used) = (
+        need("timestamp")?,
+        need("namespace")?,
+        need("pod")?,
+        need("allocated_gpus")?,
+        need("used_gpus")?,
+    );
+    let (c_tok, c_app) = (col("tokens_total"), col("app"));
+    let mut rec = csv::StringRecord::new();
+    loop {
+        match rdr.read_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line() as usize);
+                return Err(err(file, line, format!("not CSV: {e}")));
+            }
+        }
+        let rec = &rec;
+        let line = rec.position().map_or(0, |p| p.line() as usize);
+        // The 1-based column of field `c` (exact for unquoted fields: the fields before it
+        // and their commas).
+        let col = |c: usize| rec.range(c).map_or(1, |r| r.start + c + 1);
+        let field = |c: usize, what: &str| {
+            rec.get(c)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| err_at(file, line, col(c), format!("`{what}` is empty")))
+        };
+        let num = |c: usize, what: &str, max: f64| -> Result<f64, ReviewError> {
+            let s = field(c, what)?;
+            bounded(s, max).ok_or_else(|| {
+                err_at(
+                    file,
+                    line,
+                    col(c),
+                    format!("`{what}` = `{s}`: expected a number from 0 to {max:e}"),
+                )
+            })
+        };
+        let ts = field(c_t, "timestamp")?;
+        let time = parse_time(ts).ok_or_else(|| {
+            err_at(
+                file,
+                line,
+                col(c_t),
+                format!("timestamp `{ts}`: expected RFC 3339 or Unix seconds, from 1970 to 9999"),
+            )
+        })?;
+        let (ns, pod) = (field(c_ns, "namespace")?, field(c_pod, "pod")?);
+        let alloc = num(c_alloc, "allocated_gpus", MAX_GPUS)?;
+        let used = num(c_used, "used_gpus", MAX_GPUS)?;
+        let tokens = match c_tok.and_then(|c| rec.get(c)).map(str::trim) {
+            Some(s) if !s.is_empty() => Some(num(c_tok.unwrap_or(0), "tokens_total", 1e18)?),
+            _ => None,
+        };
+        let app = c_app
+            .and_then(|c| rec.get(c))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+        each(Row {
+            time,
+            ns: ns.to_owned(),
+            pod: pod.to_owned(),
+            alloc,
+            used,
+            tokens,
+            app,
+        })?;
+    }
+}
