@@ -358,7 +358,7 @@ mod faults {
 }
 
 #[cfg(unix)]
-#[path = "fsio/unix.rs"]
+#[path = "fsio/unix/mod.rs"]
 mod imp;
 #[cfg(unix)]
 use imp as unix;
