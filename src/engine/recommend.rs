@@ -34,6 +34,7 @@ mod explain;
 mod fillings;
 mod merge;
 mod moves;
+mod nodes;
 mod quota;
 mod types;
 
@@ -63,6 +64,7 @@ use costs::*;
 use explain::*;
 use merge::*;
 use moves::*;
+use nodes::*;
 use quota::*;
 
 /// What every stage reads: the plan, the catalog in force, the plan's hours a month, and the

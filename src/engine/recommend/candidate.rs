@@ -2,59 +2,18 @@
 //! what each capacity type would cost. A SKU that cannot run it is rejected with the
 //! constraint that failed, so an unsatisfiable plan says why.
 
-use serde::Serialize;
-
 use super::demand::Demand;
 use crate::catalog::{Catalog, GpuModel, MigProfile, Sku};
-use crate::engine::spot;
 use crate::plan::raw::{Capacity, Kind, Sharing};
 use crate::plan::Plan;
 
-/// The constraints a SKU is held to, in the order they are tested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Constraint {
-    SkuAllowList,
-    GpuModelAllowList,
-    Region,
-    GpusPerNode,
-    Mig,
-    GpuMemory,
-    HostCpu,
-    HostMemory,
-    Interconnect,
-    Quota,
-    /// The GPU does not compute in the model's precision (bf16 before compute capability
-    /// 8.0, fp8 before 8.9).
-    Precision,
-    /// The provider retired the size (or sells it only in a form the plan cannot use).
-    Retired,
-}
+mod spot_quote;
+use spot_quote::spot_quote;
+pub use spot_quote::{SpotNo, SpotQuote};
 
-impl Constraint {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Constraint::SkuAllowList => "sku allow-list",
-            Constraint::GpuModelAllowList => "gpu model allow-list",
-            Constraint::Region => "region",
-            Constraint::GpusPerNode => "gpus per node",
-            Constraint::Mig => "mig",
-            Constraint::GpuMemory => "gpu memory",
-            Constraint::HostCpu => "host cpu",
-            Constraint::HostMemory => "host memory",
-            Constraint::Interconnect => "interconnect",
-            Constraint::Quota => "quota",
-            Constraint::Precision => "precision",
-            Constraint::Retired => "retired",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Rejection {
-    pub constraint: Constraint,
-    pub detail: String,
-}
+mod rejection;
+use rejection::reject;
+pub use rejection::{Constraint, Rejection};
 
 /// How a replica sits on a GPU of this SKU.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,34 +56,6 @@ pub struct Candidate<'c> {
     pub reserved_3y: Option<f64>,
     /// EC2 Capacity Block price per instance-hour, where a refresh read an offering.
     pub capacity_block: Option<f64>,
-}
-
-/// Why spot is no option for a workload on a SKU and region: closed to the workload, or a
-/// reason of the SKU and region.
-#[derive(Debug, Clone)]
-pub enum SpotNo {
-    Closed(super::demand::SpotClosed),
-    Because(String),
-}
-
-impl SpotNo {
-    /// The reason, naming the workload where it is the workload's.
-    pub fn why(&self, name: &str) -> String {
-        match self {
-            SpotNo::Closed(c) => c.why(name),
-            SpotNo::Because(s) => s.clone(),
-        }
-    }
-}
-
-/// Spot for one workload on one SKU and region, or why it is not an option.
-#[derive(Debug, Clone)]
-pub struct SpotQuote {
-    pub assessment: spot::Assessment,
-    /// Expected spot cost per useful node-hour (price x waste), when known; else why not.
-    pub effective: Result<f64, SpotNo>,
-    /// The band is unknown and spot was judged at the worst band (and still wins).
-    pub at_worst_band: bool,
 }
 
 /// Allocatable vCPUs and RAM of a node.
@@ -255,10 +186,6 @@ pub fn candidates<'c>(
     }
 }
 
-fn reject(constraint: Constraint, detail: String) -> Rejection {
-    Rejection { constraint, detail }
-}
-
 /// The GPU memory `n` GPUs give a replica under its server's cap, or the rejection when that
 /// is less than it needs (the fit rules' GP021 test).
 fn memory_offered(d: &Demand<'_>, gpu: &GpuModel, n: u32) -> Result<f64, Rejection> {
@@ -290,6 +217,47 @@ fn candidate<'c>(
     gpu: &'c GpuModel,
     region: &str,
 ) -> Result<Candidate<'c>, Rejection> {
+    allowed(catalog, d, sku, gpu)?;
+    let listed = |c: Capacity| {
+        crate::engine::cost::listed(catalog, plan.provider(), &sku.name, region, c)
+            .map(|p| p.usd_per_hour)
+    };
+    let Some(on_demand) = listed(Capacity::OnDemand) else {
+        return Err(reject(
+            Constraint::Region,
+            format!("`{}` has no price in {region} in the catalog", sku.name),
+        ));
+    };
+    deployable(plan, catalog, d, sku, region)?;
+    let fit = fit(catalog, d, gpu)?;
+    let (cpu_alloc, mem_alloc) = host_fits(catalog, d, sku)?;
+    let node_share = node_share(&fit, sku, gpu, d, cpu_alloc, mem_alloc);
+    within_quota(plan, catalog, d, sku, region, node_share)?;
+    let spot = Some(spot_quote(
+        catalog,
+        plan,
+        d,
+        sku,
+        region,
+        listed(Capacity::Spot).is_some(),
+    ));
+    Ok(Candidate {
+        sku,
+        gpu,
+        region: region.to_owned(),
+        region_rank: 0,
+        fit,
+        node_share,
+        on_demand,
+        spot,
+        reserved_1y: listed(Capacity::Reserved1y),
+        reserved_3y: listed(Capacity::Reserved3y),
+        capacity_block: listed(Capacity::CapacityBlock),
+    })
+}
+
+/// The workload's own lists allow the SKU and its GPU, and the GPU computes in its precision.
+fn allowed(catalog: &Catalog, d: &Demand<'_>, sku: &Sku, gpu: &GpuModel) -> Result<(), Rejection> {
     let w = d.w;
     if let Some(list) = &w.skus {
         if !list.iter().any(|s| s.get() == &sku.name) {
@@ -319,17 +287,18 @@ fn candidate<'c>(
             ),
         ));
     }
+    Ok(())
+}
+
+/// The account may deploy the SKU in the region, and one node holds a replica's GPUs.
+fn deployable(
+    plan: &Plan,
+    catalog: &Catalog,
+    d: &Demand<'_>,
+    sku: &Sku,
+    region: &str,
+) -> Result<(), Rejection> {
     let pc = catalog.provider(plan.provider());
-    let listed = |c: Capacity| {
-        crate::engine::cost::listed(catalog, plan.provider(), &sku.name, region, c)
-            .map(|p| p.usd_per_hour)
-    };
-    let Some(on_demand) = listed(Capacity::OnDemand) else {
-        return Err(reject(
-            Constraint::Region,
-            format!("`{}` has no price in {region} in the catalog", sku.name),
-        ));
-    };
     if let Some(why) = pc.and_then(|p| p.restriction(&sku.name, region)) {
         return Err(reject(
             Constraint::Region,
@@ -349,88 +318,104 @@ fn candidate<'c>(
             ),
         ));
     }
-    let headroom = catalog.assumptions.time_slicing_memory_headroom;
-    let fit = match d.sharing {
-        Sharing::Mig => {
-            if gpu.mig.is_none() {
-                return Err(reject(Constraint::Mig, format!("{} has no MIG", gpu.name)));
-            }
-            let aks = matches!(d.mig_manager, crate::core::MigManager::Aks);
-            if aks && gpu.mig.as_ref().is_some_and(|m| m.aks_profiles.is_empty()) {
-                return Err(reject(
-                    Constraint::Mig,
-                    format!(
-                        "AKS creates no MIG instances on {} (mig_manager = aks)",
-                        gpu.name
-                    ),
-                ));
-            }
-            match mig_profile(gpu, d, d.mig_manager) {
-                Some(p) => Fit::Mig { profile: p.clone() },
-                None => {
-                    return Err(reject(
-                        Constraint::GpuMemory,
-                        format!(
-                            "no MIG profile of {} holds {} GiB",
-                            gpu.name,
-                            crate::core::num(d.memory_need.unwrap_or(0.0))
-                        ),
-                    ))
-                }
-            }
-        }
+    Ok(())
+}
+
+/// How a replica takes the GPU under its sharing mode.
+fn fit(catalog: &Catalog, d: &Demand<'_>, gpu: &GpuModel) -> Result<Fit, Rejection> {
+    match d.sharing {
+        Sharing::Mig => mig_fit(d, gpu),
         Sharing::TimeSlicing | Sharing::Mps if d.gpus <= 1 => {
-            if let Some(m) = d.memory_need {
-                if m > gpu.memory_gib * (1.0 - headroom) {
-                    return Err(reject(
-                        Constraint::GpuMemory,
-                        format!(
-                            "a replica needs {} GiB and one {} has {} GiB",
-                            crate::core::num(m),
-                            gpu.name,
-                            crate::core::num(gpu.memory_gib)
-                        ),
-                    ));
-                }
-            }
-            let replicas = shared_replicas(gpu, d, headroom);
-            // One replica per GPU is a dedicated GPU: the pool sets no cap, so the replica's
-            // own server cap applies.
-            if let (1, Some(m)) = (replicas, d.memory_need) {
-                if m > gpu.memory_gib * d.usable + 1e-9 {
-                    return Err(reject(
-                        Constraint::GpuMemory,
-                        format!(
-                            "a replica needs {} GiB and one {} gives it {} GiB under its server's cap of {}",
-                            crate::core::num(m),
-                            gpu.name,
-                            crate::core::num(gpu.memory_gib * d.usable),
-                            crate::core::num(d.usable)
-                        ),
-                    ));
-                }
-            }
-            Fit::Shared {
-                replicas,
-                mps: d.sharing == Sharing::Mps,
-            }
+            shared_fit(d, gpu, catalog.assumptions.time_slicing_memory_headroom)
         }
         Sharing::SharedServer if d.gpus <= 1 => {
             // The server process takes its cap of the card; the models it hosts share that.
             let offered = memory_offered(d, gpu, 1)?;
-            Fit::Server {
+            Ok(Fit::Server {
                 share: d
                     .share
                     .min(1.0)
                     .max(d.memory_need.map_or(0.0, |m| m / offered)),
-            }
+            })
         }
-        _ => {
+        // A replica of several GPUs takes them whole, whatever its mode shares.
+        Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer => {
             let n = d.gpus.max(1);
             memory_offered(d, gpu, n)?;
-            Fit::Whole { gpus: n }
+            Ok(Fit::Whole { gpus: n })
         }
-    };
+    }
+}
+
+/// The MIG profile a replica takes, under the effective MIG manager.
+fn mig_fit(d: &Demand<'_>, gpu: &GpuModel) -> Result<Fit, Rejection> {
+    if gpu.mig.is_none() {
+        return Err(reject(Constraint::Mig, format!("{} has no MIG", gpu.name)));
+    }
+    let aks = matches!(d.mig_manager, crate::core::MigManager::Aks);
+    if aks && gpu.mig.as_ref().is_some_and(|m| m.aks_profiles.is_empty()) {
+        return Err(reject(
+            Constraint::Mig,
+            format!(
+                "AKS creates no MIG instances on {} (mig_manager = aks)",
+                gpu.name
+            ),
+        ));
+    }
+    match mig_profile(gpu, d, d.mig_manager) {
+        Some(p) => Ok(Fit::Mig { profile: p.clone() }),
+        None => Err(reject(
+            Constraint::GpuMemory,
+            format!(
+                "no MIG profile of {} holds {} GiB",
+                gpu.name,
+                crate::core::num(d.memory_need.unwrap_or(0.0))
+            ),
+        )),
+    }
+}
+
+/// The time-sliced (or MPS) shares of a GPU a replica takes one of.
+fn shared_fit(d: &Demand<'_>, gpu: &GpuModel, headroom: f64) -> Result<Fit, Rejection> {
+    if let Some(m) = d.memory_need {
+        if m > gpu.memory_gib * (1.0 - headroom) {
+            return Err(reject(
+                Constraint::GpuMemory,
+                format!(
+                    "a replica needs {} GiB and one {} has {} GiB",
+                    crate::core::num(m),
+                    gpu.name,
+                    crate::core::num(gpu.memory_gib)
+                ),
+            ));
+        }
+    }
+    let replicas = shared_replicas(gpu, d, headroom);
+    // One replica per GPU is a dedicated GPU: the pool sets no cap, so the replica's own
+    // server cap applies.
+    if let (1, Some(m)) = (replicas, d.memory_need) {
+        if m > gpu.memory_gib * d.usable + 1e-9 {
+            return Err(reject(
+                Constraint::GpuMemory,
+                format!(
+                    "a replica needs {} GiB and one {} gives it {} GiB under its server's cap of {}",
+                    crate::core::num(m),
+                    gpu.name,
+                    crate::core::num(gpu.memory_gib * d.usable),
+                    crate::core::num(d.usable)
+                ),
+            ));
+        }
+    }
+    Ok(Fit::Shared {
+        replicas,
+        mps: d.sharing == Sharing::Mps,
+    })
+}
+
+/// The node's allocatable vCPUs and RAM hold a replica, and a gang's nodes are connected:
+/// what pods may request on one node.
+fn host_fits(catalog: &Catalog, d: &Demand<'_>, sku: &Sku) -> Result<(f64, f64), Rejection> {
     let (cpu_alloc, mem_alloc) = allocatable(sku, catalog);
     if d.cpu > cpu_alloc {
         return Err(reject(
@@ -454,7 +439,7 @@ fn candidate<'c>(
             ),
         ));
     }
-    if d.gang > 1 && w.kind() == Kind::Training {
+    if d.gang > 1 && d.w.kind() == Kind::Training {
         if let Some(gap) = sku.gang_gap(d.gpus) {
             return Err(reject(
                 Constraint::Interconnect,
@@ -465,9 +450,19 @@ fn candidate<'c>(
             ));
         }
     }
-    let node_share = node_share(&fit, sku, gpu, d, cpu_alloc, mem_alloc);
-    // A workload that alone needs more on-demand vCPUs than a known quota cannot be placed
-    // there; when spot is open to it, the separate spot quota may still hold it.
+    Ok((cpu_alloc, mem_alloc))
+}
+
+/// A workload that alone needs more on-demand vCPUs than a known quota cannot be placed
+/// there; when spot is open to it, the separate spot quota may still hold it.
+fn within_quota(
+    plan: &Plan,
+    catalog: &Catalog,
+    d: &Demand<'_>,
+    sku: &Sku,
+    region: &str,
+    node_share: f64,
+) -> Result<(), Rejection> {
     let peak_nodes = (node_share * f64::from(d.peak)).ceil();
     let family = &sku.quota_family;
     if let Some((limit, from)) = plan.known_quota(catalog, region, family) {
@@ -483,27 +478,7 @@ fn candidate<'c>(
             ));
         }
     }
-    let spot = Some(spot_quote(
-        catalog,
-        plan,
-        d,
-        sku,
-        region,
-        listed(Capacity::Spot).is_some(),
-    ));
-    Ok(Candidate {
-        sku,
-        gpu,
-        region: region.to_owned(),
-        region_rank: 0,
-        fit,
-        node_share,
-        on_demand,
-        spot,
-        reserved_1y: listed(Capacity::Reserved1y),
-        reserved_3y: listed(Capacity::Reserved3y),
-        capacity_block: listed(Capacity::CapacityBlock),
-    })
+    Ok(())
 }
 
 /// The share of a node one replica takes when a node holds only replicas like it: one over
@@ -546,87 +521,6 @@ pub(crate) fn node_share(
         f64::INFINITY
     };
     1.0 / by_gpu.min(by_cpu).min(by_mem).max(1.0)
-}
-
-fn spot_quote(
-    catalog: &Catalog,
-    plan: &Plan,
-    d: &Demand<'_>,
-    sku: &Sku,
-    region: &str,
-    has_price: bool,
-) -> SpotQuote {
-    let mut assessment = spot::assess(catalog, plan.provider(), d.w, &sku.name, region);
-    let mut at_worst_band = false;
-    let effective = if let Some(why) = d.spot_closed {
-        Err(SpotNo::Closed(why))
-    } else if !has_price {
-        Err(SpotNo::Because(spot_unknown(sku, region)))
-    } else {
-        match (assessment.spot, assessment.monthly_interruption) {
-            (Some(price), Some(p)) => {
-                // Stateless work loses only the restart; checkpointed work also the part of
-                // an interval since the last checkpoint.
-                let c = d.checkpoint_minutes.unwrap_or(1.0);
-                let e = spot::economics(p, d.gang, c, assessment.restart_minutes);
-                Ok(price * e.waste_factor)
-            }
-            (Some(price), None) => {
-                // Unknown band: judge spot at the worst band. If it still wins it is safe to
-                // take; otherwise say from which band on it would.
-                let c = d.checkpoint_minutes.unwrap_or(1.0);
-                let bands = &catalog.assumptions.band_monthly_interruption;
-                let waste_at = |p: f64| spot::economics(p, d.gang, c, assessment.restart_minutes);
-                let be = assessment.break_even.unwrap_or(0.0);
-                let worst = spot::worst_band(catalog, plan.provider());
-                match worst {
-                    Some((_, w)) if waste_at(w).waste_factor <= be => {
-                        let e = waste_at(w);
-                        assessment.monthly_interruption = Some(w);
-                        assessment.economics = Some(e);
-                        at_worst_band = true;
-                        Ok(price * e.waste_factor)
-                    }
-                    _ => {
-                        let label =
-                            |b: &(u8, String, String, f64)| spot::band_label(b, plan.provider());
-                        let wins_up_to = bands
-                            .iter()
-                            .filter(|b| waste_at(b.3).waste_factor <= be)
-                            .max_by(|a, b| a.3.total_cmp(&b.3));
-                        Err(SpotNo::Because(match wins_up_to {
-                            Some(b) => format!(
-                                "the eviction band of `{}` in {region} is unknown (refresh live data); spot would win up to band {} ({}% of nodes a month), not at the worst",
-                                sku.name,
-                                label(b),
-                                crate::core::num(b.3 * 100.0)
-                            ),
-                            None => format!(
-                                "the eviction band of `{}` in {region} is unknown (refresh live data), and spot loses even at the lowest band",
-                                sku.name
-                            ),
-                        }))
-                    }
-                }
-            }
-            (None, _) => Err(SpotNo::Because(spot_unknown(sku, region))),
-        }
-    };
-    SpotQuote {
-        assessment,
-        effective,
-        at_worst_band,
-    }
-}
-
-/// Why spot is not offered where the catalog has no dated spot price: an undated figure is
-/// not used, so spot is unknown offline rather than guessed, and not proposed (a saving that
-/// rests on no price is not a decision a person can check).
-fn spot_unknown(sku: &Sku, region: &str) -> String {
-    format!(
-        "spot price of `{}` in {region} unknown offline (no dated figure; a live refresh fetches it), so spot is not offered",
-        sku.name
-    )
 }
 
 impl Candidate<'_> {
