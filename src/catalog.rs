@@ -206,6 +206,22 @@ pub struct RegionPrices {
     pub capacity_block: Option<Price>,
 }
 
+impl RegionPrices {
+    /// The catalog's own figure for a capacity type, with no stand-in: `None` when it has
+    /// none (a reservation price offline, a Capacity Block price before a refresh). A
+    /// capacity reservation is paid at the on-demand rate.
+    pub(crate) fn listed(&self, capacity: crate::core::Capacity) -> Option<&Price> {
+        use crate::core::Capacity;
+        match capacity {
+            Capacity::OnDemand | Capacity::CapacityReservation => self.on_demand.as_ref(),
+            Capacity::Spot => self.spot.as_ref(),
+            Capacity::Reserved1y => self.reserved_1y.as_ref(),
+            Capacity::Reserved3y => self.reserved_3y.as_ref(),
+            Capacity::CapacityBlock => self.capacity_block.as_ref(),
+        }
+    }
+}
+
 /// A spot interruption (eviction) band for a SKU in a region.
 #[derive(Debug, Clone)]
 pub struct SpotBand {

@@ -29,14 +29,10 @@ pub(crate) fn listed<'c>(
     region: &str,
     capacity: Capacity,
 ) -> Option<&'c Price> {
-    let prices = catalog.provider(provider)?.price(sku, region)?;
-    match capacity {
-        Capacity::OnDemand | Capacity::CapacityReservation => prices.on_demand.as_ref(),
-        Capacity::Spot => prices.spot.as_ref(),
-        Capacity::Reserved1y => prices.reserved_1y.as_ref(),
-        Capacity::Reserved3y => prices.reserved_3y.as_ref(),
-        Capacity::CapacityBlock => prices.capacity_block.as_ref(),
-    }
+    catalog
+        .provider(provider)?
+        .price(sku, region)?
+        .listed(capacity)
 }
 
 /// Price per node-hour of a SKU in a region for a capacity type. A capacity type the catalog

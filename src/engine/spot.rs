@@ -147,9 +147,9 @@ pub(crate) fn assess(
     region: &str,
 ) -> Assessment {
     let pc = catalog.provider(provider);
-    let listed = |c: crate::plan::raw::Capacity| {
-        crate::engine::cost::listed(catalog, provider, sku, region, c).map(|p| p.usd_per_hour)
-    };
+    let prices = pc.and_then(|p| p.price(sku, region));
+    let listed =
+        |c: crate::plan::raw::Capacity| prices.and_then(|p| p.listed(c)).map(|p| p.usd_per_hour);
     let on_demand = listed(crate::plan::raw::Capacity::OnDemand);
     let spot = listed(crate::plan::raw::Capacity::Spot);
     let band = pc.and_then(|p| p.band(sku, region)).cloned();
