@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::azure::prices::Row;
-
 /// `GPUPLAN_CACHE`, else `$XDG_CACHE_HOME/gpuplan`, else `~/.cache/gpuplan`.
 pub(crate) fn default_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("GPUPLAN_CACHE").filter(|d| !d.is_empty()) {
@@ -119,32 +117,6 @@ pub(crate) const PRICE_HEADER: [&str; 7] = [
     "captured",
     "source",
 ];
-
-/// The `prices-retail.csv` text: fetched rows for the refreshed regions, and the previous
-/// rows of every other region.
-pub(crate) fn retail_csv(
-    previous: &str,
-    rows: &[Row],
-    regions: &[String],
-    fetched: &str,
-    source: &str,
-) -> String {
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.sku.clone(),
-                r.region.clone(),
-                r.kind.to_owned(),
-                r.price.to_string(),
-                r.unit.clone(),
-                fetched.to_owned(),
-                format!("{source} ({})", r.note),
-            ]
-        })
-        .collect();
-    merge_csv(previous, &PRICE_HEADER, 1, regions, &rows)
-}
 
 /// One refreshed file and how `sources.toml` describes it.
 pub(crate) struct Entry {

@@ -129,7 +129,7 @@ fn retail_prices(scope: &Scope, ask: &Ask) -> Task {
                 provider: Provider::Azure,
                 source: format!("{source}, fetched {today}"),
                 licence: "public price list",
-                text: cache::retail_csv(&previous, &rows, &regions, &today, &source),
+                text: retail_csv(&previous, &rows, &regions, &today, &source),
             }])
         }),
     }
@@ -269,4 +269,30 @@ fn eviction(scope: &Scope, client: &Arc<mgmt::Client>) -> Task {
             )])
         }),
     }
+}
+
+/// The `prices-retail.csv` text: fetched rows for the refreshed regions, and the previous
+/// rows of every other region.
+fn retail_csv(
+    previous: &str,
+    rows: &[prices::Row],
+    regions: &[String],
+    fetched: &str,
+    source: &str,
+) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.sku.clone(),
+                r.region.clone(),
+                r.kind.to_owned(),
+                r.price.to_string(),
+                r.unit.clone(),
+                fetched.to_owned(),
+                format!("{source} ({})", r.note),
+            ]
+        })
+        .collect();
+    cache::merge_csv(previous, &cache::PRICE_HEADER, 1, regions, &rows)
 }
