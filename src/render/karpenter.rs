@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::view::{KeyValue, PoolView, TaintView};
+use super::model::{KeyValue, PoolView, TaintView};
 use crate::catalog::Sku;
 use crate::engine::recommend::{RecPool, Recommendation};
 

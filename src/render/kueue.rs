@@ -13,8 +13,8 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::view::{KeyValue, PoolView, TaintView};
-use super::workloads::gpu_request;
+use super::model::{KeyValue, PoolView, TaintView};
+use super::request::{aks_mig, gpu_request};
 use crate::catalog::Catalog;
 use crate::core::Sharing;
 use crate::engine::recommend::Recommendation;
@@ -270,7 +270,7 @@ fn teams(
         };
         let (cpu_alloc, mem_alloc) = crate::engine::recommend::candidate::allocatable(sku, catalog);
         let spec = catalog.sku_gpu(sku).and_then(|g| g.mig.as_ref());
-        let aks_mig = super::workloads::aks_mig(rec, p);
+        let aks_mig = aks_mig(rec, p);
         for view_name in rendered.get(&p.name).cloned().unwrap_or_default() {
             let Some(v) = pools.iter().find(|v| v.name == view_name) else {
                 continue;
@@ -450,29 +450,6 @@ pub struct KueueFile<'v> {
     pub priorities: &'v [PriorityView],
     pub provisioning: Option<&'v ProvisioningView>,
     pub karpenter: bool,
-}
-
-impl<'v> KueueFile<'v> {
-    pub fn of(v: &'v super::view::View, c: &'v ClusterView) -> KueueFile<'v> {
-        KueueFile {
-            plan: &v.plan,
-            provider: v.provider.as_str(),
-            plan_file: &v.plan_file,
-            kueue_api: v.kueue_api,
-            cohort_field: if v.kueue_api.ends_with("v1beta1") {
-                "cohort"
-            } else {
-                "cohortName"
-            },
-            region: &c.region,
-            cohort: &c.cohort,
-            flavors: &c.flavors,
-            teams: &c.teams,
-            priorities: &c.priorities,
-            provisioning: c.provisioning.as_ref(),
-            karpenter: v.karpenter_enabled,
-        }
-    }
 }
 
 /// Kueue's manager configuration for a plan with gangs (`kueue/values.yaml`, values of the

@@ -5,7 +5,7 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::view::{KeyValue, PoolView};
+use super::model::{KeyValue, PoolView};
 use crate::engine::names::NodePoolName;
 use crate::engine::recommend::RecPool;
 

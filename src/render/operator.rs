@@ -15,7 +15,7 @@
 //!   that is exactly its AKS geometry, so applying it changes nothing.
 
 use super::mig::{MigConfigView, MigEntryView, ProfileCount};
-use super::view::{PoolView, TaintView};
+use super::model::{PoolView, TaintView};
 
 /// Every distinct taint of the rendered GPU node pools, in a stable order.
 pub(crate) fn operand_tolerations(pools: &[PoolView]) -> Vec<TaintView> {

@@ -39,7 +39,7 @@ impl Profile {
     /// The oldest Terraform provider release the rendered file works with: raised by
     /// `gpu_driver` where an AKS pool sets it, by `efa_maximum_interfaces` where an EKS pool
     /// attaches EFA.
-    pub(crate) fn terraform_floor(&self, pools: &[super::view::PoolView]) -> String {
+    pub(crate) fn terraform_floor(&self, pools: &[super::model::PoolView]) -> String {
         let uses = |arg: &str| match self.provider {
             Provider::Azure => {
                 arg == "gpu_driver" && pools.iter().any(|p| p.gpu_instance.is_none())

@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 
-use super::view::{gpus_of, taint, TaintView};
+use super::model::{gpus_of, taint, TaintView};
+use super::request::{aks_mig, gpu_request};
 use crate::catalog::Catalog;
-use crate::engine::recommend::{RecPool, Recommendation};
-use crate::plan::raw::{Kind, Sharing};
+use crate::engine::recommend::Recommendation;
+use crate::plan::raw::Kind;
 use crate::plan::Plan;
 
 /// The LocalQueue every team's namespace gets (`kueue/<region>.yaml`).
@@ -62,13 +63,6 @@ pub struct ServingView {
     pub gpu_memory_utilization: Option<String>,
     pub tensor_parallel_size: u32,
     pub why: String,
-}
-
-/// Whether AKS partitions the pool's GPUs itself (`gpu_instance`, the single strategy): the
-/// GPU Operator's MIG manager must leave them be.
-pub(super) fn aks_mig(rec: &Recommendation, p: &RecPool) -> bool {
-    p.mig_partitioner() == Some(crate::core::MigManager::Aks)
-        && super::provider::Profile::of(rec.provider).managed_mig
 }
 
 /// A cpu count or GiB figure as a Kubernetes quantity: `4`, `500m`, `32Gi`, `7.5Gi`.
@@ -188,41 +182,4 @@ pub(super) fn serving(plan: &Plan, _catalog: &Catalog, rec: &Recommendation) -> 
         }
     }
     out
-}
-
-/// The extended resource a pod of `w` asks for on pool `p`, and how many: whole GPUs, one
-/// time-sliced GPU, one MIG instance under AKS (single strategy: `nvidia.com/gpu`), or the
-/// smallest profile of the pool's layouts that holds it (GPU Operator, mixed strategy).
-pub(super) fn gpu_request(
-    plan: &Plan,
-    catalog: &Catalog,
-    p: &RecPool,
-    w: &crate::plan::raw::Workload,
-    spec: Option<&crate::catalog::MigSpec>,
-    aks_mig: bool,
-) -> (String, f64) {
-    if p.sharing == Sharing::Mig && !aks_mig {
-        if let Some(spec) = spec {
-            let mut names: Vec<&String> = p
-                .mig_layout
-                .iter()
-                .flat_map(|l| l.keys())
-                .chain(p.mig_configs.iter().flat_map(|c| c.layout.keys()))
-                .collect();
-            names.sort();
-            names.dedup();
-            let profiles = names.iter().filter_map(|n| spec.profile(n));
-            let need = crate::engine::memory::slice_need(w, catalog, spec, w.gpu_share());
-            let chosen = crate::mig::requested(profiles, &need);
-            if let Some(q) = chosen {
-                return (format!("nvidia.com/mig-{}", q.name), 1.0);
-            }
-        }
-    }
-    let per = if p.sharing == Sharing::Mig || p.time_slicing_replicas.is_some() {
-        1.0
-    } else {
-        f64::from(gpus_of(plan, w.name.get()))
-    };
-    ("nvidia.com/gpu".to_owned(), per)
 }

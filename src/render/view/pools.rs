@@ -4,7 +4,7 @@
 
 use indexmap::IndexMap;
 
-use super::{alias, taint, KeyValue, MigConfigView, Options, PoolView, ReservationView};
+use super::{alias, KeyValue, MigConfigView, Options, PoolView, ReservationView};
 use super::{SharingView, TaintView};
 use crate::catalog::{Catalog, Sku};
 use crate::core::{Capacity, Sharing};
@@ -14,7 +14,9 @@ use crate::plan::raw::Workload;
 use crate::plan::Plan;
 use crate::render::karpenter::{KarpenterView, SkippedView};
 use crate::render::kueue::FlavorView;
+use crate::render::model::taint;
 use crate::render::provider::Profile;
+use crate::render::request::aks_mig;
 
 /// What the pools give the rest of the view.
 #[derive(Default)]
@@ -88,7 +90,7 @@ pub(super) fn pools(
                 .filter_map(|w| plan.workload(w))
                 .map(|w| w.get())
                 .collect(),
-            aks_managed: super::super::workloads::aks_mig(rec, p),
+            aks_managed: aks_mig(rec, p),
             operator_mig: p.operator_mig(),
         };
         out.add(&cx, &pool, names);
