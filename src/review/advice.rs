@@ -3,23 +3,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::analysis::{pool_gpu_second, quantile, round, round4};
 use super::assemble::pool_matches;
+use super::numbers::{pool_gpu_second, quantile, round, round4};
 use super::rows::*;
 use super::telemetry::Telemetry;
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
 use crate::plan::raw::Capacity;
 use crate::plan::Plan;
-
-/// A right-size the plan can take: the workload's new `gpu_fraction` and `sharing`.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RightSize {
-    pub fraction: f64,
-    pub sharing: crate::core::Sharing,
-    /// What it is, e.g. "a 1g.10gb MIG instance".
-    pub what: String,
-}
 
 /// Right-size advice that fits: a MIG profile (on a GPU that has MIG) with the compute share
 /// the work used and the memory the workload needs; on a GPU without MIG, time-slicing only

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::analysis::{round, round4};
 use super::assemble::pool_matches;
+use super::numbers::{round, round4};
 use super::telemetry::Telemetry;
 use crate::catalog::Catalog;
 use crate::engine::purchases::Purchase;

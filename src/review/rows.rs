@@ -2,43 +2,7 @@
 //! and pool, the coverage of the data, stalled and Pending pods, idle floors and nodes,
 //! reservation fill and advice, and the recommendations.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Review {
-    pub schema: &'static str,
-    pub plan: String,
-    pub source: String,
-    pub window: Window,
-    pub coverage: Coverage,
-    pub teams: Vec<TeamRow>,
-    pub workloads: Vec<WorkloadRow>,
-    pub models: Vec<ModelRow>,
-    pub pools: Vec<PoolRow>,
-    pub stalled: Vec<Stalled>,
-    pub pending: Vec<PendingPod>,
-    pub idle_pools: Vec<IdlePool>,
-    /// Nodes with GPUs nobody requested (needs node metrics; empty otherwise).
-    pub idle_nodes: Vec<IdleNode>,
-    pub reservations: Vec<ReservationFill>,
-    /// The reservations `--purchases` says were bought, against what their pools held.
-    pub purchase_fill: Vec<super::bought::PurchaseFill>,
-    pub reservation_advice: Vec<ReservationAdvice>,
-    pub unmatched: Vec<Unmatched>,
-    pub recommendations: Vec<Advice>,
-    /// Inference workloads judged by their vLLM serving metrics.
-    pub serving: Vec<super::serving::ServingRow>,
-    /// Inference workloads that state a vLLM server but exported no serving metrics: judged
-    /// by GPU activity, as the report says.
-    pub serving_missing: Vec<String>,
-    /// Next quarter from this window: what `--write-plan` proposes, and why.
-    pub next_quarter: super::forecast::NextQuarter,
-    /// Allocated and used GPUs per team over time, for the charts.
-    #[serde(skip)]
-    pub timeline: BTreeMap<String, Vec<(i64, f64, f64)>>,
-}
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Window {
@@ -278,16 +242,13 @@ pub struct Advice {
     pub change: String,
 }
 
-/// Settings of the analysis.
-pub struct Settings {
-    /// A pod is stalled after this many seconds allocated with near-zero activity.
-    pub stalled_after: i64,
-    /// Activity below this share of the allocated GPUs counts as none.
-    pub quiet_below: f64,
-    /// Efficiency below which a slice or GPU is over-sized (GP025's threshold).
-    pub low_utilization: f64,
-    /// How next quarter is forecast.
-    pub forecast: super::forecast::Method,
+/// A right-size the plan can take: the workload's new `gpu_fraction` and `sharing`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RightSize {
+    pub fraction: f64,
+    pub sharing: crate::core::Sharing,
+    /// What it is, e.g. "a 1g.10gb MIG instance".
+    pub what: String,
 }
 
 #[cfg(test)]

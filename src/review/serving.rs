@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::analysis::{quantile, round, round4};
-use super::forecast::Quantiles;
+use super::numbers::Quantiles;
+use super::numbers::{quantile, round, round4};
 use super::owners::owner;
 use super::query::{Answers, Grid, Q};
-use super::telemetry::{PodSeries, Telemetry, Windows};
+use super::telemetry::{PodSeries, Serving, Telemetry, Windows};
 use crate::plan::raw::Kind;
 use crate::plan::Plan;
 
@@ -24,17 +24,6 @@ pub(crate) const KV_FULL: f64 = 0.9;
 const QUEUE_FREE: f64 = 0.1;
 /// Requests an hour needs before its TTFT p95 is read (fewer is too few for a percentile).
 const MIN_REQUESTS: f64 = 20.0;
-
-/// One pod's vLLM series, per window start.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Serving {
-    pub running: Windows,
-    pub waiting: Windows,
-    pub kv_cache: Windows,
-    /// Requests whose first token came within each bucket's bound, counted in the window:
-    /// window start -> bound (`f64::to_bits`, which orders non-negative bounds) -> count.
-    pub ttft: BTreeMap<i64, BTreeMap<u64, f64>>,
-}
 
 /// Reads vLLM's series into the pods that export them.
 pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, String), PodSeries>) {

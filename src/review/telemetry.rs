@@ -54,7 +54,7 @@ pub struct PodSeries {
     /// Generated tokens (counter increase across resets).
     pub tokens: f64,
     /// vLLM's serving metrics, where the pod exports them.
-    pub serving: Option<Box<super::serving::Serving>>,
+    pub serving: Option<Box<Serving>>,
     /// Whether a usage series covers it (its own, or its time-sliced GPU's).
     pub has_usage: bool,
     /// The usage signal its GPUs were read from.
@@ -341,4 +341,15 @@ mod tests {
         assert_eq!(parse_time(&t.to_string()), Some(t));
         assert_eq!(parse_time("2026-13-01T00:00:00Z"), None);
     }
+}
+
+/// One pod's vLLM series, per window start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Serving {
+    pub running: Windows,
+    pub waiting: Windows,
+    pub kv_cache: Windows,
+    /// Requests whose first token came within each bucket's bound, counted in the window:
+    /// window start -> bound (`f64::to_bits`, which orders non-negative bounds) -> count.
+    pub ttft: std::collections::BTreeMap<i64, std::collections::BTreeMap<u64, f64>>,
 }

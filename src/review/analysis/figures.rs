@@ -3,19 +3,17 @@
 
 use std::collections::BTreeMap;
 
-use super::numbers::{gpu_second_price, pool_gpu_second, quantile, ratio, round, round4};
 use super::tally::{PoolSums, Sums, WorkloadSums};
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 use crate::review::advice::{reservation, right_size};
+use crate::review::numbers::CRASHLOOP_SHARE;
+use crate::review::numbers::{gpu_second_price, pool_gpu_second, quantile, ratio, round, round4};
 use crate::review::owners::MatchCounts;
 use crate::review::rows::*;
 use crate::review::telemetry::{format_time, Telemetry};
-
-/// Share of held time in `CrashLoopBackOff` from which a workload's idleness is its crash,
-/// not its size: no right-size, no consolidation.
-pub(crate) const CRASHLOOP_SHARE: f64 = 0.1;
+use crate::review::Settings;
 
 /// Each planned workload's row, with crash-loop and right-size advice (the right-sizes also
 /// go to the forecast).
@@ -26,11 +24,7 @@ pub(super) fn workload_rows(
     s: &Settings,
     by_workload: &BTreeMap<&str, WorkloadSums>,
     matches: &mut BTreeMap<&str, MatchCounts>,
-) -> (
-    Vec<WorkloadRow>,
-    Vec<Advice>,
-    BTreeMap<String, crate::review::advice::RightSize>,
-) {
+) -> (Vec<WorkloadRow>, Vec<Advice>, BTreeMap<String, RightSize>) {
     let mut advice = Vec::new();
     let mut workloads = Vec::new();
     let mut right_sizes = BTreeMap::new();

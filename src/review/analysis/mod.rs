@@ -6,22 +6,20 @@
 //! the advice on right-sizing, unmet demand, reservations and empty nodes in
 //! [`super::advice`]; next quarter's forecast in [`super::forecast`].
 
-pub use super::rows::*;
+pub(crate) use super::rows::*;
 
 mod figures;
-mod numbers;
 mod tally;
 
 use super::advice::{idle_nodes, unmet_demand};
 use super::telemetry::{format_time, Telemetry};
+use super::{Review, Settings};
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
-pub(crate) use figures::CRASHLOOP_SHARE;
 use figures::{
     coverage_of, model_rows, pool_floors, pool_rows, stalled_advice, workload_rows, Floors,
 };
-pub(in crate::review) use numbers::{pool_gpu_second, quantile, round, round4};
 use tally::{pod_facts, tally, Tally};
 
 pub(crate) const SCHEMA: &str = "gpuplan.review/v1";

@@ -2,14 +2,15 @@
 
 use std::collections::BTreeMap;
 
-use super::numbers::{gpu_second_price, pool_gpu_second, ratio, round};
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 use crate::review::assemble::plan_pool;
+use crate::review::numbers::{gpu_second_price, pool_gpu_second, ratio, round};
 use crate::review::owners::{matched, MatchCounts, Matched};
 use crate::review::rows::*;
 use crate::review::telemetry::{format_time, PodSeries, Signal, Telemetry};
+use crate::review::Settings;
 
 /// What one pod came to, once.
 pub(super) struct PodFacts<'a> {

@@ -13,8 +13,8 @@ mod workload;
 
 use std::collections::BTreeMap;
 
-use super::advice::RightSize;
-use super::analysis::round;
+use super::numbers::round;
+use super::rows::RightSize;
 use super::rows::WorkloadRow;
 use super::telemetry::Telemetry;
 use super::trend::next_quarter;
@@ -22,7 +22,7 @@ use crate::plan::Plan;
 use series::{held_series, team_forecast, Axis};
 pub(crate) use types::count;
 pub use types::Method;
-pub(crate) use types::{Basis, NextQuarter, Proposal, Quantiles, Trend, WorkloadForecast};
+pub(crate) use types::{Basis, NextQuarter, Proposal, Trend, WorkloadForecast};
 use workload::{workload_forecast, Cx};
 
 pub(crate) fn forecast(

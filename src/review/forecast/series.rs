@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::types::{trend, Method, TeamForecast};
 use crate::plan::Plan;
-use crate::review::analysis::round;
+use crate::review::numbers::round;
 use crate::review::owners::owner;
 use crate::review::telemetry::{Telemetry, Windows};
 use crate::review::trend::{daily_peaks, hourly, project, request, Projection};

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::plan::raw::Count;
-use crate::review::analysis::{quantile, round, round4};
+use crate::review::numbers::{round4, Quantiles};
 use crate::review::trend::{Fit, Projection};
 
 /// How the forecast is made: minimum data, headroom and the consolidation target.
@@ -20,25 +20,6 @@ pub struct Method {
     pub consolidation_target: f64,
     /// Efficiency below which a workload is idle (GP025's threshold).
     pub low_utilization: f64,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
-pub struct Quantiles {
-    pub p10: f64,
-    pub p50: f64,
-    pub p95: f64,
-    pub max: f64,
-}
-
-impl Quantiles {
-    pub(crate) fn of(v: &[f64]) -> Quantiles {
-        Quantiles {
-            p10: round(quantile(v, 0.10)),
-            p50: round(quantile(v, 0.50)),
-            p95: round(quantile(v, 0.95)),
-            max: round(v.iter().copied().fold(0.0, f64::max)),
-        }
-    }
 }
 
 /// The least-squares trend of daily peaks.

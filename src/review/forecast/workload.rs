@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::series::{Axis, Series};
-use super::types::{count, trend, Basis, Method, Proposal, Quantiles, WorkloadForecast};
+use super::types::{count, trend, Basis, Method, Proposal, WorkloadForecast};
 use crate::plan::raw::Count;
 use crate::plan::Plan;
-use crate::review::advice::RightSize;
-use crate::review::analysis::{quantile, round};
+use crate::review::numbers::{quantile, round, Quantiles, CRASHLOOP_SHARE};
+use crate::review::rows::RightSize;
 use crate::review::rows::WorkloadRow;
 use crate::review::telemetry::Telemetry;
 use crate::review::trend::{daily_peaks, hourly, Projection};
@@ -142,7 +142,7 @@ impl Sizing {
         // shrunk on that evidence.
         let crashing = row
             .and_then(|r| r.crashloop_share)
-            .is_some_and(|c| c >= crate::review::analysis::CRASHLOOP_SHARE);
+            .is_some_and(|c| c >= CRASHLOOP_SHARE);
         let idle = !crashing && eff.is_some_and(|e| e < m.low_utilization);
         let current_hours = cx.plan.workload_hours(w);
         let new_hours = h.hours.round() as i64;

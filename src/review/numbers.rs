@@ -1,8 +1,14 @@
 //! The review's number conventions (rounding, ratios, quantiles) and GPU-second prices.
 
+use serde::Serialize;
+
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
+
+/// Share of held time in `CrashLoopBackOff` from which a workload's idleness is its crash,
+/// not its size: no right-size, no consolidation.
+pub(crate) const CRASHLOOP_SHARE: f64 = 0.1;
 
 /// Rounded to a hundredth, without a negative zero.
 pub(in crate::review) fn round(x: f64) -> f64 {
@@ -66,4 +72,24 @@ pub(in crate::review) fn quantile(v: &[f64], q: f64) -> f64 {
     s.sort_by(f64::total_cmp);
     let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
     s[i]
+}
+
+/// A series summarised: its 10th, 50th and 95th percentiles and its maximum.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Quantiles {
+    pub p10: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub max: f64,
+}
+
+impl Quantiles {
+    pub(crate) fn of(v: &[f64]) -> Quantiles {
+        Quantiles {
+            p10: round(quantile(v, 0.10)),
+            p50: round(quantile(v, 0.50)),
+            p95: round(quantile(v, 0.95)),
+            max: round(v.iter().copied().fold(0.0, f64::max)),
+        }
+    }
 }
