@@ -25,6 +25,17 @@ impl Figure {
             Figure::CapacityBlock => "Capacity Block price",
         }
     }
+
+    /// The price figure a capacity type is paid at ([`super::RegionPrices::listed`]).
+    pub(crate) fn of(capacity: crate::core::Capacity) -> Figure {
+        use crate::core::Capacity;
+        match capacity {
+            Capacity::OnDemand | Capacity::CapacityReservation => Figure::OnDemand,
+            Capacity::Spot => Figure::Spot,
+            Capacity::Reserved1y | Capacity::Reserved3y => Figure::Reserved,
+            Capacity::CapacityBlock => Figure::CapacityBlock,
+        }
+    }
 }
 
 /// Planning assumptions from `providers/assumptions.toml`.

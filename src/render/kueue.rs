@@ -17,7 +17,7 @@ use super::model::{KeyValue, PoolView, TaintView};
 use super::request::{aks_mig, gpu_request};
 use crate::catalog::Catalog;
 use crate::core::Sharing;
-use crate::engine::recommend::Recommendation;
+use crate::engine::recommend::{RecPool, Recommendation};
 use crate::plan::Plan;
 
 /// The order Kueue admits and preempts work in: a WorkloadPriorityClass per kind of wait. A
@@ -268,113 +268,16 @@ fn teams(
         let Some(sku) = catalog.sku(plan.provider(), &p.sku) else {
             continue;
         };
-        let (cpu_alloc, mem_alloc) = crate::engine::recommend::candidate::allocatable(sku, catalog);
+        let alloc = crate::engine::recommend::candidate::allocatable(sku, catalog);
         let spec = catalog.sku_gpu(sku).and_then(|g| g.mig.as_ref());
         let aks_mig = aks_mig(rec, p);
         for view_name in rendered.get(&p.name).cloned().unwrap_or_default() {
             let Some(v) = pools.iter().find(|v| v.name == view_name) else {
                 continue;
             };
-            // Terraform's nodes and the ones Karpenter may add above them.
-            let nodes = f64::from(v.max + v.karpenter_nodes);
-            // What the flavor's nodes advertise, per resource.
-            let mut physical: IndexMap<String, f64> = IndexMap::new();
-            physical.insert("cpu".into(), (cpu_alloc * nodes * 1000.0).floor() / 1000.0);
-            physical.insert("memory".into(), (mem_alloc * nodes).floor());
-            let gpus = nodes * f64::from(p.gpus_per_node);
-            let per_gpu_layouts = view_layouts.get(&view_name);
-            match (p.sharing, aks_mig, per_gpu_layouts) {
-                (Sharing::Mig, true, _) => {
-                    // AKS runs the single strategy: every MIG instance is one `nvidia.com/gpu`.
-                    let instances = p
-                        .mig_layout
-                        .as_ref()
-                        .and_then(|l| l.values().next().copied())
-                        .unwrap_or(1);
-                    physical.insert("nvidia.com/gpu".into(), gpus * f64::from(instances));
-                }
-                (Sharing::Mig, false, Some(layouts)) => {
-                    for (profile, n) in layouts {
-                        *physical
-                            .entry(format!("nvidia.com/mig-{profile}"))
-                            .or_default() += f64::from(*n) * nodes;
-                    }
-                }
-                _ => {
-                    let shares = f64::from(p.time_slicing_replicas.unwrap_or(1));
-                    physical.insert("nvidia.com/gpu".into(), gpus * shares);
-                }
-            }
-            // What each team's pods on this flavor ask for at peak, and their GPU-resource
-            // count (which shares out what pods that state no cpu or memory may take).
-            let mut asks: IndexMap<String, IndexMap<String, Option<f64>>> = IndexMap::new();
-            let mut accel: IndexMap<String, f64> = IndexMap::new();
-            for w in &p.workloads {
-                let Some(wl) = plan.workload(w) else { continue };
-                let pods = f64::from(u32::try_from(wl.replicas().max().max(0)).unwrap_or(0))
-                    * f64::from(u32::try_from(wl.gang().max(1)).unwrap_or(1));
-                let team = asks.entry(wl.team.get().clone()).or_default();
-                let (resource, per_pod) = gpu_request(plan, catalog, p, wl, spec, aks_mig);
-                if physical.contains_key(&resource) {
-                    let e = team.entry(resource.clone()).or_insert(Some(0.0));
-                    *e = e.map(|x| x + pods * per_pod);
-                    // As a share of the flavor's GPU resource, so MIG profiles compare.
-                    let of = physical.get(&resource).copied().unwrap_or(0.0);
-                    if of > 0.0 {
-                        *accel.entry(wl.team.get().clone()).or_default() += pods * per_pod / of;
-                    }
-                }
-                for (r, each) in [
-                    ("cpu", wl.cpu.as_ref().map(|c| *c.get())),
-                    ("memory", wl.memory_gib.as_ref().map(|m| *m.get())),
-                ] {
-                    let e = team.entry(r.to_owned()).or_insert(Some(0.0));
-                    *e = match (*e, each) {
-                        (Some(x), Some(c)) => Some(x + pods * c),
-                        _ => None,
-                    };
-                }
-            }
-            // A team whose pods state no cpu or memory request gets what the stating teams
-            // leave of the flavor, shared by GPU demand, instead of the whole flavor each:
-            // their quotas add up to what the nodes have, not to a multiple of it.
-            let stated = |r: &str| -> f64 {
-                asks.values()
-                    .filter_map(|t| t.get(r).copied().flatten())
-                    .sum()
-            };
-            let unstated_accel = |r: &str| -> f64 {
-                asks.iter()
-                    .filter(|(_, t)| matches!(t.get(r), Some(None)))
-                    .map(|(team, _)| accel.get(team).copied().unwrap_or(0.0))
-                    .sum()
-            };
-            let unstated_teams = |r: &str| {
-                asks.values()
-                    .filter(|t| matches!(t.get(r), Some(None)))
-                    .count()
-            };
-            let mut quotas: Vec<(String, String, f64)> = Vec::new();
-            for (team, by_resource) in &asks {
-                for (r, ask) in by_resource {
-                    let have = physical.get(r).copied().unwrap_or(0.0);
-                    let q = match ask {
-                        Some(a) => a.min(have),
-                        None => {
-                            let left = (have - stated(r).min(have)).max(0.0);
-                            let all = unstated_accel(r);
-                            let share = if all > 0.0 {
-                                accel.get(team).copied().unwrap_or(0.0) / all
-                            } else {
-                                1.0 / unstated_teams(r).max(1) as f64
-                            };
-                            left * share
-                        }
-                    };
-                    quotas.push((team.clone(), r.clone(), q));
-                }
-            }
-            for (team, r, q) in quotas {
+            let physical = physical(p, v, alloc, aks_mig, view_layouts.get(&view_name));
+            let demand = Demand::of(plan, catalog, p, spec, aks_mig, &physical);
+            for (team, r, q) in demand.quotas(&physical) {
                 *teams
                     .entry(team)
                     .or_default()
@@ -387,51 +290,186 @@ fn teams(
     }
     teams
         .into_iter()
-        .map(|(team, by_resource)| {
-            // cpu and memory first, then the accelerators, each once.
-            let mut resources: Vec<String> = by_resource.keys().cloned().collect();
-            resources.sort_by_key(|r| match r.as_str() {
-                "cpu" => (0, String::new()),
-                "memory" => (1, String::new()),
-                other => (2, other.to_owned()),
-            });
-            let mut flavor_names: Vec<String> = Vec::new();
-            for fl in by_resource.values() {
-                for f in fl.keys() {
-                    if !flavor_names.contains(f) {
-                        flavor_names.push(f.clone());
-                    }
+        .map(|(team, by_resource)| team_view(team, by_resource))
+        .collect()
+}
+
+/// What a flavor's nodes advertise, per resource: Terraform's nodes and the ones Karpenter
+/// may add above them.
+fn physical(
+    p: &RecPool,
+    v: &PoolView,
+    (cpu_alloc, mem_alloc): (f64, f64),
+    aks_mig: bool,
+    per_gpu_layouts: Option<&IndexMap<String, u32>>,
+) -> IndexMap<String, f64> {
+    let nodes = f64::from(v.max + v.karpenter_nodes);
+    let mut physical: IndexMap<String, f64> = IndexMap::new();
+    physical.insert("cpu".into(), (cpu_alloc * nodes * 1000.0).floor() / 1000.0);
+    physical.insert("memory".into(), (mem_alloc * nodes).floor());
+    let gpus = nodes * f64::from(p.gpus_per_node);
+    match (p.sharing, aks_mig, per_gpu_layouts) {
+        (Sharing::Mig, true, _) => {
+            // AKS runs the single strategy: every MIG instance is one `nvidia.com/gpu`.
+            let instances = p
+                .mig_layout
+                .as_ref()
+                .and_then(|l| l.values().next().copied())
+                .unwrap_or(1);
+            physical.insert("nvidia.com/gpu".into(), gpus * f64::from(instances));
+        }
+        (Sharing::Mig, false, Some(layouts)) => {
+            for (profile, n) in layouts {
+                *physical
+                    .entry(format!("nvidia.com/mig-{profile}"))
+                    .or_default() += f64::from(*n) * nodes;
+            }
+        }
+        _ => {
+            let shares = f64::from(p.time_slicing_replicas.unwrap_or(1));
+            physical.insert("nvidia.com/gpu".into(), gpus * shares);
+        }
+    }
+    physical
+}
+
+/// What each team's pods on one flavor ask for at peak (`None`: some pod states no request
+/// of that resource), and their share of the flavor's GPU resource.
+struct Demand {
+    asks: IndexMap<String, IndexMap<String, Option<f64>>>,
+    accel: IndexMap<String, f64>,
+}
+
+impl Demand {
+    fn of(
+        plan: &Plan,
+        catalog: &Catalog,
+        p: &RecPool,
+        spec: Option<&crate::catalog::MigSpec>,
+        aks_mig: bool,
+        physical: &IndexMap<String, f64>,
+    ) -> Demand {
+        let mut asks: IndexMap<String, IndexMap<String, Option<f64>>> = IndexMap::new();
+        let mut accel: IndexMap<String, f64> = IndexMap::new();
+        for w in &p.workloads {
+            let Some(wl) = plan.workload(w) else { continue };
+            let pods = f64::from(u32::try_from(wl.replicas().max().max(0)).unwrap_or(0))
+                * f64::from(u32::try_from(wl.gang().max(1)).unwrap_or(1));
+            let team = asks.entry(wl.team.get().clone()).or_default();
+            let (resource, per_pod) = gpu_request(plan, catalog, p, wl, spec, aks_mig);
+            if physical.contains_key(&resource) {
+                let e = team.entry(resource.clone()).or_insert(Some(0.0));
+                *e = e.map(|x| x + pods * per_pod);
+                // As a share of the flavor's GPU resource, so MIG profiles compare.
+                let of = physical.get(&resource).copied().unwrap_or(0.0);
+                if of > 0.0 {
+                    *accel.entry(wl.team.get().clone()).or_default() += pods * per_pod / of;
                 }
             }
-            let flavors = flavor_names
-                .into_iter()
-                .map(|flavor| FlavorQuotas {
-                    quotas: resources
-                        .iter()
-                        .map(|r| {
-                            let q = by_resource
-                                .get(r)
-                                .and_then(|fl| fl.get(&flavor))
-                                .copied()
-                                .unwrap_or(0.0);
-                            ResourceQuota {
-                                resource: r.clone(),
-                                quota: quantity(r, q),
-                            }
-                        })
-                        .collect(),
-                    flavor,
-                })
-                .collect();
-            TeamView {
-                queue: format!("gpuplan-{team}"),
-                name: team,
-                resources,
-                flavors,
-                checked_flavors: Vec::new(),
+            for (r, each) in [
+                ("cpu", wl.cpu.as_ref().map(|c| *c.get())),
+                ("memory", wl.memory_gib.as_ref().map(|m| *m.get())),
+            ] {
+                let e = team.entry(r.to_owned()).or_insert(Some(0.0));
+                *e = match (*e, each) {
+                    (Some(x), Some(c)) => Some(x + pods * c),
+                    _ => None,
+                };
             }
+        }
+        Demand { asks, accel }
+    }
+
+    /// Each team's quota of each resource on the flavor, bounded by what its nodes have. A
+    /// team whose pods state no cpu or memory request gets what the stating teams leave of
+    /// the flavor, shared by GPU demand, instead of the whole flavor each: their quotas add up
+    /// to what the nodes have, not to a multiple of it.
+    fn quotas(&self, physical: &IndexMap<String, f64>) -> Vec<(String, String, f64)> {
+        let (asks, accel) = (&self.asks, &self.accel);
+        let stated = |r: &str| -> f64 {
+            asks.values()
+                .filter_map(|t| t.get(r).copied().flatten())
+                .sum()
+        };
+        let unstated_accel = |r: &str| -> f64 {
+            asks.iter()
+                .filter(|(_, t)| matches!(t.get(r), Some(None)))
+                .map(|(team, _)| accel.get(team).copied().unwrap_or(0.0))
+                .sum()
+        };
+        let unstated_teams = |r: &str| {
+            asks.values()
+                .filter(|t| matches!(t.get(r), Some(None)))
+                .count()
+        };
+        let mut quotas: Vec<(String, String, f64)> = Vec::new();
+        for (team, by_resource) in asks {
+            for (r, ask) in by_resource {
+                let have = physical.get(r).copied().unwrap_or(0.0);
+                let q = match ask {
+                    Some(a) => a.min(have),
+                    None => {
+                        let left = (have - stated(r).min(have)).max(0.0);
+                        let all = unstated_accel(r);
+                        let share = if all > 0.0 {
+                            accel.get(team).copied().unwrap_or(0.0) / all
+                        } else {
+                            1.0 / unstated_teams(r).max(1) as f64
+                        };
+                        left * share
+                    }
+                };
+                quotas.push((team.clone(), r.clone(), q));
+            }
+        }
+        quotas
+    }
+}
+
+/// A team's ClusterQueue: its resources (cpu and memory first, then the accelerators, each
+/// once) and its quota of each on every flavor it uses.
+fn team_view(team: String, by_resource: IndexMap<String, IndexMap<String, f64>>) -> TeamView {
+    let mut resources: Vec<String> = by_resource.keys().cloned().collect();
+    resources.sort_by_key(|r| match r.as_str() {
+        "cpu" => (0, String::new()),
+        "memory" => (1, String::new()),
+        other => (2, other.to_owned()),
+    });
+    let mut flavor_names: Vec<String> = Vec::new();
+    for fl in by_resource.values() {
+        for f in fl.keys() {
+            if !flavor_names.contains(f) {
+                flavor_names.push(f.clone());
+            }
+        }
+    }
+    let flavors = flavor_names
+        .into_iter()
+        .map(|flavor| FlavorQuotas {
+            quotas: resources
+                .iter()
+                .map(|r| {
+                    let q = by_resource
+                        .get(r)
+                        .and_then(|fl| fl.get(&flavor))
+                        .copied()
+                        .unwrap_or(0.0);
+                    ResourceQuota {
+                        resource: r.clone(),
+                        quota: quantity(r, q),
+                    }
+                })
+                .collect(),
+            flavor,
         })
-        .collect()
+        .collect();
+    TeamView {
+        queue: format!("gpuplan-{team}"),
+        name: team,
+        resources,
+        flavors,
+        checked_flavors: Vec::new(),
+    }
 }
 
 /// What the Kueue template sees for one cluster.

@@ -60,189 +60,216 @@ pub(crate) fn human(rec: &Recommendation) -> String {
         rec.provider,
         rec.regions.join(" > ")
     );
-    if !rec.pools.is_empty() {
-        let header = [
-            "POOL",
-            "REGION",
-            "SKU",
-            "GPU",
-            "NODES",
-            "CAPACITY",
-            "SHARING",
-            "COST/MONTH",
-        ];
-        let rows: Vec<[String; 8]> = rec
-            .pools
-            .iter()
-            .map(|p| {
-                [
-                    p.name.clone(),
-                    p.region.clone(),
-                    p.sku.clone(),
-                    format!("{} x{}", p.gpu_model, p.gpus_per_node),
-                    nodes_cell(p),
-                    p.capacity.to_string(),
-                    sharing_cell(p),
-                    usd(p.monthly_cost_usd),
-                ]
-            })
-            .collect();
-        let mut widths = header.map(str::len);
-        for r in &rows {
-            for (w, c) in widths.iter_mut().zip(r) {
-                *w = (*w).max(c.len());
-            }
-        }
-        let line = |cells: &[String]| {
-            let mut l = String::new();
-            for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-                if i == cells.len() - 1 {
-                    let _ = write!(l, "{c:>w$}");
-                } else {
-                    let _ = write!(l, "{c:<w$}  ");
-                }
-            }
-            l.trim_end().to_owned()
-        };
-        let _ = writeln!(o);
-        let _ = writeln!(o, "{}", line(&header.map(str::to_owned)));
-        for (p, r) in rec.pools.iter().zip(&rows) {
-            let _ = writeln!(o, "{}", line(r));
-            let _ = writeln!(o, "  workloads: {}", p.workloads.join(", "));
-            if let Some(line) = sizes_line(rec, p) {
-                let _ = writeln!(o, "  {line}");
-            }
-            if !p.mig_configs.is_empty() {
-                for c in &p.mig_configs {
-                    let _ = writeln!(
-                        o,
-                        "  mig config {}: {} on {} GPU(s)",
-                        c.name,
-                        c.layout
-                            .iter()
-                            .map(|(k, v)| format!("{k} x{v}"))
-                            .collect::<Vec<_>>()
-                            .join(" + "),
-                        c.gpus
-                    );
-                }
-            }
-            if let Some(u) = p.gpu_memory_utilization {
-                let _ = writeln!(
-                    o,
-                    "  serving: gpu_memory_utilization = {} per instance",
-                    crate::core::num(u)
-                );
-            }
-            let _ = writeln!(o, "  why: {}", p.why);
-            for a in &p.considered {
-                match (a.monthly_cost_usd, a.delta_usd) {
-                    (Some(c), Some(d)) => {
-                        let _ = writeln!(
-                            o,
-                            "  considered: {} {} {}: {} ({}{}; {})",
-                            a.sku,
-                            a.region,
-                            a.capacity,
-                            usd(c),
-                            if d >= 0.0 { "+" } else { "" },
-                            usd(d),
-                            a.note
-                        );
-                    }
-                    _ => {
-                        let _ = writeln!(
-                            o,
-                            "  considered: {} {} {}: {}",
-                            a.sku, a.region, a.capacity, a.note
-                        );
-                    }
-                }
-            }
-            for c in &p.capacity_options {
-                let _ = writeln!(
-                    o,
-                    "  option: {} {}: {}",
-                    c.capacity,
-                    usd(c.monthly_cost_usd),
-                    c.note
-                );
-            }
-        }
-    }
-    if !rec.teams.is_empty() {
-        let _ = writeln!(o);
-        let _ = writeln!(o, "Cost per team (namespace):");
-        for t in &rec.teams {
-            let _ = writeln!(o, "  {:<24} {:>14}", t.team, usd(t.monthly_cost_usd));
-        }
-        let _ = writeln!(o, "Cost per workload:");
-        for w in &rec.workloads {
-            let tokens = w
-                .usd_per_million_tokens
-                .map(|x| format!("  ({} per 1M tokens)", crate::core::rate(x)))
-                .unwrap_or_default();
-            let _ = writeln!(
-                o,
-                "  {:<24} {:>14}  {}{tokens}",
-                w.workload,
-                usd(w.monthly_cost_usd),
-                w.pool.as_deref().unwrap_or("(not placed)")
-            );
-        }
-    }
-    if let Some(c) = &rec.comparison {
-        let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            "Today's declared pools: {} a month; recommended {}; {}{}",
-            usd(c.today_monthly_cost_usd),
-            usd(c.recommended_monthly_cost_usd),
-            saving(c.saving_usd),
-            if c.not_compared.is_empty() {
-                String::new()
-            } else {
-                format!(" (not compared: {})", c.not_compared.join(", "))
-            }
-        );
-        for ch in &c.changes {
-            let _ = writeln!(
-                o,
-                "  {}: {} today, {} recommended{}; {}",
-                ch.declared_pool,
-                ch.today_monthly_cost_usd
-                    .map_or("not compared".to_owned(), usd),
-                usd(ch.recommended_monthly_cost_usd),
-                ch.saving_usd
-                    .map(|s| format!(" ({})", saving(s)))
-                    .unwrap_or_default(),
-                ch.note
-            );
-        }
-    }
-    if !rec.unsatisfied.is_empty() || !rec.findings.is_empty() {
-        let _ = writeln!(o);
-        for u in &rec.unsatisfied {
-            let _ = writeln!(o, "unsatisfied [{}]: {}", u.constraint, u.message);
-        }
-        for f in &rec.findings {
-            let _ = writeln!(o, "{}[{}]: {}", f.severity, f.rule, f.message);
-            if let (Some(file), Some(line), Some(col)) = (&f.file, f.line, f.column) {
-                let _ = writeln!(o, "  --> {}:{line}:{col}", crate::core::printable(file));
-            }
-            if let Some(h) = &f.help {
-                let _ = writeln!(o, "  help: {h}");
-            }
-            if let Some(s) = &f.suppressed {
-                let _ = writeln!(o, "  (suppressed by an allow: {s})");
-            }
-        }
-    }
+    human_pools(&mut o, rec);
+    human_costs(&mut o, rec);
+    human_comparison(&mut o, rec);
+    human_problems(&mut o, rec);
     let _ = writeln!(o);
     for d in &rec.data {
         let _ = writeln!(o, "data: {} {}", d.file, d.dated());
     }
     o
+}
+
+/// The pools as an aligned table, each row followed by its details.
+fn human_pools(o: &mut String, rec: &Recommendation) {
+    if rec.pools.is_empty() {
+        return;
+    }
+    let header = [
+        "POOL",
+        "REGION",
+        "SKU",
+        "GPU",
+        "NODES",
+        "CAPACITY",
+        "SHARING",
+        "COST/MONTH",
+    ];
+    let rows: Vec<[String; 8]> = rec
+        .pools
+        .iter()
+        .map(|p| {
+            [
+                p.name.clone(),
+                p.region.clone(),
+                p.sku.clone(),
+                format!("{} x{}", p.gpu_model, p.gpus_per_node),
+                nodes_cell(p),
+                p.capacity.to_string(),
+                sharing_cell(p),
+                usd(p.monthly_cost_usd),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            if i == cells.len() - 1 {
+                let _ = write!(l, "{c:>w$}");
+            } else {
+                let _ = write!(l, "{c:<w$}  ");
+            }
+        }
+        l.trim_end().to_owned()
+    };
+    let _ = writeln!(o);
+    let _ = writeln!(o, "{}", line(&header.map(str::to_owned)));
+    for (p, r) in rec.pools.iter().zip(&rows) {
+        let _ = writeln!(o, "{}", line(r));
+        human_pool_details(o, rec, p);
+    }
+}
+
+/// A pool's workloads, sizes, MIG configs, serving cap, why, and what else was weighed.
+fn human_pool_details(o: &mut String, rec: &Recommendation, p: &RecPool) {
+    let _ = writeln!(o, "  workloads: {}", p.workloads.join(", "));
+    if let Some(line) = sizes_line(rec, p) {
+        let _ = writeln!(o, "  {line}");
+    }
+    for c in &p.mig_configs {
+        let _ = writeln!(
+            o,
+            "  mig config {}: {} on {} GPU(s)",
+            c.name,
+            c.layout
+                .iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect::<Vec<_>>()
+                .join(" + "),
+            c.gpus
+        );
+    }
+    if let Some(u) = p.gpu_memory_utilization {
+        let _ = writeln!(
+            o,
+            "  serving: gpu_memory_utilization = {} per instance",
+            crate::core::num(u)
+        );
+    }
+    let _ = writeln!(o, "  why: {}", p.why);
+    for a in &p.considered {
+        match (a.monthly_cost_usd, a.delta_usd) {
+            (Some(c), Some(d)) => {
+                let _ = writeln!(
+                    o,
+                    "  considered: {} {} {}: {} ({}{}; {})",
+                    a.sku,
+                    a.region,
+                    a.capacity,
+                    usd(c),
+                    if d >= 0.0 { "+" } else { "" },
+                    usd(d),
+                    a.note
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    o,
+                    "  considered: {} {} {}: {}",
+                    a.sku, a.region, a.capacity, a.note
+                );
+            }
+        }
+    }
+    for c in &p.capacity_options {
+        let _ = writeln!(
+            o,
+            "  option: {} {}: {}",
+            c.capacity,
+            usd(c.monthly_cost_usd),
+            c.note
+        );
+    }
+}
+
+/// Cost per team and per workload.
+fn human_costs(o: &mut String, rec: &Recommendation) {
+    if rec.teams.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Cost per team (namespace):");
+    for t in &rec.teams {
+        let _ = writeln!(o, "  {:<24} {:>14}", t.team, usd(t.monthly_cost_usd));
+    }
+    let _ = writeln!(o, "Cost per workload:");
+    for w in &rec.workloads {
+        let tokens = w
+            .usd_per_million_tokens
+            .map(|x| format!("  ({} per 1M tokens)", crate::core::rate(x)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  {:<24} {:>14}  {}{tokens}",
+            w.workload,
+            usd(w.monthly_cost_usd),
+            w.pool.as_deref().unwrap_or("(not placed)")
+        );
+    }
+}
+
+/// Today's declared pools against the recommendation.
+fn human_comparison(o: &mut String, rec: &Recommendation) {
+    let Some(c) = &rec.comparison else {
+        return;
+    };
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "Today's declared pools: {} a month; recommended {}; {}{}",
+        usd(c.today_monthly_cost_usd),
+        usd(c.recommended_monthly_cost_usd),
+        saving(c.saving_usd),
+        if c.not_compared.is_empty() {
+            String::new()
+        } else {
+            format!(" (not compared: {})", c.not_compared.join(", "))
+        }
+    );
+    for ch in &c.changes {
+        let _ = writeln!(
+            o,
+            "  {}: {} today, {} recommended{}; {}",
+            ch.declared_pool,
+            ch.today_monthly_cost_usd
+                .map_or("not compared".to_owned(), usd),
+            usd(ch.recommended_monthly_cost_usd),
+            ch.saving_usd
+                .map(|s| format!(" ({})", saving(s)))
+                .unwrap_or_default(),
+            ch.note
+        );
+    }
+}
+
+/// Workloads nothing can run, and the findings, located and with their help.
+fn human_problems(o: &mut String, rec: &Recommendation) {
+    if rec.unsatisfied.is_empty() && rec.findings.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    for u in &rec.unsatisfied {
+        let _ = writeln!(o, "unsatisfied [{}]: {}", u.constraint, u.message);
+    }
+    for f in &rec.findings {
+        let _ = writeln!(o, "{}[{}]: {}", f.severity, f.rule, f.message);
+        if let (Some(file), Some(line), Some(col)) = (&f.file, f.line, f.column) {
+            let _ = writeln!(o, "  --> {}:{line}:{col}", crate::core::printable(file));
+        }
+        if let Some(h) = &f.help {
+            let _ = writeln!(o, "  help: {h}");
+        }
+        if let Some(s) = &f.suppressed {
+            let _ = writeln!(o, "  (suppressed by an allow: {s})");
+        }
+    }
 }
 
 /// For the first size of a pool of several node sizes (pools sharing one `gpuplan.io/pool`

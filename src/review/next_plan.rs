@@ -309,160 +309,211 @@ pub(crate) fn next_plan(
             .collect(),
         None => BTreeMap::new(),
     };
-    // Right-sizes (by workload) and pool resizes check refuses, and why.
-    let mut refused: BTreeMap<String, String> = BTreeMap::new();
-    let mut refused_pools: BTreeMap<String, String> = BTreeMap::new();
+    let mut refused = Refused::default();
     loop {
-        let mut doc: DocumentMut = plan.file.text.parse()?;
-        let mut changed = Vec::new();
-        let mut right_sized = Vec::new();
-        let mut proposals: BTreeMap<String, Proposal> = BTreeMap::new();
-        if let Some(Item::ArrayOfTables(ws)) = doc.get_mut("workload") {
-            for t in ws.iter_mut() {
-                let Some(name) = t.get("name").and_then(Item::as_str).map(str::to_owned) else {
-                    continue;
-                };
-                let Some(f) = nq.workloads.iter().find(|f| f.workload == name) else {
-                    continue;
-                };
-                if spread.contains_key(&name) {
-                    continue;
-                }
-                let p = match &f.without_right_size {
-                    Some(alt) if refused.contains_key(&name) => alt,
-                    _ => &f.proposed,
-                };
-                if p.gpu_fraction.is_some() {
-                    right_sized.push(name.clone());
-                }
-                proposals.insert(name.clone(), p.clone());
-                let gang = plan.workload(&name).map_or(1, |w| w.gang().max(1));
-                if apply(t, f, p, &nq.quarter, gang) {
-                    changed.push(name);
-                }
-            }
-        }
-        let skip: BTreeSet<String> = refused_pools.keys().cloned().collect();
-        let resized = resizes(plan, catalog, &proposals, &skip);
-        if let Some(Item::ArrayOfTables(ps)) = doc.get_mut("pool") {
-            for t in ps.iter_mut() {
-                let Some(name) = t.get("name").and_then(Item::as_str) else {
-                    continue;
-                };
-                let Some(r) = resized.iter().find(|r| r.pool == name) else {
-                    continue;
-                };
-                let item = commented(count_value(r.nodes), t.get("nodes"), &r.note);
-                t.insert("nodes", item);
-            }
-        }
-        let body = doc.to_string();
-        let body = body
-            .lines()
-            .skip_while(|l| l.starts_with(HEADER))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let mut text = format!(
-            "{HEADER}next quarter ({}, to {}) from telemetry {} to {}, {} covered day(s).\n{HEADER}changed lines carry the figures they came from; the method is in `gpuplan explain review`.\n",
-            nq.quarter, nq.horizon, window.0, window.1, nq.covered_days
-        );
-        if !nq.without_data.is_empty() {
-            text.push_str(&format!(
-                "{HEADER}left as written, no GPU held in the window: {}\n",
-                nq.without_data.join(", ")
-            ));
-        }
-        text.push_str(&body);
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        let checked = errors(&plan.file.name, &text, catalog, today);
+        let a = attempt(plan, catalog, nq, window, &spread, &refused)?;
+        let checked = errors(&plan.file.name, &a.text, catalog, today);
         let added: Vec<Found> = match &checked {
             Ok(after) => after.difference(&before).cloned().collect(),
             Err(msgs) => msgs.iter().map(|m| (m.clone(), None, None)).collect(),
         };
-        // What an added error is blamed on: the right-sized workload it names, else the
-        // resized pool it names; an error on the plan as a whole (quota, budget) on every
-        // resized pool, else every right-size.
+        if refused.blame(&added, &a) {
+            continue;
+        }
+        if let Err(msgs) = checked {
+            return Err(WritePlanError::Invalid(msgs.join("; ")));
+        }
+        let notes = notes(nq, &refused, &a, &added, &spread, cluster);
+        return Ok(NextPlan {
+            text: a.text,
+            changed: a.changed,
+            notes,
+        });
+    }
+}
+
+/// Right-sizes (by workload) and pool resizes check refuses, and why.
+#[derive(Default)]
+struct Refused {
+    workloads: BTreeMap<String, String>,
+    pools: BTreeMap<String, String>,
+}
+
+impl Refused {
+    /// What an added error is blamed on: the right-sized workload it names, else the resized
+    /// pool it names; an error on the plan as a whole (quota, budget) on every resized pool,
+    /// else every right-size. Whether any refusal is new, so the next attempt differs.
+    fn blame(&mut self, added: &[Found], a: &Attempt) -> bool {
         let mut blamed = false;
-        for e in &added {
+        for e in added {
             let mut hit = |w: Option<&String>, p: Option<&String>| {
                 // Only a new refusal changes the next attempt.
-                if let Some(w) = w.filter(|w| !refused.contains_key(*w)) {
-                    refused.insert(w.clone(), e.0.clone());
+                if let Some(w) = w.filter(|w| !self.workloads.contains_key(*w)) {
+                    self.workloads.insert(w.clone(), e.0.clone());
                     blamed = true;
                 }
-                if let Some(p) = p.filter(|p| !refused_pools.contains_key(*p)) {
-                    refused_pools.insert(p.clone(), e.0.clone());
+                if let Some(p) = p.filter(|p| !self.pools.contains_key(*p)) {
+                    self.pools.insert(p.clone(), e.0.clone());
                     blamed = true;
                 }
             };
             match (&e.1, &e.2) {
-                (Some(w), _) if right_sized.contains(w) => hit(Some(w), None),
-                (_, Some(p)) if resized.iter().any(|r| &r.pool == p) => hit(None, Some(p)),
-                (None, None) if resized.iter().any(|r| r.grew) => {
-                    for r in resized.iter().filter(|r| r.grew) {
+                (Some(w), _) if a.right_sized.contains(w) => hit(Some(w), None),
+                (_, Some(p)) if a.resized.iter().any(|r| &r.pool == p) => hit(None, Some(p)),
+                (None, None) if a.resized.iter().any(|r| r.grew) => {
+                    for r in a.resized.iter().filter(|r| r.grew) {
                         hit(None, Some(&r.pool));
                     }
                 }
                 (None, _) => {
-                    for w in &right_sized {
+                    for w in &a.right_sized {
                         hit(Some(w), None);
                     }
                 }
                 _ => {}
             }
         }
-        if blamed {
-            continue;
-        }
-        if let Err(msgs) = checked {
-            return Err(WritePlanError::Invalid(msgs.join("; ")));
-        }
-        let mut notes: Vec<String> = refused
-            .iter()
-            .map(|(w, why)| {
-                format!("`{w}`: the right-size was not taken (check would report {why}); sized by consolidation instead")
-            })
-            .collect();
-        for (p, why) in &refused_pools {
-            notes.push(format!("pool `{p}` was left at its size: resizing it for its workloads' new maxima makes check report {why} (raise the quota or budget, or split the work)"));
-        }
-        for r in &resized {
-            notes.push(format!("pool `{}`: nodes {}", r.pool, r.note));
-        }
-        if !added.is_empty() {
-            notes.push(format!(
-                "check reports {} error(s) on the written plan that the plan did not have: {}",
-                added.len(),
-                added
-                    .iter()
-                    .map(|e| match (&e.1, &e.2) {
-                        (Some(w), _) => format!("{} on `{w}`", e.0),
-                        (None, Some(p)) => format!("{} on pool `{p}`", e.0),
-                        _ => e.0.clone(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        for (w, regions) in &spread {
-            notes.push(format!(
-                "`{w}` was left as written: its pools are in {}, and the review read only cluster(s) {}, part of its demand; review every cluster the data holds (`--all-clusters`) to propose it",
-                regions.join(" and "),
-                cluster.unwrap_or_default()
-            ));
-        }
-        if !nq.without_data.is_empty() {
-            notes.push(format!(
-                "left as written, no GPU held in the window: {}",
-                nq.without_data.join(", ")
-            ));
-        }
-        return Ok(NextPlan {
-            text,
-            changed,
-            notes,
-        });
+        blamed
     }
+}
+
+/// One attempt at the next plan: its text, and what it changed.
+struct Attempt {
+    text: String,
+    changed: Vec<String>,
+    right_sized: Vec<String>,
+    resized: Vec<Resize>,
+}
+
+/// The plan with every proposal applied that check has not refused.
+fn attempt(
+    plan: &Plan,
+    catalog: &Catalog,
+    nq: &NextQuarter,
+    window: (&str, &str),
+    spread: &BTreeMap<String, Vec<String>>,
+    refused: &Refused,
+) -> Result<Attempt, WritePlanError> {
+    let mut doc: DocumentMut = plan.file.text.parse()?;
+    let mut changed = Vec::new();
+    let mut right_sized = Vec::new();
+    let mut proposals: BTreeMap<String, Proposal> = BTreeMap::new();
+    if let Some(Item::ArrayOfTables(ws)) = doc.get_mut("workload") {
+        for t in ws.iter_mut() {
+            let Some(name) = t.get("name").and_then(Item::as_str).map(str::to_owned) else {
+                continue;
+            };
+            let Some(f) = nq.workloads.iter().find(|f| f.workload == name) else {
+                continue;
+            };
+            if spread.contains_key(&name) {
+                continue;
+            }
+            let p = match &f.without_right_size {
+                Some(alt) if refused.workloads.contains_key(&name) => alt,
+                _ => &f.proposed,
+            };
+            if p.gpu_fraction.is_some() {
+                right_sized.push(name.clone());
+            }
+            proposals.insert(name.clone(), p.clone());
+            let gang = plan.workload(&name).map_or(1, |w| w.gang().max(1));
+            if apply(t, f, p, &nq.quarter, gang) {
+                changed.push(name);
+            }
+        }
+    }
+    let skip: BTreeSet<String> = refused.pools.keys().cloned().collect();
+    let resized = resizes(plan, catalog, &proposals, &skip);
+    if let Some(Item::ArrayOfTables(ps)) = doc.get_mut("pool") {
+        for t in ps.iter_mut() {
+            let Some(name) = t.get("name").and_then(Item::as_str) else {
+                continue;
+            };
+            let Some(r) = resized.iter().find(|r| r.pool == name) else {
+                continue;
+            };
+            let item = commented(count_value(r.nodes), t.get("nodes"), &r.note);
+            t.insert("nodes", item);
+        }
+    }
+    let body = doc.to_string();
+    let body = body
+        .lines()
+        .skip_while(|l| l.starts_with(HEADER))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut text = format!(
+        "{HEADER}next quarter ({}, to {}) from telemetry {} to {}, {} covered day(s).\n{HEADER}changed lines carry the figures they came from; the method is in `gpuplan explain review`.\n",
+        nq.quarter, nq.horizon, window.0, window.1, nq.covered_days
+    );
+    if !nq.without_data.is_empty() {
+        text.push_str(&format!(
+            "{HEADER}left as written, no GPU held in the window: {}\n",
+            nq.without_data.join(", ")
+        ));
+    }
+    text.push_str(&body);
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(Attempt {
+        text,
+        changed,
+        right_sized,
+        resized,
+    })
+}
+
+/// What the written plan says it did not do, and why.
+fn notes(
+    nq: &NextQuarter,
+    refused: &Refused,
+    a: &Attempt,
+    added: &[Found],
+    spread: &BTreeMap<String, Vec<String>>,
+    cluster: Option<&str>,
+) -> Vec<String> {
+    let mut notes: Vec<String> = refused
+        .workloads
+        .iter()
+        .map(|(w, why)| {
+            format!("`{w}`: the right-size was not taken (check would report {why}); sized by consolidation instead")
+        })
+        .collect();
+    for (p, why) in &refused.pools {
+        notes.push(format!("pool `{p}` was left at its size: resizing it for its workloads' new maxima makes check report {why} (raise the quota or budget, or split the work)"));
+    }
+    for r in &a.resized {
+        notes.push(format!("pool `{}`: nodes {}", r.pool, r.note));
+    }
+    if !added.is_empty() {
+        notes.push(format!(
+            "check reports {} error(s) on the written plan that the plan did not have: {}",
+            added.len(),
+            added
+                .iter()
+                .map(|e| match (&e.1, &e.2) {
+                    (Some(w), _) => format!("{} on `{w}`", e.0),
+                    (None, Some(p)) => format!("{} on pool `{p}`", e.0),
+                    _ => e.0.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for (w, regions) in spread {
+        notes.push(format!(
+            "`{w}` was left as written: its pools are in {}, and the review read only cluster(s) {}, part of its demand; review every cluster the data holds (`--all-clusters`) to propose it",
+            regions.join(" and "),
+            cluster.unwrap_or_default()
+        ));
+    }
+    if !nq.without_data.is_empty() {
+        notes.push(format!(
+            "left as written, no GPU held in the window: {}",
+            nq.without_data.join(", ")
+        ));
+    }
+    notes
 }

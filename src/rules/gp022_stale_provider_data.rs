@@ -1,7 +1,7 @@
 use indexmap::IndexMap;
 
 use super::{Cx, Rule};
-use crate::catalog::{DataKind, Figure, Price, SpotBand};
+use crate::catalog::{DataKind, Figure, ProviderCatalog, SpotBand};
 use crate::core::Date;
 use crate::plan::raw::Capacity;
 
@@ -55,92 +55,10 @@ impl Rule for StaleProviderData {
         let Some(pc) = cx.catalog.provider(provider) else {
             return;
         };
-        let uses_spot = cx
-            .plan
-            .pools()
-            .iter()
-            .any(|p| p.capacity() == Capacity::Spot)
-            || cx.plan.workloads().iter().any(|w| w.interruptible());
-        // (sku, region, capacity) pairs whose figures decide the plan's cost.
-        let mut relied: Vec<(String, String, Capacity)> = Vec::new();
-        if cx.plan.pools().is_empty() {
-            let named: Vec<&str> = cx
-                .plan
-                .workloads()
-                .iter()
-                .flat_map(|w| {
-                    w.skus
-                        .iter()
-                        .flat_map(|s| s.get().iter().map(|x| x.get().as_str()))
-                })
-                .collect();
-            for region in cx.plan.regions() {
-                for sku in pc.skus.values() {
-                    // What the recommender would consider (candidate SKUs), or what is named.
-                    let open = if named.is_empty() {
-                        !sku.retired
-                            && !sku.arm64
-                            && sku.gpu_partition >= 1.0
-                            && cx.catalog.sku_gpu(sku).is_some_and(|g| g.is_nvidia())
-                    } else {
-                        named.contains(&sku.name.as_str())
-                    };
-                    if open && pc.offered(&sku.name, region) {
-                        relied.push((sku.name.clone(), region.to_owned(), Capacity::OnDemand));
-                        if uses_spot {
-                            relied.push((sku.name.clone(), region.to_owned(), Capacity::Spot));
-                        }
-                    }
-                }
-            }
-        } else {
-            for p in cx.plan.pools() {
-                let (sku, region) = (p.sku.get().clone(), p.region.get().clone());
-                relied.push((sku.clone(), region.clone(), Capacity::OnDemand));
-                if p.capacity() != Capacity::OnDemand {
-                    relied.push((sku, region, p.capacity()));
-                }
-            }
-        }
-        let mut stale: IndexMap<Origin, Vec<String>> = IndexMap::new();
-        let today = cx.today;
+        let relied = relied(cx, pc);
+        let stale = stale_figures(cx, pc, &relied);
         let limits = &cx.catalog.assumptions;
-        let mut note = |figure: Figure, source: &str, as_of: Option<Date>, at: String| {
-            let old = as_of.is_none_or(|d| today.days() - d.days() > limits.stale_limit(figure));
-            if old {
-                let uses = stale.entry((figure, source.to_owned(), as_of)).or_default();
-                if !uses.contains(&at) {
-                    uses.push(at);
-                }
-            }
-        };
-        for (sku, region, capacity) in &relied {
-            let Some(prices) = pc.price(sku, region) else {
-                continue;
-            };
-            let at = format!("{sku} in {region}");
-            let mut price = |figure: Figure, p: Option<&Price>| {
-                if let Some(p) = p {
-                    note(figure, &p.source, p.as_of, at.clone());
-                }
-            };
-            match capacity {
-                Capacity::OnDemand | Capacity::CapacityReservation => {
-                    price(Figure::OnDemand, prices.on_demand.as_ref());
-                }
-                Capacity::Spot => price(Figure::Spot, prices.spot.as_ref()),
-                Capacity::Reserved1y => price(Figure::Reserved, prices.reserved_1y.as_ref()),
-                Capacity::Reserved3y => price(Figure::Reserved, prices.reserved_3y.as_ref()),
-                Capacity::CapacityBlock => {
-                    price(Figure::CapacityBlock, prices.capacity_block.as_ref());
-                }
-            }
-            if *capacity == Capacity::Spot {
-                if let Some(SpotBand { source, as_of, .. }) = pc.band(sku, region) {
-                    note(Figure::SpotBand, source, *as_of, at.clone());
-                }
-            }
-        }
+        let today = cx.today;
         // Per-account files a refresh writes (quota, availability) keep the file limit.
         let file_limit = limits.stale_after_days;
         let files: Vec<_> = cx
@@ -197,6 +115,93 @@ impl Rule for StaleProviderData {
             );
         }
     }
+}
+
+/// The (SKU, region, capacity) figures that decide the plan's cost: its pools', or, with no
+/// pools, those of every SKU the recommender would consider (or the workloads name).
+fn relied(cx: &Cx<'_>, pc: &ProviderCatalog) -> Vec<(String, String, Capacity)> {
+    let uses_spot = cx
+        .plan
+        .pools()
+        .iter()
+        .any(|p| p.capacity() == Capacity::Spot)
+        || cx.plan.workloads().iter().any(|w| w.interruptible());
+    let mut relied: Vec<(String, String, Capacity)> = Vec::new();
+    if !cx.plan.pools().is_empty() {
+        for p in cx.plan.pools() {
+            let (sku, region) = (p.sku.get().clone(), p.region.get().clone());
+            relied.push((sku.clone(), region.clone(), Capacity::OnDemand));
+            if p.capacity() != Capacity::OnDemand {
+                relied.push((sku, region, p.capacity()));
+            }
+        }
+        return relied;
+    }
+    let named: Vec<&str> = cx
+        .plan
+        .workloads()
+        .iter()
+        .flat_map(|w| {
+            w.skus
+                .iter()
+                .flat_map(|s| s.get().iter().map(|x| x.get().as_str()))
+        })
+        .collect();
+    for region in cx.plan.regions() {
+        for sku in pc.skus.values() {
+            // What the recommender would consider (candidate SKUs), or what is named.
+            let open = if named.is_empty() {
+                !sku.retired
+                    && !sku.arm64
+                    && sku.gpu_partition >= 1.0
+                    && cx.catalog.sku_gpu(sku).is_some_and(|g| g.is_nvidia())
+            } else {
+                named.contains(&sku.name.as_str())
+            };
+            if open && pc.offered(&sku.name, region) {
+                relied.push((sku.name.clone(), region.to_owned(), Capacity::OnDemand));
+                if uses_spot {
+                    relied.push((sku.name.clone(), region.to_owned(), Capacity::Spot));
+                }
+            }
+        }
+    }
+    relied
+}
+
+/// The figures past their limit, by figure, source and date, with where each is used.
+fn stale_figures(
+    cx: &Cx<'_>,
+    pc: &ProviderCatalog,
+    relied: &[(String, String, Capacity)],
+) -> IndexMap<Origin, Vec<String>> {
+    let mut stale: IndexMap<Origin, Vec<String>> = IndexMap::new();
+    let today = cx.today;
+    let limits = &cx.catalog.assumptions;
+    let mut note = |figure: Figure, source: &str, as_of: Option<Date>, at: String| {
+        let old = as_of.is_none_or(|d| today.days() - d.days() > limits.stale_limit(figure));
+        if old {
+            let uses = stale.entry((figure, source.to_owned(), as_of)).or_default();
+            if !uses.contains(&at) {
+                uses.push(at);
+            }
+        }
+    };
+    for (sku, region, capacity) in relied {
+        let Some(prices) = pc.price(sku, region) else {
+            continue;
+        };
+        let at = format!("{sku} in {region}");
+        if let Some(p) = prices.listed(*capacity) {
+            note(Figure::of(*capacity), &p.source, p.as_of, at.clone());
+        }
+        if *capacity == Capacity::Spot {
+            if let Some(SpotBand { source, as_of, .. }) = pc.band(sku, region) {
+                note(Figure::SpotBand, source, *as_of, at.clone());
+            }
+        }
+    }
+    stale
 }
 
 const HELP: &str = "fetch today's data with `gpuplan catalog refresh --plan PLAN` (or run with `--live`), load newer files with `--catalog DIR`, or record the accepted age with an `[[allow]]`";

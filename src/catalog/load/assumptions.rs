@@ -118,6 +118,23 @@ pub(super) struct StaleEntry {
 
 pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, CatalogError> {
     let a: AssumptionsFile = toml_file(file)?;
+    check_review(file, &a)?;
+    let kube_reserved_cpu = kube_reserved(file, &a)?;
+    check_disks(file, &a)?;
+    check_pins(file, &a)?;
+    let precision_min_cc = precision(file, &a)?;
+    if !(a.recommend.daemonset_cpu.is_finite() && a.recommend.daemonset_cpu >= 0.0) {
+        return Err(invalid(
+            file,
+            0..0,
+            "daemonset_cpu must be 0 or more".into(),
+        ));
+    }
+    Ok(assumptions(a, kube_reserved_cpu, precision_min_cc))
+}
+
+/// The review's minimum days, trend days, headroom and consolidation target.
+fn check_review(file: &Arc<SourceFile>, a: &AssumptionsFile) -> Result<(), CatalogError> {
     let r = &a.review;
     if !(r.min_days >= 1.0
         && r.min_trend_days >= 3
@@ -131,8 +148,16 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
             "[review]: min_days >= 1, min_trend_days >= 3, headroom in 0..1 and consolidation_target in (0, 1] are required".to_owned(),
         ));
     }
+    Ok(())
+}
+
+/// kube-reserved CPU per provider: a rising curve of (vCPUs, millicores) points.
+fn kube_reserved(
+    file: &Arc<SourceFile>,
+    a: &AssumptionsFile,
+) -> Result<IndexMap<Provider, Vec<(f64, f64)>>, CatalogError> {
     let mut kube_reserved_cpu = IndexMap::new();
-    for k in a.recommend.kube_reserved_cpu {
+    for k in &a.recommend.kube_reserved_cpu {
         let rising = k.vcpus.windows(2).all(|w| w[0] < w[1]);
         let sane = k
             .vcpus
@@ -150,7 +175,12 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
                 ),
             ));
         }
-        let pts = k.vcpus.into_iter().zip(k.millicores).collect();
+        let pts = k
+            .vcpus
+            .iter()
+            .copied()
+            .zip(k.millicores.iter().copied())
+            .collect();
         if kube_reserved_cpu.insert(k.provider, pts).is_some() {
             return Err(invalid(
                 file,
@@ -162,6 +192,11 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
             ));
         }
     }
+    Ok(kube_reserved_cpu)
+}
+
+/// The node disk's OS and images shares, in GiB.
+fn check_disks(file: &Arc<SourceFile>, a: &AssumptionsFile) -> Result<(), CatalogError> {
     for (name, v) in [
         ("node_disk_os_gib", a.render.node_disk_os_gib),
         ("node_disk_images_gib", a.render.node_disk_images_gib),
@@ -175,6 +210,12 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
             ));
         }
     }
+    Ok(())
+}
+
+/// Pins reach rendered files: a driver version is digits and dots; an EKS AMI release is `v`
+/// and a date, and each release version `<minor>.<patch>-<date>` of it.
+fn check_pins(file: &Arc<SourceFile>, a: &AssumptionsFile) -> Result<(), CatalogError> {
     // Pins reach rendered files: a driver version is digits and dots; the EKS parameter is one
     // of AWS's public EKS AMI paths with the cluster's version as its one placeholder.
     let pins = &a.render.pins;
@@ -217,6 +258,15 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
             ));
         }
     }
+    Ok(())
+}
+
+/// The least compute capability each precision computes in.
+fn precision(
+    file: &Arc<SourceFile>,
+    a: &AssumptionsFile,
+) -> Result<IndexMap<String, (u32, u32)>, CatalogError> {
+    let at = |name: &str| file.text.find(name).map_or(0..0, |i| i..i + name.len());
     let mut precision_min_cc = IndexMap::new();
     for (precision, cc) in &a.precision {
         let Some(v) = crate::catalog::parse_cc(cc) else {
@@ -228,14 +278,15 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
         };
         precision_min_cc.insert(precision.clone(), v);
     }
-    if !(a.recommend.daemonset_cpu.is_finite() && a.recommend.daemonset_cpu >= 0.0) {
-        return Err(invalid(
-            file,
-            0..0,
-            "daemonset_cpu must be 0 or more".into(),
-        ));
-    }
-    Ok(Assumptions {
+    Ok(precision_min_cc)
+}
+
+fn assumptions(
+    a: AssumptionsFile,
+    kube_reserved_cpu: IndexMap<Provider, Vec<(f64, f64)>>,
+    precision_min_cc: IndexMap<String, (u32, u32)>,
+) -> Assumptions {
+    Assumptions {
         band_monthly_interruption: a
             .spot_band
             .into_iter()
@@ -280,5 +331,5 @@ pub(super) fn load_assumptions(file: &Arc<SourceFile>) -> Result<Assumptions, Ca
         review_headroom: a.review.headroom,
         review_consolidation_target: a.review.consolidation_target,
         precision_min_cc,
-    })
+    }
 }

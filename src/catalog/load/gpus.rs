@@ -65,149 +65,178 @@ pub(super) fn load_gpus(
     let parsed: GpusFile = toml_file(file)?;
     let mut out = IndexMap::new();
     for g in parsed.gpu {
-        let names = std::iter::once(&g.name)
-            .chain(&g.aliases)
-            .chain(
-                g.mig
-                    .iter()
-                    .flat_map(|m| m.profiles.iter().map(|p| &p.name)),
-            )
-            .chain(g.mig.iter().flat_map(|m| &m.aks_profiles));
-        for n in names {
-            if !crate::catalog::name_ok(n) {
-                return Err(invalid_at_name(
-                    file,
-                    n,
-                    format!(
-                        "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
-                        n.escape_debug()
-                    ),
-                ));
-            }
-        }
-        // What CUDA reports is what a server's memory fraction multiplies; a total above the
-        // nominal figure, or none at all, is a typo the fit rules would trust.
-        if !(g.usable_memory_mib > 0.0 && g.usable_memory_mib <= g.memory_gib * 1024.0 + 1e-9)
-            || g.usable_memory_source.trim().is_empty()
-        {
-            return Err(invalid_at_name(
-                file,
-                &g.name,
-                format!(
-                    "`{}`: usable_memory_mib must be above 0 and at most the nominal {} GiB, with its source",
-                    g.name, g.memory_gib
-                ),
-            ));
-        }
-        let usable_gib = g.usable_memory_mib / 1024.0;
-        if let Some(m) = &g.mig {
-            // The driver's figure is below the name's; above it, or missing its source, it is a
-            // typo every memory rule would trust.
-            let bad = m
-                .profiles
-                .iter()
-                .find(|p| !(p.driver_gib > 0.0 && p.driver_gib <= p.memory_gib));
-            if let Some(p) = bad {
-                return Err(invalid_at_name(
-                    file,
-                    &p.name,
-                    format!(
-                        "MIG profile `{}` of `{}`: driver_gib must be above 0 and at most the {} GiB in its name",
-                        p.name, g.name, p.memory_gib
-                    ),
-                ));
-            }
-            if m.driver_memory_source.trim().is_empty() {
-                return Err(invalid_at_name(
-                    file,
-                    &g.name,
-                    format!("`{}`: driver_memory_source is empty", g.name),
-                ));
-            }
-        }
-        let mig = g.mig.map(|m| MigSpec {
-            compute_slices: m.compute_slices,
-            memory_slices: m.memory_slices,
-            pci_device_ids: m.pci_device_ids,
-            placement_source: m.placement_source,
-            driver_memory_source: m.driver_memory_source,
-            aks_profiles: m.aks_profiles,
-            profiles: m
-                .profiles
-                .into_iter()
-                .map(|p| MigProfile {
-                    name: p.name,
-                    compute: p.compute,
-                    memory_slices: p.memory_slices,
-                    // A slice is never larger than its whole GPU as CUDA reports it.
-                    memory_gib: p.driver_gib.min(usable_gib),
-                    starts: p.starts,
-                    max_count: p.max_count,
-                })
-                .collect(),
-        });
-        if let Some(m) = &mig {
-            // Placements are bit masks over memory slices (mig.rs): keep them within a u32.
-            if m.memory_slices == 0 || m.memory_slices > 31 || m.compute_slices == 0 {
-                return Err(invalid_at_name(
-                    file,
-                    &g.name,
-                    format!(
-                        "`{}`: MIG needs 1-31 memory slices and at least one compute slice",
-                        g.name
-                    ),
-                ));
-            }
-            if let Some(bad) = m.aks_profiles.iter().find(|a| m.profile(a).is_none()) {
-                return Err(invalid_at_name(
-                    file,
-                    &g.name,
-                    format!(
-                        "`{}`: AKS profile `{bad}` is not one of its MIG profiles",
-                        g.name
-                    ),
-                ));
-            }
-            // A placement must fit inside the GPU; otherwise every layout check below is wrong.
-            for p in &m.profiles {
-                if p.starts.iter().any(|s| {
-                    u16::from(*s) + u16::from(p.memory_slices) > u16::from(m.memory_slices)
-                }) || p.compute > m.compute_slices
-                    || p.compute == 0
-                    || p.memory_slices == 0
-                {
-                    return Err(invalid_at_name(
-                        file,
-                        &p.name,
-                        format!(
-                            "MIG profile `{}` of `{}` does not fit the GPU's slices",
-                            p.name, g.name
-                        ),
-                    ));
-                }
-            }
-        }
-        if out.contains_key(&g.name) {
+        let model = gpu(file, g)?;
+        if out.contains_key(&model.name) {
             return Err(invalid(
                 file,
                 0..0,
-                format!("GPU `{}` is listed twice", g.name),
+                format!("GPU `{}` is listed twice", model.name),
             ));
         }
-        out.insert(
-            g.name.clone(),
-            GpuModel {
-                name: g.name,
-                vendor: g.vendor,
-                memory_gib: usable_gib,
-                nominal_memory_gib: g.memory_gib,
-                usable_memory_source: g.usable_memory_source,
-                architecture: g.architecture,
-                compute_capability: g.compute_capability,
-                aliases: g.aliases,
-                mig,
-            },
-        );
+        out.insert(model.name.clone(), model);
     }
     Ok(out)
+}
+
+/// One GPU of the file, its names, memory and MIG geometry checked.
+fn gpu(file: &Arc<SourceFile>, g: GpuEntry) -> Result<GpuModel, CatalogError> {
+    check_names(file, &g)?;
+    check_memory(file, &g)?;
+    let usable_gib = g.usable_memory_mib / 1024.0;
+    if let Some(m) = &g.mig {
+        check_driver_memory(file, &g.name, m)?;
+    }
+    let mig = g.mig.map(|m| mig_spec(m, usable_gib));
+    if let Some(m) = &mig {
+        check_mig(file, &g.name, m)?;
+    }
+    Ok(GpuModel {
+        name: g.name,
+        vendor: g.vendor,
+        memory_gib: usable_gib,
+        nominal_memory_gib: g.memory_gib,
+        usable_memory_source: g.usable_memory_source,
+        architecture: g.architecture,
+        compute_capability: g.compute_capability,
+        aliases: g.aliases,
+        mig,
+    })
+}
+
+/// Every name the GPU brings (its own, aliases, MIG and AKS profiles) is a catalog name.
+fn check_names(file: &Arc<SourceFile>, g: &GpuEntry) -> Result<(), CatalogError> {
+    let names = std::iter::once(&g.name)
+        .chain(&g.aliases)
+        .chain(
+            g.mig
+                .iter()
+                .flat_map(|m| m.profiles.iter().map(|p| &p.name)),
+        )
+        .chain(g.mig.iter().flat_map(|m| &m.aks_profiles));
+    for n in names {
+        if !crate::catalog::name_ok(n) {
+            return Err(invalid_at_name(
+                file,
+                n,
+                format!(
+                    "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
+                    n.escape_debug()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_memory(file: &Arc<SourceFile>, g: &GpuEntry) -> Result<(), CatalogError> {
+    // What CUDA reports is what a server's memory fraction multiplies; a total above the
+    // nominal figure, or none at all, is a typo the fit rules would trust.
+    if !(g.usable_memory_mib > 0.0 && g.usable_memory_mib <= g.memory_gib * 1024.0 + 1e-9)
+        || g.usable_memory_source.trim().is_empty()
+    {
+        return Err(invalid_at_name(
+            file,
+            &g.name,
+            format!(
+                "`{}`: usable_memory_mib must be above 0 and at most the nominal {} GiB, with its source",
+                g.name, g.memory_gib
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_driver_memory(
+    file: &Arc<SourceFile>,
+    gpu: &str,
+    m: &MigEntry,
+) -> Result<(), CatalogError> {
+    // The driver's figure is below the name's; above it, or missing its source, it is a
+    // typo every memory rule would trust.
+    let bad = m
+        .profiles
+        .iter()
+        .find(|p| !(p.driver_gib > 0.0 && p.driver_gib <= p.memory_gib));
+    if let Some(p) = bad {
+        return Err(invalid_at_name(
+            file,
+            &p.name,
+            format!(
+                "MIG profile `{}` of `{}`: driver_gib must be above 0 and at most the {} GiB in its name",
+                p.name, gpu, p.memory_gib
+            ),
+        ));
+    }
+    if m.driver_memory_source.trim().is_empty() {
+        return Err(invalid_at_name(
+            file,
+            gpu,
+            format!("`{gpu}`: driver_memory_source is empty"),
+        ));
+    }
+    Ok(())
+}
+
+fn mig_spec(m: MigEntry, usable_gib: f64) -> MigSpec {
+    MigSpec {
+        compute_slices: m.compute_slices,
+        memory_slices: m.memory_slices,
+        pci_device_ids: m.pci_device_ids,
+        placement_source: m.placement_source,
+        driver_memory_source: m.driver_memory_source,
+        aks_profiles: m.aks_profiles,
+        profiles: m
+            .profiles
+            .into_iter()
+            .map(|p| MigProfile {
+                name: p.name,
+                compute: p.compute,
+                memory_slices: p.memory_slices,
+                // A slice is never larger than its whole GPU as CUDA reports it.
+                memory_gib: p.driver_gib.min(usable_gib),
+                starts: p.starts,
+                max_count: p.max_count,
+            })
+            .collect(),
+    }
+}
+
+/// The MIG geometry holds together: slices within a u32 mask, AKS profiles among the
+/// profiles, every placement inside the GPU.
+fn check_mig(file: &Arc<SourceFile>, gpu: &str, m: &MigSpec) -> Result<(), CatalogError> {
+    // Placements are bit masks over memory slices (mig.rs): keep them within a u32.
+    if m.memory_slices == 0 || m.memory_slices > 31 || m.compute_slices == 0 {
+        return Err(invalid_at_name(
+            file,
+            gpu,
+            format!("`{gpu}`: MIG needs 1-31 memory slices and at least one compute slice"),
+        ));
+    }
+    if let Some(bad) = m.aks_profiles.iter().find(|a| m.profile(a).is_none()) {
+        return Err(invalid_at_name(
+            file,
+            gpu,
+            format!("`{gpu}`: AKS profile `{bad}` is not one of its MIG profiles"),
+        ));
+    }
+    // A placement must fit inside the GPU; otherwise every layout check below is wrong.
+    for p in &m.profiles {
+        if p.starts
+            .iter()
+            .any(|s| u16::from(*s) + u16::from(p.memory_slices) > u16::from(m.memory_slices))
+            || p.compute > m.compute_slices
+            || p.compute == 0
+            || p.memory_slices == 0
+        {
+            return Err(invalid_at_name(
+                file,
+                &p.name,
+                format!(
+                    "MIG profile `{}` of `{}` does not fit the GPU's slices",
+                    p.name, gpu
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
