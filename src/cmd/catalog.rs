@@ -247,6 +247,17 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
 }
 
 fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku, verbose: bool) -> String {
+    let mut t = sku_head(c, s);
+    let origin = price_table(&mut t, pc, s);
+    sku_sources(&mut t, c, pc, s, &origin, verbose);
+    t
+}
+
+/// Which file and date each figure came from, grouped: (kind, source, date) -> regions.
+type Origins<'a> = indexmap::IndexMap<(&'static str, String, String), Vec<&'a str>>;
+
+/// The SKU's shape, interconnect, quota and state.
+fn sku_head(c: &Catalog, s: &Sku) -> String {
     let gpu = c.sku_gpu(s);
     let mut t = format!(
         "{} ({}): {} x {}{} ({} GiB usable each), {} vCPUs, {} GiB RAM\n",
@@ -293,6 +304,11 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku, verbose: bool) -> String
     if let Some(why) = &s.unpriced {
         let _ = writeln!(t, "not priced: {why}");
     }
+    t
+}
+
+/// One row of prices per region, and where each figure came from.
+fn price_table<'a>(t: &mut String, pc: &'a ProviderCatalog, s: &Sku) -> Origins<'a> {
     let _ = writeln!(
         t,
         "  {:<20} {:>12} {:>12} {:>8} {:>12} {:>12}",
@@ -300,9 +316,7 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku, verbose: bool) -> String
     );
     let none =
         |p: Option<&Price>, missing: &str| p.map_or(missing.to_owned(), |x| rate(x.usd_per_hour));
-    // Which file and date each figure came from, grouped: (kind, source, date) -> regions.
-    let mut origin: indexmap::IndexMap<(&str, String, String), Vec<&str>> =
-        indexmap::IndexMap::new();
+    let mut origin: Origins<'a> = indexmap::IndexMap::new();
     for ((n, r), p) in &pc.prices {
         if n != &s.name {
             continue;
@@ -355,11 +369,23 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku, verbose: bool) -> String
                 .push(r);
         }
     }
+    origin
+}
+
+/// The figures' sources, the catalog's files, and what is unknown offline.
+fn sku_sources(
+    t: &mut String,
+    c: &Catalog,
+    pc: &ProviderCatalog,
+    s: &Sku,
+    origin: &Origins<'_>,
+    verbose: bool,
+) {
     if s.provider == Provider::Azure {
         t.push_str("Azure reservations: unknown offline (a live refresh fetches them from the Retail Prices API)\n");
     }
     t.push_str("figures:\n");
-    for ((label, source, date), regions) in &origin {
+    for ((label, source, date), regions) in origin {
         let wher = if verbose {
             regions.join(", ")
         } else {
@@ -388,7 +414,6 @@ fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku, verbose: bool) -> String
     if s.provider == Provider::Azure && pc.spot_bands.is_empty() {
         t.push_str("Azure spot eviction bands need a live SpotResources query (`gpuplan catalog refresh --provider azure --only eviction`).\n");
     }
-    t
 }
 
 fn skus_in<'a>(pc: &'a ProviderCatalog, region: Option<&'a str>) -> impl Iterator<Item = &'a Sku> {

@@ -44,11 +44,45 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
             .ok_or_else(|| CmdError::Usage(format!("`--today {s}` is not a date (YYYY-MM-DD)")))?,
         None => Date::today(),
     };
+    let mut c = check_all(g, args, out, today, &levels)?;
+    if let Some(path) = &args.write_baseline {
+        return write_baseline(args, out, path, &c.errors, &c.findings);
+    }
+    if let Some(path) = &args.baseline {
+        let b = baseline::read(path)?;
+        let n = baseline::apply(&mut c.findings, &b, path);
+        out.detail(&format!("{n} finding(s) are in the baseline"));
+    }
+    print(g, args, out, &c, &levels)?;
+    // Input errors were reported with the findings, in the format asked for.
+    Ok(if !c.errors.is_empty() {
+        exit::INPUT
+    } else if c.findings.iter().any(Diag::is_blocking) {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    })
+}
 
+/// Every plan read, validated and checked: load errors, findings, the plans that loaded, and
+/// every plan by the name its findings carry (for the reports that list plans, JUnit).
+struct Checked {
+    errors: Vec<Diag>,
+    findings: Vec<Diag>,
+    heads: Vec<crate::plan::Plan>,
+    names: Vec<String>,
+}
+
+fn check_all(
+    g: &Global,
+    args: &CheckArgs,
+    out: &Out,
+    today: Date,
+    levels: &Levels,
+) -> CmdResult<Checked> {
     // Parse every file first, so the catalog is loaded once for the providers they use.
     let mut errors: Vec<Diag> = Vec::new();
     let mut parsed = Vec::new();
-    // Every plan by the name its findings carry, for the reports that list plans (JUnit).
     let mut names = Vec::new();
     for path in &args.plans {
         let file = match plan::load::read(path) {
@@ -77,56 +111,65 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
             s.file, s.kind, s.as_of, s.source
         ));
     }
-
     let mut findings = Vec::new();
     let mut heads = Vec::new();
     for (file, raw) in parsed {
         match rules::validate_plan(file, raw, &catalog) {
             Err(ds) => errors.extend(ds),
             Ok(p) => {
-                findings.extend(rules::check(&p, &catalog, today, &levels));
+                findings.extend(rules::check(&p, &catalog, today, levels));
                 heads.push(p);
             }
         }
     }
     crate::diag::sort(&mut errors);
+    Ok(Checked {
+        errors,
+        findings,
+        heads,
+        names,
+    })
+}
 
-    if let Some(path) = &args.write_baseline {
-        if !errors.is_empty() {
-            out.stderr(&output::human(&errors, out.color));
-            return Err(CmdError::Usage(
-                "the baseline was not written: fix the input first".into(),
-            ));
-        }
-        let b = baseline::build(&findings);
-        let inputs: Vec<&std::path::Path> = args.plans.iter().map(|p| p.as_path()).collect();
-        if super::write_output(out, path, &baseline::to_json(&b), &inputs)? {
-            out.info(&format!(
-                "wrote {} finding(s) to the baseline `{}`",
-                b.findings.len(),
-                crate::core::shown(path)
-            ));
-        }
-        return Ok(exit::OK);
+/// `--write-baseline`: the findings as the baseline, only from input that loaded whole.
+fn write_baseline(
+    args: &CheckArgs,
+    out: &Out,
+    path: &std::path::Path,
+    errors: &[Diag],
+    findings: &[Diag],
+) -> CmdResult {
+    if !errors.is_empty() {
+        out.stderr(&output::human(errors, out.color));
+        return Err(CmdError::Usage(
+            "the baseline was not written: fix the input first".into(),
+        ));
     }
-    if let Some(path) = &args.baseline {
-        let b = baseline::read(path)?;
-        let n = baseline::apply(&mut findings, &b, path);
-        out.detail(&format!("{n} finding(s) are in the baseline"));
+    let b = baseline::build(findings);
+    let inputs: Vec<&std::path::Path> = args.plans.iter().map(|p| p.as_path()).collect();
+    if super::write_output(out, path, &baseline::to_json(&b), &inputs)? {
+        out.info(&format!(
+            "wrote {} finding(s) to the baseline `{}`",
+            b.findings.len(),
+            crate::core::shown(path)
+        ));
     }
+    Ok(exit::OK)
+}
 
+/// The findings and load errors in the format asked for.
+fn print(g: &Global, args: &CheckArgs, out: &Out, c: &Checked, levels: &Levels) -> CmdResult<()> {
+    let (findings, errors, names, heads) = (&c.findings, &c.errors, &c.names, &c.heads);
     match args.format {
-        CheckFormat::Json => out.stdout(&output::json(&findings, &errors)),
-        CheckFormat::Sarif => {
-            out.stdout(&sarif::sarif(&findings, &errors, args.docs_url.as_deref()))
-        }
-        CheckFormat::Junit => out.stdout(&junit::junit(&names, &findings, &errors, &levels)),
-        CheckFormat::Gitlab => out.stdout(&codequality::codequality(&findings, &errors)),
+        CheckFormat::Json => out.stdout(&output::json(findings, errors)),
+        CheckFormat::Sarif => out.stdout(&sarif::sarif(findings, errors, args.docs_url.as_deref())),
+        CheckFormat::Junit => out.stdout(&junit::junit(names, findings, errors, levels)),
+        CheckFormat::Gitlab => out.stdout(&codequality::codequality(findings, errors)),
         CheckFormat::Github => {
-            out.stdout_commands(&github::annotations(&findings, &errors));
+            out.stdout_commands(&github::annotations(findings, errors));
             out.info(&output::summary_with_errors(
-                &findings,
-                &errors,
+                findings,
+                errors,
                 args.plans.len(),
             ));
         }
@@ -141,8 +184,8 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
                 (None, _) => None,
             };
             out.stdout(&markdown::comment(
-                &findings,
-                &errors,
+                findings,
+                errors,
                 args.plans.len(),
                 args.link_base.as_deref(),
                 delta.as_deref(),
@@ -150,7 +193,7 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
         }
         CheckFormat::Human => {
             if !errors.is_empty() {
-                out.stderr(&output::human(&errors, out.color));
+                out.stderr(&output::human(errors, out.color));
             }
             let shown: Vec<Diag> = findings
                 .iter()
@@ -159,18 +202,11 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
                 .collect();
             out.stdout(&output::human(&shown, out.color));
             out.info(&output::summary_with_errors(
-                &findings,
-                &errors,
+                findings,
+                errors,
                 args.plans.len(),
             ));
         }
     }
-    // Input errors were reported with the findings, in the format asked for.
-    Ok(if !errors.is_empty() {
-        exit::INPUT
-    } else if findings.iter().any(Diag::is_blocking) {
-        exit::FINDINGS
-    } else {
-        exit::OK
-    })
+    Ok(())
 }

@@ -54,6 +54,61 @@ pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> CmdResult<(
 }
 
 pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
+    let request = request(g, args)?;
+    let (provider, dir) = (request.provider, request.dir.clone());
+    // One refresh at a time in a cache, from reading the previous files (each refreshed file
+    // keeps the rows of the regions not refreshed now) to writing the new ones: a second
+    // refresh waits, and then merges with this one's files instead of losing them.
+    let hold = if args.dry_run {
+        crate::fsio::Hold::Read
+    } else {
+        crate::fsio::Hold::Write
+    };
+    let lock = crate::fsio::lock(&dir, hold, !args.dry_run)?;
+    let (scope, requests, tasks) = refresh::plan(request)?;
+    if args.dry_run {
+        for r in requests {
+            out.stdout(&format!("{}\n", crate::core::redact(&r)));
+        }
+        return Ok(exit::OK);
+    }
+    let entries = refresh::execute(tasks, !out.quiet)?;
+    let Some(lock) = lock else {
+        return Err(CmdError::Usage(format!(
+            "`{}`: no such directory",
+            dir.display()
+        )));
+    };
+    let verify = |stage: &std::path::Path| verify(stage, provider);
+    let notes = cache::write(&dir, &lock, &entries, &scope.today, &verify)
+        .map_err(crate::live::LiveError::from)?;
+    for n in notes {
+        out.stderr(&format!("warning: {}\n", crate::core::redact(&n)));
+    }
+    for e in &entries {
+        out.info(&format!(
+            "wrote {} ({} row(s) now)",
+            e.path,
+            e.text.lines().count().saturating_sub(1)
+        ));
+    }
+    out.info(&format!(
+        "refreshed {} for {} into `{}`",
+        scope
+            .parts
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        scope.regions.join(", "),
+        dir.display()
+    ));
+    Ok(exit::OK)
+}
+
+/// The refresh the command line asks for: its parts, the regions (given, or the plan's),
+/// the cache and the subscription.
+fn request(g: &Global, args: &RefreshArgs) -> CmdResult<Request> {
     let fail = |msg: String| Err(CmdError::Usage(msg));
     let mut parts: Vec<Part> = Vec::new();
     for what in &args.only {
@@ -93,13 +148,13 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
     let Some(dir) = g.cache.clone().or_else(cache::default_dir) else {
         return fail("no cache directory: give `--cache DIR` (or set GPUPLAN_CACHE)".into());
     };
-    let request = Request {
+    Ok(Request {
         provider,
         regions,
         parts,
         timeout: Duration::from_secs(args.timeout),
         today: crate::core::Date::today(),
-        dir: dir.clone(),
+        dir,
         subscription: args
             .subscription
             .clone()
@@ -112,71 +167,28 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
             aws_spot_advisor: args.spot_advisor_url.clone(),
         },
         dry_run: args.dry_run,
-    };
-    // One refresh at a time in a cache, from reading the previous files (each refreshed file
-    // keeps the rows of the regions not refreshed now) to writing the new ones: a second
-    // refresh waits, and then merges with this one's files instead of losing them.
-    let hold = if args.dry_run {
-        crate::fsio::Hold::Read
-    } else {
-        crate::fsio::Hold::Write
-    };
-    let lock = crate::fsio::lock(&dir, hold, !args.dry_run)?;
-    let (scope, requests, tasks) = refresh::plan(request)?;
-    if args.dry_run {
-        for r in requests {
-            out.stdout(&format!("{}\n", crate::core::redact(&r)));
-        }
-        return Ok(exit::OK);
-    }
-    let entries = refresh::execute(tasks, !out.quiet)?;
-    // The refreshed files must load exactly as every later command will load them: a
-    // price that is NaN, infinite or negative is refused here, not written.
-    let verify = |stage: &std::path::Path| {
-        crate::catalog::Catalog::layered(stage, &[provider])
-            .map(|_| ())
-            .map_err(|e| match e {
-                crate::catalog::CatalogError::Invalid(ds) => ds
-                    .iter()
-                    .map(|d| {
-                        let (line, col) = d.line_col();
-                        let name = d.file.name.replace(&stage.display().to_string(), "");
-                        format!(
-                            "{}:{line}:{col}: {}",
-                            name.trim_start_matches('/'),
-                            d.message
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                other => other.to_string(),
-            })
-    };
-    let Some(lock) = lock else {
-        return fail(format!("`{}`: no such directory", dir.display()));
-    };
-    let notes = cache::write(&dir, &lock, &entries, &scope.today, &verify)
-        .map_err(crate::live::LiveError::from)?;
-    for n in notes {
-        out.stderr(&format!("warning: {}\n", crate::core::redact(&n)));
-    }
-    for e in &entries {
-        out.info(&format!(
-            "wrote {} ({} row(s) now)",
-            e.path,
-            e.text.lines().count().saturating_sub(1)
-        ));
-    }
-    out.info(&format!(
-        "refreshed {} for {} into `{}`",
-        scope
-            .parts
-            .iter()
-            .map(|p| p.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        scope.regions.join(", "),
-        dir.display()
-    ));
-    Ok(exit::OK)
+    })
+}
+
+/// The refreshed files must load exactly as every later command will load them: a price that
+/// is NaN, infinite or negative is refused here, not written.
+fn verify(stage: &std::path::Path, provider: Provider) -> Result<(), String> {
+    crate::catalog::Catalog::layered(stage, &[provider])
+        .map(|_| ())
+        .map_err(|e| match e {
+            crate::catalog::CatalogError::Invalid(ds) => ds
+                .iter()
+                .map(|d| {
+                    let (line, col) = d.line_col();
+                    let name = d.file.name.replace(&stage.display().to_string(), "");
+                    format!(
+                        "{}:{line}:{col}: {}",
+                        name.trim_start_matches('/'),
+                        d.message
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            other => other.to_string(),
+        })
 }

@@ -359,15 +359,19 @@ impl Client {
                 Ok(())
             })
         });
-        let status = match status {
-            Ok(s) => s,
-            Err(Failure::Decode(e)) => {
-                return Err(Attempt::Failed(ReviewError::Prometheus(format!(
-                    "Prometheus at {}: not a query_range answer ({e})",
-                    self.shown()
-                ))))
-            }
-            Err(Failure::Status(code, body)) => {
+        let status = status.map_err(|f| self.failed(q, f))?;
+        self.answered(q, status, points, landed)
+    }
+
+    /// A request that got no answer, as the attempt it was: too big or too slow for the
+    /// server (the caller splits it), or a failure.
+    fn failed(&self, q: &super::query::Query, f: Failure) -> Attempt {
+        match f {
+            Failure::Decode(e) => Attempt::Failed(ReviewError::Prometheus(format!(
+                "Prometheus at {}: not a query_range answer ({e})",
+                self.shown()
+            ))),
+            Failure::Status(code, body) => {
                 let detail = serde_json::from_str::<serde_json::Value>(&body)
                     .ok()
                     .and_then(|e| e["error"].as_str().map(str::to_owned))
@@ -381,36 +385,39 @@ impl Client {
                 // (`-search.maxPointsPerTimeseries`, `-search.maxSamplesPerQuery`), Thanos and
                 // Mimir refuse a query for its size; 503 with a timeout is Prometheus's own
                 // `--query.timeout`.
-                return Err(if code == 422 {
+                if code == 422 {
                     Attempt::TooBig(why)
                 } else if code >= 500 && crate::http::timed_out(&detail) {
                     Attempt::TooSlow(why)
                 } else {
                     Attempt::Failed(ReviewError::Prometheus(why))
-                });
+                }
             }
-            Err(Failure::Transport(t)) if crate::http::timed_out(&t) => {
-                return Err(Attempt::TooSlow(format!(
-                    "Prometheus at {} did not answer a query of {} within --timeout {} s",
-                    self.shown(),
-                    q.metrics.join("|"),
-                    self.timeout.as_secs(),
-                )));
+            Failure::Transport(t) if crate::http::timed_out(&t) => Attempt::TooSlow(format!(
+                "Prometheus at {} did not answer a query of {} within --timeout {} s",
+                self.shown(),
+                q.metrics.join("|"),
+                self.timeout.as_secs(),
+            )),
+            Failure::Transport(t) => {
+                Attempt::Failed(ReviewError::Prometheus(crate::core::redact_short(
+                    &format!("cannot reach Prometheus at {}: {t}", self.base),
+                )))
             }
-            Err(Failure::Transport(t)) => {
-                return Err(Attempt::Failed(ReviewError::Prometheus(
-                    crate::core::redact_short(&format!(
-                        "cannot reach Prometheus at {}: {t}",
-                        self.base
-                    )),
-                )));
-            }
-            Err(Failure::Redirect(code, to)) => {
-                return Err(Attempt::Failed(ReviewError::Prometheus(
-                    crate::http::redirected(&format!("Prometheus at {}", self.shown()), code, &to),
-                )));
-            }
-        };
+            Failure::Redirect(code, to) => Attempt::Failed(ReviewError::Prometheus(
+                crate::http::redirected(&format!("Prometheus at {}", self.shown()), code, &to),
+            )),
+        }
+    }
+
+    /// An answer read whole: it held the times asked for, succeeded, and was a matrix.
+    fn answered(
+        &self,
+        q: &super::query::Query,
+        status: stream::Status,
+        points: u64,
+        landed: u64,
+    ) -> Result<(), Attempt> {
         if points > 0 && landed == 0 {
             return Err(Attempt::Failed(ReviewError::Prometheus(format!(
                 "Prometheus at {} answered {points} point(s) of {}, none at a time the review asked for: a query frontend moved the range onto multiples of the step for its cache (Thanos `--query-range.align-range-with-step`, Mimir `-query-frontend.align-queries-with-step`; VictoriaMetrics is asked with `nocache=1`). Turn that alignment off, or point `--prometheus` at the store itself",
