@@ -317,121 +317,17 @@ fn load_provider(
     let parsed: SkusFile = toml_file(&skus_file)?;
     let mut pc = ProviderCatalog::default();
     for s in parsed.sku {
-        let names = [&s.name, &s.gpu_model, &s.quota_family]
-            .into_iter()
-            .chain(&s.spot_quota_family);
-        for n in names {
-            if !super::name_ok(n) {
-                return Err(invalid_at_name(
-                    &skus_file,
-                    n,
-                    format!(
-                        "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
-                        n.escape_debug()
-                    ),
-                ));
-            }
-        }
-        if catalog.gpu(&s.gpu_model).is_none() {
-            return Err(invalid_at_name(
-                &skus_file,
-                &s.name,
-                format!("SKU `{}` names unknown GPU model `{}`", s.name, s.gpu_model),
-            ));
-        }
-        let inter_node = match s.inter_node.as_str() {
-            "none" => InterNode::None,
-            "infiniband" => InterNode::Infiniband,
-            "efa" => InterNode::Efa,
-            other => {
-                return Err(invalid_at_name(
-                    &skus_file,
-                    &s.name,
-                    format!(
-                        "SKU `{}`: `inter_node = \"{other}\"`, expected none, infiniband or efa",
-                        s.name
-                    ),
-                ))
-            }
-        };
-        pc.skus.insert(
-            s.name.clone(),
-            Sku {
-                provider: p,
-                name: s.name,
-                gpu_model: s.gpu_model,
-                gpu_count: s.gpu_count,
-                gpu_partition: s.gpu_partition.unwrap_or(1.0),
-                vcpus: s.vcpus,
-                memory_gib: s.memory_gib,
-                quota_family: s.quota_family,
-                spot_quota_family: s.spot_quota_family,
-                quota_family_verified: s.quota_family_verified,
-                nvlink: s.nvlink,
-                inter_node,
-                efa_interfaces: s.efa_interfaces,
-                retired: s.retired,
-                arm64: s.cpu_architecture.as_deref() == Some("arm64"),
-                unpriced: s.unpriced,
-                note: s.note,
-            },
-        );
+        let sku = sku(&skus_file, p, catalog, s)?;
+        pc.skus.insert(sku.name.clone(), sku);
     }
     // Every price file, oldest first; each figure keeps the newest dated value (`offer`), so
     // the order only decides ties.
     let dated = |path: &str| figure_date(&catalog.sources, path);
     let prices_file = files.read(&format!("{dir}/prices.csv"))?;
     load_skypilot_prices(&prices_file, &mut pc, dated(&format!("{dir}/prices.csv")))?;
-    if p == Provider::Azure {
-        if let Some(f) = files.optional(AZURE_TABLE)? {
-            load_ondemand_table(&f, &mut pc, dated(AZURE_TABLE), true)?;
-        }
-        let retail = files.read("azure/prices-retail.csv")?;
-        load_retail_overrides(&retail, &mut pc)?;
-        // The only dated offline source of Azure spot (Linux meters of four EU regions).
-        if let Some(f) = files.optional(AZURE_RETAIL_EU)? {
-            load_retail_overrides(&f, &mut pc)?;
-        }
-    }
-    if p == Provider::Aws {
-        let advisor = files.read("aws/spot-advisor.json")?;
-        load_advisor(&advisor, &mut pc, dated("aws/spot-advisor.json"))?;
-        if let Some(f) = files.optional(AWS_SNAPSHOT)? {
-            load_aws_snapshot(&f, &mut pc, catalog, dated(AWS_SNAPSHOT))?;
-        }
-        if let Some(f) = files.optional(AWS_US_EAST_1)? {
-            load_ondemand_table(&f, &mut pc, dated(AWS_US_EAST_1), false)?;
-        }
-        if let Some(f) = files.optional("aws/prices-live.csv")? {
-            load_retail_overrides(&f, &mut pc)?;
-        }
-        if let Some(f) = files.optional("aws/instance-types.csv")? {
-            load_shapes(&f, &mut pc)?;
-        }
-        if let Some(f) = files.optional("aws/spot-placement.csv")? {
-            for (at, r) in records(&f, &super::columns::PLACEMENT)? {
-                let score = r[2]
-                    .parse::<u8>()
-                    .ok()
-                    .filter(|s| (1..=10).contains(s))
-                    .ok_or_else(|| {
-                        invalid(
-                            &f,
-                            at..at,
-                            format!("`{}` is not a placement score (1-10)", r[2]),
-                        )
-                    })?;
-                pc.spot_placement.insert(
-                    (r[0].clone(), r[1].clone()),
-                    (score, row_source(&f, &r[4], &r[3])),
-                );
-            }
-        }
-    }
-    if p == Provider::Azure {
-        if let Some(f) = files.optional("azure/spot-eviction.csv")? {
-            load_eviction(&f, &mut pc, catalog)?;
-        }
+    match p {
+        Provider::Azure => load_azure(files, &mut pc, catalog)?,
+        Provider::Aws => load_aws(files, &mut pc, catalog)?,
     }
     if let Some(f) = files.optional(&format!("{dir}/quota.csv"))? {
         load_quota(&f, &mut pc)?;
@@ -451,4 +347,136 @@ fn load_provider(
     regions.dedup();
     pc.regions = regions;
     Ok(pc)
+}
+
+/// One SKU of `skus.toml`: its names are catalog names, its GPU is known, its interconnect
+/// one of three.
+fn sku(
+    skus_file: &Arc<SourceFile>,
+    p: Provider,
+    catalog: &Catalog,
+    s: SkuEntry,
+) -> Result<Sku, CatalogError> {
+    let names = [&s.name, &s.gpu_model, &s.quota_family]
+        .into_iter()
+        .chain(&s.spot_quota_family);
+    for n in names {
+        if !super::name_ok(n) {
+            return Err(invalid_at_name(
+                skus_file,
+                n,
+                format!(
+                    "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
+                    n.escape_debug()
+                ),
+            ));
+        }
+    }
+    if catalog.gpu(&s.gpu_model).is_none() {
+        return Err(invalid_at_name(
+            skus_file,
+            &s.name,
+            format!("SKU `{}` names unknown GPU model `{}`", s.name, s.gpu_model),
+        ));
+    }
+    let inter_node = match s.inter_node.as_str() {
+        "none" => InterNode::None,
+        "infiniband" => InterNode::Infiniband,
+        "efa" => InterNode::Efa,
+        other => {
+            return Err(invalid_at_name(
+                skus_file,
+                &s.name,
+                format!(
+                    "SKU `{}`: `inter_node = \"{other}\"`, expected none, infiniband or efa",
+                    s.name
+                ),
+            ))
+        }
+    };
+    Ok(Sku {
+        provider: p,
+        name: s.name,
+        gpu_model: s.gpu_model,
+        gpu_count: s.gpu_count,
+        gpu_partition: s.gpu_partition.unwrap_or(1.0),
+        vcpus: s.vcpus,
+        memory_gib: s.memory_gib,
+        quota_family: s.quota_family,
+        spot_quota_family: s.spot_quota_family,
+        quota_family_verified: s.quota_family_verified,
+        nvlink: s.nvlink,
+        inter_node,
+        efa_interfaces: s.efa_interfaces,
+        retired: s.retired,
+        arm64: s.cpu_architecture.as_deref() == Some("arm64"),
+        unpriced: s.unpriced,
+        note: s.note,
+    })
+}
+
+/// Azure's price tables, retail overrides and spot eviction, oldest first.
+fn load_azure(
+    files: &Files,
+    pc: &mut ProviderCatalog,
+    catalog: &Catalog,
+) -> Result<(), CatalogError> {
+    let dated = |path: &str| figure_date(&catalog.sources, path);
+    if let Some(f) = files.optional(AZURE_TABLE)? {
+        load_ondemand_table(&f, pc, dated(AZURE_TABLE), true)?;
+    }
+    let retail = files.read("azure/prices-retail.csv")?;
+    load_retail_overrides(&retail, pc)?;
+    // The only dated offline source of Azure spot (Linux meters of four EU regions).
+    if let Some(f) = files.optional(AZURE_RETAIL_EU)? {
+        load_retail_overrides(&f, pc)?;
+    }
+    if let Some(f) = files.optional("azure/spot-eviction.csv")? {
+        load_eviction(&f, pc, catalog)?;
+    }
+    Ok(())
+}
+
+/// AWS's Spot Advisor, price snapshot and table, refreshed prices, shapes and placement
+/// scores, oldest first.
+fn load_aws(
+    files: &Files,
+    pc: &mut ProviderCatalog,
+    catalog: &Catalog,
+) -> Result<(), CatalogError> {
+    let dated = |path: &str| figure_date(&catalog.sources, path);
+    let advisor = files.read("aws/spot-advisor.json")?;
+    load_advisor(&advisor, pc, dated("aws/spot-advisor.json"))?;
+    if let Some(f) = files.optional(AWS_SNAPSHOT)? {
+        load_aws_snapshot(&f, pc, catalog, dated(AWS_SNAPSHOT))?;
+    }
+    if let Some(f) = files.optional(AWS_US_EAST_1)? {
+        load_ondemand_table(&f, pc, dated(AWS_US_EAST_1), false)?;
+    }
+    if let Some(f) = files.optional("aws/prices-live.csv")? {
+        load_retail_overrides(&f, pc)?;
+    }
+    if let Some(f) = files.optional("aws/instance-types.csv")? {
+        load_shapes(&f, pc)?;
+    }
+    if let Some(f) = files.optional("aws/spot-placement.csv")? {
+        for (at, r) in records(&f, &super::columns::PLACEMENT)? {
+            let score = r[2]
+                .parse::<u8>()
+                .ok()
+                .filter(|s| (1..=10).contains(s))
+                .ok_or_else(|| {
+                    invalid(
+                        &f,
+                        at..at,
+                        format!("`{}` is not a placement score (1-10)", r[2]),
+                    )
+                })?;
+            pc.spot_placement.insert(
+                (r[0].clone(), r[1].clone()),
+                (score, row_source(&f, &r[4], &r[3])),
+            );
+        }
+    }
+    Ok(())
 }

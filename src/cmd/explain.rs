@@ -28,7 +28,7 @@ pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
     // The models behind a command, beside the rules: their text takes today's catalog.
     type Text = fn(&crate::catalog::Catalog) -> String;
     let topics: [(&str, Text); 2] = [
-        ("recommend", crate::engine::recommend::model_text),
+        ("recommend", crate::report::model::model_text),
         ("review", crate::review::forecast::method_text),
     ];
     if let Some((_, text)) = topics.iter().find(|(name, _)| {

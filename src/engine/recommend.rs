@@ -53,7 +53,7 @@ use pack::{Item, NodeCap};
 
 pub use build::node_sizes;
 pub use declared::declared;
-pub use explain::{constraint_names, model_text};
+pub use explain::constraint_names;
 pub use types::*;
 
 use alternatives::*;

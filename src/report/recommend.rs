@@ -318,106 +318,129 @@ pub(crate) fn markdown(rec: &Recommendation) -> String {
         rec.regions.join(", ")
     );
     let _ = writeln!(o);
-    if !rec.pools.is_empty() {
+    md_pools(&mut o, rec);
+    md_teams(&mut o, rec);
+    md_comparison(&mut o, rec);
+    md_problems(&mut o, rec);
+    o
+}
+
+/// The pools as a table, then each pool's why, sizes and alternatives.
+fn md_pools(o: &mut String, rec: &Recommendation) {
+    if rec.pools.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "| pool | region | SKU | nodes | capacity | sharing | cost/month |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---:|");
+    for p in &rec.pools {
         let _ = writeln!(
             o,
-            "| pool | region | SKU | nodes | capacity | sharing | cost/month |"
+            "| `{}` | {} | `{}` ({} x{}) | {} | {} | {} | {} |",
+            p.name,
+            p.region,
+            p.sku,
+            p.gpu_model,
+            p.gpus_per_node,
+            nodes_cell(p),
+            p.capacity,
+            md(&sharing_cell(p)),
+            usd(p.monthly_cost_usd)
         );
-        let _ = writeln!(o, "|---|---|---|---|---|---|---:|");
-        for p in &rec.pools {
-            let _ = writeln!(
-                o,
-                "| `{}` | {} | `{}` ({} x{}) | {} | {} | {} | {} |",
-                p.name,
-                p.region,
-                p.sku,
-                p.gpu_model,
-                p.gpus_per_node,
-                nodes_cell(p),
-                p.capacity,
-                md(&sharing_cell(p)),
-                usd(p.monthly_cost_usd)
-            );
-        }
-        let _ = writeln!(o);
-        for p in &rec.pools {
-            let _ = writeln!(
-                o,
-                "- **`{}`** ({}): {}",
-                p.name,
-                p.workloads.join(", "),
-                md(&p.why)
-            );
-            if let Some(line) = sizes_line(rec, p) {
-                let _ = writeln!(o, "  - {}", md(&line));
-            }
-            for a in &p.considered {
-                let cost = match (a.monthly_cost_usd, a.delta_usd) {
-                    (Some(c), Some(d)) => {
-                        format!("{} ({}{})", usd(c), if d >= 0.0 { "+" } else { "" }, usd(d))
-                    }
-                    _ => "-".to_owned(),
-                };
-                let _ = writeln!(
-                    o,
-                    "  - considered `{}` {} {}: {}; {}",
-                    a.sku,
-                    a.region,
-                    a.capacity,
-                    cost,
-                    md(&a.note)
-                );
-            }
-        }
-        let _ = writeln!(o);
     }
-    if !rec.teams.is_empty() {
-        let _ = writeln!(o, "| team | cost/month |");
-        let _ = writeln!(o, "|---|---:|");
-        for t in &rec.teams {
-            let _ = writeln!(o, "| {} | {} |", t.team, usd(t.monthly_cost_usd));
-        }
-        let _ = writeln!(o);
-    }
-    if let Some(c) = &rec.comparison {
+    let _ = writeln!(o);
+    for p in &rec.pools {
         let _ = writeln!(
             o,
-            "Today's declared pools cost {}; the recommendation {} ({}).{}",
-            usd(c.today_monthly_cost_usd),
-            usd(c.recommended_monthly_cost_usd),
-            saving(c.saving_usd),
-            if c.not_compared.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " Not compared: {}.",
-                    c.not_compared
-                        .iter()
-                        .map(|n| crate::core::format::md_code(n))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
+            "- **`{}`** ({}): {}",
+            p.name,
+            p.workloads.join(", "),
+            md(&p.why)
         );
-        let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            "| declared pool | today | recommended | saving | change |"
-        );
-        let _ = writeln!(o, "|---|---:|---:|---:|---|");
-        for ch in &c.changes {
+        if let Some(line) = sizes_line(rec, p) {
+            let _ = writeln!(o, "  - {}", md(&line));
+        }
+        for a in &p.considered {
+            let cost = match (a.monthly_cost_usd, a.delta_usd) {
+                (Some(c), Some(d)) => {
+                    format!("{} ({}{})", usd(c), if d >= 0.0 { "+" } else { "" }, usd(d))
+                }
+                _ => "-".to_owned(),
+            };
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {} | {} |",
-                ch.declared_pool,
-                ch.today_monthly_cost_usd.map_or("-".to_owned(), usd),
-                usd(ch.recommended_monthly_cost_usd),
-                ch.saving_usd.map_or("-".to_owned(), usd),
-                md(&ch.note)
+                "  - considered `{}` {} {}: {}; {}",
+                a.sku,
+                a.region,
+                a.capacity,
+                cost,
+                md(&a.note)
             );
         }
-        let _ = writeln!(o);
     }
+    let _ = writeln!(o);
+}
+
+fn md_teams(o: &mut String, rec: &Recommendation) {
+    if rec.teams.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "| team | cost/month |");
+    let _ = writeln!(o, "|---|---:|");
+    for t in &rec.teams {
+        let _ = writeln!(o, "| {} | {} |", t.team, usd(t.monthly_cost_usd));
+    }
+    let _ = writeln!(o);
+}
+
+/// Today's declared pools against the recommendation.
+fn md_comparison(o: &mut String, rec: &Recommendation) {
+    let Some(c) = &rec.comparison else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "Today's declared pools cost {}; the recommendation {} ({}).{}",
+        usd(c.today_monthly_cost_usd),
+        usd(c.recommended_monthly_cost_usd),
+        saving(c.saving_usd),
+        if c.not_compared.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Not compared: {}.",
+                c.not_compared
+                    .iter()
+                    .map(|n| crate::core::format::md_code(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "| declared pool | today | recommended | saving | change |"
+    );
+    let _ = writeln!(o, "|---|---:|---:|---:|---|");
+    for ch in &c.changes {
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} |",
+            ch.declared_pool,
+            ch.today_monthly_cost_usd.map_or("-".to_owned(), usd),
+            usd(ch.recommended_monthly_cost_usd),
+            ch.saving_usd.map_or("-".to_owned(), usd),
+            md(&ch.note)
+        );
+    }
+    let _ = writeln!(o);
+}
+
+/// Workloads nothing can run, and the findings.
+fn md_problems(o: &mut String, rec: &Recommendation) {
     for u in &rec.unsatisfied {
         let _ = writeln!(o, "- :x: **{}**: {}", u.constraint, md(&u.message));
     }
@@ -433,5 +456,4 @@ pub(crate) fn markdown(rec: &Recommendation) -> String {
             md(&f.message)
         );
     }
-    o
 }

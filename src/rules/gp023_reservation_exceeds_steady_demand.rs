@@ -4,7 +4,7 @@ use crate::core::usd;
 use crate::engine::cost::{
     block_window, burst_profile, gpus_per_node, listed, pool_hour, reserve, BurstMember, BusyNode,
 };
-use crate::plan::raw::Capacity;
+use crate::plan::raw::{Capacity, Pool, Sp};
 
 declare_rule! {
     /// # GP023 reservation-exceeds-steady-demand
@@ -45,132 +45,146 @@ declare_rule! {
 impl Rule for ReservationExceedsSteadyDemand {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
-            if !pool.capacity().is_committed() {
-                continue;
+            if let Some(d) = finding(cx, pool) {
+                cx.push(d);
             }
-            let Some(sku) = cx.pool_sku(pool) else {
-                continue;
-            };
-            let per_node = gpus_per_node(sku);
-            if per_node <= 0.0 {
-                continue;
-            }
-            // The hours the commitment is paid for: the month, or a Capacity Block's window.
-            let window = block_window(cx.plan, pool);
-            let plan_hours = window.map_or(cx.hours(None), |(h, _)| h);
-            let steady = |w: &crate::plan::raw::Workload| {
-                !w.scale_to_zero() && cx.hours(Some(w)) >= plan_hours - 1e-9
-            };
-            let steady_gpus: f64 = cx
-                .plan
-                .pool_workloads(pool)
-                // Steady as the recommender reads it: minimum replicas of work that runs
-                // every hour of the month and does not scale to zero.
-                .filter(|w| steady(w))
-                .map(|w| w.replicas().min() as f64 * w.gpu_share() * w.gang() as f64)
-                .sum();
-            let steady_nodes = (steady_gpus / per_node - 1e-9).ceil().max(0.0) as i64;
-            // Nodes above the steady floor are worth reserving too when the work they carry
-            // runs past the break-even utilisation: the rule `recommend` sizes reservations
-            // by (`cost::reserve`), over the same stack of members' hours.
-            let rates = (
-                listed(
-                    cx.catalog,
-                    cx.plan.provider(),
-                    pool.sku.get(),
-                    pool.region.get(),
-                    pool.capacity(),
-                ),
-                listed(
-                    cx.catalog,
-                    cx.plan.provider(),
-                    pool.sku.get(),
-                    pool.region.get(),
-                    Capacity::OnDemand,
-                ),
-            );
-            let (worth, break_even) = match rates {
-                (Some(r), Some(od))
-                    if !matches!(
-                        pool.capacity(),
-                        Capacity::CapacityReservation | Capacity::CapacityBlock
-                    ) =>
-                {
-                    let burst_nodes = (pool.nodes().max() - steady_nodes).max(0);
-                    // Each member's minimum replicas run its hours (steady); replicas above
-                    // the minimum are its peak, which no reservation covers.
-                    let members = cx.plan.pool_workloads(pool).flat_map(|w| {
-                        let per = w.gpu_share() * w.gang() as f64;
-                        let floor = if steady(w) { w.replicas().min() } else { 0 };
-                        let min = if w.scale_to_zero() {
-                            0
-                        } else {
-                            w.replicas().min()
-                        };
-                        let hours = cx.hours(Some(w)).min(plan_hours);
-                        [
-                            BurstMember {
-                                weight: (min - floor).max(0) as f64 * per,
-                                hours,
-                                steady: true,
-                            },
-                            BurstMember {
-                                weight: (w.replicas().max() - min.max(floor)).max(0) as f64 * per,
-                                hours,
-                                steady: false,
-                            },
-                        ]
-                    });
-                    let mut busy = vec![
-                        BusyNode {
-                            hours: plan_hours,
-                            steady: true
-                        };
-                        usize::try_from(steady_nodes).unwrap_or(0)
-                    ];
-                    busy.extend(burst_profile(
-                        members,
-                        u32::try_from(burst_nodes).unwrap_or(0),
-                    ));
-                    let r = reserve(&busy, r.usd_per_hour, od.usd_per_hour);
-                    (i64::from(r.nodes).max(steady_nodes), Some(r.break_even))
-                }
-                _ => (steady_nodes, None),
-            };
-            let reserved = pool.nodes().min();
-            if reserved <= worth {
-                continue;
-            }
-            let excess = reserved - worth;
-            let beyond = match break_even {
-                Some(b) if worth > steady_nodes => format!(
-                    ", and {} more node(s) run past the break-even utilisation of {:.0}%",
-                    worth - steady_nodes,
-                    b * 100.0
-                ),
-                _ => String::new(),
-            };
-            let price = pool_hour(cx.catalog, cx.plan.provider(), pool);
-            let idle = price
-                .as_ref()
-                .map_or("unknown (no price)".to_owned(), |p| match window {
-                    Some((h, _)) => format!(
-                        "{} a month over the block's {} hours",
-                        usd(p.usd * excess as f64 * h),
-                        num(h)
-                    ),
-                    None => format!("{} a month", usd(p.usd * excess as f64 * cx.hours(None))),
-                });
-            let caveat = price
-                .and_then(|p| p.caveat)
-                .map(|c| format!(" ({c})"))
-                .unwrap_or_default();
-            cx.push(
-                cx.finding(pool.nodes.span(), format!("pool `{}` reserves {reserved} nodes but its steady demand is {} GPUs = {steady_nodes} nodes{beyond}: {excess} reserved nodes idle, {idle}{caveat}", pool.name.get(), num(steady_gpus)))
-                    .label("reserved nodes")
-                    .help(format!("reserve {worth} nodes and cover peaks with on-demand or spot"))
-                    .pool(pool.name.get()),
-            );
         }
     }
+}
+
+/// A committed pool that reserves more nodes than its steady demand and the nodes worth
+/// reserving above it.
+fn finding(cx: &Cx<'_>, pool: &Sp<Pool>) -> Option<crate::diag::Diag> {
+    if !pool.capacity().is_committed() {
+        return None;
+    }
+    let sku = cx.pool_sku(pool)?;
+    let per_node = gpus_per_node(sku);
+    if per_node <= 0.0 {
+        return None;
+    }
+    // The hours the commitment is paid for: the month, or a Capacity Block's window.
+    let window = block_window(cx.plan, pool);
+    let plan_hours = window.map_or(cx.hours(None), |(h, _)| h);
+    let steady_gpus: f64 = cx
+        .plan
+        .pool_workloads(pool)
+        // Steady as the recommender reads it: minimum replicas of work that runs every hour
+        // of the month and does not scale to zero.
+        .filter(|w| steady(cx, w, plan_hours))
+        .map(|w| w.replicas().min() as f64 * w.gpu_share() * w.gang() as f64)
+        .sum();
+    let steady_nodes = (steady_gpus / per_node - 1e-9).ceil().max(0.0) as i64;
+    let (worth, break_even) = worth_reserving(cx, pool, plan_hours, steady_nodes);
+    let reserved = pool.nodes().min();
+    if reserved <= worth {
+        return None;
+    }
+    let excess = reserved - worth;
+    let beyond = match break_even {
+        Some(b) if worth > steady_nodes => format!(
+            ", and {} more node(s) run past the break-even utilisation of {:.0}%",
+            worth - steady_nodes,
+            b * 100.0
+        ),
+        _ => String::new(),
+    };
+    let price = pool_hour(cx.catalog, cx.plan.provider(), pool);
+    let idle = price
+        .as_ref()
+        .map_or("unknown (no price)".to_owned(), |p| match window {
+            Some((h, _)) => format!(
+                "{} a month over the block's {} hours",
+                usd(p.usd * excess as f64 * h),
+                num(h)
+            ),
+            None => format!("{} a month", usd(p.usd * excess as f64 * cx.hours(None))),
+        });
+    let caveat = price
+        .and_then(|p| p.caveat)
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    Some(
+        cx.finding(pool.nodes.span(), format!("pool `{}` reserves {reserved} nodes but its steady demand is {} GPUs = {steady_nodes} nodes{beyond}: {excess} reserved nodes idle, {idle}{caveat}", pool.name.get(), num(steady_gpus)))
+            .label("reserved nodes")
+            .help(format!("reserve {worth} nodes and cover peaks with on-demand or spot"))
+            .pool(pool.name.get()),
+    )
+}
+
+/// Work that runs every hour of the window and does not scale to zero.
+fn steady(cx: &Cx<'_>, w: &crate::plan::raw::Workload, plan_hours: f64) -> bool {
+    !w.scale_to_zero() && cx.hours(Some(w)) >= plan_hours - 1e-9
+}
+
+/// The nodes worth reserving, and the break-even utilisation they were judged by. Nodes above
+/// the steady floor are worth reserving too when the work they carry runs past the break-even
+/// utilisation: the rule `recommend` sizes reservations by (`cost::reserve`), over the same
+/// stack of members' hours.
+fn worth_reserving(
+    cx: &Cx<'_>,
+    pool: &Sp<Pool>,
+    plan_hours: f64,
+    steady_nodes: i64,
+) -> (i64, Option<f64>) {
+    let price = |c: Capacity| {
+        listed(
+            cx.catalog,
+            cx.plan.provider(),
+            pool.sku.get(),
+            pool.region.get(),
+            c,
+        )
+    };
+    let (Some(r), Some(od)) = (price(pool.capacity()), price(Capacity::OnDemand)) else {
+        return (steady_nodes, None);
+    };
+    if matches!(
+        pool.capacity(),
+        Capacity::CapacityReservation | Capacity::CapacityBlock
+    ) {
+        return (steady_nodes, None);
+    }
+    let burst_nodes = (pool.nodes().max() - steady_nodes).max(0);
+    // Each member's minimum replicas run its hours (steady); replicas above the minimum are
+    // its peak, which no reservation covers.
+    let members = cx.plan.pool_workloads(pool).flat_map(|w| {
+        let per = w.gpu_share() * w.gang() as f64;
+        let floor = if steady(cx, w, plan_hours) {
+            w.replicas().min()
+        } else {
+            0
+        };
+        let min = if w.scale_to_zero() {
+            0
+        } else {
+            w.replicas().min()
+        };
+        let hours = cx.hours(Some(w)).min(plan_hours);
+        [
+            BurstMember {
+                weight: (min - floor).max(0) as f64 * per,
+                hours,
+                steady: true,
+            },
+            BurstMember {
+                weight: (w.replicas().max() - min.max(floor)).max(0) as f64 * per,
+                hours,
+                steady: false,
+            },
+        ]
+    });
+    let mut busy = vec![
+        BusyNode {
+            hours: plan_hours,
+            steady: true
+        };
+        usize::try_from(steady_nodes).unwrap_or(0)
+    ];
+    busy.extend(burst_profile(
+        members,
+        u32::try_from(burst_nodes).unwrap_or(0),
+    ));
+    let r = reserve(&busy, r.usd_per_hour, od.usd_per_hour);
+    (i64::from(r.nodes).max(steady_nodes), Some(r.break_even))
 }

@@ -54,94 +54,132 @@ pub(super) fn load_aws_snapshot(
         }
         Ok(out)
     };
-    let (terms_1y, terms_3y) = (terms(1)?, terms(3)?);
-    let name: &str = &file.name;
+    let cols = Columns {
+        c_type,
+        c_region,
+        c_od,
+        c_spot,
+        c_spot_min,
+        c_band,
+        terms_1y: terms(1)?,
+        terms_3y: terms(3)?,
+    };
     for rec in rdr.records() {
         let rec = rec.map_err(|e| csv_err(file, &e))?;
-        let (sku, region) = (
-            rec.get(c_type).unwrap_or(""),
-            rec.get(c_region).unwrap_or(""),
-        );
-        if !pc.skus.contains_key(sku) || !is_region(Provider::Aws, region) {
-            continue;
-        }
-        let at = row_at(&rec);
-        let Some(od) = parse_price(file, &rec, c_od)? else {
-            continue;
-        };
-        let key = (sku.to_owned(), region.to_owned());
-        let price = |usd: f64, what: &str| Price {
-            usd_per_hour: usd,
-            source: Arc::from(format!("{name} ({what})")),
-            as_of,
-            offering: None,
-        };
-        let reserved = |terms: &[(usize, String)]| -> Result<Option<Price>, CatalogError> {
-            for (c, label) in terms {
-                if let Some(v) = parse_price(file, &rec, *c)? {
-                    if v > 0.0 && v < od {
-                        return Ok(Some(Price {
-                            offering: Some(Arc::from(label.as_str())),
-                            ..price(v, &format!("Reserved Instance, {label}, effective hourly"))
-                        }));
-                    }
-                    return Err(invalid(
-                        file,
-                        at..at,
-                        format!("reserved rate {v} for `{sku}` in {region} is not below its on-demand {od}"),
-                    ));
+        snapshot_row(file, pc, catalog, as_of, &cols, &rec)?;
+    }
+    Ok(())
+}
+
+/// Where each figure of the snapshot is, and the reserved terms in order of preference.
+struct Columns {
+    c_type: usize,
+    c_region: usize,
+    c_od: usize,
+    c_spot: usize,
+    c_spot_min: usize,
+    c_band: usize,
+    terms_1y: Vec<(usize, String)>,
+    terms_3y: Vec<(usize, String)>,
+}
+
+/// One row of the snapshot: on-demand, reserved and spot prices, and the interruption band.
+fn snapshot_row(
+    file: &Arc<SourceFile>,
+    pc: &mut ProviderCatalog,
+    catalog: &Catalog,
+    as_of: Option<Date>,
+    cols: &Columns,
+    rec: &csv::StringRecord,
+) -> Result<(), CatalogError> {
+    let (c_type, c_region, c_od) = (cols.c_type, cols.c_region, cols.c_od);
+    let (c_spot, c_spot_min, c_band) = (cols.c_spot, cols.c_spot_min, cols.c_band);
+    let (terms_1y, terms_3y) = (&cols.terms_1y, &cols.terms_3y);
+    let name: &str = &file.name;
+    let (sku, region) = (
+        rec.get(c_type).unwrap_or(""),
+        rec.get(c_region).unwrap_or(""),
+    );
+    if !pc.skus.contains_key(sku) || !is_region(Provider::Aws, region) {
+        return Ok(());
+    }
+    let at = row_at(rec);
+    let Some(od) = parse_price(file, rec, c_od)? else {
+        return Ok(());
+    };
+    let key = (sku.to_owned(), region.to_owned());
+    let price = |usd: f64, what: &str| Price {
+        usd_per_hour: usd,
+        source: Arc::from(format!("{name} ({what})")),
+        as_of,
+        offering: None,
+    };
+    let reserved = |terms: &[(usize, String)]| -> Result<Option<Price>, CatalogError> {
+        for (c, label) in terms {
+            if let Some(v) = parse_price(file, rec, *c)? {
+                if v > 0.0 && v < od {
+                    return Ok(Some(Price {
+                        offering: Some(Arc::from(label.as_str())),
+                        ..price(v, &format!("Reserved Instance, {label}, effective hourly"))
+                    }));
                 }
-            }
-            Ok(None)
-        };
-        let (r1, r3) = (reserved(&terms_1y)?, reserved(&terms_3y)?);
-        let entry = pc.prices.entry(key.clone()).or_default();
-        offer(&mut entry.on_demand, price(od, "Linux on-demand"));
-        if let Some(p) = r1 {
-            offer(&mut entry.reserved_1y, p);
-        }
-        if let Some(p) = r3 {
-            offer(&mut entry.reserved_3y, p);
-        }
-        // Spot as bought: the zones' average (a pool's nodes land in whichever zone has
-        // capacity), with the cheapest zone named in the source, never priced at it. A spot
-        // price at or above on-demand is no spot price (as in the SkyPilot rows).
-        if let Some(sp) = parse_price(file, &rec, c_spot)?.filter(|sp| *sp > 0.0 && *sp < od) {
-            let cheapest = parse_price(file, &rec, c_spot_min)?.filter(|m| *m < sp);
-            offer_spot(entry, price(sp, "spot, zones' average"), "");
-            if entry.spot.as_ref().is_some_and(|s| s.usd_per_hour == sp) {
-                entry.spot_cheapest_zone = cheapest;
-            }
-        }
-        let label = rec.get(c_band).unwrap_or("").trim();
-        if !label.is_empty() {
-            let Some(b) = catalog
-                .assumptions
-                .band_monthly_interruption
-                .iter()
-                .find(|b| b.1 == label)
-            else {
                 return Err(invalid(
                     file,
                     at..at,
                     format!(
-                        "interruption band `{label}`: expected <5%, 5-10%, 10-15%, 15-20% or >20%"
+                        "reserved rate {v} for `{sku}` in {region} is not below its on-demand {od}"
                     ),
                 ));
-            };
-            offer_band(
-                pc,
-                key,
-                SpotBand {
-                    index: b.0,
-                    label: label.to_owned(),
-                    savings_pct: None,
-                    source: Arc::from(format!("{name} (Spot Instance Advisor band)")),
-                    as_of,
-                },
-            );
+            }
+        }
+        Ok(None)
+    };
+    let (r1, r3) = (reserved(terms_1y)?, reserved(terms_3y)?);
+    let entry = pc.prices.entry(key.clone()).or_default();
+    offer(&mut entry.on_demand, price(od, "Linux on-demand"));
+    if let Some(p) = r1 {
+        offer(&mut entry.reserved_1y, p);
+    }
+    if let Some(p) = r3 {
+        offer(&mut entry.reserved_3y, p);
+    }
+    // Spot as bought: the zones' average (a pool's nodes land in whichever zone has
+    // capacity), with the cheapest zone named in the source, never priced at it. A spot
+    // price at or above on-demand is no spot price (as in the SkyPilot rows).
+    if let Some(sp) = parse_price(file, rec, c_spot)?.filter(|sp| *sp > 0.0 && *sp < od) {
+        let cheapest = parse_price(file, rec, c_spot_min)?.filter(|m| *m < sp);
+        offer_spot(entry, price(sp, "spot, zones' average"), "");
+        if entry.spot.as_ref().is_some_and(|s| s.usd_per_hour == sp) {
+            entry.spot_cheapest_zone = cheapest;
         }
     }
+    let label = rec.get(c_band).unwrap_or("").trim();
+    if !label.is_empty() {
+        let Some(b) = catalog
+            .assumptions
+            .band_monthly_interruption
+            .iter()
+            .find(|b| b.1 == label)
+        else {
+            return Err(invalid(
+                file,
+                at..at,
+                format!("interruption band `{label}`: expected <5%, 5-10%, 10-15%, 15-20% or >20%"),
+            ));
+        };
+        offer_band(
+            pc,
+            key,
+            SpotBand {
+                index: b.0,
+                label: label.to_owned(),
+                savings_pct: None,
+                source: Arc::from(format!("{name} (Spot Instance Advisor band)")),
+                as_of,
+            },
+        );
+    }
+
     Ok(())
 }
 

@@ -136,6 +136,92 @@ pub(super) fn build(
     thorough: bool,
 ) -> Built {
     let first = &ms[0].c;
+    let n = node_counts(ms, catalog, thorough);
+    let burst_hours =
+        crate::engine::cost::burst_hours(burst_members(ms).map(|b| (b.weight, b.hours)));
+    let waste = spot_waste(ms, plan_hours);
+    let rate = ms[0].rate.usd;
+    let od = first.on_demand;
+    let floor_h = f64::from(n.min) * plan_hours;
+    let burst_h = f64::from(n.max - n.min) * burst_hours;
+    let mut busy = Vec::new();
+    let mut reserved_nodes = 0;
+    let (cost, cost_at_max, nodes_min) = match capacity {
+        Capacity::Reserved1y | Capacity::Reserved3y => {
+            // The floor runs all month; each node above it for the hours of the work it
+            // carries. Reserve every node that runs past the break-even; the rest on-demand.
+            busy = vec![
+                crate::engine::cost::BusyNode {
+                    hours: plan_hours,
+                    steady: true
+                };
+                n.min as usize
+            ];
+            busy.extend(crate::engine::cost::burst_profile(
+                burst_members(ms),
+                n.max - n.min,
+            ));
+            let r = crate::engine::cost::reserve(&busy, rate, od);
+            reserved_nodes = r.nodes;
+            let fixed = f64::from(r.nodes) * rate * HOURS_PER_MONTH;
+            (
+                fixed + r.on_demand_hours * od,
+                fixed + f64::from(n.max - r.nodes) * od * plan_hours,
+                // A reserved node is paid whether it runs or not: keep it in the pool.
+                n.min.max(r.nodes),
+            )
+        }
+        // At its maximum a spot pool's work still restarts after interruptions: the same
+        // paid-per-useful-hour factor as the expected figure.
+        Capacity::Spot => (
+            rate * waste * (floor_h + burst_h),
+            rate * waste * f64::from(n.max) * plan_hours,
+            n.min,
+        ),
+        Capacity::OnDemand | Capacity::CapacityReservation | Capacity::CapacityBlock => (
+            rate * (floor_h + burst_h),
+            rate * f64::from(n.max) * plan_hours,
+            n.min,
+        ),
+    };
+    let ts = ms.iter().find_map(|m| match m.c.fit {
+        Fit::Shared { replicas, .. } if replicas > 1 => Some(replicas),
+        _ => None,
+    });
+    Built {
+        nodes_min,
+        nodes_max: n.max,
+        cost,
+        // Restarts can make spot work need more node-hours than a month of the maximum.
+        cost_at_max: cost_at_max.max(cost),
+        usd_per_node_hour: rate,
+        waste,
+        mig_layout: n.layout,
+        mig_configs: n.configs,
+        mig_node_sets: n.node_sets,
+        ts_replicas: ts,
+        availability: n.raised.then_some(n.availability),
+        reserved_nodes,
+        stranded: n.stranded,
+        busy,
+    }
+}
+
+/// A pool's node counts at its floor and peak, with the MIG geometry that got them there.
+struct Counts {
+    min: u32,
+    max: u32,
+    layout: Option<IndexMap<String, u32>>,
+    configs: Vec<MigConfig>,
+    node_sets: u32,
+    stranded: Option<Stranded>,
+    availability: u32,
+    /// The availability floor raised the pool above what its work packs into.
+    raised: bool,
+}
+
+fn node_counts(ms: &[&Choice<'_, '_>], catalog: &Catalog, thorough: bool) -> Counts {
+    let first = &ms[0].c;
     // A pool's members share its fit key, and so their MIG manager.
     let mm = ms[0].d.mig_manager;
     let peaks: Vec<u32> = ms.iter().map(|m| m.d.peak).collect();
@@ -159,104 +245,58 @@ pub(super) fn build(
     let availability = ms.iter().map(|m| m.d.availability).max().unwrap_or(0);
     let raised = availability > nodes_min;
     let packed_max = nodes_max;
-    let (nodes_min, nodes_max) = (nodes_min.max(availability), nodes_max.max(availability));
-    let (configs, node_sets) = if nodes_max > packed_max {
-        repeat_fillings(configs, nodes_max, first.sku.gpu_count.max(1))
+    let (min, max) = (nodes_min.max(availability), nodes_max.max(availability));
+    let (configs, node_sets) = if max > packed_max {
+        repeat_fillings(configs, max, first.sku.gpu_count.max(1))
     } else {
         (configs, 1)
     };
-    let burst_members = || {
-        ms.iter().flat_map(|m| {
-            let per = m.c.node_share * f64::from(m.d.gang.max(1));
-            let steady = m.d.steady();
-            [
-                crate::engine::cost::BurstMember {
-                    weight: per * f64::from(steady - m.d.floor),
-                    hours: m.d.hours,
-                    steady: true,
-                },
-                crate::engine::cost::BurstMember {
-                    weight: per * f64::from(m.d.peak - steady),
-                    hours: m.d.hours,
-                    steady: false,
-                },
-            ]
-        })
-    };
-    let burst_hours =
-        crate::engine::cost::burst_hours(burst_members().map(|b| (b.weight, b.hours)));
-    let od = first.on_demand;
-    // Spot waste differs by workload (gang, checkpoints): weight it by node-hours asked.
+    Counts {
+        min,
+        max,
+        layout,
+        configs,
+        node_sets,
+        stranded,
+        availability,
+        raised,
+    }
+}
+
+/// Each member's steady and bursting node weights, with the hours they run.
+fn burst_members<'a>(
+    ms: &'a [&Choice<'_, '_>],
+) -> impl Iterator<Item = crate::engine::cost::BurstMember> + 'a {
+    ms.iter().flat_map(|m| {
+        let per = m.c.node_share * f64::from(m.d.gang.max(1));
+        let steady = m.d.steady();
+        [
+            crate::engine::cost::BurstMember {
+                weight: per * f64::from(steady - m.d.floor),
+                hours: m.d.hours,
+                steady: true,
+            },
+            crate::engine::cost::BurstMember {
+                weight: per * f64::from(m.d.peak - steady),
+                hours: m.d.hours,
+                steady: false,
+            },
+        ]
+    })
+}
+
+/// Spot waste differs by workload (gang, checkpoints): weighted by the node-hours each asks.
+fn spot_waste(ms: &[&Choice<'_, '_>], plan_hours: f64) -> f64 {
     let (mut wsum, mut wtot) = (0.0, 0.0);
     for m in ms {
         let h = m.c.node_share * f64::from(m.d.gang.max(1)) * m.d.replica_hours(plan_hours);
         wsum += m.rate.waste * h;
         wtot += h;
     }
-    let waste = if wtot > 0.0 { wsum / wtot } else { 1.0 };
-    let rate = ms[0].rate.usd;
-    let floor_h = f64::from(nodes_min) * plan_hours;
-    let burst_h = f64::from(nodes_max - nodes_min) * burst_hours;
-    let mut busy = Vec::new();
-    let mut reserved_nodes = 0;
-    let (cost, cost_at_max, nodes_min) = match capacity {
-        Capacity::Reserved1y | Capacity::Reserved3y => {
-            // The floor runs all month; each node above it for the hours of the work it
-            // carries. Reserve every node that runs past the break-even; the rest on-demand.
-            busy = vec![
-                crate::engine::cost::BusyNode {
-                    hours: plan_hours,
-                    steady: true
-                };
-                nodes_min as usize
-            ];
-            busy.extend(crate::engine::cost::burst_profile(
-                burst_members(),
-                nodes_max - nodes_min,
-            ));
-            let r = crate::engine::cost::reserve(&busy, rate, od);
-            reserved_nodes = r.nodes;
-            let fixed = f64::from(r.nodes) * rate * HOURS_PER_MONTH;
-            (
-                fixed + r.on_demand_hours * od,
-                fixed + f64::from(nodes_max - r.nodes) * od * plan_hours,
-                // A reserved node is paid whether it runs or not: keep it in the pool.
-                nodes_min.max(r.nodes),
-            )
-        }
-        // At its maximum a spot pool's work still restarts after interruptions: the same
-        // paid-per-useful-hour factor as the expected figure.
-        Capacity::Spot => (
-            rate * waste * (floor_h + burst_h),
-            rate * waste * f64::from(nodes_max) * plan_hours,
-            nodes_min,
-        ),
-        _ => (
-            rate * (floor_h + burst_h),
-            rate * f64::from(nodes_max) * plan_hours,
-            nodes_min,
-        ),
-    };
-    let ts = ms.iter().find_map(|m| match m.c.fit {
-        Fit::Shared { replicas, .. } if replicas > 1 => Some(replicas),
-        _ => None,
-    });
-    Built {
-        nodes_min,
-        nodes_max,
-        cost,
-        // Restarts can make spot work need more node-hours than a month of the maximum.
-        cost_at_max: cost_at_max.max(cost),
-        usd_per_node_hour: rate,
-        waste,
-        mig_layout: layout,
-        mig_configs: configs,
-        mig_node_sets: node_sets,
-        ts_replicas: ts,
-        availability: raised.then_some(availability),
-        reserved_nodes,
-        stranded,
-        busy,
+    if wtot > 0.0 {
+        wsum / wtot
+    } else {
+        1.0
     }
 }
 
