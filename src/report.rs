@@ -10,6 +10,7 @@ pub(crate) mod forecast;
 pub(crate) mod github;
 pub(crate) mod junit;
 pub(crate) mod markdown;
+pub(crate) mod method;
 pub(crate) mod model;
 pub(crate) mod recommend;
 pub(crate) mod review;

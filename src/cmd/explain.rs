@@ -29,7 +29,7 @@ pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
     type Text = fn(&crate::catalog::Catalog) -> String;
     let topics: [(&str, Text); 2] = [
         ("recommend", crate::report::model::model_text),
-        ("review", crate::review::forecast::method_text),
+        ("review", crate::report::method::method_text),
     ];
     if let Some((_, text)) = topics.iter().find(|(name, _)| {
         args.rule

@@ -32,6 +32,7 @@ mod compare;
 mod costs;
 mod explain;
 mod fillings;
+mod marks;
 mod merge;
 mod moves;
 mod nodes;

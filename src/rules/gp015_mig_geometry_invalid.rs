@@ -2,6 +2,7 @@ use indexmap::IndexMap;
 
 use super::{Cx, Rule};
 use crate::mig;
+use crate::plan::raw::{Pool, Sp};
 
 declare_rule! {
     /// # GP015 mig-geometry-invalid
@@ -54,47 +55,8 @@ impl Rule for MigGeometryInvalid {
             if cx.plan.pool_mig_manager(pool) == crate::core::MigManager::Aks
                 && cx.plan.provider() == crate::core::Provider::Azure
             {
-                let named: Vec<(&str, std::ops::Range<usize>)> = pool
-                    .mig_profile
-                    .iter()
-                    .map(|p| (p.get().as_str(), p.span()))
-                    .chain(
-                        pool.layouts()
-                            .into_iter()
-                            .flat_map(|(l, _)| l.keys().map(move |k| (k.as_str(), l.span()))),
-                    )
-                    .collect();
-                for (name, span) in named {
-                    if spec.profile(name).is_some() && !spec.aks_creates(name) {
-                        let allowed = if spec.aks_profiles.is_empty() {
-                            format!("AKS creates no MIG instances on {}", gpu.name)
-                        } else {
-                            format!(
-                                "on {} AKS creates {}",
-                                gpu.name,
-                                spec.aks_profiles
-                                    .iter()
-                                    .map(|p| format!(
-                                        "`{p}` ({})",
-                                        spec.aks_gpu_instance(p).unwrap_or_default()
-                                    ))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
-                        };
-                        cx.push(
-                            cx.finding(
-                                span,
-                                format!(
-                                    "pool `{}` asks for MIG profile `{name}`, which AKS cannot create (mig_manager = aks): {allowed}",
-                                    pool.name.get()
-                                ),
-                            )
-                            .label("not an AKS `gpu_instance` profile")
-                            .help("use one of the profiles AKS creates (a larger one holds the replica), or set `cluster.mig_manager = \"gpu-operator\"`")
-                            .pool(pool.name.get()),
-                        );
-                    }
+                for d in aks_findings(cx, pool, gpu, spec) {
+                    cx.push(d);
                 }
             }
             if let (Some(ls), Some(sku)) = (&pool.mig_layouts, cx.sku(pool.sku.get())) {
@@ -157,4 +119,57 @@ impl Rule for MigGeometryInvalid {
             }
         }
     }
+}
+
+/// Profiles a pool names that AKS cannot create (`mig_manager = aks`).
+fn aks_findings(
+    cx: &Cx<'_>,
+    pool: &Sp<Pool>,
+    gpu: &crate::catalog::GpuModel,
+    spec: &crate::catalog::MigSpec,
+) -> Vec<crate::diag::Diag> {
+    let mut out = Vec::new();
+    let named: Vec<(&str, std::ops::Range<usize>)> = pool
+        .mig_profile
+        .iter()
+        .map(|p| (p.get().as_str(), p.span()))
+        .chain(
+            pool.layouts()
+                .into_iter()
+                .flat_map(|(l, _)| l.keys().map(move |k| (k.as_str(), l.span()))),
+        )
+        .collect();
+    for (name, span) in named {
+        if spec.profile(name).is_some() && !spec.aks_creates(name) {
+            let allowed = if spec.aks_profiles.is_empty() {
+                format!("AKS creates no MIG instances on {}", gpu.name)
+            } else {
+                format!(
+                    "on {} AKS creates {}",
+                    gpu.name,
+                    spec.aks_profiles
+                        .iter()
+                        .map(|p| format!(
+                            "`{p}` ({})",
+                            spec.aks_gpu_instance(p).unwrap_or_default()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            out.push(
+                cx.finding(
+                    span,
+                    format!(
+                        "pool `{}` asks for MIG profile `{name}`, which AKS cannot create (mig_manager = aks): {allowed}",
+                        pool.name.get()
+                    ),
+                )
+                .label("not an AKS `gpu_instance` profile")
+                .help("use one of the profiles AKS creates (a larger one holds the replica), or set `cluster.mig_manager = \"gpu-operator\"`")
+                .pool(pool.name.get()),
+            );
+        }
+    }
+    out
 }

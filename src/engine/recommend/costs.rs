@@ -50,7 +50,29 @@ pub(super) fn assemble(
     // (`rules::settle_recommendation`).
     let mut findings = Vec::new();
     findings.extend(quota_findings(plan, catalog, &pools));
-    for p in &pools {
+    findings.extend(notes(plan, catalog, &pools));
+    let comparison = compare(plan, catalog, &pools, &workloads, &unsatisfied, total);
+    Recommendation {
+        workloads,
+        teams: teams
+            .into_iter()
+            .map(|(team, c)| TeamCost {
+                team,
+                monthly_cost_usd: cents(c),
+            })
+            .collect(),
+        unsatisfied,
+        comparison,
+        findings,
+        ..Recommendation::of(plan, catalog, pools)
+    }
+}
+
+/// The recommender's own notes on its pools: a MIG packing not proven optimal, and a pool
+/// whose GPUs idle because its replicas run out of vCPUs or RAM first.
+fn notes(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for p in pools {
         if let Some(s) = &p.stranded {
             if !s.optimal_packing {
                 findings.push(Finding {
@@ -69,7 +91,7 @@ pub(super) fn assemble(
             }
         }
     }
-    for p in &pools {
+    for p in pools {
         // Pools are named only now; the option was found while they were built.
         if let Some(a) = p
             .considered
@@ -107,19 +129,5 @@ pub(super) fn assemble(
             });
         }
     }
-    let comparison = compare(plan, catalog, &pools, &workloads, &unsatisfied, total);
-    Recommendation {
-        workloads,
-        teams: teams
-            .into_iter()
-            .map(|(team, c)| TeamCost {
-                team,
-                monthly_cost_usd: cents(c),
-            })
-            .collect(),
-        unsatisfied,
-        comparison,
-        findings,
-        ..Recommendation::of(plan, catalog, pools)
-    }
+    findings
 }

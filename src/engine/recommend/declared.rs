@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use super::demand::Segment;
 use super::{cents, Nodes, RecPool, Recommendation};
 use crate::catalog::Catalog;
-use crate::plan::raw::{Capacity, Provider, Sharing};
+use crate::plan::raw::Sharing;
 use crate::plan::Plan;
 
 pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
@@ -63,30 +63,8 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             .as_ref()
             .map(|r| u32::try_from(*r.get()).unwrap_or(2))
             .filter(|_| matches!(p.sharing(), Sharing::TimeSlicing | Sharing::Mps));
-        let mut labels = IndexMap::new();
-        labels.insert("gpuplan.io/segment".to_owned(), segment.as_str().to_owned());
-        labels.insert(
-            "gpuplan.io/capacity".to_owned(),
-            p.capacity().as_str().to_owned(),
-        );
-        let mut taints = vec![
-            format!("gpuplan.io/segment={}:NoSchedule", segment.as_str()),
-            "nvidia.com/gpu=present:NoSchedule".to_owned(),
-        ];
-        if p.capacity() == Capacity::Spot {
-            taints.push(match plan.provider() {
-                Provider::Azure => {
-                    "kubernetes.azure.com/scalesetpriority=spot:NoSchedule".to_owned()
-                }
-                Provider::Aws => "gpuplan.io/spot=true:NoSchedule".to_owned(),
-            });
-            if plan.provider() == Provider::Azure {
-                labels.insert(
-                    "kubernetes.azure.com/scalesetpriority".to_owned(),
-                    "spot".to_owned(),
-                );
-            }
-        }
+        let (labels, taints) =
+            super::marks::labels_and_taints(plan.provider(), segment, p.capacity());
         pools.push(RecPool {
             mig_node_sets: 1,
             name: p.name.get().clone(),

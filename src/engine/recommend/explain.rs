@@ -63,28 +63,7 @@ pub(super) fn describe(
     let mm = ms[0].d.mig_manager;
     let segment = key.0;
     let sharing = key.4;
-    let mut labels = IndexMap::new();
-    labels.insert("gpuplan.io/segment".to_owned(), segment.as_str().to_owned());
-    labels.insert("gpuplan.io/capacity".to_owned(), key.3.as_str().to_owned());
-    let mut taints = vec![format!(
-        "gpuplan.io/segment={}:NoSchedule",
-        segment.as_str()
-    )];
-    taints.push("nvidia.com/gpu=present:NoSchedule".to_owned());
-    if key.3 == Capacity::Spot {
-        taints.push(match plan.provider() {
-            Provider::Azure => "kubernetes.azure.com/scalesetpriority=spot:NoSchedule".to_owned(),
-            Provider::Aws => "gpuplan.io/spot=true:NoSchedule".to_owned(),
-        });
-        // AKS puts this label (and the taint above) on every spot node; azurerm wants both
-        // declared on the pool, or every plan shows a diff.
-        if plan.provider() == Provider::Azure {
-            labels.insert(
-                "kubernetes.azure.com/scalesetpriority".to_owned(),
-                "spot".to_owned(),
-            );
-        }
-    }
+    let (labels, taints) = super::marks::labels_and_taints(plan.provider(), segment, key.3);
     let gpu_mem_util = b.ts_replicas.map(|n| {
         crate::engine::memory::time_sliced_cap(n, catalog.assumptions.time_slicing_memory_headroom)
     });

@@ -44,36 +44,7 @@ type Trial<'c> = (usize, PoolKey, PoolKey, Candidate<'c>, Rate);
 pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     for _ in 0..MAX_MOVES {
-        let keys: Vec<PoolKey> = groups
-            .iter()
-            .filter(|(_, m)| small(m, choices))
-            .map(|(k, _)| k.clone())
-            .collect();
-        let mut trials: Vec<Trial<'_>> = Vec::new();
-        for a in &keys {
-            // A pool's sole member moving is a merge, which the merge stage judged.
-            if groups[a].len() < 2 {
-                continue;
-            }
-            for b in &keys {
-                if a == b || a.0 != b.0 || a.3 != b.3 || a.4 != b.4 {
-                    continue;
-                }
-                for &i in &groups[a] {
-                    let ch = &choices[i];
-                    // The parts of a workload split over AKS profiles stay in their family.
-                    if ch.d.is_part() {
-                        continue;
-                    }
-                    let Some((c, rate)) = rehome::joining(ch, b, catalog) else {
-                        continue;
-                    };
-                    if trials.len() < MOVE_TRIALS {
-                        trials.push((i, a.clone(), b.clone(), c.into_owned(), rate));
-                    }
-                }
-            }
-        }
+        let mut trials = trials(groups, choices, catalog);
         if trials.is_empty() {
             return;
         }
@@ -159,6 +130,42 @@ pub(super) fn move_workloads(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut
             members.push(i);
         }
     }
+}
+
+/// Each workload of a small pool that could join another small pool of its segment, capacity
+/// and sharing, on the candidate it would take there (at most `MOVE_TRIALS`).
+fn trials<'c>(groups: &Groups, choices: &[Choice<'_, 'c>], catalog: &Catalog) -> Vec<Trial<'c>> {
+    let keys: Vec<PoolKey> = groups
+        .iter()
+        .filter(|(_, m)| small(m, choices))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let mut trials: Vec<Trial<'_>> = Vec::new();
+    for a in &keys {
+        // A pool's sole member moving is a merge, which the merge stage judged.
+        if groups[a].len() < 2 {
+            continue;
+        }
+        for b in &keys {
+            if a == b || a.0 != b.0 || a.3 != b.3 || a.4 != b.4 {
+                continue;
+            }
+            for &i in &groups[a] {
+                let ch = &choices[i];
+                // The parts of a workload split over AKS profiles stay in their family.
+                if ch.d.is_part() {
+                    continue;
+                }
+                let Some((c, rate)) = rehome::joining(ch, b, catalog) else {
+                    continue;
+                };
+                if trials.len() < MOVE_TRIALS {
+                    trials.push((i, a.clone(), b.clone(), c.into_owned(), rate));
+                }
+            }
+        }
+    }
+    trials
 }
 
 /// Each pool on the cheapest of the options its alternatives list (`alternatives::options`),
