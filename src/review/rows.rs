@@ -1,6 +1,8 @@
-//! The review as `gpuplan.review/v1` serialises it: its rows per team, workload, GPU model
-//! and pool, the coverage of the data, stalled and Pending pods, idle floors and nodes,
-//! reservation fill and advice, and the recommendations.
+//! The rows the review ([`super::Review`], `gpuplan.review/v1`) is made of: per team,
+//! workload, GPU model and pool, the coverage of the data, stalled and Pending pods, idle
+//! floors and nodes, reservation fill and advice, the recommendations, and the right-sizes
+//! the forecast may take. The stages fill them; the rows import none of the stages (only
+//! `owners`' match counts).
 
 use serde::Serialize;
 
