@@ -178,7 +178,10 @@ impl ReservationTerm {
         match c {
             Capacity::Reserved1y => self >= ReservationTerm::OneYear,
             Capacity::Reserved3y => self == ReservationTerm::ThreeYear,
-            _ => true,
+            Capacity::OnDemand
+            | Capacity::Spot
+            | Capacity::CapacityReservation
+            | Capacity::CapacityBlock => true,
         }
     }
 }

@@ -33,9 +33,11 @@ pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> CmdResult<(
     let only: Vec<String> = match (provider, known) {
         (ProviderArg::Azure, false) => {
             out.info("--live: no subscription (AZURE_SUBSCRIPTION_ID or `[plan] subscription`), so quota and SKU availability stay as cached; refreshing prices and eviction bands");
-            vec!["prices".into(), "eviction".into()]
+            [Part::Prices, Part::Eviction]
+                .map(|p| p.as_str().to_owned())
+                .to_vec()
         }
-        _ => Vec::new(),
+        (ProviderArg::Azure, true) | (ProviderArg::Aws, _) => Vec::new(),
     };
     let args = RefreshArgs {
         provider,

@@ -88,9 +88,16 @@ pub(crate) fn pool_hour(catalog: &Catalog, provider: Provider, pool: &Pool) -> O
 /// Hours in a month a pool's nodes are paid for: a Capacity Block for the block's length
 /// (`block_hours`), paid whether used or not; any other pool for `hours`.
 pub(crate) fn paid_hours(pool: &Pool, hours: f64) -> f64 {
-    match (pool.capacity(), &pool.block_hours) {
-        (Capacity::CapacityBlock, Some(h)) => h.get().min(HOURS_PER_MONTH),
-        _ => hours,
+    match pool.capacity() {
+        Capacity::CapacityBlock => pool
+            .block_hours
+            .as_ref()
+            .map_or(hours, |h| h.get().min(HOURS_PER_MONTH)),
+        Capacity::OnDemand
+        | Capacity::Spot
+        | Capacity::Reserved1y
+        | Capacity::Reserved3y
+        | Capacity::CapacityReservation => hours,
     }
 }
 

@@ -129,7 +129,7 @@ pub(crate) fn container(
                 ),
             })
         }
-        _ => {
+        Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer => {
             let n = w.gpus().max(1) as f64;
             Some(Container {
                 gib: gpu.memory_gib * n,

@@ -7,7 +7,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::Catalog;
-use crate::core::Capacity;
 use crate::engine::recommend::Recommendation;
 
 pub(crate) const SCHEMA: &str = "gpuplan.purchases/v1";
@@ -58,10 +57,8 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
         let prices = catalog
             .provider(p.provider)
             .and_then(|pc| pc.price(&p.sku, &p.region));
-        let reserved = prices.and_then(|r| match p.capacity {
-            Capacity::Reserved3y => r.reserved_3y.as_ref(),
-            _ => r.reserved_1y.as_ref(),
-        });
+        // Only a reserved pool holds reserved nodes: its term's price.
+        let reserved = prices.and_then(|r| r.listed(p.capacity));
         let on_demand = prices
             .and_then(|r| r.on_demand.as_ref())
             .map(|x| x.usd_per_hour);

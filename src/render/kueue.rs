@@ -308,8 +308,13 @@ fn physical(
     physical.insert("cpu".into(), (cpu_alloc * nodes * 1000.0).floor() / 1000.0);
     physical.insert("memory".into(), (mem_alloc * nodes).floor());
     let gpus = nodes * f64::from(p.gpus_per_node);
-    match (p.sharing, aks_mig, per_gpu_layouts) {
-        (Sharing::Mig, true, _) => {
+    // Whole GPUs, or the time-sliced shares of each.
+    let shared = |physical: &mut IndexMap<String, f64>| {
+        let shares = f64::from(p.time_slicing_replicas.unwrap_or(1));
+        physical.insert("nvidia.com/gpu".into(), gpus * shares);
+    };
+    match p.sharing {
+        Sharing::Mig if aks_mig => {
             // AKS runs the single strategy: every MIG instance is one `nvidia.com/gpu`.
             let instances = p
                 .mig_layout
@@ -318,16 +323,18 @@ fn physical(
                 .unwrap_or(1);
             physical.insert("nvidia.com/gpu".into(), gpus * f64::from(instances));
         }
-        (Sharing::Mig, false, Some(layouts)) => {
-            for (profile, n) in layouts {
-                *physical
-                    .entry(format!("nvidia.com/mig-{profile}"))
-                    .or_default() += f64::from(*n) * nodes;
+        Sharing::Mig => match per_gpu_layouts {
+            Some(layouts) => {
+                for (profile, n) in layouts {
+                    *physical
+                        .entry(format!("nvidia.com/mig-{profile}"))
+                        .or_default() += f64::from(*n) * nodes;
+                }
             }
-        }
-        _ => {
-            let shares = f64::from(p.time_slicing_replicas.unwrap_or(1));
-            physical.insert("nvidia.com/gpu".into(), gpus * shares);
+            None => shared(&mut physical),
+        },
+        Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer => {
+            shared(&mut physical)
         }
     }
     physical

@@ -55,9 +55,10 @@ impl Rule for SharingSettingContradiction {
             match (sharing, mig_span.clone()) {
                 (Sharing::Mig, None) => report(pool.sharing.as_ref().map_or(pool.name.span(), |s| s.span()), format!("MIG pool `{name}` has neither `mig_profile` nor `mig_layout`"), "set the geometry: `mig_profile` (uniform), `mig_layout` (per GPU) or `mig_layouts` (several per-GPU layouts)"),
                 (Sharing::Mig, Some(_)) if geometries > 1 => report(mig_span.clone().unwrap_or(pool.name.span()), format!("pool `{name}` sets more than one of `mig_profile`, `mig_layout` and `mig_layouts`"), "keep one: `mig_profile` for a uniform geometry, `mig_layout` for one per-GPU layout, `mig_layouts` for several"),
+                (Sharing::Mig, Some(_)) => {}
                 (Sharing::Mps, Some(_)) => {} // GP005
-                (s, Some(span)) if s != Sharing::Mig => report(span, format!("pool `{name}` sets MIG geometry but its sharing is `{}`", s.as_str()), "set `sharing = \"mig\"` or remove the geometry"),
-                _ => {}
+                (s @ (Sharing::Dedicated | Sharing::TimeSlicing | Sharing::SharedServer), Some(span)) => report(span, format!("pool `{name}` sets MIG geometry but its sharing is `{}`", s.as_str()), "set `sharing = \"mig\"` or remove the geometry"),
+                (Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer, None) => {}
             }
             for w in cx.plan.pool_workloads(pool) {
                 let ws = w.sharing();

@@ -45,7 +45,12 @@ pub(super) fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: 
                     + steady * (c.on_demand * d.hours).min(r.usd * HOURS_PER_MONTH)
                     + peak * c.on_demand * d.hours)
         }
-        _ => share * r.usd * r.waste * (floor * plan_hours + burst * d.hours),
+        Capacity::OnDemand
+        | Capacity::Spot
+        | Capacity::CapacityReservation
+        | Capacity::CapacityBlock => {
+            share * r.usd * r.waste * (floor * plan_hours + burst * d.hours)
+        }
     }
 }
 

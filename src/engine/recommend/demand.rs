@@ -235,7 +235,15 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
         (None, Sharing::SharedServer) if gpus <= 1 => {
             w.utilization().unwrap_or(1.0).clamp(0.01, 1.0)
         }
-        _ => f64::from(gpus.max(1)),
+        // Whole GPUs: a dedicated or MIG replica, or one of several GPUs whatever its mode.
+        (
+            None,
+            Sharing::Dedicated
+            | Sharing::Mig
+            | Sharing::TimeSlicing
+            | Sharing::Mps
+            | Sharing::SharedServer,
+        ) => f64::from(gpus.max(1)),
     };
     let checkpoint = w.checkpoint_minutes.as_ref().map(|c| *c.get());
     let spot_closed = if w.user_facing() {
