@@ -234,26 +234,7 @@ fn write_owned(
     };
     // What the directory is, read once: whether it is gpuplan's, and whether its list reads.
     let st = state(dir);
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if !(m.is_dir() || m.file_type().is_symlink() && dir.is_dir()) => {
-            return Err(CacheError::NotADirectory(crate::core::shown(dir)))
-        }
-        Ok(_) if st == State::Absent => {
-            let mut names: Vec<String> = std::fs::read_dir(dir)
-                .map_err(io)?
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            if let Some(entry) = names.into_iter().next() {
-                return Err(CacheError::Foreign {
-                    dir: crate::core::shown(dir),
-                    entry: crate::core::printable(&entry),
-                });
-            }
-        }
-        _ => {}
-    }
+    refuse_foreign(dir, &st)?;
     let (mut sources, mut files) = if st != State::Absent {
         owned_entries(dir, &st, notes)
     } else {
@@ -301,14 +282,7 @@ fn write_owned(
         let text = crate::core::redact(&e.text);
         std::fs::write(&target, &text).map_err(io)?;
         set.put(e.path, text.into_bytes());
-        let mut t = toml::Table::new();
-        t.insert("path".into(), e.path.into());
-        t.insert("kind".into(), e.kind.as_str().into());
-        t.insert("provider".into(), e.provider.as_str().into());
-        t.insert("as_of".into(), fetched.into());
-        t.insert("source".into(), crate::core::redact(&e.source).into());
-        t.insert("licence".into(), e.licence.into());
-        files.push(toml::Value::Table(t));
+        files.push(listed(e, fetched));
     }
     files.sort_by(|a, b| {
         a.get("path")
@@ -336,4 +310,46 @@ fn write_owned(
     set.put("sources.toml", list.into_bytes());
     set.commit_in(lock).map_err(in_set)?;
     Ok(())
+}
+
+/// A path that is not a directory, or a directory that holds files and is not gpuplan's cache,
+/// is refused before anything is written.
+fn refuse_foreign(dir: &Path, st: &State) -> Result<(), CacheError> {
+    let io = |source: std::io::Error| CacheError::Io {
+        dir: crate::core::shown(dir),
+        source,
+    };
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if !(m.is_dir() || m.file_type().is_symlink() && dir.is_dir()) => {
+            Err(CacheError::NotADirectory(crate::core::shown(dir)))
+        }
+        Ok(_) if *st == State::Absent => {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .map_err(io)?
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            match names.into_iter().next() {
+                Some(entry) => Err(CacheError::Foreign {
+                    dir: crate::core::shown(dir),
+                    entry: crate::core::printable(&entry),
+                }),
+                None => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A refreshed file's entry in `sources.toml`.
+fn listed(e: &Entry, fetched: &str) -> toml::Value {
+    let mut t = toml::Table::new();
+    t.insert("path".into(), e.path.into());
+    t.insert("kind".into(), e.kind.as_str().into());
+    t.insert("provider".into(), e.provider.as_str().into());
+    t.insert("as_of".into(), fetched.into());
+    t.insert("source".into(), crate::core::redact(&e.source).into());
+    t.insert("licence".into(), e.licence.into());
+    toml::Value::Table(t)
 }
