@@ -289,12 +289,6 @@ crate::core::named_enum! {
     }
 }
 
-impl DataKind {
-    pub(crate) fn parse(s: &str) -> Option<DataKind> {
-        DataKind::ALL.iter().copied().find(|k| k.as_str() == s)
-    }
-}
-
 /// Where a data file came from and how old it is.
 #[derive(Debug, Clone)]
 pub struct DataSource {

@@ -50,8 +50,23 @@ macro_rules! named_enum {
                     $($name::$v => $s),*
                 }
             }
+
+            /// The variant spelled exactly `s`.
+            #[allow(dead_code)]
+            $vis fn parse(s: &str) -> Option<$name> {
+                $name::ALL.iter().copied().find(|v| v.as_str() == s)
+            }
         }
 
+        $crate::core::as_text!($name);
+    };
+}
+pub(crate) use named_enum;
+
+/// `Display` and `Serialize` of a type as its `as_str` text: how a code or kind is printed
+/// and serialised, written once.
+macro_rules! as_text {
+    ($name:ty) => {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
@@ -65,7 +80,7 @@ macro_rules! named_enum {
         }
     };
 }
-pub(crate) use named_enum;
+pub(crate) use as_text;
 
 /// Hours in the month every monthly figure is quoted for (8,760 hours a year / 12).
 pub(crate) const HOURS_PER_MONTH: f64 = 730.0;

@@ -163,12 +163,6 @@ impl RuleId {
     }
 }
 
-impl fmt::Display for RuleId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// What a finding is about: which rule made it, or which kind of load error it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Code {
@@ -195,12 +189,6 @@ impl Code {
     }
 }
 
-impl fmt::Display for Code {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl From<RuleId> for Code {
     fn from(r: RuleId) -> Code {
         Code::Rule(r)
@@ -219,14 +207,5 @@ impl From<CatalogCode> for Code {
     }
 }
 
-impl serde::Serialize for RuleId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl serde::Serialize for Code {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
+crate::core::as_text!(RuleId);
+crate::core::as_text!(Code);

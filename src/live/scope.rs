@@ -38,12 +38,6 @@ crate::core::named_enum! {
     }
 }
 
-impl Part {
-    pub(crate) fn parse(s: &str) -> Option<Part> {
-        Part::ALL.iter().copied().find(|p| p.as_str() == s)
-    }
-}
-
 /// What a refresh of one provider needs to know.
 pub(crate) struct Scope {
     pub regions: Vec<String>,

@@ -225,17 +225,7 @@ impl FindingCode {
     }
 }
 
-impl std::fmt::Display for FindingCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for FindingCode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
+crate::core::as_text!(FindingCode);
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Finding {
