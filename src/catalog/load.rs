@@ -250,6 +250,26 @@ pub(super) fn invalid_at_name(file: &Arc<SourceFile>, name: &str, msg: String) -
     invalid(file, at..at + quoted.len(), msg)
 }
 
+/// Every name an entry brings is a catalog name ([`super::name_ok`]), refused where it stands.
+pub(super) fn names_ok<'a>(
+    file: &Arc<SourceFile>,
+    names: impl IntoIterator<Item = &'a String>,
+) -> Result<(), CatalogError> {
+    for n in names {
+        if !super::name_ok(n) {
+            return Err(invalid_at_name(
+                file,
+                n,
+                format!(
+                    "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
+                    n.escape_debug()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn load(files: &Files, providers: &[Provider]) -> Result<Catalog, CatalogError> {
     let sources_file = files.read("sources.toml")?;
     let sources: SourcesFile = toml_file(&sources_file)?;
@@ -360,18 +380,7 @@ fn sku(
     let names = [&s.name, &s.gpu_model, &s.quota_family]
         .into_iter()
         .chain(&s.spot_quota_family);
-    for n in names {
-        if !super::name_ok(n) {
-            return Err(invalid_at_name(
-                skus_file,
-                n,
-                format!(
-                    "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
-                    n.escape_debug()
-                ),
-            ));
-        }
-    }
+    names_ok(skus_file, names)?;
     if catalog.gpu(&s.gpu_model).is_none() {
         return Err(invalid_at_name(
             skus_file,

@@ -118,6 +118,27 @@ pub(crate) const PRICE_HEADER: [&str; 7] = [
     "source",
 ];
 
+/// A row of a refreshed price file, in the layout of [`PRICE_HEADER`].
+pub(crate) fn price_row(
+    sku: String,
+    region: &str,
+    kind: &str,
+    usd: f64,
+    unit: &str,
+    fetched: &str,
+    source: String,
+) -> Vec<String> {
+    vec![
+        sku,
+        region.to_owned(),
+        kind.to_owned(),
+        usd.to_string(),
+        unit.to_owned(),
+        fetched.to_owned(),
+        source,
+    ]
+}
+
 /// One refreshed file and how `sources.toml` describes it.
 pub(crate) struct Entry {
     pub path: &'static str,

@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 use super::sources::Meta;
-use super::{invalid, invalid_at_name, toml_file, CatalogError};
+use super::{invalid, invalid_at_name, names_ok, toml_file, CatalogError};
 use crate::catalog::{GpuModel, MigProfile, MigSpec};
 use crate::source::SourceFile;
 
@@ -113,19 +113,7 @@ fn check_names(file: &Arc<SourceFile>, g: &GpuEntry) -> Result<(), CatalogError>
                 .flat_map(|m| m.profiles.iter().map(|p| &p.name)),
         )
         .chain(g.mig.iter().flat_map(|m| &m.aks_profiles));
-    for n in names {
-        if !crate::catalog::name_ok(n) {
-            return Err(invalid_at_name(
-                file,
-                n,
-                format!(
-                    "`{}` is not a catalog name (letters, digits, `.`, `_`, `+`, `-`, inner spaces)",
-                    n.escape_debug()
-                ),
-            ));
-        }
-    }
-    Ok(())
+    names_ok(file, names)
 }
 
 fn check_memory(file: &Arc<SourceFile>, g: &GpuEntry) -> Result<(), CatalogError> {

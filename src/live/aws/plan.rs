@@ -113,27 +113,6 @@ fn requests(scope: &Scope, ask: &Ask) -> Vec<String> {
     out
 }
 
-/// A row of `prices-live.csv`, in the layout of `cache::PRICE_HEADER`.
-fn price_row(
-    sku: String,
-    region: &str,
-    kind: &str,
-    usd: f64,
-    unit: &str,
-    today: &str,
-    note: String,
-) -> Vec<String> {
-    vec![
-        sku,
-        region.to_owned(),
-        kind.to_owned(),
-        usd.to_string(),
-        unit.to_owned(),
-        today.to_owned(),
-        note,
-    ]
-}
-
 /// On-demand and reserved list prices, Capacity Block offerings and spot prices.
 fn prices(scope: &Scope, ask: &Ask, configs: &Arc<Configs>) -> Task {
     let (regions, types, previous, today, configs, url, block_types) = (
@@ -158,13 +137,13 @@ fn prices(scope: &Scope, ask: &Ask, configs: &Arc<Configs>) -> Task {
                         "term"
                     };
                     let note = format!("AWS Price List GetProducts ({note})");
-                    rows.push(price_row(sku, r, kind, p, unit, &today, note));
+                    rows.push(cache::price_row(sku, r, kind, p, unit, &today, note));
                 }
                 for (sku, p, note) in capacity_blocks(&conf, r, &block_types).await? {
                     let note = format!(
                         "EC2 DescribeCapacityBlockOfferings, lowest per instance-hour: {note}"
                     );
-                    rows.push(price_row(
+                    rows.push(cache::price_row(
                         sku,
                         r,
                         "capacity-block",
@@ -180,7 +159,7 @@ fn prices(scope: &Scope, ask: &Ask, configs: &Arc<Configs>) -> Task {
                             "EC2 DescribeSpotPriceHistory Linux/UNIX (lowest of {} zone(s): {zone})",
                             zones.len()
                         );
-                        rows.push(price_row(sku, r, "spot", *p, "1 Hour", &today, note));
+                        rows.push(cache::price_row(sku, r, "spot", *p, "1 Hour", &today, note));
                     }
                 }
             }

@@ -283,15 +283,15 @@ fn retail_csv(
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            cache::price_row(
                 r.sku.clone(),
-                r.region.clone(),
-                r.kind.to_owned(),
-                r.price.to_string(),
-                r.unit.clone(),
-                fetched.to_owned(),
+                &r.region,
+                r.kind,
+                r.price,
+                &r.unit,
+                fetched,
                 format!("{source} ({})", r.note),
-            ]
+            )
         })
         .collect();
     cache::merge_csv(previous, &cache::PRICE_HEADER, 1, regions, &rows)
