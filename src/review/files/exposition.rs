@@ -293,15 +293,23 @@ fn scan(path: &std::path::Path, file: &str) -> Result<(Scan, Ids), ReviewError> 
                 crate::review::telemetry::too_many_series("the file"),
             ));
         }
-        scan.sample(id, new, v, ts, (n, col_of(l, ts)));
+        scan.sample(id, new, v, ts, || (n, col_of(l, ts)));
         Ok(())
     })?;
     Ok((scan, ids))
 }
 
 impl Scan {
-    /// One wanted sample at time `v` (as written, `ts`) of series `id`.
-    fn sample(&mut self, id: usize, new: bool, v: f64, ts: &str, at: (usize, usize)) {
+    /// One wanted sample at time `v` (as written, `ts`) of series `id`; `at` says where it
+    /// stands, worked out only for a new latest time (it counts the line's characters).
+    fn sample(
+        &mut self,
+        id: usize,
+        new: bool,
+        v: f64,
+        ts: &str,
+        at: impl FnOnce() -> (usize, usize),
+    ) {
         if ts.contains('.') {
             self.fractional = true;
         }
@@ -311,7 +319,7 @@ impl Scan {
         self.min = self.min.min(v);
         if v > self.max {
             self.max = v;
-            self.max_at = at;
+            self.max_at = at();
         }
         self.samples += 1;
         if new {
