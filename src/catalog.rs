@@ -155,11 +155,11 @@ impl Sku {
 impl Sku {
     /// The quota bucket spot capacity of this SKU counts against.
     pub(crate) fn spot_quota(&self) -> &str {
-        match (&self.spot_quota_family, self.provider) {
+        let cloud = crate::cloud::profile(self.provider).spot_quota_family;
+        match (&self.spot_quota_family, cloud) {
             (Some(f), _) => f,
-            // Azure: one regional pool for all Spot/Low-priority vCPUs.
-            (None, Provider::Azure) => "lowPriorityCores",
-            (None, Provider::Aws) => &self.quota_family,
+            (None, Some(f)) => f,
+            (None, None) => &self.quota_family,
         }
     }
 }

@@ -420,11 +420,8 @@ pub struct CatalogArgs {
     pub format: Format,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProviderArg {
-    Azure,
-    Aws,
-}
+/// A cloud as the command line names it: the plan's own `provider` values.
+pub type ProviderArg = crate::core::Provider;
 
 #[derive(Debug, Args)]
 pub struct InitArgs {

@@ -9,6 +9,7 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod cloud;
 pub(crate) mod cmd;
 pub mod comment;
 pub mod core;

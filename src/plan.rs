@@ -90,10 +90,8 @@ impl Plan {
     }
     /// The cluster's MIG manager, or the provider's default.
     pub(crate) fn cluster_mig_manager(&self) -> MigManager {
-        self.mig_manager().unwrap_or(match self.provider() {
-            Provider::Azure => MigManager::Aks,
-            Provider::Aws => MigManager::GpuOperator,
-        })
+        self.mig_manager()
+            .unwrap_or(crate::cloud::profile(self.provider()).default_mig_manager)
     }
     pub(crate) fn daemonset_cpu(&self) -> Option<f64> {
         self.raw

@@ -63,18 +63,16 @@ pub(crate) struct Output_ {
     format: Format,
 }
 
-const AZURE: Output_ = Output_ {
-    path: "terraform/main.tf",
-    template: "terraform/azure.tf.hbs",
-    embedded: include_str!("../templates/render/terraform/azure.tf.hbs"),
-    format: Format::Hcl,
-};
-const AWS: Output_ = Output_ {
-    path: "terraform/main.tf",
-    template: "terraform/aws.tf.hbs",
-    embedded: include_str!("../templates/render/terraform/aws.tf.hbs"),
-    format: Format::Hcl,
-};
+/// The cloud's Terraform (`terraform/main.tf`), from its profile's template.
+fn terraform(provider: crate::core::Provider) -> Output_ {
+    let r = &crate::cloud::profile(provider).render;
+    Output_ {
+        path: "terraform/main.tf",
+        template: r.terraform_template,
+        embedded: r.terraform_embedded,
+        format: Format::Hcl,
+    }
+}
 const KARPENTER: Output_ = Output_ {
     path: "karpenter/karpenter.yaml",
     template: "karpenter/karpenter.yaml.hbs",
@@ -275,11 +273,11 @@ pub fn render(
     templates: Option<&Path>,
 ) -> Result<BTreeMap<String, String>, RenderError> {
     let mut hb = registry();
-    let tf = provider::Profile::of(v.provider).terraform;
+    let tf = terraform(v.provider);
     let mut out = BTreeMap::new();
     let karpenter = v.karpenter_enabled.then_some(&KARPENTER);
     let kueue_values = v.kueue_config.is_some().then_some(&KUEUE_VALUES);
-    for o in std::iter::once(tf)
+    for o in std::iter::once(&tf)
         .chain(COMMON.iter())
         .chain(karpenter)
         .chain(kueue_values)

@@ -5,26 +5,17 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use crate::catalog::{Catalog, GpuModel, Price, ProviderCatalog, RegionPrices, Sku};
-use crate::cli::{CatalogArgs, Format, Global, ProviderArg};
+use crate::cli::{CatalogArgs, Format, Global};
 use crate::core::exit;
 use crate::core::rate;
 use crate::output::Out;
 use crate::plan::raw::Provider;
 
-fn provider_of(p: ProviderArg) -> Provider {
-    match p {
-        ProviderArg::Azure => Provider::Azure,
-        ProviderArg::Aws => Provider::Aws,
-    }
-}
-
 pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult {
     if let Some(crate::cli::CatalogAction::Refresh(r)) = &args.action {
         return super::refresh::run(g, r, out);
     }
-    let providers: Vec<Provider> = args
-        .provider
-        .map_or(Provider::ALL.to_vec(), |p| vec![provider_of(p)]);
+    let providers: Vec<Provider> = args.provider.map_or(Provider::ALL.to_vec(), |p| vec![p]);
     let catalog = super::load_catalog(g, &providers, out)?;
     if let Some(region) = &args.region {
         // A region no provider in view has is a typo, not an empty listing.
@@ -322,20 +313,14 @@ fn price_table<'a>(t: &mut String, pc: &'a ProviderCatalog, s: &Sku) -> Origins<
             continue;
         }
         let band = pc.band(&s.name, r);
-        let band_label = band.map_or(
-            if s.provider == Provider::Azure {
-                "unknown"
-            } else {
-                "-"
-            }
-            .to_owned(),
-            |b| b.label.clone(),
-        );
-        let reserved_missing = if s.provider == Provider::Azure {
-            "unknown"
-        } else {
-            "-"
-        };
+        // Missing data a live refresh would fetch is unknown; data the catalog has in full
+        // and lacks here is not sold.
+        let cloud = crate::cloud::profile(s.provider);
+        let missing = |live_only: bool| if live_only { "unknown" } else { "-" };
+        let band_label = band.map_or(missing(cloud.bands_live_only).to_owned(), |b| {
+            b.label.clone()
+        });
+        let reserved_missing = missing(cloud.reservations_live_only);
         let _ = writeln!(
             t,
             "  {r:<20} {:>12} {:>12} {band_label:>8} {:>12} {:>12}{}",
@@ -381,8 +366,13 @@ fn sku_sources(
     origin: &Origins<'_>,
     verbose: bool,
 ) {
-    if s.provider == Provider::Azure {
-        t.push_str("Azure reservations: unknown offline (a live refresh fetches them from the Retail Prices API)\n");
+    let cloud = crate::cloud::profile(s.provider);
+    if cloud.reservations_live_only {
+        let _ = writeln!(
+            t,
+            "{}s: unknown offline (a live refresh fetches them from {})",
+            cloud.reservation, cloud.prices_api
+        );
     }
     t.push_str("figures:\n");
     for ((label, source, date), regions) in origin {
@@ -411,8 +401,12 @@ fn sku_sources(
             src.source
         );
     }
-    if s.provider == Provider::Azure && pc.spot_bands.is_empty() {
-        t.push_str("Azure spot eviction bands need a live SpotResources query (`gpuplan catalog refresh --provider azure --only eviction`).\n");
+    if cloud.bands_live_only && pc.spot_bands.is_empty() {
+        let _ = writeln!(
+            t,
+            "{} spot eviction bands need a live {} query (`gpuplan catalog refresh --provider {} --only eviction`).",
+            cloud.name, cloud.bands_api, s.provider
+        );
     }
 }
 

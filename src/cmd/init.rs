@@ -1,11 +1,8 @@
 //! `gpuplan init`: a commented starter plan, from `templates/init/`.
 
-use crate::cli::{InitArgs, ProviderArg};
+use crate::cli::InitArgs;
 use crate::core::exit;
 use crate::output::Out;
-
-const AZURE: &str = include_str!("../../templates/init/azure.toml");
-const AWS: &str = include_str!("../../templates/init/aws.toml");
 
 use super::{CmdError, CmdResult};
 
@@ -13,10 +10,7 @@ use super::{CmdError, CmdResult};
 const SCHEMA_FILE: &str = "gpuplan.schema.json";
 
 pub(crate) fn run(args: &InitArgs, out: &Out) -> CmdResult {
-    let text = match args.provider {
-        ProviderArg::Azure => AZURE,
-        ProviderArg::Aws => AWS,
-    };
+    let text = crate::cloud::profile(args.provider).starter_plan;
     if args.path.as_os_str() == "-" {
         out.stdout(text);
         return Ok(exit::OK);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::cli::{Global, ProviderArg, RefreshArgs};
+use crate::cli::{Global, RefreshArgs};
 use crate::core::exit;
 use crate::core::Provider;
 use crate::live::cache;
@@ -24,20 +24,18 @@ pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> CmdResult<(
     }
     let (p, _) = super::load_plan(g, plan, out)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let provider = match p.provider() {
-        Provider::Azure => ProviderArg::Azure,
-        Provider::Aws => ProviderArg::Aws,
-    };
+    let provider = p.provider();
     let subscription = env("AZURE_SUBSCRIPTION_ID");
     let known = subscription.is_some() || p.raw.plan.subscription.is_some();
-    let only: Vec<String> = match (provider, known) {
-        (ProviderArg::Azure, false) => {
-            out.info("--live: no subscription (AZURE_SUBSCRIPTION_ID or `[plan] subscription`), so quota and SKU availability stay as cached; refreshing prices and eviction bands");
-            [Part::Prices, Part::Eviction]
-                .map(|p| p.as_str().to_owned())
-                .to_vec()
-        }
-        (ProviderArg::Azure, true) | (ProviderArg::Aws, _) => Vec::new(),
+    // A cloud whose quota and SKU reads need the plan's account refreshes only its public
+    // data without one.
+    let only: Vec<String> = if crate::cloud::profile(provider).subscription && !known {
+        out.info("--live: no subscription (AZURE_SUBSCRIPTION_ID or `[plan] subscription`), so quota and SKU availability stay as cached; refreshing prices and eviction bands");
+        [Part::Prices, Part::Eviction]
+            .map(|p| p.as_str().to_owned())
+            .to_vec()
+    } else {
+        Vec::new()
     };
     let args = RefreshArgs {
         provider,
@@ -125,10 +123,7 @@ fn request(g: &Global, args: &RefreshArgs) -> CmdResult<Request> {
     }
     let mut regions = args.regions.clone();
     let mut plan_subscription = None;
-    let provider = match args.provider {
-        ProviderArg::Azure => Provider::Azure,
-        ProviderArg::Aws => Provider::Aws,
-    };
+    let provider = args.provider;
     if let Some(path) = &args.plan {
         // The plan is read against the embedded catalog alone: a cache that no longer loads
         // must not stop the refresh that replaces it.

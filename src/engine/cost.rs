@@ -56,13 +56,15 @@ pub(crate) fn node_hour(
         // Capacity Blocks are priced per block, apart from on-demand rates (source articles);
         // only a refresh (DescribeCapacityBlockOfferings) knows them.
         Capacity::CapacityBlock => {
-            "no Capacity Block price in the catalog (`catalog refresh --provider aws`); on-demand price used"
+            "no Capacity Block price in the catalog (`catalog refresh --provider aws`); on-demand price used".to_owned()
         }
-        Capacity::Spot => "spot price unknown offline (no dated figure; a live refresh fetches it): costed at on-demand, no saving assumed",
+        Capacity::Spot => "spot price unknown offline (no dated figure; a live refresh fetches it): costed at on-demand, no saving assumed".to_owned(),
         Capacity::Reserved1y | Capacity::Reserved3y => {
-            match provider {
-                Provider::Azure => "reserved price unknown (Azure reservations are unknown offline; a live refresh fetches them): costed at on-demand, no saving assumed",
-                Provider::Aws => "reserved price unknown (no Reserved Instance for this type and region in the catalog): costed at on-demand, no saving assumed",
+            let cloud = crate::cloud::profile(provider);
+            if cloud.reservations_live_only {
+                format!("reserved price unknown ({}s are unknown offline; a live refresh fetches them): costed at on-demand, no saving assumed", cloud.reservation)
+            } else {
+                format!("reserved price unknown (no {} for this type and region in the catalog): costed at on-demand, no saving assumed", cloud.reservation)
             }
         }
         Capacity::OnDemand | Capacity::CapacityReservation => return None,
@@ -70,7 +72,7 @@ pub(crate) fn node_hour(
     Some(HourlyPrice {
         usd: od.usd_per_hour,
         source: Arc::clone(&od.source),
-        caveat: Some(caveat.into()),
+        caveat: Some(caveat),
     })
 }
 

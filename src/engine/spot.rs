@@ -196,9 +196,6 @@ pub(crate) fn worst_band(
 
 /// A band's name as the provider spells it (AWS `>20%`, Azure `20+`), from an assumptions row
 /// `(index, AWS label, Azure label, monthly interruption)`.
-pub(crate) fn band_label(b: &(u8, String, String, f64), provider: crate::core::Provider) -> String {
-    match provider {
-        crate::core::Provider::Azure => b.2.clone(),
-        crate::core::Provider::Aws => b.1.clone(),
-    }
+pub(crate) fn band_label(b: &crate::cloud::BandRow, provider: crate::core::Provider) -> String {
+    (crate::cloud::profile(provider).band_label)(b).to_owned()
 }

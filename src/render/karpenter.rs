@@ -59,7 +59,7 @@ pub(super) fn node_pool(
     mig: Option<bool>,
 ) -> Result<KarpenterView, SkippedView> {
     let karpenter_capacity = super::provider::karpenter_capacity(p.capacity);
-    let profile = super::provider::Profile::of(rec.provider);
+    let profile = super::provider::of(rec.provider);
     // No NodePool where the nodes must be partitioned before pods can use them:
     // Karpenter sizes a node by the resources its instance type offers
     // (`nvidia.com/gpu`), never `nvidia.com/mig-*`, so a pod asking for a MIG instance

@@ -12,7 +12,7 @@ use super::model::gpus_of;
 /// GPU Operator's MIG manager must leave them be.
 pub(crate) fn aks_mig(rec: &Recommendation, p: &RecPool) -> bool {
     p.mig_partitioner() == Some(crate::core::MigManager::Aks)
-        && super::provider::Profile::of(rec.provider).managed_mig
+        && crate::cloud::profile(rec.provider).managed_mig
 }
 
 /// The extended resource a pod of `w` asks for on pool `p`, and how many: whole GPUs, one

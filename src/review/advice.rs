@@ -266,10 +266,8 @@ pub(super) fn reservation(
     let days = covered as f64 / 86_400.0;
     let enough = covered >= MIN_RESERVATION_DAYS * 86_400;
     let plan_term = plan.reservation_term();
-    for (cap, term) in [
-        (Capacity::Reserved1y, "reserved-1y"),
-        (Capacity::Reserved3y, "reserved-3y"),
-    ] {
+    for cap in [Capacity::Reserved1y, Capacity::Reserved3y] {
+        let term = cap.as_str();
         if !enough || !plan_term.allows(cap) {
             continue;
         }
@@ -292,12 +290,13 @@ pub(super) fn reservation(
         } else if plan_term == crate::core::ReservationTerm::None {
             "not advised: the plan's reservation_term = \"none\"".to_owned()
         } else {
+            let cloud = crate::cloud::profile(plan.provider());
             format!(
                 "no reserved price for {sku} in {region} in the catalog{}",
-                match plan.provider() {
-                    crate::plan::raw::Provider::Azure =>
-                        " (Azure reservations are unknown offline; `catalog refresh` fetches them)",
-                    crate::plan::raw::Provider::Aws => "",
+                if cloud.reservations_live_only {
+                    format!(" ({}s are unknown offline; `catalog refresh` fetches them)", cloud.reservation)
+                } else {
+                    String::new()
                 }
             )
         }

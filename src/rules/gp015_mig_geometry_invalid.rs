@@ -53,7 +53,7 @@ impl Rule for MigGeometryInvalid {
             };
             // AKS creates only its `gpu_instance` profiles (MIG1g ... MIG7g), one per pool.
             if cx.plan.pool_mig_manager(pool) == crate::core::MigManager::Aks
-                && cx.plan.provider() == crate::core::Provider::Azure
+                && crate::cloud::profile(cx.plan.provider()).managed_mig
             {
                 for d in aks_findings(cx, pool, gpu, spec) {
                     cx.push(d);

@@ -34,7 +34,7 @@ impl Rule for AksMigMixedProfiles {
         for pool in cx.plan.pools() {
             // The pool's own manager, else the cluster's, else AKS's on Azure (what recommend
             // and render assume there).
-            let aks = cx.plan.provider() == crate::core::Provider::Azure
+            let aks = crate::cloud::profile(cx.plan.provider()).managed_mig
                 && cx.plan.pool_mig_manager(pool) == MigManager::Aks;
             if !aks {
                 continue;

@@ -1,5 +1,5 @@
 //! The crate's modules depend in one direction:
-//! core → diag → catalog → mig → plan → engine → rules → review/render → report → live →
+//! core → diag/cloud → catalog → mig → plan → engine → rules → review/render → report → live →
 //! cli/cmd. This test reads `src/` and fails on any `crate::…` path that points the wrong way,
 //! and on any cycle between top-level modules.
 
@@ -13,6 +13,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("http", 0),
     ("fsio", 0),
     ("diag", 1),
+    ("cloud", 1),
     ("catalog", 2),
     ("mig", 3),
     ("plan", 4),

@@ -103,24 +103,7 @@ pub(super) fn offer_band(pc: &mut ProviderCatalog, key: (String, String), band: 
 /// A region name, not a Local Zone or Wavelength zone (`us-east-1-atl-1`), which the tables
 /// list beside regions but which node groups do not run in.
 pub(super) fn is_region(provider: Provider, r: &str) -> bool {
-    match provider {
-        Provider::Azure => {
-            !r.is_empty()
-                && r.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        }
-        Provider::Aws => {
-            let parts: Vec<&str> = r.split('-').collect();
-            matches!(parts.len(), 3 | 4)
-                && parts
-                    .last()
-                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-                && parts[..parts.len() - 1]
-                    .iter()
-                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
-                && (parts.len() == 3 || parts[1] == "gov")
-        }
-    }
+    (crate::cloud::profile(provider).is_region)(r)
 }
 
 /// The index of a named CSV column, or a located error.

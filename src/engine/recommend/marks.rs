@@ -22,17 +22,10 @@ pub(super) fn labels_and_taints(
         "nvidia.com/gpu=present:NoSchedule".to_owned(),
     ];
     if capacity == Capacity::Spot {
-        match provider {
-            // AKS puts this label and taint on every spot node; azurerm wants both declared on
-            // the pool, or every plan shows a diff.
-            Provider::Azure => {
-                taints.push("kubernetes.azure.com/scalesetpriority=spot:NoSchedule".to_owned());
-                labels.insert(
-                    "kubernetes.azure.com/scalesetpriority".to_owned(),
-                    "spot".to_owned(),
-                );
-            }
-            Provider::Aws => taints.push("gpuplan.io/spot=true:NoSchedule".to_owned()),
+        let cloud = crate::cloud::profile(provider);
+        taints.extend(cloud.spot_taints.iter().map(|t| (*t).to_owned()));
+        for (k, v) in cloud.spot_labels {
+            labels.insert((*k).to_owned(), (*v).to_owned());
         }
     }
     (labels, taints)

@@ -48,7 +48,7 @@ pub(super) fn header(ctx: &mut Ctx<'_>, raw: &RawPlan, k: &Known<'_>) {
     if let Some(sub) = &meta.subscription {
         let guid = sub.get().split('-').map(str::len).collect::<Vec<_>>() == [8, 4, 4, 4, 12]
             && sub.get().chars().all(|c| c == '-' || c.is_ascii_hexdigit());
-        if *meta.provider.get() != crate::plan::raw::Provider::Azure {
+        if !crate::cloud::profile(*meta.provider.get()).subscription {
             ctx.err(
                 PlanCode::SubscriptionNotAzure,
                 sub.span(),

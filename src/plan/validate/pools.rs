@@ -59,7 +59,7 @@ fn names(ctx: &mut Ctx<'_>, p: &Sp<Pool>, k: &Known<'_>) {
 fn capacity_keys(ctx: &mut Ctx<'_>, p: &Sp<Pool>, k: &Known<'_>) {
     if let Some(c) = &p.capacity {
         if *c.get() == crate::plan::raw::Capacity::CapacityBlock
-            && k.provider != crate::plan::raw::Provider::Aws
+            && !crate::cloud::profile(k.provider).capacity_block
         {
             ctx.err(
                 PlanCode::CapacityBlockNotAws,
@@ -72,7 +72,7 @@ fn capacity_keys(ctx: &mut Ctx<'_>, p: &Sp<Pool>, k: &Known<'_>) {
     }
     if let Some(m) = &p.mig_manager {
         if *m.get() == crate::plan::raw::MigManager::Aks
-            && k.provider != crate::plan::raw::Provider::Azure
+            && !crate::cloud::profile(k.provider).managed_mig
         {
             ctx.err(
                 PlanCode::InvalidValue,

@@ -186,8 +186,8 @@ pub struct Options {
 }
 
 pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Options) -> View {
-    let profile = super::provider::Profile::of(rec.provider);
-    let stage = pools::pools(plan, catalog, rec, opts, &profile);
+    let profile = super::provider::of(rec.provider);
+    let stage = pools::pools(plan, catalog, rec, opts, profile);
     let kueue = super::kueue::clusters(
         plan,
         catalog,
@@ -208,14 +208,14 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     let (mig_manager_enabled, mig_manager_note) =
         super::operator::mig_manager(stage.any_aks_mig, stage.any_operator_mig);
     View {
-        provider_floor: profile.terraform_floor(&stage.pools),
+        provider_floor: super::provider::terraform_floor(profile, &stage.pools),
         operand_tolerations: super::operator::operand_tolerations(&stage.pools),
         mig_manager_enabled,
         mig_manager_note,
         plan: rec.plan.clone(),
         plan_file: crate::render::escape::path_label(&plan.file.stable_name()),
         provider: rec.provider,
-        regions: region_views(rec, &profile, &stage.pools),
+        regions: region_views(rec, profile, &stage.pools),
         data: rec
             .data
             .iter()
@@ -272,7 +272,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         karpenter_skipped: stage.karpenter_skipped,
         node_role: format!("KarpenterNodeRole-{cluster}"),
         karpenter_enabled: opts.karpenter,
-        aws: matches!(rec.provider, Provider::Aws),
+        aws: profile.karpenter_class == crate::cloud::KarpenterClass::Ec2NodeClass,
         cluster,
         serving: super::workloads::serving(plan, catalog, rec),
         workloads: super::workloads::workloads(plan, catalog, rec),

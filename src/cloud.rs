@@ -1,0 +1,121 @@
+//! One profile per cloud: every fact in which gpuplan's clouds differ, as data, so the code
+//! that acts on a fact reads it here rather than asking which cloud it is. A third cloud is
+//! a file in this folder and a line in [`profile`], which a new `Provider` variant makes a
+//! compile error until it is written. What is behaviour rather than fact per cloud lives in
+//! its own file within the stage it belongs to, picked by one exhaustive match there: the
+//! catalog's readers (`catalog/load/{azure,aws}.rs`), the live clients and refresh planners
+//! (`live/{azure,aws}/`) and the Terraform templates (`templates/render/terraform/`).
+
+mod aws;
+mod azure;
+
+use crate::core::{Capacity, MigManager, Provider};
+
+/// The profile of `provider`.
+pub fn profile(provider: Provider) -> &'static Profile {
+    match provider {
+        Provider::Azure => &azure::PROFILE,
+        Provider::Aws => &aws::PROFILE,
+    }
+}
+
+/// One row of the spot eviction bands (`providers/assumptions.toml`): its index, the AWS
+/// Spot Instance Advisor's label, Azure's eviction-rate label, and the monthly interruption.
+pub type BandRow = (u8, String, String, f64);
+
+/// One cloud's facts.
+#[derive(Debug)]
+pub struct Profile {
+    pub provider: Provider,
+    /// How the cloud is named in text.
+    pub name: &'static str,
+    /// Whether a name is one of the cloud's region names (`eastus`, `us-east-1`): the price
+    /// lists also carry locations that are not regions node pools run in.
+    pub is_region: fn(&str) -> bool,
+    /// The capacity types the cloud sells beyond on-demand, spot and reservations.
+    pub capacity_block: bool,
+    /// The product a capacity reservation is (it holds nodes for a pool).
+    pub capacity_reservation: &'static str,
+    /// The product a reserved price buys.
+    pub reservation: &'static str,
+    /// Reservation prices come only from a live refresh (Azure's Retail Prices API): none are
+    /// embedded, so a missing one is unknown rather than not sold.
+    pub reservations_live_only: bool,
+    /// Where a live refresh reads reservation prices.
+    pub prices_api: &'static str,
+    /// Spot eviction bands come only from a live refresh; a missing one is unknown.
+    pub bands_live_only: bool,
+    /// Where a live refresh reads eviction bands.
+    pub bands_api: &'static str,
+    /// The band's label in the cloud's own words.
+    pub band_label: fn(&BandRow) -> &str,
+    /// The quota family spot vCPUs draw on when a SKU names none of its own; `None`: the
+    /// SKU's own family.
+    pub spot_quota_family: Option<&'static str>,
+    /// The plan may name the account (`[plan] subscription`); otherwise the credential
+    /// chain picks it.
+    pub subscription: bool,
+    /// The provider partitions MIG GPUs itself (AKS `gpu_instance`), one profile per pool.
+    pub managed_mig: bool,
+    /// Who partitions MIG GPUs when the plan does not say.
+    pub default_mig_manager: MigManager,
+    /// Labels and taints the provider puts on every spot node; the pool must declare them
+    /// too, or its Terraform shows a diff on every plan.
+    pub spot_labels: &'static [(&'static str, &'static str)],
+    pub spot_taints: &'static [&'static str],
+    /// `gpuplan init`'s commented starter plan (`templates/init/`).
+    pub starter_plan: &'static str,
+    /// How render writes the cloud's pools.
+    pub render: Render,
+}
+
+/// What render writes differently per cloud. Every fact names the provider behaviour it
+/// follows.
+#[derive(Debug)]
+pub struct Render {
+    /// The Terraform template: its name under `templates/render/` (what `--templates`
+    /// overrides) and its embedded text.
+    pub terraform_template: &'static str,
+    pub terraform_embedded: &'static str,
+    /// The Terraform provider the template uses, whose version floor `render::floors` gives.
+    pub terraform_provider: &'static str,
+    /// The argument a rendered file may use that raises the provider's version floor.
+    pub floor_argument: FloorArgument,
+    /// The OS disk a node starts from (GiB): AKS's default is 128 GB; EKS's 20 GiB default
+    /// is below the formula's own floor.
+    pub os_disk_floor_gib: f64,
+    /// Gangs on instance types with EFA get EFA interfaces (EKS launch templates).
+    pub efa: bool,
+    /// A spot pool is always autoscaled: AKS deletes an evicted node
+    /// (`eviction_policy = "Delete"`) and only the cluster autoscaler brings it back.
+    pub spot_autoscaled: bool,
+    /// The node image ships the NVIDIA driver and container toolkit (EKS's AL2023 NVIDIA
+    /// AMI), so the GPU Operator installs neither.
+    pub driver_in_image: bool,
+    pub driver_note: &'static str,
+    /// Karpenter's node class for the cloud.
+    pub karpenter_class: KarpenterClass,
+    /// The disk range of Karpenter's node class (AKSNodeClass takes 30-2048 GB).
+    pub karpenter_disk_gib: Option<(u32, u32)>,
+    /// The label the provider sets on a managed node for its capacity type, if any.
+    pub capacity_label: Option<CapacityLabel>,
+}
+
+/// A node label `(key, value)` for a capacity type.
+pub type CapacityLabel = fn(Capacity) -> (&'static str, &'static str);
+
+/// An argument of the Terraform provider that newer releases added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloorArgument {
+    /// azurerm's `gpu_driver`, set on AKS pools whose driver the GPU Operator installs.
+    GpuDriver,
+    /// aws's `efa_maximum_interfaces`, set where an EKS pool attaches EFA.
+    EfaInterfaces,
+}
+
+/// Karpenter's node class: EKS's EC2NodeClass, or AKS node auto-provisioning's AKSNodeClass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KarpenterClass {
+    Ec2NodeClass,
+    AksNodeClass,
+}

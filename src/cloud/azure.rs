@@ -1,0 +1,52 @@
+//! Azure: AKS node pools, the Retail Prices API, Resource Graph's spot eviction rates.
+
+use super::{BandRow, FloorArgument, KarpenterClass, Profile, Render};
+use crate::core::{MigManager, Provider};
+
+pub(super) const PROFILE: Profile = Profile {
+    provider: Provider::Azure,
+    name: "Azure",
+    is_region,
+    capacity_block: false,
+    capacity_reservation: "Azure capacity reservation group",
+    reservation: "Azure reservation",
+    reservations_live_only: true,
+    prices_api: "the Retail Prices API",
+    bands_live_only: true,
+    bands_api: "SpotResources",
+    band_label,
+    // One regional pool for all Spot/Low-priority vCPUs.
+    spot_quota_family: Some("lowPriorityCores"),
+    subscription: true,
+    managed_mig: true,
+    default_mig_manager: MigManager::Aks,
+    // AKS puts this label and taint on every spot node.
+    spot_labels: &[("kubernetes.azure.com/scalesetpriority", "spot")],
+    spot_taints: &["kubernetes.azure.com/scalesetpriority=spot:NoSchedule"],
+    starter_plan: include_str!("../../templates/init/azure.toml"),
+    render: Render {
+        terraform_template: "terraform/azure.tf.hbs",
+        terraform_embedded: include_str!("../../templates/render/terraform/azure.tf.hbs"),
+        terraform_provider: "azurerm",
+        floor_argument: FloorArgument::GpuDriver,
+        os_disk_floor_gib: 128.0,
+        efa: false,
+        spot_autoscaled: true,
+        driver_in_image: false,
+        driver_note: "AKS pools set gpu_driver = \"None\" and the operator installs the driver and toolkit; pools with AKS-managed MIG (gpu_instance) keep AKS's driver, which the operator detects as pre-installed",
+        karpenter_class: KarpenterClass::AksNodeClass,
+        karpenter_disk_gib: Some((30, 2048)),
+        capacity_label: None,
+    },
+};
+
+/// Azure region names are lowercase letters and digits (`eastus`, `westus3`).
+fn is_region(r: &str) -> bool {
+    !r.is_empty()
+        && r.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+fn band_label(b: &BandRow) -> &str {
+    &b.2
+}
