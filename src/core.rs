@@ -82,6 +82,20 @@ macro_rules! as_text {
 }
 pub(crate) use as_text;
 
+/// `Serialize` as the text a type's `Display` writes: for values the engine returns as data
+/// and `report` words (a pool's `why`), so the JSON carries the same words as every other
+/// format.
+macro_rules! serialize_as_text {
+    ($($name:ty),+) => {
+        $(impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        })+
+    };
+}
+pub(crate) use serialize_as_text;
+
 /// Hours in the month every monthly figure is quoted for (8,760 hours a year / 12).
 pub(crate) const HOURS_PER_MONTH: f64 = 730.0;
 
@@ -256,6 +270,14 @@ impl Sharing {
             Sharing::Mps => "mps",
             Sharing::SharedServer => "shared-server",
         }
+    }
+
+    /// The mode a plan spells `s`, read as the plan's parser reads it.
+    pub(crate) fn parse(s: &str) -> Option<Sharing> {
+        use serde::de::IntoDeserializer;
+        let d: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+            s.into_deserializer();
+        Sharing::deserialize(d).ok()
     }
 }
 

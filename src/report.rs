@@ -17,3 +17,4 @@ pub(crate) mod review;
 pub(crate) mod sarif;
 pub mod schemas;
 pub(crate) mod svg;
+pub(crate) mod why;

@@ -46,7 +46,7 @@ pub(crate) fn run(g: &Global, args: &RecommendArgs, out: &Out) -> CmdResult {
     if let Some(dest) = &args.write_plan {
         let text = crate::core::format::as_written(
             &p.file.text,
-            &crate::render::write_plan::plan_with_pools(&p, &rec)?,
+            &crate::render::write_plan::plan_with_pools(&p, &rec, |pool| pool.why.to_string())?,
         );
         // OUT may be the plan itself: rewriting it is what the flag is for.
         if super::write_output(out, dest, &text, &[])? {

@@ -37,6 +37,7 @@ mod merge;
 mod moves;
 mod nodes;
 mod quota;
+pub mod reason;
 mod types;
 
 use std::collections::BTreeMap;

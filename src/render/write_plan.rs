@@ -22,7 +22,14 @@ pub enum WritePlanError {
 
 /// The text of `plan` with the recommendation's pools in place of its own, each written for
 /// the MIG manager it was recommended under, or why not.
-pub fn plan_with_pools(plan: &Plan, rec: &Recommendation) -> Result<String, WritePlanError> {
+///
+/// Each pool is headed by a comment of why it is recommended, in `why`'s words (the report's;
+/// render writes no reasons of its own).
+pub fn plan_with_pools(
+    plan: &Plan,
+    rec: &Recommendation,
+    why: impl Fn(&RecPool) -> String,
+) -> Result<String, WritePlanError> {
     let mut doc: DocumentMut = plan.file.text.parse()?;
     doc.remove("pool");
     // A pool states its MIG manager where it is not the cluster's, so the written plan reads
@@ -30,7 +37,7 @@ pub fn plan_with_pools(plan: &Plan, rec: &Recommendation) -> Result<String, Writ
     let cluster = plan.cluster_mig_manager();
     let mut pools = ArrayOfTables::new();
     for p in &rec.pools {
-        let mut t = pool_table(p, p.mig_manager);
+        let mut t = pool_table(p, p.mig_manager, &why(p));
         if p.sharing == Sharing::Mig && p.mig_manager != cluster {
             t["mig_manager"] = value(match p.mig_manager {
                 MigManager::Aks => "aks",
@@ -55,14 +62,20 @@ pub fn plan_with_pools(plan: &Plan, rec: &Recommendation) -> Result<String, Writ
             // A time-sliced or MPS workload the recommender had to give whole GPUs (a replica
             // asks for several GPUs, or no allowed GPU holds two; its pool's `why` says which)
             // is written as what it gets, with the reason beside it, so plan and pools agree.
-            let declared = w.get("sharing").and_then(Item::as_str).map(str::to_owned);
+            let declared = w
+                .get("sharing")
+                .and_then(Item::as_str)
+                .and_then(Sharing::parse);
             let gpus = w.get("gpus").and_then(Item::as_integer).unwrap_or(1);
             let on_dedicated = rec
                 .pools
                 .iter()
                 .any(|p| p.workloads.contains(&name) && p.sharing == Sharing::Dedicated);
-            if let (Some(s @ ("time-slicing" | "mps")), true) = (declared.as_deref(), on_dedicated)
-            {
+            let shares = declared.is_some_and(|s| match s {
+                Sharing::TimeSlicing | Sharing::Mps => true,
+                Sharing::Dedicated | Sharing::Mig | Sharing::SharedServer => false,
+            });
+            if let (Some(s), true) = (declared.filter(|_| shares), on_dedicated) {
                 let reason = if gpus > 1 {
                     format!(
                         "a replica asks for {gpus} GPUs, which time-slicing cannot share (GP003)"
@@ -70,9 +83,9 @@ pub fn plan_with_pools(plan: &Plan, rec: &Recommendation) -> Result<String, Writ
                 } else {
                     "no allowed GPU holds two of its replicas".to_owned()
                 };
-                let mut v = Value::from("dedicated");
+                let mut v = Value::from(Sharing::Dedicated.as_str());
                 v.decor_mut()
-                    .set_suffix(format!("  # gpuplan: was \"{s}\": {reason}"));
+                    .set_suffix(format!("  # gpuplan: was \"{}\": {reason}", s.as_str()));
                 w["sharing"] = Item::Value(v);
             }
             if let (Some(cap), Some(server)) = (cap, w.get_mut("server")) {
@@ -94,10 +107,10 @@ pub fn plan_with_pools(plan: &Plan, rec: &Recommendation) -> Result<String, Writ
     Ok(doc.to_string())
 }
 
-fn pool_table(p: &RecPool, mm: MigManager) -> Table {
+fn pool_table(p: &RecPool, mm: MigManager, why: &str) -> Table {
     let mut t = Table::new();
     t.decor_mut()
-        .set_prefix(format!("\n# recommended by gpuplan: {}\n", oneline(&p.why)));
+        .set_prefix(format!("\n# recommended by gpuplan: {}\n", oneline(why)));
     t["name"] = value(&p.name);
     if p.pool_label != p.name {
         t["pool_label"] = value(&p.pool_label);

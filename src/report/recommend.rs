@@ -357,7 +357,7 @@ fn md_pools(o: &mut String, rec: &Recommendation) {
             "- **`{}`** ({}): {}",
             p.name,
             p.workloads.join(", "),
-            md(&p.why)
+            md(&p.why.to_string())
         );
         if let Some(line) = sizes_line(rec, p) {
             let _ = writeln!(o, "  - {}", md(&line));
@@ -376,7 +376,7 @@ fn md_pools(o: &mut String, rec: &Recommendation) {
                 a.region,
                 a.capacity,
                 cost,
-                md(&a.note)
+                md(&a.note.to_string())
             );
         }
     }
@@ -433,7 +433,7 @@ fn md_comparison(o: &mut String, rec: &Recommendation) {
             ch.today_monthly_cost_usd.map_or("-".to_owned(), usd),
             usd(ch.recommended_monthly_cost_usd),
             ch.saving_usd.map_or("-".to_owned(), usd),
-            md(&ch.note)
+            md(&ch.note.to_string())
         );
     }
     let _ = writeln!(o);
@@ -442,7 +442,12 @@ fn md_comparison(o: &mut String, rec: &Recommendation) {
 /// Workloads nothing can run, and the findings.
 fn md_problems(o: &mut String, rec: &Recommendation) {
     for u in &rec.unsatisfied {
-        let _ = writeln!(o, "- :x: **{}**: {}", u.constraint, md(&u.message));
+        let _ = writeln!(
+            o,
+            "- :x: **{}**: {}",
+            u.constraint,
+            md(&u.message.to_string())
+        );
     }
     for f in &rec.findings {
         let allowed = f.suppressed.as_ref().map_or(String::new(), |s| {

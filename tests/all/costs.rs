@@ -131,8 +131,14 @@ fn a_node_that_runs_past_the_break_even_is_reserved_whatever_the_kind() {
     assert_eq!(long["capacity"], "reserved-1y", "{long:#}");
     assert_eq!(long["nodes"]["min"], 1);
     let why = long["why"].as_str().unwrap();
-    assert!(why.contains("breaks even at 65% utilisation"), "{why}");
-    assert!(why.contains("the reserved nodes run 96%"), "{why}");
+    assert!(
+        why.to_string().contains("breaks even at 65% utilisation"),
+        "{why}"
+    );
+    assert!(
+        why.to_string().contains("the reserved nodes run 96%"),
+        "{why}"
+    );
 
     // Declared as one on-demand pool it costs each node-hour once, $804.80; the saving is
     // the reservation's, and the per-pool delta is the total's.

@@ -392,8 +392,14 @@ fn a_steady_aws_floor_is_reserved_offline_with_its_break_even() {
     // break-even at 43% utilisation.
     assert_eq!(pool["capacity"], "reserved-3y", "{pool:#}");
     let why = pool["why"].as_str().expect("why");
-    assert!(why.contains("$23.7773/h against $55.04/h"), "{why}");
-    assert!(why.contains("breaks even at 43% utilisation"), "{why}");
+    assert!(
+        why.to_string().contains("$23.7773/h against $55.04/h"),
+        "{why}"
+    );
+    assert!(
+        why.to_string().contains("breaks even at 43% utilisation"),
+        "{why}"
+    );
     let monthly = pool["monthly_cost_usd"].as_f64().expect("cost");
     assert!((monthly - 4.0 * 23.77728 * 730.0).abs() < 0.01, "{monthly}");
     // Without a recorded term the plan commits for one year at most, and `why` says what
@@ -595,7 +601,7 @@ gpu_models = ["H200-141GB"]
     let v = json(&out);
     assert!(v["pools"].as_array().is_some_and(Vec::is_empty), "{v:#}");
     let why = v["unsatisfied"][0].to_string();
-    assert!(why.contains("retired"), "{why}");
+    assert!(why.to_string().contains("retired"), "{why}");
 }
 
 /// Rows of a fixture CSV whose leading `#` lines say where it came from.

@@ -59,7 +59,8 @@ fn without_pools(text: &str) -> String {
 fn violations(name: &str, text: &str, catalog: &Catalog) -> Result<Vec<String>, String> {
     let p = load(name, text.to_owned(), catalog)?;
     let rec = recommend(&p, catalog);
-    let written = plan_with_pools(&p, &rec).map_err(|e| e.to_string())?;
+    let written =
+        plan_with_pools(&p, &rec, |pool| pool.why.to_string()).map_err(|e| e.to_string())?;
     let out = load(name, written.clone(), catalog)
         .map_err(|e| format!("the written plan does not load: {e}\n{written}"))?;
     let own = load(name, without_pools(text), catalog)
@@ -111,9 +112,9 @@ fn untaken(p: &Plan, rec: &gpuplan::engine::recommend::Recommendation) -> Vec<St
                 .pools
                 .iter()
                 .any(|q| q.sku == a.sku && q.region == a.region && q.capacity == a.capacity);
-            let holds = a.note.contains("not taken: quota")
-                || (a.note.contains("not taken: not tried") && large)
-                || (a.note.contains("fleet as a whole") && exists);
+            let holds = a.note.to_string().contains("not taken: quota")
+                || (a.note.to_string().contains("not taken: not tried") && large)
+                || (a.note.to_string().contains("fleet as a whole") && exists);
             if !holds {
                 out.push(format!(
                     "{}: {} {} {} is listed {:?} cheaper: {}",
@@ -342,7 +343,11 @@ reason = "notebooks tolerate a noisy neighbour"
     assert_eq!(p.sharing, gpuplan::core::Sharing::TimeSlicing, "{p:#?}");
     assert_eq!(p.time_slicing_replicas, Some(7), "{p:#?}");
     assert_eq!(p.gpus.max, 2, "{p:#?}");
-    assert!(p.why.contains("compute share 0.1 assumed"), "{}", p.why);
+    assert!(
+        p.why.to_string().contains("compute share 0.1 assumed"),
+        "{}",
+        p.why
+    );
 
     // A 3B bf16 server (5.59 GiB of weights, and a tenth of the instance kept for KV cache:
     // 6.21 GiB) on 24 GiB L4s: 0.95 / 4 rounds to 0.23 = 5.52 GiB, too little; 3 per GPU at
@@ -483,6 +488,7 @@ fn aks_mig_takes_only_creatable_profiles_and_upsizes_when_it_saves_a_gpu() {
         .expect("mid");
     assert!(
         mid.why
+            .to_string()
             .contains("`mid` takes `3g.40gb` instead of its own `2g.20gb`"),
         "{}",
         mid.why
@@ -542,7 +548,8 @@ fn each_workload_is_recommended_under_its_declared_pools_mig_manager() {
     let catalog = Catalog::embedded(&Provider::ALL).expect("catalog");
     let p = load("hand.toml", text.to_owned(), &catalog).expect("loads");
     let written: toml::Table =
-        toml::from_str(&plan_with_pools(&p, &rec).expect("written")).expect("TOML");
+        toml::from_str(&plan_with_pools(&p, &rec, |pool| pool.why.to_string()).expect("written"))
+            .expect("TOML");
     let pools = written["pool"].as_array().expect("pools");
     let manager_of = |w: &str| {
         pools
@@ -654,6 +661,7 @@ skus = ["Standard_NC24ads_A100_v4"]
     assert!(
         three
             .why
+            .to_string()
             .contains("`embed` is split over this family's profiles: 1 of its 8"),
         "{}",
         three.why

@@ -229,7 +229,8 @@ fn recommend_offers_a_capacity_block_only_where_its_price_is_known() {
     assert!((cost - 4.0 * 336.0 * 31.464).abs() < 0.01, "{cost}");
     let why = p["why"].as_str().expect("why");
     assert!(
-        why.contains("4 node(s) x 336 h x $31.464/h = $42,287.62"),
+        why.to_string()
+            .contains("4 node(s) x 336 h x $31.464/h = $42,287.62"),
         "{why}"
     );
     // A block dearer than on-demand is not taken.

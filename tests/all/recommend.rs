@@ -324,9 +324,9 @@ fn a_pool_whose_work_quota_blocks_is_kept() {
     let c = &v["comparison"];
     let change = &c["changes"][0];
     let note = change["note"].as_str().expect("note");
-    assert!(!note.contains("delete"), "{note}");
+    assert!(!note.to_string().contains("delete"), "{note}");
     assert!(
-        note.starts_with("keep it") && note.contains("96 vCPUs"),
+        note.starts_with("keep it") && note.to_string().contains("96 vCPUs"),
         "{note}"
     );
     assert!(change["saving_usd"].is_null(), "{change:#}");

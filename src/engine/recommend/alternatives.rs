@@ -1,6 +1,7 @@
 //! Alternatives: the other SKUs, regions and capacity types a pool's workloads could use,
 //! priced as one valid pool, and the capacity types that were closed, with why.
 
+use super::reason::{AltNote, AltWhat, NotTaken};
 use super::*;
 
 /// Other SKUs, regions and capacity types every workload of the pool could use, cheapest
@@ -35,7 +36,13 @@ pub(super) fn alternatives(
             delta_usd: Some(cents(b.cost - chosen.cost)),
             gpus: Some(gpus),
             kind: AlternativeKind::NextCheapest,
-            note: format!("{} node(s), {gpus} GPU(s) at peak", b.nodes_max),
+            note: AltNote {
+                what: AltWhat::Packed {
+                    nodes: b.nodes_max,
+                    gpus,
+                },
+                not_taken: None,
+            },
         });
     }
     // A pool whose replicas run out of vCPUs or RAM before GPUs pays for GPUs nothing uses.
@@ -86,18 +93,25 @@ pub(super) fn alternatives(
                 delta_usd: Some(cents(delta)),
                 gpus: Some(gpus),
                 kind: AlternativeKind::FewerGpus,
-                note: format!(
-                    "{} node(s), {gpus} GPU(s) at peak: {fewer} fewer GPUs, {} a month per GPU given back",
-                    b.nodes_max,
-                    crate::core::usd(delta / f64::from(fewer)),
-                ),
+                note: AltNote {
+                    what: AltWhat::FewerGpus {
+                        nodes: b.nodes_max,
+                        gpus,
+                        fewer,
+                        usd_per_gpu: delta / f64::from(fewer),
+                    },
+                    not_taken: None,
+                },
             });
         }
     }
     // Spot that was not open, once per pool.
     if key.3 != Capacity::Spot {
-        if let Some(why) = ms.iter().find_map(|m| match &m.c.spot {
-            Some(q) => q.effective.as_ref().err().map(|w| w.why(m.d.name)),
+        if let Some(what) = ms.iter().find_map(|m| match &m.c.spot {
+            Some(q) => q.effective.as_ref().err().map(|why| AltWhat::SpotShut {
+                workload: m.d.name.to_owned(),
+                why: why.clone(),
+            }),
             None => None,
         }) {
             out.push(Alternative {
@@ -108,7 +122,10 @@ pub(super) fn alternatives(
                 delta_usd: None,
                 gpus: None,
                 kind: AlternativeKind::NotConsidered,
-                note: format!("not considered: {why}"),
+                note: AltNote {
+                    what,
+                    not_taken: None,
+                },
             });
         }
     }
@@ -214,24 +231,22 @@ pub(super) fn why_not(
         fleet -= own.1;
     }
     let lost = match plan.known_quota(catalog, &bucket.0, &bucket.1) {
-        Some((quota, _)) if fleet + need > quota + 1e-9 => format!(
-            "; not taken: quota, the {} quota in {} is {} vCPUs and the rest of the fleet uses {}, so its {} more do not fit",
-            bucket.1,
-            bucket.0,
-            crate::core::num(quota),
-            crate::core::num(fleet.max(0.0)),
-            crate::core::num(need)
-        ),
-        _ if !tried => format!(
-            "; not taken: not tried, only pools of up to {} workloads and {} replicas, none split over AKS profiles, are moved to their listed options (packing each for real costs more time than the rest of the recommendation)",
-            super::moves::MOVE_MEMBERS,
-            super::moves::MOVE_REPLICAS
-        ),
+        Some((quota, _)) if fleet + need > quota + 1e-9 => NotTaken::Quota {
+            family: bucket.1,
+            region: bucket.0,
+            quota,
+            fleet: fleet.max(0.0),
+            need,
+        },
+        _ if !tried => NotTaken::NotTried {
+            members: super::moves::MOVE_MEMBERS,
+            replicas: super::moves::MOVE_REPLICAS,
+        },
         // Quota repair runs after the pool stage: a workload it moved here off a pool over its
         // quota took the cheapest place that quota allowed one workload at a time, and nothing
         // weighs this pool's options again.
-        _ if repaired => "; not taken: quota repair moved a workload here off a pool over its quota after the pool stage, which does not revisit this pool's options".to_owned(),
-        _ => "; not taken: priced as this pool alone it is cheaper, but the fleet as a whole costs less as chosen (its workloads share nodes, merges or reservations with other pools)".to_owned(),
+        _ if repaired => NotTaken::Repaired,
+        _ => NotTaken::FleetCheaper,
     };
-    a.note.push_str(&lost);
+    a.note.not_taken = Some(lost);
 }

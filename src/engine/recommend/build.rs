@@ -332,9 +332,9 @@ pub(super) fn final_pools(
                 .regions()
                 .any(|r| plan.known_quota(catalog, r, &family).is_some())
         {
-            pool.why.push_str(&format!(
-                "; quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
-            ));
+            pool.why
+                .0
+                .push(super::reason::Reason::QuotaUnknown { region, family });
         }
         let tried = super::moves::tried(members, choices);
         pool.considered = alternatives(cx, choices, members, key, &built, tried);

@@ -13,7 +13,7 @@ pub use spot_quote::{SpotNo, SpotQuote};
 
 mod rejection;
 use rejection::reject;
-pub use rejection::{Constraint, Rejection};
+pub use rejection::{Constraint, Detail, Rejection};
 
 /// How a replica sits on a GPU of this SKU.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,7 +104,9 @@ pub fn candidates<'c>(
     let Some(pc) = catalog.provider(plan.provider()) else {
         return Err(vec![Rejection {
             constraint: Constraint::Region,
-            detail: format!("the catalog has no data for {}", plan.provider()),
+            detail: Detail::NoData {
+                provider: plan.provider(),
+            },
         }]);
     };
     let regions: Vec<&str> = plan.regions().collect();
@@ -129,10 +131,9 @@ pub fn candidates<'c>(
             if named {
                 rejected.push(reject(
                     Constraint::Retired,
-                    format!(
-                        "`{}` is retired by the provider and cannot be created",
-                        sku.name
-                    ),
+                    Detail::Retired {
+                        sku: sku.name.clone(),
+                    },
                 ));
             }
             continue;
@@ -147,12 +148,11 @@ pub fn candidates<'c>(
             if need > sku.gpu_partition + 1e-9 || d.w.gpus() > 1 || d.sharing == Sharing::Mig {
                 rejected.push(reject(
                     Constraint::GpusPerNode,
-                    format!(
-                        "a replica needs {} GPU(s) and `{}` has a {} share of one",
-                        crate::core::num(need),
-                        sku.name,
-                        sku.gpu_partition
-                    ),
+                    Detail::GpuShare {
+                        need,
+                        sku: sku.name.clone(),
+                        share: sku.gpu_partition,
+                    },
                 ));
                 continue;
             }
@@ -193,17 +193,13 @@ fn memory_offered(d: &Demand<'_>, gpu: &GpuModel, n: u32) -> Result<f64, Rejecti
     match d.memory_need {
         Some(m) if m > offered + 1e-9 => Err(reject(
             Constraint::GpuMemory,
-            format!(
-                "a replica needs {} GiB and {n} x {} give it {} GiB{}",
-                crate::core::num(m),
-                gpu.name,
-                crate::core::num(offered),
-                if d.usable < 1.0 {
-                    format!(" under its server's cap of {}", crate::core::num(d.usable))
-                } else {
-                    String::new()
-                }
-            ),
+            Detail::GpuMemory {
+                need: m,
+                n,
+                gpu: gpu.name.clone(),
+                offered,
+                cap: d.usable,
+            },
         )),
         _ => Ok(offered),
     }
@@ -225,7 +221,10 @@ fn candidate<'c>(
     let Some(on_demand) = listed(Capacity::OnDemand) else {
         return Err(reject(
             Constraint::Region,
-            format!("`{}` has no price in {region} in the catalog", sku.name),
+            Detail::NoPrice {
+                sku: sku.name.clone(),
+                region: region.to_owned(),
+            },
         ));
     };
     deployable(plan, catalog, d, sku, region)?;
@@ -263,7 +262,9 @@ fn allowed(catalog: &Catalog, d: &Demand<'_>, sku: &Sku, gpu: &GpuModel) -> Resu
         if !list.iter().any(|s| s.get() == &sku.name) {
             return Err(reject(
                 Constraint::SkuAllowList,
-                format!("`{}` is not in the workload's `skus`", sku.name),
+                Detail::NotInSkus {
+                    sku: sku.name.clone(),
+                },
             ));
         }
     }
@@ -274,17 +275,21 @@ fn allowed(catalog: &Catalog, d: &Demand<'_>, sku: &Sku, gpu: &GpuModel) -> Resu
         {
             return Err(reject(
                 Constraint::GpuModelAllowList,
-                format!("{} is not in the workload's `gpu_models`", gpu.name),
+                Detail::NotInGpuModels {
+                    gpu: gpu.name.clone(),
+                },
             ));
         }
     }
     if let Some(gap) = crate::engine::memory::precision_gap(w, gpu, catalog) {
         return Err(reject(
             Constraint::Precision,
-            format!(
-                "{} (compute capability {}.{}) does not compute in {}, which needs {}.{}",
-                gpu.name, gap.has.0, gap.has.1, gap.precision, gap.needs.0, gap.needs.1
-            ),
+            Detail::Precision {
+                gpu: gpu.name.clone(),
+                has: gap.has,
+                precision: gap.precision,
+                needs: gap.needs,
+            },
         ));
     }
     Ok(())
@@ -302,20 +307,22 @@ fn deployable(
     if let Some(why) = pc.and_then(|p| p.restriction(&sku.name, region)) {
         return Err(reject(
             Constraint::Region,
-            format!(
-                "`{}` cannot be deployed in {region} by this account: {why} (catalog refresh)",
-                sku.name
-            ),
+            Detail::Restricted {
+                sku: sku.name.clone(),
+                region: region.to_owned(),
+                why: why.to_string(),
+            },
         ));
     }
     let per_node = sku.gpu_count;
     if d.gpus > per_node {
         return Err(reject(
             Constraint::GpusPerNode,
-            format!(
-                "a replica needs {} GPUs on one node and `{}` has {per_node}",
-                d.gpus, sku.name
-            ),
+            Detail::GpusPerNode {
+                gpus: d.gpus,
+                sku: sku.name.clone(),
+                has: per_node,
+            },
         ));
     }
     Ok(())
@@ -350,27 +357,30 @@ fn fit(catalog: &Catalog, d: &Demand<'_>, gpu: &GpuModel) -> Result<Fit, Rejecti
 /// The MIG profile a replica takes, under the effective MIG manager.
 fn mig_fit(d: &Demand<'_>, gpu: &GpuModel) -> Result<Fit, Rejection> {
     if gpu.mig.is_none() {
-        return Err(reject(Constraint::Mig, format!("{} has no MIG", gpu.name)));
+        return Err(reject(
+            Constraint::Mig,
+            Detail::NoMig {
+                gpu: gpu.name.clone(),
+            },
+        ));
     }
     let aks = matches!(d.mig_manager, crate::core::MigManager::Aks);
     if aks && gpu.mig.as_ref().is_some_and(|m| m.aks_profiles.is_empty()) {
         return Err(reject(
             Constraint::Mig,
-            format!(
-                "AKS creates no MIG instances on {} (mig_manager = aks)",
-                gpu.name
-            ),
+            Detail::AksNoMig {
+                gpu: gpu.name.clone(),
+            },
         ));
     }
     match mig_profile(gpu, d, d.mig_manager) {
         Some(p) => Ok(Fit::Mig { profile: p.clone() }),
         None => Err(reject(
             Constraint::GpuMemory,
-            format!(
-                "no MIG profile of {} holds {} GiB",
-                gpu.name,
-                crate::core::num(d.memory_need.unwrap_or(0.0))
-            ),
+            Detail::NoMigProfile {
+                gpu: gpu.name.clone(),
+                need: d.memory_need.unwrap_or(0.0),
+            },
         )),
     }
 }
@@ -381,12 +391,11 @@ fn shared_fit(d: &Demand<'_>, gpu: &GpuModel, headroom: f64) -> Result<Fit, Reje
         if m > gpu.memory_gib * (1.0 - headroom) {
             return Err(reject(
                 Constraint::GpuMemory,
-                format!(
-                    "a replica needs {} GiB and one {} has {} GiB",
-                    crate::core::num(m),
-                    gpu.name,
-                    crate::core::num(gpu.memory_gib)
-                ),
+                Detail::SharedMemory {
+                    need: m,
+                    gpu: gpu.name.clone(),
+                    has: gpu.memory_gib,
+                },
             ));
         }
     }
@@ -397,13 +406,12 @@ fn shared_fit(d: &Demand<'_>, gpu: &GpuModel, headroom: f64) -> Result<Fit, Reje
         if m > gpu.memory_gib * d.usable + 1e-9 {
             return Err(reject(
                 Constraint::GpuMemory,
-                format!(
-                    "a replica needs {} GiB and one {} gives it {} GiB under its server's cap of {}",
-                    crate::core::num(m),
-                    gpu.name,
-                    crate::core::num(gpu.memory_gib * d.usable),
-                    crate::core::num(d.usable)
-                ),
+                Detail::CappedMemory {
+                    need: m,
+                    gpu: gpu.name.clone(),
+                    offered: gpu.memory_gib * d.usable,
+                    cap: d.usable,
+                },
             ));
         }
     }
@@ -420,33 +428,32 @@ fn host_fits(catalog: &Catalog, d: &Demand<'_>, sku: &Sku) -> Result<(f64, f64),
     if d.cpu > cpu_alloc {
         return Err(reject(
             Constraint::HostCpu,
-            format!(
-                "a replica needs {} vCPUs and `{}` has {} allocatable",
-                crate::core::num(d.cpu),
-                sku.name,
-                crate::core::num(cpu_alloc)
-            ),
+            Detail::HostCpu {
+                need: d.cpu,
+                sku: sku.name.clone(),
+                allocatable: cpu_alloc,
+            },
         ));
     }
     if d.memory_gib > mem_alloc {
         return Err(reject(
             Constraint::HostMemory,
-            format!(
-                "a replica needs {} GiB of RAM and `{}` has {} allocatable",
-                crate::core::num(d.memory_gib),
-                sku.name,
-                crate::core::num(mem_alloc)
-            ),
+            Detail::HostMemory {
+                need: d.memory_gib,
+                sku: sku.name.clone(),
+                allocatable: mem_alloc,
+            },
         ));
     }
     if d.gang > 1 && d.w.kind() == Kind::Training {
         if let Some(gap) = sku.gang_gap(d.gpus) {
             return Err(reject(
                 Constraint::Interconnect,
-                format!(
-                    "a {}-node gang needs InfiniBand or EFA between its nodes (and NVLink when a replica spans GPUs); `{}` has {gap}",
-                    d.gang, sku.name
-                ),
+                Detail::Interconnect {
+                    gang: d.gang,
+                    sku: sku.name.clone(),
+                    gap,
+                },
             ));
         }
     }
@@ -470,11 +477,13 @@ fn within_quota(
         if need > limit && d.spot_closed.is_some() {
             return Err(reject(
                 Constraint::Quota,
-                format!(
-                    "{} vCPUs of `{family}` needed in {region}, quota {} (from {from})",
-                    crate::core::num(need),
-                    crate::core::num(limit)
-                ),
+                Detail::Quota {
+                    need,
+                    family: family.clone(),
+                    region: region.to_owned(),
+                    limit,
+                    from,
+                },
             ));
         }
     }

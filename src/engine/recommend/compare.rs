@@ -1,6 +1,7 @@
 //! The comparison with the plan's declared pools: what they cost today against what their
 //! workloads cost in the recommended pools.
 
+use super::reason::ChangeNote;
 use super::*;
 
 /// Today's declared pools against the recommendation.
@@ -35,10 +36,7 @@ pub(super) fn compare(
         let cost = priced.as_ref().map(|c| c.expected);
         // A stand-in price (a reservation with no reserved rate, costed at on-demand) is said
         // so: the comparison never shows on-demand as what a reservation saves.
-        let caveat = priced
-            .and_then(|c| c.price.caveat)
-            .map(|c| format!(" ({c})"))
-            .unwrap_or_default();
+        let caveat = priced.and_then(|c| c.price.caveat);
         let mut moves: Vec<String> = Vec::new();
         for w in &p.workloads {
             if let Some(rp) = pools.iter().find(|rp| rp.workloads.contains(w.get())) {
@@ -55,34 +53,21 @@ pub(super) fn compare(
             .collect();
         let cost = cost.filter(|_| blocked.is_empty() || !moves.is_empty());
         today += cost.unwrap_or(0.0);
+        let (sku, region) = (p.sku.get().clone(), p.region.get().clone());
         let note = match (&cost, moves.is_empty()) {
-            (None, true) if !blocked.is_empty() => format!(
-                "keep it: its workloads cannot be placed elsewhere ({}); not compared, no saving claimed",
-                blocked
+            (None, true) if !blocked.is_empty() => ChangeNote::Keep {
+                blocked: blocked
                     .iter()
-                    .map(|u| format!("`{}`: {}", u.workload, u.message))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-            (None, _) if block_unknown => format!(
-                "Capacity Block price of `{}` in {} unknown offline (a live refresh reads DescribeCapacityBlockOfferings): not compared, no saving claimed",
-                p.sku.get(),
-                p.region.get()
-            ),
-            (None, _) => format!(
-                "no price for `{}` in {} in the catalog: not compared",
-                p.sku.get(),
-                p.region.get()
-            ),
-            (Some(_), true) => format!("no workload needs it: delete the pool{caveat}"),
-            (Some(_), false) => format!(
-                "its workloads move to {}{caveat}",
-                moves
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+                    .map(|u| (u.workload.clone(), u.message.clone()))
+                    .collect(),
+            },
+            (None, _) if block_unknown => ChangeNote::BlockPriceUnknown { sku, region },
+            (None, _) => ChangeNote::NoPrice { sku, region },
+            (Some(_), true) => ChangeNote::Delete { caveat },
+            (Some(_), false) => ChangeNote::Moves {
+                to: moves.clone(),
+                caveat,
+            },
         };
         // What the pool's workloads cost where they are recommended to run.
         let recommended_here: f64 = workload_costs

@@ -94,7 +94,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             stranded: None,
             labels,
             taints,
-            why: "declared in the plan".to_owned(),
+            why: super::reason::Why(vec![super::reason::Reason::Declared]),
             considered: Vec::new(),
             capacity_options: Vec::new(),
             // A declared reserved pool's floor is what it holds reserved.

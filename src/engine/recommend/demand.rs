@@ -57,20 +57,6 @@ pub enum SpotClosed {
     NoCheckpoint,
 }
 
-impl SpotClosed {
-    pub fn why(self, name: &str) -> String {
-        match self {
-            SpotClosed::UserFacing => {
-                format!("`{name}` is user-facing: an interruption is an outage")
-            }
-            SpotClosed::NotInterruptible => format!("`{name}` is not `interruptible`"),
-            SpotClosed::NoCheckpoint => {
-                format!("`{name}` has no `checkpoint_minutes`: an interruption loses all its work")
-            }
-        }
-    }
-}
-
 /// One workload's demand.
 #[derive(Debug, Clone)]
 pub struct Demand<'p> {

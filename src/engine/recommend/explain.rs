@@ -1,6 +1,8 @@
 //! Explanation: each pool's why-line, the names of pools, why a workload could not be
 //! placed, and the model text `gpuplan explain recommend` prints.
 
+use super::candidate::Detail;
+use super::reason::Unmet;
 use super::*;
 
 mod why;
@@ -18,36 +20,33 @@ pub(super) fn explain_rejections(
     d: &Demand<'_>,
     rejections: &[crate::engine::recommend::candidate::Rejection],
 ) -> Unsatisfied {
-    let regions: Vec<&str> = plan.regions().collect();
     let deepest = rejections.iter().map(|r| r.constraint).max();
     let Some(constraint) = deepest else {
         return Unsatisfied {
             workload: d.name.to_owned(),
             constraint: "catalog",
-            message: format!(
-                "no SKU of {} in the catalog can be considered for `{}`",
-                plan.provider(),
-                d.name
-            ),
+            message: Unmet::NoSku {
+                provider: plan.provider(),
+                workload: d.name.to_owned(),
+            },
         };
     };
-    let mut examples: Vec<&str> = Vec::new();
+    // Distinct figures; the report words them and shows the first few.
+    let mut examples: Vec<Detail> = Vec::new();
     for r in rejections.iter().filter(|r| r.constraint == constraint) {
-        if !examples.contains(&r.detail.as_str()) {
-            examples.push(&r.detail);
+        if !examples.contains(&r.detail) {
+            examples.push(r.detail.clone());
         }
     }
-    examples.truncate(3);
     Unsatisfied {
         workload: d.name.to_owned(),
         constraint: constraint.as_str(),
-        message: format!(
-            "no SKU in {} can run `{}`: {} ({})",
-            regions.join(", "),
-            d.name,
-            constraint.as_str(),
-            examples.join("; ")
-        ),
+        message: Unmet::Rejected {
+            regions: plan.regions().map(str::to_owned).collect(),
+            workload: d.name.to_owned(),
+            constraint,
+            examples,
+        },
     }
 }
 
@@ -74,14 +73,10 @@ pub(super) fn describe(
         capacity_options.push(CapacityOption {
             capacity: Capacity::CapacityReservation,
             monthly_cost_usd: cents(f64::from(b.nodes_min) * c.on_demand * HOURS_PER_MONTH),
-            note: format!(
-                "reserve the floor of {} node(s) so a scale-up or node repair cannot stock out ({}); billed at the on-demand rate for every hour of the month whether used or not",
-                b.nodes_min,
-                match plan.provider() {
-                    Provider::Azure => "Azure capacity reservation group",
-                    Provider::Aws => "EC2 On-Demand Capacity Reservation",
-                },
-            ),
+            note: super::reason::CapacityNote::FloorReserved {
+                nodes: b.nodes_min,
+                provider: plan.provider(),
+            },
         });
     }
     RecPool {

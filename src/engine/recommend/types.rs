@@ -70,7 +70,8 @@ pub struct RecPool {
     pub stranded: Option<Stranded>,
     pub labels: IndexMap<String, String>,
     pub taints: Vec<String>,
-    pub why: String,
+    #[schemars(with = "String")]
+    pub why: super::reason::Why,
     pub considered: Vec<Alternative>,
     pub capacity_options: Vec<CapacityOption>,
     /// Nodes the price assumes bought as reservations (`reserved-1y`/`reserved-3y`: Reserved
@@ -142,14 +143,16 @@ pub struct Alternative {
     /// Why it is listed.
     #[schemars(with = "String")]
     pub kind: AlternativeKind,
-    pub note: String,
+    #[schemars(with = "String")]
+    pub note: super::reason::AltNote,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CapacityOption {
     pub capacity: Capacity,
     pub monthly_cost_usd: f64,
-    pub note: String,
+    #[schemars(with = "String")]
+    pub note: super::reason::CapacityNote,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -179,7 +182,8 @@ pub struct TeamCost {
 pub struct Unsatisfied {
     pub workload: String,
     pub constraint: &'static str,
-    pub message: String,
+    #[schemars(with = "String")]
+    pub message: super::reason::Unmet,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -201,7 +205,8 @@ pub struct Change {
     pub recommended_monthly_cost_usd: f64,
     pub saving_usd: Option<f64>,
     pub moves_to: Vec<String>,
-    pub note: String,
+    #[schemars(with = "String")]
+    pub note: super::reason::ChangeNote,
 }
 
 /// What made a recommendation's finding: a `check` rule (the budget, a quota), or one of the

@@ -45,9 +45,116 @@ impl Constraint {
 #[derive(Debug, Clone)]
 pub struct Rejection {
     pub constraint: Constraint,
-    pub detail: String,
+    pub detail: Detail,
 }
 
-pub(super) fn reject(constraint: Constraint, detail: String) -> Rejection {
+pub(super) fn reject(constraint: Constraint, detail: Detail) -> Rejection {
     Rejection { constraint, detail }
+}
+
+/// The figures a SKU and region failed a constraint by (`report::why` words them).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Detail {
+    /// The catalog has no data for the provider.
+    NoData {
+        provider: crate::core::Provider,
+    },
+    /// The provider retired the size.
+    Retired {
+        sku: String,
+    },
+    /// A partitioned size gives a share of one GPU, less than a replica needs.
+    GpuShare {
+        need: f64,
+        sku: String,
+        share: f64,
+    },
+    /// `n` GPUs give a replica less memory than it needs (under its server's `cap` when
+    /// below 1).
+    GpuMemory {
+        need: f64,
+        n: u32,
+        gpu: String,
+        offered: f64,
+        cap: f64,
+    },
+    /// A dedicated GPU gives a replica less memory under its server's cap than it needs.
+    CappedMemory {
+        need: f64,
+        gpu: String,
+        offered: f64,
+        cap: f64,
+    },
+    /// One shared GPU has less memory than a replica needs.
+    SharedMemory {
+        need: f64,
+        gpu: String,
+        has: f64,
+    },
+    /// No price in the region.
+    NoPrice {
+        sku: String,
+        region: String,
+    },
+    NotInSkus {
+        sku: String,
+    },
+    NotInGpuModels {
+        gpu: String,
+    },
+    /// The GPU does not compute in the model's precision.
+    Precision {
+        gpu: String,
+        has: (u32, u32),
+        precision: &'static str,
+        needs: (u32, u32),
+    },
+    /// The account may not deploy the size in the region.
+    Restricted {
+        sku: String,
+        region: String,
+        why: String,
+    },
+    /// A replica needs more GPUs on one node than the size has.
+    GpusPerNode {
+        gpus: u32,
+        sku: String,
+        has: u32,
+    },
+    NoMig {
+        gpu: String,
+    },
+    /// AKS creates no MIG instances on the GPU.
+    AksNoMig {
+        gpu: String,
+    },
+    /// No MIG profile holds the replica's memory.
+    NoMigProfile {
+        gpu: String,
+        need: f64,
+    },
+    HostCpu {
+        need: f64,
+        sku: String,
+        allocatable: f64,
+    },
+    HostMemory {
+        need: f64,
+        sku: String,
+        allocatable: f64,
+    },
+    /// A gang's nodes need an interconnect the size lacks.
+    Interconnect {
+        gang: u32,
+        sku: String,
+        gap: &'static str,
+    },
+    /// The workload alone needs more vCPUs than a known quota.
+    Quota {
+        need: f64,
+        family: String,
+        region: String,
+        limit: f64,
+        from: String,
+    },
 }

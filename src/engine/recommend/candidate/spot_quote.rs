@@ -6,21 +6,22 @@ use crate::engine::spot;
 use crate::plan::Plan;
 
 /// Why spot is no option for a workload on a SKU and region: closed to the workload, or a
-/// reason of the SKU and region.
-#[derive(Debug, Clone)]
+/// fact of the SKU and region.
+#[derive(Debug, Clone, PartialEq)]
 pub enum SpotNo {
     Closed(crate::engine::recommend::demand::SpotClosed),
-    Because(String),
-}
-
-impl SpotNo {
-    /// The reason, naming the workload where it is the workload's.
-    pub fn why(&self, name: &str) -> String {
-        match self {
-            SpotNo::Closed(c) => c.why(name),
-            SpotNo::Because(s) => s.clone(),
-        }
-    }
+    /// No dated spot price.
+    PriceUnknown {
+        sku: String,
+        region: String,
+    },
+    /// The eviction band is unknown and spot loses at the worst band; the band (label and
+    /// monthly interruption) up to which it would win, if any.
+    BandUnknown {
+        sku: String,
+        region: String,
+        wins_up_to: Option<(String, f64)>,
+    },
 }
 
 /// Spot for one workload on one SKU and region, or why it is not an option.
@@ -46,7 +47,7 @@ pub(super) fn spot_quote(
     let effective = if let Some(why) = d.spot_closed {
         Err(SpotNo::Closed(why))
     } else if !has_price {
-        Err(SpotNo::Because(spot_unknown(sku, region)))
+        Err(spot_unknown(sku, region))
     } else {
         match (assessment.spot, assessment.monthly_interruption) {
             (Some(price), Some(p)) => {
@@ -79,22 +80,15 @@ pub(super) fn spot_quote(
                             .iter()
                             .filter(|b| waste_at(b.3).waste_factor <= be)
                             .max_by(|a, b| a.3.total_cmp(&b.3));
-                        Err(SpotNo::Because(match wins_up_to {
-                            Some(b) => format!(
-                                "the eviction band of `{}` in {region} is unknown (refresh live data); spot would win up to band {} ({}% of nodes a month), not at the worst",
-                                sku.name,
-                                label(b),
-                                crate::core::num(b.3 * 100.0)
-                            ),
-                            None => format!(
-                                "the eviction band of `{}` in {region} is unknown (refresh live data), and spot loses even at the lowest band",
-                                sku.name
-                            ),
-                        }))
+                        Err(SpotNo::BandUnknown {
+                            sku: sku.name.clone(),
+                            region: region.to_owned(),
+                            wins_up_to: wins_up_to.map(|b| (label(b), b.3)),
+                        })
                     }
                 }
             }
-            (None, _) => Err(SpotNo::Because(spot_unknown(sku, region))),
+            (None, _) => Err(spot_unknown(sku, region)),
         }
     };
     SpotQuote {
@@ -104,12 +98,12 @@ pub(super) fn spot_quote(
     }
 }
 
-/// Why spot is not offered where the catalog has no dated spot price: an undated figure is
-/// not used, so spot is unknown offline rather than guessed, and not proposed (a saving that
+/// Spot is not offered where the catalog has no dated spot price: an undated figure is not
+/// used, so spot is unknown offline rather than guessed, and not proposed (a saving that
 /// rests on no price is not a decision a person can check).
-fn spot_unknown(sku: &Sku, region: &str) -> String {
-    format!(
-        "spot price of `{}` in {region} unknown offline (no dated figure; a live refresh fetches it), so spot is not offered",
-        sku.name
-    )
+fn spot_unknown(sku: &Sku, region: &str) -> SpotNo {
+    SpotNo::PriceUnknown {
+        sku: sku.name.clone(),
+        region: region.to_owned(),
+    }
 }

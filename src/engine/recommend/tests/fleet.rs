@@ -64,7 +64,7 @@ fn a_cheaper_alternative_a_quota_blocks_says_so() {
     assert!(!cheaper.is_empty(), "{:#?}", central.considered);
     for a in cheaper {
         assert!(
-            a.note.contains("not taken: quota, the standardNCADSA100v4Family quota in eastus is 48 vCPUs and the rest of the fleet uses 48, so its 24 more do not fit"),
+            a.note.to_string().contains("not taken: quota, the standardNCADSA100v4Family quota in eastus is 48 vCPUs and the rest of the fleet uses 48, so its 24 more do not fit"),
             "{}",
             a.note
         );
@@ -108,7 +108,11 @@ gpu_models = ["T4", "A10"]
     );
     // It costs more, or it would have been chosen.
     assert!(lean.delta_usd.expect("priced") > 0.0, "{lean:?}");
-    assert!(lean.note.contains("fewer GPUs"), "{}", lean.note);
+    assert!(
+        lean.note.to_string().contains("fewer GPUs"),
+        "{}",
+        lean.note
+    );
     let note = r
         .findings
         .iter()
@@ -297,7 +301,7 @@ availability_floor = 1
         p.monthly_cost_usd
     );
     assert!(
-        p.why.contains(
+        p.why.to_string().contains(
             "`api` would cost least on g4dn.metal in us-east-1 (reserved-3y) priced per replica"
         ),
         "{}",
@@ -425,13 +429,30 @@ fn workloads_of_one_shape_share_one_candidate_list_and_name_their_own_reasons() 
     assert!(choices
         .windows(2)
         .all(|w| std::sync::Arc::ptr_eq(&w[0].all, &w[1].all)));
+    // The shared reason is a fact of the shape, with no name in it; the pool names the
+    // workload it is about when it says so.
     for ch in &choices {
         let why = ch.c.spot.as_ref().and_then(|q| q.effective.as_ref().err());
-        let why = why.map(|w| w.why(ch.d.name)).unwrap_or_default();
-        assert!(why.contains(&format!("`{}`", ch.d.name)), "{why}");
+        assert_eq!(
+            why,
+            Some(&crate::engine::recommend::candidate::SpotNo::Closed(
+                crate::engine::recommend::demand::SpotClosed::NotInterruptible
+            ))
+        );
     }
     let r = rec(&text);
     assert_eq!(r.pools.len(), 1, "one pool for the three");
+    let shut: Vec<String> = r.pools[0]
+        .considered
+        .iter()
+        .filter_map(|a| match &a.note.what {
+            crate::engine::recommend::reason::AltWhat::SpotShut { workload, .. } => {
+                Some(workload.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shut, ["job-a"], "named by a workload of the pool");
 }
 
 #[test]

@@ -81,15 +81,45 @@ hours_per_month = 600
     let p = pool_of(&r, "pretrain");
     assert_eq!(p.capacity, Capacity::Reserved1y);
     assert_eq!((p.nodes.min, p.nodes.max), (64, 64));
-    assert!(
-        p.why.contains("breaks even at 79% utilisation"),
-        "{}",
-        p.why
-    );
-    assert!(p.why.contains("64 x 82%"), "{}", p.why);
+    // The reasons carry the figures: every node reserved runs 600 of 730 hours, past the
+    // break-even of the reserved to the on-demand price.
+    use crate::engine::recommend::reason::{Reason, SpotJudgement};
+    let reserving = p
+        .why
+        .0
+        .iter()
+        .find_map(|r| match r {
+            Reason::Reserved(n) => Some(n),
+            _ => None,
+        })
+        .expect("a reserved pool states its nodes");
+    assert_eq!((reserving.kept.len(), reserving.rest.len()), (64, 0));
+    assert!((reserving.usd_per_hour / reserving.on_demand - 0.7875).abs() < 1e-3);
+    assert!(reserving
+        .kept
+        .iter()
+        .all(|n| (n.hours / reserving.month_hours - 600.0 / 730.0).abs() < 1e-9));
     // the arithmetic is stated: waste 14.15x against a break-even of 92.4672 / 15.8209 = 5.84x
-    assert!(p.why.contains("break-even 5.84x"), "{}", p.why);
-    assert!(p.why.contains("spot waste 14.1"), "{}", p.why);
+    let weighed = p
+        .why
+        .0
+        .iter()
+        .find_map(|r| match r {
+            Reason::SpotWeighed(SpotJudgement::Weighed(w)) => Some(w),
+            _ => None,
+        })
+        .expect("spot's arithmetic is stated");
+    assert!(
+        (weighed.break_even - 92.4672 / 15.8209).abs() < 1e-3,
+        "{weighed:?}"
+    );
+    assert!((weighed.waste - 14.15).abs() < 0.01, "{weighed:?}");
+    // and worded so: the report's text of the same reasons
+    let text = p.why.to_string();
+    assert!(text.contains("breaks even at 79% utilisation"), "{text}");
+    assert!(text.contains("64 x 82%"), "{text}");
+    assert!(text.contains("break-even 5.84x"), "{text}");
+    assert!(text.contains("spot waste 14.1"), "{text}");
     let spot = p
         .considered
         .iter()
@@ -132,7 +162,7 @@ checkpoint_minutes = 30
         "{}",
         p.monthly_cost_usd
     );
-    assert!(p.why.contains("band <5%"), "{}", p.why);
+    assert!(p.why.to_string().contains("band <5%"), "{}", p.why);
 }
 
 #[test]
@@ -168,12 +198,15 @@ checkpoint_minutes = 30
     // whatever the band, and says so.
     assert_eq!(p.capacity, Capacity::Spot);
     assert!(
-        p.why.contains("wins even at the worst eviction band"),
+        p.why
+            .to_string()
+            .contains("wins even at the worst eviction band"),
         "{}",
         p.why
     );
     assert!(
         p.why
+            .to_string()
             .contains("band unknown, judged at the worst band = 30%"),
         "{}",
         p.why
@@ -192,6 +225,7 @@ checkpoint_minutes = 30
     assert_ne!(p.capacity, Capacity::Spot, "{}", p.why);
     assert!(
         p.why
+            .to_string()
             .contains("spot would win up to band 15-20 (17.5% of nodes a month)"),
         "{}",
         p.why
@@ -324,8 +358,28 @@ gpu_memory_gib = 500
     assert!(r.unsatisfiable());
     assert_eq!(r.unsatisfied.len(), 1);
     assert_eq!(r.unsatisfied[0].constraint, "gpu memory");
+    // The figures as data: every example is a replica needing 500 GiB.
+    let crate::engine::recommend::reason::Unmet::Rejected {
+        constraint,
+        examples,
+        ..
+    } = &r.unsatisfied[0].message
+    else {
+        panic!("rejected, not unknown: {:?}", r.unsatisfied);
+    };
+    assert_eq!(
+        *constraint,
+        crate::engine::recommend::candidate::Constraint::GpuMemory
+    );
+    assert!(examples.iter().all(|d| matches!(
+        d,
+        crate::engine::recommend::candidate::Detail::GpuMemory { need, .. }
+            | crate::engine::recommend::candidate::Detail::SharedMemory { need, .. }
+            | crate::engine::recommend::candidate::Detail::NoMigProfile { need, .. }
+            if *need == 500.0
+    )));
     assert!(
-        r.unsatisfied[0].message.contains("500 GiB"),
+        r.unsatisfied[0].message.to_string().contains("500 GiB"),
         "{:?}",
         r.unsatisfied
     );

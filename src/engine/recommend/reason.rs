@@ -1,0 +1,266 @@
+//! Why a recommended pool is as it is, as data: the numbers and names each stage of the
+//! choice decided by, in the order the stages decided. The engine writes no prose: the `why`
+//! line, the alternatives' and capacity options' notes are written from these by
+//! `report::why`, and the JSON's `why` and `note` strings are those texts.
+
+use crate::core::{Capacity, Provider, ReservationTerm, Sharing};
+
+use super::candidate::{Constraint, Detail, SpotNo};
+
+/// A pool's reasons, one per stage that had something to say.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Why(pub Vec<Reason>);
+
+/// One stage's reason.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reason {
+    /// A pool the plan declares, priced as declared.
+    Declared,
+    /// The pool's SKU and region have the cheapest expected cost of those that fit.
+    Cheapest {
+        candidates: usize,
+        gpus_per_node: u32,
+        gpu: String,
+        on_demand: f64,
+        region: String,
+    },
+    /// User-facing workloads keep this many nodes at least (GP033).
+    AvailabilityFloor { nodes: u32, workloads: Vec<String> },
+    /// AKS's managed MIG: one profile on every GPU of the pool.
+    AksMig {
+        profile: String,
+        gpu_instance: String,
+        members: Vec<AksMember>,
+    },
+    /// MIG layouts mig-parted applies (`mig_manager = "gpu-operator"`).
+    MigPacked {
+        gpus: u32,
+        stranded_slices: Option<u32>,
+    },
+    /// Time-slicing: replicas per GPU and each server's memory cap.
+    TimeSliced {
+        replicas: u32,
+        memory_cap: Option<f64>,
+        card_share: f64,
+    },
+    /// One server process hosts the shares of a GPU.
+    SharedServer,
+    /// A time-sliced workload states no share: the assumed one.
+    DefaultShare { workload: String, share: f64 },
+    /// A workload that declares time-slicing or MPS runs on dedicated GPUs.
+    Dedicated {
+        workload: String,
+        sharing: Sharing,
+        cause: NotShared,
+    },
+    /// A workload that would cost least elsewhere alone is here because the packed fleet
+    /// costs less.
+    PackedHere {
+        workload: String,
+        sku: String,
+        region: String,
+        capacity: Capacity,
+    },
+    /// Gangs take whole nodes; the largest gang's size.
+    Gang { nodes: u32 },
+    /// Bought as spot, and how spot was judged.
+    Spot(SpotJudgement),
+    /// Spot priced at the zones' average; the cheapest zone's price.
+    SpotZones { average: f64, cheapest: f64 },
+    /// Bought on demand, and how spot was judged.
+    OnDemand(SpotJudgement),
+    /// No reservation price is known for the SKU and region.
+    ReservedUnknown { provider: Provider },
+    /// Reserved nodes, each running past the break-even; the rest stay on demand.
+    Reserved(Reserving),
+    /// How spot was judged for a reserved pool.
+    SpotWeighed(SpotJudgement),
+    /// What a longer term than the plan allows would save on the reserved nodes.
+    LongerTerm {
+        usd_per_hour: f64,
+        saving: f64,
+        term: ReservationTerm,
+    },
+    /// An EC2 Capacity Block bought for a gang's hours.
+    CapacityBlock {
+        nodes: u32,
+        hours: f64,
+        usd_per_hour: f64,
+        on_demand: f64,
+    },
+    /// The quota of the pool's family is unknown in its region.
+    QuotaUnknown { region: String, family: String },
+}
+
+/// A reserved pool's nodes: those bought as reservations run past the break-even
+/// (`usd_per_hour / on_demand` of the month), the rest stay on demand.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reserving {
+    pub capacity: Capacity,
+    pub usd_per_hour: f64,
+    pub on_demand: f64,
+    pub month_hours: f64,
+    pub kept: Vec<NodeUse>,
+    pub rest: Vec<NodeUse>,
+}
+
+/// A workload of an AKS MIG pool that takes the pool's profile, or is split over the family.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AksMember {
+    /// Takes the pool's profile instead of its own: sharing the nodes costs less.
+    Instead { workload: String, own: String },
+    /// Split over the family's profiles: `peak` of its `planned` replicas run here.
+    Split {
+        workload: String,
+        peak: u32,
+        planned: u32,
+    },
+}
+
+/// Why a workload that declares time-slicing or MPS gets dedicated GPUs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotShared {
+    /// A replica asks for this many GPUs (GP003).
+    ManyGpus(u32),
+    /// No allowed GPU holds two replicas of this many GiB.
+    NoRoom(f64),
+}
+
+/// One node's month: its busy hours and whether it is steady (busy all its hours) or a peak.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeUse {
+    pub hours: f64,
+    pub steady: bool,
+}
+
+/// What is known of a spot market's eviction band.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BandSeen {
+    Known(String),
+    Unknown,
+    /// Unknown, and spot was judged at the worst band.
+    JudgedAtWorst,
+}
+
+/// How spot was judged for a pool's first workload.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpotJudgement {
+    /// No spot price.
+    NoPrice,
+    /// Its waste per useful hour against the break-even.
+    Weighed(Box<SpotWeighing>),
+    /// Stateless: only the restart is lost.
+    Stateless {
+        effective: f64,
+        on_demand: f64,
+        break_even: f64,
+        band: BandSeen,
+    },
+    /// Spot is no option, and why.
+    Shut {
+        workload: String,
+        why: SpotNo,
+    },
+    NotAssessed,
+}
+
+/// The figures spot's waste was weighed by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpotWeighing {
+    pub waste: f64,
+    pub break_even: f64,
+    pub on_demand: f64,
+    pub spot: f64,
+    pub band: BandSeen,
+    pub monthly_interruption: f64,
+    pub node_hazard: f64,
+    pub gang: u32,
+    pub checkpoint_minutes: f64,
+    pub restart_minutes: f64,
+    pub restart_is_default: bool,
+    pub at_worst_band: bool,
+}
+
+/// Why an alternative is listed, and why it was not taken.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AltNote {
+    pub what: AltWhat,
+    pub not_taken: Option<NotTaken>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AltWhat {
+    /// Packed: nodes and GPUs at peak.
+    Packed { nodes: u32, gpus: u32 },
+    /// Fewer GPUs, at this much a month per GPU given back.
+    FewerGpus {
+        nodes: u32,
+        gpus: u32,
+        fewer: u32,
+        usd_per_gpu: f64,
+    },
+    /// Spot was shut for a workload of the pool.
+    SpotShut { workload: String, why: SpotNo },
+}
+
+/// Why a cheaper alternative was not taken.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotTaken {
+    /// The quota bucket it draws on cannot hold it beside the rest of the fleet.
+    Quota {
+        family: String,
+        region: String,
+        quota: f64,
+        fleet: f64,
+        need: f64,
+    },
+    /// The pool is too large for the pool stage to try its options.
+    NotTried { members: usize, replicas: u32 },
+    /// Quota repair moved a workload here after the pool stage.
+    Repaired,
+    /// The fleet as a whole costs less as chosen.
+    FleetCheaper,
+}
+
+/// Why a capacity option is listed beside a pool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CapacityNote {
+    /// Reserve the floor's nodes so a scale-up or repair cannot stock out.
+    FloorReserved { nodes: u32, provider: Provider },
+}
+
+/// Why a workload could not be placed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unmet {
+    /// No SKU of the provider in the catalog can be considered for it.
+    NoSku {
+        provider: Provider,
+        workload: String,
+    },
+    /// Every SKU and region was rejected; `constraint` is the one that rejected those that
+    /// got furthest, with the distinct figures they failed it by.
+    Rejected {
+        regions: Vec<String>,
+        workload: String,
+        constraint: Constraint,
+        examples: Vec<Detail>,
+    },
+}
+
+/// What becomes of a declared pool in the recommendation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChangeNote {
+    /// Its workloads cannot be placed elsewhere: kept, not compared.
+    Keep { blocked: Vec<(String, Unmet)> },
+    /// A Capacity Block whose price is unknown offline: not compared.
+    BlockPriceUnknown { sku: String, region: String },
+    /// No price in the catalog: not compared.
+    NoPrice { sku: String, region: String },
+    /// No workload needs it; with the caveat of its stand-in price, if any.
+    Delete { caveat: Option<String> },
+    /// Its workloads move to these pools.
+    Moves {
+        to: Vec<String>,
+        caveat: Option<String>,
+    },
+}
