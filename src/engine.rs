@@ -6,5 +6,6 @@ pub(crate) mod diff;
 pub(crate) mod memory;
 pub(crate) mod names;
 pub mod purchases;
+pub(crate) mod quota;
 pub mod recommend;
 pub(crate) mod spot;

@@ -284,15 +284,19 @@ impl Plan {
         region: &str,
         family: &str,
     ) -> Option<(f64, String)> {
-        let key = crate::catalog::quota_key(family);
-        if let Some(q) =
-            self.raw.quota.iter().find(|q| {
-                q.region.get() == region && crate::catalog::quota_key(q.family.get()) == key
-            })
-        {
+        if let Some(q) = self.stated_quota(region, family) {
             return Some((*q.vcpus.get(), "the plan's [[quota]]".to_owned()));
         }
         catalog.provider_quota(self.provider(), region, family)
+    }
+
+    /// The plan's `[[quota]]` for a bucket, families compared as the providers compare them.
+    pub(crate) fn stated_quota(&self, region: &str, family: &str) -> Option<&Sp<raw::Quota>> {
+        let key = crate::catalog::quota_key(family);
+        self.raw
+            .quota
+            .iter()
+            .find(|q| q.region.get() == region && crate::catalog::quota_key(q.family.get()) == key)
     }
 }
 

@@ -510,7 +510,7 @@ pub(crate) fn settle_recommendation(
                         gp017_budget_exceeded::BudgetExceeded.id(),
                     ),
                     Severity::Error,
-                    d.message.clone(),
+                    crate::engine::recommend::reason::Said::Rule(d.message.clone()),
                 )
             },
         );
@@ -550,7 +550,11 @@ pub(crate) fn settle_recommendation(
                 ));
             }
             Allowed::Expired(e, _) => {
-                f.message = format!("{} (the allow for this finding expired on {e})", f.message);
+                let said = std::mem::replace(
+                    &mut f.message,
+                    crate::engine::recommend::reason::Said::Rule(String::new()),
+                );
+                f.message = crate::engine::recommend::reason::Said::AllowExpired(Box::new(said), e);
             }
             Allowed::No => {}
         }

@@ -458,7 +458,7 @@ fn md_problems(o: &mut String, rec: &Recommendation) {
             "- **{}** `{}`: {}{allowed}",
             f.severity,
             f.rule,
-            md(&f.message)
+            md(&f.message.to_string())
         );
     }
 }

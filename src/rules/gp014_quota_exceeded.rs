@@ -1,9 +1,5 @@
-use indexmap::IndexMap;
-
 use super::{Cx, Rule};
-use crate::catalog::quota_key;
 use crate::core::num;
-use crate::plan::raw::Capacity;
 
 declare_rule! {
     /// # GP014 quota-exceeded
@@ -37,32 +33,25 @@ declare_rule! {
 
 impl Rule for QuotaExceeded {
     fn check(&self, cx: &mut Cx<'_>) {
-        // (region, bucket) -> (vCPUs at max size, the bucket as the SKU names it, pools)
-        let mut need: IndexMap<(String, String), (f64, String, Vec<&str>)> = IndexMap::new();
-        for pool in cx.plan.pools() {
-            let Some(sku) = cx.pool_sku(pool) else {
-                continue;
-            };
-            let family = if pool.capacity() == Capacity::Spot {
-                sku.spot_quota()
-            } else {
-                sku.quota_family.as_str()
-            };
-            let e = need
-                .entry((pool.region.get().clone(), quota_key(family)))
-                .or_insert_with(|| (0.0, family.to_owned(), Vec::new()));
-            e.0 += f64::from(sku.vcpus) * pool.nodes().max() as f64;
-            e.2.push(pool.name.get());
-        }
-        for ((region, key), (vcpus, family, pools)) in &need {
+        let draws = crate::engine::quota::draws(cx.plan.pools().iter().filter_map(|pool| {
+            Some(crate::engine::quota::Drawing {
+                sku: cx.pool_sku(pool)?,
+                region: pool.region.get(),
+                capacity: pool.capacity(),
+                max_nodes: pool.nodes().max() as f64,
+                name: pool.name.get(),
+            })
+        }));
+        for crate::engine::quota::Draw {
+            region,
+            family,
+            vcpus,
+            pools,
+        } in &draws
+        {
             // The plan's stated quota, at its own line; else the one a refresh read from the
             // provider, at the first pool's nodes.
-            let stated = cx
-                .plan
-                .raw
-                .quota
-                .iter()
-                .find(|q| q.region.get() == region && quota_key(q.family.get()) == *key);
+            let stated = cx.plan.stated_quota(region, family);
             let (limit, span, from, family) = match stated {
                 Some(q) => (
                     *q.vcpus.get(),

@@ -2,6 +2,7 @@
 //! fleet raises (budget, quota, unproven MIG packings, idle GPUs), the comparison with the
 //! declared pools and the data it rests on.
 
+use super::reason::Said;
 use super::*;
 
 pub(super) fn assemble(
@@ -80,12 +81,11 @@ fn notes(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
                     ..Finding::new(
                         FindingCode::MigPacking,
                         crate::diag::Severity::Note,
-                        format!(
-                            "the MIG packing of `{}` was not proven optimal within the search budget: {} GPUs, lower bound {}",
-                            p.name,
-                            p.gpus.max,
-                            s.packing_lower_bound_gpus.unwrap_or(0)
-                        ),
+                        Said::PackingNotProven {
+                            pool: p.name.clone(),
+                            gpus: p.gpus.max,
+                            lower_bound: s.packing_lower_bound_gpus.unwrap_or(0),
+                        },
                     )
                 });
             }
@@ -101,30 +101,22 @@ fn notes(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
             // What pods may request on one of its nodes, so the claim can be checked.
             let room = catalog
                 .sku(plan.provider(), &p.sku)
-                .map(|sku| {
-                    let (cpu, mem) = candidate::allocatable(sku, catalog);
-                    format!(
-                        " ({} vCPUs and {} GiB a node for pods)",
-                        crate::core::num(cpu),
-                        crate::core::num(mem)
-                    )
-                })
-                .unwrap_or_default();
+                .map(|sku| candidate::allocatable(sku, catalog));
             findings.push(Finding {
                 pool: Some(p.name.clone()),
                 ..Finding::new(
                     FindingCode::IdleGpus,
                     crate::diag::Severity::Note,
-                    format!(
-                        "`{}` runs out of vCPUs or RAM before GPUs{room}: {} GPUs' worth of its {} idle at peak; {} {} would need {} GPUs for {} a month more (kept the cheaper pool)",
-                        p.name,
-                        idle_gpus(p.stranded.as_ref(), p.time_slicing_replicas),
-                        p.gpus.max,
-                        a.sku,
-                        a.region,
-                        a.gpus.unwrap_or(0),
-                        crate::core::usd(a.delta_usd.unwrap_or(0.0)),
-                    ),
+                    Said::IdleGpus {
+                        pool: p.name.clone(),
+                        room,
+                        idle: idle_gpus(p.stranded.as_ref(), p.time_slicing_replicas),
+                        gpus: p.gpus.max,
+                        sku: a.sku.clone(),
+                        region: a.region.clone(),
+                        option_gpus: a.gpus.unwrap_or(0),
+                        more_usd: a.delta_usd.unwrap_or(0.0),
+                    },
                 )
             });
         }

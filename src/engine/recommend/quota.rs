@@ -2,21 +2,12 @@
 //! family until every bucket fits; what cannot move is reported as GP014.
 
 use super::*;
+pub(super) use crate::engine::quota::bucket_of;
 
 /// The quota bucket a pool draws on: region and VM family (Azure) or quota code (AWS); spot
 /// capacity has its own.
 pub(super) fn bucket(ch: &Choice<'_, '_>, capacity: Capacity) -> (String, String) {
     bucket_of(ch.c.sku, &ch.c.region, capacity)
-}
-
-/// The quota bucket of `capacity` on `sku` in `region`.
-pub(super) fn bucket_of(sku: &Sku, region: &str, capacity: Capacity) -> (String, String) {
-    let family = if capacity == Capacity::Spot {
-        sku.spot_quota().to_owned()
-    } else {
-        sku.quota_family.clone()
-    };
-    (region.to_owned(), family)
 }
 
 /// vCPUs each known quota bucket reaches at the pools' maximum.
@@ -142,17 +133,25 @@ pub(super) fn repair_quota(
 }
 
 pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
-    let mut need: BTreeMap<(String, String), f64> = BTreeMap::new();
-    for p in pools {
-        let Some(sku) = catalog.sku(plan.provider(), &p.sku) else {
-            continue;
-        };
-        *need
-            .entry(bucket_of(sku, &p.region, p.capacity))
-            .or_default() += f64::from(p.nodes.max) * f64::from(sku.vcpus);
-    }
+    let mut draws = crate::engine::quota::draws(pools.iter().filter_map(|p| {
+        Some(crate::engine::quota::Drawing {
+            sku: catalog.sku(plan.provider(), &p.sku)?,
+            region: &p.region,
+            capacity: p.capacity,
+            max_nodes: f64::from(p.nodes.max),
+            name: &p.name,
+        })
+    }));
+    // By region, then family, as the findings have always been listed.
+    draws.sort_by(|a, b| (&a.region, &a.family).cmp(&(&b.region, &b.family)));
     let mut out = Vec::new();
-    for ((region, family), vcpus) in need {
+    for crate::engine::quota::Draw {
+        region,
+        family,
+        vcpus,
+        ..
+    } in draws
+    {
         if let Some((limit, from)) = plan.known_quota(catalog, &region, &family) {
             if vcpus > limit {
                 out.push(Finding {
@@ -160,11 +159,13 @@ pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) 
                     ..Finding::new(
                         FindingCode::Rule(crate::diag::RuleId::GP014),
                         crate::diag::Severity::Error,
-                        format!(
-                            "the recommended pools reach {} vCPUs of `{family}` in {region}, above the known quota of {} (from {from}): request more quota or lower the peaks",
-                            crate::core::num(vcpus),
-                            crate::core::num(limit)
-                        ),
+                        super::reason::Said::QuotaOver {
+                            vcpus,
+                            family,
+                            region,
+                            limit,
+                            from,
+                        },
                     )
                 });
             }

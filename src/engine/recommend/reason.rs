@@ -264,3 +264,39 @@ pub enum ChangeNote {
         caveat: Option<String>,
     },
 }
+
+/// What a finding says: a rule's own words, or the figures of the recommender's notes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Said {
+    /// A `check` rule's message, as the rule words it.
+    Rule(String),
+    /// A finding whose `[[allow]]` expired on the date given.
+    AllowExpired(Box<Said>, crate::core::Date),
+    /// The recommended pools draw more vCPUs from a quota bucket than its known quota (GP014).
+    QuotaOver {
+        vcpus: f64,
+        family: String,
+        region: String,
+        limit: f64,
+        from: String,
+    },
+    /// A MIG packing not proven optimal within the search budget.
+    PackingNotProven {
+        pool: String,
+        gpus: u32,
+        lower_bound: u32,
+    },
+    /// A pool whose replicas run out of vCPUs or RAM before GPUs, and the option that idles
+    /// fewer (kept the cheaper pool).
+    IdleGpus {
+        pool: String,
+        /// What pods may request on one of its nodes (vCPUs, GiB), when the SKU is known.
+        room: Option<(f64, f64)>,
+        idle: u32,
+        gpus: u32,
+        sku: String,
+        region: String,
+        option_gpus: u32,
+        more_usd: f64,
+    },
+}

@@ -237,7 +237,8 @@ pub struct Finding {
     #[schemars(with = "String")]
     pub rule: FindingCode,
     pub severity: crate::diag::Severity,
-    pub message: String,
+    #[schemars(with = "String")]
+    pub message: super::reason::Said,
     pub workload: Option<String>,
     pub pool: Option<String>,
     /// Why the finding is accepted: the `[[allow]]` that matched it (`rules::settle_recommendation`).
@@ -259,12 +260,12 @@ impl Finding {
     pub(crate) fn new(
         rule: FindingCode,
         severity: crate::diag::Severity,
-        message: impl Into<String>,
+        message: super::reason::Said,
     ) -> Finding {
         Finding {
             rule,
             severity,
-            message: message.into(),
+            message,
             workload: None,
             pool: None,
             suppressed: None,

@@ -119,17 +119,31 @@ gpu_models = ["T4", "A10"]
         .find(|f| f.rule == FindingCode::IdleGpus)
         .expect("the idle GPUs are a finding");
     assert_eq!(note.pool.as_deref(), Some(p.name.as_str()));
+    let crate::engine::recommend::reason::Said::IdleGpus {
+        idle: said_idle,
+        gpus,
+        room: Some((cpu, mem)),
+        ..
+    } = &note.message
+    else {
+        panic!(
+            "the idle-GPU figures, with the node's room: {:?}",
+            note.message
+        );
+    };
+    assert_eq!((*said_idle, *gpus), (idle, chosen));
     assert!(
-        note.message
-            .contains(&format!("{idle} GPUs' worth of its {chosen} idle")),
-        "{}",
-        note.message
+        (cpu - 62.76).abs() < 0.005 && (mem - 396.0).abs() < 0.5,
+        "{cpu} {mem}"
+    );
+    let text = note.message.to_string();
+    assert!(
+        text.contains(&format!("{idle} GPUs' worth of its {chosen} idle")),
+        "{text}"
     );
     assert!(
-        note.message
-            .contains("(62.76 vCPUs and 396 GiB a node for pods)"),
-        "{}",
-        note.message
+        text.contains("(62.76 vCPUs and 396 GiB a node for pods)"),
+        "{text}"
     );
     assert_eq!(p.nodes.max, 8, "40 replicas, five a node: {p:#?}");
     // A pool with nothing idle lists no such option.
