@@ -119,3 +119,27 @@ pub enum KarpenterClass {
     Ec2NodeClass,
     AksNodeClass,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_cloud_has_its_own_profile() {
+        for p in Provider::ALL {
+            assert_eq!(profile(p).provider, p);
+        }
+    }
+
+    /// Region names, not the Local Zones and Wavelength zones the price lists carry beside
+    /// them (AWS `us-east-1-atl-1`), nor display names (Azure's `East US`).
+    #[test]
+    fn region_names_are_told_from_zones_and_display_names() {
+        let aws = profile(Provider::Aws).is_region;
+        assert!(aws("us-east-1") && aws("us-gov-west-1") && aws("ap-southeast-2"));
+        assert!(!aws("us-east-1-atl-1") && !aws("us-east-1-wl1-bos-wlz-1") && !aws("eastus"));
+        let azure = profile(Provider::Azure).is_region;
+        assert!(azure("eastus") && azure("westus3"));
+        assert!(!azure("East US") && !azure("") && !azure("us-east-1"));
+    }
+}

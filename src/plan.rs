@@ -156,6 +156,14 @@ impl Workload {
     pub(crate) fn scale_to_zero(&self) -> bool {
         self.scale_to_zero.as_ref().is_some_and(|b| *b.get())
     }
+    /// Replicas it keeps when idle: none when it may scale to zero, else its minimum.
+    pub(crate) fn kept_min(&self) -> u32 {
+        if self.scale_to_zero() {
+            0
+        } else {
+            u32::try_from(self.replicas().min().max(0)).unwrap_or(0)
+        }
+    }
     /// Nodes its pools keep at least: for user-facing work the plan's `availability_floor`,
     /// else `default` (providers/assumptions.toml); 0 for work nobody waits on.
     pub(crate) fn availability_nodes(&self, default: u32) -> u32 {

@@ -369,6 +369,29 @@ pub(crate) struct BurstMember {
     pub steady: bool,
 }
 
+impl BurstMember {
+    /// A workload's replicas above its pool's floor: `floor` of them are kept all month (the
+    /// pool's floor, not in the stack); those from there up to `min` (what it keeps when
+    /// idle) run its `hours` steadily; those above, to `peak`, are its peak. `per` is what a
+    /// replica weighs (its share of a node, or of a GPU). `recommend` and GP023 stack
+    /// members by this one rule.
+    pub(crate) fn replicas(per: f64, floor: u32, min: u32, peak: u32, hours: f64) -> [Self; 2] {
+        let steady = min.max(floor).min(peak);
+        [
+            BurstMember {
+                weight: per * f64::from(steady.saturating_sub(floor)),
+                hours,
+                steady: true,
+            },
+            BurstMember {
+                weight: per * f64::from(peak.saturating_sub(steady)),
+                hours,
+                steady: false,
+            },
+        ]
+    }
+}
+
 /// One node above a pool's floor: the hours a month it runs, and whether only steady work
 /// runs on it (so a reservation may cover it).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -483,6 +506,32 @@ pub(crate) fn gpus_per_node(sku: &Sku) -> f64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The one stacking rule gives what recommend's demand and GP023's plan workload each
+    /// computed before (steady: up to the minimum kept, above the floor; peak: the rest).
+    #[test]
+    fn a_workloads_replicas_stack_as_both_callers_stacked_them() {
+        for floor in 0..5u32 {
+            for min in 0..5u32 {
+                for peak in min..6u32 {
+                    let [s, b] = BurstMember::replicas(0.5, floor, min, peak, 100.0);
+                    // GP023's arithmetic (floor only when steady, i.e. floor = min or 0)
+                    let (fi, mi, pi) = (i64::from(floor), i64::from(min), i64::from(peak));
+                    if floor == 0 || floor == min {
+                        assert_eq!(s.weight, (mi - fi).max(0) as f64 * 0.5);
+                        assert_eq!(b.weight, (pi - mi.max(fi)).max(0) as f64 * 0.5);
+                    }
+                    // recommend's arithmetic (floor at most the peak)
+                    if floor <= peak {
+                        let steady = min.max(floor).min(peak);
+                        assert_eq!(s.weight, 0.5 * f64::from(steady - floor));
+                        assert_eq!(b.weight, 0.5 * f64::from(peak - steady));
+                    }
+                    assert!(s.steady && !b.steady && s.hours == 100.0);
+                }
+            }
+        }
+    }
 
     fn member(weight: f64, hours: f64, steady: bool) -> BurstMember {
         BurstMember {

@@ -149,30 +149,19 @@ fn worth_reserving(
     // Each member's minimum replicas run its hours (steady); replicas above the minimum are
     // its peak, which no reservation covers.
     let members = cx.plan.pool_workloads(pool).flat_map(|w| {
-        let per = w.gpu_share() * w.gang() as f64;
+        let count = |n: i64| u32::try_from(n.max(0)).unwrap_or(u32::MAX);
         let floor = if steady(cx, w, plan_hours) {
-            w.replicas().min()
+            count(w.replicas().min())
         } else {
             0
         };
-        let min = if w.scale_to_zero() {
-            0
-        } else {
-            w.replicas().min()
-        };
-        let hours = cx.hours(Some(w)).min(plan_hours);
-        [
-            BurstMember {
-                weight: (min - floor).max(0) as f64 * per,
-                hours,
-                steady: true,
-            },
-            BurstMember {
-                weight: (w.replicas().max() - min.max(floor)).max(0) as f64 * per,
-                hours,
-                steady: false,
-            },
-        ]
+        BurstMember::replicas(
+            w.gpu_share() * w.gang() as f64,
+            floor,
+            w.kept_min(),
+            count(w.replicas().max()),
+            cx.hours(Some(w)).min(plan_hours),
+        )
     });
     let mut busy = vec![
         BusyNode {

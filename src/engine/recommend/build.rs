@@ -268,20 +268,13 @@ fn burst_members<'a>(
     ms: &'a [&Choice<'_, '_>],
 ) -> impl Iterator<Item = crate::engine::cost::BurstMember> + 'a {
     ms.iter().flat_map(|m| {
-        let per = m.c.node_share * f64::from(m.d.gang.max(1));
-        let steady = m.d.steady();
-        [
-            crate::engine::cost::BurstMember {
-                weight: per * f64::from(steady - m.d.floor),
-                hours: m.d.hours,
-                steady: true,
-            },
-            crate::engine::cost::BurstMember {
-                weight: per * f64::from(m.d.peak - steady),
-                hours: m.d.hours,
-                steady: false,
-            },
-        ]
+        crate::engine::cost::BurstMember::replicas(
+            m.c.node_share * f64::from(m.d.gang.max(1)),
+            m.d.floor,
+            m.d.w.kept_min(),
+            m.d.peak,
+            m.d.hours,
+        )
     })
 }
 

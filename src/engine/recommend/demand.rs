@@ -160,12 +160,7 @@ impl Demand<'_> {
     /// to zero), at least the floor. Replicas above it are a peak, which no reservation
     /// covers.
     pub(crate) fn steady(&self) -> u32 {
-        let min = if self.w.scale_to_zero() {
-            0
-        } else {
-            u32::try_from(self.w.replicas().min().max(0)).unwrap_or(0)
-        };
-        min.max(self.floor).min(self.peak)
+        self.w.kept_min().max(self.floor).min(self.peak)
     }
     /// Replica-hours a month: the floor all month, the rest for the workload's hours.
     pub(crate) fn replica_hours(&self, plan_hours: f64) -> f64 {
