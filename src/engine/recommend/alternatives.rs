@@ -105,31 +105,35 @@ pub(super) fn alternatives(
             });
         }
     }
-    // Spot that was not open, once per pool.
-    if key.3 != Capacity::Spot {
-        if let Some(what) = ms.iter().find_map(|m| match &m.c.spot {
-            Some(q) => q.effective.as_ref().err().map(|why| AltWhat::SpotShut {
-                workload: m.d.name.to_owned(),
-                why: why.clone(),
-            }),
-            None => None,
-        }) {
-            out.push(Alternative {
-                sku: key.1.clone(),
-                region: key.2.clone(),
-                capacity: Capacity::Spot,
-                monthly_cost_usd: None,
-                delta_usd: None,
-                gpus: None,
-                kind: AlternativeKind::NotConsidered,
-                note: AltNote {
-                    what,
-                    not_taken: None,
-                },
-            });
-        }
-    }
+    out.extend(spot_shut(&ms, key));
     out
+}
+
+/// Spot, where it was not open to a workload of the pool, and why: listed once per pool.
+fn spot_shut(ms: &[&Choice<'_, '_>], key: &PoolKey) -> Option<Alternative> {
+    if key.3 == Capacity::Spot {
+        return None;
+    }
+    let what = ms.iter().find_map(|m| match &m.c.spot {
+        Some(q) => q.effective.as_ref().err().map(|why| AltWhat::SpotShut {
+            workload: m.d.name.to_owned(),
+            why: why.clone(),
+        }),
+        None => None,
+    })?;
+    Some(Alternative {
+        sku: key.1.clone(),
+        region: key.2.clone(),
+        capacity: Capacity::Spot,
+        monthly_cost_usd: None,
+        delta_usd: None,
+        gpus: None,
+        kind: AlternativeKind::NotConsidered,
+        note: AltNote {
+            what,
+            not_taken: None,
+        },
+    })
 }
 
 /// The other SKUs, regions and capacity types every member of the pool could use, as
