@@ -23,8 +23,8 @@ pub enum WritePlanError {
 /// The text of `plan` with the recommendation's pools in place of its own, each written for
 /// the MIG manager it was recommended under, or why not.
 ///
-/// Each pool is headed by a comment of why it is recommended, in `why`'s words (the report's;
-/// render writes no reasons of its own).
+/// Each pool is headed by a comment of why it is recommended, in the words `why` gives it
+/// (the caller passes the report's: the reasons are the engine's data, worded in `report`).
 pub fn plan_with_pools(
     plan: &Plan,
     rec: &Recommendation,

@@ -1,7 +1,10 @@
 //! Why a recommended pool is as it is, as data: the numbers and names each stage of the
-//! choice decided by, in the order the stages decided. The engine writes no prose: the `why`
-//! line, the alternatives' and capacity options' notes are written from these by
-//! `report::why`, and the JSON's `why` and `note` strings are those texts.
+//! choice decided by, in the order the stages decided; and likewise an alternative's and a
+//! capacity option's note, why work is unmet, what becomes of a declared pool, and what a
+//! finding says. `report::why` words them, and the JSON's `why`, `note` and `message`
+//! strings are those texts. (A stand-in price's caveat and a memory container's name are
+//! still worded in the engine: `check`'s rule messages embed them, and rules sit below
+//! `report`.)
 
 use crate::core::{Capacity, Provider, ReservationTerm, Sharing};
 

@@ -73,6 +73,7 @@ pub struct View {
     pub node_role: String,
     /// `render --karpenter` was asked for (the file is written even when no pool qualifies).
     pub karpenter_enabled: bool,
+    /// Karpenter's node class is EKS's EC2NodeClass (the templates' `aws` blocks), not AKS's.
     pub aws: bool,
     pub serving: Vec<super::workloads::ServingView>,
     /// Every placed workload's scheduling settings (`workloads/values.yaml`).
