@@ -1,10 +1,15 @@
 //! One profile per cloud: every fact in which gpuplan's clouds differ, as data, so the code
-//! that acts on a fact reads it here rather than asking which cloud it is. A third cloud is
-//! a file in this folder and a line in [`profile`], which a new `Provider` variant makes a
-//! compile error until it is written. What is behaviour rather than fact per cloud lives in
-//! its own file within the stage it belongs to, picked by one exhaustive match there: the
-//! catalog's readers (`catalog/load/{azure,aws}.rs`), the live clients and refresh planners
-//! (`live/{azure,aws}/`) and the Terraform templates (`templates/render/terraform/`).
+//! that acts on a fact reads it here rather than asking which cloud it is. A cloud's profile
+//! names its Terraform template and `gpuplan init`'s starter plan too. A third cloud is a file
+//! in this folder and a line in [`profile`], which a new `Provider` variant makes a compile
+//! error until it is written.
+//!
+//! What is behaviour rather than fact per cloud lives in its own file within the stage it
+//! belongs to, picked by one exhaustive match there (the same compile error points at it):
+//! the catalog's readers (`catalog/load/{azure,aws}.rs`, picked in `catalog::load`) and the
+//! live clients and refresh planners (`live/{azure,aws}/`, picked in `live::refresh`). The
+//! stages sit on layers (`tests/all/layers.rs`): this file is below the catalog, which is
+//! below the live clients, so a cloud's readers cannot sit here beside its facts.
 
 mod aws;
 mod azure;

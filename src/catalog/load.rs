@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 mod assumptions;
 mod aws;
+mod azure;
 mod gpus;
 mod prices;
 mod refreshed;
@@ -18,16 +19,9 @@ use crate::core::Provider;
 use crate::diag::Diag;
 use crate::source::SourceFile;
 use assumptions::load_assumptions;
-use aws::{load_advisor, load_aws_snapshot};
 use gpus::load_gpus;
-use prices::{
-    figure_date, load_ondemand_table, load_skypilot_prices, AWS_SNAPSHOT, AWS_US_EAST_1,
-    AZURE_RETAIL_EU, AZURE_TABLE,
-};
-use refreshed::{
-    load_availability, load_eviction, load_quota, load_retail_overrides, load_shapes, records,
-    row_source,
-};
+use prices::{figure_date, load_skypilot_prices};
+use refreshed::{load_availability, load_quota};
 use sources::{cache_list, date, Meta, SourcesFile};
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -345,9 +339,10 @@ fn load_provider(
     let dated = |path: &str| figure_date(&catalog.sources, path);
     let prices_file = files.read(&format!("{dir}/prices.csv"))?;
     load_skypilot_prices(&prices_file, &mut pc, dated(&format!("{dir}/prices.csv")))?;
+    // Each cloud's own files, read by its own reader.
     match p {
-        Provider::Azure => load_azure(files, &mut pc, catalog)?,
-        Provider::Aws => load_aws(files, &mut pc, catalog)?,
+        Provider::Azure => azure::load(files, &mut pc, catalog)?,
+        Provider::Aws => aws::load(files, &mut pc, catalog)?,
     }
     if let Some(f) = files.optional(&format!("{dir}/quota.csv"))? {
         load_quota(&f, &mut pc)?;
@@ -422,70 +417,4 @@ fn sku(
         unpriced: s.unpriced,
         note: s.note,
     })
-}
-
-/// Azure's price tables, retail overrides and spot eviction, oldest first.
-fn load_azure(
-    files: &Files,
-    pc: &mut ProviderCatalog,
-    catalog: &Catalog,
-) -> Result<(), CatalogError> {
-    let dated = |path: &str| figure_date(&catalog.sources, path);
-    if let Some(f) = files.optional(AZURE_TABLE)? {
-        load_ondemand_table(&f, pc, dated(AZURE_TABLE), true)?;
-    }
-    let retail = files.read("azure/prices-retail.csv")?;
-    load_retail_overrides(&retail, pc)?;
-    // The only dated offline source of Azure spot (Linux meters of four EU regions).
-    if let Some(f) = files.optional(AZURE_RETAIL_EU)? {
-        load_retail_overrides(&f, pc)?;
-    }
-    if let Some(f) = files.optional("azure/spot-eviction.csv")? {
-        load_eviction(&f, pc, catalog)?;
-    }
-    Ok(())
-}
-
-/// AWS's Spot Advisor, price snapshot and table, refreshed prices, shapes and placement
-/// scores, oldest first.
-fn load_aws(
-    files: &Files,
-    pc: &mut ProviderCatalog,
-    catalog: &Catalog,
-) -> Result<(), CatalogError> {
-    let dated = |path: &str| figure_date(&catalog.sources, path);
-    let advisor = files.read("aws/spot-advisor.json")?;
-    load_advisor(&advisor, pc, dated("aws/spot-advisor.json"))?;
-    if let Some(f) = files.optional(AWS_SNAPSHOT)? {
-        load_aws_snapshot(&f, pc, catalog, dated(AWS_SNAPSHOT))?;
-    }
-    if let Some(f) = files.optional(AWS_US_EAST_1)? {
-        load_ondemand_table(&f, pc, dated(AWS_US_EAST_1), false)?;
-    }
-    if let Some(f) = files.optional("aws/prices-live.csv")? {
-        load_retail_overrides(&f, pc)?;
-    }
-    if let Some(f) = files.optional("aws/instance-types.csv")? {
-        load_shapes(&f, pc)?;
-    }
-    if let Some(f) = files.optional("aws/spot-placement.csv")? {
-        for (at, r) in records(&f, &super::columns::PLACEMENT)? {
-            let score = r[2]
-                .parse::<u8>()
-                .ok()
-                .filter(|s| (1..=10).contains(s))
-                .ok_or_else(|| {
-                    invalid(
-                        &f,
-                        at..at,
-                        format!("`{}` is not a placement score (1-10)", r[2]),
-                    )
-                })?;
-            pc.spot_placement.insert(
-                (r[0].clone(), r[1].clone()),
-                (score, row_source(&f, &r[4], &r[3])),
-            );
-        }
-    }
-    Ok(())
 }

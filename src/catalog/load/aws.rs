@@ -1,5 +1,6 @@
-//! AWS's own tables: the 2025-11-30 snapshot (on-demand, spot, bands, Reserved Instance
-//! rates) and the Spot Instance Advisor file.
+//! AWS's own files: the 2025-11-30 snapshot (on-demand, spot, bands, Reserved Instance
+//! rates), the Spot Instance Advisor file, the us-east-1 table, and what a refresh writes
+//! (prices, instance shapes, spot placement scores).
 
 use std::sync::Arc;
 
@@ -9,7 +10,9 @@ use serde::Deserialize;
 use super::prices::{
     column, csv_err, is_region, offer, offer_band, offer_spot, parse_price, row_at,
 };
-use super::{invalid, CatalogError};
+use super::prices::{figure_date, load_ondemand_table, AWS_SNAPSHOT, AWS_US_EAST_1};
+use super::refreshed::{load_retail_overrides, load_shapes, records, row_source};
+use super::{invalid, CatalogError, Files};
 use crate::catalog::{Catalog, Price, ProviderCatalog, SpotBand};
 use crate::core::Date;
 use crate::core::Provider;
@@ -19,7 +22,7 @@ use crate::source::SourceFile;
 /// and Reserved Instance effective hourly rates per instance type and region. It is not
 /// complete (six priced offerings are missing from it), so a region it omits keeps an older
 /// source's figure rather than being dropped.
-pub(super) fn load_aws_snapshot(
+fn load_aws_snapshot(
     file: &Arc<SourceFile>,
     pc: &mut ProviderCatalog,
     catalog: &Catalog,
@@ -201,7 +204,7 @@ pub(super) struct AdvisorEntry {
     r: u8,
 }
 
-pub(super) fn load_advisor(
+fn load_advisor(
     file: &Arc<SourceFile>,
     pc: &mut ProviderCatalog,
     as_of: Option<Date>,
@@ -247,4 +250,48 @@ pub(super) fn line_offset(text: &str, line: usize, col: usize) -> usize {
         .map(str::len)
         .sum::<usize>()
         + col.saturating_sub(1)
+}
+
+/// AWS's Spot Advisor, price snapshot and table, refreshed prices, shapes and placement
+/// scores, oldest first.
+pub(super) fn load(
+    files: &Files,
+    pc: &mut ProviderCatalog,
+    catalog: &Catalog,
+) -> Result<(), CatalogError> {
+    let dated = |path: &str| figure_date(&catalog.sources, path);
+    let advisor = files.read("aws/spot-advisor.json")?;
+    load_advisor(&advisor, pc, dated("aws/spot-advisor.json"))?;
+    if let Some(f) = files.optional(AWS_SNAPSHOT)? {
+        load_aws_snapshot(&f, pc, catalog, dated(AWS_SNAPSHOT))?;
+    }
+    if let Some(f) = files.optional(AWS_US_EAST_1)? {
+        load_ondemand_table(&f, pc, dated(AWS_US_EAST_1), false)?;
+    }
+    if let Some(f) = files.optional("aws/prices-live.csv")? {
+        load_retail_overrides(&f, pc)?;
+    }
+    if let Some(f) = files.optional("aws/instance-types.csv")? {
+        load_shapes(&f, pc)?;
+    }
+    if let Some(f) = files.optional("aws/spot-placement.csv")? {
+        for (at, r) in records(&f, &crate::catalog::columns::PLACEMENT)? {
+            let score = r[2]
+                .parse::<u8>()
+                .ok()
+                .filter(|s| (1..=10).contains(s))
+                .ok_or_else(|| {
+                    invalid(
+                        &f,
+                        at..at,
+                        format!("`{}` is not a placement score (1-10)", r[2]),
+                    )
+                })?;
+            pc.spot_placement.insert(
+                (r[0].clone(), r[1].clone()),
+                (score, row_source(&f, &r[4], &r[3])),
+            );
+        }
+    }
+    Ok(())
 }
