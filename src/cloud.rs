@@ -37,7 +37,8 @@ pub struct Profile {
     /// Whether a name is one of the cloud's region names (`eastus`, `us-east-1`): the price
     /// lists also carry locations that are not regions node pools run in.
     pub is_region: fn(&str) -> bool,
-    /// The capacity types the cloud sells beyond on-demand, spot and reservations.
+    /// The cloud sells Capacity Blocks for ML (`capacity = "capacity-block"`): GPU nodes
+    /// bought for a block of days at a block price.
     pub capacity_block: bool,
     /// The product a capacity reservation is (it holds nodes for a pool).
     pub capacity_reservation: &'static str,
@@ -46,7 +47,7 @@ pub struct Profile {
     /// Reservation prices come only from a live refresh (Azure's Retail Prices API): none are
     /// embedded, so a missing one is unknown rather than not sold.
     pub reservations_live_only: bool,
-    /// Where a live refresh reads reservation prices.
+    /// Where a live refresh reads prices, reservation prices among them.
     pub prices_api: &'static str,
     /// Spot eviction bands come only from a live refresh; a missing one is unknown.
     pub bands_live_only: bool,
