@@ -15,6 +15,7 @@ pub(crate) mod owners;
 pub(crate) mod prometheus;
 pub(crate) mod query;
 pub(crate) mod rows;
+pub(crate) mod says;
 pub(crate) mod serving;
 pub(crate) mod telemetry;
 pub(crate) mod timeline;

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::assemble::pool_matches;
 use super::numbers::{pool_gpu_second, quantile, round, round4};
 use super::rows::*;
+use super::says::{AdviceChange, AdviceSays, NotReserved, Slice, Wait};
 use super::telemetry::Telemetry;
 use crate::catalog::Catalog;
 use crate::engine::recommend::Recommendation;
@@ -48,7 +49,7 @@ pub(super) fn right_size(
     let gpu = catalog.gpu(&catalog.sku(plan.provider(), &sku)?.gpu_model)?;
     let need = crate::engine::memory::need_in_instance(w, catalog)
         .map(|n| n / crate::engine::memory::usable_share(w, catalog).max(0.05));
-    let (fraction, change, what, sharing) = if let Some(mig) = &gpu.mig {
+    let (fraction, slice, what, sharing) = if let Some(mig) = &gpu.mig {
         let slices = f64::from(mig.compute_slices.max(1));
         // The one chooser, with the effective manager: under AKS only what AKS creates.
         let p = crate::mig::choose(
@@ -59,10 +60,10 @@ pub(super) fn right_size(
         let f = round4(f64::from(p.compute) / slices);
         (
             f,
-            format!(
-                "[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"mig\" ({} on {})",
-                p.name, gpu.name
-            ),
+            Slice::Mig {
+                profile: p.name.clone(),
+                gpu: gpu.name.clone(),
+            },
             format!("a {} MIG instance", p.name),
             crate::core::Sharing::Mig,
         )
@@ -83,8 +84,14 @@ pub(super) fn right_size(
         let f = round4(1.0 / f64::from(replicas));
         (
             f,
-            format!("[[workload]] name = \"{name}\": gpu_fraction = {f}, sharing = \"time-slicing\" ({replicas} replicas per {}; needs a recorded [[decision]])", gpu.name),
-            format!("a {replicas}-way time-sliced {} ({} has no MIG)", gpu.name, gpu.name),
+            Slice::TimeSliced {
+                replicas,
+                gpu: gpu.name.clone(),
+            },
+            format!(
+                "a {replicas}-way time-sliced {} ({} has no MIG)",
+                gpu.name, gpu.name
+            ),
             crate::core::Sharing::TimeSlicing,
         )
     };
@@ -98,18 +105,27 @@ pub(super) fn right_size(
         sharing,
         what: what.clone(),
     };
-    Some((Advice {
-        kind: AdviceKind::RightSize,
-        workload: Some(name.clone()),
-        pool: None,
-        saving_usd: Some(saving.min(round(idle_cost))),
-        message: format!(
-            "`{name}` kept what it held busy {:.0}% of the time; {what} ({fraction} of a GPU{}) would have held the same work",
-            eff * 100.0,
-            need.map(|n| format!(", {n:.1} GiB needed")).unwrap_or_else(|| ", memory need unknown: declare gpu_memory_gib".into())
-        ),
-        change,
-    }, fit))
+    Some((
+        Advice {
+            kind: AdviceKind::RightSize,
+            workload: Some(name.clone()),
+            pool: None,
+            saving_usd: Some(saving.min(round(idle_cost))),
+            message: AdviceSays::RightSize {
+                workload: name.clone(),
+                busy: eff,
+                what,
+                fraction,
+                need,
+            },
+            change: AdviceChange::RightSize {
+                workload: name.clone(),
+                fraction,
+                slice,
+            },
+        },
+        fit,
+    ))
 }
 
 /// Demand that waited: GPU-hours requested while Pending, split into unscheduled and
@@ -129,36 +145,18 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
         .map(|p| p.gpu_seconds)
         .sum();
     let pull_total: f64 = pending.iter().map(|p| p.image_pull_gpu_seconds).sum();
-    let pulling = if pull_total >= 60.0 {
-        format!(
-            " ({:.1} of it failing to pull images: ErrImagePull, ImagePullBackOff)",
-            pull_total / 3600.0
-        )
-    } else {
-        String::new()
-    };
+    // Pulls that failed for a minute or more are named; fewer are noise.
+    let pulls_failed = pull_total >= 60.0;
     (pending_total >= 3600.0).then(|| Advice {
         kind: AdviceKind::UnmetDemand,
         workload: None,
         pool: None,
         saving_usd: None,
-        message: if unknown_total < pending_total {
-            format!(
-                "{:.1} GPU-hours were requested by pods while Pending: {:.1} unscheduled (no node would take them), {:.1} scheduled and starting (image pulls, init containers){pulling}{}",
-                pending_total / 3600.0,
-                unscheduled_total / 3600.0,
-                (pending_total - unscheduled_total - unknown_total).max(0.0) / 3600.0,
-                if unknown_total > 0.0 {
-                    format!(", {:.1} not told apart (no kube_pod_status_scheduled)", unknown_total / 3600.0)
-                } else {
-                    String::new()
-                }
-            )
-        } else {
-            format!(
-                "{:.1} GPU-hours were requested by pods while Pending (unscheduled, or starting: pulling images, waiting for a node; kube_pod_status_scheduled, not exported, would tell them apart)",
-                pending_total / 3600.0
-            )
+        message: AdviceSays::Pending {
+            total: pending_total,
+            unscheduled: unscheduled_total,
+            unknown: unknown_total,
+            pulling: pulls_failed.then_some(pull_total),
         },
         change: {
             // Nodes of each plan pool seen at once, and their GPU-seconds offered and held, per
@@ -186,7 +184,11 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
             let hosts: Vec<_> = plan
                 .pools()
                 .iter()
-                .filter(|p| p.workloads.iter().any(|w| waiting.contains(w.get().as_str())))
+                .filter(|p| {
+                    p.workloads
+                        .iter()
+                        .any(|w| waiting.contains(w.get().as_str()))
+                })
                 .collect();
             let at_max = |p: &crate::plan::raw::Pool, free_ok: bool| {
                 let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
@@ -195,34 +197,29 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
                         .any(|(n, free)| *n >= max && max > 0 && (free_ok || *free < step))
                 })
             };
-            let named = |p: &crate::plan::raw::Pool| format!("`{}` ({} nodes)", p.name.get(), p.nodes().max());
-            let full: Vec<String> = hosts.iter().filter(|p| at_max(p, false)).map(|p| named(p)).collect();
-            let roomy: Vec<String> = hosts
+            let named = |p: &&crate::plan::raw::Sp<crate::plan::raw::Pool>| {
+                (p.name.get().clone(), p.nodes().max())
+            };
+            let full: Vec<(String, i64)> = hosts
+                .iter()
+                .filter(|p| at_max(p, false))
+                .map(named)
+                .collect();
+            let roomy: Vec<(String, i64)> = hosts
                 .iter()
                 .filter(|p| at_max(p, true) && !at_max(p, false))
-                .map(|p| named(p))
+                .map(named)
                 .collect();
-            let pull_fix = if pull_total >= 60.0 {
-                "; fix the image pulls first (the image name, the registry's credentials or reach)"
-            } else {
-                ""
-            };
-            let what: String = if unknown_total < 60.0 && unscheduled_total < 60.0 {
-                "every Pending pod had a node: the wait was start-up, not capacity; pre-pull large images (a DaemonSet or the node image) and check init containers".into()
+            let wait = if unknown_total < 60.0 && unscheduled_total < 60.0 {
+                Wait::StartUp
             } else if full.is_empty() && !roomy.is_empty() {
-                format!(
-                    "{} reached nodes.max but always had a GPU free then, so capacity was not the wait: look at what kept the pods off the free GPUs (a request larger than one node's free GPUs, the MIG profile or time-slicing share asked for, taints and selectors) before raising it",
-                    roomy.join(", ")
-                )
+                Wait::NotFull(roomy)
             } else if full.is_empty() {
-                "no pool reached its nodes.max while they waited: look at scheduling and start-up (quota, taints and selectors, image pulls) before adding capacity, or queue them (Kueue) so the wait is visible".into()
+                Wait::NoPoolAtMax
             } else {
-                format!(
-                    "{} reached nodes.max: raise it or the quota for those workloads, or queue them (Kueue) so the wait is visible",
-                    full.join(", ")
-                )
+                Wait::Full(full)
             };
-            format!("{what}{pull_fix}")
+            AdviceChange::Pending { wait, pulls_failed }
         },
     })
 }
@@ -283,22 +280,18 @@ pub(super) fn reservation(
     }
     let note = options.is_empty().then(|| {
         if !enough {
-            format!(
-                "not advised: the window covers {} day(s) of data; a reservation commits for a year or more, so at least {MIN_RESERVATION_DAYS} covered days are needed",
-                crate::core::num(days)
-            )
+            NotReserved::TooFewDays {
+                days,
+                needed: MIN_RESERVATION_DAYS,
+            }
         } else if plan_term == crate::core::ReservationTerm::None {
-            "not advised: the plan's reservation_term = \"none\"".to_owned()
+            NotReserved::TermNone
         } else {
-            let cloud = crate::cloud::profile(plan.provider());
-            format!(
-                "no reserved price for {sku} in {region} in the catalog{}",
-                if cloud.reservations_live_only {
-                    format!(" ({}s are unknown offline; `catalog refresh` fetches them)", cloud.reservation)
-                } else {
-                    String::new()
-                }
-            )
+            NotReserved::NoPrice {
+                sku: sku.clone(),
+                region: region.clone(),
+                provider: plan.provider(),
+            }
         }
     });
     Some(ReservationAdvice {
@@ -388,21 +381,18 @@ pub(super) fn idle_nodes(
                 workload: None,
                 pool: pool.map(|p| p.name.get().clone()),
                 saving_usd: price.map(|p| round(held_empty as f64 * p * n.cards.max(n.gpus))),
-                message: format!(
-                    "node `{name}`{} sat empty for {days:.1} day(s) in stretches of an hour or more (the longest {:.1} h) with no GPU requested",
-                    n.pool
-                        .as_deref()
-                        .map(|l| format!(" (pool `{l}`)"))
-                        .unwrap_or_default(),
-                    longest as f64 / 3600.0
-                ),
+                message: AdviceSays::EmptyNode {
+                    node: name.clone(),
+                    label: n.pool.clone(),
+                    days,
+                    longest_seconds: longest,
+                },
                 change: match pool {
-                    Some(p) if p.nodes().min() > 0 => format!(
-                        "[[pool]] name = \"{}\": lower nodes.min (now {}) or let the autoscaler remove empty nodes",
-                        p.name.get(),
-                        p.nodes().min()
-                    ),
-                    _ => "check the cluster autoscaler's scale-down (scale-down-unneeded-time, pods that block eviction)".into(),
+                    Some(p) if p.nodes().min() > 0 => AdviceChange::LowerMin {
+                        pool: p.name.get().clone(),
+                        min: p.nodes().min(),
+                    },
+                    _ => AdviceChange::ScaleDown,
                 },
             });
         }

@@ -190,7 +190,8 @@ pub struct ReservationAdvice {
     pub nodes: i64,
     pub on_demand_usd_per_month: f64,
     pub options: Vec<ReservationOption>,
-    pub note: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub note: Option<super::says::NotReserved>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -239,9 +240,11 @@ pub struct Advice {
     /// What the change would have saved over the window; `None` where no price is known
     /// (or the change buys capacity rather than saving it).
     pub saving_usd: Option<f64>,
-    pub message: String,
+    #[schemars(with = "String")]
+    pub message: super::says::AdviceSays,
     /// The plan change to make, as TOML.
-    pub change: String,
+    #[schemars(with = "String")]
+    pub change: super::says::AdviceChange,
 }
 
 /// A right-size the plan can take: the workload's new `gpu_fraction` and `sharing`.

@@ -272,8 +272,8 @@ fn md_changes(o: &mut String, r: &Review) {
                         "buys capacity, saves nothing".to_owned(),
                     None => "saving unknown: no price for its pool".to_owned(),
                 },
-                md(&a.message),
-                md_code(&a.change)
+                md(&a.message.to_string()),
+                md_code(&a.change.to_string())
             );
         }
     }
@@ -382,7 +382,10 @@ fn md_reservation_advice(o: &mut String, r: &Review) {
                 a.p50_gpus,
                 a.nodes,
                 usd(a.on_demand_usd_per_month),
-                best.map_or_else(|| a.note.clone().unwrap_or_default(), |b| b.term.to_owned()),
+                best.map_or_else(
+                    || a.note.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    |b| b.term.to_owned()
+                ),
                 best.map_or("-".to_owned(), |b| usd(b.saving_usd_per_month)),
                 best.map_or("-".to_owned(), |b| format!(
                     "{:.0}%",

@@ -6,6 +6,7 @@ use crate::review::Review;
 mod cells;
 mod html;
 mod markdown;
+mod says;
 
 pub(crate) use html::html;
 pub(crate) use markdown::markdown;

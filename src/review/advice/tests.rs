@@ -57,20 +57,24 @@ fn a_pool_at_its_maximum_with_gpus_free_is_not_blamed_for_pending_pods() {
         }
         unmet_demand(&p, &t, &pending)
             .map(|a| a.change)
-            .unwrap_or_default()
+            .expect("two GPU-hours waited")
     };
-    // Its one node held its GPU: full, and named.
-    assert!(
-        change(true).starts_with("`batch` (1 nodes) reached nodes.max: raise it"),
-        "{}",
-        change(true)
+    let wait = |w| crate::review::says::AdviceChange::Pending {
+        wait: w,
+        pulls_failed: false,
+    };
+    // Its one node held its GPU: full, and named with its nodes.max.
+    assert_eq!(
+        change(true),
+        wait(crate::review::says::Wait::Full(vec![("batch".into(), 1)]))
     );
     // Its one node sat empty: at its maximum, but not full.
-    let roomy = change(false);
-    assert!(
-        roomy.contains("always had a GPU free then, so capacity was not the wait")
-            && !roomy.contains("raise it"),
-        "{roomy}"
+    assert_eq!(
+        change(false),
+        wait(crate::review::says::Wait::NotFull(vec![(
+            "batch".into(),
+            1
+        )]))
     );
 }
 
@@ -119,12 +123,16 @@ fn empty_node_advice_comes_from_contiguous_stretches_only() {
     let mut advice = Vec::new();
     idle_nodes(&p, &c, &t, &mut advice);
     assert_eq!(advice.len(), 1);
-    assert!(
-        advice[0].message.contains("sat empty for 2.0 day(s)")
-            && advice[0].message.contains("the longest 48.0 h"),
-        "{}",
-        advice[0].message
-    );
+    let crate::review::says::AdviceSays::EmptyNode {
+        days,
+        longest_seconds,
+        ..
+    } = &advice[0].message
+    else {
+        panic!("an empty node: {:?}", advice[0].message);
+    };
+    assert!((days - 2.0).abs() < 0.05, "{days}");
+    assert_eq!(*longest_seconds, 48 * 3600);
 }
 
 /// Issue 39: the review's right-size comes from the one MIG chooser with the effective

@@ -12,6 +12,7 @@ use crate::review::numbers::CRASHLOOP_SHARE;
 use crate::review::numbers::{gpu_second_price, pool_gpu_second, quantile, ratio, round, round4};
 use crate::review::owners::MatchCounts;
 use crate::review::rows::*;
+use crate::review::says::{AdviceChange, AdviceSays};
 use crate::review::telemetry::{format_time, Telemetry};
 use crate::review::Settings;
 
@@ -44,11 +45,11 @@ pub(super) fn workload_rows(
                 workload: Some(name.clone()),
                 pool: None,
                 saving_usd: None,
-                message: format!(
-                    "`{name}`'s pods waited in CrashLoopBackOff {:.0}% of the time they held GPUs: the GPUs sat idle while the container restarted",
-                    crashloop_share.unwrap_or(0.0) * 100.0
-                ),
-                change: "fix the crash (kubectl describe / logs of the pod) before sizing it: no right-size is advised from these figures".into(),
+                message: AdviceSays::CrashLoop {
+                    workload: name.clone(),
+                    share: crashloop_share.unwrap_or(0.0),
+                },
+                change: AdviceChange::FixCrash,
             });
         }
         if let Some(e) = eff.filter(|e| *e < s.low_utilization && !crashing) {
@@ -90,15 +91,14 @@ pub(super) fn stalled_advice(
             workload: st.workload.clone(),
             pool: None,
             saving_usd: price.map(|p| round(st.allocated_gpus * st.seconds as f64 * p)),
-            message: format!(
-                "pod `{}/{}` held {} GPU(s) with no activity for {:.1} h from {}",
-                st.team,
-                st.pod,
-                st.allocated_gpus,
-                st.seconds as f64 / 3600.0,
-                st.since
-            ),
-            change: "stop pods idle longer than the threshold (an idle-job reaper), or set scale_to_zero = true".into(),
+            message: AdviceSays::Stalled {
+                team: st.team.clone(),
+                pod: st.pod.clone(),
+                gpus: st.allocated_gpus,
+                seconds: st.seconds,
+                since: st.since.clone(),
+            },
+            change: AdviceChange::Reap,
         });
     }
     advice
@@ -148,17 +148,15 @@ pub(super) fn pool_floors(
                     workload: None,
                     pool: Some(p.name.get().clone()),
                     saving_usd: priced.map(|p| round(nodes_idle * gpus * covered as f64 * p)),
-                    message: format!(
-                        "pool `{}` kept {} node(s) of its floor idle on average over the {:.1} h the data covers",
-                        p.name.get(),
-                        nodes_idle,
-                        covered as f64 / 3600.0
-                    ),
-                    change: format!(
-                        "[[pool]] name = \"{}\": nodes.min = {}",
-                        p.name.get(),
-                        (p.nodes().min() - nodes_idle as i64).max(0)
-                    ),
+                    message: AdviceSays::IdleFloor {
+                        pool: p.name.get().clone(),
+                        nodes: nodes_idle,
+                        seconds: covered,
+                    },
+                    change: AdviceChange::NodesMin {
+                        pool: p.name.get().clone(),
+                        min: (p.nodes().min() - nodes_idle as i64).max(0),
+                    },
                 });
             }
         }
@@ -181,23 +179,24 @@ pub(super) fn pool_floors(
                     kind: AdviceKind::ReserveFloor,
                     workload: None,
                     pool: Some(p.name.get().clone()),
-                    saving_usd: Some(round(best.saving_usd_per_month * covered as f64 / (crate::core::HOURS_PER_MONTH * 3600.0))),
-                    message: format!(
-                        "pool `{}` held at least {} GPU(s) 90% of the time: {} node(s) of {} on a {} reservation save {} a month (break-even at {:.0}% of hours held)",
-                        p.name.get(),
-                        a.floor_gpus,
-                        a.nodes,
-                        a.sku,
-                        best.term,
-                        crate::core::usd(best.saving_usd_per_month),
-                        best.break_even_utilization * 100.0
-                    ),
-                    change: format!(
-                        "split [[pool]] name = \"{}\": {} node(s) with capacity = \"{}\", the rest on-demand",
-                        p.name.get(),
-                        a.nodes,
-                        best.term
-                    ),
+                    saving_usd: Some(round(
+                        best.saving_usd_per_month * covered as f64
+                            / (crate::core::HOURS_PER_MONTH * 3600.0),
+                    )),
+                    message: AdviceSays::Reserve {
+                        pool: p.name.get().clone(),
+                        floor_gpus: a.floor_gpus,
+                        nodes: a.nodes,
+                        sku: a.sku.clone(),
+                        term: best.term,
+                        saving: best.saving_usd_per_month,
+                        break_even: best.break_even_utilization,
+                    },
+                    change: AdviceChange::SplitReserved {
+                        pool: p.name.get().clone(),
+                        nodes: a.nodes,
+                        term: best.term,
+                    },
                 });
             }
             reservation_advice.push(a);
