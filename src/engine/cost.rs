@@ -369,6 +369,12 @@ pub(crate) struct BurstMember {
     pub steady: bool,
 }
 
+/// Replicas that run steadily: what a workload keeps when idle (`min`), at least its pool's
+/// floor, never more than its `peak`.
+pub(crate) fn steady_replicas(min: u32, floor: u32, peak: u32) -> u32 {
+    min.max(floor).min(peak)
+}
+
 impl BurstMember {
     /// A workload's replicas above its pool's floor: `floor` of them are kept all month (the
     /// pool's floor, not in the stack); those from there up to `min` (what it keeps when
@@ -376,7 +382,7 @@ impl BurstMember {
     /// replica weighs (its share of a node, or of a GPU). `recommend` and GP023 stack
     /// members by this one rule.
     pub(crate) fn replicas(per: f64, floor: u32, min: u32, peak: u32, hours: f64) -> [Self; 2] {
-        let steady = min.max(floor).min(peak);
+        let steady = steady_replicas(min, floor, peak);
         [
             BurstMember {
                 weight: per * f64::from(steady.saturating_sub(floor)),

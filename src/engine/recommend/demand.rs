@@ -160,7 +160,7 @@ impl Demand<'_> {
     /// to zero), at least the floor. Replicas above it are a peak, which no reservation
     /// covers.
     pub(crate) fn steady(&self) -> u32 {
-        self.w.kept_min().max(self.floor).min(self.peak)
+        crate::engine::cost::steady_replicas(self.w.kept_min(), self.floor, self.peak)
     }
     /// Replica-hours a month: the floor all month, the rest for the workload's hours.
     pub(crate) fn replica_hours(&self, plan_hours: f64) -> f64 {
