@@ -71,8 +71,8 @@ pub(super) fn next_quarter(o: &mut String, r: &Review) {
                     Some(h) => h.to_string(),
                     None => crate::core::num(w.hours_per_month),
                 },
-                match (&w.right_size_what, p.gpu_fraction) {
-                    (Some(what), Some(f)) => format!("{} ({f} GPU)", md(what)),
+                match (&w.right_size, p.gpu_fraction) {
+                    (Some(slice), Some(f)) => format!("{} ({f} GPU)", md(&slice.to_string())),
                     _ => "-".to_owned(),
                 }
             );

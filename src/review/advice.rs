@@ -49,7 +49,7 @@ pub(super) fn right_size(
     let gpu = catalog.gpu(&catalog.sku(plan.provider(), &sku)?.gpu_model)?;
     let need = crate::engine::memory::need_in_instance(w, catalog)
         .map(|n| n / crate::engine::memory::usable_share(w, catalog).max(0.05));
-    let (fraction, slice, what, sharing) = if let Some(mig) = &gpu.mig {
+    let (fraction, slice, sharing) = if let Some(mig) = &gpu.mig {
         let slices = f64::from(mig.compute_slices.max(1));
         // The one chooser, with the effective manager: under AKS only what AKS creates.
         let p = crate::mig::choose(
@@ -64,7 +64,6 @@ pub(super) fn right_size(
                 profile: p.name.clone(),
                 gpu: gpu.name.clone(),
             },
-            format!("a {} MIG instance", p.name),
             crate::core::Sharing::Mig,
         )
     } else {
@@ -88,10 +87,6 @@ pub(super) fn right_size(
                 replicas,
                 gpu: gpu.name.clone(),
             },
-            format!(
-                "a {replicas}-way time-sliced {} ({} has no MIG)",
-                gpu.name, gpu.name
-            ),
             crate::core::Sharing::TimeSlicing,
         )
     };
@@ -103,7 +98,7 @@ pub(super) fn right_size(
     let fit = RightSize {
         fraction,
         sharing,
-        what: what.clone(),
+        slice: slice.clone(),
     };
     Some((
         Advice {
@@ -114,7 +109,7 @@ pub(super) fn right_size(
             message: AdviceSays::RightSize {
                 workload: name.clone(),
                 busy: eff,
-                what,
+                slice: slice.clone(),
                 fraction,
                 need,
             },

@@ -149,7 +149,10 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
         changed = true;
     }
     if let (Some(fraction), Some(sharing)) = (p.gpu_fraction, p.sharing) {
-        let what = f.right_size_what.as_deref().unwrap_or("a smaller slice");
+        let what = f
+            .right_size
+            .as_ref()
+            .map_or_else(|| "a smaller slice".to_owned(), ToString::to_string);
         let was = t
             .get("gpu_fraction")
             .and_then(Item::as_value)

@@ -252,8 +252,8 @@ pub struct Advice {
 pub(crate) struct RightSize {
     pub fraction: f64,
     pub sharing: crate::core::Sharing,
-    /// What it is, e.g. "a 1g.10gb MIG instance".
-    pub what: String,
+    /// The slice it takes.
+    pub slice: super::says::Slice,
 }
 
 #[cfg(test)]

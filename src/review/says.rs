@@ -4,12 +4,12 @@
 /// What an advice says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AdviceSays {
-    /// A workload kept its GPUs busy `busy` of the time; `what` (a smaller slice, `fraction`
-    /// of a GPU) would have held the work. `need`: the GiB it needs, when it declares them.
+    /// A workload kept its GPUs busy `busy` of the time; `slice` (`fraction` of a GPU) would
+    /// have held the work. `need`: the GiB it needs, when it declares them.
     RightSize {
         workload: String,
         busy: f64,
-        what: String,
+        slice: Slice,
         fraction: f64,
         need: Option<f64>,
     },

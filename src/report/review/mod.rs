@@ -4,6 +4,7 @@
 use crate::review::Review;
 
 mod cells;
+mod grounds;
 mod html;
 mod markdown;
 mod says;

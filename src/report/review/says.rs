@@ -12,12 +12,12 @@ impl fmt::Display for AdviceSays {
             AdviceSays::RightSize {
                 workload,
                 busy,
-                what,
+                slice,
                 fraction,
                 need,
             } => write!(
                 f,
-                "`{workload}` kept what it held busy {:.0}% of the time; {what} ({fraction} of a GPU{}) would have held the same work",
+                "`{workload}` kept what it held busy {:.0}% of the time; {slice} ({fraction} of a GPU{}) would have held the same work",
                 busy * 100.0,
                 need.map(|n| format!(", {n:.1} GiB needed"))
                     .unwrap_or_else(|| ", memory need unknown: declare gpu_memory_gib".into())
@@ -118,6 +118,18 @@ fn pending(
             String::new()
         }
     )
+}
+
+/// A slice as the advice, the forecast table and the next plan's comments name it.
+impl fmt::Display for Slice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Slice::Mig { profile, .. } => write!(f, "a {profile} MIG instance"),
+            Slice::TimeSliced { replicas, gpu } => {
+                write!(f, "a {replicas}-way time-sliced {gpu} ({gpu} has no MIG)")
+            }
+        }
+    }
 }
 
 impl fmt::Display for AdviceChange {
@@ -237,7 +249,10 @@ mod tests {
             says(AdviceSays::RightSize {
                 workload: "w".into(),
                 busy: 0.1,
-                what: "a 2g.20gb MIG instance".into(),
+                slice: Slice::Mig {
+                    profile: "2g.20gb".into(),
+                    gpu: "A100 80GB".into(),
+                },
                 fraction: 0.2857,
                 need: Some(12.0),
             }),
@@ -246,11 +261,14 @@ mod tests {
         assert!(says(AdviceSays::RightSize {
             workload: "w".into(),
             busy: 0.1,
-            what: "x".into(),
+            slice: Slice::TimeSliced {
+                replicas: 2,
+                gpu: "L4".into(),
+            },
             fraction: 0.5,
             need: None,
         })
-        .ends_with("(0.5 of a GPU, memory need unknown: declare gpu_memory_gib) would have held the same work"));
+        .ends_with("; a 2-way time-sliced L4 (L4 has no MIG) (0.5 of a GPU, memory need unknown: declare gpu_memory_gib) would have held the same work"));
         assert_eq!(
             says(AdviceSays::Pending {
                 total: 7200.0,

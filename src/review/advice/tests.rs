@@ -151,7 +151,11 @@ fn right_size_on_plain_azure_is_a_profile_aks_creates() {
     let rec = crate::engine::recommend::recommend(&plan, &catalog);
     let w = plan.workload("w").expect("workload");
     let (advice, fit) = right_size(&plan, &rec, &catalog, w, 0.1, 2343.72).expect("advice");
-    assert!(fit.what.contains("2g.20gb"), "{}", fit.what);
+    assert!(
+        matches!(&fit.slice, Slice::Mig { profile, .. } if profile == "2g.20gb"),
+        "{:?}",
+        fit.slice
+    );
     assert_eq!(fit.fraction, 0.2857);
     assert_eq!(advice.saving_usd, Some(round(2343.72 * (1.0 - 0.2857))));
     // With the GPU Operator named, the smaller 1g.20gb exists and is advised.
@@ -165,5 +169,9 @@ fn right_size_on_plain_azure_is_a_profile_aks_creates() {
     let rec = crate::engine::recommend::recommend(&plan, &catalog);
     let w = plan.workload("w").expect("workload");
     let (_, fit) = right_size(&plan, &rec, &catalog, w, 0.1, 2343.72).expect("advice");
-    assert!(fit.what.contains("1g.20gb"), "{}", fit.what);
+    assert!(
+        matches!(&fit.slice, Slice::Mig { profile, .. } if profile == "1g.20gb"),
+        "{:?}",
+        fit.slice
+    );
 }

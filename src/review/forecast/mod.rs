@@ -5,6 +5,7 @@
 //! stated in `gpuplan explain review`; its figures are in `providers/assumptions.toml`
 //! `[review]`.
 
+pub(crate) mod grounds;
 mod series;
 #[cfg(test)]
 mod tests;

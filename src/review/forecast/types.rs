@@ -124,10 +124,12 @@ pub struct WorkloadForecast {
     /// Used when the right-size is not taken (check would refuse it): the consolidated count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub without_right_size: Option<Proposal>,
-    /// The figures behind it, in one line (the TOML comment `--write-plan` writes).
-    pub figures: String,
+    /// The figures behind it, worded in one line (the TOML comment `--write-plan` writes).
+    #[schemars(with = "String")]
+    pub figures: super::grounds::Grounds,
+    /// The slice a right-size takes, when the proposal right-sizes.
     #[serde(skip)]
-    pub right_size_what: Option<String>,
+    pub right_size: Option<crate::review::says::Slice>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::grounds::{Band, Grounds, Level, ServingGrounds, SizedBy};
 use super::series::{Axis, Series};
 use super::types::{count, trend, Basis, Method, Proposal, WorkloadForecast};
 use crate::plan::raw::Count;
@@ -232,7 +233,7 @@ impl Sizing {
 struct Proposed {
     proposed: Proposal,
     without_right_size: Option<Proposal>,
-    serving_note: Option<String>,
+    serving_note: Option<ServingGrounds>,
     /// The projection it came from when serving metrics sized it.
     projected: Option<Projection>,
 }
@@ -284,7 +285,7 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
         return Proposed {
             proposed: z.held(z.max.max(z.grow(h.p.peak)), Basis::Saturated, &h.p),
             without_right_size: None,
-            serving_note: Some(serving_figures(r, 0.0, cx.m.headroom)),
+            serving_note: Some(ServingGrounds::of(r, 0.0, cx.m.headroom)),
             projected: None,
         };
     }
@@ -300,7 +301,7 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
     Proposed {
         proposed: z.proposal(min, max, Basis::Serving),
         without_right_size: None,
-        serving_note: Some(serving_figures(r, sp.peak, cx.m.headroom)),
+        serving_note: Some(ServingGrounds::of(r, sp.peak, cx.m.headroom)),
         projected: Some(sp),
     }
 }
@@ -319,11 +320,7 @@ pub(super) fn workload_forecast(
     // The projection shown is the one the proposal came from: replicas needed where
     // serving metrics sized it, replicas held otherwise.
     let shown = out.projected.as_ref().unwrap_or(&h.p);
-    let figures = figures_line(cx, &h, &z, &out.proposed);
-    let figures = match &out.serving_note {
-        Some(n) => format!("{n}; {figures}"),
-        None => figures,
-    };
+    let figures = grounds(cx, &h, &z, &out.proposed, out.serving_note);
     Some(WorkloadForecast {
         workload: name.clone(),
         team: w.team.get().clone(),
@@ -338,109 +335,68 @@ pub(super) fn workload_forecast(
         proposed: out.proposed,
         without_right_size: out.without_right_size,
         figures,
-        right_size_what: rs.map(|r| r.what.clone()),
+        right_size: rs.map(|r| r.slice.clone()),
     })
 }
 
-/// The figures behind a proposal, in one line: replicas held, the trend or level, how it was
-/// sized, how busy it was.
-fn figures_line(cx: &Cx<'_>, h: &Held, z: &Sizing, proposed: &Proposal) -> String {
-    let (p, m) = (&h.p, cx.m);
-    let replicas = &h.replicas;
+/// The figures behind a proposal: replicas held, the trend or level, how it was sized, how
+/// busy it was.
+fn grounds(
+    cx: &Cx<'_>,
+    h: &Held,
+    z: &Sizing,
+    proposed: &Proposal,
+    serving: Option<ServingGrounds>,
+) -> Grounds {
+    let p = &h.p;
     // An autoscaler at its ceiling hides demand above it.
     let capped = matches!(z.current, Count::Range { .. })
-        && replicas.p95 + 0.05 >= z.current.max() as f64
+        && h.replicas.p95 + 0.05 >= z.current.max() as f64
         && z.current.max() > 0;
-    format!(
-        "replicas held p10 {} / p50 {} / p95 {} / max {} ({} GPUs at p95) over {:.0} day(s); {}{}; {}{}{}",
-        crate::core::num(replicas.p10),
-        crate::core::num(replicas.p50),
-        crate::core::num(replicas.p95),
-        crate::core::num(replicas.max),
-        crate::core::num(h.gpus.p95),
-        cx.covered_days,
-        match (p.trend, p.fit) {
-            (true, Some(f)) if f.slope < 0.0 => format!(
-                "daily peaks {:+.3}/day (R\u{b2} {:.2}): declining, so held at today's fitted level {:.1} (95% band {:.1}-{:.1}), never extrapolated lower",
-                f.slope, f.r2, p.center, p.low, p.high
-            ),
-            (true, Some(f)) => format!(
-                "daily peaks {:+.3}/day (R\u{b2} {:.2}) give {:.1} by {} (95% band {:.1}-{:.1})",
-                f.slope, f.r2, p.center, cx.quarter, p.low, p.high
-            ),
-            (false, Some(f)) => format!(
-                "no significant trend ({:+.3}/day, R\u{b2} {:.2}): peak {:.1} as seen",
-                f.slope, f.r2, p.peak
-            ),
-            _ => format!("peak {:.1} as seen", p.peak),
-        },
-        match (proposed.basis, z.basis) {
-            (Basis::Consolidated, _) => format!(
-                "; consolidated to {:.0}% busy per replica (p95 of GPUs busy {:.2}), +{:.0}% headroom",
-                z.target * 100.0,
-                z.busy95,
-                m.headroom * 100.0
-            ),
-            (Basis::Serving | Basis::Saturated, _) => String::new(),
-            (Basis::Trend | Basis::Flat | Basis::Idle, Basis::Idle) => {
-                "; busy below the idle threshold, so never grown".to_owned()
-            }
-            (Basis::Trend | Basis::Flat | Basis::Idle, _) => {
-                format!(", +{:.0}% headroom", m.headroom * 100.0)
-            }
-        },
-        match z.eff {
-            Some(e) => format!("busy {:.0}% of held time", e * 100.0),
-            None => "busy unknown".to_owned(),
-        },
-        if z.hours_change.is_some() {
-            format!("; ran {:.0}% of covered time", h.share * 100.0)
-        } else {
-            String::new()
-        },
-        if capped {
-            format!("; held its replicas.max {} at p95: demand may be higher than seen", z.current.max())
-        } else {
-            String::new()
-        },
-    ) + if z.crashing {
-        "; pods crash-looped while holding GPUs, so it is not sized down on this idleness"
-    } else {
-        ""
-    }
-}
-
-/// The serving figures behind an inference workload's sizing, in one line.
-fn serving_figures(r: &crate::review::serving::ServingRow, peak: f64, headroom: f64) -> String {
-    use crate::review::serving::ServingSignal;
-    let signal = match (r.decided_by, r.ttft_objective_seconds) {
-        (ServingSignal::TimeToFirstToken, Some(o)) => format!(
-            "sized by serving metrics: TTFT p95 {} s against the objective {} s (missed in {} of {} hours)",
-            r.ttft_p95_seconds.map_or("-".to_owned(), |v| format!("{v:.2}")),
-            crate::core::num(o),
-            r.hours_over_objective.unwrap_or(0),
-            r.hours_with_ttft
-        ),
-        _ => format!(
-            "sized by serving metrics: requests waiting (p95 {}) and KV cache (p95 {}) against no queue and under {:.0}% full",
-            crate::core::num(r.waiting.p95),
-            r.kv_cache
-                .map_or("not exported".to_owned(), |k| format!("{:.0}%", k.p95 * 100.0)),
-            crate::review::serving::KV_FULL * 100.0
-        ),
+    let band = Band {
+        center: p.center,
+        low: p.low,
+        high: p.high,
     };
-    match (r.concurrency_per_replica, r.needed_replicas) {
-        (Some(c), Some(n)) => format!(
-            "{signal}; a replica carried up to {} requests in flight within it, so the {} p95 in flight need {} replicas at p95 and {} at most (peak {:.1} projected), +{:.0}% headroom; GPU activity not used",
-            crate::core::num(c),
-            crate::core::num(r.concurrency.p95),
-            crate::core::num(n.p95),
-            crate::core::num(n.max),
-            peak,
-            headroom * 100.0
-        ),
-        _ => format!(
-            "{signal}; no hour met it, so one replica's capacity is unknown and the replicas that ran were too few: never sized down, raise replicas.max until hours meet it"
-        ),
+    let level = match (p.trend, p.fit) {
+        (true, Some(f)) if f.slope < 0.0 => Level::Declining {
+            slope: f.slope,
+            r2: f.r2,
+            band,
+        },
+        (true, Some(f)) => Level::Rising {
+            slope: f.slope,
+            r2: f.r2,
+            quarter: cx.quarter.to_owned(),
+            band,
+        },
+        (false, Some(f)) => Level::NoTrend {
+            slope: f.slope,
+            r2: f.r2,
+            peak: p.peak,
+        },
+        _ => Level::AsSeen { peak: p.peak },
+    };
+    let sized = match (proposed.basis, z.basis) {
+        (Basis::Consolidated, _) => SizedBy::Consolidated {
+            target: z.target,
+            busy95: z.busy95,
+            headroom: cx.m.headroom,
+        },
+        (Basis::Serving | Basis::Saturated, _) => SizedBy::Serving,
+        (Basis::Trend | Basis::Flat | Basis::Idle, Basis::Idle) => SizedBy::NeverGrown,
+        (Basis::Trend | Basis::Flat | Basis::Idle, _) => SizedBy::Headroom(cx.m.headroom),
+    };
+    Grounds {
+        serving,
+        replicas: h.replicas,
+        gpus_p95: h.gpus.p95,
+        covered_days: cx.covered_days,
+        level,
+        sized,
+        busy: z.eff,
+        ran: z.hours_change.map(|_| h.share),
+        capped_at: capped.then(|| z.current.max()),
+        crashing: z.crashing,
     }
 }

@@ -1,0 +1,263 @@
+//! The words of the figures a forecast's proposal rests on, in one line (`review::forecast`
+//! holds them as data; the JSON's `figures` and the next plan's comment are these).
+
+use std::fmt;
+
+use crate::core::num;
+use crate::review::forecast::grounds::{Band, Grounds, Level, ServingGrounds, Signal, SizedBy};
+
+impl fmt::Display for Grounds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = &self.serving {
+            write!(f, "{s}; ")?;
+        }
+        let r = &self.replicas;
+        write!(
+            f,
+            "replicas held p10 {} / p50 {} / p95 {} / max {} ({} GPUs at p95) over {:.0} day(s); {}{}; ",
+            num(r.p10),
+            num(r.p50),
+            num(r.p95),
+            num(r.max),
+            num(self.gpus_p95),
+            self.covered_days,
+            self.level,
+            self.sized,
+        )?;
+        match self.busy {
+            Some(e) => write!(f, "busy {:.0}% of held time", e * 100.0)?,
+            None => f.write_str("busy unknown")?,
+        }
+        if let Some(share) = self.ran {
+            write!(f, "; ran {:.0}% of covered time", share * 100.0)?;
+        }
+        if let Some(max) = self.capped_at {
+            write!(
+                f,
+                "; held its replicas.max {max} at p95: demand may be higher than seen"
+            )?;
+        }
+        if self.crashing {
+            f.write_str(
+                "; pods crash-looped while holding GPUs, so it is not sized down on this idleness",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Level::Declining { slope, r2, band } => write!(
+                f,
+                "daily peaks {slope:+.3}/day (R\u{b2} {r2:.2}): declining, so held at today's fitted level {:.1} (95% band {:.1}-{:.1}), never extrapolated lower",
+                band.center, band.low, band.high
+            ),
+            Level::Rising {
+                slope,
+                r2,
+                quarter,
+                band: Band { center, low, high },
+            } => write!(
+                f,
+                "daily peaks {slope:+.3}/day (R\u{b2} {r2:.2}) give {center:.1} by {quarter} (95% band {low:.1}-{high:.1})"
+            ),
+            Level::NoTrend { slope, r2, peak } => write!(
+                f,
+                "no significant trend ({slope:+.3}/day, R\u{b2} {r2:.2}): peak {peak:.1} as seen"
+            ),
+            Level::AsSeen { peak } => write!(f, "peak {peak:.1} as seen"),
+        }
+    }
+}
+
+impl fmt::Display for SizedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SizedBy::Consolidated {
+                target,
+                busy95,
+                headroom,
+            } => write!(
+                f,
+                "; consolidated to {:.0}% busy per replica (p95 of GPUs busy {busy95:.2}), +{:.0}% headroom",
+                target * 100.0,
+                headroom * 100.0
+            ),
+            // The serving figures before it say how.
+            SizedBy::Serving => Ok(()),
+            SizedBy::NeverGrown => f.write_str("; busy below the idle threshold, so never grown"),
+            SizedBy::Headroom(h) => write!(f, ", +{:.0}% headroom", h * 100.0),
+        }
+    }
+}
+
+impl fmt::Display for ServingGrounds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.signal {
+            Signal::Ttft {
+                p95,
+                objective,
+                missed,
+                hours,
+            } => write!(
+                f,
+                "sized by serving metrics: TTFT p95 {} s against the objective {} s (missed in {missed} of {hours} hours)",
+                p95.map_or("-".to_owned(), |v| format!("{v:.2}")),
+                num(*objective),
+            )?,
+            Signal::Queue {
+                waiting_p95,
+                kv_p95,
+                kv_full,
+            } => write!(
+                f,
+                "sized by serving metrics: requests waiting (p95 {}) and KV cache (p95 {}) against no queue and under {:.0}% full",
+                num(*waiting_p95),
+                kv_p95.map_or("not exported".to_owned(), |k| format!("{:.0}%", k * 100.0)),
+                kv_full * 100.0
+            )?,
+        }
+        match &self.carried {
+            Some(c) => write!(
+                f,
+                "; a replica carried up to {} requests in flight within it, so the {} p95 in flight need {} replicas at p95 and {} at most (peak {:.1} projected), +{:.0}% headroom; GPU activity not used",
+                num(c.per_replica),
+                num(c.in_flight_p95),
+                num(c.needed.p95),
+                num(c.needed.max),
+                self.peak,
+                self.headroom * 100.0
+            ),
+            None => f.write_str(
+                "; no hour met it, so one replica's capacity is unknown and the replicas that ran were too few: never sized down, raise replicas.max until hours meet it",
+            ),
+        }
+    }
+}
+
+crate::core::serialize_as_text!(Grounds);
+
+#[cfg(test)]
+mod tests {
+    //! Each wording as the forecast wrote it before its figures became data (the old format
+    //! strings with the figures put in).
+    use super::*;
+    use crate::review::forecast::grounds::Carried;
+    use crate::review::numbers::Quantiles;
+
+    fn q(p10: f64, p50: f64, p95: f64, max: f64) -> Quantiles {
+        Quantiles { p10, p50, p95, max }
+    }
+
+    fn grounds(level: Level, sized: SizedBy) -> Grounds {
+        Grounds {
+            serving: None,
+            replicas: q(2.0, 3.0, 5.5, 6.0),
+            gpus_p95: 11.0,
+            covered_days: 28.4,
+            level,
+            sized,
+            busy: Some(0.314),
+            ran: None,
+            capped_at: None,
+            crashing: false,
+        }
+    }
+
+    const BAND: Band = Band {
+        center: 7.26,
+        low: 5.04,
+        high: 9.5,
+    };
+
+    #[test]
+    fn each_level_and_sizing_reads_as_before() {
+        let head =
+            "replicas held p10 2 / p50 3 / p95 5.5 / max 6 (11 GPUs at p95) over 28 day(s); ";
+        let cases = [
+            (
+                grounds(
+                    Level::Rising { slope: 0.1234, r2: 0.876, quarter: "2027-Q1".into(), band: BAND },
+                    SizedBy::Headroom(0.15),
+                ),
+                "daily peaks +0.123/day (R\u{b2} 0.88) give 7.3 by 2027-Q1 (95% band 5.0-9.5), +15% headroom; busy 31% of held time",
+            ),
+            (
+                grounds(
+                    Level::Declining { slope: -0.05, r2: 0.5, band: BAND },
+                    SizedBy::NeverGrown,
+                ),
+                "daily peaks -0.050/day (R\u{b2} 0.50): declining, so held at today's fitted level 7.3 (95% band 5.0-9.5), never extrapolated lower; busy below the idle threshold, so never grown; busy 31% of held time",
+            ),
+            (
+                grounds(
+                    Level::NoTrend { slope: 0.001, r2: 0.02, peak: 6.0 },
+                    SizedBy::Consolidated { target: 0.7, busy95: 1.234, headroom: 0.15 },
+                ),
+                "no significant trend (+0.001/day, R\u{b2} 0.02): peak 6.0 as seen; consolidated to 70% busy per replica (p95 of GPUs busy 1.23), +15% headroom; busy 31% of held time",
+            ),
+            (
+                Grounds {
+                    busy: None,
+                    ran: Some(0.25),
+                    capped_at: Some(6),
+                    crashing: true,
+                    ..grounds(Level::AsSeen { peak: 6.0 }, SizedBy::Serving)
+                },
+                "peak 6.0 as seen; busy unknown; ran 25% of covered time; held its replicas.max 6 at p95: demand may be higher than seen; pods crash-looped while holding GPUs, so it is not sized down on this idleness",
+            ),
+        ];
+        for (g, tail) in cases {
+            assert_eq!(g.to_string(), format!("{head}{tail}"));
+        }
+    }
+
+    #[test]
+    fn serving_figures_read_as_before() {
+        let ttft = ServingGrounds {
+            signal: Signal::Ttft {
+                p95: Some(1.754),
+                objective: 1.0,
+                missed: 96,
+                hours: 192,
+            },
+            carried: Some(Carried {
+                per_replica: 10.0,
+                in_flight_p95: 144.0,
+                needed: q(8.0, 9.0, 15.0, 15.0),
+            }),
+            peak: 15.0,
+            headroom: 0.15,
+        };
+        assert_eq!(
+            ttft.to_string(),
+            "sized by serving metrics: TTFT p95 1.75 s against the objective 1 s (missed in 96 of 192 hours); a replica carried up to 10 requests in flight within it, so the 144 p95 in flight need 15 replicas at p95 and 15 at most (peak 15.0 projected), +15% headroom; GPU activity not used"
+        );
+        let queue = ServingGrounds {
+            signal: Signal::Queue {
+                waiting_p95: 3.0,
+                kv_p95: None,
+                kv_full: 0.9,
+            },
+            carried: None,
+            peak: 0.0,
+            headroom: 0.15,
+        };
+        assert_eq!(
+            queue.to_string(),
+            "sized by serving metrics: requests waiting (p95 3) and KV cache (p95 not exported) against no queue and under 90% full; no hour met it, so one replica's capacity is unknown and the replicas that ran were too few: never sized down, raise replicas.max until hours meet it"
+        );
+        let with = Grounds {
+            serving: Some(queue),
+            ..grounds(Level::AsSeen { peak: 1.0 }, SizedBy::Serving)
+        };
+        assert!(with
+            .to_string()
+            .starts_with("sized by serving metrics: requests waiting"));
+        assert!(with
+            .to_string()
+            .contains("hours meet it; replicas held p10 2"));
+    }
+}
