@@ -297,7 +297,10 @@ fn write(
     }
     if let Some((dest, n)) = next {
         for note in &n.notes {
-            out.stderr(&format!("warning: {}\n", crate::core::printable(note)));
+            out.stderr(&format!(
+                "warning: {}\n",
+                crate::core::printable(&note.to_string())
+            ));
         }
         // NEXT may be the plan itself: rewriting it is what the flag is for.
         let telemetry: Vec<&std::path::Path> = [args.csv.as_ref(), args.metrics.as_ref()]

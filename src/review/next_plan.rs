@@ -6,6 +6,8 @@
 //! consolidation instead. Declared pools follow their workloads' new maxima, where check
 //! allows.
 
+pub(crate) mod says;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
@@ -17,6 +19,7 @@ use crate::diag::Severity;
 use crate::plan::raw::Count;
 use crate::plan::Plan;
 use crate::render::write_plan::WritePlanError;
+use says::{Found, Had, Header, LineSays, NextNote, Resized};
 
 /// Every header line starts so: a plan written from an earlier NEXT loses the old header.
 const HEADER: &str = "# gpuplan review: ";
@@ -28,7 +31,7 @@ pub(crate) struct NextPlan {
     pub text: String,
     /// Workloads whose lines changed.
     pub changed: Vec<String>,
-    pub notes: Vec<String>,
+    pub notes: Vec<NextNote>,
 }
 
 /// The regions of the pools each workload is placed on, sorted.
@@ -48,7 +51,7 @@ fn regions_by_workload(plan: &Plan) -> BTreeMap<String, Vec<String>> {
 
 /// A value with a comment after it, keeping the comment the line had (less an earlier
 /// review's).
-fn commented(mut v: Value, old: Option<&Item>, comment: &str) -> Item {
+fn commented(mut v: Value, old: Option<&Item>, comment: &LineSays) -> Item {
     let kept = old
         .and_then(Item::as_value)
         .and_then(|v| v.decor().suffix())
@@ -57,7 +60,7 @@ fn commented(mut v: Value, old: Option<&Item>, comment: &str) -> Item {
         .unwrap_or_default();
     v.decor_mut().set_suffix(format!(
         "{kept}  {MARK}: {}",
-        crate::core::printable(comment)
+        crate::core::printable(&comment.to_string())
     ));
     Item::Value(v)
 }
@@ -112,58 +115,34 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
         Some(None) => false,
     };
     if !same {
-        use crate::review::forecast::Basis;
-        let how = match p.basis {
-            Basis::Consolidated => {
-                "min and max from the p10 and p95 of GPUs busy at the target share".to_owned()
-            }
-            Basis::Idle => "min from the p10; max never above today's".to_owned(),
-            Basis::Serving => format!(
-                "min from the p10 of replicas needed by serving metrics, max from their peak by {horizon} +headroom"
-            ),
-            Basis::Saturated => {
-                "never sized down: serving metrics missed the objective".to_owned()
-            }
-            Basis::Trend | Basis::Flat => {
-                format!("p10 -> min, peak by {horizon} +headroom -> max")
-            }
+        let note = LineSays::Count {
+            was: f.current.clone(),
+            grounds: Box::new(f.figures.clone()),
+            basis: p.basis,
+            horizon: horizon.to_owned(),
         };
-        let note = format!(
-            "was {}; {}; {how} ({})",
-            f.current,
-            f.figures,
-            p.basis.as_str()
-        );
         let item = commented(count_value(wanted), t.get(key), &note);
         t.insert(key, item);
         changed = true;
     }
     if let Some(h) = p.hours_per_month {
-        let note = format!(
-            "measured: held GPUs {:.0} h of a {}-h month",
-            f.hours_per_month,
-            crate::core::HOURS_PER_MONTH
-        );
+        let note = LineSays::Hours {
+            held: f.hours_per_month,
+        };
         let item = commented(Value::from(h), t.get("hours_per_month"), &note);
         t.insert("hours_per_month", item);
         changed = true;
     }
     if let (Some(fraction), Some(sharing)) = (p.gpu_fraction, p.sharing) {
-        let what = f
-            .right_size
-            .as_ref()
-            .map_or_else(|| "a smaller slice".to_owned(), ToString::to_string);
         let was = t
             .get("gpu_fraction")
             .and_then(Item::as_value)
-            .map(|v| v.to_string().trim().to_owned())
-            .or_else(|| {
-                t.get("gpus")
-                    .and_then(Item::as_integer)
-                    .map(|g| format!("{g} GPU"))
-            })
-            .unwrap_or_else(|| "1 GPU".into());
-        let note = format!("was {was}: idle below the threshold; {what} holds the work");
+            .map(|v| Had::Fraction(v.to_string().trim().to_owned()))
+            .unwrap_or_else(|| Had::Gpus(t.get("gpus").and_then(Item::as_integer).unwrap_or(1)));
+        let note = LineSays::Fraction {
+            was,
+            slice: f.right_size.clone(),
+        };
         let item = commented(Value::from(fraction), t.get("gpu_fraction"), &note);
         t.insert("gpu_fraction", item);
         // A fraction replaces whole GPUs.
@@ -171,16 +150,13 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
         let item = commented(
             Value::from(sharing.as_str()),
             t.get("sharing"),
-            "with gpu_fraction",
+            &LineSays::WithFraction,
         );
         t.insert("sharing", item);
         changed = true;
     }
     changed
 }
-
-/// An error finding: its rule, and the workload and pool it is on.
-type Found = (String, Option<String>, Option<String>);
 
 /// Errors `check` reports for a plan text, by rule and what they are on.
 fn errors(
@@ -208,7 +184,7 @@ struct Resize {
     nodes: Count,
     /// Raised (a plan-wide error such as quota or budget is blamed on raises only).
     grew: bool,
-    note: String,
+    resized: Resized,
 }
 
 /// Each declared pool against what its workloads hold at their new `replicas.max` (GPUs per
@@ -246,7 +222,7 @@ fn resizes(
             continue;
         }
         let mut gpus = 0.0;
-        let mut parts = Vec::new();
+        let mut parts: Vec<(String, f64)> = Vec::new();
         for w in &members {
             let (max, share) = match proposals.get(w.name.get().as_str()) {
                 Some(p) => (p.max, p.gpu_fraction.unwrap_or_else(|| w.gpu_share())),
@@ -254,7 +230,7 @@ fn resizes(
             };
             let g = max.max(0) as f64 * share * w.gang().max(1) as f64;
             gpus += g;
-            parts.push(format!("{} {}", w.name.get(), crate::core::num(g)));
+            parts.push((w.name.get().clone(), g));
         }
         let needed = ((gpus / per_node) - 1e-9).ceil().max(1.0) as i64;
         let nodes = pool.nodes();
@@ -281,13 +257,13 @@ fn resizes(
                 },
             },
             grew: max > nodes.max(),
-            note: format!(
-                "was {}: its workloads at their new max hold {} GPUs ({}) = {max} node(s) of {}",
-                super::forecast::count(nodes),
-                crate::core::num(gpus),
-                parts.join(", "),
-                crate::core::num(per_node)
-            ),
+            resized: Resized {
+                was: nodes,
+                gpus,
+                parts,
+                nodes: max,
+                per_node,
+            },
         });
     }
     out
@@ -436,7 +412,11 @@ fn attempt(
             let Some(r) = resized.iter().find(|r| r.pool == name) else {
                 continue;
             };
-            let item = commented(count_value(r.nodes), t.get("nodes"), &r.note);
+            let item = commented(
+                count_value(r.nodes),
+                t.get("nodes"),
+                &LineSays::Nodes(r.resized.clone()),
+            );
             t.insert("nodes", item);
         }
     }
@@ -446,16 +426,19 @@ fn attempt(
         .skip_while(|l| l.starts_with(HEADER))
         .collect::<Vec<_>>()
         .join("\n");
-    let mut text = format!(
-        "{HEADER}next quarter ({}, to {}) from telemetry {} to {}, {} covered day(s).\n{HEADER}changed lines carry the figures they came from; the method is in `gpuplan explain review`.\n",
-        nq.quarter, nq.horizon, window.0, window.1, nq.covered_days
-    );
-    if !nq.without_data.is_empty() {
-        text.push_str(&format!(
-            "{HEADER}left as written, no GPU held in the window: {}\n",
-            nq.without_data.join(", ")
-        ));
-    }
+    let header = Header {
+        quarter: nq.quarter.clone(),
+        horizon: nq.horizon.clone(),
+        from: window.0.to_owned(),
+        to: window.1.to_owned(),
+        covered_days: nq.covered_days,
+        without_data: nq.without_data.clone(),
+    };
+    let mut text: String = header
+        .to_string()
+        .lines()
+        .map(|l| format!("{HEADER}{l}\n"))
+        .collect();
     text.push_str(&body);
     if !text.ends_with('\n') {
         text.push('\n');
@@ -476,47 +459,38 @@ fn notes(
     added: &[Found],
     spread: &BTreeMap<String, Vec<String>>,
     cluster: Option<&str>,
-) -> Vec<String> {
-    let mut notes: Vec<String> = refused
+) -> Vec<NextNote> {
+    let mut notes: Vec<NextNote> = refused
         .workloads
         .iter()
-        .map(|(w, why)| {
-            format!("`{w}`: the right-size was not taken (check would report {why}); sized by consolidation instead")
+        .map(|(w, why)| NextNote::RightSizeRefused {
+            workload: w.clone(),
+            why: why.clone(),
         })
         .collect();
-    for (p, why) in &refused.pools {
-        notes.push(format!("pool `{p}` was left at its size: resizing it for its workloads' new maxima makes check report {why} (raise the quota or budget, or split the work)"));
-    }
-    for r in &a.resized {
-        notes.push(format!("pool `{}`: nodes {}", r.pool, r.note));
-    }
+    notes.extend(
+        refused
+            .pools
+            .iter()
+            .map(|(p, why)| NextNote::ResizeRefused {
+                pool: p.clone(),
+                why: why.clone(),
+            }),
+    );
+    notes.extend(a.resized.iter().map(|r| NextNote::Resized {
+        pool: r.pool.clone(),
+        resized: r.resized.clone(),
+    }));
     if !added.is_empty() {
-        notes.push(format!(
-            "check reports {} error(s) on the written plan that the plan did not have: {}",
-            added.len(),
-            added
-                .iter()
-                .map(|e| match (&e.1, &e.2) {
-                    (Some(w), _) => format!("{} on `{w}`", e.0),
-                    (None, Some(p)) => format!("{} on pool `{p}`", e.0),
-                    _ => e.0.clone(),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        notes.push(NextNote::NewErrors(added.to_vec()));
     }
-    for (w, regions) in spread {
-        notes.push(format!(
-            "`{w}` was left as written: its pools are in {}, and the review read only cluster(s) {}, part of its demand; review every cluster the data holds (`--all-clusters`) to propose it",
-            regions.join(" and "),
-            cluster.unwrap_or_default()
-        ));
-    }
+    notes.extend(spread.iter().map(|(w, regions)| NextNote::Spread {
+        workload: w.clone(),
+        regions: regions.clone(),
+        clusters: cluster.unwrap_or_default().to_owned(),
+    }));
     if !nq.without_data.is_empty() {
-        notes.push(format!(
-            "left as written, no GPU held in the window: {}",
-            nq.without_data.join(", ")
-        ));
+        notes.push(NextNote::WithoutData(nq.without_data.clone()));
     }
     notes
 }

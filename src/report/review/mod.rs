@@ -7,6 +7,7 @@ mod cells;
 mod grounds;
 mod html;
 mod markdown;
+mod next_plan;
 mod says;
 
 pub(crate) use html::html;
