@@ -10,6 +10,31 @@ use crate::catalog::{Catalog, InterNode, Price, ProviderCatalog, SpotBand};
 use crate::core::Date;
 use crate::source::SourceFile;
 
+/// A captured price row's kind, as the refresh writes it.
+#[derive(Clone, Copy)]
+enum RowKind {
+    Consumption,
+    Spot,
+    CapacityBlock,
+    /// A reservation of `years` (1 or 3), priced for the whole term.
+    Reservation {
+        years: u8,
+    },
+}
+
+impl RowKind {
+    fn parse(kind: &str) -> Option<RowKind> {
+        Some(match kind {
+            "consumption" => RowKind::Consumption,
+            "spot" => RowKind::Spot,
+            "capacity-block" => RowKind::CapacityBlock,
+            "reservation-1y" => RowKind::Reservation { years: 1 },
+            "reservation-3y" => RowKind::Reservation { years: 3 },
+            _ => return None,
+        })
+    }
+}
+
 /// Captured Retail Prices rows, newer than the SkyPilot snapshot: they replace it.
 pub(super) fn load_retail_overrides(
     file: &Arc<SourceFile>,
@@ -57,43 +82,35 @@ pub(super) fn load_retail_overrides(
             .prices
             .entry((sku.to_owned(), region.to_owned()))
             .or_default();
+        let Some(kind) = RowKind::parse(kind) else {
+            return Err(invalid(
+                file,
+                at..at,
+                format!("price kind `{kind}`: expected consumption, spot, capacity-block, reservation-1y or reservation-3y"),
+            ));
+        };
         match kind {
-            "consumption" => {
+            RowKind::Consumption => {
                 offer(&mut entry.on_demand, price);
             }
-            "capacity-block" => {
+            RowKind::CapacityBlock => {
                 offer(&mut entry.capacity_block, price);
             }
-            "spot" => offer_spot(entry, price, ""),
+            RowKind::Spot => offer_spot(entry, price, ""),
             // Reservation rows carry the price of the whole term (Retail Prices API): 365 or
             // 3 x 365 days of 24 hours.
-            "reservation-1y" | "reservation-3y" => {
-                let hours = if kind == "reservation-1y" {
-                    8760.0
-                } else {
-                    26_280.0
-                };
+            RowKind::Reservation { years } => {
                 let hourly = Price {
-                    usd_per_hour: price.usd_per_hour / hours,
-                    offering: Some(Arc::from(if kind == "reservation-1y" {
-                        "1-year reservation"
-                    } else {
-                        "3-year reservation"
-                    })),
+                    usd_per_hour: price.usd_per_hour / (8760.0 * f64::from(years)),
+                    offering: Some(Arc::from(format!("{years}-year reservation"))),
                     ..price
                 };
-                if kind == "reservation-1y" {
-                    offer(&mut entry.reserved_1y, hourly);
+                let slot = if years == 1 {
+                    &mut entry.reserved_1y
                 } else {
-                    offer(&mut entry.reserved_3y, hourly);
-                }
-            }
-            other => {
-                return Err(invalid(
-                    file,
-                    at..at,
-                    format!("price kind `{other}`: expected consumption, spot, capacity-block, reservation-1y or reservation-3y"),
-                ));
+                    &mut entry.reserved_3y
+                };
+                offer(slot, hourly);
             }
         }
     }
