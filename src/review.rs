@@ -10,6 +10,7 @@ pub(crate) mod bought;
 pub mod files;
 pub(crate) mod forecast;
 pub(crate) mod next_plan;
+pub mod noticed;
 pub(crate) mod numbers;
 pub(crate) mod owners;
 pub(crate) mod prometheus;

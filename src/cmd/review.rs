@@ -47,7 +47,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
     for n in &t.notes {
         out.stderr(&format!(
             "warning: {}\n",
-            crate::core::printable(&crate::core::redact(n))
+            crate::core::printable(&crate::core::redact(&n.to_string()))
         ));
     }
     if t.pods.is_empty() {
@@ -169,7 +169,7 @@ fn read(
     review::query::Answers,
     review::query::Grid,
     String,
-    Vec<String>,
+    Vec<review::noticed::Noticed>,
 )> {
     if let Some(url) = &args.prometheus {
         let now = std::time::SystemTime::now()
@@ -330,7 +330,7 @@ fn assemble_fleet(
     catalog: &crate::catalog::Catalog,
     wanted: Option<&[String]>,
     source: &str,
-    notes: &[String],
+    notes: &[review::noticed::Noticed],
 ) -> Result<(review::telemetry::Telemetry, Vec<String>), CmdError> {
     let held = answers.clusters();
     let chosen: Vec<String> = wanted.map_or_else(|| held.iter().cloned().collect(), <[_]>::to_vec);

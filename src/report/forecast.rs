@@ -16,7 +16,7 @@ pub(super) fn next_quarter(o: &mut String, r: &Review) {
             o,
             "\n## Next quarter ({})\n\nNot forecast: {}.",
             n.quarter,
-            md(why)
+            md(&why.to_string())
         );
         return;
     }

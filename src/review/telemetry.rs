@@ -8,6 +8,7 @@
 //! Inputs: a Prometheus server (see `prometheus`), a CSV export, or the Prometheus text /
 //! OpenMetrics exposition format. A sample stands for the step that starts at its time.
 
+use super::noticed::Noticed;
 use std::collections::BTreeMap;
 
 /// A value per step window, keyed by the window's start (Unix seconds).
@@ -163,7 +164,7 @@ pub struct Telemetry {
     /// Where the numbers came from, for the report.
     pub source: String,
     /// What the reader noticed and worked around, said to the user as warnings.
-    pub notes: Vec<String>,
+    pub notes: Vec<super::noticed::Noticed>,
 }
 
 impl Telemetry {
@@ -203,7 +204,10 @@ impl Telemetry {
             out.dcgm_gaps
                 .extend(t.dcgm_gaps.into_iter().map(|(n, a, b)| (node(&n), a, b)));
             out.notes
-                .extend(t.notes.into_iter().map(|n| format!("cluster `{c}`: {n}")));
+                .extend(t.notes.into_iter().map(|n| Noticed::InCluster {
+                    cluster: c.clone(),
+                    noticed: Box::new(n),
+                }));
         }
         out.covered = out.covered_windows.len() as i64 * out.step;
         out.dcgm_intervals.sort_by(f64::total_cmp);

@@ -137,7 +137,18 @@ impl fmt::Display for ServingGrounds {
     }
 }
 
-crate::core::serialize_as_text!(Grounds);
+/// Why nothing is proposed for next quarter.
+impl fmt::Display for crate::review::forecast::Withheld {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the data covers {:.1} day(s); sizing next quarter needs at least {} covered days",
+            self.covered_days, self.min_days
+        )
+    }
+}
+
+crate::core::serialize_as_text!(Grounds, crate::review::forecast::Withheld);
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,7 @@ mod grounds;
 mod html;
 mod markdown;
 mod next_plan;
+mod noticed;
 mod says;
 
 pub(crate) use html::html;

@@ -20,6 +20,7 @@ mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::noticed::Noticed;
 use super::query::{Answers, Grid};
 use super::telemetry::{NodeSeries, Orphan, PodSeries, Telemetry};
 use crate::catalog::Catalog;
@@ -44,7 +45,7 @@ struct ReadFacts {
     unknown_mig: BTreeSet<String>,
 }
 
-fn read_notes(f: ReadFacts) -> Vec<String> {
+fn read_notes(f: ReadFacts) -> Vec<Noticed> {
     let ReadFacts {
         no_phase,
         unlabelled,
@@ -54,24 +55,19 @@ fn read_notes(f: ReadFacts) -> Vec<String> {
     } = f;
     let mut notes = Vec::new();
     if no_phase {
-        notes.push("no kube_pod_status_phase series: every pod with GPU requests is counted as running (finished and Pending pods included); export it with kube-state-metrics".into());
+        notes.push(Noticed::NoPhase);
     }
     if unlabelled > 0 {
-        notes.push(format!("{unlabelled} GPU(s) report usage with no pod: no pod held them, or dcgm-exporter runs without --kubernetes"));
+        notes.push(Noticed::Unlabelled(unlabelled));
     }
     if replicas_from_cards > 0 {
-        notes.push(format!(
-            "{replicas_from_cards} node(s) carry no nvidia.com/gpu.count or replicas label: their time-slicing replicas per card are allocatable nvidia.com/gpu over the distinct cards (UUIDs) dcgm-exporter reports for them"
-        ));
+        notes.push(Noticed::ReplicasFromCards(replicas_from_cards));
     }
     if fallbacks > 0 {
-        notes.push(format!("{fallbacks} GPU(s) have no usable DCGM_FI_PROF_GR_ENGINE_ACTIVE (absent, or flat at 0 while utilisation moves): read from DCGM_FI_DEV_GPU_UTIL / 100 instead"));
+        notes.push(Noticed::Fallbacks(fallbacks));
     }
     if !unknown_mig.is_empty() {
-        notes.push(format!(
-            "MIG profile(s) not in the catalog skipped: {}",
-            unknown_mig.into_iter().collect::<Vec<_>>().join(", ")
-        ));
+        notes.push(Noticed::UnknownMig(unknown_mig.into_iter().collect()));
     }
     notes
 }
@@ -92,19 +88,15 @@ fn compact_series(
 }
 
 /// Where the data covers less than the window asked for, what the figures are over.
-fn coverage_note(covered: &BTreeSet<u32>, grid: Grid) -> Option<String> {
+fn coverage_note(covered: &BTreeSet<u32>, grid: Grid) -> Option<Noticed> {
     let step = grid.step;
     let requested = grid.to() - grid.from;
     let span = covered.len() as i64 * step;
-    (!covered.is_empty() && (span as f64) < 0.98 * requested as f64).then(|| {
-        format!(
-            "the data covers {:.1} h of the {:.1} h window ({} to {}): costs, idle floors and advice are over the {:.1} h covered, never over hours without data",
-            span as f64 / 3600.0,
-            requested as f64 / 3600.0,
-            super::telemetry::format_time(covered.first().map_or(grid.from, |k| grid.start(*k))),
-            super::telemetry::format_time(covered.last().map_or(grid.from, |k| grid.start(*k) + step)),
-            span as f64 / 3600.0
-        )
+    (!covered.is_empty() && (span as f64) < 0.98 * requested as f64).then(|| Noticed::Coverage {
+        covered: span,
+        window: requested,
+        first: covered.first().map_or(grid.from, |k| grid.start(*k)),
+        last: covered.last().map_or(grid.from, |k| grid.start(*k) + step),
     })
 }
 
@@ -148,7 +140,7 @@ pub(crate) fn assemble(
     catalog: &Catalog,
     cluster: Option<&str>,
     source: String,
-    mut notes: Vec<String>,
+    mut notes: Vec<Noticed>,
 ) -> Result<Telemetry, super::ReviewError> {
     let step = grid.step;
     let stepf = step as f64;
@@ -192,7 +184,7 @@ pub(crate) fn assemble(
     let (mut pods, unplaced) = pods_of(&cx, &reqs, &mut out_nodes, &mut unknown_mig);
     let shared = pending_shares(plan, catalog, &reqs, &units, &mut pods, &unplaced);
     if shared > 0 {
-        notes.push(format!("{shared} Pending pod(s) with no node yet counted at their workload's share of a GPU (a time-slicing replica's or a MIG single-strategy profile's, from its running pods, else its declared pool)"));
+        notes.push(Noticed::PendingShared(shared));
     }
 
     let ucx = UsageCx {
@@ -216,10 +208,10 @@ pub(crate) fn assemble(
     let dcgm_gaps = dcgm_coverage(&cards, dcgm, grid, &nodes, &mut pods);
     if !dcgm_gaps.is_empty() {
         let hours: f64 = dcgm_gaps.iter().map(|g| (g.2 - g.1) as f64 / 3600.0).sum();
-        notes.push(format!(
-            "dcgm-exporter reported nothing for {hours:.1} node-hour(s) in {} gap(s) (coverage lists them): pods there have no usage data for those hours, which count neither as used nor as idle",
-            dcgm_gaps.len()
-        ));
+        notes.push(Noticed::DcgmGaps {
+            hours,
+            gaps: dcgm_gaps.len(),
+        });
     }
 
     tokens(a, &mut pods);

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 
 use super::source::{bounded, err, err_at, file_err, grid_for, read_err, Read, Window, MAX_LINE};
+use crate::review::noticed::Noticed;
 use crate::review::query::{sample_max, wanted, Collector};
 use crate::review::ReviewError;
 
@@ -226,13 +227,16 @@ pub fn read_exposition(
     collect(path, &file, &scan, &mut ids, unit, &mut c)?;
     let mut notes = Vec::new();
     if c.duplicates > 0 {
-        notes.push(format!(
-            "{file}: {} duplicate sample(s) of the same series and time counted once",
-            c.duplicates
-        ));
+        notes.push(Noticed::Duplicates {
+            file: file.clone(),
+            samples: c.duplicates,
+        });
     }
     if c.conflicts > 0 {
-        notes.push(format!("{file}: {} sample(s) contradict an earlier one of the same series and time; the first was kept", c.conflicts));
+        notes.push(Noticed::Conflicts {
+            file: file.clone(),
+            samples: c.conflicts,
+        });
     }
     Ok(Read {
         answers: c.finish(),

@@ -58,7 +58,7 @@ pub struct Read {
     pub answers: Answers,
     pub grid: Grid,
     pub source: String,
-    pub notes: Vec<String>,
+    pub notes: Vec<crate::review::noticed::Noticed>,
 }
 
 /// The grid for data spanning `[min_ms, max_ms]` and what the user asked: `--from`/`--to`

@@ -23,7 +23,7 @@ use crate::plan::Plan;
 use series::{held_series, team_forecast, Axis};
 pub(crate) use types::count;
 pub use types::Method;
-pub(crate) use types::{Basis, NextQuarter, Proposal, Trend, WorkloadForecast};
+pub(crate) use types::{Basis, NextQuarter, Proposal, Trend, Withheld, WorkloadForecast};
 use workload::{workload_forecast, Cx};
 
 pub(crate) fn forecast(
@@ -52,10 +52,10 @@ pub(crate) fn forecast(
         without_data: Vec::new(),
     };
     if covered_days < m.min_days {
-        nq.withheld = Some(format!(
-            "the data covers {covered_days:.1} day(s); sizing next quarter needs at least {} covered days",
-            m.min_days
-        ));
+        nq.withheld = Some(Withheld {
+            covered_days,
+            min_days: m.min_days,
+        });
         return nq;
     }
     let (by_workload, by_team) = held_series(plan, t);

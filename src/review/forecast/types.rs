@@ -124,7 +124,7 @@ pub struct WorkloadForecast {
     /// Used when the right-size is not taken (check would refuse it): the consolidated count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub without_right_size: Option<Proposal>,
-    /// The figures behind it, worded in one line (the TOML comment `--write-plan` writes).
+    /// The figures behind it, in one line (the TOML comment `--write-plan` writes).
     #[schemars(with = "String")]
     pub figures: super::grounds::Grounds,
     /// The slice a right-size takes, when the proposal right-sizes.
@@ -151,6 +151,13 @@ pub struct TeamForecast {
     pub first_day: i64,
 }
 
+/// Why nothing is proposed: the data covers `covered_days`, fewer than `min_days`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Withheld {
+    pub covered_days: f64,
+    pub min_days: f64,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct NextQuarter {
     /// The quarter planned for, e.g. `2027-Q1`, and its end.
@@ -163,7 +170,8 @@ pub struct NextQuarter {
     pub covered_days: f64,
     pub headroom: f64,
     /// Why nothing is proposed (too little data), when so.
-    pub withheld: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub withheld: Option<Withheld>,
     pub workloads: Vec<WorkloadForecast>,
     pub teams: Vec<TeamForecast>,
     /// Plan workloads with no GPU held in the window: left as they are.
