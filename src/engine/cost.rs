@@ -10,6 +10,9 @@ use crate::catalog::{Catalog, Price, Sku};
 use crate::core::HOURS_PER_MONTH;
 use crate::plan::raw::{Capacity, Pool, Provider, Sharing};
 use crate::plan::Plan;
+pub use caveat::{Caveat, StandIn};
+
+mod caveat;
 
 /// An hourly price for a pool's capacity type, where it came from, and a caveat when it is a
 /// stand-in.
@@ -17,7 +20,7 @@ use crate::plan::Plan;
 pub(crate) struct HourlyPrice {
     pub usd: f64,
     pub source: Arc<str>,
-    pub caveat: Option<String>,
+    pub caveat: Option<Caveat>,
 }
 
 /// The catalog's own figure for a capacity type, with no stand-in: `None` when the catalog
@@ -52,19 +55,16 @@ pub(crate) fn node_hour(
         });
     }
     let od = listed(catalog, provider, sku, region, Capacity::OnDemand)?;
-    let caveat = match capacity {
+    let stand_in = match capacity {
         // Capacity Blocks are priced per block, apart from on-demand rates (source articles);
         // only a refresh (DescribeCapacityBlockOfferings) knows them.
-        Capacity::CapacityBlock => {
-            "no Capacity Block price in the catalog (`catalog refresh --provider aws`); on-demand price used".to_owned()
-        }
-        Capacity::Spot => "spot price unknown offline (no dated figure; a live refresh fetches it): costed at on-demand, no saving assumed".to_owned(),
+        Capacity::CapacityBlock => StandIn::CapacityBlock,
+        Capacity::Spot => StandIn::Spot,
         Capacity::Reserved1y | Capacity::Reserved3y => {
             let cloud = crate::cloud::profile(provider);
-            if cloud.reservations_live_only {
-                format!("reserved price unknown ({}s are unknown offline; a live refresh fetches them): costed at on-demand, no saving assumed", cloud.reservation)
-            } else {
-                format!("reserved price unknown (no {} for this type and region in the catalog): costed at on-demand, no saving assumed", cloud.reservation)
+            StandIn::Reserved {
+                reservation: cloud.reservation,
+                live_only: cloud.reservations_live_only,
             }
         }
         Capacity::OnDemand | Capacity::CapacityReservation => return None,
@@ -72,7 +72,10 @@ pub(crate) fn node_hour(
     Some(HourlyPrice {
         usd: od.usd_per_hour,
         source: Arc::clone(&od.source),
-        caveat: Some(caveat),
+        caveat: Some(Caveat {
+            stand_in: Some(stand_in),
+            block_hours: None,
+        }),
     })
 }
 
@@ -160,13 +163,9 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
     let mut block_hours = None;
     if let Some((h, false)) = block_window(plan, pool) {
         block_hours = Some(h);
-        let unknown = format!(
-            "the block's length is not in the plan (`block_hours`): costed for {} hours, its workloads' longest month",
-            crate::core::num(h)
-        );
-        price.caveat = Some(match price.caveat.take() {
-            Some(c) => format!("{c}; {unknown}"),
-            None => unknown,
+        price.caveat = Some(Caveat {
+            stand_in: price.caveat.take().and_then(|c| c.stand_in),
+            block_hours: Some(h),
         });
     }
     // Nodes above a reservation's floor are not reserved: they run at the on-demand rate.

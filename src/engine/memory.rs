@@ -3,11 +3,21 @@
 use crate::catalog::{Catalog, GpuModel};
 use crate::plan::raw::{Pool, Sharing, Workload};
 
-/// The memory a replica can use, in GiB, and what it is (for messages).
+/// The memory a replica can use, in GiB, and what holds it (`report::why` words it for the
+/// fit rules' messages).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Container {
     pub gib: f64,
-    pub what: String,
+    pub what: Holder,
+}
+
+/// What holds a replica's memory.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Holder {
+    /// A MIG slice of `profile`, `gib` GiB.
+    Slice { profile: String, gib: f64 },
+    /// `count` whole GPUs of `gpu`, `gib` GiB each.
+    Gpus { count: f64, gpu: String, gib: f64 },
 }
 
 /// GPU memory one replica needs inside its server's instance, GiB: the declared
@@ -122,29 +132,20 @@ pub(crate) fn container(
             let p = mig.profile(&profile)?;
             Some(Container {
                 gib: p.memory_gib,
-                what: format!(
-                    "a `{}` slice ({} GiB)",
-                    p.name,
-                    crate::core::num(p.memory_gib)
-                ),
+                what: Holder::Slice {
+                    profile: p.name.clone(),
+                    gib: p.memory_gib,
+                },
             })
         }
         Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer => {
             let n = w.gpus().max(1) as f64;
             Some(Container {
                 gib: gpu.memory_gib * n,
-                what: if n > 1.0 {
-                    format!(
-                        "{n} x {} ({} GiB)",
-                        gpu.name,
-                        crate::core::num(gpu.memory_gib * n)
-                    )
-                } else {
-                    format!(
-                        "one {} ({} GiB)",
-                        gpu.name,
-                        crate::core::num(gpu.memory_gib)
-                    )
+                what: Holder::Gpus {
+                    count: n,
+                    gpu: gpu.name.clone(),
+                    gib: gpu.memory_gib,
                 },
             })
         }

@@ -5,6 +5,7 @@
 
 mod detail;
 mod notes;
+mod shared;
 mod spot;
 #[cfg(test)]
 mod tests;

@@ -68,7 +68,7 @@ impl Rule for ReplicaDoesNotFit {
                 };
                 let (avail, how) = match cap {
                     Some((cap, _)) => (cap * c.gib, format!("{} x {}", num(cap), c.what)),
-                    None => (c.gib, c.what.clone()),
+                    None => (c.gib, c.what.to_string()),
                 };
                 if need > avail + 1e-9 {
                     cx.push(

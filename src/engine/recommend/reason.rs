@@ -2,13 +2,14 @@
 //! choice decided by, in the order the stages decided; and likewise an alternative's and a
 //! capacity option's note, why work is unmet, what becomes of a declared pool, and what a
 //! finding says. `report::why` words them, and the JSON's `why`, `note` and `message`
-//! strings are those texts. (A stand-in price's caveat and a memory container's name are
-//! still worded in the engine: `check`'s rule messages embed them, and rules sit below
-//! `report`.)
+//! strings are those texts. A stand-in price's caveat (`engine::cost::Caveat`) and what holds
+//! a replica's memory (`engine::memory::Holder`) are data too; `check`'s rule messages embed
+//! their words through `Display`, implemented in `report::why`.
 
 use crate::core::{Capacity, Provider, ReservationTerm, Sharing};
 
 use super::candidate::{Constraint, Detail, SpotNo};
+pub use crate::engine::cost::{Caveat, StandIn};
 
 /// A pool's reasons, one per stage that had something to say.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -260,11 +261,11 @@ pub enum ChangeNote {
     /// No price in the catalog: not compared.
     NoPrice { sku: String, region: String },
     /// No workload needs it; with the caveat of its stand-in price, if any.
-    Delete { caveat: Option<String> },
+    Delete { caveat: Option<Caveat> },
     /// Its workloads move to these pools.
     Moves {
         to: Vec<String>,
-        caveat: Option<String>,
+        caveat: Option<Caveat>,
     },
 }
 

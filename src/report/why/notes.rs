@@ -113,7 +113,9 @@ impl fmt::Display for Unmet {
 
 impl fmt::Display for ChangeNote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let caveat = |c: &Option<String>| c.as_ref().map(|c| format!(" ({c})")).unwrap_or_default();
+        let caveat = |c: &Option<crate::engine::cost::Caveat>| {
+            c.as_ref().map(|c| format!(" ({c})")).unwrap_or_default()
+        };
         match self {
             ChangeNote::Keep { blocked } => write!(
                 f,

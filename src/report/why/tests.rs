@@ -184,10 +184,13 @@ fn unmet_work_changes_and_findings_read_as_before() {
     );
     assert_eq!(
         ChangeNote::Delete {
-            caveat: Some("c".into())
+            caveat: Some(crate::engine::cost::Caveat {
+                stand_in: Some(crate::engine::cost::StandIn::Spot),
+                block_hours: None,
+            })
         }
         .to_string(),
-        "no workload needs it: delete the pool (c)"
+        "no workload needs it: delete the pool (spot price unknown offline (no dated figure; a live refresh fetches it): costed at on-demand, no saving assumed)"
     );
     assert_eq!(
         Said::AllowExpired(
