@@ -184,10 +184,7 @@ pub(super) fn build(
             n.min,
         ),
     };
-    let ts = ms.iter().find_map(|m| match m.c.fit {
-        Fit::Shared { replicas, .. } if replicas > 1 => Some(replicas),
-        _ => None,
-    });
+    let ts = ms.iter().find_map(|m| m.c.fit.shared_replicas());
     Built {
         nodes_min,
         nodes_max: n.max,

@@ -179,6 +179,33 @@ pub(super) enum FitKey {
     Server,
 }
 
+impl Fit {
+    /// Time-sliced (or MPS) replicas per GPU, where the fit shares a GPU among several.
+    pub(super) fn shared_replicas(&self) -> Option<u32> {
+        match self {
+            Fit::Shared { replicas, .. } => (*replicas > 1).then_some(*replicas),
+            Fit::Whole { .. } | Fit::Mig { .. } | Fit::Server { .. } => None,
+        }
+    }
+    /// The MIG profile, where the fit is a MIG instance.
+    pub(super) fn mig_profile(&self) -> Option<&crate::catalog::MigProfile> {
+        match self {
+            Fit::Mig { profile } => Some(profile),
+            Fit::Whole { .. } | Fit::Shared { .. } | Fit::Server { .. } => None,
+        }
+    }
+}
+
+impl FitKey {
+    /// Replicas per GPU of a shared pool's key.
+    pub(super) fn shares(&self) -> Option<u32> {
+        match self {
+            FitKey::Shared(n, _) => Some(*n),
+            FitKey::Whole | FitKey::Mig(_) | FitKey::Server => None,
+        }
+    }
+}
+
 pub(super) fn fit_key(fit: &Fit, mig_manager: MigManager) -> FitKey {
     match fit {
         Fit::Whole { .. } => FitKey::Whole,

@@ -265,10 +265,7 @@ pub(super) fn merge_aks_profiles(
         // The largest profile (memory slices, then compute) holds every member.
         let Some(big) = members
             .iter()
-            .filter_map(|&i| match &choices[i].c.fit {
-                Fit::Mig { profile } => Some(profile.clone()),
-                _ => None,
-            })
+            .filter_map(|&i| choices[i].c.fit.mig_profile().cloned())
             .max_by_key(|p| (p.memory_slices, p.compute))
         else {
             continue;

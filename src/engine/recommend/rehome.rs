@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::candidate::{self, Candidate, Fit, Rate};
-use super::{fit_key, pool_sharing, Choice, FitKey, PoolKey};
+use super::{fit_key, pool_sharing, Choice, PoolKey};
 use crate::catalog::Catalog;
 use crate::plan::raw::Capacity;
 
@@ -33,10 +33,7 @@ pub(super) fn rehomed<'a, 'c>(
                 .all
                 .iter()
                 .find(|c| c.sku.name == sku && c.region == region)?;
-            match c.fit {
-                Fit::Shared { replicas, .. } if replicas > 1 => Some(replicas),
-                _ => None,
-            }
+            c.fit.shared_replicas()
         })
         .min();
     // Members that share a candidate list (one shape) move alike: worked out once for them.
@@ -82,10 +79,7 @@ pub(super) fn joining<'a, 'c>(
     to: &PoolKey,
     catalog: &Catalog,
 ) -> Option<(Cow<'a, Candidate<'c>>, Rate)> {
-    let shares = match to.5 {
-        FitKey::Shared(n, _) => Some(n),
-        _ => None,
-    };
+    let shares = to.5.shares();
     let (c, rate) = moved_to(ch, &to.1, &to.2, to.3, shares, catalog)?;
     (fit_key(&c.fit, ch.d.mig_manager) == to.5).then_some((c, rate))
 }
