@@ -451,7 +451,7 @@ fn md_problems(o: &mut String, rec: &Recommendation) {
     }
     for f in &rec.findings {
         let allowed = f.suppressed.as_ref().map_or(String::new(), |s| {
-            format!(" (suppressed by an allow: {})", md(s))
+            format!(" (suppressed by an allow: {})", md(&s.to_string()))
         });
         let _ = writeln!(
             o,

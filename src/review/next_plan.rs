@@ -19,7 +19,7 @@ use crate::diag::Severity;
 use crate::plan::raw::Count;
 use crate::plan::Plan;
 use crate::render::write_plan::WritePlanError;
-use says::{Found, Had, Header, LineSays, NextNote, Resized};
+use says::{Found, Had, Header, LineSays, NextNote, Reported, Resized};
 
 /// Every header line starts so: a plan written from an earlier NEXT loses the old header.
 const HEADER: &str = "# gpuplan review: ";
@@ -172,7 +172,7 @@ fn errors(
         crate::rules::check(&p, catalog, today, &crate::rules::Levels::default())
             .into_iter()
             .filter(|d| d.severity == Severity::Error && d.suppressed.is_none())
-            .map(|d| (d.code.to_string(), d.workload, d.pool))
+            .map(|d| (Reported::Code(d.code), d.workload, d.pool))
             .collect(),
     )
 }
@@ -294,7 +294,10 @@ pub(crate) fn next_plan(
         let checked = errors(&plan.file.name, &a.text, catalog, today);
         let added: Vec<Found> = match &checked {
             Ok(after) => after.difference(&before).cloned().collect(),
-            Err(msgs) => msgs.iter().map(|m| (m.clone(), None, None)).collect(),
+            Err(msgs) => msgs
+                .iter()
+                .map(|m| (Reported::Unloadable(m.clone()), None, None))
+                .collect(),
         };
         if refused.blame(&added, &a) {
             continue;
@@ -314,8 +317,8 @@ pub(crate) fn next_plan(
 /// Right-sizes (by workload) and pool resizes check refuses, and why.
 #[derive(Default)]
 struct Refused {
-    workloads: BTreeMap<String, String>,
-    pools: BTreeMap<String, String>,
+    workloads: BTreeMap<String, Reported>,
+    pools: BTreeMap<String, Reported>,
 }
 
 impl Refused {

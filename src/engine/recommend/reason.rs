@@ -269,6 +269,10 @@ pub enum ChangeNote {
     },
 }
 
+/// The `[[allow]]` that accepted a finding (the JSON's `suppressed` is its words).
+#[derive(Debug, Clone)]
+pub struct Accepted(pub crate::diag::Suppression);
+
 /// What a finding says: a rule's own words, or the figures of the recommender's notes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Said {

@@ -243,7 +243,8 @@ pub struct Finding {
     pub pool: Option<String>,
     /// Why the finding is accepted: the `[[allow]]` that matched it (`rules::settle_recommendation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suppressed: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub suppressed: Option<super::reason::Accepted>,
     /// Where in the plan it points, and how to fix it, for a finding a rule made (as `check`
     /// reports it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::core::num;
 use crate::review::forecast::Basis;
-use crate::review::next_plan::says::{Had, Header, LineSays, NextNote, Resized};
+use crate::review::next_plan::says::{Had, Header, LineSays, NextNote, Reported, Resized};
 
 impl fmt::Display for Header {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -102,6 +102,15 @@ impl fmt::Display for Resized {
     }
 }
 
+impl fmt::Display for Reported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reported::Code(c) => write!(f, "{c}"),
+            Reported::Unloadable(message) => f.write_str(message),
+        }
+    }
+}
+
 impl fmt::Display for NextNote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -123,7 +132,7 @@ impl fmt::Display for NextNote {
                     .map(|e| match (&e.1, &e.2) {
                         (Some(w), _) => format!("{} on `{w}`", e.0),
                         (None, Some(p)) => format!("{} on pool `{p}`", e.0),
-                        _ => e.0.clone(),
+                        (None, None) => e.0.to_string(),
                     })
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -147,18 +156,24 @@ mod tests {
     //! The wordings the written plan used before they became figures (the old format strings
     //! with the figures put in), for the cases the integration tests do not reach.
     use super::*;
+    use crate::diag::{Code, RuleId};
     use crate::plan::raw::Count;
+
+    fn code(r: RuleId) -> Reported {
+        Reported::Code(Code::Rule(r))
+    }
 
     #[test]
     fn notes_and_comments_read_as_before() {
         assert_eq!(
             NextNote::NewErrors(vec![
-                ("GP014".into(), None, None),
-                ("GP003".into(), Some("chat".into()), None),
-                ("GP013".into(), None, Some("serve".into())),
+                (code(RuleId::GP014), None, None),
+                (code(RuleId::GP003), Some("chat".into()), None),
+                (code(RuleId::GP013), None, Some("serve".into())),
+                (Reported::Unloadable("bad".into()), None, None),
             ])
             .to_string(),
-            "check reports 3 error(s) on the written plan that the plan did not have: GP014, GP003 on `chat`, GP013 on pool `serve`"
+            "check reports 4 error(s) on the written plan that the plan did not have: GP014, GP003 on `chat`, GP013 on pool `serve`, bad"
         );
         assert_eq!(
             LineSays::Fraction {

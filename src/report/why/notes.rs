@@ -196,4 +196,15 @@ impl fmt::Display for Said {
     }
 }
 
-crate::core::serialize_as_text!(Said);
+/// The allow that accepted a finding: its justification and who approved it.
+impl fmt::Display for crate::engine::recommend::reason::Accepted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}, approved by {}",
+            self.0.justification, self.0.approved_by
+        )
+    }
+}
+
+crate::core::serialize_as_text!(Said, crate::engine::recommend::reason::Accepted);

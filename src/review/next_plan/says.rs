@@ -57,17 +57,25 @@ pub(crate) struct Resized {
     pub per_node: f64,
 }
 
-/// An error `check` reports on the written plan: its rule (or the message, where the plan
-/// did not load), and the workload and pool it is on.
-pub(crate) type Found = (String, Option<String>, Option<String>);
+/// An error `check` reports on the written plan: what reported it, and the workload and pool
+/// it is on.
+pub(crate) type Found = (Reported, Option<String>, Option<String>);
+
+/// What reported an error: a rule or load check by its code, or the message of a plan that
+/// did not load.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Reported {
+    Code(crate::diag::Code),
+    Unloadable(String),
+}
 
 /// What the next plan did not do, or changed beyond the workloads, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum NextNote {
     /// A workload's right-size was not taken: check would report `why`.
-    RightSizeRefused { workload: String, why: String },
+    RightSizeRefused { workload: String, why: Reported },
     /// A pool was left at its size: resizing it makes check report `why`.
-    ResizeRefused { pool: String, why: String },
+    ResizeRefused { pool: String, why: Reported },
     /// A pool's nodes were resized.
     Resized { pool: String, resized: Resized },
     /// Errors check reports on the written plan that the plan did not have.
