@@ -271,14 +271,6 @@ impl Sharing {
             Sharing::SharedServer => "shared-server",
         }
     }
-
-    /// The mode a plan spells `s`, read as the plan's parser reads it.
-    pub(crate) fn parse(s: &str) -> Option<Sharing> {
-        use serde::de::IntoDeserializer;
-        let d: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
-            s.into_deserializer();
-        Sharing::deserialize(d).ok()
-    }
 }
 
 #[derive(

@@ -5,8 +5,40 @@
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
 use crate::core::{MigManager, Sharing};
+use crate::engine::recommend::reason::{NotShared, Reason};
 use crate::engine::recommend::{RecPool, Recommendation};
 use crate::plan::Plan;
+
+/// A workload that declares time-slicing or MPS, written as dedicated because the recommender
+/// gave it whole GPUs: what it declared and why (`report` words the comment).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dropped {
+    pub was: Sharing,
+    pub cause: NotShared,
+}
+
+/// The recommender's reason for giving `workload` dedicated GPUs, from its pools' `why`.
+fn dropped(rec: &Recommendation, workload: &str) -> Option<Dropped> {
+    rec.pools
+        .iter()
+        .filter(|p| p.workloads.iter().any(|w| w == workload))
+        .flat_map(|p| p.why.0.iter())
+        .find_map(|r| {
+            if let Reason::Dedicated {
+                workload: w,
+                sharing,
+                cause,
+            } = r
+            {
+                (w == workload).then(|| Dropped {
+                    was: *sharing,
+                    cause: cause.clone(),
+                })
+            } else {
+                None
+            }
+        })
+}
 
 /// Why `--write-plan` cannot rewrite a plan text.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -59,33 +91,11 @@ pub fn plan_with_pools(
                 .filter(|p| p.workloads.contains(&name))
                 .filter_map(|p| p.gpu_memory_utilization)
                 .reduce(f64::min);
-            // A time-sliced or MPS workload the recommender had to give whole GPUs (a replica
-            // asks for several GPUs, or no allowed GPU holds two; its pool's `why` says which)
-            // is written as what it gets, with the reason beside it, so plan and pools agree.
-            let declared = w
-                .get("sharing")
-                .and_then(Item::as_str)
-                .and_then(Sharing::parse);
-            let gpus = w.get("gpus").and_then(Item::as_integer).unwrap_or(1);
-            let on_dedicated = rec
-                .pools
-                .iter()
-                .any(|p| p.workloads.contains(&name) && p.sharing == Sharing::Dedicated);
-            let shares = declared.is_some_and(|s| match s {
-                Sharing::TimeSlicing | Sharing::Mps => true,
-                Sharing::Dedicated | Sharing::Mig | Sharing::SharedServer => false,
-            });
-            if let (Some(s), true) = (declared.filter(|_| shares), on_dedicated) {
-                let reason = if gpus > 1 {
-                    format!(
-                        "a replica asks for {gpus} GPUs, which time-slicing cannot share (GP003)"
-                    )
-                } else {
-                    "no allowed GPU holds two of its replicas".to_owned()
-                };
+            // A time-sliced or MPS workload the recommender had to give whole GPUs is written
+            // as what it gets, with the reason its pool's `why` holds, so plan and pools agree.
+            if let Some(d) = dropped(rec, &name) {
                 let mut v = Value::from(Sharing::Dedicated.as_str());
-                v.decor_mut()
-                    .set_suffix(format!("  # gpuplan: was \"{}\": {reason}", s.as_str()));
+                v.decor_mut().set_suffix(format!("  # gpuplan: {d}"));
                 w["sharing"] = Item::Value(v);
             }
             if let (Some(cap), Some(server)) = (cap, w.get_mut("server")) {

@@ -462,3 +462,41 @@ fn md_problems(o: &mut String, rec: &Recommendation) {
         );
     }
 }
+
+/// The comment `--write-plan` puts beside a workload it writes as dedicated: what the plan
+/// declared, and the recommender's reason in the plan's own terms.
+impl std::fmt::Display for crate::render::write_plan::Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::engine::recommend::reason::NotShared;
+        write!(f, "was \"{}\": ", self.was.as_str())?;
+        match self.cause {
+            NotShared::ManyGpus(n) => write!(
+                f,
+                "a replica asks for {n} GPUs, which time-slicing cannot share (GP003)"
+            ),
+            NotShared::NoRoom(_) => f.write_str("no allowed GPU holds two of its replicas"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod dropped_tests {
+    use crate::core::Sharing;
+    use crate::engine::recommend::reason::NotShared;
+    use crate::render::write_plan::Dropped;
+
+    /// The comment as `--write-plan` wrote it when it re-derived the cause from the plan's
+    /// `gpus`; the cause is now the recommender's own.
+    #[test]
+    fn a_dropped_share_reads_as_before() {
+        let d = |was, cause| Dropped { was, cause }.to_string();
+        assert_eq!(
+            d(Sharing::TimeSlicing, NotShared::ManyGpus(2)),
+            "was \"time-slicing\": a replica asks for 2 GPUs, which time-slicing cannot share (GP003)"
+        );
+        assert_eq!(
+            d(Sharing::Mps, NotShared::NoRoom(40.0)),
+            "was \"mps\": no allowed GPU holds two of its replicas"
+        );
+    }
+}
