@@ -233,7 +233,8 @@ impl Sizing {
 struct Proposed {
     proposed: Proposal,
     without_right_size: Option<Proposal>,
-    serving_note: Option<ServingGrounds>,
+    /// The serving metrics that sized it, when they did.
+    serving: Option<ServingGrounds>,
     /// The projection it came from when serving metrics sized it.
     projected: Option<Projection>,
 }
@@ -269,7 +270,7 @@ fn from_held(
     Proposed {
         proposed,
         without_right_size,
-        serving_note: None,
+        serving: None,
         projected: None,
     }
 }
@@ -285,7 +286,7 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
         return Proposed {
             proposed: z.held(z.max.max(z.grow(h.p.peak)), Basis::Saturated, &h.p),
             without_right_size: None,
-            serving_note: Some(ServingGrounds::of(r, 0.0, cx.m.headroom)),
+            serving: Some(ServingGrounds::of(r, 0.0, cx.m.headroom)),
             projected: None,
         };
     }
@@ -301,7 +302,7 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
     Proposed {
         proposed: z.proposal(min, max, Basis::Serving),
         without_right_size: None,
-        serving_note: Some(ServingGrounds::of(r, sp.peak, cx.m.headroom)),
+        serving: Some(ServingGrounds::of(r, sp.peak, cx.m.headroom)),
         projected: Some(sp),
     }
 }
@@ -320,7 +321,7 @@ pub(super) fn workload_forecast(
     // The projection shown is the one the proposal came from: replicas needed where
     // serving metrics sized it, replicas held otherwise.
     let shown = out.projected.as_ref().unwrap_or(&h.p);
-    let figures = grounds(cx, &h, &z, &out.proposed, out.serving_note);
+    let figures = grounds(cx, &h, &z, &out.proposed, out.serving);
     Some(WorkloadForecast {
         workload: name.clone(),
         team: w.team.get().clone(),
