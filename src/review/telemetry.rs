@@ -8,8 +8,9 @@
 //! Inputs: a Prometheus server (see `prometheus`), a CSV export, or the Prometheus text /
 //! OpenMetrics exposition format. A sample stands for the step that starts at its time.
 
-use super::noticed::Noticed;
 use std::collections::BTreeMap;
+
+use super::noticed::Noticed;
 
 /// A value per step window, keyed by the window's start (Unix seconds).
 pub(crate) type Windows = super::timeline::Timeline<i64, f64>;
@@ -164,7 +165,7 @@ pub struct Telemetry {
     /// Where the numbers came from, for the report.
     pub source: String,
     /// What the reader noticed and worked around, said to the user as warnings.
-    pub notes: Vec<super::noticed::Noticed>,
+    pub notes: Vec<Noticed>,
 }
 
 impl Telemetry {
