@@ -136,6 +136,14 @@ pub struct Sku {
 }
 
 impl Sku {
+    /// The host's CPU architecture as Kubernetes labels it (`kubernetes.io/arch`).
+    pub fn cpu_architecture(&self) -> &'static str {
+        if self.arm64 {
+            "arm64"
+        } else {
+            "amd64"
+        }
+    }
     /// What a multi-node gang whose replicas use `gpus` GPUs each lacks on this SKU, or `None`
     /// when it can run there: a fabric between nodes (InfiniBand, or EFA where EC2 gives the
     /// type EFA interfaces), and NVLink between a node's GPUs when a replica spans several

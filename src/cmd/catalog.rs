@@ -231,6 +231,7 @@ fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
         "vcpus": s.vcpus, "memory_gib": s.memory_gib, "quota_family": s.quota_family,
         "spot_quota_family": s.spot_quota(), "quota_family_verified": s.quota_family_verified,
         "nvlink": s.nvlink, "inter_node": s.inter_node.as_str(), "efa_interfaces": s.efa_interfaces,
+        "cpu_architecture": s.cpu_architecture(),
         "retired": s.retired,
         "unpriced": s.unpriced, "note": s.note,
         "regions": regions,
@@ -274,6 +275,16 @@ fn sku_head(c: &Catalog, s: &Sku) -> String {
             .filter(|n| *n > 0)
             .map(|n| format!(" ({n} EFA interface(s))"))
             .unwrap_or_default()
+    );
+    let _ = writeln!(
+        t,
+        "host CPU: {}{}",
+        s.cpu_architecture(),
+        if s.arm64 {
+            " (Arm: arm64 images only; recommended only where a workload names the size)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         t,

@@ -105,11 +105,7 @@ pub(super) fn node_pool(
         instance_types: vec![v.sku.clone()],
         region: v.region.clone(),
         capacity_type: karpenter_capacity,
-        arch: if sku.is_some_and(|s| s.arm64) {
-            "arm64"
-        } else {
-            "amd64"
-        },
+        arch: sku.map_or("amd64", crate::catalog::Sku::cpu_architecture),
         // Labels in the providers' own domains are theirs to set.
         labels: v
             .labels

@@ -136,6 +136,13 @@ fn reason(r: &Reason) -> String {
         Reason::QuotaUnknown { region, family } => format!(
             "quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
         ),
+        Reason::ArmHostsLeftOut { skus } => format!(
+            "left out, Arm hosts (arm64 images only) that cost less per GPU here: {}; name one in a workload's `skus` if its images are built for arm64",
+            skus.iter()
+                .map(|(s, r)| format!("`{s}` {}/GPU-h on demand", rate(*r)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

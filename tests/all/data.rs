@@ -661,7 +661,16 @@ fn aws_shapes_and_efa_are_what_ec2_describes() {
             s.name,
             s.memory_gib
         );
-        let gpus: u32 = r["gpu_count"].parse().unwrap();
+        assert_eq!(
+            s.cpu_architecture(),
+            r["arch"],
+            "{}: host architecture (kubernetes.io/arch)",
+            s.name
+        );
+        // EC2 gives FPGAs (f2) no GPU or accelerator count: the catalog's is its own.
+        let Ok(gpus) = r["gpu_count"].parse::<u32>() else {
+            continue;
+        };
         if gpus == 0 {
             // EC2 counts a fractional GPU (g6f) as 0: the catalog states its share.
             assert!(s.gpu_partition < 1.0, "{}: EC2 lists no whole GPU", s.name);
@@ -688,6 +697,87 @@ fn aws_shapes_and_efa_are_what_ec2_describes() {
         );
     }
     assert_eq!(pc.skus["g6e.48xlarge"].efa_interfaces, Some(4));
+    // EC2 gives f2.48xlarge one EFA interface (vpc.amazonaws.com/efa: 1).
+    assert_eq!(pc.skus["f2.48xlarge"].efa_interfaces, Some(1));
+}
+
+#[test]
+fn mig_memory_is_at_most_what_nvidia_smi_prints() {
+    // `nvidia-smi mig -lgip` Memory (GiB) as published; where two outputs differ, the smaller.
+    // (GPU, profile, GiB, where it was printed)
+    let published = [
+        ("H200-141GB", "1g.18gb", 16.00, "NVIDIA/mig-parted#120"),
+        ("H200-141GB", "1g.35gb", 32.25, "NVIDIA/mig-parted#120"),
+        ("H200-141GB", "2g.35gb", 32.25, "NVIDIA/mig-parted#120"),
+        ("H200-141GB", "3g.71gb", 69.50, "NVIDIA/mig-parted#120"),
+        ("H200-141GB", "4g.71gb", 69.50, "NVIDIA/mig-parted#120"),
+        ("H200-141GB", "7g.141gb", 139.75, "NVIDIA/mig-parted#120"),
+        ("H100-94GB", "1g.12gb", 10.75, "NVIDIA/gpu-operator#900"),
+        ("H100-94GB", "1g.24gb", 21.62, "NVIDIA/gpu-operator#900"),
+        ("H100-94GB", "2g.24gb", 21.62, "NVIDIA/gpu-operator#900"),
+        ("H100-94GB", "3g.47gb", 46.38, "NVIDIA/mig-parted#101"),
+        (
+            "GB200",
+            "1g.23gb",
+            20.00,
+            "NVIDIA/gpu-operator#1303 (1g.24gb)",
+        ),
+        ("GB200", "1g.47gb", 45.50, "NVIDIA/mig-parted#227"),
+        ("GB200", "2g.47gb", 45.50, "NVIDIA/mig-parted#227"),
+        ("B200", "1g.23gb", 20.50, "NVIDIA/gpu-operator#1351"),
+        ("B200", "1g.45gb", 44.25, "NVIDIA/mig-parted#166"),
+        ("B200", "2g.45gb", 44.25, "NVIDIA/mig-parted#166"),
+        (
+            "A100-80GB",
+            "1g.10gb",
+            9.50,
+            "published EKS GPU-sharing guide",
+        ),
+        (
+            "RTX-PRO-6000-BSE",
+            "1g.24gb",
+            23.12,
+            "bigstack-oss/cubecos#312",
+        ),
+        (
+            "RTX-PRO-6000-BSE",
+            "2g.48gb",
+            46.50,
+            "bigstack-oss/cubecos#312",
+        ),
+    ];
+    let c = catalog();
+    for (gpu, profile, gib, source) in published {
+        let m = c.gpu(gpu).unwrap().mig.as_ref().unwrap();
+        let p = m.profiles.iter().find(|p| p.name == profile).unwrap();
+        assert!(
+            p.memory_gib <= gib + 1e-9,
+            "{gpu} {profile}: credited {} GiB, {source} prints {gib}",
+            p.memory_gib
+        );
+        assert!(
+            m.driver_memory_source.contains(&format!("{gib:.2}")),
+            "{gpu}: the source names {gib:.2}"
+        );
+    }
+    // An estimated figure is never above a measured one of the same memory-slice share on the
+    // same GPU: 3g and 4g share 4 slices, 1g.Ngb and 2g.Ngb two.
+    for g in c.gpus.values() {
+        let Some(m) = &g.mig else { continue };
+        for a in &m.profiles {
+            for b in &m.profiles {
+                if a.memory_slices == b.memory_slices {
+                    assert!(
+                        (a.memory_gib - b.memory_gib).abs() < 1e-9,
+                        "{}: {} and {} hold the same slices",
+                        g.name,
+                        a.name,
+                        b.name
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -846,4 +936,88 @@ fn retirements_and_corrections_hold() {
         let m = c.gpu(g).unwrap().mig.as_ref().unwrap();
         assert!(m.pci_device_ids.iter().any(|d| d == id), "{g}");
     }
+}
+
+#[test]
+fn h200_mig_replicas_get_slices_that_hold_them() {
+    // 16.5 GiB replicas: H200's 1g.18gb gives 16.00 GiB (NVIDIA/mig-parted#120), so they take
+    // 1g.35gb (32.25), four to a GPU: 56 of them need 14 GPUs, two p5en nodes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("h200.toml");
+    let text = r#"version = 1
+[plan]
+name = "h200-mig"
+owner = "platform"
+provider = "aws"
+regions = ["us-east-1"]
+[cluster]
+mig_manager = "gpu-operator"
+[[workload]]
+name = "small"
+team = "search"
+kind = "inference"
+replicas = 56
+gpu_fraction = 0.14
+gpu_memory_gib = 16.5
+sharing = "mig"
+gpu_models = ["H200"]
+"#;
+    let out = run(
+        &["recommend", "--format", "json", plan.to_str().unwrap()],
+        Some((&plan, text)),
+        "2026-12-02",
+    );
+    let v = json(&out);
+    let pool = &v["pools"][0];
+    assert_eq!(pool["sku"], "p5en.48xlarge", "{pool:#}");
+    assert_eq!(pool["nodes"]["max"], 2, "{pool:#}");
+    assert!(!pool.to_string().contains("1g.18gb"), "{pool:#}");
+    // 2 nodes x 730 h x $63.296/h (the 2026-07-20 us-east-1 table).
+    let cost = v["total_monthly_cost_usd"].as_f64().unwrap();
+    assert!((cost - 2.0 * 730.0 * 63.296).abs() < 0.01, "{cost}");
+}
+
+#[test]
+fn an_arm_host_is_marked_and_named_where_it_was_left_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(
+        &["catalog", "--sku", "g5g.xlarge", "--format", "json"],
+        None,
+        "2026-12-02",
+    );
+    assert_eq!(json(&out)["cpu_architecture"], "arm64");
+    let out = run(
+        &["catalog", "--sku", "g4dn.xlarge", "--format", "json"],
+        None,
+        "2026-12-02",
+    );
+    assert_eq!(json(&out)["cpu_architecture"], "amd64");
+    // A 10 GiB replica: the cheaper T4G host is left out (not named), and the why-line says so.
+    let plan = dir.path().join("t4.toml");
+    let text = r#"version = 1
+[plan]
+name = "t4"
+owner = "platform"
+provider = "aws"
+regions = ["us-east-1"]
+[[workload]]
+name = "small"
+team = "search"
+kind = "inference"
+replicas = 2
+gpus = 1
+gpu_memory_gib = 10
+"#;
+    let out = run(
+        &["recommend", "--format", "json", plan.to_str().unwrap()],
+        Some((&plan, text)),
+        "2026-12-02",
+    );
+    let v = json(&out);
+    assert_eq!(v["pools"][0]["sku"], "g4dn.xlarge", "{v:#}");
+    let why = v["pools"][0]["why"].to_string();
+    assert!(
+        why.contains("Arm hosts") && why.contains("`g5g.xlarge`"),
+        "{why}"
+    );
 }

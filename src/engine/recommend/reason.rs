@@ -94,6 +94,9 @@ pub enum Reason {
     },
     /// The quota of the pool's family is unknown in its region.
     QuotaUnknown { region: String, family: String },
+    /// Arm-host sizes (arm64 images only) that cost less per GPU in the pool's region and
+    /// hold its replicas' memory, left out because no workload names them: (SKU, $/GPU-hour).
+    ArmHostsLeftOut { skus: Vec<(String, f64)> },
 }
 
 /// A reserved pool's nodes: those bought as reservations run past the break-even

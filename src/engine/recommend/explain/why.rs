@@ -32,7 +32,48 @@ pub(in crate::engine::recommend) fn why_line(
         });
     }
     parts.extend(capacity_reasons(catalog, ms, b, key.3));
+    parts.extend(arm_hosts_left_out(catalog, ms));
     Why(parts)
+}
+
+/// Arm-host sizes the recommender did not consider (no workload names them) that would cost
+/// less per GPU in the pool's region and hold the largest replica's memory: the user can see
+/// why a cheaper Graviton size was not chosen. MIG pools have none (no Arm size has MIG).
+fn arm_hosts_left_out(catalog: &Catalog, ms: &[&Choice<'_, '_>]) -> Option<Reason> {
+    let c = &ms[0].c;
+    if c.sku.arm64 || matches!(c.fit, Fit::Mig { .. }) {
+        return None;
+    }
+    let pc = catalog.provider(c.sku.provider)?;
+    let per_gpu = |rate: f64, s: &Sku| rate / (f64::from(s.gpu_count) * s.gpu_partition);
+    let chosen = per_gpu(c.on_demand, c.sku);
+    let need = ms
+        .iter()
+        .filter_map(|m| m.d.memory_need)
+        .fold(None, |a: Option<f64>, m| Some(a.map_or(m, |a| a.max(m))))
+        .unwrap_or(c.gpu.memory_gib);
+    let mut skus: Vec<(String, f64)> = pc
+        .skus
+        .values()
+        .filter(|s| s.arm64 && !s.retired && s.gpu_count > 0)
+        .filter(|s| {
+            catalog
+                .sku_gpu(s)
+                .is_some_and(|g| g.memory_gib + 1e-9 >= need)
+        })
+        .filter_map(|s| {
+            let od = pc
+                .price(&s.name, &c.region)?
+                .on_demand
+                .as_ref()?
+                .usd_per_hour;
+            let r = per_gpu(od, s);
+            (r + 1e-9 < chosen).then(|| (s.name.clone(), r))
+        })
+        .collect();
+    skus.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    skus.truncate(3);
+    (!skus.is_empty()).then_some(Reason::ArmHostsLeftOut { skus })
 }
 
 /// The availability floor of user-facing workloads, and whose it is.
