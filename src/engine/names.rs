@@ -45,10 +45,12 @@ fn segment_abbrev(segment: &str) -> &'static str {
     }
 }
 
-/// The AKS name numbered `number` for pool `p`: its segment, its GPU and the number, all
-/// from fixed vocabularies, since a plan's pool name (a DNS-1123 label of up to 63) is too
-/// long for AKS.
-fn aks_candidate(p: &RecPool, number: usize) -> String {
+/// The AKS name of node pool `node_pool` of pool `p`, try `salt`: its segment and GPU from
+/// fixed vocabularies (a plan's pool name, a DNS-1123 label of up to 63, is too long for
+/// AKS), then base-36 digits of a hash of the node pool's own name to 12 characters. A
+/// function of what it names, never of a position: adding, removing or reordering other
+/// pools renames nothing (azurerm replaces an agent pool whose name changes).
+fn aks_candidate(p: &RecPool, node_pool: &str, salt: u32) -> String {
     let gpu: String = p
         .gpu_model
         .to_ascii_lowercase()
@@ -56,9 +58,27 @@ fn aks_candidate(p: &RecPool, number: usize) -> String {
         .filter(char::is_ascii_alphanumeric)
         .take(5)
         .collect();
-    let mut n = format!("{}{}{:02}", segment_abbrev(p.segment), gpu, number);
-    n.truncate(AKS_NAME_MAX);
+    let mut n = format!("{}{}", segment_abbrev(p.segment), gpu);
+    let key = if salt == 0 {
+        node_pool.to_owned()
+    } else {
+        format!("{node_pool}#{salt}")
+    };
+    let mut h = fnv1a(key.as_bytes());
+    while n.len() < AKS_NAME_MAX {
+        let d = u32::try_from(h % 36).unwrap_or(0);
+        n.push(char::from_digit(d, 36).unwrap_or('0'));
+        h /= 36;
+    }
     n
+}
+
+/// FNV-1a, 64 bits: a hash whose value is fixed by its definition (std's `DefaultHasher`
+/// may change between Rust releases, and these names must not).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// AKS's rotation name for agent pool `aks`: `tmp` and its last nine characters.
@@ -81,36 +101,19 @@ fn part(name: &str, k: usize, parts: usize) -> String {
 }
 
 /// Every node pool name render writes for `pools` (the recommendation or the declared
-/// pools, in their order), per pool one entry per node pool, and the names two pools would
-/// share. AKS names are numbered by position (the `i`-th pool `i + 1`, the `k`-th node pool
-/// of a split pool `10 i + k + 1`), and a number whose name or rotation name is taken moves
-/// to the next free one, so no two agent pools of a cluster ever share a name (AKS truncation
-/// to 12 characters made `srva100802` twice before).
+/// pools), per pool one entry per node pool, and the names two pools would share. AKS names
+/// come from each node pool's own name ([`aks_candidate`]); in the rare case two hash alike
+/// (or one's rotation name is another's), the node pool whose own name sorts later takes
+/// the next salt, so which one moves is decided by the two names alone, not by their order
+/// in the plan.
 pub(crate) fn node_pools(pools: &[RecPool]) -> (Vec<Vec<NodePoolName>>, Vec<Collision>) {
-    let mut taken_aks: BTreeSet<String> = BTreeSet::new();
     let mut owner: Vec<(String, String)> = Vec::new();
     let mut collisions = Vec::new();
-    let mut out = Vec::with_capacity(pools.len());
+    let mut parts: Vec<(usize, String)> = Vec::new();
     for (i, p) in pools.iter().enumerate() {
-        let parts = p.node_pool_count();
-        let mut names = Vec::with_capacity(parts);
-        for k in 0..parts {
-            let mut number = if parts == 1 { i + 1 } else { i * 10 + k + 1 };
-            // Bounded: past the numbers 12 characters can hold, truncated names repeat, and
-            // the search must still end (a plan that large is refused by its size first).
-            let first = number;
-            let (aks, rotation) = loop {
-                let aks = aks_candidate(p, number);
-                let rotation = rotation_of(&aks);
-                let free = !taken_aks.contains(&aks) && !taken_aks.contains(&rotation);
-                if free || number - first > 100_000 {
-                    break (aks, rotation);
-                }
-                number += 1;
-            };
-            taken_aks.insert(aks.clone());
-            taken_aks.insert(rotation.clone());
-            let name = part(&p.name, k, parts);
+        let count = p.node_pool_count();
+        for k in 0..count {
+            let name = part(&p.name, k, count);
             if let Some((_, first)) = owner.iter().find(|(n, _)| *n == name) {
                 collisions.push(Collision {
                     name: name.clone(),
@@ -119,13 +122,42 @@ pub(crate) fn node_pools(pools: &[RecPool]) -> (Vec<Vec<NodePoolName>>, Vec<Coll
                 });
             }
             owner.push((name.clone(), p.name.clone()));
-            names.push(NodePoolName {
-                name,
-                aks,
-                rotation,
-            });
+            parts.push((i, name));
         }
-        out.push(names);
+    }
+    // Names are given in the order of the node pools' own names, so a later name is the one
+    // that moves on a clash whatever the plan's order.
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by(|a, b| parts[*a].1.cmp(&parts[*b].1).then(a.cmp(b)));
+    let mut taken_aks: BTreeSet<String> = BTreeSet::new();
+    let mut given: Vec<Option<(String, String)>> = vec![None; parts.len()];
+    for j in order {
+        let (i, name) = &parts[j];
+        // Bounded: a plan that could exhaust it is refused by its size first.
+        let (aks, rotation) = (0..10_000u32)
+            .map(|salt| {
+                let aks = aks_candidate(&pools[*i], name, salt);
+                let rotation = rotation_of(&aks);
+                (aks, rotation)
+            })
+            .find(|(a, r)| !taken_aks.contains(a) && !taken_aks.contains(r) && a != r)
+            .unwrap_or_else(|| {
+                let aks = aks_candidate(&pools[*i], name, 0);
+                let rotation = rotation_of(&aks);
+                (aks, rotation)
+            });
+        taken_aks.insert(aks.clone());
+        taken_aks.insert(rotation.clone());
+        given[j] = Some((aks, rotation));
+    }
+    let mut out: Vec<Vec<NodePoolName>> = pools.iter().map(|_| Vec::new()).collect();
+    for ((i, name), g) in parts.into_iter().zip(given) {
+        let (aks, rotation) = g.unwrap_or_default();
+        out[i].push(NodePoolName {
+            name,
+            aks,
+            rotation,
+        });
     }
     (out, collisions)
 }

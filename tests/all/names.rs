@@ -1,0 +1,127 @@
+//! Issue 56: every name gpuplan writes into a provider is a function of what it names. A plan
+//! rendered, then edited (a workload added, one removed, the workloads reordered), renders
+//! the pools it did not touch under the same AKS agent pool names: azurerm replaces an agent
+//! pool whose `name` changes, so a renamed pool is a drained and recreated one.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// AKS node pool resources of a render of `plan_text`: resource label -> (name, rotation).
+fn aks_names(plan_text: &str) -> BTreeMap<String, (String, String)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, plan_text).expect("plan");
+    let out = dir.path().join("out");
+    let run = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .arg("render")
+        .arg(&plan)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("main.tf");
+    let mut names = BTreeMap::new();
+    let mut current: Option<(String, Option<String>)> = None;
+    for line in tf.lines() {
+        let l = line.trim();
+        if let Some(rest) = l.strip_prefix("resource \"azurerm_kubernetes_cluster_node_pool\" \"") {
+            current = Some((rest.split('"').next().unwrap_or("").to_owned(), None));
+            continue;
+        }
+        let value = |key: &str| {
+            l.strip_prefix(key)
+                .map(str::trim_start)
+                .and_then(|r| r.strip_prefix('='))
+                .map(|v| v.trim().trim_matches('"').to_owned())
+        };
+        if let Some((label, name)) = current.as_mut() {
+            if name.is_none() {
+                if let Some(v) = value("name ") {
+                    *name = Some(v);
+                }
+            }
+            if let Some(r) = value("temporary_name_for_rotation") {
+                let n = name.clone().unwrap_or_default();
+                names.insert(label.clone(), (n, r));
+                current = None;
+            }
+        }
+    }
+    assert!(!names.is_empty(), "no AKS node pool in\n{tf}");
+    names
+}
+
+/// The plan's `[[workload]]` tables apart from its head.
+fn split(plan: &str) -> (String, Vec<String>) {
+    let mut parts = plan.split("[[workload]]\n");
+    let head = parts.next().unwrap_or_default().to_owned();
+    (head, parts.map(|w| format!("[[workload]]\n{w}")).collect())
+}
+
+#[test]
+fn unrelated_edits_rename_no_aks_pool() {
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/azure-inference.toml"),
+    )
+    .expect("plan");
+    // The recommended pools (the plan's declared ones left out): what render names by itself.
+    let base = base
+        .split("\n[[pool]]")
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+        + "\n";
+    let (head, workloads) = split(&base);
+    let before = aks_names(&base);
+    let added = r#"[[workload]]
+name = "ocr"
+team = "docs"
+kind = "batch"
+gpus = 1
+gpu_models = ["T4"]
+
+"#;
+    let mut reversed = workloads.clone();
+    reversed.reverse();
+    let edits = [
+        (
+            "a workload added first",
+            format!("{head}{added}{}", workloads.concat()),
+        ),
+        (
+            "the workloads reordered",
+            format!("{head}{}", reversed.concat()),
+        ),
+        (
+            "a workload added last",
+            format!("{head}{}\n{added}", workloads.concat()),
+        ),
+    ];
+    for (what, text) in edits {
+        let after = aks_names(&text);
+        let mut kept = 0;
+        for (label, names) in &before {
+            if let Some(now) = after.get(label) {
+                kept += 1;
+                assert_eq!(names, now, "{what}: pool `{label}` renamed");
+            }
+        }
+        assert_eq!(kept, before.len(), "{what}: a pool went away: {after:?}");
+    }
+    // Removing a workload renames none of the pools that stay.
+    let removed = format!("{head}{}", workloads[1..].concat());
+    let after = aks_names(&removed);
+    for (label, now) in &after {
+        if let Some(was) = before.get(label) {
+            assert_eq!(was, now, "a workload removed: pool `{label}` renamed");
+        }
+    }
+}
