@@ -128,6 +128,47 @@ pub fn rule(id: RuleId) -> &'static dyn Rule {
     RULES[id.index()]
 }
 
+/// `explain --format json`: the documentation of the rules asked for.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleDocs {
+    /// `gpuplan.rules/v1`.
+    pub schema: &'static str,
+    pub rules: Vec<RuleDoc>,
+}
+
+/// The value of [`RuleDocs`]' `schema` key.
+pub const RULE_DOCS_SCHEMA: &str = "gpuplan.rules/v1";
+
+/// One rule's documentation, as `explain` prints it.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct RuleDoc {
+    /// The stable id, `GP001`…
+    #[schemars(with = "String")]
+    pub id: crate::diag::RuleId,
+    pub name: &'static str,
+    /// The default severity: `error`, `warning` or `note`.
+    pub severity: &'static str,
+    pub docs: String,
+}
+
+impl RuleDocs {
+    pub fn of(rules: &[&dyn Rule]) -> Self {
+        RuleDocs {
+            schema: RULE_DOCS_SCHEMA,
+            rules: rules
+                .iter()
+                .map(|r| RuleDoc {
+                    id: r.id(),
+                    name: r.name(),
+                    severity: r.default_severity().as_str(),
+                    docs: docs_text(*r),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The documentation as printed: the leading space rustdoc leaves on each line removed.
 pub fn docs_text(rule: &dyn Rule) -> String {
     rule.docs()

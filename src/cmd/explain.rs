@@ -1,28 +1,9 @@
 //! `gpuplan explain RULE` / `--all`: the documentation next to each rule's code.
 
-use serde::Serialize;
-
 use crate::cli::{ExplainArgs, Format};
 use crate::core::exit;
 use crate::output::Out;
-use crate::rules::{self, Rule, RULES};
-
-#[derive(Serialize)]
-struct RuleDoc {
-    id: crate::diag::RuleId,
-    name: &'static str,
-    severity: &'static str,
-    docs: String,
-}
-
-fn doc(r: &dyn Rule) -> RuleDoc {
-    RuleDoc {
-        id: r.id(),
-        name: r.name(),
-        severity: r.default_severity().as_str(),
-        docs: rules::docs_text(r),
-    }
-}
+use crate::rules::{self, Rule, RuleDocs, RULES};
 
 pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
     // The models behind a command, beside the rules: their text takes today's catalog.
@@ -60,7 +41,7 @@ pub(crate) fn run(args: &ExplainArgs, out: &Out) -> super::CmdResult {
     };
     match args.format {
         Format::Json => {
-            let docs: Vec<RuleDoc> = selected.iter().map(|r| doc(*r)).collect();
+            let docs = RuleDocs::of(&selected);
             out.stdout(&(serde_json::to_string_pretty(&docs).unwrap_or_default() + "\n"));
         }
         Format::Human => {

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::core::format::{markup, markup_lines};
+use crate::core::format::{markup, markup_attribute, markup_lines};
 use crate::diag::{Code, Diag, RuleId};
 use crate::rules::{Levels, RULES};
 
@@ -86,7 +86,7 @@ fn case(o: &mut String, plan: &str, rule: &dyn crate::rules::Rule, outcome: &Out
                 ">\n      <failure type=\"{}\" message=\"{} error finding(s): {}\">{}</failure>\n    </testcase>\n",
                 rule.id(),
                 errors,
-                markup(first),
+                markup_attribute(first),
                 markup_lines(&lines(plan, ds))
             );
         }
@@ -101,7 +101,7 @@ fn unreadable(o: &mut String, plan: &str, errors: &[&Diag]) {
          <testcase name=\"load\" classname=\"{p}\">\n      \
          <error type=\"{}\" message=\"{}\">{}</error>\n    </testcase>\n  </testsuite>\n",
         markup(errors[0].code.as_str()),
-        markup(&errors[0].message),
+        markup_attribute(&errors[0].message),
         markup_lines(&lines(plan, errors)),
         p = markup(plan),
     );

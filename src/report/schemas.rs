@@ -25,6 +25,8 @@ pub enum Output {
     Diff,
     /// `render`'s purchases.json
     Purchases,
+    /// `explain --format json`
+    Rules,
 }
 
 impl Output {
@@ -37,6 +39,7 @@ impl Output {
             Output::Review => crate::review::analysis::SCHEMA,
             Output::Diff => crate::engine::diff::SCHEMA,
             Output::Purchases => crate::engine::purchases::SCHEMA,
+            Output::Rules => crate::rules::RULE_DOCS_SCHEMA,
         }
     }
 
@@ -48,6 +51,7 @@ impl Output {
             Output::Review,
             Output::Diff,
             Output::Purchases,
+            Output::Rules,
         ]
         .into_iter()
         .find(|o| o.id() == id)
@@ -63,6 +67,7 @@ pub fn schema(output: Output) -> Value {
         Output::Review => generated::<crate::review::Review>(),
         Output::Diff => generated::<crate::engine::diff::Diff>(),
         Output::Purchases => generated::<crate::engine::purchases::Purchases>(),
+        Output::Rules => generated::<crate::rules::RuleDocs>(),
     };
     let mut v = serde_json::to_value(root).unwrap_or_default();
     v["$id"] = json!(format!(

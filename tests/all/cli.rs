@@ -279,8 +279,9 @@ fn explain_prints_rule_docs() {
         .output()
         .expect("runs");
     let v: serde_json::Value = crate::common::contract(&out.stdout).expect("json");
+    assert_eq!(v["schema"], "gpuplan.rules/v1");
     assert_eq!(
-        v.as_array().map(Vec::len),
+        v["rules"].as_array().map(Vec::len),
         Some(gpuplan::rules::RULES.len())
     );
 }
