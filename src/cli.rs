@@ -189,6 +189,9 @@ pub struct RenderArgs {
     /// With `--declared`: render even when `check` finds errors in the plan
     #[arg(long, requires = "declared")]
     pub force: bool,
+    /// Render into a directory holding files gpuplan did not render there (they are replaced)
+    #[arg(long)]
+    pub overwrite: bool,
     /// Also reserve capacity for user-facing floors (Azure capacity reservation groups, EC2 On-Demand Capacity Reservations)
     #[arg(long)]
     pub capacity_reservations: bool,

@@ -176,7 +176,7 @@ pub(crate) fn failure(what: &str, f: crate::http::Failure, fix: &Fixes) -> Comme
                 serde_json::Value::Null => None,
                 other => Some(other.to_string()),
             })
-            .unwrap_or_else(|| body.chars().take(200).collect());
+            .unwrap_or_else(|| crate::core::excerpt(body, 200).into_owned());
         crate::core::printable(&m)
     };
     let text = match f {

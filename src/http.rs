@@ -138,7 +138,7 @@ pub(crate) fn describe(what: &str, f: Failure) -> String {
         Failure::Decode(e) => format!("{what}: not the answer expected ({e})"),
         Failure::Status(code, body) => format!(
             "{what} answered HTTP {code}: {}",
-            crate::core::printable(&body.chars().take(200).collect::<String>())
+            crate::core::printable(&crate::core::excerpt(&body, 200))
         ),
         Failure::Transport(t) => format!("cannot reach {what}: {t}"),
         Failure::Redirect(code, to) => redirected(what, code, &to),
@@ -149,7 +149,7 @@ pub(crate) fn describe(what: &str, f: Failure) -> String {
 pub(crate) fn redirected(what: &str, code: u16, to: &str) -> String {
     format!(
         "{what} answered HTTP {code}, a redirect to `{}`; gpuplan follows no redirect (a credential goes only to the address you gave): give that address instead",
-        crate::core::printable(&crate::core::redact(&crate::core::excerpt(to, 300)))
+        crate::core::printable(&crate::core::excerpt(to, 300))
     )
 }
 

@@ -88,8 +88,19 @@ fn dispatch(cli: cli::Cli, out: &output::Out) -> cmd::CmdResult {
 /// environment, with the Basic value a client would send for it, the bearer token and basic
 /// auth flags, and the cloud SDKs' secret variables.
 fn remember_secrets() {
-    let args: Vec<String> = std::env::args().collect();
-    let env: Vec<(String, String)> = std::env::vars().collect();
+    // Arguments and variables are bytes until read: one that is not UTF-8 is read lossily
+    // here (a secret in it is still remembered as the client would send it), never a panic.
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
     for v in args.iter().chain(env.iter().map(|(_, v)| v)) {
         for word in v.split_whitespace() {
             if let Ok(u) = url::Url::parse(word) {

@@ -400,8 +400,17 @@ fn rendered_path(rel: &str) -> bool {
         && [".tf", ".yaml", ".md"].iter().any(|x| rel.ends_with(x))
 }
 
-/// The files the previous render in `dir` wrote, as its manifest says (none without one).
+/// The files the previous render in `dir` wrote, as its manifest says (none without one),
+/// that a removal may touch.
 fn previous(dir: &Path) -> Result<Vec<String>, RenderError> {
+    Ok(listed(dir)?
+        .into_iter()
+        .filter(|f| rendered_path(f))
+        .collect())
+}
+
+/// Every path the manifest in `dir` names (none without one).
+fn listed(dir: &Path) -> Result<Vec<String>, RenderError> {
     let fail = |e: crate::fsio::FileError| RenderError::Write {
         path: e.path,
         source: e.source,
@@ -426,7 +435,54 @@ fn previous(dir: &Path) -> Result<Vec<String>, RenderError> {
                 "not a manifest gpuplan wrote; remove it to render into this directory",
             ),
         })?;
-    Ok(m.files.into_iter().filter(|f| rendered_path(f)).collect())
+    Ok(m.files)
+}
+
+/// What in `dir` is someone else's: without a manifest, anything in it (a directory gpuplan
+/// did not render into is not its to write; empty directories aside); with one, each target
+/// that is on disk but not named by it. At most five names, sorted.
+fn foreign(
+    dir: &Path,
+    files: &BTreeMap<String, String>,
+    old: &[String],
+) -> Result<Vec<String>, RenderError> {
+    let fail = |e: crate::fsio::FileError| RenderError::Write {
+        path: e.path,
+        source: e.source,
+    };
+    let manifest = crate::fsio::read_tree(dir, &[MANIFEST.to_owned()], 1 << 20).map_err(fail)?;
+    let mut theirs: Vec<String> = if manifest.first().is_some_and(Option::is_some) {
+        let rels: Vec<String> = files.keys().filter(|f| !old.contains(f)).cloned().collect();
+        let there = crate::fsio::read_tree(dir, &rels, MAX_RENDERED_BYTES).map_err(fail)?;
+        rels.into_iter()
+            .zip(there)
+            .filter(|(_, t)| t.is_some())
+            .map(|(f, _)| f)
+            .collect()
+    } else {
+        occupied(dir).map_err(|source| RenderError::Write {
+            path: dir.to_owned(),
+            source,
+        })?
+    };
+    theirs.sort();
+    theirs.truncate(5);
+    Ok(theirs)
+}
+
+/// The entries of `dir` that are not empty directories (a directory a killed first render
+/// made and left empty holds nothing of anyone's).
+fn occupied(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let empty_dir = e.file_type()?.is_dir()
+            && std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_none());
+        if !empty_dir {
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    Ok(out)
 }
 
 /// How the files under a directory stand against what render would write now.
@@ -483,6 +539,7 @@ pub(crate) fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Result<Drif
 pub(crate) fn write(
     dir: &Path,
     files: &BTreeMap<String, String>,
+    overwrite: bool,
 ) -> Result<Vec<String>, RenderError> {
     let fail = |e: crate::fsio::FileError| RenderError::Write {
         path: e.path,
@@ -496,10 +553,27 @@ pub(crate) fn write(
             path: dir.to_owned(),
             source: std::io::ErrorKind::NotFound.into(),
         })?;
-    let stale: Vec<String> = previous(dir)?
-        .into_iter()
-        .filter(|f| !files.contains_key(f))
-        .collect();
+    let old = previous(dir)?;
+    if !overwrite {
+        let theirs = foreign(dir, files, &listed(dir)?)?;
+        if !theirs.is_empty() {
+            return Err(RenderError::Write {
+                path: dir.to_owned(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!(
+                        "it holds files gpuplan did not render ({}); nothing was changed: render into a new or empty directory, or pass `--overwrite` to replace them",
+                        theirs
+                            .iter()
+                            .map(|f| format!("`{}`", crate::core::printable(f)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ),
+            });
+        }
+    }
+    let stale: Vec<String> = old.into_iter().filter(|f| !files.contains_key(f)).collect();
     let mut t = crate::fsio::Tree::new(dir, true);
     for (rel, content) in files {
         t.put(rel, content.clone().into_bytes());

@@ -165,7 +165,7 @@ fn write(
     files: &std::collections::BTreeMap<String, String>,
     shown: &str,
 ) -> CmdResult {
-    let removed = render::write(&args.out, files)?;
+    let removed = render::write(&args.out, files, args.overwrite)?;
     for f in files.keys() {
         out.detail(&format!("wrote {}", crate::core::shown(&args.out.join(f))));
     }

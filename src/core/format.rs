@@ -207,7 +207,7 @@ fn basic_credentials(v: &str) -> bool {
         } as u32)
     };
     let body = v.trim_end_matches('=');
-    if v.len() < 8 || v.len() % 4 != 0 || v.len() - body.len() > 2 {
+    if v.len() < 8 || !v.len().is_multiple_of(4) || v.len() - body.len() > 2 {
         return false;
     }
     let mut bits = 0u32;
@@ -271,12 +271,20 @@ fn authorization(text: &str) -> String {
     out
 }
 
-/// `text` with every control character (an escape sequence, a carriage return, a newline)
-/// written as its escape, `\u{1b}`: a name, path or server body printed to a terminal can
-/// then move no cursor, recolour nothing and forge no line.
 /// At most `max` characters of `text`, and how many more there were: a message quotes a
-/// bounded excerpt of what it names (a 7 MiB name is refused in a line, not 41 MB).
+/// bounded excerpt of what it names (a 7 MiB name is refused in a line, not 41 MB). Every
+/// credential is removed before the cut ([`redact`]).
 pub fn excerpt(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    // Credentials go first: a cut through a token would leave a prefix no redaction can
+    // recognise (41 of 43 characters of a token are as good as all of them).
+    let clean = redact(text);
+    if clean != text {
+        return std::borrow::Cow::Owned(cut(&clean, max).into_owned());
+    }
+    cut(text, max)
+}
+
+fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     match text.char_indices().nth(max) {
         None => std::borrow::Cow::Borrowed(text),
         Some((cut, _)) => std::borrow::Cow::Owned(format!(
@@ -439,6 +447,13 @@ pub fn markup_lines(s: &str) -> String {
     entities(printable_lines(s))
 }
 
+/// Text for a quoted XML attribute of several lines: [`markup_lines`], with line feeds and
+/// tabs as character references (an attribute's literal line break is read back as a space,
+/// XML 1.0 §3.3.3), so a two-line message keeps its lines and never shows a literal `\n`.
+pub fn markup_attribute(s: &str) -> String {
+    markup_lines(s).replace('\n', "&#10;").replace('\t', "&#9;")
+}
+
 fn entities(s: String) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -457,7 +472,7 @@ pub fn md(s: &str) -> String {
     // Inside a code span no link forms (and a backslash would show): brackets stay. With an
     // odd number of backquotes no span can be trusted, so none is assumed and the last
     // backquote is shown as `'`.
-    let balanced = s.matches('`').count() % 2 == 0;
+    let balanced = s.matches('`').count().is_multiple_of(2);
     let mut out = String::with_capacity(s.len());
     let mut in_code = false;
     for c in s.chars() {

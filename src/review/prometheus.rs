@@ -375,7 +375,7 @@ impl Client {
                 let detail = serde_json::from_str::<serde_json::Value>(&body)
                     .ok()
                     .and_then(|e| e["error"].as_str().map(str::to_owned))
-                    .unwrap_or_else(|| body.chars().take(200).collect());
+                    .unwrap_or_else(|| crate::core::excerpt(&body, 200).into_owned());
                 let why = format!(
                     "Prometheus at {} answered HTTP {code}: {}",
                     self.shown(),

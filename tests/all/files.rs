@@ -227,8 +227,10 @@ fn render_never_writes_outside_out_and_fails_whole() {
         let _ = std::fs::remove_file(out.join("helm"));
         let _ = std::fs::remove_file(out.join("kueue"));
         std::os::unix::fs::symlink(&elsewhere, out.join(sub)).expect("link");
+        // `--overwrite`: past the refusal of a directory gpuplan did not render into, the
+        // links themselves are refused.
         let o = gpuplan()
-            .args(["render", "plans/minimal.toml", "--out"])
+            .args(["render", "plans/minimal.toml", "--overwrite", "--out"])
             .arg(&out)
             .output()
             .expect("runs");
