@@ -1,7 +1,7 @@
 # gpuplan as a container: a static (musl) binary on distroless, nothing else. The catalog is
 # compiled in, so `docker run ghcr.io/OWNER/gpuplan check /plans/plan.toml` works offline.
 # Build: docker build -t gpuplan .
-FROM rust:1.86-alpine AS build
+FROM rust:1.94.1-alpine AS build
 RUN apk add --no-cache musl-dev
 WORKDIR /src
 COPY . .

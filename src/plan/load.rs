@@ -59,7 +59,7 @@ fn too_large(name: String) -> Box<Diag> {
 }
 
 /// Check size and encoding; the text that comes back is what every later span points into.
-pub(crate) fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<Diag>> {
+pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<Diag>> {
     if bytes.len() > MAX_PLAN_BYTES {
         return Err(too_large(name));
     }

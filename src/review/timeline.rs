@@ -114,7 +114,7 @@ impl<K: Key, V: Cell> Run<K, V> {
         if self.len == 1 {
             return (d == 0).then_some(0);
         }
-        (d % self.stride == 0 && d / self.stride < u64::from(self.len))
+        (d.is_multiple_of(self.stride) && d / self.stride < u64::from(self.len))
             .then(|| (d / self.stride) as u32)
     }
     /// Whether `k` continues the run: the next key on its stride, or any later key while it

@@ -174,6 +174,74 @@ fn the_dockerfile_ships_the_binary_its_build_stage_makes() {
     assert!(entry.contains(parts[3]), "{entry} runs {}", parts[3]);
 }
 
+/// The toolchain the crate and its image build with is one the locked dependencies accept:
+/// every locked package whose manifest is on this machine (those this platform builds: the
+/// registry sources cargo unpacked) states a `rust-version` at most the crate's own, and the
+/// Dockerfile's build image is that version.
+#[test]
+fn the_pinned_toolchain_builds_the_locked_dependencies() {
+    let parse = |s: &str| -> Vec<u32> { s.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    let field = |text: &str, key: &str| {
+        text.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix(key)?
+                .trim()
+                .strip_prefix('=')?
+                .trim()
+                .strip_prefix('"')?
+                .split('"')
+                .next()
+                .map(str::to_owned)
+        })
+    };
+    let ours = field(
+        &std::fs::read_to_string(root().join("Cargo.toml")).expect("Cargo.toml"),
+        "rust-version",
+    )
+    .expect("gpuplan states a rust-version");
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).expect("Cargo.lock");
+    let home = std::env::var("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo")
+        });
+    let registries: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src"))
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    let mut checked = 0;
+    let mut needed: Option<(String, String)> = None;
+    for block in lock.split("[[package]]").skip(1) {
+        let (Some(name), Some(version)) = (field(block, "name"), field(block, "version")) else {
+            continue;
+        };
+        let Some(text) = registries.iter().find_map(|r| {
+            std::fs::read_to_string(r.join(format!("{name}-{version}/Cargo.toml"))).ok()
+        }) else {
+            continue;
+        };
+        checked += 1;
+        if let Some(rv) = field(&text, "rust-version") {
+            if needed.as_ref().is_none_or(|(_, n)| parse(&rv) > parse(n)) {
+                needed = Some((name, rv));
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} locked packages found unpacked"
+    );
+    let (who, rv) = needed.expect("some dependency states a rust-version");
+    assert!(
+        parse(&rv) <= parse(&ours),
+        "`{who}` needs Rust {rv}; Cargo.toml says {ours}"
+    );
+    let docker = std::fs::read_to_string(root().join("Dockerfile")).expect("Dockerfile");
+    assert!(
+        docker.contains(&format!("FROM rust:{ours}-")),
+        "the Dockerfile builds with Rust {ours}"
+    );
+}
+
 /// A server on 127.0.0.1 that answers `GET {path}` with the bytes of `files[path]`, 404
 /// otherwise; `requests` many.
 fn server(files: Vec<(String, Vec<u8>)>, requests: usize) -> String {
@@ -302,4 +370,79 @@ fn the_action_installs_a_release_and_refuses_a_bad_checksum() {
     let out = run_action(&url, "v9.9.9", &bad);
     assert!(!out.status.success());
     assert!(!bad.join("path.txt").exists());
+}
+
+/// Issue 58: the pull request that first adds the plan passes the example's guardrail (the
+/// base branch has no plan: nothing to grow from), and a later one is still held to it. The
+/// step's own script, run by bash in a repository made for it, with this gpuplan on PATH.
+#[test]
+fn the_github_guardrail_passes_the_pull_request_that_adds_the_plan() {
+    let gh = yaml("examples/github-actions.yml");
+    let steps = gh["jobs"]["gpuplan"]["steps"].as_sequence().expect("steps");
+    let step = steps
+        .iter()
+        .find(|s| {
+            s["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("Cost guardrail"))
+        })
+        .expect("a guardrail step");
+    let script = step["run"].as_str().expect("run").to_owned();
+    let repo = tempfile::tempdir().expect("tempdir");
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .current_dir(repo.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("README.md"), "x\n").expect("readme");
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "base"]);
+    git(&["checkout", "-q", "-b", "pr"]);
+    std::fs::create_dir(repo.path().join("plans")).expect("plans");
+    std::fs::copy(
+        root().join("plans/minimal.toml"),
+        repo.path().join("plans/platform.toml"),
+    )
+    .expect("plan");
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "add the plan"]);
+    let bin = assert_cmd::cargo::cargo_bin("gpuplan");
+    let path = format!(
+        "{}:{}",
+        bin.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |base: &str| {
+        std::process::Command::new("bash")
+            .current_dir(repo.path())
+            .args(["-e", "-c", &script])
+            .env("PATH", &path)
+            .env("PLAN", "plans/platform.toml")
+            .env("BASE", base)
+            .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
+            .env("GPUPLAN_TODAY", "2026-12-02")
+            .output()
+            .expect("bash runs")
+    };
+    let o = run("main");
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("new in this pull request"));
+    // Control: with the plan on the base, the guardrail runs `diff` (no change: it passes).
+    let o = run("pr");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("new in this pull request"));
 }

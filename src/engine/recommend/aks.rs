@@ -200,7 +200,7 @@ fn place(
                 .filter(|&j| floors[j] < parts[j].1)
                 .min_by_key(|&j| {
                     let t = parts[j].0;
-                    let opens = floor_used[t] % per_node[t].max(1) == 0;
+                    let opens = floor_used[t].is_multiple_of(per_node[t].max(1));
                     (opens, std::cmp::Reverse(per_node[t]), t)
                 });
             let Some(j) = pick else { break };
@@ -449,11 +449,11 @@ mod tests {
             for _ in 0..n {
                 let peak = 1 + (next() % 5) as u32;
                 // Floors equal to peaks or none: where the search is exact on both counts.
-                let floor = if next() % 2 == 0 { peak } else { 0 };
+                let floor = if next().is_multiple_of(2) { peak } else { 0 };
                 members.push(Member { peak, floor });
                 let need = (next() % 5) as usize;
                 fits.push((0..5).map(|k| k >= need).collect::<Vec<_>>());
-                split.push(next() % 3 != 0);
+                split.push(!next().is_multiple_of(3));
             }
             let a = assign(&members, &per_node, &fits, &split).expect("assigned");
             // Every replica placed, on a profile that holds it; floors within the peak.
