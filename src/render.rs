@@ -403,14 +403,21 @@ fn rendered_path(rel: &str) -> bool {
 /// The files the previous render in `dir` wrote, as its manifest says (none without one),
 /// that a removal may touch.
 fn previous(dir: &Path) -> Result<Vec<String>, RenderError> {
-    Ok(listed(dir)?
-        .into_iter()
-        .filter(|f| rendered_path(f))
-        .collect())
+    Ok(removable(listed(dir)?.as_deref()))
 }
 
-/// Every path the manifest in `dir` names (none without one).
-fn listed(dir: &Path) -> Result<Vec<String>, RenderError> {
+/// Of the paths a manifest names, those a removal may touch ([`rendered_path`]).
+fn removable(listed: Option<&[String]>) -> Vec<String> {
+    listed
+        .unwrap_or_default()
+        .iter()
+        .filter(|f| rendered_path(f))
+        .cloned()
+        .collect()
+}
+
+/// Every path the manifest in `dir` names, or `None` where there is no manifest.
+fn listed(dir: &Path) -> Result<Option<Vec<String>>, RenderError> {
     let fail = |e: crate::fsio::FileError| RenderError::Write {
         path: e.path,
         source: e.source,
@@ -419,7 +426,7 @@ fn listed(dir: &Path) -> Result<Vec<String>, RenderError> {
         v if v.first().is_some_and(|f| f.is_some()) => {
             v.into_iter().next().flatten().unwrap_or_default()
         }
-        _ => return Ok(Vec::new()),
+        _ => return Ok(None),
     };
     #[derive(serde::Deserialize)]
     struct Manifest {
@@ -435,35 +442,40 @@ fn listed(dir: &Path) -> Result<Vec<String>, RenderError> {
                 "not a manifest gpuplan wrote; remove it to render into this directory",
             ),
         })?;
-    Ok(m.files)
+    Ok(Some(m.files))
 }
 
-/// What in `dir` is someone else's: without a manifest, anything in it (a directory gpuplan
-/// did not render into is not its to write; empty directories aside); with one, each target
-/// that is on disk but not named by it. At most five names, sorted.
+/// What in `dir` is someone else's: without a manifest (`listed` is `None`), anything in it
+/// (a directory gpuplan did not render into is not its to write; empty directories aside);
+/// with one, each target that is on disk but not named by it. At most five names, sorted.
 fn foreign(
     dir: &Path,
     files: &BTreeMap<String, String>,
-    old: &[String],
+    listed: Option<&[String]>,
 ) -> Result<Vec<String>, RenderError> {
-    let fail = |e: crate::fsio::FileError| RenderError::Write {
-        path: e.path,
-        source: e.source,
-    };
-    let manifest = crate::fsio::read_tree(dir, &[MANIFEST.to_owned()], 1 << 20).map_err(fail)?;
-    let mut theirs: Vec<String> = if manifest.first().is_some_and(Option::is_some) {
-        let rels: Vec<String> = files.keys().filter(|f| !old.contains(f)).cloned().collect();
-        let there = crate::fsio::read_tree(dir, &rels, MAX_RENDERED_BYTES).map_err(fail)?;
-        rels.into_iter()
-            .zip(there)
-            .filter(|(_, t)| t.is_some())
-            .map(|(f, _)| f)
-            .collect()
-    } else {
-        occupied(dir).map_err(|source| RenderError::Write {
+    let mut theirs: Vec<String> = match listed {
+        Some(named) => {
+            let rels: Vec<String> = files
+                .keys()
+                .filter(|f| !named.contains(f))
+                .cloned()
+                .collect();
+            let there = crate::fsio::read_tree(dir, &rels, MAX_RENDERED_BYTES).map_err(|e| {
+                RenderError::Write {
+                    path: e.path,
+                    source: e.source,
+                }
+            })?;
+            rels.into_iter()
+                .zip(there)
+                .filter(|(_, t)| t.is_some())
+                .map(|(f, _)| f)
+                .collect()
+        }
+        None => occupied(dir).map_err(|source| RenderError::Write {
             path: dir.to_owned(),
             source,
-        })?
+        })?,
     };
     theirs.sort();
     theirs.truncate(5);
@@ -553,9 +565,11 @@ pub(crate) fn write(
             path: dir.to_owned(),
             source: std::io::ErrorKind::NotFound.into(),
         })?;
-    let old = previous(dir)?;
+    // The manifest, read once: what the last render owns here, and what it may remove.
+    let named = listed(dir)?;
+    let old = removable(named.as_deref());
     if !overwrite {
-        let theirs = foreign(dir, files, &listed(dir)?)?;
+        let theirs = foreign(dir, files, named.as_deref())?;
         if !theirs.is_empty() {
             return Err(RenderError::Write {
                 path: dir.to_owned(),

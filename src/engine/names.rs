@@ -133,19 +133,16 @@ pub(crate) fn node_pools(pools: &[RecPool]) -> (Vec<Vec<NodePoolName>>, Vec<Coll
     let mut given: Vec<Option<(String, String)>> = vec![None; parts.len()];
     for j in order {
         let (i, name) = &parts[j];
+        let candidate = |salt| {
+            let aks = aks_candidate(&pools[*i], name, salt);
+            let rotation = rotation_of(&aks);
+            (aks, rotation)
+        };
         // Bounded: a plan that could exhaust it is refused by its size first.
         let (aks, rotation) = (0..10_000u32)
-            .map(|salt| {
-                let aks = aks_candidate(&pools[*i], name, salt);
-                let rotation = rotation_of(&aks);
-                (aks, rotation)
-            })
-            .find(|(a, r)| !taken_aks.contains(a) && !taken_aks.contains(r) && a != r)
-            .unwrap_or_else(|| {
-                let aks = aks_candidate(&pools[*i], name, 0);
-                let rotation = rotation_of(&aks);
-                (aks, rotation)
-            });
+            .map(candidate)
+            .find(|(a, r)| !taken_aks.contains(a) && !taken_aks.contains(r))
+            .unwrap_or_else(|| candidate(0));
         taken_aks.insert(aks.clone());
         taken_aks.insert(rotation.clone());
         given[j] = Some((aks, rotation));

@@ -45,12 +45,12 @@ fn arm_hosts_left_out(catalog: &Catalog, ms: &[&Choice<'_, '_>]) -> Option<Reaso
         return None;
     }
     let pc = catalog.provider(c.sku.provider)?;
-    let per_gpu = |rate: f64, s: &Sku| rate / (f64::from(s.gpu_count) * s.gpu_partition);
+    let per_gpu = |rate: f64, s: &Sku| rate / crate::engine::cost::gpus_per_node(s);
     let chosen = per_gpu(c.on_demand, c.sku);
     let need = ms
         .iter()
         .filter_map(|m| m.d.memory_need)
-        .fold(None, |a: Option<f64>, m| Some(a.map_or(m, |a| a.max(m))))
+        .max_by(f64::total_cmp)
         .unwrap_or(c.gpu.memory_gib);
     let mut skus: Vec<(String, f64)> = pc
         .skus
@@ -62,12 +62,14 @@ fn arm_hosts_left_out(catalog: &Catalog, ms: &[&Choice<'_, '_>]) -> Option<Reaso
                 .is_some_and(|g| g.memory_gib + 1e-9 >= need)
         })
         .filter_map(|s| {
-            let od = pc
-                .price(&s.name, &c.region)?
-                .on_demand
-                .as_ref()?
-                .usd_per_hour;
-            let r = per_gpu(od, s);
+            let od = crate::engine::cost::listed(
+                catalog,
+                s.provider,
+                &s.name,
+                &c.region,
+                crate::core::Capacity::OnDemand,
+            )?;
+            let r = per_gpu(od.usd_per_hour, s);
             (r + 1e-9 < chosen).then(|| (s.name.clone(), r))
         })
         .collect();
