@@ -174,6 +174,21 @@ impl Workload {
             .as_ref()
             .map_or(default, |a| u32::try_from(*a.get()).unwrap_or(default))
     }
+    /// Units (replicas, or gangs) it keeps running at its least: its minimum (none when it
+    /// may scale to zero), and for user-facing work at least one and enough to cover its
+    /// availability floor of nodes, one per node, so a node's loss or drain never takes the
+    /// last warm one. Never more than its peak.
+    pub(crate) fn warm_units(&self, default_floor: u32) -> u32 {
+        let peak = u32::try_from(self.replicas().max().max(0)).unwrap_or(u32::MAX);
+        let mut warm = self.kept_min();
+        if self.user_facing() {
+            let gang = u32::try_from(self.gang().max(1)).unwrap_or(1);
+            warm = warm
+                .max(1)
+                .max(self.availability_nodes(default_floor).div_ceil(gang));
+        }
+        warm.min(peak)
+    }
     pub(crate) fn kind(&self) -> Kind {
         *self.kind.get()
     }

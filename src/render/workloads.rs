@@ -46,6 +46,20 @@ pub struct WorkloadView {
     pub user_facing: bool,
     /// Pods a gang starts together (1 for a single pod per replica).
     pub gang: u32,
+    /// Pods kept running at least (a Deployment's `replicas`, an HPA's `minReplicas`) and at
+    /// peak, as priced: for user-facing work at least its availability floor, one per node.
+    pub replicas_min: u32,
+    pub replicas_max: u32,
+    /// The availability floor raised the warm pods above the plan's minimum.
+    pub floor_raised: bool,
+    /// An EFA gang on a node type with EFA: the interfaces each pod requests
+    /// (`vpc.amazonaws.com/efa`), every one its node has, since a gang runs one pod per node.
+    /// Without the request the EFA device plugin hands the pod none (NCCL falls back to TCP)
+    /// and Karpenter launches the node with no EFA interfaces at all.
+    pub efa_devices: Option<u32>,
+    /// An EFA gang whose node type's interface count the catalog lacks: nothing is requested
+    /// and the file says so.
+    pub efa_count_unknown: bool,
     /// On a GPU Operator MIG pool whose nodes carry different layouts: the mig-parted
     /// configs (`nvidia.com/mig.config`) of the nodes holding its profile. Its pods require
     /// them, so a spread counts only nodes that can host a replica.
@@ -90,9 +104,11 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
     let mut out: Vec<WorkloadView> = Vec::new();
     // The same sizes for declared pools as for recommended ones (`render --declared`).
     let sizes = crate::engine::recommend::node_sizes(&rec.pools);
+    let profile = super::provider::of(rec.provider);
+    let floor = catalog.assumptions.user_facing_min_nodes;
     for p in &rec.pools {
-        let spec = catalog
-            .sku(plan.provider(), &p.sku)
+        let sku = catalog.sku(plan.provider(), &p.sku);
+        let spec = sku
             .and_then(|s| catalog.sku_gpu(s))
             .and_then(|g| g.mig.as_ref());
         for w in &p.workloads {
@@ -111,6 +127,14 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 continue;
             }
             let (resource, count) = gpu_request(plan, catalog, p, wl, spec, aks_mig(rec, p));
+            let gang = u32::try_from(wl.gang().max(1)).unwrap_or(1);
+            // The same test that gives the pool its interfaces (`view::pools`).
+            let efa = profile.efa
+                && gang > 1
+                && sku.is_some_and(|s| s.inter_node == crate::catalog::InterNode::Efa);
+            let efa_devices = sku.and_then(|s| s.efa_interfaces).filter(|&n| efa && n > 0);
+            let peak = u32::try_from(wl.replicas().max().max(0)).unwrap_or(0);
+            let warm = wl.warm_units(floor);
             let mig_configs = resource
                 .strip_prefix("nvidia.com/mig-")
                 .filter(|_| p.mig_partitioner() == Some(crate::core::MigManager::GpuOperator))
@@ -130,7 +154,12 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 cpu: wl.cpu.as_ref().map(|c| cpu_quantity(*c.get())),
                 memory: wl.memory_gib.as_ref().map(|m| memory_quantity(*m.get())),
                 user_facing: wl.user_facing(),
-                gang: u32::try_from(wl.gang().max(1)).unwrap_or(1),
+                gang,
+                replicas_min: warm.saturating_mul(gang),
+                replicas_max: peak.saturating_mul(gang),
+                floor_raised: warm > wl.kept_min(),
+                efa_devices,
+                efa_count_unknown: efa && efa_devices.is_none(),
                 mig_configs,
                 priority_class: super::kueue::Priority::of(wl).name(),
             });

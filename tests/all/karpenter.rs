@@ -407,7 +407,19 @@ fn an_eks_gang_is_shielded_and_placed_together() {
         "0"
     );
     assert_eq!(str_of(&pool["spec"]["limits"]["nvidia.com/gpu"]), "32");
-    // Without --karpenter nothing is written there.
+    // Karpenter attaches EFA interfaces only to nodes whose pods request them: its
+    // instance-type reference lists `vpc.amazonaws.com/efa` among a type's resources
+    // (website/content/en/preview/reference/instance-types.md, the catalog's source). The
+    // gang's pods ask for all 32 of a p5.48xlarge, one pod per node; the batch job for none.
+    let efa = |files: &BTreeMap<String, String>, w: &str| {
+        let values: Value = serde_yaml::from_str(&files["workloads/values.yaml"]).expect("yaml");
+        values[w]["resources"]["limits"]["vpc.amazonaws.com/efa"].as_u64()
+    };
+    assert_eq!(efa(&files, "pretrain"), Some(32));
+    assert_eq!(efa(&files, "scoring"), None);
+    // Without --karpenter nothing is written there, and the node group's pods request the
+    // same interfaces (the launch template gives the nodes them; the device plugin hands them
+    // only to pods that ask).
     let out = tempfile::tempdir().expect("tmp");
     gpuplan()
         .arg("render")
@@ -417,4 +429,11 @@ fn an_eks_gang_is_shielded_and_placed_together() {
         .assert()
         .success();
     assert!(!out.path().join("karpenter").exists());
+    let files: BTreeMap<String, String> = [(
+        "workloads/values.yaml".to_owned(),
+        std::fs::read_to_string(out.path().join("workloads/values.yaml")).expect("values"),
+    )]
+    .into();
+    assert_eq!(efa(&files, "pretrain"), Some(32));
+    assert_eq!(efa(&files, "scoring"), None);
 }

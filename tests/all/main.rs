@@ -12,6 +12,7 @@ mod cluster;
 mod comment;
 mod costs;
 mod data;
+mod delivers;
 mod files;
 mod forecast;
 mod hardening;
