@@ -480,6 +480,17 @@ impl Catalog {
             .map(|q| (q.limit, q.describe()))
     }
 
+    /// Allocatable vCPUs and RAM of a node of `sku`: its vCPUs less the kubelet's
+    /// reservation (the provider's published schedule) and DaemonSets, and its memory's
+    /// allocatable share.
+    pub(crate) fn allocatable(&self, sku: &Sku) -> (f64, f64) {
+        let a = &self.assumptions;
+        let vcpus = f64::from(sku.vcpus);
+        (
+            (vcpus - a.kube_reserved_cpu(sku.provider, vcpus) - a.daemonset_cpu).max(0.0),
+            sku.memory_gib * a.allocatable_memory_share,
+        )
+    }
     /// Default per-instance memory cap for an engine (`vllm` → 0.92).
     pub(crate) fn server_default_cap(&self, engine: &str) -> Option<f64> {
         self.assumptions

@@ -3,6 +3,7 @@
 
 pub(crate) mod cost;
 pub(crate) mod diff;
+pub(crate) mod holds;
 pub(crate) mod memory;
 pub(crate) mod names;
 pub mod purchases;

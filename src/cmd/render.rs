@@ -84,6 +84,23 @@ fn fleet(
                 "warning: rendering declared pools that fail `gpuplan check` with {errors} error(s) (`--force`)\n"
             ));
         }
+        // What the declared pools leave out: workloads no pool names get no nodes (GP035).
+        let left: Vec<&str> = p
+            .workloads()
+            .iter()
+            .map(|w| w.name.get().as_str())
+            .filter(|w| p.workload_pools(w).next().is_none())
+            .collect();
+        if !left.is_empty() {
+            out.stderr(&format!(
+                "warning: `--declared` renders no nodes for {} workload(s) no declared pool serves (GP035): {}\n",
+                left.len(),
+                left.iter()
+                    .map(|w| format!("`{w}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         recommend::declared(p, catalog)
     } else {
         recommend::recommend(p, catalog)

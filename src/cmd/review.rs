@@ -22,7 +22,11 @@ pub(crate) fn run(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
 /// The review, stage by stage: flags, plan, telemetry, analysis, next quarter, output.
 fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
     let f = Flags::parse(args)?;
-    let (p, catalog) = super::load_plan(g, &args.plan, out)?;
+    let (written, catalog) = super::load_plan(g, &args.plan, out)?;
+    // The pools the cluster runs: the plan's own, or those `render` makes of a plan that
+    // declares none. The next plan is still written from the plan as written.
+    let rendered = render_pools(&written, &catalog);
+    let p = rendered.as_ref().unwrap_or(&written);
     check_sources(args)?;
     // Read before any query: a purchase list that does not parse ends the review early.
     let bought = match &args.purchases {
@@ -34,11 +38,11 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
     let (answers, grid, source, notes) = read(args, &f, one, out)?;
     let (t, fleet) = if args.all_clusters || args.cluster.len() > 1 {
         let wanted = (!args.all_clusters).then_some(args.cluster.as_slice());
-        let (t, left_out) = assemble_fleet(&answers, grid, &p, &catalog, wanted, &source, &notes)?;
+        let (t, left_out) = assemble_fleet(&answers, grid, p, &catalog, wanted, &source, &notes)?;
         (t, Some(left_out))
     } else {
         (
-            review::assemble::assemble(&answers, grid, &p, &catalog, one, source, notes)?,
+            review::assemble::assemble(&answers, grid, p, &catalog, one, source, notes)?,
             None,
         )
     };
@@ -57,7 +61,7 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             telemetry::format_time(t.to)
         ))));
     }
-    let mut r = analyse(&p, &catalog, &t, &f);
+    let mut r = analyse(p, &catalog, &t, &f);
     r.purchase_fill = review::bought::fill(&t, &catalog, &bought);
     // Next quarter's plan is made, and held to check, before anything is written.
     let read_clusters = match &fleet {
@@ -70,10 +74,36 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
         None => None,
         Some(dest) => Some((
             dest,
-            next_quarter(&p, &catalog, &r, read_clusters.as_deref())?,
+            next_quarter(&written, &catalog, &r, read_clusters.as_deref())?,
         )),
     };
-    write(args, out, &p, &r, next)
+    write(args, out, p, &r, next)
+}
+
+/// A plan that declares no pools, with the pools `render` makes of it declared (the
+/// recommendation, written as `recommend --write-plan` writes it: the same names, labels
+/// and sizes): the review names, prices and judges the nodes of those pools as it does a
+/// declared pool's. `None` for a plan that declares pools, or one the recommender cannot
+/// meet (render makes nothing of it).
+fn render_pools(
+    p: &crate::plan::Plan,
+    catalog: &crate::catalog::Catalog,
+) -> Option<crate::plan::Plan> {
+    if !p.pools().is_empty() {
+        return None;
+    }
+    let mut rec = recommend::recommend(p, catalog);
+    crate::rules::settle_recommendation(
+        p,
+        crate::core::Date::today(),
+        &crate::rules::Levels::default(),
+        &mut rec,
+    );
+    if rec.unsatisfiable() || rec.pools.is_empty() {
+        return None;
+    }
+    let text = crate::render::write_plan::plan_with_pools(p, &rec, |_| String::new()).ok()?;
+    crate::rules::load_plan(crate::source::SourceFile::new(&p.file.name, text), catalog).ok()
 }
 
 /// The flags that are not paths, parsed: each refusal names the flag and what it expects.

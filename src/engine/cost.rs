@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::catalog::{Catalog, Price, Sku};
 use crate::core::HOURS_PER_MONTH;
-use crate::plan::raw::{Capacity, Pool, Provider, Sharing};
+use crate::plan::raw::{Capacity, Pool, Provider};
 use crate::plan::Plan;
 pub use caveat::{Caveat, StandIn};
 
@@ -207,7 +207,10 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         );
         // `max`/`min` rather than `clamp`, which panics should a bad plan ever reach here with
         // min > max.
-        let needed = nodes_needed(catalog, plan, pool).max(min).min(max);
+        let needed = super::holds::peak_nodes(catalog, plan, pool)
+            .map_or(0.0, |n| f64::from(n.nodes))
+            .max(min)
+            .min(max);
         let above = (needed - min).max(0.0) * burst;
         // The reserved floor is paid every hour of the month; nodes above it run on-demand
         // for their hours, as `recommend` prices its own reserved pools.
@@ -223,73 +226,6 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         at_max,
         price,
     })
-}
-
-/// The nodes a declared pool's workloads need at their peak, by GPUs: each replica takes what
-/// it asks of this pool's GPUs (whole GPUs on a dedicated pool, one share of a time-sliced or
-/// MPS card, its compute share of a MIG GPU), a gang's members a node each. Nodes the pool
-/// may grow to beyond this are never started by the autoscaler, so they cost nothing: a
-/// pool's `nodes.max` is a ceiling, priced only in the at-maximum figure (GP017).
-fn nodes_needed(catalog: &Catalog, plan: &Plan, pool: &Pool) -> f64 {
-    let per_node = catalog
-        .sku(plan.provider(), pool.sku.get())
-        .map_or(1.0, |s| f64::from(s.gpu_count.max(1)));
-    let shares = pool
-        .time_slicing_replicas
-        .as_ref()
-        .map_or(1.0, |r| (*r.get()).max(1) as f64);
-    let mut nodes = 0.0;
-    for w in plan.pool_workloads(pool) {
-        let per_replica = match pool.sharing() {
-            Sharing::Dedicated | Sharing::SharedServer => w.gpus().max(1) as f64,
-            Sharing::TimeSlicing | Sharing::Mps => w.gpus().max(1) as f64 / shares,
-            Sharing::Mig => {
-                mig_replica_share(catalog, plan, pool, w).unwrap_or_else(|| w.gpu_share().min(1.0))
-            }
-        };
-        let replicas = w.replicas().max().max(0) as f64;
-        let gang = w.gang().max(1) as f64;
-        nodes += if gang > 1.0 {
-            replicas * gang * (per_replica / per_node).ceil()
-        } else {
-            replicas * per_replica / per_node
-        };
-    }
-    (nodes - 1e-9).ceil().max(0.0)
-}
-
-/// The share of a GPU one replica of `w` takes on MIG pool `pool`: one instance of the
-/// pool's profile, or of the profile its pods ask for among the pool's layouts
-/// (`mig::requested`), over how many of it the GPUs carry.
-fn mig_replica_share(
-    catalog: &Catalog,
-    plan: &Plan,
-    pool: &Pool,
-    w: &crate::plan::raw::Workload,
-) -> Option<f64> {
-    let sku = catalog.sku(plan.provider(), pool.sku.get())?;
-    let spec = catalog.sku_gpu(sku)?.mig.as_ref()?;
-    if let Some(p) = &pool.mig_profile {
-        return Some(1.0 / f64::from(crate::mig::per_gpu(spec, p.get()).max(1)));
-    }
-    let layouts = pool.layouts();
-    let profiles = layouts
-        .iter()
-        .flat_map(|(l, _)| l.keys())
-        .filter_map(|k| spec.profile(k));
-    let need = crate::engine::memory::slice_need(w, catalog, spec, w.gpu_share());
-    let profile = crate::mig::requested(profiles, &need)?;
-    let (mut instances, mut gpus) = (0.0, 0.0);
-    for (layout, carriers) in &layouts {
-        let n = carriers.unwrap_or(1).max(0) as f64;
-        gpus += n;
-        instances += layout
-            .get()
-            .get(&profile.name)
-            .map_or(0.0, |c| (*c.get()).max(0) as f64)
-            * n;
-    }
-    (instances > 0.0).then(|| gpus / instances)
 }
 
 /// The GPUs a workload holds at its peak: replicas x GPUs each x gang nodes. A declared

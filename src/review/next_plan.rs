@@ -187,12 +187,14 @@ struct Resize {
     resized: Resized,
 }
 
-/// Each declared pool against what its workloads hold at their new `replicas.max` (GPUs per
-/// replica x gang, as the engine weighs a declared pool's members): raised where they no
-/// longer fit; lowered where every workload on it was measured and the capacity is not a
-/// commitment. A workload split over several pools leaves them as written.
+/// Each declared pool against what its workloads need at their new `replicas.max`, by the
+/// one count `check` holds pools to (`engine::holds::peak_nodes` on the plan with the
+/// proposals applied: GPUs, MIG instances, time-sliced replicas, vCPUs, memory, gangs): raised
+/// where they no longer fit; lowered where every workload on it was measured and the capacity
+/// is not a commitment, never below the availability floor of user-facing work on it.
 fn resizes(
     plan: &Plan,
+    proposed: Option<&Plan>,
     catalog: &Catalog,
     proposals: &BTreeMap<String, Proposal>,
     refused: &BTreeSet<String>,
@@ -213,12 +215,7 @@ fn resizes(
             .filter_map(|w| plan.workload(w.get()))
             .map(|w| w.get())
             .collect();
-        if per_node <= 0.0
-            || members.is_empty()
-            || members
-                .iter()
-                .any(|w| plan.workload_pools(w.name.get()).count() > 1)
-        {
+        if per_node <= 0.0 || members.is_empty() {
             continue;
         }
         let mut gpus = 0.0;
@@ -228,11 +225,26 @@ fn resizes(
                 Some(p) => (p.max, p.gpu_fraction.unwrap_or_else(|| w.gpu_share())),
                 None => (w.replicas().max(), w.gpu_share()),
             };
-            let g = max.max(0) as f64 * share * w.gang().max(1) as f64;
+            // A workload several pools serve: each holds an even share (`holds::peak_nodes`).
+            let pools = plan.workload_pools(w.name.get()).count().max(1) as f64;
+            let g = max.max(0) as f64 * share * w.gang().max(1) as f64 / pools;
             gpus += g;
             parts.push((w.name.get().clone(), g));
         }
-        let needed = ((gpus / per_node) - 1e-9).ceil().max(1.0) as i64;
+        let by_gpus = ((gpus / per_node) - 1e-9).ceil().max(1.0) as i64;
+        let peak = proposed
+            .and_then(|p| p.pool(name).map(|sp| (p, sp)))
+            .and_then(|(p, sp)| crate::engine::holds::peak_nodes(catalog, p, sp.get()))
+            .map_or(0, |n| i64::from(n.nodes));
+        let floor = members
+            .iter()
+            .map(|w| {
+                let pods = w.replicas().max().max(0) * w.gang().max(1);
+                i64::from(w.availability_nodes(catalog.assumptions.user_facing_min_nodes)).min(pods)
+            })
+            .max()
+            .unwrap_or(0);
+        let needed = by_gpus.max(peak).max(floor);
         let nodes = pool.nodes();
         let all_measured = members
             .iter()
@@ -299,7 +311,7 @@ pub(crate) fn next_plan(
                 .map(|m| (Reported::Unloadable(m.clone()), None, None))
                 .collect(),
         };
-        if refused.blame(&added, &a) {
+        if refused.blame(plan, &added, &a) {
             continue;
         }
         if let Err(msgs) = checked {
@@ -319,14 +331,35 @@ pub(crate) fn next_plan(
 struct Refused {
     workloads: BTreeMap<String, Reported>,
     pools: BTreeMap<String, Reported>,
+    /// Workloads left at their replicas as written: the pool they are on cannot grow to hold
+    /// the new ones (its resize refused, or none would do), by the pool and why.
+    held: BTreeMap<String, (String, Reported)>,
 }
 
 impl Refused {
     /// What an added error is blamed on: the right-sized workload it names, else the resized
     /// pool it names; an error on the plan as a whole (quota, budget) on every resized pool,
     /// else every right-size. Whether any refusal is new, so the next attempt differs.
-    fn blame(&mut self, added: &[Found], a: &Attempt) -> bool {
+    fn blame(&mut self, plan: &Plan, added: &[Found], a: &Attempt) -> bool {
         let mut blamed = false;
+        // A pool that cannot hold its workloads' new peak, and will not be resized: their
+        // proposals are held back, so capacity and demand stay together.
+        for e in added {
+            let (None, Some(p)) = (&e.1, &e.2) else {
+                continue;
+            };
+            if a.resized.iter().any(|r| &r.pool == p) {
+                continue;
+            }
+            let Some(pool) = plan.pool(p) else { continue };
+            for w in &pool.workloads {
+                let w = w.get();
+                if a.changed.contains(w) && !self.held.contains_key(w) {
+                    self.held.insert(w.clone(), (p.clone(), e.0.clone()));
+                    blamed = true;
+                }
+            }
+        }
         for e in added {
             let mut hit = |w: Option<&String>, p: Option<&String>| {
                 // Only a new refusal changes the next attempt.
@@ -388,7 +421,7 @@ fn attempt(
             let Some(f) = nq.workloads.iter().find(|f| f.workload == name) else {
                 continue;
             };
-            if spread.contains_key(&name) {
+            if spread.contains_key(&name) || refused.held.contains_key(&name) {
                 continue;
             }
             let p = match &f.without_right_size {
@@ -406,7 +439,13 @@ fn attempt(
         }
     }
     let skip: BTreeSet<String> = refused.pools.keys().cloned().collect();
-    let resized = resizes(plan, catalog, &proposals, &skip);
+    let proposed_text = doc.to_string();
+    let proposed = crate::rules::load_plan(
+        crate::source::SourceFile::new(&plan.file.name, &proposed_text),
+        catalog,
+    )
+    .ok();
+    let resized = resizes(plan, proposed.as_ref(), catalog, &proposals, &skip);
     if let Some(Item::ArrayOfTables(ps)) = doc.get_mut("pool") {
         for t in ps.iter_mut() {
             let Some(name) = t.get("name").and_then(Item::as_str) else {
@@ -477,6 +516,16 @@ fn notes(
             .iter()
             .map(|(p, why)| NextNote::ResizeRefused {
                 pool: p.clone(),
+                why: why.clone(),
+            }),
+    );
+    notes.extend(
+        refused
+            .held
+            .iter()
+            .map(|(w, (pool, why))| NextNote::HeldForPool {
+                workload: w.clone(),
+                pool: pool.clone(),
                 why: why.clone(),
             }),
     );

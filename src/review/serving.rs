@@ -13,7 +13,7 @@ use super::numbers::Quantiles;
 use super::numbers::{quantile, round, round4};
 use super::owners::owner;
 use super::query::{Answers, Grid, Q};
-use super::telemetry::{PodSeries, Serving, Telemetry, Windows};
+use super::telemetry::{run_at, Serving, Telemetry, Windows};
 use crate::plan::raw::Kind;
 use crate::plan::Plan;
 
@@ -26,7 +26,7 @@ const QUEUE_FREE: f64 = 0.1;
 const MIN_REQUESTS: f64 = 20.0;
 
 /// Reads vLLM's series into the pods that export them.
-pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, String), PodSeries>) {
+pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut super::telemetry::Pods) {
     let col = |q: Q, l: &str| Answers::col(q, l);
     type Series = fn(&mut Serving) -> &mut Windows;
     let gauges: [(Q, Series); 3] = [
@@ -37,13 +37,14 @@ pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, Stri
     for (q, series) in gauges {
         for (g, w) in a.get(q) {
             let key = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
-            let Some(p) = pods.get_mut(&key) else {
+            let Some(runs) = pods.get_mut(&key) else {
                 continue;
             };
-            let into = series(p.serving.get_or_insert_with(Box::default));
             for (k, v) in w {
+                let t = grid.start(k);
+                let Some(p) = run_at(runs, t) else { continue };
                 if v.is_finite() && *v >= 0.0 {
-                    into.add(grid.start(k), *v);
+                    series(p.serving.get_or_insert_with(Box::default)).add(t, *v);
                 }
             }
         }
@@ -54,15 +55,19 @@ pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut BTreeMap<(String, Stri
         let Some(le) = bound(&g[col(q, "le")]) else {
             continue;
         };
-        let Some(p) = pods.get_mut(&key) else {
+        let Some(runs) = pods.get_mut(&key) else {
             continue;
         };
-        let s = p.serving.get_or_insert_with(Box::default);
         // A counter's increase from one window's highest value to the next, across resets.
         for ((_, a), (k, b)) in w.iter().zip(w.iter().skip(1)) {
             let inc = if b >= a { b - a } else { *b };
+            let Some(p) = run_at(runs, grid.start(k)) else {
+                continue;
+            };
             if inc > 0.0 && inc.is_finite() {
-                *s.ttft
+                *p.serving
+                    .get_or_insert_with(Box::default)
+                    .ttft
                     .entry(grid.start(k))
                     .or_default()
                     .entry(le.to_bits())
@@ -169,7 +174,7 @@ pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<Strin
     let mut missing = Vec::new();
     // Each serving pod's workload, told once.
     let mut by_workload: BTreeMap<&str, Vec<&Serving>> = BTreeMap::new();
-    for p in t.pods.values() {
+    for p in t.pods.values().flatten() {
         if let (Some(s), Some(w)) = (p.serving.as_ref(), owner(plan, p)) {
             by_workload.entry(w).or_default().push(s);
         }

@@ -15,11 +15,27 @@ use super::noticed::Noticed;
 /// A value per step window, keyed by the window's start (Unix seconds).
 pub(crate) type Windows = super::timeline::Timeline<i64, f64>;
 
-/// One pod over the window, per step window (keyed by the window's start, Unix seconds).
+/// Every pod run, by (namespace, pod name): the runs of one name in start order. A name used
+/// again is a new run: JupyterHub's `jupyter-<user>` each working day, a StatefulSet pod
+/// recreated on another node, a fixed-name Job rerun (`PodSeries::start`).
+pub(crate) type Pods = BTreeMap<(String, String), Vec<PodSeries>>;
+
+/// The run of a name that window `t` falls in: the last to start at or before it, else the
+/// first.
+pub(crate) fn run_at(runs: &mut [PodSeries], t: i64) -> Option<&mut PodSeries> {
+    let i = runs.partition_point(|p| p.start <= t);
+    runs.get_mut(i.saturating_sub(1))
+}
+
+/// One pod run over the window, per step window (keyed by the window's start, Unix seconds).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodSeries {
     pub namespace: String,
     pub pod: String,
+    /// The start of the first window of this run (Unix seconds). A run is one pod object:
+    /// one `uid` where kube-state-metrics exports it; else one node and one start, the name
+    /// absent from the samples in between ending a run.
+    pub start: i64,
     /// `gpuplan.io/workload`, else `app.kubernetes.io/name`, when exported.
     pub app: Option<String>,
     /// The controller that made it (a ReplicaSet's Deployment, a Job's CronJob), when
@@ -136,8 +152,8 @@ pub struct Telemetry {
     pub to: i64,
     /// Seconds of each step window.
     pub step: i64,
-    /// By (namespace, pod).
-    pub pods: BTreeMap<(String, String), PodSeries>,
+    /// By (namespace, pod), each name's runs in start order.
+    pub pods: Pods,
     /// By node name; empty when the source has no node metrics.
     pub nodes: BTreeMap<String, NodeSeries>,
     /// Seconds of the window that hold any kube-state-metrics data, and the first and last
@@ -184,9 +200,11 @@ impl Telemetry {
                 (out.from, out.to, out.step) = (t.from, t.to, t.step);
                 out.source = t.source.clone();
             }
-            for ((ns, pod), mut p) in t.pods {
-                p.node = p.node.as_deref().map(node);
-                out.pods.insert((ns, format!("{c}/{pod}")), p);
+            for ((ns, pod), mut runs) in t.pods {
+                for p in &mut runs {
+                    p.node = p.node.as_deref().map(node);
+                }
+                out.pods.insert((ns, format!("{c}/{pod}")), runs);
             }
             for (name, n) in t.nodes {
                 out.nodes.insert(node(&name), n);

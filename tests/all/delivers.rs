@@ -112,3 +112,28 @@ skus = ["g6.xlarge"]
     let (values, _) = render(&plan);
     assert_eq!(replicas(&values, "solo"), (2, 2));
 }
+
+/// `render --declared` renders only declared pools: a workload none of them serves is named
+/// on stderr, not left out silently.
+#[test]
+fn render_declared_names_the_workloads_it_leaves_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .args([
+            "render",
+            "--declared",
+            "tests/fixtures/rules/GP035/fires.toml",
+            "--out",
+        ])
+        .arg(dir.path().join("out"))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "renders no nodes for 1 workload(s) no declared pool serves (GP035): `reranker`"
+        ),
+        "{stderr}"
+    );
+}

@@ -606,13 +606,16 @@ fn a_real_prometheus_writes_the_same_next_quarter() {
 }
 
 /// Declared pools follow their workloads: one whose workloads outgrow it is raised, one
-/// whose workloads shrank (every one measured, on-demand) is lowered; a raise check refuses
-/// (the plan's quota) is not written, and the user is told why.
+/// whose workloads shrank (every one measured, on-demand) is lowered; where a raise check
+/// refuses (the plan's quota) neither the pool nor its workload is raised (issue 56: the
+/// workload was raised past its pool, and one pod of it never landed), and the user is told
+/// why.
 #[test]
 fn declared_pools_follow_their_workloads_within_check() {
     let dir = tempfile::tempdir().expect("tmp");
-    let pools = "\n[[pool]]\nname = \"serve\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = { min = 2, max = 4 }\nworkloads = [\"chat\"]\n\n[[pool]]\nname = \"embeds\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = { min = 1, max = 12 }   # sized for the launch\nworkloads = [\"embed\"]\n";
-    let run = |quota: &str| {
+    let serve_pool = "\n[[pool]]\nname = \"serve\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = { min = 2, max = 40 }\nworkloads = [\"chat\"]\n";
+    let embeds_pool = "\n[[pool]]\nname = \"embeds\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = { min = 1, max = 12 }   # sized for the launch\nworkloads = [\"embed\"]\n";
+    let run = |pools: &str, quota: &str| {
         std::fs::write(
             dir.path().join("plan.toml"),
             format!("{PLAN}{pools}{quota}"),
@@ -638,28 +641,41 @@ fn declared_pools_follow_their_workloads_within_check() {
             .to_owned()
     };
     // chat at max 46 x 1 GPU needs 46 one-GPU nodes; embed at max 5 needs 5 of the 12.
-    let (next, _) = run("");
+    let (next, _) = run(&format!("{serve_pool}{embeds_pool}"), "");
     let serve = pool_nodes(&next, "serve");
     assert!(
         serve.starts_with("nodes = { min = 2, max = 46 }"),
         "{serve}"
     );
-    assert!(serve.contains("was { min = 2, max = 4 }"), "{serve}");
+    assert!(serve.contains("was { min = 2, max = 40 }"), "{serve}");
+    assert!(
+        line(&next, "chat", "replicas").is_some_and(|l| l.contains("max = 46")),
+        "{next}"
+    );
     let embeds = pool_nodes(&next, "embeds");
     assert!(
         embeds
             .starts_with("nodes = { min = 1, max = 5 }   # sized for the launch  # gpuplan review"),
         "{embeds}"
     );
-    // 400 vCPUs of A100 quota hold 4 + 12 nodes of 24 vCPUs, not 46 + 5: the raise is not
-    // written; the shrink is.
+    // 1,000 vCPUs of A100 quota hold serve's 40 nodes of 24 vCPUs, not 46: neither the pool's
+    // raise nor chat's is written (chat's pool could not hold it); the rest is.
     let (next, stderr) = run(
-        "\n[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCADSA100v4Family\"\nvcpus = 400\n",
+        serve_pool,
+        "\n[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCADSA100v4Family\"\nvcpus = 1000\n",
     );
-    assert_eq!(pool_nodes(&next, "serve"), "nodes = { min = 2, max = 4 }");
-    assert!(pool_nodes(&next, "embeds").starts_with("nodes = { min = 1, max = 5 }"));
+    assert_eq!(pool_nodes(&next, "serve"), "nodes = { min = 2, max = 40 }");
+    assert_eq!(
+        line(&next, "chat", "replicas"),
+        Some("replicas = { min = 2, max = 40 }   # HPA bounds"),
+        "{next}"
+    );
     assert!(
         stderr.contains("pool `serve` was left at its size") && stderr.contains("GP014"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("workload `chat` was left at its replicas as written: its pool `serve`"),
         "{stderr}"
     );
 }

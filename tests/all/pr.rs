@@ -201,9 +201,10 @@ fn baseline_hides_known_findings_and_reports_new_ones() {
         ]),
         0,
     );
-    // mixed-estate: 19 findings (GP031: its bf16 support-bot on T4s), the expired allow's warning among them (no GP022 on
-    // undated spot figures: those are no longer used as prices)
-    assert!(err.contains("wrote 19 finding(s)"), "{err}");
+    // mixed-estate: 20 findings (GP031: its bf16 support-bot on T4s; GP034: its spot A100
+    // pool holds 4 of the 5 nodes its gang and llama-70b need), the expired allow's warning
+    // among them (no GP022 on undated spot figures: those are no longer used as prices)
+    assert!(err.contains("wrote 20 finding(s)"), "{err}");
     let b: Value =
         crate::common::contract(std::fs::read_to_string(&base).expect("baseline")).expect("json");
     assert_eq!(b["schema"], "gpuplan.baseline/v1");
@@ -380,12 +381,27 @@ fn diff_of_two_revisions_shows_the_delta_and_honours_the_guardrail() {
         ]),
         0,
     );
-    let (_, err) = run(
+    // Going back declares the removed spot pool again ($881.52), but the MIG pool the head
+    // grew to hold chat-api's new peak (5 -> 7 nodes, $5,362.58) shrinks: the declared fleet
+    // costs less. Forward, the declared-fleet guard sees the rise.
+    run(
         gpuplan().args(["diff", "--fail-on-increase", "0", head, base]),
+        0,
+    );
+    let (_, err) = run(
+        gpuplan().args([
+            "diff",
+            "--fail-on-increase",
+            "0",
+            "--guard",
+            "declared",
+            base,
+            head,
+        ]),
         1,
     );
     assert!(
-        err.contains("the declared pools' monthly cost rises by $881.52"),
+        err.contains("the declared pools' monthly cost rises by $4,481.06"),
         "{err}"
     );
 }
@@ -623,7 +639,11 @@ fn read_markdown(text: &str) -> Doc {
     let mut heading = None;
     for event in Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
         match event {
-            Event::Start(Tag::Heading { level, .. }) => heading = Some(level as usize),
+            Event::Start(Tag::Heading { level, .. }) => {
+                // A list before it (the findings) leaves its items' text behind.
+                buf.clear();
+                heading = Some(level as usize);
+            }
             Event::Start(Tag::Table(_)) => doc.tables.push(Vec::new()),
             Event::Start(Tag::TableHead | Tag::TableRow) => {
                 if let Some(t) = doc.tables.last_mut() {
@@ -720,11 +740,13 @@ fn the_pr_comment_parses_as_commonmark_with_its_headings_and_tables() {
     let md = format!("<!-- gpuplan-comment: gpuplan -->\n{check}{diff}");
     let doc = read_markdown(&md);
     assert_well_formed(&doc, &md);
+    // The check's title, its one warning's (GP035: translation-api is in no pool), the diff's.
     let titles: Vec<_> = doc.headings.iter().map(|(l, t)| (*l, t.as_str())).collect();
-    assert_eq!(titles.len(), 2, "{titles:?}\n{md}");
+    assert_eq!(titles.len(), 3, "{titles:?}\n{md}");
     assert_eq!(titles[0].0, 3);
     assert!(titles[0].1.contains("gpuplan check: passed"), "{titles:?}");
-    assert_eq!(titles[1], (3, "gpuplan diff: azure-inference"));
+    assert_eq!(titles[1], (4, "Warnings (1)"));
+    assert_eq!(titles[2], (3, "gpuplan diff: azure-inference"));
     // the diff's tables: what changed, and the cost per recommended pool and per team
     let heads: Vec<_> = doc.tables.iter().map(|t| t[0][0].as_str()).collect();
     assert_eq!(

@@ -58,14 +58,9 @@ pub struct Candidate<'c> {
     pub capacity_block: Option<f64>,
 }
 
-/// Allocatable vCPUs and RAM of a node.
+/// Allocatable vCPUs and RAM of a node (`Catalog::allocatable`).
 pub fn allocatable(sku: &Sku, catalog: &Catalog) -> (f64, f64) {
-    let a = &catalog.assumptions;
-    let vcpus = f64::from(sku.vcpus);
-    (
-        (vcpus - a.kube_reserved_cpu(sku.provider, vcpus) - a.daemonset_cpu).max(0.0),
-        sku.memory_gib * a.allocatable_memory_share,
-    )
+    catalog.allocatable(sku)
 }
 
 /// The profile a replica gets (`mig::choose`, the one chooser): under AKS only the profiles

@@ -122,6 +122,10 @@ impl fmt::Display for NextNote {
                 f,
                 "pool `{pool}` was left at its size: resizing it for its workloads' new maxima makes check report {why} (raise the quota or budget, or split the work)"
             ),
+            NextNote::HeldForPool { workload, pool, why } => write!(
+                f,
+                "workload `{workload}` was left at its replicas as written: its pool `{pool}` cannot grow to hold the new ones ({why}); raise the pool's limit (quota, budget, `nodes.max`), then review again"
+            ),
             NextNote::Resized { pool, resized } => write!(f, "pool `{pool}`: nodes {resized}"),
             NextNote::NewErrors(added) => write!(
                 f,

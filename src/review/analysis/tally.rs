@@ -80,6 +80,7 @@ pub(super) fn pod_facts<'a>(
 ) -> Vec<PodFacts<'a>> {
     t.pods
         .values()
+        .flatten()
         .map(|p| {
             let (workload, how) = matched(plan, p).unzip();
             let node = p.node.as_ref().and_then(|n| t.nodes.get(n));

@@ -15,6 +15,8 @@ mod intervals;
 mod nodes;
 mod pods;
 mod pool_names;
+mod requests;
+mod runs;
 mod states;
 mod usage;
 
@@ -22,13 +24,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::noticed::Noticed;
 use super::query::{Answers, Grid};
-use super::telemetry::{NodeSeries, Orphan, PodSeries, Telemetry};
+use super::telemetry::{NodeSeries, Orphan, Pods, Telemetry};
 use crate::catalog::Catalog;
 use crate::plan::Plan;
 use intervals::{ksm_coverage, scrapes, Scrapes};
 use nodes::{node_series, nodes_of, NodeStage};
-use pods::{node_pools, pending_shares, pods_of, requests, tokens, PodCx};
+use pods::{node_pools, pending_shares, pods_of, tokens, PodCx};
 pub(crate) use pool_names::{plan_pool, pool_matches};
+use requests::requests;
 use states::{named_by, pod_states};
 use usage::{dcgm_coverage, settle_usage, usage_of, Usage, UsageCx};
 
@@ -73,12 +76,12 @@ fn read_notes(f: ReadFacts) -> Vec<Noticed> {
 }
 
 /// Pods that held, waited for or used nothing go; the rest, and the nodes, are compacted.
-fn compact_series(
-    pods: &mut BTreeMap<(String, String), PodSeries>,
-    out_nodes: &mut BTreeMap<String, NodeSeries>,
-) {
-    pods.retain(|_, p| !p.allocated.is_empty() || p.pending > 0.0 || !p.used.is_empty());
-    for p in pods.values_mut() {
+fn compact_series(pods: &mut Pods, out_nodes: &mut BTreeMap<String, NodeSeries>) {
+    for runs in pods.values_mut() {
+        runs.retain(|p| !p.allocated.is_empty() || p.pending > 0.0 || !p.used.is_empty());
+    }
+    pods.retain(|_, runs| !runs.is_empty());
+    for p in pods.values_mut().flatten() {
         p.used.compact();
     }
     for n in out_nodes.values_mut() {
@@ -160,7 +163,15 @@ pub(crate) fn assemble(
     let (reqs, node_names) = requests(a, catalog, has_phase);
     let states = pod_states(a);
     let (apps, controllers) = named_by(a);
-    let node_pool = node_pools(plan, catalog, a, &mut nodes, &reqs, &apps, &controllers);
+    let node_pool = node_pools(
+        plan,
+        catalog,
+        a,
+        &mut nodes,
+        (&reqs, &node_names),
+        &apps,
+        &controllers,
+    );
     let NodeStage {
         units,
         mut out_nodes,
@@ -168,6 +179,11 @@ pub(crate) fn assemble(
         mut unknown_mig,
     } = node_series(plan, catalog, a, grid, &nodes, &node_pool, &cards, &ksm_at);
 
+    let (covered, sampled) = ksm_coverage(a, grid, ksm);
+    let sampled_k: BTreeSet<u32> = sampled
+        .iter()
+        .map(|t| ((t - grid.from) / step) as u32)
+        .collect();
     let cx = PodCx {
         plan,
         catalog,
@@ -180,9 +196,10 @@ pub(crate) fn assemble(
         apps: &apps,
         controllers: &controllers,
         node_names: &node_names,
+        sampled: &sampled_k,
     };
     let (mut pods, unplaced) = pods_of(&cx, &reqs, &mut out_nodes, &mut unknown_mig);
-    let shared = pending_shares(plan, catalog, &reqs, &units, &mut pods, &unplaced);
+    let shared = pending_shares(plan, catalog, &units, &mut pods, &unplaced);
     if shared > 0 {
         notes.push(Noticed::PendingShared(shared));
     }
@@ -214,10 +231,9 @@ pub(crate) fn assemble(
         });
     }
 
-    tokens(a, &mut pods);
+    tokens(a, grid, &mut pods);
     super::serving::attach(a, &grid, &mut pods);
 
-    let (covered, sampled) = ksm_coverage(a, grid, ksm);
     notes.extend(read_notes(ReadFacts {
         no_phase: !has_phase && !reqs.is_empty(),
         unlabelled,

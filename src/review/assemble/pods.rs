@@ -7,13 +7,14 @@ use super::columns::col;
 use super::intervals::{seconds_of, Intervals};
 use super::nodes::{unit_of, Node, Unit};
 use super::pool_names::PoolNames;
+use super::requests::{ByName, PodReq};
+use super::runs::{runs, RunOf, RunSpan};
 use super::states::PodStates;
 use crate::catalog::Catalog;
 use crate::plan::Plan;
 use crate::review::owners::owner;
 use crate::review::query::{Answers, Grid, Row, Q};
-use crate::review::telemetry::{NodeSeries, PodSeries, Windows};
-use crate::review::timeline::Timeline;
+use crate::review::telemetry::{run_at, NodeSeries, PodSeries, Pods, Windows};
 
 /// A node's pool by the names render gave; a node without one takes the declared pool of a
 /// workload running on it (and is a node from then on, labels or not).
@@ -22,7 +23,7 @@ pub(super) fn node_pools<'p>(
     catalog: &Catalog,
     a: &Answers,
     nodes: &mut BTreeMap<String, Node>,
-    reqs: &BTreeMap<(String, String), PodReq>,
+    (reqs, node_names): (&BTreeMap<(String, String), PodReq>, &[String]),
     apps: &BTreeMap<(String, String), String>,
     controllers: &BTreeMap<(String, String), String>,
 ) -> BTreeMap<String, &'p crate::plan::raw::Pool> {
@@ -34,8 +35,14 @@ pub(super) fn node_pools<'p>(
         }
     }
     for ((ns, pod), r) in reqs.iter().filter(|_| !a.gpus_as_given) {
-        let Some(node) = &r.node else { continue };
-        if node_pool.contains_key(node) {
+        // Every node the name ran on: a name used again may run on several.
+        let held: BTreeSet<u32> = r.node_at.values().copied().collect();
+        let unowned: Vec<&String> = held
+            .iter()
+            .map(|n| &node_names[*n as usize])
+            .filter(|n| !node_pool.contains_key(*n))
+            .collect();
+        if unowned.is_empty() {
             continue;
         }
         let key = (ns.clone(), pod.clone());
@@ -47,7 +54,9 @@ pub(super) fn node_pools<'p>(
             ..PodSeries::default()
         };
         if let Some(p) = owner(plan, &probe).and_then(|w| plan.workload_pools(w).next()) {
-            node_pool.insert(node.clone(), p.get());
+            for node in unowned {
+                node_pool.insert(node.clone(), p.get());
+            }
         }
     }
     for node in node_pool.keys() {
@@ -99,111 +108,6 @@ pub(super) fn pod_gpu(unit: Option<&Unit>, resources: &[String]) -> crate::revie
     }
 }
 
-/// Entries by name in name order: a pod has a container or two, each a resource or two, and
-/// a B-tree map allocates room for eleven at its first.
-pub(super) type ByName<V> = Vec<(String, V)>;
-
-/// The entry of `by` named `k`, added at its place in name order when absent.
-fn named<'a, V: Default>(by: &'a mut ByName<V>, k: &str) -> &'a mut V {
-    let i = match by.binary_search_by(|(n, _)| n.as_str().cmp(k)) {
-        Ok(i) => i,
-        Err(i) => {
-            by.insert(i, (k.to_owned(), V::default()));
-            i
-        }
-    };
-    &mut by[i].1
-}
-
-/// A pod's containers, by kind, per window: (node, GPUs of one unit each, avg requested).
-#[derive(Default)]
-pub(super) struct PodReq {
-    pub(super) node: Option<String>,
-    /// The node each window's requests name (an index into the node names): a pod name can
-    /// run on two nodes one after the other (a StatefulSet pod recreated elsewhere), and each
-    /// node holds it for its own time. An index, not the name: one per pod-window.
-    pub(super) node_at: Timeline<u32, u32>,
-    /// container -> resource -> window -> avg (scheduled rows only)
-    pub(super) app: ByName<ByName<Row>>,
-    pub(super) init: ByName<ByName<Row>>,
-    /// Requests per window of any row (scheduled or not), for Pending demand, in GPUs (a MIG
-    /// profile counts as its share of one).
-    pub(super) any: Row,
-    /// The GPU resources of those rows, in name order.
-    pub(super) any_resources: Vec<String>,
-}
-
-/// Each pod's requests by container and resource, the node it ran on per window and longest,
-/// and the node names those windows index.
-pub(super) fn requests(
-    a: &Answers,
-    catalog: &Catalog,
-    has_phase: bool,
-) -> (BTreeMap<(String, String), PodReq>, Vec<String>) {
-    let mut reqs: BTreeMap<(String, String), PodReq> = BTreeMap::new();
-    let mut node_names: Vec<String> = Vec::new();
-    let mut node_ids: BTreeMap<String, u32> = BTreeMap::new();
-    for (q, init) in [(Q::Requests, false), (Q::InitRequests, true)] {
-        for (g, w) in a.get(q) {
-            let (ns, pod, container, node, res) = (
-                &g[col(q, "namespace")],
-                &g[col(q, "pod")],
-                &g[col(q, "container")],
-                &g[col(q, "node")],
-                &g[col(q, "resource")],
-            );
-            if ns.is_empty() || pod.is_empty() {
-                continue;
-            }
-            let r = reqs.entry((ns.clone(), pod.clone())).or_default();
-            // A Pending MIG request is its profile's share of a GPU (2g.20gb: 2/7), as a
-            // running one is; `nvidia.com/gpu` takes its node's replica share below.
-            let mig_share = if res == "nvidia_com_gpu" {
-                1.0
-            } else {
-                crate::review::telemetry::resource_share(catalog, res).unwrap_or(1.0)
-            };
-            for (k, v) in w {
-                let v = *v * mig_share;
-                r.any.update(k, |e| e.unwrap_or_default().max(v));
-            }
-            if let Err(i) = r.any_resources.binary_search(res) {
-                r.any_resources.insert(i, res.clone());
-            }
-            if node.is_empty() && has_phase {
-                continue;
-            }
-            if !node.is_empty() {
-                let id = *node_ids.entry(node.clone()).or_insert_with(|| {
-                    node_names.push(node.clone());
-                    (node_names.len() - 1) as u32
-                });
-                for k in w.keys() {
-                    r.node_at.insert(k, id);
-                }
-            }
-            let by = if init { &mut r.init } else { &mut r.app };
-            let e = named(named(by, container), res);
-            for (k, v) in w {
-                e.update(k, |x| x.unwrap_or_default().max(*v));
-            }
-        }
-    }
-    // A pod's node is the one that held it longest (its usage and pool follow it); each
-    // window's allocation goes to the node of that window.
-    for r in reqs.values_mut() {
-        let mut held: BTreeMap<&String, usize> = BTreeMap::new();
-        for n in r.node_at.values() {
-            *held.entry(&node_names[*n as usize]).or_default() += 1;
-        }
-        r.node = held
-            .into_iter()
-            .max_by_key(|(_, c)| *c)
-            .map(|(n, _)| n.clone());
-    }
-    (reqs, node_names)
-}
-
 /// What every pod's series is read against.
 pub(super) struct PodCx<'a> {
     pub(super) plan: &'a Plan,
@@ -217,6 +121,8 @@ pub(super) struct PodCx<'a> {
     pub(super) apps: &'a BTreeMap<(String, String), String>,
     pub(super) controllers: &'a BTreeMap<(String, String), String>,
     pub(super) node_names: &'a [String],
+    /// The windows holding a kube-state-metrics sample: a name absent from them has ended.
+    pub(super) sampled: &'a BTreeSet<u32>,
 }
 
 /// GPUs per window of a pod's app containers (and sidecars), or of its largest init
@@ -224,7 +130,7 @@ pub(super) struct PodCx<'a> {
 pub(super) fn gpus_by_window(
     cx: &PodCx<'_>,
     key: &(String, String),
-    r: &PodReq,
+    (r, span): (&PodReq, &RunSpan),
     share_of: &dyn Fn(&str) -> Option<f64>,
     unknown_mig: &mut BTreeSet<String>,
 ) -> Row {
@@ -236,7 +142,7 @@ pub(super) fn gpus_by_window(
                 unknown_mig.insert(res.clone());
                 continue;
             };
-            for (k, v) in w {
+            for (k, v) in w.range(span.from, span.to) {
                 target.update(k, |e| {
                     let e = e.unwrap_or_default();
                     if sum {
@@ -273,7 +179,7 @@ pub(super) fn gpus_by_window(
 pub(super) fn pending_seconds(
     cx: &PodCx<'_>,
     key: &(String, String),
-    r: &PodReq,
+    (r, span): (&PodReq, &RunSpan),
     p: &mut PodSeries,
     share: f64,
 ) {
@@ -284,7 +190,7 @@ pub(super) fn pending_seconds(
     };
     p.scheduled_known = cx.states.scheduled_known.contains(key);
     let unsched = cx.states.unscheduled.get(key);
-    for (k, c) in *pend {
+    for (k, c) in pend.range(span.from, span.to) {
         let gpus = r.any.get(&k).copied().unwrap_or(0.0);
         p.pending += gpus * secs(*c, cx.ksm_at.at(k)) * share;
         // Samples unscheduled within the Pending ones of the window.
@@ -313,15 +219,15 @@ pub(super) fn pending_seconds(
 pub(super) fn pod_series(
     cx: &PodCx<'_>,
     key: &(String, String),
-    r: &PodReq,
+    (r, span): (&PodReq, &RunSpan),
     out_nodes: &mut BTreeMap<String, NodeSeries>,
     unknown_mig: &mut BTreeSet<String>,
-    unplaced: &mut Vec<(String, String)>,
+    unplaced: &mut Vec<RunOf>,
 ) -> PodSeries {
     let step = cx.grid.step;
     let stepf = step as f64;
     let secs = seconds_of(stepf);
-    let unit = r
+    let unit = span
         .node
         .as_ref()
         .and_then(|n| cx.units.get(n))
@@ -333,19 +239,20 @@ pub(super) fn pod_series(
             crate::review::telemetry::resource_share(cx.catalog, res)
         }
     };
-    let app = gpus_by_window(cx, key, r, &share_of, unknown_mig);
+    let app = gpus_by_window(cx, key, (r, span), &share_of, unknown_mig);
     let run = cx.states.running.get(key);
     let mut p = PodSeries {
         namespace: key.0.clone(),
         pod: key.1.clone(),
+        start: cx.grid.start(span.from),
         app: cx.apps.get(key).cloned(),
         controller: cx.controllers.get(key).cloned(),
-        only_on_gpu: r.node.as_ref().and_then(|n| {
+        only_on_gpu: span.node.as_ref().and_then(|n| {
             let model = cx.catalog.gpu_named(out_nodes.get(n)?.model.as_deref()?)?;
             let held = pod_gpu(cx.units.get(n), &r.any_resources);
             crate::review::owners::only_on_gpu(cx.plan, cx.catalog, &key.0, &model.name, held)
         }),
-        node: r.node.clone(),
+        node: span.node.clone(),
         ..PodSeries::default()
     };
     for (k, gpus) in &app {
@@ -370,14 +277,14 @@ pub(super) fn pod_series(
     pending_seconds(
         cx,
         key,
-        r,
+        (r, span),
         &mut p,
         share_of("nvidia_com_gpu").unwrap_or(1.0),
     );
     // A MIG resource of the mixed strategy is already at its profile's share.
     let whole_gpus = r.any_resources.iter().all(|res| res == "nvidia_com_gpu");
     if p.pending > 0.0 && unit.is_none() && whole_gpus && !cx.a.gpus_as_given {
-        unplaced.push(key.clone());
+        unplaced.push((key.clone(), p.start));
     }
     // Crash-looping while it held GPUs.
     if let Some(cl) = cx.states.crashloop.get(key) {
@@ -394,7 +301,7 @@ pub(super) fn pod_series(
             .node_at
             .get(&k)
             .map(|n| &cx.node_names[*n as usize])
-            .or(r.node.as_ref());
+            .or(span.node.as_ref());
         if let Some(n) = node.and_then(|n| out_nodes.get_mut(n)) {
             n.allocated.add(t, *v);
         }
@@ -410,20 +317,17 @@ pub(super) fn pod_series(
 pub(super) fn pending_shares(
     plan: &Plan,
     catalog: &Catalog,
-    reqs: &BTreeMap<(String, String), PodReq>,
     units: &BTreeMap<String, Unit>,
-    pods: &mut BTreeMap<(String, String), PodSeries>,
-    unplaced: &[(String, String)],
+    pods: &mut Pods,
+    unplaced: &[RunOf],
 ) -> usize {
     if unplaced.is_empty() {
         return 0;
     }
     let mut seen: BTreeMap<&str, BTreeMap<u64, usize>> = BTreeMap::new();
-    for (key, r) in reqs {
-        let (Some(w), Some(u)) = (
-            pods.get(key).and_then(|p| owner(plan, p)),
-            r.node.as_ref().and_then(|n| units.get(n)),
-        ) else {
+    for p in pods.values().flatten() {
+        let (Some(w), Some(u)) = (owner(plan, p), p.node.as_ref().and_then(|n| units.get(n)))
+        else {
             continue;
         };
         *seen
@@ -432,9 +336,14 @@ pub(super) fn pending_shares(
             .entry(u.share.to_bits())
             .or_default() += 1;
     }
-    let mut shared = 0;
-    for key in unplaced {
-        let Some(p) = pods.get_mut(key) else { continue };
+    let mut shares: Vec<(RunOf, f64)> = Vec::new();
+    for (key, start) in unplaced {
+        let Some(p) = pods
+            .get(key)
+            .and_then(|runs| runs.iter().find(|p| p.start == *start))
+        else {
+            continue;
+        };
         let Some(w) = owner(plan, p) else { continue };
         let measured = seen.get(w).and_then(|m| {
             m.iter()
@@ -454,48 +363,56 @@ pub(super) fn pending_shares(
             .share
         });
         if let Some(share) = measured.or(declared).filter(|s| *s < 1.0) {
+            shares.push(((key.clone(), *start), share));
+        }
+    }
+    for ((key, start), share) in &shares {
+        let runs = pods.get_mut(key).into_iter().flatten();
+        for p in runs.filter(|p| p.start == *start) {
             p.pending *= share;
             p.unscheduled *= share;
             p.image_pull *= share;
-            shared += 1;
         }
     }
-    shared
+    shares.len()
 }
 
-/// Tokens: a counter's increase across resets, from each window's highest value.
-pub(super) fn tokens(a: &Answers, pods: &mut BTreeMap<(String, String), PodSeries>) {
+/// Tokens: a counter's increase across resets, from each window's highest value, to the run
+/// of the window it was counted in.
+pub(super) fn tokens(a: &Answers, grid: Grid, pods: &mut Pods) {
     for (g, w) in a.get(Q::Tokens) {
         let key = (
             g[col(Q::Tokens, "namespace")].clone(),
             g[col(Q::Tokens, "pod")].clone(),
         );
-        if let Some(p) = pods.get_mut(&key) {
-            p.tokens += w
-                .values()
-                .zip(w.values().skip(1))
-                .map(|(a, b)| if b >= a { b - a } else { *b })
-                .sum::<f64>();
+        let Some(runs) = pods.get_mut(&key) else {
+            continue;
+        };
+        for ((_, a), (k, b)) in w.iter().zip(w.iter().skip(1)) {
+            let inc = if b >= a { b - a } else { *b };
+            if let Some(p) = run_at(runs, grid.start(k)) {
+                p.tokens += inc;
+            }
         }
     }
 }
 
-/// Pods' series by (namespace, pod).
-pub(super) type Pods = BTreeMap<(String, String), PodSeries>;
-
-/// Every pod's series, and the Pending pods no node holds yet, whose `nvidia.com/gpu` share
-/// is their workload's.
+/// Every pod run's series, and the Pending runs no node holds yet, whose `nvidia.com/gpu`
+/// share is their workload's.
 pub(super) fn pods_of(
     cx: &PodCx<'_>,
     reqs: &BTreeMap<(String, String), PodReq>,
     out_nodes: &mut BTreeMap<String, NodeSeries>,
     unknown_mig: &mut BTreeSet<String>,
-) -> (Pods, Vec<(String, String)>) {
-    let mut pods = BTreeMap::new();
+) -> (Pods, Vec<RunOf>) {
+    let mut pods = Pods::new();
     let mut unplaced = Vec::new();
     for (key, r) in reqs {
-        let p = pod_series(cx, key, r, out_nodes, unknown_mig, &mut unplaced);
-        pods.insert(key.clone(), p);
+        let runs = runs(r, cx.node_names, cx.sampled)
+            .iter()
+            .map(|span| pod_series(cx, key, (r, span), out_nodes, unknown_mig, &mut unplaced))
+            .collect();
+        pods.insert(key.clone(), runs);
     }
     (pods, unplaced)
 }

@@ -6,10 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::columns::{card, col, labels, CARD};
 use super::intervals::{fill_jitter, seconds_of, Intervals};
 use super::nodes::{Node, Unit};
-use super::pods::Pods;
 use crate::catalog::Catalog;
 use crate::review::query::{Answers, Grid, Row, Q};
-use crate::review::telemetry::{NodeSeries, PodSeries, Signal, Windows};
+use crate::review::telemetry::{run_at, NodeSeries, PodSeries, Pods, Signal, Windows};
 use crate::review::timeline::Timeline;
 
 /// A GPU device as dcgm-exporter names it (host, card, instance), or for a series that names
@@ -133,7 +132,7 @@ pub(super) fn attribute(
     pods: &mut Pods,
     orphans: &mut BTreeMap<(String, String, String, String), f64>,
 ) {
-    match pods.get_mut(n) {
+    match pods.get_mut(n).and_then(|runs| run_at(runs, t)) {
         // Usage counts while the pod holds GPUs (this window or, when a sample
         // was jittered across the boundary, a neighbour).
         Some(p) if holds_near(p, t, step) => {
@@ -163,7 +162,7 @@ pub(super) fn device_usage(
     cx: &UsageCx<'_>,
     dk: &Dev,
     d: &DevUse,
-    pods: &mut BTreeMap<(String, String), PodSeries>,
+    pods: &mut Pods,
     out_nodes: &mut BTreeMap<String, NodeSeries>,
     acc: &mut Usage,
 ) {
@@ -239,9 +238,11 @@ pub(super) fn device_usage(
         let copies = rows.len() > 1 && full.is_some_and(|f| count > f + 1.0);
         let busy = if copies { top } else { total };
         // The node of the pods it names, from kube-state-metrics.
-        let node = rows
-            .iter()
-            .find_map(|r| pods.get(r.0).and_then(|p| p.node.clone()));
+        let node = rows.iter().find_map(|r| {
+            pods.get_mut(r.0)
+                .and_then(|runs| run_at(runs, t))
+                .and_then(|p| p.node.clone())
+        });
         let shared = node
             .as_ref()
             .and_then(|n| cx.units.get(n))
@@ -271,16 +272,17 @@ pub(super) fn device_usage(
 /// A time-sliced node's busy seconds go to the pods holding its GPUs, by their share; a pod is
 /// never busier than it was held; a pod on a time-sliced node with usage has usage data.
 pub(super) fn settle_usage(
-    pods: &mut BTreeMap<(String, String), PodSeries>,
+    pods: &mut Pods,
     out_nodes: &BTreeMap<String, NodeSeries>,
     shared_busy: BTreeMap<String, Windows>,
     step: i64,
 ) {
     for (node, busy) in shared_busy {
-        let holders: Vec<(String, String)> = pods
+        let holders: Vec<((String, String), usize)> = pods
             .iter()
-            .filter(|(_, p)| p.node.as_deref() == Some(node.as_str()))
-            .map(|(k, _)| k.clone())
+            .flat_map(|(k, runs)| runs.iter().enumerate().map(move |(i, p)| (k, i, p)))
+            .filter(|(_, _, p)| p.node.as_deref() == Some(node.as_str()))
+            .map(|(k, i, _)| (k.clone(), i))
             .collect();
         for (t, b) in &busy {
             let share = |p: &PodSeries| -> f64 {
@@ -290,12 +292,14 @@ pub(super) fn settle_usage(
                     .copied()
                     .fold(0.0, f64::max)
             };
-            let total: f64 = holders.iter().map(|k| share(&pods[k])).sum();
+            let total: f64 = holders.iter().map(|(k, i)| share(&pods[k][*i])).sum();
             if total <= 0.0 {
                 continue;
             }
-            for k in &holders {
-                let p = pods.get_mut(k).expect("holder");
+            for (k, i) in &holders {
+                let Some(p) = pods.get_mut(k).and_then(|runs| runs.get_mut(*i)) else {
+                    continue;
+                };
                 p.has_usage = true;
                 let w = share(p);
                 if w > 0.0 {
@@ -306,14 +310,14 @@ pub(super) fn settle_usage(
     }
     // A GPU is never busier than it was held: the pod's total used is capped at its total
     // allocated (per window it may be off by a sample jittered across a boundary).
-    for p in pods.values_mut() {
+    for p in pods.values_mut().flatten() {
         let (a, u): (f64, f64) = (p.allocated.values().sum(), p.used.values().sum());
         if u > a && u > 0.0 {
             let f = a / u;
             p.used.map_values(|v| v * f);
         }
     }
-    for p in pods.values_mut() {
+    for p in pods.values_mut().flatten() {
         if !p.has_usage {
             if let Some(n) = p.node.as_ref().and_then(|n| out_nodes.get(n)) {
                 p.has_usage = n.signal.is_some() && n.replicas > 1;
@@ -349,7 +353,7 @@ pub(super) fn dcgm_coverage(
     dcgm: Option<f64>,
     grid: Grid,
     nodes: &BTreeMap<String, Node>,
-    pods: &mut BTreeMap<(String, String), PodSeries>,
+    pods: &mut Pods,
 ) -> Vec<(String, i64, i64)> {
     let step = grid.step;
     let stepf = step as f64;
@@ -366,7 +370,7 @@ pub(super) fn dcgm_coverage(
     for cover in dcgm_cover.values_mut() {
         fill_jitter(cover, dcgm, stepf);
     }
-    for p in pods.values_mut() {
+    for p in pods.values_mut().flatten() {
         let Some(cover) = p.node.as_ref().and_then(|n| dcgm_cover.get(n)) else {
             continue;
         };

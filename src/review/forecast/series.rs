@@ -59,7 +59,7 @@ pub(super) fn held_series<'p>(
     for w in &t.covered_windows {
         *per_hour.entry(w.div_euclid(3600)).or_default() += 1;
     }
-    for p in t.pods.values() {
+    for p in t.pods.values().flatten() {
         let request = request(p, &per_hour, step);
         if request <= 0.0 {
             continue;

@@ -27,7 +27,11 @@ proptest::proptest! {
             t.covered_windows.insert(w);
             t.sampled_windows.insert(w);
             for i in 0..*n {
-                let pod = t.pods.entry(("t".into(), format!("w-{i}"))).or_default();
+                let runs = t.pods.entry(("t".into(), format!("w-{i}"))).or_default();
+                if runs.is_empty() {
+                    runs.push(Default::default());
+                }
+                let pod = &mut runs[0];
                 pod.namespace = "t".into();
                 pod.pod = format!("w-{i}");
                 pod.allocated.insert(w, 3600.0);

@@ -76,6 +76,13 @@ pub(crate) enum NextNote {
     RightSizeRefused { workload: String, why: Reported },
     /// A pool was left at its size: resizing it makes check report `why`.
     ResizeRefused { pool: String, why: Reported },
+    /// A workload was left at its replicas as written: `pool` cannot grow to hold the new
+    /// ones (check would report `why`).
+    HeldForPool {
+        workload: String,
+        pool: String,
+        why: Reported,
+    },
     /// A pool's nodes were resized.
     Resized { pool: String, resized: Resized },
     /// Errors check reports on the written plan that the plan did not have.

@@ -2,10 +2,13 @@
 
 use super::spec::{Match, Over, Query, Q};
 
+/// `uid`: kube-state-metrics 2 puts it on every pod metric; a pod name used again is a new
+/// `uid` (`assemble::pods::runs`).
 const REQ: &[&str] = &[
     "cluster",
     "namespace",
     "pod",
+    "uid",
     "container",
     "node",
     "resource",
