@@ -267,6 +267,7 @@ fn analyse(
                 min_trend_days: a.review_min_trend_days,
                 consolidation_target: a.review_consolidation_target,
                 low_utilization: a.low_utilization,
+                user_facing_min_nodes: a.user_facing_min_nodes,
             },
         },
     )

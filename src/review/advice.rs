@@ -185,12 +185,56 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
                         .any(|w| waiting.contains(w.get().as_str()))
                 })
                 .collect();
+            // The windows the pods of each pool's workloads waited with no node to take them,
+            // where the data says (`kube_pod_status_scheduled`): the pool is judged then, not
+            // at any other time.
+            let mut waited_at: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
+            for p in pending {
+                let Some(w) = p.workload.as_deref() else {
+                    continue;
+                };
+                let key = (p.team.clone(), p.pod.clone());
+                for run in t.pods.get(&key).into_iter().flatten() {
+                    waited_at.entry(w).or_default().extend(run.waiting.keys());
+                }
+            }
+            let windows = |p: &crate::plan::raw::Pool| -> BTreeSet<i64> {
+                p.workloads
+                    .iter()
+                    .filter_map(|w| waited_at.get(w.get().as_str()))
+                    .flatten()
+                    .copied()
+                    .collect()
+            };
             let at_max = |p: &crate::plan::raw::Pool, free_ok: bool| {
                 let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
+                let when = windows(p);
                 at_once.get(p.name.get().as_str()).is_some_and(|w| {
-                    w.values()
-                        .any(|(n, free)| *n >= max && max > 0 && (free_ok || *free < step))
+                    w.iter()
+                        .filter(|(ts, _)| when.is_empty() || when.contains(ts))
+                        .any(|(_, (n, free))| *n >= max && max > 0 && (free_ok || *free < step))
                 })
+            };
+            // A pool below its maximum that gained a node while its pods waited (or within
+            // two windows of the last): the wait was a node starting.
+            let booting = |p: &crate::plan::raw::Pool| {
+                let when = windows(p);
+                let (Some(first), Some(last)) = (when.first(), when.last()) else {
+                    return false;
+                };
+                let nodes = |ts: i64| {
+                    at_once
+                        .get(p.name.get().as_str())
+                        .and_then(|w| w.get(&ts))
+                        .map_or(0, |e| e.0)
+                };
+                let reach = last + 2 * t.step.max(1);
+                let later = (*first..=reach)
+                    .step_by(usize::try_from(t.step.max(1)).unwrap_or(60))
+                    .map(nodes)
+                    .max()
+                    .unwrap_or(0);
+                later > nodes(*first)
             };
             let named = |p: &&crate::plan::raw::Sp<crate::plan::raw::Pool>| {
                 (p.name.get().clone(), p.nodes().max())
@@ -205,10 +249,17 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
                 .filter(|p| at_max(p, true) && !at_max(p, false))
                 .map(named)
                 .collect();
+            let grew: Vec<(String, i64)> = hosts
+                .iter()
+                .filter(|p| !at_max(p, true) && booting(p))
+                .map(named)
+                .collect();
             let wait = if unknown_total < 60.0 && unscheduled_total < 60.0 {
                 Wait::StartUp
             } else if full.is_empty() && !roomy.is_empty() {
                 Wait::NotFull(roomy)
+            } else if full.is_empty() && !grew.is_empty() {
+                Wait::Booting(grew)
             } else if full.is_empty() {
                 Wait::NoPoolAtMax
             } else {

@@ -110,11 +110,13 @@ pub enum Slice {
     TimeSliced { replicas: u32, gpu: String },
 }
 
-/// Why demand waited, as far as the pools show: start-up only; pools at their maximum with a
-/// GPU free (`(name, nodes.max)`); no pool at its maximum; or pools full at their maximum.
+/// Why demand waited, as far as the pools show: start-up only; pools that grew while the pods
+/// waited, below their maximum (a node was booting); pools at their maximum with a GPU free
+/// (`(name, nodes.max)`); no pool at its maximum; or pools full at their maximum.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Wait {
     StartUp,
+    Booting(Vec<(String, i64)>),
     NotFull(Vec<(String, i64)>),
     NoPoolAtMax,
     Full(Vec<(String, i64)>),

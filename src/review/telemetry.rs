@@ -60,6 +60,9 @@ pub struct PodSeries {
     /// The part of `pending` while no node would take it (`kube_pod_status_scheduled`
     /// `condition="false"`); the rest was scheduled and starting (image pulls, init).
     pub unscheduled: f64,
+    /// `unscheduled` per window: when no node would take it (the unmet-demand advice reads
+    /// whether its pool was full then, or growing).
+    pub waiting: Windows,
     /// Whether kube-state-metrics said whether it was scheduled (`kube_pod_status_scheduled`).
     pub scheduled_known: bool,
     /// The part of `pending`, scheduled, that a container waited in `ErrImagePull` or

@@ -125,3 +125,124 @@ gpu_models = ["T4"]
         }
     }
 }
+
+/// Every name a render writes into a provider or a cluster, by where it is written:
+/// `resource TYPE LABEL` -> its name attributes (Terraform), `KIND NAME` (Kueue, Karpenter).
+fn written_names(plan_text: &str) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, plan_text).expect("plan");
+    let out = dir.path().join("out");
+    let run = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+        .arg("render")
+        .arg(&plan)
+        .args(["--karpenter", "--out"])
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("main.tf");
+    let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
+    let mut resources = BTreeMap::new();
+    for block in body.get_blocks("resource") {
+        let address: Vec<&str> = block.labels.iter().map(|l| l.as_str()).collect();
+        let names: Vec<String> = [
+            "name",
+            "node_group_name",
+            "temporary_name_for_rotation",
+            "placement_group",
+        ]
+        .iter()
+        .filter_map(|k| block.body.get_attribute(k))
+        .map(|a| a.value.to_string().trim().to_owned())
+        .collect();
+        resources.insert(address.join(" "), names);
+    }
+    let mut objects = Vec::new();
+    let mut yaml: Vec<std::path::PathBuf> = ["kueue", "karpenter"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(out.join(d)).ok())
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    yaml.sort();
+    for f in yaml {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for d in common::k8s::docs(&text) {
+            if let (Some(k), Some(n)) = (d["kind"].as_str(), d["metadata"]["name"].as_str()) {
+                objects.push(format!("{k} {n}"));
+            }
+        }
+    }
+    (resources, objects)
+}
+
+/// Issue 56 on every path: the AKS agent pools, EKS node groups and placement groups,
+/// Karpenter NodePools and node classes, Kueue flavors and queues a render writes keep their
+/// names when an unrelated workload is added or the workloads are reordered, so Terraform and
+/// the cluster change only what the edit touched.
+#[test]
+fn unrelated_edits_rename_nothing_render_writes() {
+    for (file, added) in [
+        (
+            "plans/azure-inference.toml",
+            "[[workload]]\nname = \"ocr\"\nteam = \"docs\"\nkind = \"batch\"\ngpus = 1\ngpu_models = [\"T4\"]\n\n",
+        ),
+        (
+            "plans/aws-training.toml",
+            "[[workload]]\nname = \"ocr\"\nteam = \"docs\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n\n",
+        ),
+    ] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file))
+            .expect("plan");
+        let base = text.split("\n[[pool]]").next().unwrap_or_default().to_owned() + "\n";
+        let (head, workloads) = split(&base);
+        let (tf, objects) = written_names(&base);
+        assert!(
+            tf.keys().any(|a| a.starts_with("aws_eks_node_group ")
+                || a.starts_with("azurerm_kubernetes_cluster_node_pool ")),
+            "{file}: no node pool in {tf:?}"
+        );
+        assert!(
+            objects.iter().any(|o| o.starts_with("ResourceFlavor "))
+                && objects.iter().any(|o| o.starts_with("NodePool ")),
+            "{file}: {objects:?}"
+        );
+        let mut reversed = workloads.clone();
+        reversed.reverse();
+        for (what, edited) in [
+            ("added", format!("{head}{added}{}", workloads.concat())),
+            ("reordered", format!("{head}{}", reversed.concat())),
+        ] {
+            let (tf_after, objects_after) = written_names(&edited);
+            for (address, names) in &tf {
+                assert_eq!(
+                    tf_after.get(address),
+                    Some(names),
+                    "{file}, a workload {what}: `resource {address}` renamed or gone"
+                );
+            }
+            for o in &objects {
+                assert!(
+                    objects_after.contains(o),
+                    "{file}, a workload {what}: {o} renamed or gone: {objects_after:?}"
+                );
+            }
+        }
+        // A workload removed: what stays keeps its names.
+        let (tf_after, _) = written_names(&format!("{head}{}", workloads[1..].concat()));
+        for (address, names) in &tf_after {
+            if let Some(was) = tf.get(address) {
+                assert_eq!(was, names, "{file}, a workload removed: `{address}` renamed");
+            }
+        }
+    }
+}

@@ -224,6 +224,10 @@ fn waited(w: &Wait) -> String {
     };
     match w {
         Wait::StartUp => "every Pending pod had a node: the wait was start-up, not capacity; pre-pull large images (a DaemonSet or the node image) and check init containers".into(),
+        Wait::Booting(pools) => format!(
+            "{} grew while the pods waited and never reached nodes.max then: they waited for a node to start, which a higher nodes.max would not shorten; keep a warm node (`nodes.min`) or pre-pull large images if the start-up matters",
+            named(pools)
+        ),
         Wait::NotFull(pools) => format!(
             "{} reached nodes.max but always had a GPU free then, so capacity was not the wait: look at what kept the pods off the free GPUs (a request larger than one node's free GPUs, the MIG profile or time-slicing share asked for, taints and selectors) before raising it",
             named(pools)

@@ -175,3 +175,72 @@ fn right_size_on_plain_azure_is_a_profile_aks_creates() {
         fit.slice
     );
 }
+
+/// Issue 56: pods that waited only while a node started were told "raise nodes.max" when the
+/// pool reached it at another time. The pool is judged in the windows they waited: growing
+/// below its maximum then is a node booting; full then is capacity.
+#[test]
+fn a_wait_for_a_booting_node_is_not_blamed_on_nodes_max() {
+    let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
+    let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n\n[[pool]]\nname = \"batch\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\nnodes = { min = 1, max = 2 }\nworkloads = [\"w\"]\n";
+    let p = crate::plan::load_and_validate(
+        crate::source::SourceFile::new("p.toml", text.to_owned()),
+        &catalog,
+    )
+    .unwrap_or_else(|_| panic!("plan"));
+    // node-a busy all along; node-b joins at `joins` and stays busy.
+    let change = |joins: i64, waited: std::ops::Range<i64>| {
+        let mut t = node(600, |_| false);
+        let mut b = NodeSeries {
+            gpus: 1.0,
+            ..NodeSeries::default()
+        };
+        for k in joins..600 {
+            b.capacity.insert(k * 60, 60.0);
+            b.allocated.insert(k * 60, 60.0);
+        }
+        t.nodes.insert("node-b".into(), b);
+        for n in t.nodes.values_mut() {
+            n.plan_pool = Some("batch".into());
+        }
+        let mut run = crate::review::telemetry::PodSeries {
+            namespace: "t".into(),
+            pod: "w-1".into(),
+            ..Default::default()
+        };
+        for k in waited.clone() {
+            run.waiting.insert(k * 60, 60.0);
+        }
+        t.pods.insert(("t".into(), "w-1".into()), vec![run]);
+        let secs = (waited.end - waited.start) as f64 * 60.0;
+        let pending = vec![PendingPod {
+            workload: Some("w".into()),
+            team: "t".into(),
+            pod: "w-1".into(),
+            gpu_seconds: secs,
+            unscheduled_gpu_seconds: Some(secs),
+            image_pull_gpu_seconds: 0.0,
+        }];
+        unmet_demand(&p, &t, &pending)
+            .map(|a| a.change)
+            .expect("an hour or more waited")
+    };
+    let wait = |w| crate::review::says::AdviceChange::Pending {
+        wait: w,
+        pulls_failed: false,
+    };
+    // Waited 70 minutes while node-b started (the pool at one of its two nodes): booting,
+    // though the pool is at its maximum, full, for hours afterwards.
+    assert_eq!(
+        change(100, 30..100),
+        wait(crate::review::says::Wait::Booting(vec![(
+            "batch".into(),
+            2
+        )]))
+    );
+    // Waited after node-b joined, both nodes busy: capacity.
+    assert_eq!(
+        change(10, 100..170),
+        wait(crate::review::says::Wait::Full(vec![("batch".into(), 2)]))
+    );
+}

@@ -199,7 +199,11 @@ pub(super) fn pending_seconds(
             .copied()
             .unwrap_or(0.0)
             .min(*c);
-        p.unscheduled += gpus * secs(u, cx.ksm_at.at(k)) * share;
+        let waited = gpus * secs(u, cx.ksm_at.at(k)) * share;
+        p.unscheduled += waited;
+        if waited > 0.0 {
+            p.waiting.add(cx.grid.start(k), waited);
+        }
         // Scheduled, but its image would not pull.
         let pull = cx
             .states
@@ -371,6 +375,7 @@ pub(super) fn pending_shares(
         for p in runs.filter(|p| p.start == *start) {
             p.pending *= share;
             p.unscheduled *= share;
+            p.waiting.map_values(|v| v * share);
             p.image_pull *= share;
         }
     }

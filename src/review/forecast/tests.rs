@@ -1,9 +1,14 @@
 use super::*;
 
-fn plan(min: i64, max: i64) -> Plan {
+fn plan(min: i64, max: i64, user_facing: bool) -> Plan {
     let catalog =
         crate::catalog::Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
-    let text = format!("version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\nreplicas = {{ min = {min}, max = {max} }}\nskus = [\"g6.xlarge\"]\n");
+    let kind = if user_facing {
+        "inference\"\nuser_facing = true\n# \""
+    } else {
+        "batch"
+    };
+    let text = format!("version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"{kind}\"\nreplicas = {{ min = {min}, max = {max} }}\nskus = [\"g6.xlarge\"]\n");
     crate::plan::load_and_validate(crate::source::SourceFile::new("p.toml", text), &catalog)
         .unwrap_or_else(|_| panic!("plan"))
 }
@@ -18,9 +23,10 @@ proptest::proptest! {
         busy in 0.0f64..1.0,
         min in 0i64..4,
         span in 0i64..6,
+        user_facing in proptest::bool::ANY,
     ) {
         let max = min.max(1) + span;
-        let p = plan(min, max);
+        let p = plan(min, max, user_facing);
         let mut t = Telemetry { step: 3600, ..Telemetry::default() };
         for (h, n) in per_hour.iter().enumerate() {
             let w = h as i64 * 3600;
@@ -66,6 +72,7 @@ proptest::proptest! {
             min_trend_days: 14,
             consolidation_target: 0.5,
             low_utilization: 0.25,
+            user_facing_min_nodes: 2,
         };
         let nq = forecast(&p, &t, &rows, &BTreeMap::new(), &[], &m);
         for team in &nq.teams {
@@ -83,6 +90,11 @@ proptest::proptest! {
                 proptest::prop_assert!(pr.max <= max, "idle grown: {pr:?} over {max}");
             }
             proptest::prop_assert!(f.band_low <= f.projected_replicas + 1e-9);
+            // User-facing work keeps its availability floor (two nodes) warm, up to its peak
+            // (issue 56: a next plan lowered a service to one warm replica).
+            if user_facing {
+                proptest::prop_assert!(pr.min >= 2.min(max), "{pr:?} under the floor");
+            }
         }
         if per_hour.iter().all(|n| *n == 0) {
             proptest::prop_assert!(nq.workloads.is_empty());

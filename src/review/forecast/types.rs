@@ -20,6 +20,9 @@ pub struct Method {
     pub consolidation_target: f64,
     /// Efficiency below which a workload is idle (GP025's threshold).
     pub low_utilization: f64,
+    /// Nodes user-facing work keeps at least (`user_facing_min_nodes`): its warm replicas,
+    /// one a node, are never proposed below it.
+    pub user_facing_min_nodes: u32,
 }
 
 /// The least-squares trend of daily peaks.

@@ -120,7 +120,18 @@ impl Sizing {
         let m = cx.m;
         let current = w.replicas();
         let can_be_zero = w.scale_to_zero() || current.min() == 0;
-        let floor_min = if w.user_facing() || !can_be_zero {
+        // User-facing work keeps its availability floor warm, one replica a node (the pool
+        // the plan prices keeps those nodes): a drain never takes the last one.
+        let floor_min = if w.user_facing() {
+            let gang = u32::try_from(w.gang().max(1)).unwrap_or(1);
+            // Never above what it runs at peak: one replica cannot be on two nodes.
+            i64::from(
+                w.availability_nodes(m.user_facing_min_nodes)
+                    .div_ceil(gang)
+                    .max(1),
+            )
+            .min(current.max().max(1))
+        } else if !can_be_zero {
             1
         } else {
             0
@@ -189,9 +200,11 @@ impl Sizing {
     }
     /// The plan's own form is kept: a fixed count stays one integer, an autoscaled range
     /// stays a range even where its bounds meet.
+    /// Never below the workload's floor (its availability floor, for user-facing work).
     fn proposal(&self, min: i64, max: i64, basis: Basis) -> Proposal {
+        let max = max.max(self.floor_min);
         Proposal {
-            min,
+            min: min.max(self.floor_min).min(max),
             max,
             fixed: self.fixed_now,
             hours_per_month: self.hours_change,
