@@ -95,6 +95,13 @@ proptest::proptest! {
             if user_facing {
                 proptest::prop_assert!(pr.min >= 2.min(max), "{pr:?} under the floor");
             }
+            // Consolidation never raises a workload above what it held (issue 56), but for
+            // the floor it keeps.
+            let held = per_hour.iter().copied().max().unwrap_or(0) as i64;
+            let floor = if user_facing { 2.min(max) } else { 1 };
+            if pr.basis == Basis::Consolidated {
+                proptest::prop_assert!(pr.max <= held.max(floor), "{pr:?} above {held} held");
+            }
         }
         if per_hour.iter().all(|n| *n == 0) {
             proptest::prop_assert!(nq.workloads.is_empty());

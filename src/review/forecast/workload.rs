@@ -113,6 +113,8 @@ struct Sizing {
     target: f64,
     busy10: f64,
     busy95: f64,
+    /// The most replicas it held at once: consolidation never proposes more.
+    held_most: i64,
 }
 
 impl Sizing {
@@ -184,6 +186,7 @@ impl Sizing {
             target,
             busy10: quantile(&h.busy, 0.10),
             busy95: quantile(&h.busy, 0.95),
+            held_most: ((h.reps.iter().copied().fold(0.0, f64::max) - 0.05).ceil() as i64).max(1),
         };
         // Sized from the held peak: the trend or the flat level, plus headroom. An idle
         // workload is never grown.
@@ -230,7 +233,12 @@ impl Sizing {
     /// Replicas busy at the target, from the GPUs busy p10 and p95 over `per` (GPUs busy a
     /// replica carries at the target).
     fn consolidated(&self, per: f64) -> Proposal {
-        let max = self.grow(self.busy95 / per.max(1e-9)).min(self.max);
+        // Fewer replicas, never more than it held (headroom included): a consolidation that
+        // raised a workload would be a growth the trend did not show.
+        let max = self
+            .grow(self.busy95 / per.max(1e-9))
+            .min(self.max)
+            .min(self.held_most);
         let min = if self.fixed_now {
             max
         } else {
