@@ -472,6 +472,12 @@ pub struct CommentCommon {
     /// Seconds each request may take
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub timeout: u64,
+    /// Whose comments are gpuplan's to edit and delete: the token's own user, asked of the
+    /// forge (`GET /user`); name it for a token that cannot ask (a GitHub App's installation
+    /// token comments as `APP-SLUG[bot]`; Actions' GITHUB_TOKEN, `github-actions[bot]`, is
+    /// known without asking)
+    #[arg(long, value_name = "LOGIN")]
+    pub author: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -14,6 +14,8 @@ pub(crate) mod gitlab;
 pub(crate) struct Note {
     pub id: u64,
     pub body: String,
+    /// Its author's login (GitHub) or username (GitLab), when the forge gave it.
+    pub author: Option<String>,
 }
 
 /// What `comment` does with the comments it finds.
@@ -65,19 +67,34 @@ pub(crate) fn compose(marker: &str, body: &str, limit: usize) -> String {
     format!("{cut}{note}")
 }
 
-/// The steps from the comments there now to the one wanted. `body` is the comment composed
-/// ([`compose`]), or `None` when there is nothing to say.
-pub(crate) fn actions(
-    existing: &[Note],
-    marker: &str,
-    body: Option<&str>,
-    behavior: Behavior,
-    delete_when_empty: bool,
-    nothing: &str,
-) -> Vec<Action> {
+#[derive(Clone, Copy)]
+/// What the run wants: the comment composed ([`compose`]) or `None` when there is nothing to
+/// say, how to post it, and what a kept comment says when there is nothing.
+pub(crate) struct Wanted<'a> {
+    pub body: Option<&'a str>,
+    pub behavior: Behavior,
+    pub delete_when_empty: bool,
+    pub nothing: &'a str,
+}
+
+/// The steps from the comments there now to the one wanted. Only comments that carry the
+/// marker and are the token's own (`me`) are gpuplan's: another user's comment that starts
+/// with the marker (quoted, copied, planted) is never edited or deleted.
+pub(crate) fn actions(existing: &[Note], marker: &str, me: &str, want: &Wanted<'_>) -> Vec<Action> {
+    let Wanted {
+        body,
+        behavior,
+        delete_when_empty,
+        nothing,
+    } = *want;
     let mut ours: Vec<&Note> = existing
         .iter()
         .filter(|n| n.body.trim_start().starts_with(marker))
+        .filter(|n| {
+            n.author
+                .as_deref()
+                .is_some_and(|a| a.eq_ignore_ascii_case(me))
+        })
         .collect();
     ours.sort_by_key(|n| n.id);
     let delete_all = |ours: &[&Note]| ours.iter().map(|n| Action::Delete(n.id)).collect();
@@ -129,6 +146,8 @@ pub(crate) trait Thread {
     /// The most characters a comment may hold.
     fn limit(&self) -> usize;
     fn list(&self) -> Result<Vec<Note>, CommentError>;
+    /// The login or username the token comments as (`GET /user`).
+    fn identity(&self) -> Result<String, CommentError>;
     /// The new comment's id.
     fn create(&self, body: &str) -> Result<u64, CommentError>;
     fn update(&self, id: u64, body: &str) -> Result<(), CommentError>;
@@ -251,7 +270,58 @@ mod tests {
         Note {
             id,
             body: body.into(),
+            author: Some("gpuplan-bot".into()),
         }
+    }
+
+    /// `actions` as the tests call it: the token's user is `gpuplan-bot`.
+    fn actions(
+        there: &[Note],
+        marker: &str,
+        body: Option<&str>,
+        behavior: Behavior,
+        delete_when_empty: bool,
+        nothing: &str,
+    ) -> Vec<Action> {
+        super::actions(
+            there,
+            marker,
+            "gpuplan-bot",
+            &Wanted {
+                body,
+                behavior,
+                delete_when_empty,
+                nothing,
+            },
+        )
+    }
+
+    #[test]
+    fn another_users_marked_comment_is_never_touched() {
+        let mut theirs = note(4, &format!("{M}\nquoted by a reviewer"));
+        theirs.author = Some("alice".into());
+        let mut unknown = note(6, &format!("{M}\nno author given"));
+        unknown.author = None;
+        let there = [note(2, &format!("{M}\nold")), theirs, unknown];
+        assert_eq!(
+            actions(&there, M, Some("new"), Behavior::Update, false, "n"),
+            [Action::Update(2, "new".into())]
+        );
+        assert_eq!(
+            actions(&there, M, None, Behavior::Update, true, "n"),
+            [Action::Delete(2)]
+        );
+        assert_eq!(
+            actions(
+                &there[1..],
+                M,
+                Some("b"),
+                Behavior::DeleteAndNew,
+                false,
+                "n"
+            ),
+            [Action::Create("b".into())]
+        );
     }
 
     const M: &str = "<!-- gpuplan-comment: gpuplan -->";

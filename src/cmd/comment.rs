@@ -19,14 +19,22 @@ pub(crate) fn run(args: &CommentArgs, out: &Out) -> CmdResult {
     let limit = thread.limit();
     let composed = (!body.trim().is_empty()).then(|| comment::compose(&marker, &body, limit));
     let nothing = comment::compose(&marker, comment::NOTHING, limit);
+    // Whose comments are gpuplan's: only the token's own are ever edited or deleted.
+    let me = match &common.author {
+        Some(a) => a.clone(),
+        None => thread.identity()?,
+    };
     let existing = thread.list()?;
     let steps = comment::actions(
         &existing,
         &marker,
-        composed.as_deref(),
-        common.behavior,
-        common.delete_when_empty,
-        &nothing,
+        &me,
+        &comment::Wanted {
+            body: composed.as_deref(),
+            behavior: common.behavior,
+            delete_when_empty: common.delete_when_empty,
+            nothing: &nothing,
+        },
     );
     if common.dry_run {
         for s in &steps {

@@ -28,7 +28,18 @@ struct Comment {
     id: u64,
     #[serde(default)]
     body: Option<String>,
+    #[serde(default)]
+    user: Option<User>,
 }
+
+#[derive(Deserialize)]
+struct User {
+    login: String,
+}
+
+/// The user Actions' `GITHUB_TOKEN` comments as. That token is an installation token, which
+/// `GET /user` refuses ("Resource not accessible by integration", HTTP 403).
+const ACTIONS_BOT: &str = "github-actions[bot]";
 
 impl GitHub {
     fn request(&self, method: &str, url: &str) -> ureq::Request {
@@ -85,6 +96,7 @@ impl Thread for GitHub {
             notes.extend(page.into_iter().map(|c| Note {
                 id: c.id,
                 body: c.body.unwrap_or_default(),
+                author: c.user.map(|u| u.login),
             }));
             url = next_link(next.as_deref(), &self.api)?;
             if url.as_deref() == Some(u.as_str()) {
@@ -95,6 +107,24 @@ impl Thread for GitHub {
             }
         }
         Ok(notes)
+    }
+
+    fn identity(&self) -> Result<String, CommentError> {
+        let url = format!("{}/user", self.api);
+        match crate::http::send_json::<User>(|| self.request("GET", &url), None) {
+            Ok(u) => Ok(u.login),
+            // An installation token cannot ask; in Actions it is GITHUB_TOKEN's bot.
+            Err(crate::http::Failure::Status(403, _))
+                if std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true") =>
+            {
+                Ok(ACTIONS_BOT.to_owned())
+            }
+            Err(crate::http::Failure::Status(403, _)) => Err(CommentError(format!(
+                "{}: the token cannot say whose it is (`GET /user`, HTTP 403: an app's installation token); name the user it comments as with `--author LOGIN` (an app comments as `APP-SLUG[bot]`)",
+                self.what()
+            ))),
+            Err(f) => Err(self.fail(f)),
+        }
     }
 
     fn create(&self, body: &str) -> Result<u64, CommentError> {

@@ -32,6 +32,13 @@ struct NoteJson {
     body: Option<String>,
     #[serde(default)]
     system: bool,
+    #[serde(default)]
+    author: Option<User>,
+}
+
+#[derive(Deserialize)]
+struct User {
+    username: String,
 }
 
 impl GitLab {
@@ -96,6 +103,7 @@ impl Thread for GitLab {
             notes.extend(batch.into_iter().filter(|n| !n.system).map(|n| Note {
                 id: n.id,
                 body: n.body.unwrap_or_default(),
+                author: n.author.map(|a| a.username),
             }));
             match next.as_deref().map(str::trim) {
                 None | Some("") => return Ok(notes),
@@ -115,6 +123,13 @@ impl Thread for GitLab {
             "{}: more than {MAX_PAGES} pages of notes; gpuplan stops reading there",
             self.what()
         )))
+    }
+
+    fn identity(&self) -> Result<String, CommentError> {
+        let url = format!("{}/user", self.api);
+        crate::http::send_json::<User>(|| self.request("GET", &url), None)
+            .map(|u| u.username)
+            .map_err(|f| self.fail(f))
     }
 
     fn create(&self, body: &str) -> Result<u64, CommentError> {

@@ -11,10 +11,15 @@ use crate::common::mock::{Mock, Req, Resp};
 const TOKEN: &str = "ghp_s3cretTOKENvalue1234";
 const MARK: &str = "<!-- gpuplan-comment: gpuplan -->";
 
+/// The user the token is (`GET /user`): what it posts is its own.
+const ME: &str = "gpuplan-bot";
+
 #[derive(Default)]
 struct Forge {
     /// (id, body, system note)
     notes: Vec<(u64, String, bool)>,
+    /// Each note's author: the token's user for what it posted, `someone` for the rest.
+    authors: std::collections::BTreeMap<u64, String>,
     next_id: u64,
 }
 
@@ -25,7 +30,12 @@ impl Forge {
     fn create(&mut self, body: String) -> u64 {
         self.next_id += 1;
         self.notes.push((self.next_id, body, false));
+        self.authors.insert(self.next_id, ME.to_owned());
         self.next_id
+    }
+
+    fn author(&self, id: u64) -> &str {
+        self.authors.get(&id).map_or("someone", String::as_str)
     }
 
     /// The edit (`delete` false) or deletion of the comment a path ends in, as both forges
@@ -54,7 +64,8 @@ fn forge(people: &[&str]) -> Shared {
         ..Forge::default()
     };
     for p in people {
-        f.create((*p).to_owned());
+        let id = f.create((*p).to_owned());
+        f.authors.insert(id, "someone".to_owned());
     }
     Arc::new(Mutex::new(f))
 }
@@ -99,12 +110,13 @@ fn github(state: Shared, page: usize) -> Mock {
         let path = r.target.split('?').next().unwrap_or("");
         let list = "/repos/o/r/issues/7/comments";
         match (r.method.as_str(), path) {
+            ("GET", "/user") => json(200, serde_json::json!({"login": ME, "id": 7})),
             // The first page at the repository's path; GitHub's `Link` then names the
             // repository by id, as github.com does.
             ("GET", p) if p == list || p == "/repositories/1/issues/7/comments" => {
                 let n = query(&r.target, "page").unwrap_or(1) as usize;
                 let items: Vec<_> = f.notes.iter().skip((n - 1) * page).take(page)
-                    .map(|(id, b, _)| serde_json::json!({"id": id, "body": b, "user": {"login": "someone"}}))
+                    .map(|(id, b, _)| serde_json::json!({"id": id, "body": b, "user": {"login": f.author(*id)}}))
                     .collect();
                 let mut resp = json(200, serde_json::Value::Array(items));
                 if n * page < f.notes.len() {
@@ -141,6 +153,7 @@ fn gpuplan(dir: &std::path::Path) -> assert_cmd::Command {
         .env_remove("GITHUB_REPOSITORY")
         .env_remove("GITHUB_REF")
         .env_remove("GITHUB_API_URL")
+        .env_remove("GITHUB_ACTIONS")
         .env_remove("CI_PROJECT_ID")
         .env_remove("CI_MERGE_REQUEST_IID")
         .env_remove("CI_API_V4_URL");
@@ -335,14 +348,14 @@ fn github_refusals_name_what_to_change_and_never_the_token() {
             ),
         }
     });
-    let (code, _, err) = gh(dir.path(), &m, "forbidden", &[]);
+    let (code, _, err) = gh(dir.path(), &m, "forbidden", &["--author", ME]);
     assert_eq!(code, 2);
     assert!(
         err.contains("HTTP 403: Resource not accessible by integration")
             && err.contains("pull-requests: write"),
         "{err}"
     );
-    let (code, _, err) = gh(dir.path(), &m, "long", &[]);
+    let (code, _, err) = gh(dir.path(), &m, "long", &["--author", ME]);
     assert_eq!(code, 2);
     assert!(
         err.contains("the comment was refused (HTTP 422: Validation Failed)"),
@@ -365,7 +378,7 @@ fn paging_that_never_ends_or_leaves_the_api_is_cut_off() {
             ),
         )
     });
-    let (code, _, err) = gh(dir.path(), &endless, "b", &[]);
+    let (code, _, err) = gh(dir.path(), &endless, "b", &["--author", ME]);
     assert_eq!(code, 2);
     assert!(err.contains("more than 100 pages of comments"), "{err}");
     assert_eq!(endless.count(|r| r.method == "GET"), 100);
@@ -377,7 +390,7 @@ fn paging_that_never_ends_or_leaves_the_api_is_cut_off() {
         json(200, serde_json::json!([]))
             .header("Link", &format!("<{host}/steal?page=2>; rel=\"next\""))
     });
-    let (code, _, err) = gh(dir.path(), &leaving, "b", &[]);
+    let (code, _, err) = gh(dir.path(), &leaving, "b", &["--author", ME]);
     assert_eq!(code, 2);
     assert!(err.contains("sends the token nowhere else"), "{err}");
     assert!(elsewhere.requests().is_empty());
@@ -396,7 +409,7 @@ fn overload_is_retried_but_a_failed_post_is_not_repeated() {
             _ => json(502, serde_json::json!({"message": "Server Error"})),
         }
     });
-    let (code, _, err) = gh(dir.path(), &m, "b", &[]);
+    let (code, _, err) = gh(dir.path(), &m, "b", &["--author", ME]);
     assert_eq!(code, 2);
     assert!(err.contains("502"), "{err}");
     assert_eq!(m.count(|r| r.method == "GET"), 2, "the 429 was asked again");
@@ -420,10 +433,11 @@ fn gitlab(state: Shared, page: usize) -> Mock {
         let path = r.target.split('?').next().unwrap_or("");
         let list = "/api/v4/projects/group%2Fsub/merge_requests/12/notes";
         match (r.method.as_str(), path) {
+            ("GET", "/api/v4/user") => json(200, serde_json::json!({"username": ME, "id": 3})),
             ("GET", p) if p == list => {
                 let n = query(&r.target, "page").unwrap_or(1) as usize;
                 let items: Vec<_> = f.notes.iter().skip((n - 1) * page).take(page)
-                    .map(|(id, b, sys)| serde_json::json!({"id": id, "body": b, "system": sys, "noteable_type": "MergeRequest"}))
+                    .map(|(id, b, sys)| serde_json::json!({"id": id, "body": b, "system": sys, "noteable_type": "MergeRequest", "author": {"id": 3, "username": f.author(*id)}}))
                     .collect();
                 let next = if n * page < f.notes.len() {
                     (n + 1).to_string()
@@ -505,7 +519,7 @@ fn gitlab_one_note_is_made_then_kept_up_to_date_then_deleted() {
     assert!(m
         .requests()
         .iter()
-        .filter(|r| r.method == "GET")
+        .filter(|r| r.method == "GET" && !r.target.ends_with("/user"))
         .all(|r| r.target.contains("per_page=100")));
     assert!(m.requests().iter().any(|r| r.target.contains("page=3")));
 }
@@ -552,8 +566,87 @@ fn gitlab_refusals_name_what_to_change() {
         dir.path(),
         &back,
         "x",
-        &["--api-url", &format!("{}/api/v4", back.url)],
+        &["--api-url", &format!("{}/api/v4", back.url), "--author", ME],
     );
     assert_eq!(code, 2);
     assert!(err.contains("not a page after 1"), "{err}");
+}
+
+/// Issue 58: `comment` edited and deleted other people's comments that start with the marker.
+/// Only the token's own user's (`GET /user`) are gpuplan's; a planted or quoted one is left
+/// as it is, on both forges; a token that cannot say whose it is needs `--author`.
+#[test]
+fn only_the_tokens_own_comments_are_edited_or_deleted() {
+    let planted = format!("{MARK}\nplanted by someone else");
+    let dir = tempfile::tempdir().expect("tmp");
+    let state = forge(&[&planted]);
+    let m = github(state.clone(), 100);
+    let (code, _, err) = gh(dir.path(), &m, "### gpuplan check: passed\n", &[]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = gh(dir.path(), &m, "", &["--delete-when-empty"]);
+    assert_eq!(code, 0, "{err}");
+    let notes = state.lock().expect("s").notes.clone();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].1, planted);
+    assert_eq!(m.count(|r| r.method == "PATCH"), 0);
+
+    let state = forge(&[&planted]);
+    let m = gitlab(state.clone(), 100);
+    let (code, err) = gl(dir.path(), &m, "### gpuplan check: failed\n", &[]);
+    assert_eq!(code, 0, "{err}");
+    let notes = state.lock().expect("s").notes.clone();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(notes[0].1, planted);
+
+    // An installation token outside Actions: `GET /user` is refused; gpuplan asks for the
+    // author rather than guess, and touches nothing.
+    let app = Mock::start(|r, _| match r.target.split('?').next() {
+        Some("/user") => json(
+            403,
+            serde_json::json!({"message": "Resource not accessible by integration"}),
+        ),
+        _ => json(200, serde_json::json!([])),
+    });
+    let (code, _, err) = gh(dir.path(), &app, "b", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--author LOGIN"), "{err}");
+    assert_eq!(app.count(|r| r.method != "GET"), 0);
+    // In Actions the token is GITHUB_TOKEN, whose comments are `github-actions[bot]`'s.
+    let actions = Mock::start(
+        |r, _| match (r.method.as_str(), r.target.split('?').next()) {
+            ("GET", Some("/user")) => json(
+                403,
+                serde_json::json!({"message": "Resource not accessible by integration"}),
+            ),
+            ("GET", _) => json(
+                200,
+                serde_json::json!([
+                    {"id": 5, "body": format!("{MARK}\nold"), "user": {"login": "github-actions[bot]"}},
+                    {"id": 6, "body": format!("{MARK}\nquoted"), "user": {"login": "alice"}},
+                ]),
+            ),
+            _ => json(200, serde_json::json!({"id": 5, "body": "b"})),
+        },
+    );
+    std::fs::write(dir.path().join("body.md"), "b").expect("body");
+    let out = gpuplan(dir.path())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_ACTIONS", "true")
+        .args(["comment", "github", "--body", "body.md", "--repo", "o/r"])
+        .args(["--pull-request", "7", "--api-url", &actions.url])
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let edits: Vec<String> = actions
+        .requests()
+        .iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.target))
+        .collect();
+    assert_eq!(edits, ["PATCH /repos/o/r/issues/comments/5"], "{edits:?}");
 }
