@@ -10,14 +10,20 @@ use miette::NamedSource;
 pub struct SourceFile {
     pub name: String,
     pub text: String,
+    /// How data read from it names it as a source (a price's provenance), where that is not
+    /// its path: a file of the cache is `cache: azure/prices.csv` wherever the cache sits, so
+    /// rendered files do not change with the machine.
+    label: Option<String>,
     named: NamedSource<String>,
     line_starts: Vec<usize>,
 }
 
 impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Arc<Self> {
-        let name = name.into();
-        let text = text.into();
+        Arc::new(Self::build(name.into(), text.into(), None))
+    }
+
+    fn build(name: String, text: String, label: Option<String>) -> Self {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
@@ -25,12 +31,27 @@ impl SourceFile {
         // terminal would obey. The text keeps its length so every span still points right.
         let named = NamedSource::new(crate::core::printable(&name), same_length_shown(&text))
             .with_language("toml");
-        Arc::new(Self {
+        Self {
             name,
             text,
+            label,
             named,
             line_starts,
-        })
+        }
+    }
+
+    /// A file whose data names it `label` as a source, while diagnostics name its path.
+    pub fn labelled(
+        name: impl Into<String>,
+        label: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Arc<Self> {
+        Arc::new(Self::build(name.into(), text.into(), Some(label.into())))
+    }
+
+    /// The name data read from it gives as its source: its label, else its name.
+    pub fn data_name(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.name)
     }
 
     /// The file's path as every run names it, however the command line spelled it

@@ -163,7 +163,13 @@ impl Files {
                             source,
                         }
                     })?;
-                    return Ok(SourceFile::new(p.display().to_string(), text));
+                    // Diagnostics name the file; prices name it as the cache's, wherever the
+                    // cache sits.
+                    return Ok(SourceFile::labelled(
+                        p.display().to_string(),
+                        format!("cache: {path}"),
+                        text,
+                    ));
                 }
                 Files::Embedded.read(path)
             }

@@ -163,3 +163,68 @@ fn arguments_and_variables_that_are_not_utf8_never_panic() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }
+
+/// A cache holding an Azure reservation price, as a refresh writes it, at `dir`.
+fn cache_with_reservation(dir: &Path) {
+    std::fs::create_dir_all(dir.join("azure")).expect("cache dir");
+    std::fs::write(
+        dir.join("CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by gpuplan.\n",
+    )
+    .expect("tag");
+    std::fs::write(
+        dir.join("sources.toml"),
+        "[[file]]\npath = \"azure/prices-retail.csv\"\nkind = \"prices\"\nprovider = \"azure\"\nas_of = \"2026-12-01\"\nsource = \"Azure Retail Prices API (test)\"\nlicence = \"test\"\n",
+    )
+    .expect("sources");
+    let embedded = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("providers/azure/prices-retail.csv"),
+    )
+    .expect("prices");
+    std::fs::write(
+        dir.join("azure/prices-retail.csv"),
+        format!("{embedded}Standard_NC24ads_A100_v4,eastus,reservation-1y,19272,1 Hour,2026-12-01,Azure Retail Prices API (Reservation 1 Year)\n"),
+    )
+    .expect("prices");
+}
+
+/// Issue 58 item 8: with cached reservation prices the rendered README and purchase list
+/// named the cache by its absolute path, so the same cache elsewhere (a CI runner) showed
+/// drift. They name it as the cache's file, wherever the cache sits.
+#[test]
+fn rendered_files_do_not_depend_on_where_the_cache_is() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (a, b) = (
+        dir.path().join("here/cache"),
+        dir.path().join("elsewhere/c"),
+    );
+    cache_with_reservation(&a);
+    cache_with_reservation(&b);
+    let out = dir.path().join("out");
+    common::gpuplan(&a)
+        .args(["render", "plans/azure-inference.toml", "--out"])
+        .arg(&out)
+        .assert()
+        .code(0);
+    let purchases = std::fs::read_to_string(out.join("purchases.json")).expect("purchases");
+    let readme = std::fs::read_to_string(out.join("README.md")).expect("readme");
+    assert!(
+        purchases.contains("cache: azure/prices-retail.csv"),
+        "the reservation is priced from the cache: {purchases}"
+    );
+    for text in [&purchases, &readme] {
+        assert!(!text.contains(&dir.path().display().to_string()), "{text}");
+    }
+    let check = common::gpuplan(&b)
+        .args(["render", "plans/azure-inference.toml", "--check", "--out"])
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}

@@ -98,7 +98,7 @@ fn snapshot_row(
     let (c_type, c_region, c_od) = (cols.c_type, cols.c_region, cols.c_od);
     let (c_spot, c_spot_min, c_band) = (cols.c_spot, cols.c_spot_min, cols.c_band);
     let (terms_1y, terms_3y) = (&cols.terms_1y, &cols.terms_3y);
-    let name: &str = &file.name;
+    let name: &str = file.data_name();
     let (sku, region) = (
         rec.get(c_type).unwrap_or(""),
         rec.get(c_region).unwrap_or(""),
@@ -213,7 +213,7 @@ fn load_advisor(
         let off = line_offset(&file.text, e.line(), e.column());
         invalid(file, off..off, format!("spot advisor data: {e}"))
     })?;
-    let source: Arc<str> = Arc::from(file.name.as_str());
+    let source: Arc<str> = Arc::from(file.data_name());
     for (region, oses) in parsed.spot_advisor {
         let Some(linux) = oses.get("Linux") else {
             continue;

@@ -129,7 +129,7 @@ pub(super) fn load_skypilot_prices(
     pc: &mut ProviderCatalog,
     as_of: Option<Date>,
 ) -> Result<(), CatalogError> {
-    let source: Arc<str> = Arc::from(file.name.as_str());
+    let source: Arc<str> = Arc::from(file.data_name());
     let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
     let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
     let col = |name: &str| column(file, &headers, name);
@@ -196,7 +196,7 @@ pub(super) fn load_ondemand_table(
     as_of: Option<Date>,
     complete: bool,
 ) -> Result<(), CatalogError> {
-    let source: Arc<str> = Arc::from(file.name.as_str());
+    let source: Arc<str> = Arc::from(file.data_name());
     let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
     let headers = rdr.headers().map_err(|e| csv_err(file, &e))?.clone();
     if headers.len() != 3 || headers.get(2) != Some("ondemand_usd_per_hour") {

@@ -68,7 +68,7 @@ pub(super) fn load_retail_overrides(
         let as_of = Some(captured_date(file, at, captured)?);
         let source: Arc<str> = Arc::from(format!(
             "{} ({}, captured {})",
-            file.name,
+            file.data_name(),
             rec.get(6).unwrap_or(""),
             rec.get(5).unwrap_or("")
         ));
@@ -180,7 +180,10 @@ pub(super) fn number(
 }
 
 pub(super) fn row_source(file: &Arc<SourceFile>, source: &str, captured: &str) -> Arc<str> {
-    Arc::from(format!("{} ({source}, captured {captured})", file.name))
+    Arc::from(format!(
+        "{} ({source}, captured {captured})",
+        file.data_name()
+    ))
 }
 
 /// `quota.csv`: region, family, limit_vcpus, used_vcpus, captured, source.
