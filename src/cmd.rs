@@ -25,6 +25,14 @@ pub(crate) use error::{CmdError, CmdResult};
 
 /// Load the catalog the flags ask for.
 pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> CmdResult<Catalog> {
+    // A `--cache` named on the command line that exists but is not a directory is a mistake
+    // to report, not a cache to pass over in silence.
+    if let Some(c) = g.cache.as_ref().filter(|c| c.exists() && !c.is_dir()) {
+        return Err(CmdError::Usage(format!(
+            "`--cache {}`: expected a directory (the refresh cache), found a file",
+            crate::core::shown(c)
+        )));
+    }
     let cache = g.cache.clone().or_else(crate::live::cache::default_dir);
     // Shared with other readers; a refresh writing the cache now is waited for, so the files
     // read are one refresh's, whole.

@@ -233,11 +233,20 @@ pub(crate) struct Fixes {
 /// named: a token goes only there.
 pub(crate) fn next_link(link: Option<&str>, api: &str) -> Result<Option<String>, CommentError> {
     let Some(link) = link else { return Ok(None) };
+    // RFC 8288: parameter names are case-insensitive, and `rel` may hold several relation
+    // types, space-separated (`rel="next last"`).
     let next = link.split(',').find_map(|part| {
         let (url, params) = part.split_once(';')?;
         params
             .split(';')
-            .any(|p| matches!(p.trim(), "rel=\"next\"" | "rel=next"))
+            .filter_map(|p| p.split_once('='))
+            .filter(|(k, _)| k.trim().eq_ignore_ascii_case("rel"))
+            .any(|(_, v)| {
+                v.trim()
+                    .trim_matches('"')
+                    .split_ascii_whitespace()
+                    .any(|r| r.eq_ignore_ascii_case("next"))
+            })
             .then(|| {
                 url.trim()
                     .trim_start_matches('<')
@@ -393,5 +402,17 @@ mod tests {
             Some(None)
         );
         assert_eq!(next_link(None, api).ok(), Some(None));
+        // Parameter names in any case; several relations in one `rel`.
+        for link in [
+            r#"<https://api.github.com/p2>; REL="next""#,
+            r#"<https://api.github.com/p2>; rel="prev next""#,
+            r#"<https://api.github.com/p2>; Rel=NEXT"#,
+        ] {
+            assert_eq!(
+                next_link(Some(link), api).ok().flatten().as_deref(),
+                Some("https://api.github.com/p2"),
+                "{link}"
+            );
+        }
     }
 }

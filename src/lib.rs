@@ -146,15 +146,35 @@ fn remember_secrets() {
 }
 
 /// Settings from the environment that cannot be used are errors, like the flags they stand
-/// for: `GPUPLAN_TODAY` that is not a date. (Empty variables count as unset: `main` removes
-/// them before the command line is parsed.)
+/// for: `GPUPLAN_TODAY` that is not a date, a lock timeout or series bound that is not a
+/// whole number (never silently the default). (Empty variables count as unset: `main`
+/// removes them before the command line is parsed.)
 fn environment_error() -> Option<cmd::CmdError> {
-    let today = std::env::var("GPUPLAN_TODAY").ok()?;
-    if core::Date::parse(&today).is_some() {
-        return None;
+    let var = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
+    if let Some(today) = var("GPUPLAN_TODAY").filter(|t| core::Date::parse(t).is_none()) {
+        return Some(cmd::CmdError::Usage(format!(
+            "GPUPLAN_TODAY=`{}`: expected a date, YYYY-MM-DD",
+            today.escape_debug()
+        )));
     }
-    Some(cmd::CmdError::Usage(format!(
-        "GPUPLAN_TODAY=`{}`: expected a date, YYYY-MM-DD",
-        today.escape_debug()
-    )))
+    for (k, what) in [
+        ("GPUPLAN_LOCK_TIMEOUT", "whole seconds (0 gives up at once)"),
+        (
+            "GPUPLAN_REVIEW_MAX_SERIES",
+            "a whole number of series, 1 or more",
+        ),
+    ] {
+        let Some(v) = var(k) else { continue };
+        let ok = v
+            .trim()
+            .parse::<u64>()
+            .is_ok_and(|n| k != "GPUPLAN_REVIEW_MAX_SERIES" || n > 0);
+        if !ok {
+            return Some(cmd::CmdError::Usage(format!(
+                "{k}=`{}`: expected {what}",
+                v.escape_debug()
+            )));
+        }
+    }
+    None
 }

@@ -15,6 +15,19 @@ pub(crate) fn run(args: &CommentArgs, out: &Out) -> CmdResult {
         Forge::Gitlab(a) => (&a.common, Box::new(gitlab(a)?)),
     };
     let body = read_body(&common.body)?;
+    // The tag sits inside an HTML comment: `--` or `>` in it would end the marker early.
+    if common.tag.is_empty()
+        || !common
+            .tag
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))
+        || common.tag.contains("--")
+    {
+        return Err(CmdError::Usage(format!(
+            "`--tag {}`: expected letters, digits and `.`, `_`, `/`, `-` (no `--`): it sits in the comment's hidden marker",
+            crate::core::printable(&common.tag)
+        )));
+    }
     let marker = comment::marker(&common.tag);
     let limit = thread.limit();
     let composed = (!body.trim().is_empty()).then(|| comment::compose(&marker, &body, limit));
@@ -109,18 +122,21 @@ fn token(names: &[&str]) -> CmdResult<String> {
         })
 }
 
-/// An API address as given, checked: http(s), no credentials or query in it, no trailing `/`.
+/// An API address as given, checked: http(s), no credentials, query or fragment in it, no
+/// trailing `/`.
 fn api(url: &str) -> CmdResult<String> {
     let parsed = url::Url::parse(url).ok().filter(|u| {
         matches!(u.scheme(), "https" | "http")
             && u.username().is_empty()
             && u.password().is_none()
             && u.query().is_none()
+            && u.fragment().is_none()
+            && !url.contains('#')
     });
     match parsed {
         Some(_) => Ok(url.trim_end_matches('/').to_owned()),
         None => Err(CmdError::Usage(format!(
-            "`--api-url {}`: expected an http(s) address without credentials or query",
+            "`--api-url {}`: expected an http(s) address without credentials, query or fragment",
             crate::core::printable(&crate::core::redact(url))
         ))),
     }

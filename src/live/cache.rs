@@ -6,13 +6,19 @@
 
 use std::path::{Path, PathBuf};
 
-/// `GPUPLAN_CACHE`, else `$XDG_CACHE_HOME/gpuplan`, else `~/.cache/gpuplan`.
+/// `GPUPLAN_CACHE`, else `$XDG_CACHE_HOME/gpuplan`, else `~/.cache/gpuplan`. A relative
+/// `XDG_CACHE_HOME` is ignored, as the XDG Base Directory Specification says ("If an
+/// implementation encounters a relative path in any of these variables it should consider
+/// the path invalid and ignore it"): it would name a different cache in every directory.
 pub(crate) fn default_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("GPUPLAN_CACHE").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(d));
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d).join("gpuplan"));
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+    {
+        return Some(d.join("gpuplan"));
     }
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("gpuplan"))
 }

@@ -650,3 +650,26 @@ fn only_the_tokens_own_comments_are_edited_or_deleted() {
         .collect();
     assert_eq!(edits, ["PATCH /repos/o/r/issues/comments/5"], "{edits:?}");
 }
+
+/// Issue 58 lows: a tag that would end the hidden marker early and an API address with a
+/// fragment are usage errors, before any request.
+#[test]
+fn a_tag_that_ends_the_marker_and_an_address_with_a_fragment_are_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("body.md"), "b").expect("body");
+    let m = Mock::start(|_, _| json(200, serde_json::json!([])));
+    for (tag, url) in [
+        ("x-->", m.url.clone()),
+        ("a>b", m.url.clone()),
+        ("ok", format!("{}/#frag", m.url)),
+    ] {
+        let out = gpuplan(dir.path())
+            .env("GITHUB_TOKEN", TOKEN)
+            .args(["comment", "github", "--body", "body.md", "--repo", "o/r"])
+            .args(["--pull-request", "7", "--tag", tag, "--api-url", &url])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{tag} {url}");
+    }
+    assert_eq!(m.count(|_| true), 0);
+}

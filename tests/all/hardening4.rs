@@ -228,3 +228,65 @@ fn rendered_files_do_not_depend_on_where_the_cache_is() {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+/// Issue 58 lows: settings that cannot be used are errors naming what was expected, never
+/// silently their defaults; a `--cache` that is a file is refused; a relative
+/// `XDG_CACHE_HOME` is ignored (the XDG Base Directory Specification).
+#[test]
+fn unusable_settings_are_refused_never_defaulted() {
+    for (k, v) in [
+        ("GPUPLAN_LOCK_TIMEOUT", "soon"),
+        ("GPUPLAN_LOCK_TIMEOUT", "-1"),
+        ("GPUPLAN_REVIEW_MAX_SERIES", "lots"),
+        ("GPUPLAN_REVIEW_MAX_SERIES", "0"),
+    ] {
+        let out = gpuplan()
+            .env(k, v)
+            .args(["check", "plans/minimal.toml"])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{k}={v}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("{k}=`{v}`: expected")),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("cache-file");
+    std::fs::write(&file, "not a cache").expect("file");
+    let out = gpuplan()
+        .arg("--cache")
+        .arg(&file)
+        .args(["check", "plans/minimal.toml"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected a directory"));
+    // A relative XDG_CACHE_HOME names no cache: a damaged cache where it points (which would
+    // end the run, exit 2) is never read.
+    let planted = dir.path().join("relative-cache/gpuplan");
+    std::fs::create_dir_all(&planted).expect("dir");
+    std::fs::write(
+        planted.join("CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n# gpuplan\n",
+    )
+    .expect("tag");
+    std::fs::write(planted.join("sources.toml"), "not = [toml").expect("list");
+    let out = assert_cmd::Command::cargo_bin("gpuplan")
+        .expect("binary")
+        .current_dir(dir.path())
+        .env_remove("GPUPLAN_CACHE")
+        .env("XDG_CACHE_HOME", "relative-cache")
+        .env("HOME", dir.path().join("home"))
+        .args(["check"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/minimal.toml"))
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

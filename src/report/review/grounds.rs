@@ -140,10 +140,13 @@ impl fmt::Display for ServingGrounds {
 /// Why nothing is proposed for next quarter.
 impl fmt::Display for crate::review::forecast::Withheld {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Cut, never rounded up: 6.996 days is not "7.0" when 7 are needed.
+        let days = (self.covered_days * 10.0).floor() / 10.0;
         write!(
             f,
-            "the data covers {:.1} day(s); sizing next quarter needs at least {} covered days",
-            self.covered_days, self.min_days
+            "the data covers {days:.1} day(s) ({:.1} h); sizing next quarter needs at least {} covered days",
+            self.covered_days * 24.0,
+            self.min_days
         )
     }
 }
@@ -182,6 +185,18 @@ mod tests {
         low: 5.04,
         high: 9.5,
     };
+
+    #[test]
+    fn a_window_short_of_the_days_needed_never_reads_as_enough() {
+        let w = crate::review::forecast::Withheld {
+            covered_days: 167.9 / 24.0,
+            min_days: 7.0,
+        };
+        assert_eq!(
+            w.to_string(),
+            "the data covers 6.9 day(s) (167.9 h); sizing next quarter needs at least 7 covered days"
+        );
+    }
 
     #[test]
     fn each_level_and_sizing_reads_as_before() {
