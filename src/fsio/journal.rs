@@ -146,13 +146,133 @@ fn read(root: &OwnedFd) -> io::Result<Option<Journal>> {
     Ok(Some(j))
 }
 
+/// Whether settling `en` in `phase` would replace or remove the target itself (not only
+/// gpuplan's own temporary and kept files beside it).
+fn touches_target(dir: &OwnedFd, en: &Entry, phase: Phase) -> bool {
+    let name = en.name.as_str();
+    match phase {
+        Phase::Stage => false,
+        Phase::Swap => match (&en.temp, &en.backup) {
+            (Some(t), _) => exists(dir, t),
+            (None, Some(b)) => same_inode(dir, name, b),
+            (None, None) => false,
+        },
+        Phase::Undo => match &en.backup {
+            Some(b) => !same_inode(dir, name, b) && exists(dir, b),
+            None => en.temp.is_some() && exists(dir, name),
+        },
+    }
+}
+
+/// The lists gpuplan keeps of the files it owns in a directory it writes sets into: render's
+/// manifest and the refresh cache's list (with the cache's tag). A journal may touch these
+/// and what they list, nothing else.
+pub(super) const LISTS: [&str; 2] = [".gpuplan-render.toml", "sources.toml"];
+const TAG: &str = "CACHEDIR.TAG";
+
+/// An entry's path relative to the locked directory.
+fn key(en: &Entry) -> String {
+    if en.dir.is_empty() {
+        en.name.clone()
+    } else {
+        format!("{}/{}", en.dir, en.name)
+    }
+}
+
+/// Every path the directory's lists name, as they stand, as the set would leave them (a
+/// list's new content staged beside it) and as they were (its kept old file), with the lists
+/// themselves.
+fn owned(root: &OwnedFd, j: &Journal) -> std::collections::BTreeSet<String> {
+    let mut out: std::collections::BTreeSet<String> = LISTS
+        .iter()
+        .chain([&TAG])
+        .map(|s| (*s).to_owned())
+        .collect();
+    for list in LISTS {
+        let mut texts = vec![read_small(root, list)];
+        for en in j
+            .entry
+            .iter()
+            .filter(|en| en.dir.is_empty() && en.name == list)
+        {
+            texts.extend(
+                en.temp
+                    .iter()
+                    .chain(&en.backup)
+                    .map(|f| read_small(root, f)),
+            );
+        }
+        for t in texts.into_iter().flatten() {
+            if let Ok(v) = toml::from_str::<toml::Value>(&t) {
+                strings(&v, &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Every string in a TOML value (a list's paths, wherever its format keeps them).
+fn strings(v: &toml::Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        toml::Value::String(s) if plain_relative(s) => {
+            out.insert(s.clone());
+        }
+        toml::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        toml::Value::Table(t) => t.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
+}
+
+/// A small regular file's text in `dir`, not through a link; `None` otherwise.
+fn read_small(dir: &OwnedFd, name: &str) -> Option<String> {
+    let fd = rfs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    if FileType::from_raw_mode(rfs::fstat(&fd).ok()?.st_mode) != FileType::RegularFile {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::from(fd)
+        .take(4 << 20)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
 /// Complete or undo the set a journal in `root` describes, then remove the journal. A run
 /// holding the directory's write lock calls this before it does anything else there.
 pub(super) fn recover(root: &OwnedFd) -> io::Result<()> {
     let Some(j) = read(root)? else {
         return Ok(());
     };
+    // Only files the directory's own lists say gpuplan owns are replaced or removed, checked
+    // for every entry before any is settled: a journal planted beside files gpuplan never
+    // wrote would otherwise delete or replace them.
+    let owned = owned(root, &j);
     for en in &j.entry {
+        let Some(dir) = open_dir(root, &en.dir)? else {
+            continue;
+        };
+        if touches_target(dir.as_ref().unwrap_or(root), en, j.phase) && !owned.contains(&key(en)) {
+            return Err(damaged(&format!(
+                "it names `{}`, which no list of gpuplan's here names",
+                crate::core::printable(&key(en))
+            )));
+        }
+    }
+    // The lists last, as the run that wrote the journal undoes them: killed again here,
+    // they still name every file left to settle.
+    let list = |en: &&Entry| en.dir.is_empty() && LISTS.contains(&en.name.as_str());
+    let order = j
+        .entry
+        .iter()
+        .filter(|en| !list(en))
+        .chain(j.entry.iter().filter(list));
+    for en in order {
         let Some(dir) = open_dir(root, &en.dir)? else {
             continue;
         };

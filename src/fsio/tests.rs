@@ -211,8 +211,13 @@ fn set(files: &[(&str, &str)]) -> std::collections::BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// A render manifest naming `files`.
+const OLD_LIST: &str = "files = [\"a.tf\", \"b.tf\", \"sub/c.tf\", \"gone.tf\"]\n";
+const NEW_LIST: &str = "files = [\"a.tf\", \"b.tf\", \"sub/c.tf\", \"new/e.tf\"]\n";
+
 /// A render-like set: files replaced, one added, one unchanged, one removed, in two
-/// directories; `fail_at` also makes a rename fail, so the rollback itself is killed.
+/// directories, with the manifest that names them; `fail_at` also makes a rename fail, so
+/// the rollback itself is killed.
 fn killed_at(step: usize, fail_at: usize) -> (bool, std::collections::BTreeMap<String, Vec<u8>>) {
     let d = tempfile::tempdir().unwrap();
     let old = set(&[
@@ -220,6 +225,7 @@ fn killed_at(step: usize, fail_at: usize) -> (bool, std::collections::BTreeMap<S
         ("b.tf", "b"),
         ("sub/c.tf", "c1"),
         ("gone.tf", "g"),
+        (".gpuplan-render.toml", OLD_LIST),
     ]);
     for (k, v) in old.iter().filter(|(k, _)| !k.ends_with('/')) {
         let p = d.path().join(k);
@@ -231,6 +237,7 @@ fn killed_at(step: usize, fail_at: usize) -> (bool, std::collections::BTreeMap<S
     t.put("b.tf", b"b".to_vec());
     t.put("sub/c.tf", b"c2".to_vec());
     t.put("new/e.tf", b"e".to_vec());
+    t.put(".gpuplan-render.toml", NEW_LIST.as_bytes().to_vec());
     t.remove("gone.tf");
     super::faults::STEP.with(|s| s.set(0));
     super::faults::KILL_AT.with(|k| k.set(step));
@@ -241,7 +248,12 @@ fn killed_at(step: usize, fail_at: usize) -> (bool, std::collections::BTreeMap<S
     super::faults::KILL_AT.with(|k| k.set(0));
     FAIL_AT.with(|f| f.set(0));
     // The next run: any lock on the directory completes or undoes what was left.
-    drop(lock(d.path(), Hold::Read, false).unwrap());
+    let before = listing(d.path());
+    let j = std::fs::read_to_string(d.path().join(super::journal::NAME)).unwrap_or_default();
+    drop(
+        lock(d.path(), Hold::Read, false)
+            .unwrap_or_else(|e| panic!("{e}\n{j}\n{:?}", before.keys().collect::<Vec<_>>())),
+    );
     (ok, listing(d.path()))
 }
 
@@ -253,6 +265,7 @@ fn a_run_killed_at_any_write_leaves_the_old_set_or_the_new_one_for_the_next_run(
         ("sub/", ""),
         ("sub/c.tf", "c1"),
         ("gone.tf", "g"),
+        (".gpuplan-render.toml", OLD_LIST),
     ]);
     let new = set(&[
         ("a.tf", "a2"),
@@ -261,6 +274,7 @@ fn a_run_killed_at_any_write_leaves_the_old_set_or_the_new_one_for_the_next_run(
         ("sub/c.tf", "c2"),
         ("new/", ""),
         ("new/e.tf", "e"),
+        (".gpuplan-render.toml", NEW_LIST),
     ]);
     let (mut olds, mut news) = (0, 0);
     for fail_at in [0, 1, 3, 5] {
@@ -324,6 +338,64 @@ fn a_damaged_journal_is_named_and_nothing_is_touched() {
     };
     assert!(err.contains("not a journal gpuplan wrote"), "{err}");
     assert_eq!(std::fs::read(d.path().join("keep.tf")).unwrap(), b"k");
+}
+
+/// Issue 58: a journal planted beside files gpuplan never wrote named them, and the next run
+/// that locked the directory (a read-only one too) deleted or replaced them. Each phase's
+/// way of removing or replacing a file is tried on a file no list of gpuplan's names.
+#[test]
+fn a_planted_journal_touches_no_file_gpuplan_does_not_own() {
+    for (phase, temp, backup, link) in [
+        (
+            "undo",
+            Some(".notes.md.gpuplan-new-0123456789abcdef"),
+            None,
+            false,
+        ),
+        (
+            "swap",
+            Some(".notes.md.gpuplan-new-0123456789abcdef"),
+            None,
+            false,
+        ),
+        (
+            "swap",
+            None,
+            Some(".notes.md.gpuplan-old-0123456789abcdef"),
+            true,
+        ),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("notes.md"), "mine").unwrap();
+        std::fs::write(
+            d.path().join(".gpuplan-render.toml"),
+            "files = [\"a.tf\"]\n",
+        )
+        .unwrap();
+        if let Some(t) = temp {
+            std::fs::write(d.path().join(t), "planted").unwrap();
+        }
+        if let (Some(b), true) = (backup, link) {
+            std::fs::hard_link(d.path().join("notes.md"), d.path().join(b)).unwrap();
+        }
+        let mut j = format!(
+            "version = 1\nphase = \"{phase}\"\n[[entry]]\ndir = \"\"\nname = \"notes.md\"\n"
+        );
+        for (k, v) in [("temp", temp), ("backup", backup)] {
+            if let Some(v) = v {
+                j.push_str(&format!("{k} = \"{v}\"\n"));
+            }
+        }
+        std::fs::write(d.path().join(super::journal::NAME), j).unwrap();
+        for hold in [Hold::Read, Hold::Write] {
+            let err = match lock(d.path(), hold, false) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("{phase}: a planted journal was followed"),
+            };
+            assert!(err.contains("no list of gpuplan's here names"), "{err}");
+            assert_eq!(std::fs::read(d.path().join("notes.md")).unwrap(), b"mine");
+        }
+    }
 }
 
 #[test]

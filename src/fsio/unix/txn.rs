@@ -151,9 +151,18 @@ impl Txn {
         out
     }
 
-    /// Put back what was replaced or removed, newest first; take away what is new.
+    /// Put back what was replaced or removed, newest first; take away what is new. The
+    /// directory's lists of what gpuplan owns go back last, so a run killed here leaves them
+    /// naming every new file still standing (recovery touches only what they name).
     fn undo(&self) {
-        for s in self.staged.iter().rev() {
+        let list = |s: &&Staged| s.key.is_empty() && journal::LISTS.contains(&s.name.as_str());
+        let order = self
+            .staged
+            .iter()
+            .rev()
+            .filter(|s| !list(s))
+            .chain(self.staged.iter().rev().filter(list));
+        for s in order {
             if killed().is_err() {
                 return;
             }
