@@ -290,3 +290,52 @@ fn unusable_settings_are_refused_never_defaulted() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 58 item 7: a FIFO whose writer had not opened it yet read as empty (a comment body
+/// became "nothing to report", and the writer then blocked forever). Its writer is waited for
+/// (as long as a lock is), and a writer that never comes is an error naming the pipe.
+#[test]
+fn a_pipe_is_read_once_its_writer_comes_and_a_writer_that_never_comes_is_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let fifo = dir.path().join("plan.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let plan =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/minimal.toml"))
+            .expect("plan");
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(700));
+            std::fs::write(&fifo, plan).expect("write the pipe");
+        })
+    };
+    let out = gpuplan()
+        .args(["check", "--format", "json"])
+        .arg(&fifo)
+        .output()
+        .expect("runs");
+    writer.join().expect("writer");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"findings\""));
+    let out = gpuplan()
+        .env("GPUPLAN_LOCK_TIMEOUT", "1")
+        .args(["check"])
+        .arg(&fifo)
+        .output()
+        .expect("runs");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("its writer never opened it"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

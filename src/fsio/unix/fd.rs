@@ -22,7 +22,10 @@ pub(in crate::fsio) fn open(path: &Path, kind: Input) -> io::Result<Opened> {
     let len = match ft {
         FileType::RegularFile => Some(st.st_size as u64),
         FileType::Fifo if kind == Input::RegularOrPipe => {
-            // A pipe someone handed over: read it as a pipe is read, waiting for data.
+            // A pipe someone handed over: read it as a pipe is read, waiting for data. A FIFO
+            // whose writer has not opened it yet would read as empty at once; its writer is
+            // waited for first (as long as a lock is), then it is read to its end.
+            wait_for_writer(&fd, path)?;
             let fl = rfs::fcntl_getfl(&fd).map_err(e)?;
             rfs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK).map_err(e)?;
             None
@@ -33,6 +36,36 @@ pub(in crate::fsio) fn open(path: &Path, kind: Input) -> io::Result<Opened> {
         file: std::fs::File::from(fd),
         len,
     })
+}
+
+/// Wait until a FIFO has data or its writer has come and gone, at most `GPUPLAN_LOCK_TIMEOUT`
+/// (60 s unless set).
+fn wait_for_writer(fd: &OwnedFd, path: &Path) -> io::Result<()> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let limit = wait_limit();
+    let timeout = Timespec {
+        tv_sec: i64::try_from(limit.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: 0,
+    };
+    let start = std::time::Instant::now();
+    loop {
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => {
+                return Err(refuse(
+                    io::ErrorKind::TimedOut,
+                    &format!(
+                        "no one wrote to the pipe `{}` within {} s (GPUPLAN_LOCK_TIMEOUT): its writer never opened it",
+                        crate::core::shown(path),
+                        limit.as_secs()
+                    ),
+                ))
+            }
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) if start.elapsed() < limit => continue,
+            Err(err) => return Err(e(err)),
+        }
+    }
 }
 
 pub(in crate::fsio) fn same_file(a: &Path, b: &Path) -> bool {
