@@ -419,3 +419,49 @@ fn temporary_files_of_a_killed_run_are_swept_and_nothing_else() {
     want.sort();
     assert_eq!(left, want);
 }
+
+/// Issue 58: a second run writing into a subdirectory of a render's output swept the
+/// render's temporary and kept files there. A lock covers what is nested in it: the inner
+/// run waits until the outer one is done, and the outer one's files are left alone meanwhile.
+#[test]
+fn a_writer_nested_in_another_runs_output_waits_for_it() {
+    let d = tempfile::tempdir().unwrap();
+    let sub = d.path().join("terraform");
+    std::fs::create_dir_all(&sub).unwrap();
+    // A temporary of the outer run's, made under its lock.
+    let temp = sub.join(".main.tf.gpuplan-new-0123456789abcdef");
+    std::fs::write(&temp, "outer run's new content").unwrap();
+    let outer = lock(d.path(), Hold::Write, false).unwrap().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let inner = {
+        let sub = sub.clone();
+        let temp = temp.clone();
+        std::thread::spawn(move || {
+            // Retried: another test may set GPUPLAN_LOCK_TIMEOUT to 0 meanwhile.
+            let start = std::time::Instant::now();
+            let l = loop {
+                match lock(&sub, Hold::Write, false) {
+                    Ok(l) => break l,
+                    Err(_) if start.elapsed() < std::time::Duration::from_secs(20) => {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            };
+            // Only once the outer run let go: its temporary was still there until then.
+            tx.send(()).unwrap();
+            drop(l);
+            temp.exists()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(rx.try_recv().is_err(), "the nested writer did not wait");
+    assert!(
+        temp.exists(),
+        "the outer run's temporary was swept under it"
+    );
+    drop(outer);
+    rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    // Once the outer run is done, its leftovers are the inner run's to sweep.
+    assert!(!inner.join().unwrap());
+}

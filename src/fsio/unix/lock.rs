@@ -16,6 +16,10 @@ pub(crate) struct DirLock {
     /// was written.
     made: Vec<PathBuf>,
     pub(super) kept: std::cell::Cell<bool>,
+    /// Shared locks on the directories above it, held as long as this one: a run writing
+    /// into a directory nested in another run's output waits for that run (and that run
+    /// for it) instead of sweeping its temporary and kept files.
+    _above: Vec<OwnedFd>,
 }
 
 impl Drop for DirLock {
@@ -49,6 +53,12 @@ pub(in crate::fsio) fn lock(
             Hold::Read => FlockOperation::NonBlockingLockShared,
             Hold::Write => FlockOperation::NonBlockingLockExclusive,
         };
+        // Outermost first, as every run takes them: no two runs wait on each other.
+        let above = ancestors(root)
+            .into_iter()
+            .map(|(p, a)| wait(&a, FlockOperation::NonBlockingLockShared, &p).map(|()| a))
+            .collect::<io::Result<Vec<OwnedFd>>>()
+            .map_err(fail)?;
         wait(&fd, op, root).map_err(fail)?;
         let here = match (rfs::fstat(&fd), rfs::stat(root)) {
             (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
@@ -62,6 +72,7 @@ pub(in crate::fsio) fn lock(
             root: root.to_owned(),
             made,
             kept: std::cell::Cell::new(false),
+            _above: above,
         };
         settle(&lock, hold).map_err(fail)?;
         return Ok(Some(lock));
@@ -69,6 +80,30 @@ pub(in crate::fsio) fn lock(
     Err(fail(io::Error::other(
         "the directory kept being replaced while gpuplan waited for it",
     )))
+}
+
+/// The directories above `root` that can be opened, outermost first (the file system's
+/// root itself left out: no run writes there).
+fn ancestors(root: &Path) -> Vec<(PathBuf, OwnedFd)> {
+    let Ok(real) = std::fs::canonicalize(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, OwnedFd)> = real
+        .ancestors()
+        .skip(1)
+        .filter(|p| p.parent().is_some())
+        .filter_map(|p| {
+            rfs::open(
+                p,
+                rfs::OFlags::RDONLY | rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC,
+                rfs::Mode::empty(),
+            )
+            .ok()
+            .map(|fd| (p.to_owned(), fd))
+        })
+        .collect();
+    out.reverse();
+    out
 }
 
 /// Take the lock `op` (non-blocking), polling until [`wait_limit`]; say once that this run
