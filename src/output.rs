@@ -67,10 +67,14 @@ impl Out {
         let s = &crate::core::redact(s);
         let s = &*crate::core::format::terminal_safe(s, commands);
         let mut o = std::io::stdout().lock();
-        // A closed pipe (`gpuplan ... | head`) is not worth a panic, but it is not success.
+        // A reader that stopped reading (`gpuplan ... | head`) took what it wanted: the rest
+        // goes nowhere, quietly, whatever the output's size (the pipe's buffer would hide a
+        // small one). Any other failure (a full disk) is output nobody got: no success.
         if let Err(e) = o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
-            if let Ok(mut f) = self.stdout_failed.lock() {
-                f.get_or_insert_with(|| e.to_string());
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                if let Ok(mut f) = self.stdout_failed.lock() {
+                    f.get_or_insert_with(|| e.to_string());
+                }
             }
         }
     }

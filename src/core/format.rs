@@ -494,6 +494,9 @@ pub fn md(s: &str) -> String {
             // printed) keeps the text and drops the ping.
             '@' if !in_code => out.push_str("@&#8203;"),
             c if c.is_control() => {}
+            // A bidirectional override or an invisible character (from a price API, a plan)
+            // would reorder or hide what a reviewer reads: shown as its escape instead.
+            c if invisible(c) => out.push_str(&c.escape_unicode().to_string()),
             c => out.push(c),
         }
     }

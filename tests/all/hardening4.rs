@@ -339,3 +339,33 @@ fn a_pipe_is_read_once_its_writer_comes_and_a_writer_that_never_comes_is_named()
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 58 lows: a reader that stops reading (`| head`) ended a run with exit 2 when the
+/// output was larger than the pipe's buffer, 0 when smaller. Either way it is the reader's
+/// choice: the run keeps its own exit code.
+#[test]
+fn a_reader_that_stops_reading_changes_no_exit_code() {
+    use std::process::{Command, Stdio};
+    for args in [
+        &["catalog", "--format", "json"][..],
+        &["check", "plans/minimal.toml"][..],
+    ] {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("gpuplan"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs");
+        // Read nothing: the pipe closes at once.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("waits");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

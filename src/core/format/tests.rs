@@ -143,6 +143,11 @@ fn markdown_cells_hold_no_link_row_or_tag() {
         "see `[[workload]]` \\[x\\](y)"
     );
     assert_eq!(md("odd ` [x](y)"), "odd ' \\[x\\](y)");
+    // A right-to-left override from a price API's text reorders nothing in the README.
+    assert_eq!(
+        md("Azure \u{202e}ecirp\u{202c} API"),
+        "Azure \\u{202e}ecirp\\u{202c} API"
+    );
 }
 
 #[test]
