@@ -56,8 +56,11 @@ fn garbage_in_gpuplan_today_is_an_error_and_empty_variables_are_unset() {
     }
 }
 
+/// Output nobody got is no success: a full disk is exit 2. A reader that closed the pipe
+/// (`| head`) chose to stop reading, which is not a failure of the run (issue 58: the exit
+/// code depended on whether the output fitted the pipe's buffer): the run's own code stands.
 #[test]
-fn a_closed_standard_output_is_not_success() {
+fn a_full_disk_is_not_success_and_a_closed_pipe_is_the_readers_choice() {
     use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -77,11 +80,11 @@ fn a_closed_standard_output_is_not_success() {
     let out = child.wait_with_output().expect("waits");
     assert_eq!(
         out.status.code(),
-        Some(2),
+        Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
     if Path::new("/dev/full").exists() {
         let full = std::fs::OpenOptions::new()
             .write(true)
@@ -96,6 +99,7 @@ fn a_closed_standard_output_is_not_success() {
             .output()
             .expect("runs");
         assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
     }
 }
 
