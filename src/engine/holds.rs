@@ -49,7 +49,10 @@ pub(crate) fn peak_nodes(catalog: &Catalog, plan: &Plan, pool: &Pool) -> Option<
         Sharing::TimeSlicing | Sharing::Mps => Binding::Shares,
         Sharing::Mig => Binding::MigInstances,
     };
-    let (mut gang_nodes, mut sums, mut alone) = (0.0, [0.0f64; 3], (0.0f64, None));
+    let dim_binding = [gpu_binding, Binding::Vcpus, Binding::Memory];
+    // (nodes, replicas per node, what binds) of the workload that needs most nodes alone.
+    let (mut gang_nodes, mut sums) = (0.0, [0.0f64; 3]);
+    let mut alone: (f64, Option<u32>, Binding) = (0.0, None, gpu_binding);
     for w in plan.pool_workloads(pool) {
         let per_replica = match pool.sharing() {
             Sharing::Dedicated | Sharing::SharedServer => w.gpus().max(1) as f64,
@@ -81,21 +84,21 @@ pub(crate) fn peak_nodes(catalog: &Catalog, plan: &Plan, pool: &Pool) -> Option<
         // Whole replicas per node: the fewest any dimension allows. A MIG replica's GPU share
         // averages the pool's layouts (an instance one GPU in several carries), so only vCPUs,
         // memory and whole GPUs hold a replica to one node.
-        let whole = if pool.sharing() == Sharing::Mig {
-            &need[1..]
-        } else {
-            &need[..]
-        };
-        let fit = whole
-            .iter()
-            .map(|n| {
-                if *n <= 0.0 {
+        let first = usize::from(pool.sharing() == Sharing::Mig);
+        let (fit, by) = (first..3)
+            .map(|i| {
+                let n = need[i];
+                let fit = if n <= 0.0 {
                     f64::INFINITY
                 } else {
                     (1.0 / n + 1e-9).floor()
-                }
+                };
+                (fit, dim_binding[i])
             })
-            .fold(f64::INFINITY, f64::min);
+            .fold(
+                (f64::INFINITY, gpu_binding),
+                |a, b| if b.0 < a.0 { b } else { a },
+            );
         let own = if fit < 1.0 {
             f64::INFINITY
         } else if fit.is_finite() {
@@ -104,25 +107,16 @@ pub(crate) fn peak_nodes(catalog: &Catalog, plan: &Plan, pool: &Pool) -> Option<
             0.0
         };
         if own > alone.0 {
-            alone = (own, fit.is_finite().then_some(fit as u32));
+            alone = (own, fit.is_finite().then_some(fit as u32), by);
         }
     }
-    let dims = [
-        (sums[0], gpu_binding),
-        (sums[1], Binding::Vcpus),
-        (sums[2], Binding::Memory),
-    ];
-    let (summed, binding) = dims
+    let (summed, binding) = sums
         .into_iter()
+        .zip(dim_binding)
         .map(|(s, b)| ((s - 1e-9).ceil().max(0.0), b))
         .fold((0.0, gpu_binding), |a, b| if b.0 > a.0 { b } else { a });
     let (rest, binding, per) = if alone.0 > summed {
-        let b = if alone.0.is_infinite() {
-            Binding::Vcpus
-        } else {
-            binding
-        };
-        (alone.0, b, alone.1)
+        (alone.0, alone.2, alone.1)
     } else {
         (summed, binding, None)
     };
@@ -179,4 +173,50 @@ fn mig_replica_share(catalog: &Catalog, plan: &Plan, pool: &Pool, w: &Workload) 
             * n;
     }
     (instances > 0.0).then(|| gpus / instances)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(workload: &str, pool: &str) -> (Plan, Catalog) {
+        let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
+        let text = format!("version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\n{workload}\n\n[[pool]]\nname = \"p\"\nregion = \"us-east-1\"\nworkloads = [\"w\"]\n{pool}\n");
+        let p = crate::plan::load_and_validate(
+            crate::source::SourceFile::new("p.toml", text),
+            &catalog,
+        )
+        .unwrap_or_else(|_| panic!("plan"));
+        (p, catalog)
+    }
+
+    fn need(workload: &str, pool: &str) -> PeakNodes {
+        let (p, c) = plan(workload, pool);
+        peak_nodes(&c, &p, p.pools()[0].get()).expect("sku")
+    }
+
+    #[test]
+    fn what_binds_is_named_and_a_replica_no_node_holds_needs_every_node() {
+        // Six one-GPU replicas on one-GPU nodes: six, by GPUs.
+        let n = need("replicas = 6\ngpus = 1", "sku = \"g6.xlarge\"\nnodes = 1");
+        assert_eq!((n.nodes, n.binding), (6, Binding::Gpus));
+        // Three replicas of 7 vCPUs on 48-vCPU nodes with 4 GPUs: the GPUs bind (1 node).
+        let n = need(
+            "replicas = 3\ngpus = 1\ncpu = 7",
+            "sku = \"g6.12xlarge\"\nnodes = 1",
+        );
+        assert_eq!(n.nodes, 1, "{n:?}");
+        // Four replicas of 20 vCPUs: two fit a node's allocatable vCPUs, so two nodes.
+        let n = need(
+            "replicas = 4\ngpus = 1\ncpu = 20",
+            "sku = \"g6.12xlarge\"\nnodes = 1",
+        );
+        assert_eq!((n.nodes, n.binding), (2, Binding::Vcpus), "{n:?}");
+        // More memory than a node has: no number of nodes holds it.
+        let n = need(
+            "replicas = 1\ngpus = 1\nmemory_gib = 1000",
+            "sku = \"g6.xlarge\"\nnodes = 1",
+        );
+        assert_eq!((n.nodes, n.binding), (u32::MAX, Binding::Memory), "{n:?}");
+    }
 }
