@@ -38,7 +38,11 @@ pub(crate) fn load_catalog(g: &Global, providers: &[Provider], out: &Out) -> Cmd
     // read are one refresh's, whole.
     let _lock = match (&g.catalog, &cache) {
         // Only a directory can be a cache; anything else is not one and is not read.
-        (None, Some(c)) if c.is_dir() => crate::fsio::lock(c, crate::fsio::Hold::Read, false)?,
+        (None, Some(c)) if c.is_dir() => crate::fsio::lock(c, crate::fsio::Hold::Read, false)
+            .map_err(|e| CmdError::Read {
+                path: crate::core::shown(&e.path),
+                source: e.source,
+            })?,
         _ => None,
     };
     use crate::live::cache::State;

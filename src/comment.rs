@@ -67,6 +67,15 @@ pub(crate) fn compose(marker: &str, body: &str, limit: usize) -> String {
     format!("{cut}{note}")
 }
 
+/// Whether a comment is gpuplan's: it carries the marker and the token's own user (`me`)
+/// wrote it.
+pub(crate) fn is_ours(n: &Note, marker: &str, me: &str) -> bool {
+    n.body.trim_start().starts_with(marker)
+        && n.author
+            .as_deref()
+            .is_some_and(|a| a.eq_ignore_ascii_case(me))
+}
+
 #[derive(Clone, Copy)]
 /// What the run wants: the comment composed ([`compose`]) or `None` when there is nothing to
 /// say, how to post it, and what a kept comment says when there is nothing.
@@ -87,15 +96,7 @@ pub(crate) fn actions(existing: &[Note], marker: &str, me: &str, want: &Wanted<'
         delete_when_empty,
         nothing,
     } = *want;
-    let mut ours: Vec<&Note> = existing
-        .iter()
-        .filter(|n| n.body.trim_start().starts_with(marker))
-        .filter(|n| {
-            n.author
-                .as_deref()
-                .is_some_and(|a| a.eq_ignore_ascii_case(me))
-        })
-        .collect();
+    let mut ours: Vec<&Note> = existing.iter().filter(|n| is_ours(n, marker, me)).collect();
     ours.sort_by_key(|n| n.id);
     let delete_all = |ours: &[&Note]| ours.iter().map(|n| Action::Delete(n.id)).collect();
     match (body, behavior) {
@@ -145,7 +146,9 @@ pub(crate) trait Thread {
     fn what(&self) -> String;
     /// The most characters a comment may hold.
     fn limit(&self) -> usize;
-    fn list(&self) -> Result<Vec<Note>, CommentError>;
+    /// The thread's comments that `keep` keeps, read page by page: only those are held, so a
+    /// thread of thousands of long comments costs the memory of gpuplan's own.
+    fn list(&self, keep: &dyn Fn(&Note) -> bool) -> Result<Vec<Note>, CommentError>;
     /// The login or username the token comments as (`GET /user`).
     fn identity(&self) -> Result<String, CommentError>;
     /// The new comment's id.

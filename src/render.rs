@@ -47,6 +47,13 @@ pub enum RenderError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `--check` only reads: what stopped it is said as a read.
+    #[error("cannot read `{}`: {source}", path.display())]
+    #[diagnostic(code(gpuplan::render::read))]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// The language of an output: how a value a template writes bare (`{{x}}`) is escaped, and how

@@ -37,7 +37,8 @@ pub(crate) fn run(args: &CommentArgs, out: &Out) -> CmdResult {
         Some(a) => a.clone(),
         None => thread.identity()?,
     };
-    let existing = thread.list()?;
+    // Only gpuplan's own marked comments are held while the thread is read.
+    let existing = thread.list(&|n: &comment::Note| comment::is_ours(n, &marker, &me))?;
     let steps = comment::actions(
         &existing,
         &marker,

@@ -28,7 +28,15 @@ pub(crate) enum CmdError {
         #[source]
         source: std::io::Error,
     },
-    /// Standard output could not be written (a full disk, a closed pipe).
+    /// A directory a read-only command reads (the refresh cache) could not be used.
+    #[error("cannot read `{path}`: {source}")]
+    #[diagnostic(code(gpuplan::read))]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Standard output could not be written (a full disk).
     #[error("cannot write to standard output: {0}")]
     #[diagnostic(code(gpuplan::stdout))]
     Stdout(String),

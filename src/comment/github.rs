@@ -69,7 +69,7 @@ impl Thread for GitHub {
         LIMIT
     }
 
-    fn list(&self) -> Result<Vec<Note>, CommentError> {
+    fn list(&self, keep: &dyn Fn(&Note) -> bool) -> Result<Vec<Note>, CommentError> {
         let mut url = Some(format!(
             "{}/repos/{}/issues/{}/comments?per_page=100",
             self.api, self.repo, self.number
@@ -93,11 +93,15 @@ impl Thread for GitHub {
                 },
             )
             .map_err(|f| self.fail(f))?;
-            notes.extend(page.into_iter().map(|c| Note {
-                id: c.id,
-                body: c.body.unwrap_or_default(),
-                author: c.user.map(|u| u.login),
-            }));
+            notes.extend(
+                page.into_iter()
+                    .map(|c| Note {
+                        id: c.id,
+                        body: c.body.unwrap_or_default(),
+                        author: c.user.map(|u| u.login),
+                    })
+                    .filter(|n| keep(n)),
+            );
             url = next_link(next.as_deref(), &self.api)?;
             if url.as_deref() == Some(u.as_str()) {
                 return Err(CommentError(format!(

@@ -83,7 +83,7 @@ impl Thread for GitLab {
         LIMIT
     }
 
-    fn list(&self) -> Result<Vec<Note>, CommentError> {
+    fn list(&self, keep: &dyn Fn(&Note) -> bool) -> Result<Vec<Note>, CommentError> {
         let mut notes = Vec::new();
         let mut page = 1u64;
         for _ in 0..MAX_PAGES {
@@ -100,11 +100,17 @@ impl Thread for GitLab {
                 },
             )
             .map_err(|f| self.fail(f))?;
-            notes.extend(batch.into_iter().filter(|n| !n.system).map(|n| Note {
-                id: n.id,
-                body: n.body.unwrap_or_default(),
-                author: n.author.map(|a| a.username),
-            }));
+            notes.extend(
+                batch
+                    .into_iter()
+                    .filter(|n| !n.system)
+                    .map(|n| Note {
+                        id: n.id,
+                        body: n.body.unwrap_or_default(),
+                        author: n.author.map(|a| a.username),
+                    })
+                    .filter(|n| keep(n)),
+            );
             match next.as_deref().map(str::trim) {
                 None | Some("") => return Ok(notes),
                 Some(n) => match n.parse::<u64>() {

@@ -147,7 +147,7 @@ impl Drift {
 /// What differs under `dir`; read without following links below it and from regular files
 /// only (a FIFO at a target is an error, never a wait).
 pub(crate) fn drift(dir: &Path, files: &BTreeMap<String, String>) -> Result<Drift, RenderError> {
-    let fail = |e: crate::fsio::FileError| RenderError::Write {
+    let fail = |e: crate::fsio::FileError| RenderError::Read {
         path: e.path,
         source: e.source,
     };

@@ -369,3 +369,42 @@ fn a_reader_that_stops_reading_changes_no_exit_code() {
         );
     }
 }
+
+/// Issue 58 lows: a read-only command stopped at a directory said "cannot write". It says
+/// what it was doing: reading (`render --check`, a command reading the refresh cache), here
+/// stopped by a journal gpuplan did not write.
+#[test]
+fn read_only_commands_say_they_could_not_read() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("out");
+    gpuplan()
+        .args(["render", "plans/minimal.toml", "--out"])
+        .arg(&out)
+        .assert()
+        .code(0);
+    std::fs::write(out.join(".gpuplan-journal.toml"), "not a journal").expect("plant");
+    let run = gpuplan()
+        .args(["render", "plans/minimal.toml", "--check", "--out"])
+        .arg(&out)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot read") && !err.contains("cannot write"),
+        "{err}"
+    );
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache");
+    std::fs::write(cache.join(".gpuplan-journal.toml"), "not a journal").expect("plant");
+    let run = common::gpuplan(&cache)
+        .args(["check", "plans/minimal.toml"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot read") && !err.contains("cannot write"),
+        "{err}"
+    );
+}
