@@ -84,7 +84,7 @@ pub(crate) fn peak_nodes(catalog: &Catalog, plan: &Plan, pool: &Pool) -> Option<
         // Whole replicas per node: the fewest any dimension allows. A MIG replica's GPU share
         // averages the pool's layouts (an instance one GPU in several carries), so only vCPUs,
         // memory and whole GPUs hold a replica to one node.
-        let first = usize::from(pool.sharing() == Sharing::Mig);
+        let first = usize::from(gpu_binding == Binding::MigInstances);
         let (fit, by) = (first..3)
             .map(|i| {
                 let n = need[i];
@@ -177,7 +177,9 @@ fn mig_replica_share(catalog: &Catalog, plan: &Plan, pool: &Pool, w: &Workload) 
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{peak_nodes, Binding, PeakNodes};
+    use crate::catalog::Catalog;
+    use crate::plan::Plan;
 
     fn plan(workload: &str, pool: &str) -> (Plan, Catalog) {
         let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");

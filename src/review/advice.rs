@@ -154,106 +154,7 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
             pulling: pulls_failed.then_some(pull_total),
         },
         change: {
-            // Nodes of each plan pool seen at once, and their GPU-seconds offered and held, per
-            // window: capacity is the wait only where a pool reached its maximum with no GPU
-            // free (one at its maximum with GPUs free turned pods away for another reason).
-            let mut at_once: BTreeMap<&str, BTreeMap<i64, (u32, f64)>> = BTreeMap::new();
-            for n in t.nodes.values() {
-                if let Some(pool) = n.plan_pool.as_deref() {
-                    for (ts, cap) in &n.capacity {
-                        if *cap > 0.0 {
-                            let held = n.allocated.get(&ts).copied().unwrap_or(0.0);
-                            let e = at_once.entry(pool).or_default().entry(ts).or_default();
-                            e.0 += 1;
-                            e.1 += (cap - held).max(0.0);
-                        }
-                    }
-                }
-            }
-            let step = t.step.max(1) as f64;
-            let waiting: BTreeSet<&str> = pending
-                .iter()
-                .filter(|p| p.unscheduled_gpu_seconds.is_none_or(|u| u > 0.0))
-                .filter_map(|p| p.workload.as_deref())
-                .collect();
-            let hosts: Vec<_> = plan
-                .pools()
-                .iter()
-                .filter(|p| {
-                    p.workloads
-                        .iter()
-                        .any(|w| waiting.contains(w.get().as_str()))
-                })
-                .collect();
-            // The windows the pods of each pool's workloads waited with no node to take them,
-            // where the data says (`kube_pod_status_scheduled`): the pool is judged then, not
-            // at any other time.
-            let mut waited_at: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
-            for p in pending {
-                let Some(w) = p.workload.as_deref() else {
-                    continue;
-                };
-                let key = (p.team.clone(), p.pod.clone());
-                for run in t.pods.get(&key).into_iter().flatten() {
-                    waited_at.entry(w).or_default().extend(run.waiting.keys());
-                }
-            }
-            let windows = |p: &crate::plan::raw::Pool| -> BTreeSet<i64> {
-                p.workloads
-                    .iter()
-                    .filter_map(|w| waited_at.get(w.get().as_str()))
-                    .flatten()
-                    .copied()
-                    .collect()
-            };
-            let at_max = |p: &crate::plan::raw::Pool, free_ok: bool| {
-                let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
-                let when = windows(p);
-                at_once.get(p.name.get().as_str()).is_some_and(|w| {
-                    w.iter()
-                        .filter(|(ts, _)| when.is_empty() || when.contains(ts))
-                        .any(|(_, (n, free))| *n >= max && max > 0 && (free_ok || *free < step))
-                })
-            };
-            // A pool below its maximum that gained a node while its pods waited (or within
-            // two windows of the last): the wait was a node starting.
-            let booting = |p: &crate::plan::raw::Pool| {
-                let when = windows(p);
-                let (Some(first), Some(last)) = (when.first(), when.last()) else {
-                    return false;
-                };
-                let nodes = |ts: i64| {
-                    at_once
-                        .get(p.name.get().as_str())
-                        .and_then(|w| w.get(&ts))
-                        .map_or(0, |e| e.0)
-                };
-                let reach = last + 2 * t.step.max(1);
-                let later = (*first..=reach)
-                    .step_by(usize::try_from(t.step.max(1)).unwrap_or(60))
-                    .map(nodes)
-                    .max()
-                    .unwrap_or(0);
-                later > nodes(*first)
-            };
-            let named = |p: &&crate::plan::raw::Sp<crate::plan::raw::Pool>| {
-                (p.name.get().clone(), p.nodes().max())
-            };
-            let full: Vec<(String, i64)> = hosts
-                .iter()
-                .filter(|p| at_max(p, false))
-                .map(named)
-                .collect();
-            let roomy: Vec<(String, i64)> = hosts
-                .iter()
-                .filter(|p| at_max(p, true) && !at_max(p, false))
-                .map(named)
-                .collect();
-            let grew: Vec<(String, i64)> = hosts
-                .iter()
-                .filter(|p| !at_max(p, true) && booting(p))
-                .map(named)
-                .collect();
+            let (full, roomy, grew) = pools_while_waiting(plan, t, pending);
             let wait = if unknown_total < 60.0 && unscheduled_total < 60.0 {
                 Wait::StartUp
             } else if full.is_empty() && !roomy.is_empty() {
@@ -268,6 +169,119 @@ pub(super) fn unmet_demand(plan: &Plan, t: &Telemetry, pending: &[PendingPod]) -
             AdviceChange::Pending { wait, pulls_failed }
         },
     })
+}
+
+/// Pools by name, with their `nodes.max`.
+type Named = Vec<(String, i64)>;
+
+/// The declared pools hosting a waiting workload, as they stood while its pods waited: full
+/// at their maximum, at their maximum with a GPU free, and growing below it (a node was
+/// starting).
+fn pools_while_waiting(
+    plan: &Plan,
+    t: &Telemetry,
+    pending: &[PendingPod],
+) -> (Named, Named, Named) {
+    // Nodes of each plan pool seen at once, and their GPU-seconds offered and held, per
+    // window: capacity is the wait only where a pool reached its maximum with no GPU
+    // free (one at its maximum with GPUs free turned pods away for another reason).
+    let mut at_once: BTreeMap<&str, BTreeMap<i64, (u32, f64)>> = BTreeMap::new();
+    for n in t.nodes.values() {
+        if let Some(pool) = n.plan_pool.as_deref() {
+            for (ts, cap) in &n.capacity {
+                if *cap > 0.0 {
+                    let held = n.allocated.get(&ts).copied().unwrap_or(0.0);
+                    let e = at_once.entry(pool).or_default().entry(ts).or_default();
+                    e.0 += 1;
+                    e.1 += (cap - held).max(0.0);
+                }
+            }
+        }
+    }
+    let step = t.step.max(1) as f64;
+    let waiting: BTreeSet<&str> = pending
+        .iter()
+        .filter(|p| p.unscheduled_gpu_seconds.is_none_or(|u| u > 0.0))
+        .filter_map(|p| p.workload.as_deref())
+        .collect();
+    let hosts: Vec<_> = plan
+        .pools()
+        .iter()
+        .filter(|p| {
+            p.workloads
+                .iter()
+                .any(|w| waiting.contains(w.get().as_str()))
+        })
+        .collect();
+    // The windows the pods of each pool's workloads waited with no node to take them,
+    // where the data says (`kube_pod_status_scheduled`): the pool is judged then, not
+    // at any other time.
+    let mut waited_at: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
+    for p in pending {
+        let Some(w) = p.workload.as_deref() else {
+            continue;
+        };
+        let key = (p.team.clone(), p.pod.clone());
+        for run in t.pods.get(&key).into_iter().flatten() {
+            waited_at.entry(w).or_default().extend(run.waiting.keys());
+        }
+    }
+    let windows = |p: &crate::plan::raw::Pool| -> BTreeSet<i64> {
+        p.workloads
+            .iter()
+            .filter_map(|w| waited_at.get(w.get().as_str()))
+            .flatten()
+            .copied()
+            .collect()
+    };
+    let at_max = |p: &crate::plan::raw::Pool, free_ok: bool| {
+        let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
+        let when = windows(p);
+        at_once.get(p.name.get().as_str()).is_some_and(|w| {
+            w.iter()
+                .filter(|(ts, _)| when.is_empty() || when.contains(ts))
+                .any(|(_, (n, free))| *n >= max && max > 0 && (free_ok || *free < step))
+        })
+    };
+    // A pool below its maximum that gained a node while its pods waited (or within
+    // two windows of the last): the wait was a node starting.
+    let booting = |p: &crate::plan::raw::Pool| {
+        let when = windows(p);
+        let (Some(first), Some(last)) = (when.first(), when.last()) else {
+            return false;
+        };
+        let nodes = |ts: i64| {
+            at_once
+                .get(p.name.get().as_str())
+                .and_then(|w| w.get(&ts))
+                .map_or(0, |e| e.0)
+        };
+        let reach = last + 2 * t.step.max(1);
+        let later = (*first..=reach)
+            .step_by(usize::try_from(t.step.max(1)).unwrap_or(60))
+            .map(nodes)
+            .max()
+            .unwrap_or(0);
+        later > nodes(*first)
+    };
+    let named =
+        |p: &&crate::plan::raw::Sp<crate::plan::raw::Pool>| (p.name.get().clone(), p.nodes().max());
+    let full: Vec<(String, i64)> = hosts
+        .iter()
+        .filter(|p| at_max(p, false))
+        .map(named)
+        .collect();
+    let roomy: Vec<(String, i64)> = hosts
+        .iter()
+        .filter(|p| at_max(p, true) && !at_max(p, false))
+        .map(named)
+        .collect();
+    let grew: Vec<(String, i64)> = hosts
+        .iter()
+        .filter(|p| !at_max(p, true) && booting(p))
+        .map(named)
+        .collect();
+    (full, roomy, grew)
 }
 
 /// Covered days of data below which no reservation is advised.

@@ -10,23 +10,7 @@ use serde_yaml::Value;
 
 /// `workloads/values.yaml` of a render of `plan_text`, and terraform/main.tf.
 fn render(plan_text: &str) -> (Value, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let plan = dir.path().join("plan.toml");
-    std::fs::write(&plan, plan_text).expect("plan");
-    let out = dir.path().join("out");
-    let run = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-        .arg("render")
-        .arg(&plan)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let (_dir, out) = common::rendered(plan_text, &[]);
     let values = std::fs::read_to_string(out.join("workloads/values.yaml")).expect("values");
     let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("main.tf");
     (serde_yaml::from_str(&values).expect("yaml"), tf)

@@ -62,29 +62,37 @@ fn garbage_in_gpuplan_today_is_an_error_and_empty_variables_are_unset() {
 #[test]
 fn a_full_disk_is_not_success_and_a_closed_pipe_is_the_readers_choice() {
     use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUPLAN_TODAY", "2026-12-02")
-        .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
-        .args([
+    // Outputs smaller and larger (3 MB) than a pipe's buffer.
+    for args in [
+        &[
             "recommend",
             "--format",
             "json",
             "plans/azure-inference.toml",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    drop(child.stdout.take());
-    let out = child.wait_with_output().expect("waits");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
+        ][..],
+        &["catalog", "--format", "json"][..],
+        &["check", "plans/minimal.toml"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gpuplan"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("GPUPLAN_TODAY", "2026-12-02")
+            .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // Read nothing: the pipe closes at once.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("waits");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
+    }
     if Path::new("/dev/full").exists() {
         let full = std::fs::OpenOptions::new()
             .write(true)

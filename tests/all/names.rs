@@ -10,23 +10,7 @@ use std::path::Path;
 
 /// AKS node pool resources of a render of `plan_text`: resource label -> (name, rotation).
 fn aks_names(plan_text: &str) -> BTreeMap<String, (String, String)> {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let plan = dir.path().join("plan.toml");
-    std::fs::write(&plan, plan_text).expect("plan");
-    let out = dir.path().join("out");
-    let run = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-        .arg("render")
-        .arg(&plan)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let (_dir, out) = common::rendered(plan_text, &[]);
     let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("main.tf");
     let mut names = BTreeMap::new();
     let mut current: Option<(String, Option<String>)> = None;
@@ -129,23 +113,7 @@ gpu_models = ["T4"]
 /// Every name a render writes into a provider or a cluster, by where it is written:
 /// `resource TYPE LABEL` -> its name attributes (Terraform), `KIND NAME` (Kueue, Karpenter).
 fn written_names(plan_text: &str) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let plan = dir.path().join("plan.toml");
-    std::fs::write(&plan, plan_text).expect("plan");
-    let out = dir.path().join("out");
-    let run = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
-        .arg("render")
-        .arg(&plan)
-        .args(["--karpenter", "--out"])
-        .arg(&out)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let (_dir, out) = common::rendered(plan_text, &["--karpenter"]);
     let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("main.tf");
     let body: hcl_edit::structure::Body = tf.parse().expect("hcl");
     let mut resources = BTreeMap::new();

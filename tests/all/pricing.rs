@@ -9,23 +9,13 @@ use std::path::Path;
 /// A refresh cache holding one Capacity Block price, as `catalog refresh --provider aws` writes
 /// it (`aws/prices-live.csv`, dated in `sources.toml`).
 fn cache_with_block_price(dir: &Path, usd_per_instance_hour: f64) {
-    std::fs::create_dir_all(dir.join("aws")).expect("cache dir");
-    // The tag that makes a directory gpuplan's cache (a `sources.toml` alone does not).
-    std::fs::write(
-        dir.join("CACHEDIR.TAG"),
-        "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by gpuplan.\n",
-    )
-    .expect("tag");
-    std::fs::write(
-        dir.join("sources.toml"),
-        "[[file]]\npath = \"aws/prices-live.csv\"\nkind = \"prices\"\nprovider = \"aws\"\nas_of = \"2026-12-01\"\nsource = \"EC2 DescribeCapacityBlockOfferings (test)\"\nlicence = \"test\"\n",
-    )
-    .expect("sources");
-    std::fs::write(
-        dir.join("aws/prices-live.csv"),
-        format!("armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\np5.48xlarge,us-east-1,capacity-block,{usd_per_instance_hour},1 Hour,2026-12-01,test block offering\n"),
-    )
-    .expect("prices");
+    common::refresh_cache(
+        dir,
+        "aws/prices-live.csv",
+        "aws",
+        "EC2 DescribeCapacityBlockOfferings (test)",
+        &format!("armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\np5.48xlarge,us-east-1,capacity-block,{usd_per_instance_hour},1 Hour,2026-12-01,test block offering\n"),
+    );
 }
 
 fn block_plan(block_hours: Option<u32>, budget: f64) -> String {

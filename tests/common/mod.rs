@@ -105,3 +105,47 @@ pub fn contract(bytes: impl AsRef<[u8]>) -> Result<serde_json::Value, serde_json
     );
     Ok(v)
 }
+
+/// `plan_text` rendered (with `extra` flags) into a fresh directory, asserted to succeed: the
+/// temporary directory (dropped, it goes) and the output directory in it.
+#[allow(dead_code)]
+pub fn rendered(plan_text: &str, extra: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, plan_text).expect("plan");
+    let out = dir.path().join("out");
+    let run = gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"))
+        .arg("render")
+        .arg(&plan)
+        .args(extra)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    (dir, out)
+}
+
+/// A refresh cache at `dir` as `catalog refresh` leaves it: gpuplan's tag, and one data file
+/// at `path` (`azure/prices-retail.csv`) holding `text`, dated in its `sources.toml`.
+#[allow(dead_code)]
+pub fn refresh_cache(dir: &std::path::Path, path: &str, provider: &str, source: &str, text: &str) {
+    let file = dir.join(path);
+    std::fs::create_dir_all(file.parent().expect("a file in a directory")).expect("cache dir");
+    std::fs::write(
+        dir.join("CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by gpuplan.\n",
+    )
+    .expect("tag");
+    std::fs::write(
+        dir.join("sources.toml"),
+        format!("[[file]]\npath = \"{path}\"\nkind = \"prices\"\nprovider = \"{provider}\"\nas_of = \"2026-12-01\"\nsource = \"{source}\"\nlicence = \"test\"\n"),
+    )
+    .expect("sources");
+    std::fs::write(file, text).expect("prices");
+}

@@ -71,7 +71,8 @@ pub(super) fn runs(r: &PodReq, node_names: &[String], sampled: &BTreeSet<u32>) -
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{runs, PodReq};
+    use std::collections::BTreeSet;
 
     /// A name's requests at `windows`, on node index `node(k)` and uid index `uid(k)`.
     fn req(
