@@ -366,6 +366,9 @@ use imp as unix;
 #[cfg(unix)]
 mod journal;
 
+mod first;
+pub(crate) use first::first_set;
+
 #[cfg(not(unix))]
 #[path = "fsio/other.rs"]
 mod imp;

@@ -129,3 +129,17 @@ pub(super) fn read_tree(
         })
         .collect()
 }
+
+pub(super) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
+    if std::fs::symlink_metadata(to).is_ok() {
+        return Err(io::ErrorKind::AlreadyExists.into());
+    }
+    std::fs::rename(from, to)
+}
+
+pub(super) fn sync_dir(_dir: &Path) {}
+
+/// Without locks no staging directory can be known to be abandoned: none is removed.
+pub(super) fn unused(_dir: &Path) -> bool {
+    false
+}

@@ -465,3 +465,54 @@ fn a_writer_nested_in_another_runs_output_waits_for_it() {
     // Once the outer run is done, its leftovers are the inner run's to sweep.
     assert!(!inner.join().unwrap());
 }
+
+/// Issue 58: a first set killed at any write leaves no directory at all or the whole set,
+/// and the next first set leaves nothing beside the directory (the killed run's staging
+/// directory is swept).
+#[test]
+fn a_first_set_killed_at_any_write_leaves_no_directory_or_the_whole_set() {
+    let files = [
+        ("a.tf", "a"),
+        ("sub/c.tf", "c"),
+        (".gpuplan-render.toml", NEW_LIST),
+    ];
+    let write = |out: &Path| {
+        super::first_set(out, |staged, lock| {
+            let mut t = Tree::new(staged, true);
+            for (k, v) in files {
+                t.put(k, v.as_bytes().to_vec());
+            }
+            t.commit_in(lock)
+        })
+    };
+    let (mut absent, mut whole) = (0, 0);
+    for step in 1.. {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("new/out");
+        super::faults::STEP.with(|s| s.set(0));
+        super::faults::KILL_AT.with(|k| k.set(step));
+        let _ = write(&out);
+        let ran_out = super::faults::STEP.with(|s| s.get()) < step;
+        super::faults::KILL_AT.with(|k| k.set(0));
+        if d.path().join("new").exists() {
+            assert_eq!(
+                listing(&out).len(),
+                4,
+                "killed at write {step}: a partial set"
+            );
+            whole += 1;
+        } else {
+            absent += 1;
+            assert!(matches!(write(&out), Ok(Some(()))), "step {step}");
+        }
+        let beside: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(beside, ["new"], "killed at write {step}: left beside it");
+        if ran_out {
+            break;
+        }
+    }
+    assert!(absent > 1 && whole >= 1, "{absent} absent, {whole} whole");
+}

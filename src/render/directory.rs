@@ -189,6 +189,13 @@ pub(crate) fn write(
         path: e.path,
         source: e.source,
     };
+    // A first render fills a staging directory that becomes `dir` whole: killed before it
+    // is done, it leaves no directory behind.
+    let first = crate::fsio::first_set(dir, |staged, lock| set(staged, files).commit_in(lock))
+        .map_err(fail)?;
+    if first.is_some() {
+        return Ok(Vec::new());
+    }
     // Locked from reading the manifest to writing the new one, so a second render waits and
     // removes what this one wrote: the manifest always names every file here.
     let lock = crate::fsio::lock(dir, crate::fsio::Hold::Write, true)
@@ -220,14 +227,20 @@ pub(crate) fn write(
         }
     }
     let stale: Vec<String> = old.into_iter().filter(|f| !files.contains_key(f)).collect();
-    let mut t = crate::fsio::Tree::new(dir, true);
-    for (rel, content) in files {
-        t.put(rel, content.clone().into_bytes());
-    }
-    t.put(MANIFEST, manifest_text(files).into_bytes());
+    let mut t = set(dir, files);
     for f in &stale {
         t.remove(f);
     }
     t.commit_in(&lock).map_err(fail)?;
     Ok(stale)
+}
+
+/// The rendered files and their manifest (last), as one set under `dir`.
+fn set(dir: &Path, files: &BTreeMap<String, String>) -> crate::fsio::Tree {
+    let mut t = crate::fsio::Tree::new(dir, true);
+    for (rel, content) in files {
+        t.put(rel, content.clone().into_bytes());
+    }
+    t.put(MANIFEST, manifest_text(files).into_bytes());
+    t
 }

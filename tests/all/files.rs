@@ -588,6 +588,55 @@ fn a_render_killed_at_any_moment_leaves_the_old_set_or_the_new_one() {
     eprintln!("killed renders: {olds} left the old set, {news} the new one");
 }
 
+/// Issue 58: a first render killed before it wrote anything left an empty directory. The
+/// first set is staged beside the directory and renamed into place whole: killed at any
+/// moment, the directory is absent or complete, and the next render leaves no staging behind.
+#[test]
+fn a_first_render_killed_at_any_moment_leaves_no_directory_or_the_whole_set() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = "plans/azure-inference.toml";
+    let whole_dir = dir.path().join("whole");
+    let started = std::time::Instant::now();
+    let o = spawn_render(plan, &whole_dir)
+        .wait_with_output()
+        .expect("render");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let took = started.elapsed().as_micros() as u64;
+    let whole = contents(&whole_dir);
+    let (mut absent, mut complete) = (0, 0);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for run in 0..30 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let parent = dir.path().join(format!("p{run}"));
+        std::fs::create_dir(&parent).expect("mkdir");
+        let out = parent.join("new/out");
+        let mut k = spawn_render(plan, &out);
+        std::thread::sleep(std::time::Duration::from_micros(x % (took + took / 4 + 1)));
+        let _ = k.kill();
+        let _ = k.wait();
+        match std::fs::symlink_metadata(parent.join("new")) {
+            Err(_) => absent += 1,
+            Ok(_) => {
+                assert_eq!(contents(&out), whole, "run {run}: a partial first render");
+                complete += 1;
+            }
+        }
+        // Whatever the killed run left, the next render of the same directory is whole and
+        // leaves nothing else beside it.
+        let o = spawn_render(plan, &out).wait_with_output().expect("render");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(contents(&out), whole, "run {run}");
+        let beside: Vec<String> = std::fs::read_dir(&parent)
+            .expect("read")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(beside, ["new"], "run {run}: left beside the directory");
+    }
+    eprintln!("killed first renders: {absent} left no directory, {complete} the whole set");
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     for (rel, bytes) in contents(from) {
         let p = to.join(rel);

@@ -140,3 +140,29 @@ pub(in crate::fsio) fn open_sub(
     })?;
     Ok(Some((fd, made)))
 }
+
+/// Rename `from` to `to` only if nothing is at `to` (an existing one is `AlreadyExists`).
+pub(in crate::fsio) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        rfs::renameat_with(CWD, from, CWD, to, rfs::RenameFlags::NOREPLACE).map_err(e)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        if std::fs::symlink_metadata(to).is_ok() {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        rfs::renameat(CWD, from, CWD, to).map_err(e)
+    }
+}
+
+/// Make a directory's entries durable (a rename into it), as far as the system allows.
+pub(in crate::fsio) fn sync_dir(dir: &Path) {
+    if let Ok(fd) = rfs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        let _ = rfs::fsync(&fd);
+    }
+}

@@ -176,3 +176,12 @@ fn settle(lock: &DirLock, hold: Hold) -> io::Result<()> {
         Hold::Read => Ok(()),
     }
 }
+
+/// Whether no run holds `dir` (an exclusive lock can be had at once); a directory that
+/// cannot be opened or locked counts as held, and is left alone.
+pub(in crate::fsio) fn unused(dir: &Path) -> bool {
+    let flags =
+        rfs::OFlags::RDONLY | rfs::OFlags::DIRECTORY | rfs::OFlags::NOFOLLOW | rfs::OFlags::CLOEXEC;
+    rfs::open(dir, flags, rfs::Mode::empty())
+        .is_ok_and(|fd| rfs::flock(&fd, FlockOperation::NonBlockingLockExclusive).is_ok())
+}

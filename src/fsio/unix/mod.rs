@@ -5,7 +5,7 @@ mod fd;
 mod lock;
 mod txn;
 
-pub(in crate::fsio) use fd::{e, open, open_sub, same_file};
-pub(in crate::fsio) use lock::lock;
+pub(in crate::fsio) use fd::{e, open, open_sub, rename_new, same_file, sync_dir};
 pub(crate) use lock::DirLock;
+pub(in crate::fsio) use lock::{lock, unused};
 pub(in crate::fsio) use txn::{commit, read_tree};
