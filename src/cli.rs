@@ -318,7 +318,8 @@ pub struct DiffArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
     /// Exit 1 when the monthly cost rises by more than this: `10%` or `500` (USD); held to
-    /// the recommended fleet and the declared pools each (`--guard`)
+    /// the recommended fleet and the declared pools each (`--guard`), expected and at
+    /// maximum (every node of `nodes.max`) each
     #[arg(long, value_name = "LIMIT")]
     pub fail_on_increase: Option<String>,
     /// Which cost `--fail-on-increase` watches: the declared pools (what render --declared

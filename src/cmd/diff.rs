@@ -8,11 +8,11 @@ use std::sync::Arc;
 use crate::cli::GuardWhat;
 use crate::cli::{DiffArgs, Global, ReportFormat};
 use crate::core::exit;
-use crate::core::usd;
 use crate::engine::diff::{compute, Guard, Version, Watch};
 use crate::engine::recommend::{self, Recommendation};
 use crate::output::Out;
 use crate::plan::{self, Plan};
+use crate::report::diff::rise;
 use crate::report::diff::{delta_sentence, human, markdown};
 use crate::source::SourceFile;
 
@@ -160,9 +160,9 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
         GuardWhat::Declared => Watch::Declared,
         GuardWhat::Both => Watch::Both,
     };
-    let exceeded = match (guard, &args.fail_on_increase) {
+    let over = match (guard, &args.fail_on_increase) {
         (Some(gd), Some(limit)) => d.guard(limit, gd, watch),
-        _ => false,
+        _ => Vec::new(),
     };
     match args.format {
         ReportFormat::Json => {
@@ -171,30 +171,9 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
         ReportFormat::Human => out.stdout(&human(&d)),
         ReportFormat::Markdown => out.stdout(&markdown(&d)),
     }
-    if exceeded {
+    if !over.is_empty() {
         let limit = args.fail_on_increase.as_deref().unwrap_or("");
-        let by = d
-            .guardrail
-            .as_ref()
-            .map(|g| g.exceeded_by.clone())
-            .unwrap_or_default();
-        let mut why = Vec::new();
-        if by.contains(&"recommended") {
-            why.push(format!(
-                "the recommended monthly cost rises by {} ({})",
-                usd(d.delta_usd),
-                d.delta_pct
-                    .map_or("from nothing".to_owned(), |p| format!("{p:+.2}%"))
-            ));
-        }
-        if by.contains(&"declared") {
-            why.push(format!(
-                "the declared pools' monthly cost rises by {} ({})",
-                usd(d.declared_delta_usd.unwrap_or(0.0)),
-                d.declared_delta_pct
-                    .map_or("from nothing".to_owned(), |p| format!("{p:+.2}%"))
-            ));
-        }
+        let why: Vec<String> = over.iter().map(|h| rise(&d, *h)).collect();
         return Err(CmdError::Refused(format!(
             "{}, past `--fail-on-increase {limit}`",
             why.join("; ")

@@ -146,6 +146,14 @@ pub(crate) struct PoolCost {
     /// Every node of `nodes.max` for the paid hours.
     pub at_max: f64,
     pub price: HourlyPrice,
+    /// The hours a node above the floor is paid for at most: a block's hours, else the
+    /// plan's month (`at_max` = nodes × these hours × the rate, for an unreserved pool).
+    pub paid_hours: f64,
+    /// The rate of a node above a reservation's floor (on-demand); the pool's own rate for
+    /// any other pool.
+    pub above_floor_usd: f64,
+    /// Paid hours per useful hour on spot (restart waste); 1 elsewhere.
+    pub waste: f64,
 }
 
 /// The monthly cost of a declared pool, the one formula `check` (GP013, GP017), recommend's
@@ -169,7 +177,7 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         });
     }
     // Nodes above a reservation's floor are not reserved: they run at the on-demand rate.
-    let reserved = matches!(pool.capacity(), Capacity::Reserved1y | Capacity::Reserved3y);
+    let reserved = pool.capacity().is_reserved();
     let od = if reserved {
         node_hour(
             catalog,
@@ -182,10 +190,11 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
     } else {
         price.usd
     };
+    let window = block_hours.unwrap_or_else(|| paid_hours(pool, hours));
     let at_max = if reserved {
         price.usd * min * HOURS_PER_MONTH + od * (max - min).max(0.0) * hours
     } else {
-        price.usd * max * block_hours.unwrap_or_else(|| paid_hours(pool, hours))
+        price.usd * max * window
     };
     // Restart waste is spot's, at its maximum as in the expected figure; a spot pool costed
     // at on-demand (no spot price) has none.
@@ -225,6 +234,9 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         expected,
         at_max,
         price,
+        paid_hours: if reserved { hours } else { window },
+        above_floor_usd: od,
+        waste,
     })
 }
 

@@ -62,6 +62,9 @@ pub(crate) struct Side {
     pub plan: String,
     pub source: String,
     pub total_monthly_cost_usd: f64,
+    /// The recommended fleet with every pool at its `nodes.max` for its paid hours: the
+    /// ceiling the fleet may reach.
+    pub total_monthly_cost_at_max_usd: f64,
     /// What the plan's declared `[[pool]]`s cost a month (`engine::cost::declared_pool`), when
     /// it declares any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,6 +87,16 @@ pub(crate) struct Changes {
 pub(crate) struct Changed {
     pub name: String,
     pub keys: Vec<String>,
+    /// Each changed value, down to the leaf (`nodes.max`), as TOML writes it, old → new.
+    pub values: Vec<KeyChange>,
+}
+
+/// One value a change touched: `None` on the side that does not have it.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub(crate) struct KeyChange {
+    pub key: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -92,6 +105,39 @@ pub(crate) struct CostLine {
     pub before_usd: f64,
     pub after_usd: f64,
     pub delta_usd: f64,
+    /// The same pool with every node of `nodes.max` for its paid hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_max: Option<Delta>,
+    /// What the figures are made of on each side (declared pools): nodes × hours × rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_basis: Option<Basis>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_basis: Option<Basis>,
+}
+
+/// A figure before and after.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub(crate) struct Delta {
+    pub before_usd: f64,
+    pub after_usd: f64,
+    pub delta_usd: f64,
+}
+
+/// What a declared pool's at-maximum figure is made of: the reserved floor every hour of the
+/// month at its rate, the nodes above it for `hours` at `above_floor_usd_per_node_hour`
+/// (for an unreserved pool: `nodes_max` × `hours` × `usd_per_node_hour`), times spot's
+/// restart waste.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub(crate) struct Basis {
+    pub sku: String,
+    pub capacity: crate::core::Capacity,
+    pub nodes_min: i64,
+    pub nodes_max: i64,
+    pub usd_per_node_hour: f64,
+    pub above_floor_usd_per_node_hour: f64,
+    pub hours: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spot_waste_factor: Option<f64>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -101,6 +147,9 @@ pub(crate) struct Diff {
     pub head: Side,
     pub delta_usd: f64,
     pub delta_pct: Option<f64>,
+    /// How the recommended fleet's at-maximum figure moves.
+    pub delta_at_max_usd: f64,
+    pub delta_at_max_pct: Option<f64>,
     pub settings: Vec<String>,
     pub workloads: Changes,
     pub pools: Changes,
@@ -114,6 +163,8 @@ pub(crate) struct Diff {
     /// How the declared pools' at-maximum figure moves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_at_max_delta_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_at_max_delta_pct: Option<f64>,
     pub teams: Vec<CostLine>,
     pub guardrail: Option<Guardrail>,
 }
@@ -122,7 +173,8 @@ pub(crate) struct Diff {
 pub(crate) struct Guardrail {
     pub limit: String,
     pub exceeded: bool,
-    /// Which costs the limit was held to (`recommended`, `declared`).
+    /// Which costs the limit was held to (`recommended`, `recommended at maximum`,
+    /// `declared`, `declared at maximum`).
     pub watches: Vec<&'static str>,
     /// Which of them went past it.
     pub exceeded_by: Vec<&'static str>,
@@ -136,45 +188,97 @@ pub(crate) enum Watch {
     Both,
 }
 
+/// A figure `--fail-on-increase` can hold to its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    Recommended,
+    RecommendedAtMax,
+    Declared,
+    DeclaredAtMax,
+}
+
+impl Held {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Held::Recommended => "recommended",
+            Held::RecommendedAtMax => "recommended at maximum",
+            Held::Declared => "declared",
+            Held::DeclaredAtMax => "declared at maximum",
+        }
+    }
+
+    /// The figure before and after, when either side has it (declared pools only where a
+    /// side declares any; the other side's missing pools count as nothing).
+    pub(crate) fn of(self, d: &Diff) -> Option<(f64, f64)> {
+        let any = |a: Option<f64>, b: Option<f64>| {
+            (a.is_some() || b.is_some()).then(|| (a.unwrap_or(0.0), b.unwrap_or(0.0)))
+        };
+        match self {
+            Held::Recommended => {
+                Some((d.base.total_monthly_cost_usd, d.head.total_monthly_cost_usd))
+            }
+            Held::RecommendedAtMax => Some((
+                d.base.total_monthly_cost_at_max_usd,
+                d.head.total_monthly_cost_at_max_usd,
+            )),
+            Held::Declared => any(
+                d.base.declared_monthly_cost_usd,
+                d.head.declared_monthly_cost_usd,
+            ),
+            Held::DeclaredAtMax => any(
+                d.base.declared_monthly_cost_at_max_usd,
+                d.head.declared_monthly_cost_at_max_usd,
+            ),
+        }
+    }
+}
+
 impl Diff {
-    /// The guardrail over the costs `watch` names: each is held to `guard` on its own (the
-    /// declared fleet only when either side declares pools).
-    pub(crate) fn guard(&mut self, limit: &str, guard: Guard, watch: Watch) -> bool {
-        let mut watches = Vec::new();
-        let mut exceeded_by = Vec::new();
-        if watch != Watch::Declared {
-            watches.push("recommended");
-            if guard.exceeded(
-                self.base.total_monthly_cost_usd,
-                self.head.total_monthly_cost_usd,
-            ) {
-                exceeded_by.push("recommended");
-            }
-        }
-        let declared = (
-            self.base.declared_monthly_cost_usd,
-            self.head.declared_monthly_cost_usd,
-        );
-        if watch != Watch::Recommended && (declared.0.is_some() || declared.1.is_some()) {
-            watches.push("declared");
-            if guard.exceeded(declared.0.unwrap_or(0.0), declared.1.unwrap_or(0.0)) {
-                exceeded_by.push("declared");
-            }
-        }
-        let exceeded = !exceeded_by.is_empty();
+    /// The guardrail over the costs `watch` names: each fleet's expected and at-maximum
+    /// figures are held to `guard` on their own (the declared fleet only when either side
+    /// declares pools), so a change of `nodes.max` alone trips it as surely as a new pool.
+    /// Returns the figures that went past the limit.
+    pub(crate) fn guard(&mut self, limit: &str, guard: Guard, watch: Watch) -> Vec<Held> {
+        let fleets: &[Held] = match watch {
+            Watch::Recommended => &[Held::Recommended, Held::RecommendedAtMax],
+            Watch::Declared => &[Held::Declared, Held::DeclaredAtMax],
+            Watch::Both => &[
+                Held::Recommended,
+                Held::RecommendedAtMax,
+                Held::Declared,
+                Held::DeclaredAtMax,
+            ],
+        };
+        let held: Vec<(Held, (f64, f64))> = fleets
+            .iter()
+            .filter_map(|h| h.of(self).map(|v| (*h, v)))
+            .collect();
+        let over: Vec<Held> = held
+            .iter()
+            .filter(|(_, (b, a))| guard.exceeded(*b, *a))
+            .map(|h| h.0)
+            .collect();
         self.guardrail = Some(Guardrail {
             limit: limit.to_owned(),
-            exceeded,
-            watches,
-            exceeded_by,
+            exceeded: !over.is_empty(),
+            watches: held.iter().map(|h| h.0.label()).collect(),
+            exceeded_by: over.iter().map(|h| h.label()).collect(),
         });
-        exceeded
+        over
     }
+}
+
+/// A pool's (or a team's) monthly figures on one side.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Figures {
+    pub expected: f64,
+    pub at_max: Option<f64>,
+    pub basis: Option<Basis>,
 }
 
 /// What the declared pools cost a month: each by name, and all of them at their maximum.
 pub(crate) struct DeclaredCosts {
-    pub by_pool: BTreeMap<String, f64>,
+    pub by_pool: BTreeMap<String, Figures>,
     pub at_max: f64,
 }
 
@@ -188,7 +292,24 @@ pub(crate) fn declared_costs(p: &Plan, catalog: &Catalog) -> DeclaredCosts {
     };
     for pool in p.pools() {
         if let Some(c) = crate::engine::cost::declared_pool(p, catalog, pool) {
-            out.by_pool.insert(pool.name.get().clone(), c.expected);
+            let basis = Basis {
+                sku: pool.sku.get().clone(),
+                capacity: pool.capacity(),
+                nodes_min: pool.nodes().min().max(0),
+                nodes_max: pool.nodes().max().max(0),
+                usd_per_node_hour: c.price.usd,
+                above_floor_usd_per_node_hour: c.above_floor_usd,
+                hours: c.paid_hours,
+                spot_waste_factor: (c.waste != 1.0).then_some(c.waste),
+            };
+            out.by_pool.insert(
+                pool.name.get().clone(),
+                Figures {
+                    expected: c.expected,
+                    at_max: Some(c.at_max),
+                    basis: Some(basis),
+                },
+            );
             out.at_max += c.at_max;
         }
     }
@@ -224,9 +345,14 @@ fn compare_tables(base: &toml::Table, head: &toml::Table, key: &str) -> Changes 
                     .cloned()
                     .collect();
                 if !changed.is_empty() {
+                    let mut values = Vec::new();
+                    for k in &changed {
+                        leaf_changes(k, bt.get(k), ht.get(k), &mut values);
+                    }
                     c.changed.push(Changed {
                         name: name.clone(),
                         keys: changed,
+                        values,
                     });
                 }
             }
@@ -234,6 +360,31 @@ fn compare_tables(base: &toml::Table, head: &toml::Table, key: &str) -> Changes 
     }
     c.removed = b.keys().filter(|n| !h.contains_key(*n)).cloned().collect();
     c
+}
+
+/// The values that differ under `key`, down to the leaves of tables on both sides
+/// (`nodes.max`); arrays and values of different kinds are compared whole.
+fn leaf_changes(
+    key: &str,
+    before: Option<&toml::Value>,
+    after: Option<&toml::Value>,
+    out: &mut Vec<KeyChange>,
+) {
+    if before == after {
+        return;
+    }
+    if let (Some(toml::Value::Table(b)), Some(toml::Value::Table(a))) = (before, after) {
+        let keys: BTreeSet<&String> = b.keys().chain(a.keys()).collect();
+        for k in keys {
+            leaf_changes(&format!("{key}.{k}"), b.get(k), a.get(k), out);
+        }
+        return;
+    }
+    out.push(KeyChange {
+        key: key.to_owned(),
+        before: before.map(toml::Value::to_string),
+        after: after.map(toml::Value::to_string),
+    });
 }
 
 fn settings(base: &toml::Table, head: &toml::Table) -> Vec<String> {
@@ -263,21 +414,39 @@ fn settings(base: &toml::Table, head: &toml::Table) -> Vec<String> {
     out
 }
 
-fn lines(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Vec<CostLine> {
+fn lines(before: &BTreeMap<String, Figures>, after: &BTreeMap<String, Figures>) -> Vec<CostLine> {
     let names: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     names
         .into_iter()
         .map(|n| {
-            let b = before.get(n).copied().unwrap_or(0.0);
-            let a = after.get(n).copied().unwrap_or(0.0);
+            let (b, a) = (before.get(n), after.get(n));
+            let expected = |f: Option<&Figures>| f.map_or(0.0, |f| f.expected);
+            let at_max = |f: Option<&Figures>| f.and_then(|f| f.at_max);
+            let (xb, xa) = (expected(b), expected(a));
             CostLine {
                 name: n.clone(),
-                before_usd: cents(b),
-                after_usd: cents(a),
-                delta_usd: cents(a - b),
+                before_usd: cents(xb),
+                after_usd: cents(xa),
+                delta_usd: cents(xa - xb),
+                at_max: (at_max(b).is_some() || at_max(a).is_some()).then(|| {
+                    let (mb, ma) = (at_max(b).unwrap_or(0.0), at_max(a).unwrap_or(0.0));
+                    Delta {
+                        before_usd: cents(mb),
+                        after_usd: cents(ma),
+                        delta_usd: cents(ma - mb),
+                    }
+                }),
+                before_basis: b.and_then(|f| f.basis.clone()),
+                after_basis: a.and_then(|f| f.basis.clone()),
             }
         })
-        .filter(|l| l.delta_usd.abs() >= 0.005 || l.before_usd == 0.0 || l.after_usd == 0.0)
+        .filter(|l| {
+            l.delta_usd.abs() >= 0.005
+                || l.at_max.is_some_and(|m| m.delta_usd.abs() >= 0.005)
+                || l.before_basis != l.after_basis
+                || l.before_usd == 0.0
+                || l.after_usd == 0.0
+        })
         .collect()
 }
 
@@ -287,7 +456,9 @@ fn side(p: &Plan, r: &Recommendation, declared: &DeclaredCosts) -> Side {
         plan: p.name().to_owned(),
         source: p.file.name.clone(),
         total_monthly_cost_usd: r.total_monthly_cost_usd,
-        declared_monthly_cost_usd: any.then(|| cents(declared.by_pool.values().sum::<f64>())),
+        total_monthly_cost_at_max_usd: r.total_monthly_cost_at_max_usd,
+        declared_monthly_cost_usd: any
+            .then(|| cents(declared.by_pool.values().map(|f| f.expected).sum::<f64>())),
         declared_monthly_cost_at_max_usd: any.then(|| cents(declared.at_max)),
         unsatisfied: r.unsatisfied.iter().map(|u| u.workload.clone()).collect(),
     }
@@ -308,18 +479,31 @@ pub(crate) fn compute(b: Version<'_>, h: Version<'_>) -> Diff {
     );
     let parse = |p: &Plan| toml::from_str::<toml::Table>(&p.file.text).unwrap_or_default();
     let (tb, th) = (parse(base), parse(head));
-    let pools = |r: &Recommendation| -> BTreeMap<String, f64> {
+    let figures = |expected: f64, at_max: Option<f64>| Figures {
+        expected,
+        at_max,
+        basis: None,
+    };
+    let pools = |r: &Recommendation| -> BTreeMap<String, Figures> {
         r.pools
             .iter()
-            .map(|p| (p.name.clone(), p.monthly_cost_usd))
+            .map(|p| {
+                let f = figures(p.monthly_cost_usd, Some(p.monthly_cost_at_max_usd));
+                (p.name.clone(), f)
+            })
             .collect()
     };
-    let teams = |r: &Recommendation| -> BTreeMap<String, f64> {
+    let teams = |r: &Recommendation| -> BTreeMap<String, Figures> {
         r.teams
             .iter()
-            .map(|t| (t.team.clone(), t.monthly_cost_usd))
+            .map(|t| (t.team.clone(), figures(t.monthly_cost_usd, None)))
             .collect()
     };
+    let pct = |(x, y): (f64, f64)| (x > 0.0).then(|| ((y - x) / x * 10_000.0).round() / 100.0);
+    let at_max = (
+        rb.total_monthly_cost_at_max_usd,
+        rh.total_monthly_cost_at_max_usd,
+    );
     let delta = rh.total_monthly_cost_usd - rb.total_monthly_cost_usd;
     let (base_side, head_side) = (side(base, rb, &db), side(head, rh, &dh));
     // A figure on either side, the other's missing one counted as nothing.
@@ -330,23 +514,23 @@ pub(crate) fn compute(b: Version<'_>, h: Version<'_>) -> Diff {
         base_side.declared_monthly_cost_usd,
         head_side.declared_monthly_cost_usd,
     );
+    let declared_at_max = both(
+        base_side.declared_monthly_cost_at_max_usd,
+        head_side.declared_monthly_cost_at_max_usd,
+    );
     Diff {
         schema: SCHEMA,
         declared_delta_usd: declared.map(|(x, y)| cents(y - x)),
-        declared_at_max_delta_usd: both(
-            base_side.declared_monthly_cost_at_max_usd,
-            head_side.declared_monthly_cost_at_max_usd,
-        )
-        .map(|(x, y)| cents(y - x)),
-        declared_delta_pct: declared
-            .filter(|(x, _)| *x > 0.0)
-            .map(|(x, y)| ((y - x) / x * 10_000.0).round() / 100.0),
+        declared_at_max_delta_usd: declared_at_max.map(|(x, y)| cents(y - x)),
+        declared_at_max_delta_pct: declared_at_max.and_then(pct),
+        declared_delta_pct: declared.and_then(pct),
         declared_pools: lines(&db.by_pool, &dh.by_pool),
         base: base_side,
         head: head_side,
         delta_usd: cents(delta),
-        delta_pct: (rb.total_monthly_cost_usd > 0.0)
-            .then(|| (delta / rb.total_monthly_cost_usd * 10_000.0).round() / 100.0),
+        delta_pct: pct((rb.total_monthly_cost_usd, rh.total_monthly_cost_usd)),
+        delta_at_max_usd: cents(at_max.1 - at_max.0),
+        delta_at_max_pct: pct(at_max),
         settings: settings(&tb, &th),
         workloads: compare_tables(&tb, &th, "workload"),
         pools: compare_tables(&tb, &th, "pool"),

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::core::usd;
-use crate::engine::diff::{Changes, Diff};
+use crate::engine::diff::{Basis, Changes, CostLine, Diff, Held, KeyChange};
 
 /// `before → after (+delta, +pct%)`.
 fn change(before: f64, after: f64, delta: f64, pct: Option<f64>) -> String {
@@ -20,43 +20,147 @@ fn change(before: f64, after: f64, delta: f64, pct: Option<f64>) -> String {
 }
 
 /// The cost lines of a pull-request comment: what the declared pools (what Terraform will
-/// create) cost before and after, when either side declares pools, and the recommendation.
+/// create) cost before and after, when either side declares pools, and the recommendation;
+/// each expected and at its maximum (every node of `nodes.max`), the exposure a change of
+/// `nodes.max` alone moves.
 pub(crate) fn delta_sentence(d: &Diff) -> String {
     let mut s = String::new();
-    if d.declared_delta_usd.is_some() {
+    let figure = |h: Held| {
+        h.of(d).map(|(b, a)| {
+            let pct = (b > 0.0).then(|| ((a - b) / b * 10_000.0).round() / 100.0);
+            change(b, a, a - b, pct)
+        })
+    };
+    if let (Some(x), Some(m)) = (figure(Held::Declared), figure(Held::DeclaredAtMax)) {
         s.push_str(&format!(
-            "**Declared pools' monthly cost:** {}\n\n",
-            change(
-                d.base.declared_monthly_cost_usd.unwrap_or(0.0),
-                d.head.declared_monthly_cost_usd.unwrap_or(0.0),
-                d.declared_delta_usd.unwrap_or(0.0),
-                d.declared_delta_pct
-            )
+            "**Declared pools' monthly cost:** {x}; **at maximum:** {m}\n\n"
         ));
     }
-    s.push_str(&format!(
-        "**Recommended monthly cost:** {}",
-        change(
-            d.base.total_monthly_cost_usd,
-            d.head.total_monthly_cost_usd,
-            d.delta_usd,
-            d.delta_pct
-        )
-    ));
+    if let (Some(x), Some(m)) = (figure(Held::Recommended), figure(Held::RecommendedAtMax)) {
+        s.push_str(&format!(
+            "**Recommended monthly cost:** {x}; **at maximum:** {m}"
+        ));
+    }
     s
+}
+
+/// How a held figure rose: "the declared pools' monthly cost at maximum rises by $X (+Y%)".
+pub(crate) fn rise(d: &Diff, h: Held) -> String {
+    let (before, after) = h.of(d).unwrap_or_default();
+    let what = match h {
+        Held::Recommended => "the recommended monthly cost",
+        Held::RecommendedAtMax => {
+            "the recommended monthly cost at maximum (every pool at `nodes.max`)"
+        }
+        Held::Declared => "the declared pools' monthly cost",
+        Held::DeclaredAtMax => {
+            "the declared pools' monthly cost at maximum (every node of `nodes.max`)"
+        }
+    };
+    let pct = if before > 0.0 {
+        format!("{:+.2}%", (after - before) / before * 100.0)
+    } else {
+        "from nothing".to_owned()
+    };
+    format!("{what} rises by {} ({pct})", usd(after - before))
+}
+
+/// `nodes.max 4 → 40`, each changed value old → new (`none` where a side lacks it).
+fn values_text(v: &[KeyChange]) -> String {
+    v.iter()
+        .map(|k| {
+            let side = |x: &Option<String>| x.clone().unwrap_or_else(|| "none".to_owned());
+            format!("{} {} → {}", k.key, side(&k.before), side(&k.after))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a pool's at-maximum figure is made of: `40 nodes × 730 h × $0.7240`, the reserved
+/// floor beside the on-demand nodes above it, and spot's restart waste.
+fn basis_text(b: &Basis) -> String {
+    let mut s = if b.capacity.is_reserved() {
+        let above = (b.nodes_max - b.nodes_min).max(0);
+        format!(
+            "{} reserved × {} h × {} + {above} on-demand × {} h × {}",
+            b.nodes_min,
+            crate::core::HOURS_PER_MONTH,
+            rate(b.usd_per_node_hour),
+            hours(b.hours),
+            rate(b.above_floor_usd_per_node_hour)
+        )
+    } else {
+        format!(
+            "{} × {} nodes × {} h × {}",
+            b.sku,
+            b.nodes_max,
+            hours(b.hours),
+            rate(b.usd_per_node_hour)
+        )
+    };
+    if let Some(w) = b.spot_waste_factor {
+        s.push_str(&format!(" × {w:.3} (spot restarts)"));
+    }
+    s
+}
+
+fn rate(usd_per_hour: f64) -> String {
+    format!("${usd_per_hour:.4}/h")
+}
+
+/// The basis of a pool's at-maximum figure on each side, where it changed or the pool is new
+/// or gone: `before: …; after: …`.
+fn basis_change(l: &CostLine) -> Option<String> {
+    if l.before_basis == l.after_basis {
+        return None;
+    }
+    let side = |b: &Option<Basis>| b.as_ref().map_or("none".to_owned(), basis_text);
+    Some(format!(
+        "at maximum, before: {}; after: {}",
+        side(&l.before_basis),
+        side(&l.after_basis)
+    ))
+}
+
+/// `$a → $b (+$c)` of a line's at-maximum figure.
+fn at_max_text(l: &CostLine) -> String {
+    l.at_max.map_or_else(String::new, |m| {
+        format!(
+            "{} → {} ({}{})",
+            usd(m.before_usd),
+            usd(m.after_usd),
+            if m.delta_usd >= 0.0 { "+" } else { "" },
+            usd(m.delta_usd)
+        )
+    })
 }
 
 fn guard_line(gd: &crate::engine::diff::Guardrail) -> String {
     let state = if gd.exceeded {
-        format!("exceeded by the {} cost", gd.exceeded_by.join(" and the "))
+        format!("exceeded by the {} cost", listed(&gd.exceeded_by))
     } else {
         "within".to_owned()
     };
     format!(
         "guardrail --fail-on-increase {} (watching the {} cost): {state}",
         gd.limit,
-        gd.watches.join(" and the ")
+        listed(&gd.watches)
     )
+}
+
+/// `a, b and c`.
+fn listed(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// Hours as a person writes them: `730`, `243.33`.
+fn hours(h: f64) -> String {
+    let s = format!("{h:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn changes_text(o: &mut String, what: &str, c: &Changes) {
@@ -67,11 +171,12 @@ fn changes_text(o: &mut String, what: &str, c: &Changes) {
         let _ = writeln!(o, "  - {what} `{n}`");
     }
     for ch in &c.changed {
-        let _ = writeln!(o, "  ~ {what} `{}`: {}", ch.name, ch.keys.join(", "));
+        let _ = writeln!(o, "  ~ {what} `{}`: {}", ch.name, values_text(&ch.values));
     }
 }
 
-/// The declared pools' monthly cost on each side, when either side declares pools.
+/// The declared pools' monthly cost on each side, when either side declares pools, and at
+/// their maximum.
 fn declared_line(d: &Diff) -> Option<String> {
     let (b, h) = (
         d.base.declared_monthly_cost_usd,
@@ -82,9 +187,11 @@ fn declared_line(d: &Diff) -> Option<String> {
     }
     let side = |x: Option<f64>| x.map_or("no pools".to_owned(), usd);
     Some(format!(
-        "declared pools: {} -> {} a month",
+        "declared pools: {} -> {} a month; at maximum {} -> {}",
         side(b),
-        side(h)
+        side(h),
+        side(d.base.declared_monthly_cost_at_max_usd),
+        side(d.head.declared_monthly_cost_at_max_usd)
     ))
 }
 
@@ -92,7 +199,7 @@ pub(crate) fn human(d: &Diff) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{} -> {}: recommended {} -> {} a month ({}{}{})",
+        "{} -> {}: recommended {} -> {} a month ({}{}{}); at maximum {} -> {}",
         d.base.source,
         d.head.source,
         usd(d.base.total_monthly_cost_usd),
@@ -101,7 +208,9 @@ pub(crate) fn human(d: &Diff) -> String {
         usd(d.delta_usd),
         d.delta_pct
             .map(|p| format!(", {p:+.2}%"))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        usd(d.base.total_monthly_cost_at_max_usd),
+        usd(d.head.total_monthly_cost_at_max_usd)
     );
     if let Some(line) = declared_line(d) {
         let _ = writeln!(o, "{line}");
@@ -133,6 +242,12 @@ pub(crate) fn human(d: &Diff) -> String {
                 if l.delta_usd >= 0.0 { "+" } else { "" },
                 usd(l.delta_usd)
             );
+            if l.at_max.is_some() {
+                let _ = writeln!(o, "    at maximum {}", at_max_text(l));
+            }
+            if let Some(b) = basis_change(l) {
+                let _ = writeln!(o, "    {b}");
+            }
         }
     }
     for (label, s) in [("base", &d.base), ("head", &d.head)] {
@@ -175,7 +290,7 @@ pub(crate) fn markdown(d: &Diff) -> String {
             format!(
                 "| changed | {what} | `{}`: {} |",
                 ch.name,
-                ch.keys.join(", ")
+                crate::report::markdown::md(&values_text(&ch.values))
             )
         }));
     }
@@ -195,20 +310,32 @@ pub(crate) fn markdown(d: &Diff) -> String {
         if ls.is_empty() {
             continue;
         }
-        let _ = writeln!(o, "| {title} | before | after | delta |");
-        let _ = writeln!(o, "|---|---:|---:|---:|");
+        let _ = writeln!(
+            o,
+            "| {title} | expected before | expected after | delta | at maximum |"
+        );
+        let _ = writeln!(o, "|---|---:|---:|---:|---:|");
         for l in ls {
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {}{} |",
+                "| `{}` | {} | {} | {}{} | {} |",
                 l.name,
                 usd(l.before_usd),
                 usd(l.after_usd),
                 if l.delta_usd >= 0.0 { "+" } else { "" },
-                usd(l.delta_usd)
+                usd(l.delta_usd),
+                at_max_text(l)
             );
         }
         let _ = writeln!(o);
+        for l in ls {
+            if let Some(b) = basis_change(l) {
+                let _ = writeln!(o, "- `{}` {}", l.name, crate::report::markdown::md(&b));
+            }
+        }
+        if ls.iter().any(|l| basis_change(l).is_some()) {
+            let _ = writeln!(o);
+        }
     }
     if let Some(gd) = &d.guardrail {
         let _ = writeln!(

@@ -514,9 +514,9 @@ fn baseline_fingerprints_do_not_depend_on_the_working_directory() {
 #[test]
 fn the_guardrail_watches_the_declared_fleet_too() {
     // Issue 40: a declared pool's `nodes.max` is a ceiling the autoscaler reaches only for
-    // work that needs it. Raising it alone (5 to 50) changes nothing a month costs: the
-    // expected declared cost stays, only the at-maximum figure (GP017's) moves, and the
-    // guardrail passes.
+    // work that needs it. Raising it alone (5 to 50) changes no expected figure; only the
+    // at-maximum figure (GP017's) moves. Issue 57: that exposure is what a reviewer must
+    // see, so the guardrail holds it too and every PR output shows it, old → new.
     let dir = tempfile::tempdir().expect("tmp");
     let base_text = std::fs::read_to_string("plans/azure-inference.toml").expect("plan");
     assert!(base_text.contains("nodes = { min = 2, max = 5 }"));
@@ -536,10 +536,44 @@ fn the_guardrail_watches_the_declared_fleet_too() {
     let at_max = v["declared_at_max_delta_usd"].as_f64().expect("at max");
     // 45 more Standard_NC24ads_A100_v4 at $3.673/h for 730 h
     assert!((at_max - 45.0 * 3.673 * 730.0).abs() < 0.02, "{v:#}");
-    run(
+    let serve = &v["declared_pools"][0];
+    assert_eq!(serve["name"], "serve-mig", "{v:#}");
+    assert!((serve["at_max"]["delta_usd"].as_f64().expect("pool") - at_max).abs() < 0.01);
+    assert_eq!(serve["after_basis"]["nodes_max"], 50, "{v:#}");
+    assert_eq!(serve["after_basis"]["usd_per_node_hour"], 3.673, "{v:#}");
+    let changed = &v["pools"]["changed"][0];
+    assert_eq!(changed["values"][0]["key"], "nodes.max", "{v:#}");
+    assert_eq!(changed["values"][0]["before"], "5", "{v:#}");
+    assert_eq!(changed["values"][0]["after"], "50", "{v:#}");
+    let (text, err) = run(
         gpuplan().args(["diff", "--fail-on-increase", "10%", b, h]),
-        0,
+        1,
     );
+    assert!(
+        err.contains("the declared pools' monthly cost at maximum (every node of `nodes.max`) rises by $120,"),
+        "{err}"
+    );
+    assert!(text.contains("nodes.max 5 → 50"), "{text}");
+    assert!(
+        text.contains("Standard_NC24ads_A100_v4 × 50 nodes × 730 h × $3.6730/h"),
+        "{text}"
+    );
+    assert!(
+        text.contains("exceeded by the declared at maximum cost"),
+        "{text}"
+    );
+    // The comment's cost lines and the PR check's Markdown show the exposure too.
+    for args in [
+        vec!["diff", "--format", "markdown", b, h],
+        vec!["check", "--format", "markdown", "--base", b, h],
+    ] {
+        let o = gpuplan().args(&args).output().expect("run");
+        let md = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            md.contains("**at maximum:** $") && md.contains("(+$120,"),
+            "{args:?}\n{md}"
+        );
+    }
 
     // A floor raised from 2 to 20 nodes is paid every hour: the declared cost (what
     // Terraform will keep running) rises while the recommendation does not move, and the
