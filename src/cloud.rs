@@ -40,6 +40,9 @@ pub struct Profile {
     /// The cloud sells Capacity Blocks for ML (`capacity = "capacity-block"`): GPU nodes
     /// bought for a block of days at a block price.
     pub capacity_block: bool,
+    /// The lengths a Capacity Block is sold in, shortest first: `(up to hours, step hours)`
+    /// segments, each continuing where the one before ended.
+    pub block_steps: &'static [(u32, u32)],
     /// The product a capacity reservation is (it holds nodes for a pool).
     pub capacity_reservation: &'static str,
     /// The product a reserved price buys.
@@ -73,6 +76,30 @@ pub struct Profile {
     pub starter_plan: &'static str,
     /// How render writes the cloud's pools.
     pub render: Render,
+}
+
+impl Profile {
+    /// The shortest Capacity Block the cloud sells that covers `hours` of work, in hours
+    /// (EC2: 24, 48, … 336, then 504, 672, … 4,368); `None` where it sells none that long.
+    pub fn sold_block(&self, hours: f64) -> Option<f64> {
+        let mut from = 0u32;
+        for &(upto, step) in self.block_steps {
+            let steps = ((hours - f64::from(from)) / f64::from(step) - 1e-9)
+                .ceil()
+                .max(1.0);
+            let length = f64::from(from) + steps * f64::from(step);
+            if length <= f64::from(upto) {
+                return Some(length);
+            }
+            from = upto;
+        }
+        None
+    }
+
+    /// Whether `hours` is a length the cloud sells a Capacity Block for.
+    pub fn sells_block(&self, hours: f64) -> bool {
+        self.sold_block(hours) == Some(hours)
+    }
 }
 
 /// What render writes differently per cloud. Every fact names the provider behaviour it
@@ -147,5 +174,27 @@ mod tests {
         let azure = profile(Provider::Azure).is_region;
         assert!(azure("eastus") && azure("westus3"));
         assert!(!azure("East US") && !azure("") && !azure("us-east-1"));
+    }
+
+    /// DescribeCapacityBlockOfferings, `CapacityDurationHours`: 1-day steps up to 14 days,
+    /// 7-day steps up to 182 days.
+    #[test]
+    fn capacity_blocks_come_in_the_lengths_ec2_sells() {
+        let aws = profile(Provider::Aws);
+        for (work, block) in [
+            (1.0, Some(24.0)),
+            (24.0, Some(24.0)),
+            (300.0, Some(312.0)),
+            (336.0, Some(336.0)),
+            (336.5, Some(504.0)),
+            (400.0, Some(504.0)),
+            (730.0, Some(840.0)),
+            (4368.0, Some(4368.0)),
+            (4369.0, None),
+        ] {
+            assert_eq!(aws.sold_block(work), block, "{work} h");
+        }
+        assert!(aws.sells_block(312.0) && !aws.sells_block(300.0) && !aws.sells_block(400.0));
+        assert_eq!(profile(Provider::Azure).sold_block(24.0), None);
     }
 }

@@ -66,6 +66,7 @@ mod gp032_gang_arithmetic;
 mod gp033_single_node_user_facing;
 mod gp034_pool_below_peak;
 mod gp035_workload_without_pool;
+mod gp036_block_shorter_than_work;
 #[cfg(test)]
 mod levels_tests;
 
@@ -123,6 +124,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gp033_single_node_user_facing::SingleNodeUserFacing,
     &gp034_pool_below_peak::PoolBelowPeak,
     &gp035_workload_without_pool::WorkloadWithoutPool,
+    &gp036_block_shorter_than_work::BlockShorterThanWork,
 ];
 
 /// The rule a command line names, by id in any case (`gp014`) or by name (`quota-exceeded`).

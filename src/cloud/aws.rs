@@ -8,6 +8,9 @@ pub(super) const PROFILE: Profile = Profile {
     name: "AWS",
     is_region,
     capacity_block: true,
+    // DescribeCapacityBlockOfferings, `CapacityDurationHours`: 1-day steps up to 14 days,
+    // 7-day steps up to 182 days.
+    block_steps: &[(336, 24), (4368, 168)],
     capacity_reservation: "EC2 On-Demand Capacity Reservation",
     reservation: "Reserved Instance",
     reservations_live_only: false,

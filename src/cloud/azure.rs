@@ -8,6 +8,7 @@ pub(super) const PROFILE: Profile = Profile {
     name: "Azure",
     is_region,
     capacity_block: false,
+    block_steps: &[],
     capacity_reservation: "Azure capacity reservation group",
     reservation: "Azure reservation",
     reservations_live_only: true,

@@ -106,9 +106,34 @@ pub(crate) fn paid_hours(pool: &Pool, hours: f64) -> f64 {
     }
 }
 
+/// A declared Capacity Block whose block price the catalog does not have (offline: only a
+/// refresh reads DescribeCapacityBlockOfferings). Its cost is not the on-demand rate a
+/// stand-in would give: what uses one says it is unknown instead.
+pub(crate) fn block_price_unknown(plan: &Plan, catalog: &Catalog, pool: &Pool) -> bool {
+    pool.capacity() == Capacity::CapacityBlock
+        && listed(
+            catalog,
+            plan.provider(),
+            pool.sku.get(),
+            pool.region.get(),
+            Capacity::CapacityBlock,
+        )
+        .is_none()
+}
+
+/// What a Capacity Block bought for `hours` of work a month is paid for in that month: the
+/// shortest length sold that covers them, at most the month (a longer block's remaining
+/// days serve the next month's run); the work's hours where no sold length covers them.
+pub(crate) fn block_paid_hours(provider: Provider, hours: f64) -> f64 {
+    crate::cloud::profile(provider)
+        .sold_block(hours)
+        .map_or(hours, |h| h.min(HOURS_PER_MONTH))
+}
+
 /// A Capacity Block's paid window in a month, hours: its `block_hours` (at most the month),
-/// else, as long as the work it was bought for, its longest member's `hours_per_month` (the
-/// plan's month when none says), and whether the plan stated it. `None` for other pools.
+/// else the shortest block sold for the work it was bought for, its longest member's
+/// `hours_per_month` (the plan's month when none says), and whether the plan stated it.
+/// `None` for other pools.
 pub(crate) fn block_window(plan: &Plan, pool: &Pool) -> Option<(f64, bool)> {
     if pool.capacity() != Capacity::CapacityBlock {
         return None;
@@ -122,7 +147,7 @@ pub(crate) fn block_window(plan: &Plan, pool: &Pool) -> Option<(f64, bool)> {
         .filter_map(|w| w.hours_per_month.as_ref().map(|h| *h.get()))
         .fold(None, |m: Option<f64>, h| Some(m.map_or(h, |m| m.max(h))))
         .map_or(hours, |h| h.min(hours));
-    Some((longest, false))
+    Some((block_paid_hours(plan.provider(), longest), false))
 }
 
 /// Monthly cost of a declared pool at a node count.

@@ -136,6 +136,9 @@ fn pool_table(p: &RecPool, mm: MigManager, why: &str) -> Table {
         value(n)
     };
     t["capacity"] = value(p.capacity.as_str());
+    if let Some(h) = p.block_hours {
+        t["block_hours"] = value(h);
+    }
     t["sharing"] = value(p.sharing.as_str());
     if let Some(n) = p.time_slicing_replicas {
         t["time_slicing_replicas"] = value(i64::from(n));

@@ -120,16 +120,26 @@ fn reason(r: &Reason) -> String {
         Reason::CapacityBlock {
             nodes,
             hours,
+            work_hours,
             usd_per_hour,
             on_demand,
         } => {
             let n = f64::from(*nodes);
+            let length = if (hours - work_hours).abs() < 1e-9 {
+                String::new()
+            } else {
+                format!(
+                    " (the shortest block EC2 sells for the gang's {} h: 1-day steps to 14 days, 7-day steps to 182)",
+                    num(*work_hours)
+                )
+            };
             format!(
-                "EC2 Capacity Block for the gang: {nodes} node(s) x {} h x {}/h = {} a month against {} on-demand ({}/h), bought for the gang's hours and paid only for them; the gang must run inside the block's dates (`block_hours` on the written pool)",
+                "EC2 Capacity Block for the gang: {nodes} node(s) x {} h x {}/h = {} a month{length} against {} on-demand for its {} h ({}/h), paid whether used or not; the gang must run inside the block's dates (`block_hours` on the written pool)",
                 num(*hours),
                 rate(*usd_per_hour),
                 usd(n * hours * usd_per_hour),
-                usd(n * hours * on_demand),
+                usd(n * work_hours * on_demand),
+                num(*work_hours),
                 rate(*on_demand)
             )
         }

@@ -1,6 +1,6 @@
 use super::{Cx, Rule};
 use crate::core::usd;
-use crate::engine::cost::declared_pool;
+use crate::engine::cost::{block_price_unknown, declared_pool};
 
 declare_rule! {
     /// # GP017 budget-exceeded
@@ -9,7 +9,10 @@ declare_rule! {
     /// Adds up the monthly cost of the declared pools at their maximum size (what the plan
     /// can be billed: node price for the pool's capacity type x nodes x hours) and flags a
     /// total above `plan.monthly_budget`. Without declared pools the recommended fleet's cost
-    /// is what counts (`gpuplan recommend`).
+    /// is what counts (`gpuplan recommend`). A Capacity Block is paid for its whole length
+    /// at the block price; where that price is unknown (offline, before a refresh reads
+    /// DescribeCapacityBlockOfferings) the block is not counted at on-demand rates but named
+    /// as not counted.
     ///
     /// ## Why is this bad?
     /// GPU spend moves in steps of thousands a month per node; a pull request that raises
@@ -59,7 +62,14 @@ impl Rule for BudgetExceeded {
         };
         let mut total = 0.0;
         let mut parts = Vec::new();
+        // A block with no block price is not costed at on-demand (a block is bought at its
+        // own price): left out of the total, and named.
+        let mut unpriced = Vec::new();
         for pool in cx.plan.pools() {
+            if block_price_unknown(cx.plan, cx.catalog, pool) {
+                unpriced.push(format!("`{}`", pool.name.get()));
+                continue;
+            }
             if let Some(c) = declared_pool(cx.plan, cx.catalog, pool).map(|c| c.at_max) {
                 total += c;
                 parts.push((pool.name.get().as_str(), c));
@@ -75,8 +85,16 @@ impl Rule for BudgetExceeded {
             .map(|(n, c)| format!("`{n}` {}", usd(*c)))
             .collect::<Vec<_>>()
             .join(", ");
+        let left_out = if unpriced.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; not counted: {}, Capacity Block(s) whose block price is unknown offline (`catalog refresh --provider aws` reads DescribeCapacityBlockOfferings)",
+                unpriced.join(", ")
+            )
+        };
         cx.push(
-            cx.finding(budget.span(), format!("declared pools can cost {} a month at their maximum size, {} over the budget of {} (largest: {top})", usd(total), usd(total - budget.get()), usd(*budget.get())))
+            cx.finding(budget.span(), format!("declared pools can cost {} a month at their maximum size, {} over the budget of {} (largest: {top}){left_out}", usd(total), usd(total - budget.get()), usd(*budget.get())))
                 .label("monthly budget")
                 .help("lower `nodes.max`, move interruptible work to spot, or raise the budget deliberately"),
         );

@@ -2,7 +2,8 @@ use super::{Cx, Rule};
 use crate::core::num;
 use crate::core::usd;
 use crate::engine::cost::{
-    block_window, burst_profile, gpus_per_node, listed, pool_hour, reserve, BurstMember, BusyNode,
+    block_price_unknown, block_window, burst_profile, gpus_per_node, listed, pool_hour, reserve,
+    BurstMember, BusyNode,
 };
 use crate::plan::raw::{Capacity, Pool, Sp};
 
@@ -17,11 +18,14 @@ declare_rule! {
     /// whose work runs past the break-even utilisation (reserved rate / on-demand rate: a
     /// reservation is paid all 730 hours), and flags the excess with its idle cost.
     ///
-    /// A Capacity Block (`capacity-block`) is paid for its window only (`block_hours`, else
-    /// the longest `hours_per_month` of its workloads): it is judged over that window. Its
-    /// steady demand is the work that runs the whole window (a gang bought a 168-hour block
-    /// for and running 168 hours fills it), and its idle cost is the excess nodes for the
-    /// window's hours, not the month's.
+    /// A Capacity Block (`capacity-block`) is paid for its whole length (`block_hours`, else
+    /// the shortest block EC2 sells for its workloads' longest `hours_per_month`), used or
+    /// not: it is judged over the hours its work runs inside it. It is flagged when it buys
+    /// more nodes than its work needs at its peak, or a longer block than the shortest EC2
+    /// sells for the work's hours (1-day steps up to 14 days, 7-day steps up to 182); the
+    /// idle cost is every node-hour the block buys and its work does not use, at the block
+    /// price (unknown offline, and then said). A 312-hour block for 300 hours of work is the
+    /// shortest sold: its 12 idle hours are not flagged.
     ///
     /// ## Why is this bad?
     /// Reserved capacity is paid whether used or not. A reservation above the steady floor
@@ -63,9 +67,10 @@ fn finding(cx: &Cx<'_>, pool: &Sp<Pool>) -> Option<crate::diag::Diag> {
     if per_node <= 0.0 {
         return None;
     }
-    // The hours the commitment is paid for: the month, or a Capacity Block's window.
-    let window = block_window(cx.plan, pool);
-    let plan_hours = window.map_or(cx.hours(None), |(h, _)| h);
+    if pool.capacity() == Capacity::CapacityBlock {
+        return block_finding(cx, pool, per_node);
+    }
+    let plan_hours = cx.hours(None);
     let steady_gpus: f64 = cx
         .plan
         .pool_workloads(pool)
@@ -90,16 +95,9 @@ fn finding(cx: &Cx<'_>, pool: &Sp<Pool>) -> Option<crate::diag::Diag> {
         _ => String::new(),
     };
     let price = pool_hour(cx.catalog, cx.plan.provider(), pool);
-    let idle = price
-        .as_ref()
-        .map_or("unknown (no price)".to_owned(), |p| match window {
-            Some((h, _)) => format!(
-                "{} a month over the block's {} hours",
-                usd(p.usd * excess as f64 * h),
-                num(h)
-            ),
-            None => format!("{} a month", usd(p.usd * excess as f64 * cx.hours(None))),
-        });
+    let idle = price.as_ref().map_or("unknown (no price)".to_owned(), |p| {
+        format!("{} a month", usd(p.usd * excess as f64 * plan_hours))
+    });
     let caveat = price
         .and_then(|p| p.caveat)
         .map(|c| format!(" ({c})"))
@@ -139,10 +137,7 @@ fn worth_reserving(
     let (Some(r), Some(od)) = (price(pool.capacity()), price(Capacity::OnDemand)) else {
         return (steady_nodes, None);
     };
-    if matches!(
-        pool.capacity(),
-        Capacity::CapacityReservation | Capacity::CapacityBlock
-    ) {
+    if pool.capacity() == Capacity::CapacityReservation {
         return (steady_nodes, None);
     }
     let burst_nodes = (pool.nodes().max() - steady_nodes).max(0);
@@ -176,4 +171,67 @@ fn worth_reserving(
     ));
     let r = reserve(&busy, r.usd_per_hour, od.usd_per_hour);
     (i64::from(r.nodes).max(steady_nodes), Some(r.break_even))
+}
+
+/// A Capacity Block against the work it was bought for: the nodes its work needs at its
+/// peak and the shortest block sold for the work's hours, against the nodes and hours it
+/// buys. Flags what could be bought smaller, costing every idle node-hour.
+fn block_finding(cx: &Cx<'_>, pool: &Sp<Pool>, per_node: f64) -> Option<crate::diag::Diag> {
+    let (window, _) = block_window(cx.plan, pool)?;
+    let (mut gpus, mut gpu_hours, mut work_hours) = (0.0, 0.0, 0.0f64);
+    for w in cx.plan.pool_workloads(pool) {
+        let g = w.replicas().max().max(0) as f64 * w.gpu_share() * w.gang().max(1) as f64;
+        let h = cx.hours(Some(w));
+        gpus += g;
+        gpu_hours += g * h.min(window);
+        work_hours = work_hours.max(h);
+    }
+    let bought = pool.nodes().max().max(0);
+    let needed = ((gpus / per_node - 1e-9).ceil().max(0.0) as i64).min(bought);
+    let profile = crate::cloud::profile(cx.plan.provider());
+    let shortest = profile
+        .sold_block(work_hours)
+        .map_or(window, |h| h.min(crate::core::HOURS_PER_MONTH));
+    let longer = window > shortest + 1e-9;
+    if bought <= needed && !longer {
+        return None;
+    }
+    let idle_node_hours = (bought as f64 * window - gpu_hours / per_node).max(0.0);
+    let idle = if block_price_unknown(cx.plan, cx.catalog, pool) {
+        "cost unknown offline (no Capacity Block price; `catalog refresh --provider aws` reads DescribeCapacityBlockOfferings)".to_owned()
+    } else {
+        match listed(
+            cx.catalog,
+            cx.plan.provider(),
+            pool.sku.get(),
+            pool.region.get(),
+            Capacity::CapacityBlock,
+        ) {
+            Some(p) => format!(
+                "{} at {}/h",
+                usd(p.usd_per_hour * idle_node_hours),
+                crate::core::rate(p.usd_per_hour)
+            ),
+            None => "cost unknown".to_owned(),
+        }
+    };
+    Some(
+        cx.finding(
+            pool.nodes.span(),
+            format!(
+                "pool `{}` buys a Capacity Block of {bought} nodes x {} hours but its work runs {} hours on {needed} nodes: {} node-hours idle, {idle}",
+                pool.name.get(),
+                num(window),
+                num(work_hours.min(window)),
+                num(idle_node_hours)
+            ),
+        )
+        .label("block nodes")
+        .help(format!(
+            "buy {needed} nodes for {} hours, the shortest block EC2 sells for {} hours of work",
+            num(shortest),
+            num(work_hours)
+        ))
+        .pool(pool.name.get()),
+    )
 }

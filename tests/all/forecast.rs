@@ -312,11 +312,11 @@ fn a_28_day_history_becomes_next_quarters_plan() {
         .expect("diff");
     let d = String::from_utf8_lossy(&diff.stdout);
     assert!(
-        d.contains("recommended $") && d.contains("workload `chat`: replicas"),
+        d.contains("recommended $") && d.contains("workload `chat`: replicas.max 40 → "),
         "{d}"
     );
     assert!(
-        d.contains("workload `notebook`: gpu_fraction, sharing"),
+        d.contains("workload `notebook`: gpu_fraction none → 0.1429, sharing none → \"mig\""),
         "{d}"
     );
 

@@ -228,3 +228,118 @@ fn recommend_offers_a_capacity_block_only_where_its_price_is_known() {
     cache_with_block_price(&dear, 60.0);
     assert_eq!(pool(&dear)["capacity"], "on-demand");
 }
+
+/// A 16-node p5 gang running `work` hours a month, in a declared block of `block` hours (or
+/// left to the recommender when `None`).
+fn gang_plan(work: u32, block: Option<u32>) -> String {
+    let pool = block.map_or(String::new(), |h| {
+        format!("\n[[pool]]\nname = \"pretrain-block\"\nsku = \"p5.48xlarge\"\nregion = \"us-east-1\"\nnodes = 16\ncapacity = \"capacity-block\"\nblock_hours = {h}\nworkloads = [\"pretrain\"]\n")
+    });
+    format!(
+        "version = 1\n\n[plan]\nname = \"gang\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
+         [[workload]]\nname = \"pretrain\"\nteam = \"f\"\nkind = \"training\"\nnodes = 16\ngpus = 8\nskus = [\"p5.48xlarge\"]\ncheckpoint_minutes = 60\nhours_per_month = {work}\n{pool}"
+    )
+}
+
+/// Issue 57: EC2 sells Capacity Blocks in 1-day steps up to 14 days and 7-day steps up to
+/// 182 days. 300 hours of gang work are priced as the 312-hour block EC2 sells, not a
+/// 300-hour one nobody can buy, and `--write-plan` keeps the length.
+#[test]
+fn a_recommended_block_is_a_length_ec2_sells_and_the_written_plan_keeps_it() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    cache_with_block_price(&cache, 31.464);
+    let plan = tmp.path().join("gang.toml");
+    std::fs::write(&plan, gang_plan(300, None)).expect("plan");
+    let out = common::gpuplan(&cache)
+        .args(["recommend", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    let p = json(&out)["pools"][0].clone();
+    assert_eq!(p["capacity"], "capacity-block", "{p}");
+    assert_eq!(p["block_hours"], 312.0, "{p}");
+    // 16 x 312 x $31.464 = $157,068.29
+    assert_eq!(p["monthly_cost_usd"], 157_068.29, "{p}");
+    assert!(
+        p["why"]
+            .as_str()
+            .expect("why")
+            .contains("16 node(s) x 312 h x $31.464/h = $157,068.29 a month (the shortest block EC2 sells for the gang's 300 h"),
+        "{p}"
+    );
+    let written = tmp.path().join("written.toml");
+    let out = common::gpuplan(&cache)
+        .args(["recommend", "--write-plan"])
+        .arg(&written)
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&written).expect("written");
+    assert!(text.contains("block_hours = 312"), "{text}");
+    // The written plan checks clean of the block rules and costs the same block.
+    let out = common::gpuplan(&cache)
+        .args(["check", "--format", "json"])
+        .arg(&written)
+        .output()
+        .expect("runs");
+    let v = json(&out);
+    let rules: Vec<&str> = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert!(
+        !rules.contains(&"GP023") && !rules.contains(&"GP036"),
+        "{v}"
+    );
+    assert!((today_cost(&cache, &written) - 157_068.29).abs() < 0.01);
+}
+
+/// Issue 57: GP023 judges a block over the hours its work runs inside it. The 312-hour block
+/// is the shortest sold for 300 hours (its 12 idle hours cannot be bought away: silent); a
+/// 336-hour one buys 576 idle node-hours; a 336-hour block for 400 hours of work is GP036.
+#[test]
+fn a_block_is_judged_over_the_hours_its_work_runs_inside_it() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    cache_with_block_price(&cache, 31.464);
+    let findings = |work: u32, block: u32| {
+        let plan = tmp.path().join(format!("b{work}-{block}.toml"));
+        std::fs::write(&plan, gang_plan(work, Some(block))).expect("plan");
+        let out = common::gpuplan(&cache)
+            .args(["check", "--format", "json"])
+            .arg(&plan)
+            .output()
+            .expect("runs");
+        json(&out)["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| matches!(f["rule"].as_str(), Some("GP023" | "GP036")))
+            .map(|f| format!("{}: {}", f["rule"], f["message"]))
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(findings(300, 312), Vec::<String>::new());
+    let longer = findings(300, 336);
+    assert_eq!(longer.len(), 1, "{longer:?}");
+    // 16 x 336 - 16 x 300 = 576 node-hours x $31.464 = $18,123.26
+    assert!(
+        longer[0].contains("GP023")
+            && longer[0].contains("576 node-hours idle, $18,123.26 at $31.464/h"),
+        "{longer:?}"
+    );
+    let shorter = findings(400, 336);
+    assert_eq!(shorter.len(), 1, "{shorter:?}");
+    assert!(
+        shorter[0].contains("GP036")
+            && shorter[0].contains("64 hours of its work fall outside the block"),
+        "{shorter:?}"
+    );
+}

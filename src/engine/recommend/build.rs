@@ -26,6 +26,8 @@ pub(super) struct Built {
     /// Nodes bought as reservations (Reserved Instances, Azure reservations): 0 unless the
     /// pool's capacity is reserved.
     pub(super) reserved_nodes: u32,
+    /// A Capacity Block's length paid in the month ([`crate::engine::cost::block_paid_hours`]).
+    pub(super) block_hours: Option<f64>,
 }
 
 /// Per-GPU MIG layouts for `nodes` nodes of `per_node` GPUs: where the packing filled fewer
@@ -146,6 +148,7 @@ pub(super) fn build(
     let burst_h = f64::from(n.max - n.min) * burst_hours;
     let mut busy = Vec::new();
     let mut reserved_nodes = 0;
+    let mut block_hours = None;
     let (cost, cost_at_max, nodes_min) = match capacity {
         Capacity::Reserved1y | Capacity::Reserved3y => {
             // The floor runs all month; each node above it for the hours of the work it
@@ -178,7 +181,15 @@ pub(super) fn build(
             rate * waste * f64::from(n.max) * plan_hours,
             n.min,
         ),
-        Capacity::OnDemand | Capacity::CapacityReservation | Capacity::CapacityBlock => (
+        // A block's nodes are bought together for the shortest length sold that covers the
+        // gang's hours, and paid for all of it.
+        Capacity::CapacityBlock => {
+            let h = crate::engine::cost::block_paid_hours(first.sku.provider, burst_hours);
+            block_hours = Some(h);
+            let all = rate * f64::from(n.max) * h;
+            (all, all, n.min)
+        }
+        Capacity::OnDemand | Capacity::CapacityReservation => (
             rate * (floor_h + burst_h),
             rate * f64::from(n.max) * plan_hours,
             n.min,
@@ -199,6 +210,7 @@ pub(super) fn build(
         ts_replicas: ts,
         availability: n.raised.then_some(n.availability),
         reserved_nodes,
+        block_hours,
         stranded: n.stranded,
         busy,
     }

@@ -45,10 +45,12 @@ pub(super) fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: 
                     + steady * (c.on_demand * d.hours).min(r.usd * HOURS_PER_MONTH)
                     + peak * c.on_demand * d.hours)
         }
-        Capacity::OnDemand
-        | Capacity::Spot
-        | Capacity::CapacityReservation
-        | Capacity::CapacityBlock => {
+        // A block is paid for the whole length sold, not the gang's hours alone.
+        Capacity::CapacityBlock => {
+            let h = crate::engine::cost::block_paid_hours(c.sku.provider, d.hours);
+            share * r.usd * (floor * plan_hours + burst * h)
+        }
+        Capacity::OnDemand | Capacity::Spot | Capacity::CapacityReservation => {
             share * r.usd * r.waste * (floor * plan_hours + burst * d.hours)
         }
     }

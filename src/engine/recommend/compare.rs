@@ -22,15 +22,7 @@ pub(super) fn compare(
     for p in plan.pools() {
         // A Capacity Block without a block price is not costed at on-demand here: a block is
         // bought at its own price, so a saving against on-demand would be one nobody gets.
-        let block_unknown = p.capacity() == Capacity::CapacityBlock
-            && crate::engine::cost::listed(
-                catalog,
-                plan.provider(),
-                p.sku.get(),
-                p.region.get(),
-                Capacity::CapacityBlock,
-            )
-            .is_none();
+        let block_unknown = crate::engine::cost::block_price_unknown(plan, catalog, p);
         let priced =
             crate::engine::cost::declared_pool(plan, catalog, p).filter(|_| !block_unknown);
         let cost = priced.as_ref().map(|c| c.expected);

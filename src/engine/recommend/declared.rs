@@ -99,6 +99,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             capacity_options: Vec::new(),
             // A declared reserved pool's floor is what it holds reserved.
             reserved_nodes: if p.capacity().is_reserved() { min } else { 0 },
+            block_hours: crate::engine::cost::block_window(plan, p).map(|(h, _)| h),
             // One node size of a pool of several carries that pool's label.
             pool_label: p.pool_label.as_ref().unwrap_or(&p.name).get().clone(),
         });

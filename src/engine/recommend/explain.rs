@@ -119,6 +119,7 @@ pub(super) fn describe(
         considered: Vec::new(),
         capacity_options,
         reserved_nodes: b.reserved_nodes,
+        block_hours: b.block_hours,
         pool_label: String::new(),
     }
 }

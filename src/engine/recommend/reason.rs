@@ -88,7 +88,9 @@ pub enum Reason {
     /// An EC2 Capacity Block bought for a gang's hours.
     CapacityBlock {
         nodes: u32,
+        /// The block's length: the shortest sold that covers `work_hours`.
         hours: f64,
+        work_hours: f64,
         usd_per_hour: f64,
         on_demand: f64,
     },

@@ -78,6 +78,10 @@ pub struct RecPool {
     /// Instances or Azure reservations); 0 for other capacity. What the purchase list asks to
     /// buy (`render`: purchases.json).
     pub reserved_nodes: u32,
+    /// A Capacity Block's length, hours: the shortest EC2 sells that covers its work (what
+    /// `--write-plan` writes as `block_hours`); none for other capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_hours: Option<f64>,
     /// The `gpuplan.io/pool` label its nodes carry and its workloads select: its own name,
     /// or, for one node size of a pool of several, the name of the pool's first size. Pools
     /// of one GPU model, region, segment, capacity type and sharing settings (whole GPUs or

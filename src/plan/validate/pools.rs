@@ -87,9 +87,7 @@ fn capacity_keys(ctx: &mut Ctx<'_>, p: &Sp<Pool>, k: &Known<'_>) {
     }
     if let Some(h) = &p.block_hours {
         let x = *h.get();
-        let sold = x.fract() == 0.0
-            && ((24.0..=336.0).contains(&x) && x % 24.0 == 0.0
-                || (336.0..=4368.0).contains(&x) && x % 168.0 == 0.0);
+        let sold = crate::cloud::profile(k.provider).sells_block(x);
         if p.capacity() != crate::plan::raw::Capacity::CapacityBlock {
             ctx.err(
                 PlanCode::ConflictingKeys,

@@ -22,14 +22,30 @@ fn a_capacity_block_and_a_shared_server_read_as_before() {
             Reason::CapacityBlock {
                 nodes: 2,
                 hours: 96.0,
+                work_hours: 96.0,
                 usd_per_hour: 31.464,
                 on_demand: 55.04,
             },
         ]),
         "one server process hosts the shares of a GPU; the device plugin sees whole GPUs; \
          EC2 Capacity Block for the gang: 2 node(s) x 96 h x $31.464/h = $6,041.09 a month \
-         against $10,567.68 on-demand ($55.04/h), bought for the gang's hours and paid only \
-         for them; the gang must run inside the block's dates (`block_hours` on the written pool)"
+         against $10,567.68 on-demand for its 96 h ($55.04/h), paid whether used or not; the \
+         gang must run inside the block's dates (`block_hours` on the written pool)"
+    );
+    // 300 h of work buy the 13-day block: 16 x 312 x $31.464 = $157,068.29.
+    assert_eq!(
+        why(vec![Reason::CapacityBlock {
+            nodes: 16,
+            hours: 312.0,
+            work_hours: 300.0,
+            usd_per_hour: 31.464,
+            on_demand: 55.04,
+        }]),
+        "EC2 Capacity Block for the gang: 16 node(s) x 312 h x $31.464/h = $157,068.29 a month \
+         (the shortest block EC2 sells for the gang's 300 h: 1-day steps to 14 days, 7-day \
+         steps to 182) against $264,192.00 on-demand for its 300 h ($55.04/h), paid whether \
+         used or not; the gang must run inside the block's dates (`block_hours` on the written \
+         pool)"
     );
     assert_eq!(why(vec![Reason::Declared]), "declared in the plan");
 }

@@ -337,9 +337,11 @@ fn reserved_reasons(m: &Choice<'_, '_>, b: &Built, cap: Capacity) -> Vec<Reason>
 /// A gang's Capacity Block: its hours and price against on-demand.
 fn capacity_block_reason(ms: &[&Choice<'_, '_>], b: &Built) -> Reason {
     let m = ms[0];
+    let work_hours = ms.iter().map(|m| m.d.hours).fold(0.0, f64::max);
     Reason::CapacityBlock {
         nodes: b.nodes_max,
-        hours: ms.iter().map(|m| m.d.hours).fold(0.0, f64::max),
+        hours: b.block_hours.unwrap_or(work_hours),
+        work_hours,
         usd_per_hour: m.rate.usd,
         on_demand: m.c.on_demand,
     }
