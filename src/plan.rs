@@ -178,6 +178,25 @@ impl Workload {
     /// may scale to zero), and for user-facing work at least one and enough to cover its
     /// availability floor of nodes, one per node, so a node's loss or drain never takes the
     /// last warm one. Never more than its peak.
+    /// The share of its hours the replicas above what it keeps (`kept_min`) run, on
+    /// average: from `typical_replicas` ((typical - kept) / (max - kept)); 1 without it, as
+    /// if every replica ran all its hours.
+    pub(crate) fn peak_duty(&self) -> f64 {
+        let Some(t) = &self.typical_replicas else {
+            return 1.0;
+        };
+        let r = self.replicas.as_ref().map_or(Count::Fixed(1), |r| *r.get());
+        let kept = if self.scale_to_zero() {
+            0.0
+        } else {
+            r.min() as f64
+        };
+        let above = r.max() as f64 - kept;
+        if above <= 0.0 {
+            return 1.0;
+        }
+        ((t.get() - kept) / above).clamp(0.0, 1.0)
+    }
     pub(crate) fn warm_units(&self, default_floor: u32) -> u32 {
         let peak = u32::try_from(self.replicas().max().max(0)).unwrap_or(u32::MAX);
         let mut warm = self.kept_min();

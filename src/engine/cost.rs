@@ -234,11 +234,22 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         at_max
     } else {
         // The pool's own floor is its `nodes.min`, whatever its workloads' minimums: the
-        // nodes above it carry each member's GPUs at peak, for that member's hours.
-        let burst = burst_hours(
-            plan.pool_workloads(pool)
-                .map(|w| (peak_gpus(w), plan.workload_hours(w))),
-        );
+        // nodes above it carry each member's GPUs at peak, for that member's hours. Each
+        // member's GPUs up to what it keeps run its hours, those above, to its peak, their
+        // share of them (`typical_replicas`); the floor runs all month and carries the
+        // longest-running of them first.
+        let floor_gpus = catalog
+            .sku(plan.provider(), pool.sku.get())
+            .map_or(0.0, |s| min * gpus_per_node(s));
+        let mut members: Vec<(f64, f64)> = plan
+            .pool_workloads(pool)
+            .flat_map(|w| {
+                let (peak, hours) = (peak_gpus(w), plan.workload_hours(w));
+                let kept = peak_gpus_at(w, i64::from(w.kept_min()));
+                [(kept, hours), (peak - kept, hours * w.peak_duty())]
+            })
+            .collect();
+        let burst = burst_hours(above_floor(&mut members, floor_gpus));
         // `max`/`min` rather than `clamp`, which panics should a bad plan ever reach here with
         // min > max.
         let needed = super::holds::peak_nodes(catalog, plan, pool)
@@ -268,7 +279,12 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
 /// The GPUs a workload holds at its peak: replicas x GPUs each x gang nodes. A declared
 /// pool's members are weighed by it, for burst hours and for spot waste alike.
 fn peak_gpus(w: &crate::plan::raw::Workload) -> f64 {
-    w.replicas().max().max(0) as f64 * w.gpu_share() * w.gang().max(1) as f64
+    peak_gpus_at(w, w.replicas().max())
+}
+
+/// The GPUs `replicas` of a workload hold (counted in gangs, as `Workload::replicas` counts them).
+fn peak_gpus_at(w: &crate::plan::raw::Workload, replicas: i64) -> f64 {
+    replicas.max(0) as f64 * w.gpu_share() * w.gang().max(1) as f64
 }
 
 /// Paid hours per useful hour on a declared spot pool, as `recommend` prices its own spot
@@ -330,6 +346,22 @@ pub(crate) fn burst_hours(members: impl IntoIterator<Item = (f64, f64)>) -> f64 
     }
 }
 
+/// What runs above a pool's floor: `(weight, hours)` members with the floor's `floor` weight
+/// taken from the longest-running first (the floor runs every hour of the month, so it
+/// carries the work that runs most).
+fn above_floor(members: &mut [(f64, f64)], floor: f64) -> Vec<(f64, f64)> {
+    members.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut left = floor;
+    members
+        .iter()
+        .map(|&(w, h)| {
+            let taken = w.min(left).max(0.0);
+            left -= taken;
+            (w - taken, h)
+        })
+        .collect()
+}
+
 /// One member's share of the nodes above a pool's floor: its weight (replicas above its
 /// floor, in nodes or GPUs), the hours they run a month, and whether they run steadily for
 /// those hours (minimum replicas) or are a peak (replicas above the minimum, which a
@@ -352,8 +384,16 @@ impl BurstMember {
     /// pool's floor, not in the stack); those from there up to `min` (what it keeps when
     /// idle) run its `hours` steadily; those above, to `peak`, are its peak. `per` is what a
     /// replica weighs (its share of a node, or of a GPU). `recommend` and GP023 stack
-    /// members by this one rule.
-    pub(crate) fn replicas(per: f64, floor: u32, min: u32, peak: u32, hours: f64) -> [Self; 2] {
+    /// members by this one rule. The peak runs `duty` of the hours on average (its
+    /// `typical_replicas`, [`crate::plan::raw::Workload::peak_duty`]; 1 without one).
+    pub(crate) fn replicas(
+        per: f64,
+        floor: u32,
+        min: u32,
+        peak: u32,
+        hours: f64,
+        duty: f64,
+    ) -> [Self; 2] {
         let steady = steady_replicas(min, floor, peak);
         [
             BurstMember {
@@ -363,7 +403,7 @@ impl BurstMember {
             },
             BurstMember {
                 weight: per * f64::from(peak.saturating_sub(steady)),
-                hours,
+                hours: hours * duty,
                 steady: false,
             },
         ]
@@ -492,7 +532,7 @@ mod tests {
         for floor in 0..5u32 {
             for min in 0..5u32 {
                 for peak in min..6u32 {
-                    let [s, b] = BurstMember::replicas(0.5, floor, min, peak, 100.0);
+                    let [s, b] = BurstMember::replicas(0.5, floor, min, peak, 100.0, 1.0);
                     // GP023's arithmetic (floor only when steady, i.e. floor = min or 0)
                     let (fi, mi, pi) = (i64::from(floor), i64::from(min), i64::from(peak));
                     if floor == 0 || floor == min {

@@ -267,6 +267,11 @@ pub struct Workload {
     pub user_facing: Option<Sp<bool>>,
     /// Replica count (>= 1), or `{ min, max }` when autoscaled.
     pub replicas: Option<Sp<Count>>,
+    /// What an autoscaled workload runs on average over its hours, in the same units as
+    /// `replicas` (between its `min` and `max`; may be fractional): the expected cost
+    /// follows it, the at-maximum cost stays at `max`. `review --write-plan` writes the
+    /// measured mean.
+    pub typical_replicas: Option<Sp<f64>>,
     /// Gang size: replicas that must start together across nodes (training), one per node.
     /// With `nodes`, `replicas` counts every member of every gang (a multiple of `nodes`).
     pub nodes: Option<Sp<i64>>,

@@ -77,7 +77,12 @@ fn assumptions(o: &mut String, catalog: &Catalog) {
          - time-sliced and MPS instances share a GPU equally; their memory caps add up to {} of \
          the card (`server.gpu_memory_utilization` = {} / replicas, rounded down)\n\
          - cost: the floor runs every hour of the plan, nodes above it for the workloads' \
-         `hours_per_month`; spot node-hours are divided by the useful-work fraction\n\
+         `hours_per_month`; replicas above a workload's minimum run all those hours unless \
+         its `typical_replicas` says what it runs on average ((typical - min) / (max - min) \
+         of them), and reservations cover only what runs past the break-even on that \
+         profile; the at-maximum figure is every node of the maximum all its hours; a \
+         Capacity Block is paid for the shortest length EC2 sells that holds its gang's \
+         hours; spot node-hours are divided by the useful-work fraction\n\
          - spot is closed to user-facing workloads, to workloads that are not `interruptible`, \
          and to training or batch without `checkpoint_minutes`\n\
          - spot interruptions are a Poisson process per node; a gang dies when any node goes",

@@ -156,6 +156,7 @@ fn worth_reserving(
             w.kept_min(),
             count(w.replicas().max()),
             cx.hours(Some(w)).min(plan_hours),
+            w.peak_duty(),
         )
     });
     let mut busy = vec![

@@ -25,6 +25,7 @@ mod names;
 mod pod_runs;
 mod pr;
 mod pricing;
+mod profile;
 mod quality;
 mod recommend;
 mod registry;

@@ -283,6 +283,7 @@ fn burst_members<'a>(
             m.d.w.kept_min(),
             m.d.peak,
             m.d.hours,
+            m.d.w.peak_duty(),
         )
     })
 }

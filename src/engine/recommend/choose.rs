@@ -43,7 +43,7 @@ pub(super) fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: 
             share
                 * (floor * r.usd * HOURS_PER_MONTH
                     + steady * (c.on_demand * d.hours).min(r.usd * HOURS_PER_MONTH)
-                    + peak * c.on_demand * d.hours)
+                    + peak * c.on_demand * d.peak_hours())
         }
         // A block is paid for the whole length sold, not the gang's hours alone.
         Capacity::CapacityBlock => {
@@ -51,7 +51,7 @@ pub(super) fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: 
             share * r.usd * (floor * plan_hours + burst * h)
         }
         Capacity::OnDemand | Capacity::Spot | Capacity::CapacityReservation => {
-            share * r.usd * r.waste * (floor * plan_hours + burst * d.hours)
+            share * r.usd * r.waste * d.replica_hours(plan_hours)
         }
     }
 }

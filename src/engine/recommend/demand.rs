@@ -162,9 +162,19 @@ impl Demand<'_> {
     pub(crate) fn steady(&self) -> u32 {
         crate::engine::cost::steady_replicas(self.w.kept_min(), self.floor, self.peak)
     }
-    /// Replica-hours a month: the floor all month, the rest for the workload's hours.
+    /// Replica-hours a month: the floor all month, the steady replicas above it for the
+    /// workload's hours, the peak above them for its share of those hours
+    /// (`typical_replicas`).
     pub(crate) fn replica_hours(&self, plan_hours: f64) -> f64 {
-        f64::from(self.floor) * plan_hours + f64::from(self.peak - self.floor) * self.hours
+        let steady = self.steady().max(self.floor);
+        f64::from(self.floor) * plan_hours
+            + f64::from(steady - self.floor) * self.hours
+            + f64::from(self.peak.saturating_sub(steady)) * self.peak_hours()
+    }
+    /// Hours a month the replicas above the steady ones run on average: the workload's
+    /// hours times its peak duty (`typical_replicas`).
+    pub(crate) fn peak_hours(&self) -> f64 {
+        self.hours * self.w.peak_duty()
     }
 }
 

@@ -92,6 +92,7 @@ fn bounds(ctx: &mut Ctx<'_>, w: &Sp<Workload>) {
     if let Some(v) = &w.hours_per_month {
         ctx.range_f("hours_per_month", v, limits::HOURS_PER_MONTH);
     }
+    typical(ctx, w);
     if let Some(v) = &w.utilization {
         ctx.range_f("utilization", v, limits::UTILIZATION);
     }
@@ -193,5 +194,33 @@ fn gang_counts(ctx: &mut Ctx<'_>, w: &Sp<Workload>) {
                 "keep one of the two: `gangs` counts gangs, `replicas` counts their members".into(),
             );
         }
+    }
+}
+
+/// `typical_replicas` lies between the replicas' `min` and `max`.
+fn typical(ctx: &mut Ctx<'_>, w: &Sp<Workload>) {
+    let Some(t) = &w.typical_replicas else {
+        return;
+    };
+    let (min, max) = match w.replicas.as_ref().map(|r| *r.get()) {
+        Some(crate::plan::raw::Count::Range { min, max }) => (min as f64, max as f64),
+        Some(crate::plan::raw::Count::Fixed(n)) => (n as f64, n as f64),
+        None => (1.0, 1.0),
+    };
+    let v = *t.get();
+    if !v.is_finite() || v < min || v > max {
+        ctx.err(
+            PlanCode::OutOfRange,
+            t.span(),
+            format!(
+                "`typical_replicas = {}` is outside the replicas' range {}..={}",
+                crate::core::num(v),
+                crate::core::num(min),
+                crate::core::num(max)
+            ),
+            "outside min..=max",
+            "give what the workload runs on average, between `replicas.min` and `replicas.max`"
+                .into(),
+        );
     }
 }
