@@ -185,7 +185,12 @@ impl Workload {
         let Some(t) = &self.typical_replicas else {
             return 1.0;
         };
-        let r = self.replicas.as_ref().map_or(Count::Fixed(1), |r| *r.get());
+        // In the units of the key the count is written in: `replicas`, else `gangs`.
+        let r = self
+            .replicas
+            .as_ref()
+            .or(self.gangs.as_ref())
+            .map_or(Count::Fixed(1), |r| *r.get());
         let kept = if self.scale_to_zero() {
             0.0
         } else {

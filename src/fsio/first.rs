@@ -114,7 +114,12 @@ fn sweep_stale(parent: &Path) {
         let name = entry.file_name();
         let Some(n) = name.to_str() else { continue };
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && is_first_stage(n) && imp::unused(&entry.path()) {
+        if !is_dir || !is_first_stage(n) {
+            continue;
+        }
+        // Removed under its lock: a live run that created it and has yet to lock it waits,
+        // then finds it gone and makes its own again.
+        if let Some(_held) = imp::unused(&entry.path()) {
             // Removes links as links, never what they point to.
             let _ = std::fs::remove_dir_all(entry.path());
         }

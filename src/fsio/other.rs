@@ -140,6 +140,6 @@ pub(super) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
 pub(super) fn sync_dir(_dir: &Path) {}
 
 /// Without locks no staging directory can be known to be abandoned: none is removed.
-pub(super) fn unused(_dir: &Path) -> bool {
-    false
+pub(super) fn unused(_dir: &Path) -> Option<()> {
+    None
 }

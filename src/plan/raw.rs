@@ -267,8 +267,8 @@ pub struct Workload {
     pub user_facing: Option<Sp<bool>>,
     /// Replica count (>= 1), or `{ min, max }` when autoscaled.
     pub replicas: Option<Sp<Count>>,
-    /// What an autoscaled workload runs on average over its hours, in the same units as
-    /// `replicas` (between its `min` and `max`; may be fractional): the expected cost
+    /// What an autoscaled workload runs on average over its hours, in the units of its count
+    /// (`replicas`, else `gangs`; between its `min` and `max`; may be fractional): the expected cost
     /// follows it, the at-maximum cost stays at `max`. `review --write-plan` writes the
     /// measured mean.
     pub typical_replicas: Option<Sp<f64>>,

@@ -125,6 +125,20 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
         t.insert(key, item);
         changed = true;
     }
+    match p.typical_replicas {
+        Some(typ) => {
+            let note = LineSays::Typical {
+                held_mean: f.replicas_mean,
+                max: p.max * factor,
+            };
+            let v = (typ * factor as f64 * 100.0).round() / 100.0;
+            let item = commented(Value::from(v), t.get("typical_replicas"), &note);
+            t.insert("typical_replicas", item);
+            changed = true;
+        }
+        // A profile the new bounds may no longer hold goes with the old count.
+        None => changed |= t.remove("typical_replicas").is_some(),
+    }
     if let Some(h) = p.hours_per_month {
         let note = LineSays::Hours {
             held: f.hours_per_month,

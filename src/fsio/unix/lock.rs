@@ -177,11 +177,14 @@ fn settle(lock: &DirLock, hold: Hold) -> io::Result<()> {
     }
 }
 
-/// Whether no run holds `dir` (an exclusive lock can be had at once); a directory that
-/// cannot be opened or locked counts as held, and is left alone.
-pub(in crate::fsio) fn unused(dir: &Path) -> bool {
+/// `dir` locked for removal when no run holds it (an exclusive lock can be had at once),
+/// held until the returned lock is dropped: a run that locks it meanwhile finds it gone
+/// once it gets the lock, and makes its own again. A directory that cannot be opened or
+/// locked counts as held, and is left alone.
+pub(in crate::fsio) fn unused(dir: &Path) -> Option<OwnedFd> {
     let flags =
         rfs::OFlags::RDONLY | rfs::OFlags::DIRECTORY | rfs::OFlags::NOFOLLOW | rfs::OFlags::CLOEXEC;
-    rfs::open(dir, flags, rfs::Mode::empty())
-        .is_ok_and(|fd| rfs::flock(&fd, FlockOperation::NonBlockingLockExclusive).is_ok())
+    let fd = rfs::open(dir, flags, rfs::Mode::empty()).ok()?;
+    rfs::flock(&fd, FlockOperation::NonBlockingLockExclusive).ok()?;
+    Some(fd)
 }

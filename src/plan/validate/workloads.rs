@@ -202,7 +202,7 @@ fn typical(ctx: &mut Ctx<'_>, w: &Sp<Workload>) {
     let Some(t) = &w.typical_replicas else {
         return;
     };
-    let (min, max) = match w.replicas.as_ref().map(|r| *r.get()) {
+    let (min, max) = match w.replicas.as_ref().or(w.gangs.as_ref()).map(|r| *r.get()) {
         Some(crate::plan::raw::Count::Range { min, max }) => (min as f64, max as f64),
         Some(crate::plan::raw::Count::Fixed(n)) => (n as f64, n as f64),
         None => (1.0, 1.0),

@@ -51,6 +51,10 @@ impl fmt::Display for LineSays {
                 "measured: held GPUs {held:.0} h of a {}-h month",
                 crate::core::HOURS_PER_MONTH
             ),
+            LineSays::Typical { held_mean, max } => write!(
+                f,
+                "measured: {held_mean:.2} replicas on average over its running hours, grown as its peak is; the expected cost follows it, `max = {max}` is the ceiling"
+            ),
             LineSays::Fraction { was, slice } => {
                 match was {
                     Had::Fraction(v) => write!(f, "was {v}")?,

@@ -327,7 +327,7 @@ pub(super) fn ksm_coverage(
     ksm: Option<f64>,
 ) -> (BTreeSet<u32>, BTreeSet<i64>) {
     let stepf = grid.step as f64;
-    let mut covered: BTreeSet<u32> = BTreeSet::new();
+    let mut covered: BTreeSet<u32> = a.idle_samples.clone();
     for q in [Q::Scraped, Q::NodeScraped, Q::Requests] {
         for (_, w) in a.get(q) {
             covered.extend(w.keys());

@@ -15,9 +15,13 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
     let file = path.display().to_string();
     let max_series = crate::review::telemetry::max_series();
     let (mut min, mut max) = (i64::MAX, i64::MIN);
+    // The sample times: the file lists the pods running at each, so a time between the first
+    // and the last with no row is a time nothing ran, not one without data.
+    let mut times = std::collections::BTreeSet::new();
     csv_rows(path, &file, |r| {
         min = min.min(r.time);
         max = max.max(r.time);
+        times.insert(r.time);
         Ok(())
     })?;
     if min > max {
@@ -85,6 +89,7 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
     })?;
     let mut answers = c.finish();
     answers.gpus_as_given = true;
+    answers.idle_samples = idle_samples(&times, grid);
     for ((k, ns, pod), app) in apps {
         answers.add(
             crate::review::query::Q::PodLabels,
@@ -99,6 +104,40 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
         source: format!("CSV {file}"),
         notes: Vec::new(),
     })
+}
+
+/// The windows of the sample times the file's rows leave empty: the most common spacing of
+/// its sample times (its export interval) continued from the first to the last. A gap no
+/// longer than one interval has no missing sample; each missing one is a time nothing ran.
+fn idle_samples(
+    times: &std::collections::BTreeSet<i64>,
+    grid: crate::review::query::Grid,
+) -> std::collections::BTreeSet<u32> {
+    let mut gaps: BTreeMap<i64, usize> = BTreeMap::new();
+    for (a, b) in times.iter().zip(times.iter().skip(1)) {
+        *gaps.entry(b - a).or_default() += 1;
+    }
+    let mut out = std::collections::BTreeSet::new();
+    let Some((&every, _)) = gaps
+        .iter()
+        .max_by_key(|(g, n)| (**n, std::cmp::Reverse(**g)))
+    else {
+        return out;
+    };
+    if every <= 0 {
+        return out;
+    }
+    for (a, b) in times.iter().zip(times.iter().skip(1)) {
+        let mut t = a + every;
+        // Half an interval of slack: a late export is not a missing sample.
+        while t + every / 2 < *b {
+            if let Some(k) = grid.window(t * 1000) {
+                out.insert(k);
+            }
+            t += every;
+        }
+    }
+    out
 }
 
 struct Row {

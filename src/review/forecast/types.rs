@@ -53,6 +53,12 @@ pub struct Proposal {
     pub fixed: bool,
     /// The measured hours, where they differ from the plan's.
     pub hours_per_month: Option<i64>,
+    /// What it runs on average over those hours, where it runs below `max` (the plan's
+    /// `typical_replicas`): the replicas it held on average (its busy GPUs' worth at the
+    /// target when consolidated, what its arrivals needed when serving metrics sized it),
+    /// grown as its peak is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typical_replicas: Option<f64>,
     /// A smaller slice for an idle workload: its `gpu_fraction` and `sharing`.
     pub gpu_fraction: Option<f64>,
     pub sharing: Option<crate::core::Sharing>,
@@ -112,6 +118,8 @@ pub struct WorkloadForecast {
     /// GPUs (physical-GPU shares) and replicas held over the covered windows it ran.
     pub gpus_held: Quantiles,
     pub replicas_held: Quantiles,
+    /// Replicas held on average over the hours it ran.
+    pub replicas_mean: f64,
     /// Measured running hours per month (the share of covered windows it held GPUs).
     pub hours_per_month: f64,
     /// Of daily peak replicas.

@@ -211,6 +211,7 @@ impl Sizing {
             max,
             fixed: self.fixed_now,
             hours_per_month: self.hours_change,
+            typical_replicas: None,
             gpu_fraction: None,
             sharing: None,
             basis,
@@ -338,7 +339,14 @@ pub(super) fn workload_forecast(
     let h = Held::of(cx, s)?;
     let z = Sizing::of(cx, w, &h);
     let rs = cx.right_sizes.get(name.as_str()).filter(|_| z.idle);
-    let out = from_serving(cx, name, &h, &z, from_held(w, s, &h, &z, rs));
+    let mut out = from_serving(cx, name, &h, &z, from_held(w, s, &h, &z, rs));
+    let per = w.gpu_share() * w.gang().max(1) as f64 * z.target;
+    let needed = cx
+        .serving
+        .iter()
+        .find(|r| &r.workload == name)
+        .map(|r| r.needed_by_hour.values().copied().collect::<Vec<f64>>());
+    out.proposed.typical_replicas = typical(&h, &out.proposed, needed.as_deref(), per);
     // The projection shown is the one the proposal came from: replicas needed where
     // serving metrics sized it, replicas held otherwise.
     let shown = out.projected.as_ref().unwrap_or(&h.p);
@@ -348,6 +356,7 @@ pub(super) fn workload_forecast(
         team: w.team.get().clone(),
         gpus_held: h.gpus,
         replicas_held: h.replicas,
+        replicas_mean: round(h.reps.iter().sum::<f64>() / h.reps.len().max(1) as f64),
         hours_per_month: round(h.hours),
         trend: trend(shown),
         projected_replicas: round(shown.center),
@@ -359,6 +368,32 @@ pub(super) fn workload_forecast(
         figures,
         right_size: rs.map(|r| r.slice.clone()),
     })
+}
+
+/// What a workload runs on average over its hours next quarter, where its proposal is a range
+/// it does not fill: the replicas it held on average (its busy GPUs' worth at the target
+/// when consolidated, the replicas its arrivals needed when serving metrics sized it), grown
+/// as its projected peak is over the peak it held, within the proposal's bounds. `None` for a
+/// fixed count or one that runs at its maximum.
+fn typical(h: &Held, p: &Proposal, needed: Option<&[f64]>, per: f64) -> Option<f64> {
+    if p.fixed || p.min >= p.max {
+        return None;
+    }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let base = match p.basis {
+        Basis::Consolidated => mean(&h.busy).map(|b| b / per.max(1e-9)),
+        Basis::Serving | Basis::Saturated => needed.and_then(mean),
+        Basis::Trend | Basis::Flat | Basis::Idle => None,
+    }
+    .or_else(|| mean(&h.reps))?;
+    let held_peak = h.reps.iter().copied().fold(0.0, f64::max);
+    let growth = if h.p.trend && held_peak > 0.0 {
+        (h.p.peak / held_peak).max(0.0)
+    } else {
+        1.0
+    };
+    let t = ((base * growth).clamp(p.min as f64, p.max as f64) * 100.0).round() / 100.0;
+    (t < p.max as f64 - 0.05).then_some(t)
 }
 
 /// The figures behind a proposal: replicas held, the trend or level, how it was sized, how

@@ -31,6 +31,9 @@ pub(crate) enum LineSays {
     },
     /// Its `hours_per_month`, from the hours it held GPUs.
     Hours { held: f64 },
+    /// Its `typical_replicas`: what it held on average over its running hours, and its new
+    /// ceiling.
+    Typical { held_mean: f64, max: i64 },
     /// Its `gpu_fraction`: what it had, and the slice that holds the work.
     Fraction { was: Had, slice: Option<Slice> },
     /// Its `sharing`, which goes with the fraction.

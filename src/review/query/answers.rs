@@ -26,6 +26,10 @@ pub struct Answers {
     /// Requests are already in physical GPUs (the CSV format): no node's time-slicing or
     /// MIG strategy applies to them.
     pub gpus_as_given: bool,
+    /// Windows a sample was taken in with no pod running (the CSV format lists the pods
+    /// running at each sample: a sample time with no row is a time nothing ran). Covered
+    /// and sampled like a window with a kube-state-metrics sample.
+    pub idle_samples: std::collections::BTreeSet<u32>,
 }
 
 impl Answers {
@@ -81,6 +85,7 @@ impl Answers {
         Answers {
             rows,
             gpus_as_given: self.gpus_as_given,
+            idle_samples: self.idle_samples.clone(),
         }
     }
     /// Join another set of answers into this one, each value combined as the queries combine
@@ -89,6 +94,7 @@ impl Answers {
         use std::collections::btree_map::Entry;
         // A group (or a whole query) this side lacks is moved, not copied entry by entry:
         // the two never hold it at once.
+        self.idle_samples.extend(other.idle_samples);
         for (q, rows) in other.rows {
             let mine = match self.rows.entry(q) {
                 Entry::Vacant(v) => {
