@@ -126,6 +126,10 @@ fn a_typical_count_outside_the_range_is_an_error_at_its_place() {
     );
 }
 
+/// Pods of one workload: namespace, pod name prefix, how many run at (weekday, hour), and how
+/// busy each keeps its GPU.
+type Shape<'a> = (&'a str, &'a str, fn(u32, u32) -> usize, f64);
+
 /// A CSV of running pods over four weeks from Monday 2026-11-02 00:00 UTC, every 300 s:
 /// `pods(weekday, hour)` of each (namespace, prefix) at that time.
 fn weeks_csv(
