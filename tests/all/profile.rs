@@ -132,10 +132,7 @@ type Shape<'a> = (&'a str, &'a str, fn(u32, u32) -> usize, f64);
 
 /// A CSV of running pods over four weeks from Monday 2026-11-02 00:00 UTC, every 300 s:
 /// `pods(weekday, hour)` of each (namespace, prefix) at that time.
-fn weeks_csv(
-    dir: &Path,
-    shapes: &[(&str, &str, fn(u32, u32) -> usize, f64)],
-) -> std::path::PathBuf {
+fn weeks_csv(dir: &Path, shapes: &[Shape<'_>]) -> std::path::PathBuf {
     use std::fmt::Write as _;
     let start = 1_762_041_600; // 2026-11-02T00:00:00Z, a Monday
     let mut s = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
