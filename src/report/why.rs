@@ -143,6 +143,20 @@ fn reason(r: &Reason) -> String {
                 rate(*on_demand)
             )
         }
+        Reason::QuotaClosed {
+            capacity,
+            family,
+            region,
+            quota,
+            need,
+            saving_lost,
+        } => format!(
+            "{} would cost {} a month less but needs {} vCPUs of `{family}` in {region}, above its known quota of {}: the cheapest capacity that fits is taken",
+            capacity.as_str(),
+            usd(*saving_lost),
+            num(*need),
+            num(*quota)
+        ),
         Reason::QuotaUnknown { region, family } => format!(
             "quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
         ),

@@ -27,6 +27,7 @@ mod pr;
 mod pricing;
 mod profile;
 mod quality;
+mod quota;
 mod recommend;
 mod registry;
 mod release;

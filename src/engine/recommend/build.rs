@@ -349,6 +349,35 @@ pub(super) fn final_pools(
             let repaired = members.iter().any(|i| repaired.contains(i));
             super::alternatives::why_not(a, plan, catalog, &used, &own, tried, repaired);
         }
+        // The same nodes on a cheaper capacity type that a known quota closed (spot has a
+        // quota of its own): the why-line names it.
+        let closed = pool
+            .considered
+            .iter()
+            .find_map(|a| match &a.note.not_taken {
+                Some(super::reason::NotTaken::Quota {
+                    family,
+                    region,
+                    quota,
+                    need,
+                    ..
+                }) if a.sku == pool.sku
+                    && a.region == pool.region
+                    && a.capacity != pool.capacity
+                    && a.delta_usd.is_some_and(|d| d < 0.0) =>
+                {
+                    Some(super::reason::Reason::QuotaClosed {
+                        capacity: a.capacity,
+                        family: family.clone(),
+                        region: region.clone(),
+                        quota: *quota,
+                        need: *need,
+                        saving_lost: -a.delta_usd.unwrap_or(0.0),
+                    })
+                }
+                _ => None,
+            });
+        pool.why.0.extend(closed);
         // Split the pool's cost over its workloads by the node-hours each asks for.
         let weights: Vec<f64> = ms
             .iter()

@@ -1,5 +1,6 @@
-//! Quota repair: known quota is a hard limit, so workloads move to another region or VM
-//! family until every bucket fits; what cannot move is reported as GP014.
+//! Quota repair: known quota is a hard limit, so workloads move to another region, VM family
+//! or capacity type (spot has its own quota) until every bucket fits; what cannot move is
+//! reported as GP014.
 
 use super::*;
 pub(super) use crate::engine::quota::bucket_of;
@@ -29,8 +30,8 @@ pub(super) fn bucket_use(
 }
 
 /// Known quota is a hard limit: while a bucket is over it, move the one workload whose move
-/// to another region or VM family costs least, without pushing the destination over its
-/// own quota. What cannot be moved stays, and GP014 reports it. Returns the workloads it
+/// to another region, VM family or capacity type costs least, without pushing the
+/// destination over its own quota. What cannot be moved stays, and GP014 reports it. Returns the workloads it
 /// moved: the pool stage ran before it and does not revisit their pools' options.
 pub(super) fn repair_quota(
     cx: &Cx<'_, '_>,
@@ -70,13 +71,15 @@ pub(super) fn repair_quota(
                 }
                 let rest: Vec<usize> = members.iter().copied().filter(|&j| j != i).collect();
                 let leave = cost(choices, key, members) - cost(choices, key, &rest);
-                for c in ch.all.iter() {
-                    let Some(rate) = c.rates(&ch.d).into_iter().find(|r| r.capacity == key.3)
-                    else {
-                        continue;
-                    };
+                // Another region or family, or another capacity type (spot's quota is its own
+                // bucket: where it is too small, on-demand of the same nodes may fit).
+                let options = ch
+                    .all
+                    .iter()
+                    .flat_map(|c| c.rates(&ch.d).into_iter().map(move |r| (c, r)));
+                for (c, rate) in options {
                     let trial = ch.with(c.clone(), rate.clone());
-                    let dest_bucket = bucket(&trial, key.3);
+                    let dest_bucket = bucket(&trial, rate.capacity);
                     if dest_bucket == over {
                         continue;
                     }

@@ -96,6 +96,16 @@ pub enum Reason {
     },
     /// The quota of the pool's family is unknown in its region.
     QuotaUnknown { region: String, family: String },
+    /// A cheaper capacity type for the same nodes that a known quota closed: the pool took
+    /// the cheapest that fits instead.
+    QuotaClosed {
+        capacity: Capacity,
+        family: String,
+        region: String,
+        quota: f64,
+        need: f64,
+        saving_lost: f64,
+    },
     /// Arm-host sizes (arm64 images only) that cost less per GPU in the pool's region and
     /// hold its replicas' memory, left out because no workload names them: (SKU, $/GPU-hour).
     ArmHostsLeftOut { skus: Vec<(String, f64)> },
