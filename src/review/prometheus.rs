@@ -18,6 +18,10 @@ pub(crate) struct Client {
     pub bearer: Option<String>,
     pub basic: Option<(String, String)>,
     pub timeout: Duration,
+    /// The most windows one request has been answered for in time since a request ran out of
+    /// time (`u32::MAX` until one does): later requests are asked in pieces no longer, so a
+    /// slow store waits out `--timeout` once, not for every week-long piece.
+    pub fits: std::sync::atomic::AtomicU32,
 }
 
 /// A step of whole minutes that keeps the window under 11,000 points.
@@ -62,6 +66,26 @@ impl From<ReviewError> for Attempt {
     }
 }
 
+/// Whether a 422's message is a size limit: Prometheus's `--query.max-samples` ("too many
+/// samples") and resolution ("exceeded maximum resolution"), VictoriaMetrics'
+/// `-search.maxPointsPerTimeseries` and `-search.maxSamplesPerQuery`, Thanos' and Mimir's
+/// limits ("exceeded", "limit"). Anything else (two series with one labelset, a bad query)
+/// is not helped by asking less.
+fn size_limit(detail: &str) -> bool {
+    let d = detail.to_ascii_lowercase();
+    [
+        "too many",
+        "exceed",
+        "limit",
+        "maxpoints",
+        "maxsamples",
+        "max-samples",
+        "resolution",
+    ]
+    .iter()
+    .any(|w| d.contains(w))
+}
+
 /// How many times a refused piece is halved before the review gives up on it: a week-long
 /// piece comes down to under three hours.
 const MAX_HALVINGS: u32 = 6;
@@ -101,25 +125,60 @@ impl Client {
         out: &mut Answers,
         depth: u32,
     ) -> Result<(), ReviewError> {
+        // Longer than the store has answered in time since a request ran out of it: asked
+        // in halves at once.
+        let n = job.last - job.first + 1;
+        if n > self.fits.load(std::sync::atomic::Ordering::Relaxed) && depth < MAX_HALVINGS {
+            return self.halves(job, grid, out, depth);
+        }
         match self.run(job, grid, out) {
             Ok(()) => Ok(()),
             Err(Attempt::Failed(e)) => Err(e),
             Err(Attempt::TooBig(_)) if job.last > job.first && depth < MAX_HALVINGS => {
                 self.halves(job, grid, out, depth)
             }
-            Err(Attempt::TooSlow(_)) if job.last > job.first && depth == 0 => {
-                std::thread::sleep(Duration::from_secs(1));
-                self.halves(job, grid, out, depth)
-            }
-            Err(Attempt::TooBig(why) | Attempt::TooSlow(why)) => {
-                let n = job.last - job.first + 1;
-                Err(ReviewError::Prometheus(format!(
-                    "{why}; gpuplan asked for it in pieces down to {n} step(s) of {} s and the store still refused: ask less at once with a coarser `--step` (e.g. `--step {}s`), a longer `--timeout SECONDS`, or raise the store's limit",
-                    grid.step,
-                    grid.step * 4
-                )))
-            }
+            // Asked again once as it was: stores cache work (VictoriaMetrics' rollup cache,
+            // Thanos' and Mimir's query frontends), so the same request is often fast the
+            // second time where new halves would not be. Then in halves, and no later request
+            // is asked for as long a stretch.
+            Err(Attempt::TooSlow(_)) => match self.run(job, grid, out) {
+                Ok(()) => Ok(()),
+                Err(Attempt::Failed(e)) => Err(e),
+                // Halved once: a store too slow for half a piece twice is too slow for this
+                // review, and is told what to ask instead rather than waited out again.
+                Err(Attempt::TooBig(_) | Attempt::TooSlow(_))
+                    if job.last > job.first && depth == 0 =>
+                {
+                    let n = job.last - job.first + 1;
+                    self.fits
+                        .fetch_min(n / 2, std::sync::atomic::Ordering::Relaxed);
+                    self.halves(job, grid, out, depth)
+                }
+                Err(Attempt::TooBig(w) | Attempt::TooSlow(w)) => Err(self.gave_up(job, grid, &w)),
+            },
+            Err(Attempt::TooBig(why)) => Err(self.gave_up(job, grid, &why)),
         }
+    }
+
+    /// What a piece refused down to its smallest tells the user to do: the advice that can
+    /// help for the limit that was hit.
+    fn gave_up(&self, job: &Job<'_>, grid: Grid, why: &str) -> ReviewError {
+        let n = job.last - job.first + 1;
+        let series = why.contains("maxSamplesPerQuery") || why.contains("max-samples");
+        let advice = if series {
+            // A sample limit counts the raw samples a query reads: a coarser step reads the
+            // same samples, a shorter window or a higher limit reads fewer or allows more.
+            "a shorter window (`--window`), or raise the store's sample limit (VictoriaMetrics `-search.maxSamplesPerQuery`, Prometheus `--query.max-samples`)".to_owned()
+        } else {
+            format!(
+                "ask less at once with a coarser `--step` (e.g. `--step {}s`), a longer `--timeout SECONDS`, or raise the store's limit",
+                grid.step * 4
+            )
+        };
+        ReviewError::Prometheus(format!(
+            "{why}; gpuplan asked for it in pieces down to {n} step(s) of {} s and the store still refused: {advice}",
+            grid.step
+        ))
     }
 
     /// The two halves of `job`, one after the other.
@@ -367,6 +426,13 @@ impl Client {
     /// server (the caller splits it), or a failure.
     fn failed(&self, q: &super::query::Query, f: Failure) -> Attempt {
         match f {
+            // A body that stopped arriving is a timeout like any other, not a bad answer.
+            Failure::Decode(e) if crate::http::timed_out(&e) => Attempt::TooSlow(format!(
+                "Prometheus at {} did not finish answering a query of {} within --timeout {} s",
+                self.shown(),
+                q.metrics.join("|"),
+                self.timeout.as_secs(),
+            )),
             Failure::Decode(e) => Attempt::Failed(ReviewError::Prometheus(format!(
                 "Prometheus at {}: not a query_range answer ({e})",
                 self.shown()
@@ -385,8 +451,13 @@ impl Client {
                 // (`-search.maxPointsPerTimeseries`, `-search.maxSamplesPerQuery`), Thanos and
                 // Mimir refuse a query for its size; 503 with a timeout is Prometheus's own
                 // `--query.timeout`.
-                if code == 422 {
+                if code == 422 && size_limit(&detail) {
                     Attempt::TooBig(why)
+                } else if code == 422 {
+                    // Refused for what it is, not its size: splitting cannot help.
+                    Attempt::Failed(ReviewError::Prometheus(format!(
+                        "{why} (the store refused the query itself, not its size: a coarser `--step` or a longer `--timeout` will not help)"
+                    )))
                 } else if code >= 500 && crate::http::timed_out(&detail) {
                     Attempt::TooSlow(why)
                 } else {

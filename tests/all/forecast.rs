@@ -17,7 +17,7 @@ fn gpuplan() -> Command {
 }
 
 /// 2026-11-07T00:00:00Z
-const NOV7: i64 = 1_794_009_600;
+pub(crate) const NOV7: i64 = 1_794_009_600;
 /// 2026-01-10T00:00:00Z
 const JAN10: i64 = 1_768_003_200;
 
@@ -808,7 +808,7 @@ const TTFT_LE: [&str; 7] = ["0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "+Inf"];
 /// pods export vLLM's `:` spelling, half the `_` one an OTel collector writes, and
 /// `kv_cache_usage_perc` (V1) or `gpu_cache_usage_perc` (V0). `summarize` says vLLM serves
 /// it but exports nothing.
-fn vllm_fleet(start: i64, days: i64) -> String {
+pub(crate) fn vllm_fleet(start: i64, days: i64) -> String {
     const STEP: i64 = 600;
     let ksm = "job=\"kube-state-metrics\",instance=\"10.244.0.9:8080\",service=\"kube-prometheus-stack-kube-state-metrics\",endpoint=\"http\"";
     let mut fam: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
@@ -900,7 +900,7 @@ fn vllm_fleet(start: i64, days: i64) -> String {
     out + "# EOF\n"
 }
 
-const VLLM_PLAN: &str = r#"version = 1
+pub(crate) const VLLM_PLAN: &str = r#"version = 1
 [plan]
 name = "serving"
 owner = "platform"

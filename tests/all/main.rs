@@ -37,3 +37,4 @@ mod review_pools;
 mod review_stock;
 mod robustness;
 mod rules;
+mod serving_stores;

@@ -197,18 +197,10 @@ impl Query {
     /// given.
     pub(crate) fn promql(&self, step: i64, cluster: Option<&str>, prometheus3: bool) -> String {
         let mut sel: Vec<String> = Vec::new();
-        if self.metrics.len() > 1 {
-            sel.push(format!("__name__=~\"{}\"", self.metrics.join("|")));
-        }
         sel.extend(self.matchers.iter().map(|(l, m)| m.promql(l)));
         if let Some(c) = cluster {
             sel.push(format!("cluster=\"{}\"", promql_escape(c)));
         }
-        let name = if self.metrics.len() > 1 {
-            ""
-        } else {
-            self.metrics[0]
-        };
         let over = match self.over {
             Over::Avg => "avg",
             Over::Sum => "sum",
@@ -220,7 +212,24 @@ impl Query {
         } else {
             step * 1000 - 1
         };
-        let mut e = format!("{over}_over_time({name}{{{}}}[{range}ms])", sel.join(","));
+        // Each of a metric's names on its own, joined by `or`: `*_over_time` drops the name,
+        // so one selector over two names a server exports together (vLLM's V1 logger
+        // registers `vllm:gpu_cache_usage_perc` beside `vllm:kv_cache_usage_perc`) would give
+        // two series of one labelset, which Prometheus refuses (HTTP 422). `or` keeps the
+        // first name a pod exports.
+        let one = |name: &str| format!("{over}_over_time({name}{{{}}}[{range}ms])", sel.join(","));
+        let mut e = if self.metrics.len() > 1 {
+            format!(
+                "({})",
+                self.metrics
+                    .iter()
+                    .map(|m| one(m))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )
+        } else {
+            one(self.metrics[0])
+        };
         if !self.pod_labels {
             return format!("max by ({}) ({e})", self.by.join(", "));
         }
@@ -317,6 +326,14 @@ pub(crate) fn sample_max(name: &str) -> f64 {
         | "kube_pod_init_container_info"
         | "kube_node_labels" => 1.0,
         n if n.contains("tokens") => 1e18,
+        // Counters and histograms count requests since a server started: a busy one passes a
+        // million (a histogram's `_bucket`, `_count` and `_sum`, any `_total`).
+        n if ["_bucket", "_count", "_sum", "_total"]
+            .iter()
+            .any(|s| n.ends_with(s)) =>
+        {
+            1e18
+        }
         _ => MAX_GPUS,
     }
 }
