@@ -110,7 +110,7 @@ pub fn docs_anchor(rule: &dyn Rule) -> String {
 /// `helpUri` (`--docs-url URL#anchor`) links to (a test holds the file equal to it).
 pub fn docs_page() -> String {
     let mut out = String::from(
-        "# gpuplan rules\n\nGenerated from the rules' own documentation (`gpuplan explain --all`); do not edit.\n",
+        "# gpuplan rules\n\nGenerated from the rules' own documentation (what `gpuplan explain RULE` prints); do not edit: `GPUPLAN_BLESS=1 cargo test --test all -- rules::` writes it.\n",
     );
     for r in RULES {
         out.push_str(&format!(

@@ -146,7 +146,7 @@ fn the_readme_rule_table_is_made_from_the_rule_docs() {
             std::fs::write(&path, updated).expect("write README");
         } else {
             panic!(
-                "README.md's rule table differs from the rule docs; run `GPUPLAN_BLESS=1 cargo test --test rules`\n--- README\n{}\n--- docs\n{want}",
+                "README.md's rule table differs from the rule docs; run `GPUPLAN_BLESS=1 cargo test --test all -- rules::`\n--- README\n{}\n--- docs\n{want}",
                 &readme[start..end]
             );
         }
@@ -185,7 +185,7 @@ fn the_rules_page_is_made_from_the_rule_docs_and_every_link_lands() {
             std::fs::create_dir_all(path.parent().expect("docs")).expect("docs dir");
             std::fs::write(&path, &want).expect("write docs/rules.md");
         } else {
-            panic!("docs/rules.md differs from the rule docs; run `GPUPLAN_BLESS=1 cargo test --test rules`");
+            panic!("docs/rules.md differs from the rule docs; run `GPUPLAN_BLESS=1 cargo test --test all -- rules::`");
         }
     }
     // Every anchor SARIF links to (`--docs-url URL#anchor`) is a heading of the page.
