@@ -185,3 +185,37 @@ fn a_store_slow_on_first_answers_is_asked_the_same_again() {
         "each asked twice, the same both times"
     );
 }
+
+/// Issue 61: a server whose GPU counters look idle (1% active) but that runs requests all
+/// along is serving, not stalled; a pod that serves nothing at that activity still is.
+#[test]
+fn a_pod_that_served_requests_is_never_stalled() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let quiet: String = vllm_fleet(NOV7, 8)
+        .lines()
+        .map(|l| {
+            if l.starts_with("DCGM_FI_PROF_GR_ENGINE_ACTIVE{") {
+                let (head, rest) = l.rsplit_once("} ").expect("sample");
+                let (_, t) = rest.split_once(' ').expect("value and time");
+                format!("{head}}} 0.01 {t}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let om = dir.path().join("quiet.om");
+    std::fs::write(&om, quiet).expect("om");
+    let v = review(dir.path(), &["--metrics", om.to_str().expect("utf-8")]);
+    let stalled: Vec<String> = v["recommendations"]
+        .as_array()
+        .expect("advice")
+        .iter()
+        .filter(|a| a["kind"] == "reap-stalled")
+        .map(|a| a.to_string())
+        .collect();
+    assert!(!stalled.iter().any(|a| a.contains("chat-")), "{stalled:#?}");
+    assert!(
+        stalled.iter().any(|a| a.contains("summarize-")),
+        "{stalled:#?}"
+    );
+}

@@ -241,7 +241,9 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
 }
 
 /// A pod's longest stretch allocated with near-zero activity, when it is longer than the
-/// threshold; a pod that finished holds nothing, so it is never stalled.
+/// threshold; a pod that finished holds nothing, so it is never stalled, and a window in
+/// which it served requests (its server ran requests or gave first tokens) is activity
+/// whatever the GPU's counters say: a lightly loaded server is not a stalled one.
 pub(super) fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Option<Stalled> {
     let p = f.p;
     let step = t.step.max(1);
@@ -256,7 +258,14 @@ pub(super) fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Optio
             continue;
         }
         let u = p.used.get(&time).copied().unwrap_or(0.0);
-        let quiet = *a > 0.0 && u < s.quiet_below * a;
+        let served = p.serving.as_ref().is_some_and(|sv| {
+            sv.running.get(&time).is_some_and(|r| *r > 0.0)
+                || sv
+                    .ttft
+                    .get(&time)
+                    .is_some_and(|b| b.values().any(|c| *c > 0.0))
+        });
+        let quiet = *a > 0.0 && u < s.quiet_below * a && !served;
         // A window left empty by a scrape jittered across its boundary is no gap.
         let slack = t.ksm_interval.map_or(0, |i| i.ceil() as i64);
         let contiguous = prev.is_some_and(|x| time - x <= step + slack);
