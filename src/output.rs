@@ -94,6 +94,20 @@ impl Out {
         }
     }
 
+    /// [`Out::info`] for another thread to call: what a long wait is waiting for.
+    pub(crate) fn notices(&self) -> Box<dyn Fn(&str) + Send + Sync> {
+        let quiet = self.quiet;
+        Box::new(move |s: &str| {
+            if !quiet {
+                let s = crate::core::redact(&format!("note: {s}\n"));
+                let s = crate::core::format::terminal_safe(&s, false);
+                let mut e = std::io::stderr().lock();
+                let _ = e.write_all(s.as_bytes());
+                let _ = e.flush();
+            }
+        })
+    }
+
     /// Detail on stderr with `--verbose`.
     pub(crate) fn detail(&self, s: &str) {
         if self.verbose {

@@ -217,6 +217,7 @@ fn read(
                 .map(|(u, p)| (u.to_owned(), p.to_owned())),
             timeout: std::time::Duration::from_secs(args.timeout),
             fits: std::sync::atomic::AtomicU32::new(u32::MAX),
+            notice: Some(out.notices()),
         };
         let step = f.step.unwrap_or_else(|| prometheus::step_for(to - from));
         let grid = review::query::Grid::new(from, to, step)?;

@@ -22,6 +22,9 @@ pub(crate) struct Client {
     /// time (`u32::MAX` until one does): later requests are asked in pieces no longer, so a
     /// slow store waits out `--timeout` once, not for every week-long piece.
     pub fits: std::sync::atomic::AtomicU32,
+    /// Where the review says what it is waiting for on a slow store (standard error, unless
+    /// `--quiet`): a request asked again or in halves, a startup probe that ran out of time.
+    pub notice: Option<Box<dyn Fn(&str) + Send + Sync>>,
 }
 
 /// A step of whole minutes that keeps the window under 11,000 points.
@@ -141,22 +144,58 @@ impl Client {
             // Thanos' and Mimir's query frontends), so the same request is often fast the
             // second time where new halves would not be. Then in halves, and no later request
             // is asked for as long a stretch.
-            Err(Attempt::TooSlow(_)) => match self.run(job, grid, out) {
-                Ok(()) => Ok(()),
-                Err(Attempt::Failed(e)) => Err(e),
-                // Halved once: a store too slow for half a piece twice is too slow for this
-                // review, and is told what to ask instead rather than waited out again.
-                Err(Attempt::TooBig(_) | Attempt::TooSlow(_))
-                    if job.last > job.first && depth == 0 =>
-                {
-                    let n = job.last - job.first + 1;
-                    self.fits
-                        .fetch_min(n / 2, std::sync::atomic::Ordering::Relaxed);
-                    self.halves(job, grid, out, depth)
-                }
-                Err(Attempt::TooBig(w) | Attempt::TooSlow(w)) => Err(self.gave_up(job, grid, &w)),
-            },
+            Err(Attempt::TooSlow(_)) => {
+                self.say(&format!(
+                    "the store did not answer {} over {n} step(s) within --timeout {} s; asking the same again (stores cache work), then in halves",
+                    job.query.metrics[0],
+                    self.timeout.as_secs()
+                ));
+                self.retried(job, grid, out, depth)
+            }
             Err(Attempt::TooBig(why)) => Err(self.gave_up(job, grid, &why)),
+        }
+    }
+
+    /// A request that ran out of time, asked again as it was, then in halves.
+    fn retried(
+        &self,
+        job: &Job<'_>,
+        grid: Grid,
+        out: &mut Answers,
+        depth: u32,
+    ) -> Result<(), ReviewError> {
+        match self.run(job, grid, out) {
+            Ok(()) => Ok(()),
+            Err(Attempt::Failed(e)) => Err(e),
+            // Halved once: a store too slow for half a piece twice is too slow for this
+            // review, and is told what to ask instead rather than waited out again.
+            Err(Attempt::TooBig(_) | Attempt::TooSlow(_)) if job.last > job.first && depth == 0 => {
+                let n = job.last - job.first + 1;
+                self.fits
+                    .fetch_min(n / 2, std::sync::atomic::Ordering::Relaxed);
+                self.halves(job, grid, out, depth)
+            }
+            Err(Attempt::TooBig(w) | Attempt::TooSlow(w)) => Err(self.gave_up(job, grid, &w)),
+        }
+    }
+
+    /// A startup probe, said when it ran out of `--timeout` (the review goes on without it):
+    /// a slow store is never waited on in silence.
+    fn probe<T>(&self, what: &str, f: impl FnOnce() -> T) -> T {
+        let t = std::time::Instant::now();
+        let out = f();
+        if t.elapsed() + Duration::from_millis(200) >= self.timeout {
+            self.say(&format!(
+                "the store took --timeout {} s to answer {what}; going on without it",
+                self.timeout.as_secs()
+            ));
+        }
+        out
+    }
+
+    fn say(&self, text: &str) {
+        if let Some(f) = &self.notice {
+            f(text);
         }
     }
 
@@ -527,14 +566,17 @@ impl Client {
         cluster: Option<&str>,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Result<Answers, ReviewError> {
-        if self.has_data(grid, cluster) == Some(false) {
+        let has = self.probe("whether the window holds data", || {
+            self.has_data(grid, cluster)
+        });
+        if has == Some(false) {
             return Err(self.no_data(grid));
         }
         // Whether a window's range leaves its first millisecond out: measured on the store
         // where it can be, else read from its version.
         let v3 = self
-            .left_open(grid, cluster)
-            .unwrap_or_else(|| self.major_version() >= 3);
+            .probe("how its ranges end", || self.left_open(grid, cluster))
+            .unwrap_or_else(|| self.probe("its version", || self.major_version()) >= 3);
         let pieces = Self::pieces(grid);
         let jobs: Vec<Job<'_>> = QUERIES
             .iter()

@@ -167,8 +167,36 @@ fn a_store_slow_on_first_answers_is_asked_the_same_again() {
             })
         },
     );
-    let v: serde_json::Value =
-        common::contract(crate::review::review_against(&m.url, &[], 0)).expect("json");
+    let out = common::gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"))
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--format",
+            "json",
+            "--prometheus",
+        ])
+        .arg(&m.url)
+        .args([
+            "--from",
+            "2026-09-01T00:00:00Z",
+            "--to",
+            "2026-09-01T00:20:00Z",
+            "--step",
+            "60s",
+            "--timeout",
+            "2",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Never waited on in silence: each wait is said as it happens.
+    assert!(
+        stderr.contains("note: the store did not answer")
+            && stderr.contains("asking the same again"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = common::contract(&out.stdout).expect("json");
     for key in ["teams", "workloads", "pools"] {
         common::prometheus::assert_close(&v[key], &whole[key], key);
     }
