@@ -73,6 +73,10 @@ pub(crate) struct Side {
     /// to the budget): a change of `nodes.max` alone moves only this figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_monthly_cost_at_max_usd: Option<f64>,
+    /// Declared pools not in the declared figures: their price is unknown (a Capacity Block
+    /// before a refresh reads DescribeCapacityBlockOfferings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declared_unpriced: Vec<String>,
     pub unsatisfied: Vec<String>,
 }
 
@@ -276,10 +280,12 @@ pub(crate) struct Figures {
     pub basis: Option<Basis>,
 }
 
-/// What the declared pools cost a month: each by name, and all of them at their maximum.
+/// What the declared pools cost a month: each by name, and all of them at their maximum;
+/// the pools left out because their price is unknown (a Capacity Block offline).
 pub(crate) struct DeclaredCosts {
     pub by_pool: BTreeMap<String, Figures>,
     pub at_max: f64,
+    pub unpriced: Vec<String>,
 }
 
 /// What each declared pool costs a month, by name, and the pools at maximum, priced once:
@@ -289,8 +295,15 @@ pub(crate) fn declared_costs(p: &Plan, catalog: &Catalog) -> DeclaredCosts {
     let mut out = DeclaredCosts {
         by_pool: BTreeMap::new(),
         at_max: 0.0,
+        unpriced: Vec::new(),
     };
     for pool in p.pools() {
+        // A block is bought at its own price: with none known it is said, never costed at
+        // the on-demand stand-in (as GP017 leaves it out).
+        if crate::engine::cost::block_price_unknown(p, catalog, pool) {
+            out.unpriced.push(pool.name.get().clone());
+            continue;
+        }
         if let Some(c) = crate::engine::cost::declared_pool(p, catalog, pool) {
             let basis = Basis {
                 sku: pool.sku.get().clone(),
@@ -460,6 +473,7 @@ fn side(p: &Plan, r: &Recommendation, declared: &DeclaredCosts) -> Side {
         declared_monthly_cost_usd: any
             .then(|| cents(declared.by_pool.values().map(|f| f.expected).sum::<f64>())),
         declared_monthly_cost_at_max_usd: any.then(|| cents(declared.at_max)),
+        declared_unpriced: declared.unpriced.clone(),
         unsatisfied: r.unsatisfied.iter().map(|u| u.workload.clone()).collect(),
     }
 }

@@ -41,6 +41,11 @@ pub(crate) fn delta_sentence(d: &Diff) -> String {
             "**Recommended monthly cost:** {x}; **at maximum:** {m}"
         ));
     }
+    for (label, side) in [("base", &d.base), ("head", &d.head)] {
+        if let Some(line) = unpriced_line(label, side) {
+            s.push_str(&format!("\n\n{}", crate::report::markdown::md(&line)));
+        }
+    }
     s
 }
 
@@ -195,6 +200,20 @@ fn declared_line(d: &Diff) -> Option<String> {
     ))
 }
 
+/// The declared pools a side leaves out of its figures for want of a price.
+fn unpriced_line(label: &str, s: &crate::engine::diff::Side) -> Option<String> {
+    (!s.declared_unpriced.is_empty()).then(|| {
+        format!(
+            "note: in the {label}, not counted in the declared cost: {} (Capacity Block price unknown offline; `catalog refresh --provider aws` reads DescribeCapacityBlockOfferings)",
+            s.declared_unpriced
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
 pub(crate) fn human(d: &Diff) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -251,6 +270,9 @@ pub(crate) fn human(d: &Diff) -> String {
         }
     }
     for (label, s) in [("base", &d.base), ("head", &d.head)] {
+        if let Some(line) = unpriced_line(label, s) {
+            let _ = writeln!(o, "\n{line}");
+        }
         if !s.unsatisfied.is_empty() {
             let _ = writeln!(
                 o,

@@ -343,3 +343,34 @@ fn a_block_is_judged_over_the_hours_its_work_runs_inside_it() {
         "{shorter:?}"
     );
 }
+
+/// Issue 57: offline a declared Capacity Block's price is unknown. `diff` does not cost it at
+/// the on-demand stand-in: it leaves it out of the declared figures and says so.
+#[test]
+fn an_offline_block_is_said_to_be_unpriced_in_diff_not_costed_at_on_demand() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let offline = tmp.path().join("no-cache");
+    let (base, head) = (tmp.path().join("base.toml"), tmp.path().join("head.toml"));
+    std::fs::write(&base, block_plan(Some(168), 1e9)).expect("plan");
+    std::fs::write(&head, block_plan(Some(336), 1e9)).expect("plan");
+    let out = common::gpuplan(&offline)
+        .args(["diff", "--format", "json"])
+        .arg(&base)
+        .arg(&head)
+        .output()
+        .expect("runs");
+    let d = json(&out);
+    assert_eq!(d["head"]["declared_unpriced"][0], "pretrain-block", "{d:#}");
+    assert_eq!(d["head"]["declared_monthly_cost_usd"], 0.0, "{d:#}");
+    let out = common::gpuplan(&offline)
+        .arg("diff")
+        .arg(&base)
+        .arg(&head)
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not counted in the declared cost: `pretrain-block` (Capacity Block price unknown offline"),
+        "{text}"
+    );
+}
