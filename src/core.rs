@@ -315,6 +315,11 @@ impl Capacity {
     pub(crate) fn is_reserved(self) -> bool {
         self.term_years().is_some()
     }
+    /// Bought as one block of time (an EC2 Capacity Block): its nodes together, paid for the
+    /// block's whole length whether used or not.
+    pub(crate) fn is_block(self) -> bool {
+        self == Capacity::CapacityBlock
+    }
     /// Capacity paid for whether used or not.
     pub(crate) fn is_committed(self) -> bool {
         matches!(

@@ -110,7 +110,7 @@ pub(crate) fn paid_hours(pool: &Pool, hours: f64) -> f64 {
 /// refresh reads DescribeCapacityBlockOfferings). Its cost is not the on-demand rate a
 /// stand-in would give: what uses one says it is unknown instead.
 pub(crate) fn block_price_unknown(plan: &Plan, catalog: &Catalog, pool: &Pool) -> bool {
-    pool.capacity() == Capacity::CapacityBlock
+    pool.capacity().is_block()
         && listed(
             catalog,
             plan.provider(),
@@ -135,7 +135,7 @@ pub(crate) fn block_paid_hours(provider: Provider, hours: f64) -> f64 {
 /// `hours_per_month` (the plan's month when none says), and whether the plan stated it.
 /// `None` for other pools.
 pub(crate) fn block_window(plan: &Plan, pool: &Pool) -> Option<(f64, bool)> {
-    if pool.capacity() != Capacity::CapacityBlock {
+    if !pool.capacity().is_block() {
         return None;
     }
     let hours = plan.hours_per_month();
@@ -229,7 +229,7 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         1.0
     };
     let at_max = at_max * waste;
-    let expected = if pool.capacity() == Capacity::CapacityBlock {
+    let expected = if pool.capacity().is_block() {
         // A block's instances are bought together: every one is paid for the whole block.
         at_max
     } else {

@@ -2,7 +2,10 @@
 //! whole, so a run killed before it finished leaves no directory at all (the path is as it
 //! was: absent), and a run that fails takes its staging directory away.
 
-use crate::fsio::*;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use crate::fsio::{faults, imp, lock, DirLock, FileError, Hold};
 
 /// The prefix of a first set's staging directory, in the directory that will hold the new
 /// one; `tempfile` adds random letters.

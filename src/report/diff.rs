@@ -91,7 +91,7 @@ fn basis_text(b: &Basis) -> String {
             b.nodes_min,
             crate::core::HOURS_PER_MONTH,
             rate(b.usd_per_node_hour),
-            hours(b.hours),
+            crate::core::num(b.hours),
             rate(b.above_floor_usd_per_node_hour)
         )
     } else {
@@ -99,7 +99,7 @@ fn basis_text(b: &Basis) -> String {
             "{} × {} nodes × {} h × {}",
             b.sku,
             b.nodes_max,
-            hours(b.hours),
+            crate::core::num(b.hours),
             rate(b.usd_per_node_hour)
         )
     };
@@ -160,12 +160,6 @@ fn listed(items: &[&str]) -> String {
         [one] => (*one).to_owned(),
         [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
-}
-
-/// Hours as a person writes them: `730`, `243.33`.
-fn hours(h: f64) -> String {
-    let s = format!("{h:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn changes_text(o: &mut String, what: &str, c: &Changes) {

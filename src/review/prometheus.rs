@@ -58,6 +58,13 @@ struct Job<'q> {
     last: u32,
 }
 
+impl Job<'_> {
+    /// The windows it asks for.
+    fn windows(&self) -> u32 {
+        self.last - self.first + 1
+    }
+}
+
 /// Why a request gave no answer.
 enum Attempt {
     /// The store refused the request for its size (a sample or point limit, HTTP 422): a

@@ -67,7 +67,7 @@ fn finding(cx: &Cx<'_>, pool: &Sp<Pool>) -> Option<crate::diag::Diag> {
     if per_node <= 0.0 {
         return None;
     }
-    if pool.capacity() == Capacity::CapacityBlock {
+    if pool.capacity().is_block() {
         return block_finding(cx, pool, per_node);
     }
     let plan_hours = cx.hours(None);
@@ -137,7 +137,8 @@ fn worth_reserving(
     let (Some(r), Some(od)) = (price(pool.capacity()), price(Capacity::OnDemand)) else {
         return (steady_nodes, None);
     };
-    if pool.capacity() == Capacity::CapacityReservation {
+    // A capacity reservation is billed at the on-demand rate: no break-even to weigh.
+    if !pool.capacity().is_reserved() {
         return (steady_nodes, None);
     }
     let burst_nodes = (pool.nodes().max() - steady_nodes).max(0);

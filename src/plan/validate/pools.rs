@@ -58,9 +58,7 @@ fn names(ctx: &mut Ctx<'_>, p: &Sp<Pool>, k: &Known<'_>) {
 /// Keys that hold only for some providers or capacities.
 fn capacity_keys(ctx: &mut Ctx<'_>, p: &Sp<Pool>, k: &Known<'_>) {
     if let Some(c) = &p.capacity {
-        if *c.get() == crate::plan::raw::Capacity::CapacityBlock
-            && !crate::cloud::profile(k.provider).capacity_block
-        {
+        if c.get().is_block() && !crate::cloud::profile(k.provider).capacity_block {
             ctx.err(
                 PlanCode::CapacityBlockNotAws,
                 c.span(),
@@ -88,7 +86,7 @@ fn capacity_keys(ctx: &mut Ctx<'_>, p: &Sp<Pool>, k: &Known<'_>) {
     if let Some(h) = &p.block_hours {
         let x = *h.get();
         let sold = crate::cloud::profile(k.provider).sells_block(x);
-        if p.capacity() != crate::plan::raw::Capacity::CapacityBlock {
+        if !p.capacity().is_block() {
             ctx.err(
                 PlanCode::ConflictingKeys,
                 h.span(),

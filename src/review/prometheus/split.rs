@@ -43,7 +43,7 @@ impl Client {
     ) -> Result<(), ReviewError> {
         // Longer than the store has answered in time since a request ran out of it: asked
         // in halves at once.
-        let n = job.last - job.first + 1;
+        let n = job.windows();
         if n > self.fits.load(std::sync::atomic::Ordering::Relaxed) && depth < MAX_HALVINGS {
             return self.halves(job, grid, out, depth);
         }
@@ -83,7 +83,7 @@ impl Client {
             // Halved once: a store too slow for half a piece twice is too slow for this
             // review, and is told what to ask instead rather than waited out again.
             Err(Attempt::TooBig(_) | Attempt::TooSlow(_)) if job.last > job.first && depth == 0 => {
-                let n = job.last - job.first + 1;
+                let n = job.windows();
                 self.fits
                     .fetch_min(n / 2, std::sync::atomic::Ordering::Relaxed);
                 self.halves(job, grid, out, depth)
@@ -115,7 +115,7 @@ impl Client {
     /// What a piece refused down to its smallest tells the user to do: the advice that can
     /// help for the limit that was hit.
     fn gave_up(&self, job: &Job<'_>, grid: Grid, why: &str) -> ReviewError {
-        let n = job.last - job.first + 1;
+        let n = job.windows();
         let series = why.contains("maxSamplesPerQuery") || why.contains("max-samples");
         let advice = if series {
             // A sample limit counts the raw samples a query reads: a coarser step reads the
