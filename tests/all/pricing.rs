@@ -269,16 +269,13 @@ fn a_recommended_block_is_a_length_ec2_sells_and_the_written_plan_keeps_it() {
         "{p}"
     );
     let written = tmp.path().join("written.toml");
-    let out = common::gpuplan(&cache)
-        .args(["recommend", "--write-plan"])
-        .arg(&written)
-        .arg(&plan)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::ok(
+        common::gpuplan(&cache)
+            .args(["recommend", "--write-plan"])
+            .arg(&written)
+            .arg(&plan)
+            .output()
+            .expect("runs"),
     );
     let text = std::fs::read_to_string(&written).expect("written");
     assert!(text.contains("block_hours = 312"), "{text}");

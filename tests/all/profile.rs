@@ -20,17 +20,13 @@ fn offline() -> &'static Path {
 }
 
 fn recommend(path: &Path) -> serde_json::Value {
-    let out = common::gpuplan(offline())
-        .args(["recommend", "--format", "json"])
-        .arg(path)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    common::contract(&out.stdout).expect("json")
+    common::ok_json(
+        common::gpuplan(offline())
+            .args(["recommend", "--format", "json"])
+            .arg(path)
+            .output()
+            .expect("runs"),
+    )
 }
 
 #[test]
@@ -69,36 +65,35 @@ fn expected_cost_follows_the_typical_replicas_and_the_maximum_stays_the_ceiling(
     // The written plan prices its declared pool as recommend priced it, and GP023 does not
     // call the reservation recommend made idle.
     let written = dir.path().join("written.toml");
-    let out = common::gpuplan(offline())
-        .args(["recommend", "--write-plan"])
-        .arg(&written)
-        .arg(dir.path().join("typical.toml"))
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::ok(
+        common::gpuplan(offline())
+            .args(["recommend", "--write-plan"])
+            .arg(&written)
+            .arg(dir.path().join("typical.toml"))
+            .output()
+            .expect("runs"),
     );
     let text = std::fs::read_to_string(&written).expect("written");
     assert!(text.contains("typical_replicas = 3"), "{text}");
-    let out = common::gpuplan(offline())
-        .args(["diff", "--format", "json"])
-        .arg(dir.path().join("typical.toml"))
-        .arg(&written)
-        .output()
-        .expect("runs");
-    let d = common::contract(&out.stdout).expect("json");
+    let d = common::ok_json(
+        common::gpuplan(offline())
+            .args(["diff", "--format", "json"])
+            .arg(dir.path().join("typical.toml"))
+            .arg(&written)
+            .output()
+            .expect("runs"),
+    );
     let declared = d["head"]["declared_monthly_cost_usd"]
         .as_f64()
         .expect("declared");
     assert!((declared - expected).abs() < 0.02, "{d}");
-    let out = common::gpuplan(offline())
-        .args(["check", "--format", "json"])
-        .arg(&written)
-        .output()
-        .expect("runs");
-    let v = common::contract(&out.stdout).expect("json");
+    let v = common::ok_json(
+        common::gpuplan(offline())
+            .args(["check", "--format", "json"])
+            .arg(&written)
+            .output()
+            .expect("runs"),
+    );
     let gp023 = v["findings"]
         .as_array()
         .expect("findings")
@@ -165,15 +160,8 @@ fn review_write_plan(dir: &Path, plan: &str, csv: &Path) -> (String, serde_json:
         .arg(&next)
         .output()
         .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        std::fs::read_to_string(&next).expect("next"),
-        common::contract(&out.stdout).expect("json"),
-    )
+    let json = common::ok_json(out);
+    (std::fs::read_to_string(&next).expect("next"), json)
 }
 
 /// Issue 57: notebooks that ran 08:00-20:00 on weekdays were written with `hours_per_month =

@@ -28,19 +28,13 @@ fn recommended(text: &str) -> (serde_json::Value, serde_json::Value) {
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("plan.toml");
     std::fs::write(&p, text).expect("plan");
-    let out = common::gpuplan(offline())
-        .args(["recommend", "--format", "json"])
-        .arg(&p)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let r = common::ok_json(
+        common::gpuplan(offline())
+            .args(["recommend", "--format", "json"])
+            .arg(&p)
+            .output()
+            .expect("runs"),
     );
-    let r = common::contract(&out.stdout).expect("json");
     let pools = r["pools"].as_array().expect("pools");
     assert_eq!(pools.len(), 1, "{r:#}");
     let pool = pools[0].clone();

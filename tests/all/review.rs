@@ -628,25 +628,7 @@ pub(crate) fn one_pod(
 }
 
 pub(crate) fn review_against(url: &str, extra: &[&str], code: i32) -> String {
-    let out = gpuplan()
-        .args([
-            "review",
-            "plans/azure-inference.toml",
-            "--format",
-            "json",
-            "--prometheus",
-            url,
-        ])
-        .args([
-            "--from",
-            "2026-09-01T00:00:00Z",
-            "--to",
-            "2026-09-01T00:20:00Z",
-            "--step",
-            "60s",
-            "--timeout",
-            "2",
-        ])
+    let out = review_command(url)
         .args(extra)
         .assert()
         .code(code)
@@ -657,6 +639,31 @@ pub(crate) fn review_against(url: &str, extra: &[&str], code: i32) -> String {
     } else {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
+}
+
+/// The review of `plans/azure-inference.toml` against a store at `url`, over the 20 minutes
+/// the mock stores answer for, with `--timeout 2`.
+pub(crate) fn review_command(url: &str) -> assert_cmd::Command {
+    let mut c = gpuplan();
+    c.args([
+        "review",
+        "plans/azure-inference.toml",
+        "--format",
+        "json",
+        "--prometheus",
+        url,
+    ])
+    .args([
+        "--from",
+        "2026-09-01T00:00:00Z",
+        "--to",
+        "2026-09-01T00:20:00Z",
+        "--step",
+        "60s",
+        "--timeout",
+        "2",
+    ]);
+    c
 }
 
 #[test]

@@ -51,12 +51,7 @@ fn review(dir: &std::path::Path, source: &[&str]) -> serde_json::Value {
         ])
         .output()
         .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    common::contract(&out.stdout).expect("json")
+    common::ok_json(out)
 }
 
 #[test]
@@ -167,25 +162,7 @@ fn a_store_slow_on_first_answers_is_asked_the_same_again() {
             })
         },
     );
-    let out = common::gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"))
-        .args([
-            "review",
-            "plans/azure-inference.toml",
-            "--format",
-            "json",
-            "--prometheus",
-        ])
-        .arg(&m.url)
-        .args([
-            "--from",
-            "2026-09-01T00:00:00Z",
-            "--to",
-            "2026-09-01T00:20:00Z",
-            "--step",
-            "60s",
-            "--timeout",
-            "2",
-        ])
+    let out = crate::review::review_command(&m.url)
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -106,6 +106,24 @@ pub fn contract(bytes: impl AsRef<[u8]>) -> Result<serde_json::Value, serde_json
     Ok(v)
 }
 
+/// A run asserted to have succeeded (its standard error shown when it did not).
+#[allow(dead_code)]
+pub fn ok(out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A successful run's JSON output, held to its schema ([`contract`]).
+#[allow(dead_code)]
+pub fn ok_json(out: std::process::Output) -> serde_json::Value {
+    contract(ok(out).stdout).expect("json")
+}
+
 /// `plan_text` rendered (with `extra` flags) into a fresh directory, asserted to succeed: the
 /// temporary directory (dropped, it goes) and the output directory in it.
 #[allow(dead_code)]
