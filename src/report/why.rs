@@ -12,7 +12,7 @@ mod tests;
 
 use std::fmt;
 
-use crate::core::{num, rate, usd, Provider};
+use crate::core::{num, rate, usd, Capacity, Provider};
 use crate::engine::recommend::reason::{AksMember, NodeUse, NotShared, Reason, Reserving, Why};
 
 impl fmt::Display for Why {
@@ -28,6 +28,53 @@ impl fmt::Display for Why {
 }
 
 crate::core::serialize_as_text!(Why);
+
+/// A gang's Capacity Block: its arithmetic against on-demand for the gang's hours, and the
+/// length bought where it is longer than the work.
+fn capacity_block(
+    nodes: u32,
+    hours: f64,
+    work_hours: f64,
+    usd_per_hour: f64,
+    on_demand: f64,
+) -> String {
+    let n = f64::from(nodes);
+    let length = if (hours - work_hours).abs() < 1e-9 {
+        String::new()
+    } else {
+        format!(
+            " (the shortest block EC2 sells for the gang's {} h: 1-day steps to 14 days, 7-day steps to 182)",
+            num(work_hours)
+        )
+    };
+    format!(
+        "EC2 Capacity Block for the gang: {nodes} node(s) x {} h x {}/h = {} a month{length} against {} on-demand for its {} h ({}/h), paid whether used or not; the gang must run inside the block's dates (`block_hours` on the written pool)",
+        num(hours),
+        rate(usd_per_hour),
+        usd(n * hours * usd_per_hour),
+        usd(n * work_hours * on_demand),
+        num(work_hours),
+        rate(on_demand)
+    )
+}
+
+/// A cheaper capacity type a known quota closed, and what it would have saved.
+fn quota_closed(
+    capacity: Capacity,
+    family: &str,
+    region: &str,
+    quota: f64,
+    need: f64,
+    saving_lost: f64,
+) -> String {
+    format!(
+        "{} would cost {} a month less but needs {} vCPUs of `{family}` in {region}, above its known quota of {}: the cheapest capacity that fits is taken",
+        capacity.as_str(),
+        usd(saving_lost),
+        num(need),
+        num(quota)
+    )
+}
 
 fn reason(r: &Reason) -> String {
     match r {
@@ -123,26 +170,7 @@ fn reason(r: &Reason) -> String {
             work_hours,
             usd_per_hour,
             on_demand,
-        } => {
-            let n = f64::from(*nodes);
-            let length = if (hours - work_hours).abs() < 1e-9 {
-                String::new()
-            } else {
-                format!(
-                    " (the shortest block EC2 sells for the gang's {} h: 1-day steps to 14 days, 7-day steps to 182)",
-                    num(*work_hours)
-                )
-            };
-            format!(
-                "EC2 Capacity Block for the gang: {nodes} node(s) x {} h x {}/h = {} a month{length} against {} on-demand for its {} h ({}/h), paid whether used or not; the gang must run inside the block's dates (`block_hours` on the written pool)",
-                num(*hours),
-                rate(*usd_per_hour),
-                usd(n * hours * usd_per_hour),
-                usd(n * work_hours * on_demand),
-                num(*work_hours),
-                rate(*on_demand)
-            )
-        }
+        } => capacity_block(*nodes, *hours, *work_hours, *usd_per_hour, *on_demand),
         Reason::QuotaClosed {
             capacity,
             family,
@@ -150,13 +178,7 @@ fn reason(r: &Reason) -> String {
             quota,
             need,
             saving_lost,
-        } => format!(
-            "{} would cost {} a month less but needs {} vCPUs of `{family}` in {region}, above its known quota of {}: the cheapest capacity that fits is taken",
-            capacity.as_str(),
-            usd(*saving_lost),
-            num(*need),
-            num(*quota)
-        ),
+        } => quota_closed(*capacity, family, region, *quota, *need, *saving_lost),
         Reason::QuotaUnknown { region, family } => format!(
             "quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
         ),
