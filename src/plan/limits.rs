@@ -77,6 +77,7 @@ pub const UTILIZATION: Real = open_closed(0.0, 1.0);
 pub const PARAMS_BILLION: Real = open_closed(0.0, 100_000.0);
 pub const GPU_MEMORY_UTILIZATION: Real = open_closed(0.0, 1.0);
 pub const TENSOR_PARALLEL: Int = Int { lo: 1, hi: 64 };
+pub const MAX_NUM_SEQS: Int = Int { lo: 1, hi: 65_536 };
 pub const MIG_INSTANCES: Int = Int { lo: 1, hi: 7 };
 pub const MIG_LAYOUT_GPUS: Int = Int { lo: 1, hi: 100_000 };
 pub const QUOTA_VCPUS: Real = Real {
@@ -171,6 +172,7 @@ pub const PLACES: &[(&str, &str, Bound)] = &[
         "tensor_parallel_size",
         Bound::Int(TENSOR_PARALLEL),
     ),
+    ("Server", "max_num_seqs", Bound::Int(MAX_NUM_SEQS)),
     ("Pool", "name", Bound::Name),
     ("Pool", "pool_label", Bound::Name),
     ("Pool", "nodes", Bound::Count(POOL_NODES)),

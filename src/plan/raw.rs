@@ -245,6 +245,9 @@ pub struct Server {
     pub gpu_memory_utilization: Option<Sp<f64>>,
     /// Tensor-parallel size as deployed.
     pub tensor_parallel_size: Option<Sp<i64>>,
+    /// The most requests one engine batches at once (vLLM `--max-num-seqs`); `review` reads
+    /// a replica's slots from it where the servers never queued long enough to show it.
+    pub max_num_seqs: Option<Sp<i64>>,
 }
 
 impl Server {

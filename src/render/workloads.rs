@@ -76,6 +76,8 @@ pub struct ServingView {
     /// default applies).
     pub gpu_memory_utilization: Option<String>,
     pub tensor_parallel_size: u32,
+    /// The batch limit the plan's `server` states; absent otherwise.
+    pub max_num_seqs: Option<i64>,
     pub why: String,
 }
 
@@ -206,6 +208,11 @@ pub(super) fn serving(plan: &Plan, _catalog: &Catalog, rec: &Recommendation) -> 
                 namespace: wl.team.get().clone(),
                 gpu_memory_utilization: util.map(crate::core::num),
                 tensor_parallel_size: gpus_of(plan, w),
+                max_num_seqs: wl
+                    .server
+                    .as_ref()
+                    .and_then(|s| s.max_num_seqs.as_ref())
+                    .map(|n| *n.get()),
                 why,
             });
         }

@@ -24,8 +24,11 @@ pub struct Coverage {
     pub data_to: Option<String>,
     /// Scrape intervals inferred from the data.
     pub kube_state_metrics_interval_seconds: Option<f64>,
+    /// Each distinct interval kube-state-metrics was scraped at over the window.
+    pub kube_state_metrics_intervals_seconds: Vec<f64>,
     pub dcgm_interval_seconds: Option<f64>,
-    /// Each distinct interval a DCGM target was scraped at (one where every target agrees).
+    /// Each distinct interval a DCGM target was scraped at, by target and over time (one
+    /// where every target agrees and none changed).
     pub dcgm_intervals_seconds: Vec<f64>,
     /// Pods that held GPUs but have no usage series: "no data", never 0%.
     pub pods_without_usage: Vec<Unmatched>,

@@ -3,7 +3,9 @@
 //! pods export vLLM's metrics, hour by hour: replicas serving, requests in flight and
 //! waiting, KV-cache use and the time-to-first-token p95; the concurrency one replica
 //! carried while the workload met its objective (its `ttft_p95_seconds`, else no queue and
-//! KV cache below [`KV_FULL`]), and from it the replicas each hour needed.
+//! KV cache below [`KV_FULL`]). Where the servers export their finished requests, the
+//! replicas each hour needed come from its arrivals by queueing arithmetic
+//! ([`queueing`]); otherwise from the concurrency one replica carried within the objective.
 
 use std::collections::BTreeMap;
 
@@ -12,76 +14,23 @@ use serde::Serialize;
 use super::numbers::Quantiles;
 use super::numbers::{quantile, round, round4};
 use super::owners::owner;
-use super::query::{Answers, Grid, Q};
-use super::telemetry::{run_at, Serving, Telemetry, Windows};
+use super::telemetry::{Serving, Telemetry};
 use crate::plan::raw::Kind;
 use crate::plan::Plan;
+
+mod attach;
+mod queueing;
+
+pub(super) use attach::attach;
+pub(crate) use queueing::{Arrivals, SlotsFrom};
 
 /// KV-cache use from which vLLM starts preempting requests: a replica this full is saturated
 /// whatever its queue says.
 pub(crate) const KV_FULL: f64 = 0.9;
 /// Requests waiting per replica below which a replica is not queueing.
-const QUEUE_FREE: f64 = 0.1;
+pub(crate) const QUEUE_FREE: f64 = 0.1;
 /// Requests an hour needs before its TTFT p95 is read (fewer is too few for a percentile).
 const MIN_REQUESTS: f64 = 20.0;
-
-/// Reads vLLM's series into the pods that export them.
-pub(super) fn attach(a: &Answers, grid: &Grid, pods: &mut super::telemetry::Pods) {
-    let col = |q: Q, l: &str| Answers::col(q, l);
-    type Series = fn(&mut Serving) -> &mut Windows;
-    let gauges: [(Q, Series); 3] = [
-        (Q::ServingRunning, |s| &mut s.running),
-        (Q::ServingWaiting, |s| &mut s.waiting),
-        (Q::ServingKvCache, |s| &mut s.kv_cache),
-    ];
-    for (q, series) in gauges {
-        for (g, w) in a.get(q) {
-            let key = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
-            let Some(runs) = pods.get_mut(&key) else {
-                continue;
-            };
-            for (k, v) in w {
-                let t = grid.start(k);
-                let Some(p) = run_at(runs, t) else { continue };
-                if v.is_finite() && *v >= 0.0 {
-                    series(p.serving.get_or_insert_with(Box::default)).add(t, *v);
-                }
-            }
-        }
-    }
-    let q = Q::ServingTtft;
-    for (g, w) in a.get(q) {
-        let key = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
-        let Some(le) = bound(&g[col(q, "le")]) else {
-            continue;
-        };
-        let Some(runs) = pods.get_mut(&key) else {
-            continue;
-        };
-        // A counter's increase from one window's highest value to the next, across resets.
-        for ((_, a), (k, b)) in w.iter().zip(w.iter().skip(1)) {
-            let inc = if b >= a { b - a } else { *b };
-            let Some(p) = run_at(runs, grid.start(k)) else {
-                continue;
-            };
-            if inc > 0.0 && inc.is_finite() {
-                *p.serving
-                    .get_or_insert_with(Box::default)
-                    .ttft
-                    .entry(grid.start(k))
-                    .or_default()
-                    .entry(le.to_bits())
-                    .or_default() += inc;
-            }
-        }
-    }
-}
-
-/// A histogram bucket's `le`, `+Inf` included; `None` for anything else.
-fn bound(le: &str) -> Option<f64> {
-    let v: f64 = le.parse().ok()?;
-    (v >= 0.0 && !v.is_nan()).then_some(v)
-}
 
 /// The `q` quantile of a cumulative histogram (bound, count), interpolated linearly within
 /// the bucket it falls in, as PromQL's `histogram_quantile` does; `None` without requests.
@@ -149,11 +98,20 @@ pub struct ServingRow {
     /// Requests in flight one replica carried within the objective (the most of any hour
     /// that met it); `None` where no hour met it.
     pub concurrency_per_replica: Option<f64>,
-    /// Replicas each hour needed at that concurrency per replica.
+    /// Where the servers exported their finished requests: the arrivals and the queueing
+    /// figures the replicas needed came from (`concurrency_per_replica` then decides
+    /// nothing).
+    pub arrivals: Option<Arrivals>,
+    /// Replicas each hour needed: for its arrivals at the objective where `arrivals` is
+    /// given, else at the concurrency one replica carried within it.
     pub needed_replicas: Option<Quantiles>,
     /// Per hour (Unix seconds of its start): replicas needed, for the forecast.
     #[serde(skip)]
     pub needed_by_hour: BTreeMap<i64, f64>,
+    /// Where sized from arrivals: the queue each replica is, and each hour's arrivals per
+    /// second, so the forecast adds its headroom to the arrivals.
+    #[serde(skip)]
+    pub(crate) queue: Option<(queueing::Model, BTreeMap<i64, f64>)>,
 }
 
 /// One hour of a workload's serving.
@@ -165,7 +123,18 @@ struct Hour {
     waiting: f64,
     kv: f64,
     kv_windows: f64,
+    /// Requests that left the servers (any reason), and of them aborted.
+    finished: f64,
+    aborted: f64,
+    /// Requests arriving per second in the hour's busiest block of [`BLOCK`] seconds (or of
+    /// one window where the step is longer): requests finished plus the growth of those in
+    /// flight, so a spike shorter than the hour is not averaged away.
+    arrivals: f64,
 }
+
+/// Seconds over which an arrival rate is read: long enough to count hundreds of requests
+/// of a busy service, short enough that a burst of tens of minutes shows.
+const BLOCK: i64 = 600;
 
 /// Serving rows of the plan's inference workloads whose pods exported vLLM's metrics, and
 /// the names of those that state a vLLM server but exported none.
@@ -192,7 +161,17 @@ pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<Strin
             continue;
         }
         let objective = w.ttft_p95_seconds.as_ref().map(|v| *v.get());
-        if let Some(row) = row(name, w.team.get(), &pods, t.step, objective) {
+        let max_num_seqs = w
+            .server
+            .as_ref()
+            .and_then(|s| s.max_num_seqs.as_ref())
+            .map(|n| *n.get());
+        let judged_by = Judging {
+            step: t.step,
+            objective,
+            max_num_seqs,
+        };
+        if let Some(row) = row(name, w.team.get(), &pods, &judged_by) {
             rows.push(row);
         }
     }
@@ -220,9 +199,15 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
             e.running += r;
             e.waiting += s.waiting.get(&w).copied().unwrap_or(0.0);
             if let Some(kv) = s.kv_cache.get(&w) {
-                e.kv += kv;
+                let engines = s.kv_engines.get(&w).copied().unwrap_or(1.0).max(1.0);
+                e.kv += kv / engines;
                 e.kv_windows += 1.0;
             }
+        }
+        for (w, n) in &s.finished {
+            let e = windows.entry(w).or_default();
+            e.finished += n;
+            e.aborted += s.aborted.get(&w).copied().unwrap_or(0.0);
         }
         for (w, b) in &s.ttft {
             for (le, n) in b {
@@ -232,8 +217,25 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
         }
     }
     let mut hours: BTreeMap<i64, Hour> = BTreeMap::new();
+    // Per block: requests finished, load in its first and last window, windows.
+    let block = BLOCK.max(step);
+    let mut blocks: BTreeMap<i64, (f64, f64, f64, f64)> = BTreeMap::new();
     for (w, x) in &windows {
+        let b = blocks.entry(w.div_euclid(block) * block).or_default();
+        b.0 += x.finished;
+        if x.replicas == 0.0 {
+            // Requests finished in a window no gauge covered: counted, not a window of load.
+            continue;
+        }
+        let load = x.running + x.waiting;
+        if b.3 == 0.0 {
+            b.1 = load;
+        }
+        b.2 = load;
+        b.3 += 1.0;
         let e = hours.entry(hour_of(w)).or_default();
+        e.finished += x.finished;
+        e.aborted += x.aborted;
         e.windows += 1.0;
         e.replicas += x.replicas;
         e.running += x.running;
@@ -241,6 +243,12 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
         if x.kv_windows > 0.0 {
             e.kv += x.kv / x.kv_windows;
             e.kv_windows += 1.0;
+        }
+    }
+    for (start, (finished, first, last, n)) in &blocks {
+        if let Some(h) = hours.get_mut(&hour_of(start)).filter(|_| *n > 0.0) {
+            let rate = ((finished + last - first) / (n * step.max(1) as f64)).max(0.0);
+            h.arrivals = h.arrivals.max(rate);
         }
     }
     // An hour is read where its windows cover at least half of it.
@@ -318,27 +326,47 @@ fn judge(h: &Hours, objective: Option<f64>) -> Judged {
     j
 }
 
-fn row(
-    name: &str,
-    team: &str,
-    pods: &[&Serving],
+/// What a workload's serving is judged against.
+struct Judging {
     step: i64,
     objective: Option<f64>,
-) -> Option<ServingRow> {
-    let h = hours(pods, step);
+    /// The plan's `server.max_num_seqs`.
+    max_num_seqs: Option<i64>,
+}
+
+fn row(name: &str, team: &str, pods: &[&Serving], by: &Judging) -> Option<ServingRow> {
+    let h = hours(pods, by.step);
     if h.hours.is_empty() {
         return None;
     }
-    let j = judge(&h, objective);
-    let needed_by_hour: BTreeMap<i64, f64> = j
-        .per_replica
-        .map(|per| {
-            h.hours
-                .iter()
-                .map(|(k, x)| (*k, (x.load() / per - 1e-9).ceil().max(0.0)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let j = judge(&h, by.objective);
+    let queued = queueing::arrivals(
+        pods,
+        &h.hours,
+        &h.ttft,
+        by.step,
+        by.objective,
+        by.max_num_seqs,
+    );
+    let (arrivals, needed_by_hour, queue) = match queued {
+        Some((figures, model, rate)) => (
+            Some(figures),
+            queueing::needed(&model, &rate, 0.0),
+            Some((model, rate)),
+        ),
+        None => (
+            None,
+            j.per_replica
+                .map(|per| {
+                    h.hours
+                        .iter()
+                        .map(|(k, x)| (*k, (x.load() / per - 1e-9).ceil().max(0.0)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None,
+        ),
+    };
     let q = |f: &dyn Fn(&Hour) -> f64| -> Quantiles {
         Quantiles::of(&h.hours.values().map(f).collect::<Vec<_>>())
     };
@@ -351,16 +379,26 @@ fn row(
         concurrency: q(&Hour::load),
         waiting: q(&|x| x.mean(x.waiting)),
         kv_cache: (!kv.is_empty()).then(|| Quantiles::of(&kv)),
-        ttft_objective_seconds: objective,
+        ttft_objective_seconds: by.objective,
         ttft_p95_seconds: histogram_quantile(&h.all, 0.95).map(round4),
         hours_over_objective: (j.signal == ServingSignal::TimeToFirstToken).then_some(j.over),
         hours_with_ttft: j.with_ttft,
         decided_by: j.signal,
         concurrency_per_replica: j.per_replica.map(round),
+        arrivals,
         needed_replicas: (!needed_by_hour.is_empty())
             .then(|| Quantiles::of(&needed_by_hour.values().copied().collect::<Vec<_>>())),
         needed_by_hour,
+        queue,
     })
+}
+
+/// The replicas each hour needs with `headroom` on its arrivals, where arrivals sized the
+/// row; `None` otherwise.
+pub(crate) fn needed_with_headroom(r: &ServingRow, headroom: f64) -> Option<BTreeMap<i64, f64>> {
+    r.queue
+        .as_ref()
+        .map(|(model, rate)| queueing::needed(model, rate, headroom))
 }
 
 /// The replicas needed per hour, p10 and highest, for a sizing.

@@ -173,6 +173,9 @@ pub struct Telemetry {
     pub data_to: Option<i64>,
     /// Scrape intervals inferred from the data (seconds), kube-state-metrics and DCGM.
     pub ksm_interval: Option<f64>,
+    /// Each interval kube-state-metrics was scraped at over the window (one where it never
+    /// changed).
+    pub ksm_intervals: Vec<f64>,
     pub dcgm_interval: Option<f64>,
     /// The distinct intervals the DCGM targets were scraped at, each card's own, sorted.
     pub dcgm_intervals: Vec<f64>,
@@ -219,6 +222,7 @@ impl Telemetry {
             out.ksm_interval = min(out.ksm_interval, t.ksm_interval);
             out.dcgm_interval = min(out.dcgm_interval, t.dcgm_interval);
             out.dcgm_intervals.extend(t.dcgm_intervals);
+            out.ksm_intervals.extend(t.ksm_intervals);
             out.orphans.extend(t.orphans.into_iter().map(|mut o| {
                 o.node = node(&o.node);
                 o
@@ -233,6 +237,8 @@ impl Telemetry {
         }
         out.covered = out.covered_windows.len() as i64 * out.step;
         out.dcgm_intervals.sort_by(f64::total_cmp);
+        out.ksm_intervals.sort_by(f64::total_cmp);
+        out.ksm_intervals.dedup();
         out.dcgm_intervals.dedup();
         out
     }
@@ -372,9 +378,17 @@ mod tests {
 /// One pod's vLLM series, per window start.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Serving {
+    /// Requests running and waiting, summed over the pod's engines.
     pub running: Windows,
     pub waiting: Windows,
+    /// KV-cache use summed over the engines that exported it, and how many did.
     pub kv_cache: Windows,
+    pub kv_engines: Windows,
+    /// Requests that left the server in each window, whatever the reason (served, cut at
+    /// their length, aborted by a client that gave up): every one arrived.
+    pub finished: Windows,
+    /// Of them, aborted.
+    pub aborted: Windows,
     /// Requests whose first token came within each bucket's bound, counted in the window:
     /// window start -> bound (`f64::to_bits`, which orders non-negative bounds) -> count.
     pub ttft: std::collections::BTreeMap<i64, std::collections::BTreeMap<u64, f64>>,

@@ -37,4 +37,5 @@ mod review_pools;
 mod review_stock;
 mod robustness;
 mod rules;
+mod serving_sizing;
 mod serving_stores;

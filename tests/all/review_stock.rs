@@ -964,6 +964,12 @@ fn mixed_and_changing_scrape_intervals_match_the_truth() {
         for step in ["60s", "5m", "12m"] {
             let (v, _) = review(&f, &["--step", step]);
             assert_truth(&v);
+            // Issue 61: an exporter moved from 60 s to 30 s is said at both, never a blend.
+            let ksm_seen = &v["coverage"]["kube_state_metrics_intervals_seconds"];
+            match name {
+                "changing" => assert_eq!(ksm_seen, &serde_json::json!([30.0, 60.0]), "{step}"),
+                _ => assert_eq!(ksm_seen, &serde_json::json!([30.0]), "{step}"),
+            }
             // Issue 42: the coverage line said DCGM "every 28 s", an average no target had.
             if step == "60s" {
                 assert_eq!(
@@ -981,7 +987,10 @@ fn mixed_and_changing_scrape_intervals_match_the_truth() {
             .output()
             .expect("runs");
         let md = String::from_utf8_lossy(&out.stdout);
-        assert!(md.contains("DCGM every 15 or 30 s (by target)"), "{md}");
+        assert!(
+            md.contains("DCGM every 15 or 30 s (by target or over time)"),
+            "{md}"
+        );
     }
 }
 

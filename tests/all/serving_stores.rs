@@ -87,6 +87,38 @@ fn a_busy_v1_server_reads_the_same_through_prometheus_and_victoria_metrics() {
     common::prometheus::assert_close(&from_vm["serving"], &file["serving"], "serving");
 }
 
+/// The arrivals, service times and batch slots of the simulated services read the same
+/// through a real Prometheus and a real VictoriaMetrics as from the file, and so do the sizes.
+#[test]
+#[ignore = "needs Debian's prometheus and victoria-metrics packages; .ci/run installs them and runs this test"]
+fn arrivals_read_the_same_through_prometheus_and_victoria_metrics() {
+    use crate::serving_sizing::{fleet, review, review_from};
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = fleet(60.0);
+    let file = review(dir.path(), &text, "file");
+    let om = dir.path().join("file.om");
+    let size = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        v["next_quarter"]["workloads"]
+            .as_array()
+            .expect("workloads")
+            .iter()
+            .map(|w| w["proposed"].clone())
+            .collect()
+    };
+    let prom_dir = dir.path().join("prom");
+    std::fs::create_dir_all(&prom_dir).expect("dir");
+    let (_p, prom) = common::prometheus::start(&prom_dir, &om);
+    let from_prom = review_from(dir.path(), &["--prometheus", &prom], "prom");
+    common::prometheus::assert_close(&from_prom["serving"], &file["serving"], "prom");
+    assert_eq!(size(&from_prom), size(&file), "prom");
+    let vm_dir = dir.path().join("vm");
+    std::fs::create_dir_all(&vm_dir).expect("dir");
+    let (_v, vm) = common::victoria::start(&vm_dir, &om);
+    let from_vm = review_from(dir.path(), &["--prometheus", &vm], "vm");
+    common::prometheus::assert_close(&from_vm["serving"], &file["serving"], "vm");
+    assert_eq!(size(&from_vm), size(&file), "vm");
+}
+
 /// A store refuses a query with HTTP 422 for what it is (two series of one labelset), not
 /// its size: the review names it and does not split the query in pieces that cannot help.
 #[test]

@@ -117,6 +117,9 @@ fn bounds(ctx: &mut Ctx<'_>, w: &Sp<Workload>) {
         if let Some(tp) = &s.tensor_parallel_size {
             ctx.range_i("server.tensor_parallel_size", tp, limits::TENSOR_PARALLEL);
         }
+        if let Some(n) = &s.max_num_seqs {
+            ctx.range_i("server.max_num_seqs", n, limits::MAX_NUM_SEQS);
+        }
     }
 }
 

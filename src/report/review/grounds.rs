@@ -4,7 +4,10 @@
 use std::fmt;
 
 use crate::core::num;
-use crate::review::forecast::grounds::{Band, Grounds, Level, ServingGrounds, Signal, SizedBy};
+use crate::review::forecast::grounds::{
+    Band, Grounds, Level, Queued, ServingGrounds, Signal, SizedBy,
+};
+use crate::review::serving::{SlotsFrom, QUEUE_FREE};
 
 impl fmt::Display for Grounds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -119,6 +122,14 @@ impl fmt::Display for ServingGrounds {
                 kv_full * 100.0
             )?,
         }
+        if let Some(q) = &self.queued {
+            return write!(
+                f,
+                "; {q}; with {:.0}% more arrivals as headroom, {} at the busiest projected; GPU activity not used",
+                self.headroom * 100.0,
+                num(self.peak.ceil()),
+            );
+        }
         match &self.carried {
             Some(c) => write!(
                 f,
@@ -134,6 +145,48 @@ impl fmt::Display for ServingGrounds {
                 "; no hour met it, so one replica's capacity is unknown and the replicas that ran were too few: never sized down, raise replicas.max until hours meet it",
             ),
         }
+    }
+}
+
+/// The queueing arithmetic that sized a service from its arrivals.
+impl fmt::Display for Queued {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let a = &self.figures;
+        let slots = match a.slots_from {
+            SlotsFrom::SeenFull => "the most a replica ran while requests waited",
+            SlotsFrom::MaxNumSeqs => {
+                "the plan's max_num_seqs, or what the KV cache holds where fewer"
+            }
+            SlotsFrom::KvCache => "the requests that fill its KV cache to 90%",
+            SlotsFrom::VllmDefault => "vLLM's default max_num_seqs: nothing else told it",
+        };
+        write!(
+            f,
+            "arrivals {}/s at the busiest hour, {}/s at p95 ({:.1}% abandoned, counted as arrived), each running {} s in one of {} batch slots per replica ({slots}), first token {} s without a queue: by Erlang C per replica, ",
+            num(a.per_second.max),
+            num(a.per_second.p95),
+            a.aborted_share * 100.0,
+            num(a.service_seconds),
+            num(a.slots_per_replica),
+            num(a.first_token_seconds),
+        )?;
+        match a.wait_budget_seconds {
+            Some(w) if w > 0.0 => write!(f, "waits over {} s for at most 5% of requests", num(w))?,
+            Some(_) => f.write_str(
+                "the first token alone spends the objective, so at most 5% of requests wait",
+            )?,
+            None => write!(
+                f,
+                "under {} requests waiting per replica on average",
+                num(QUEUE_FREE)
+            )?,
+        }
+        write!(
+            f,
+            " needs {} replicas at the busiest hour and {} at p95",
+            num(self.needed.max),
+            num(self.needed.p95)
+        )
     }
 }
 
@@ -254,6 +307,7 @@ mod tests {
                 in_flight_p95: 144.0,
                 needed: q(8.0, 9.0, 15.0, 15.0),
             }),
+            queued: None,
             peak: 15.0,
             headroom: 0.15,
         };
@@ -268,6 +322,7 @@ mod tests {
                 kv_full: 0.9,
             },
             carried: None,
+            queued: None,
             peak: 0.0,
             headroom: 0.15,
         };

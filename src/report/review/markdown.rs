@@ -154,17 +154,26 @@ fn md_headline(o: &mut String, r: &Review) {
         hours(c.requested_seconds as f64),
         c.data_from.as_deref().unwrap_or("-"),
         c.data_to.as_deref().unwrap_or("-"),
-        c.kube_state_metrics_interval_seconds.map_or("-".to_owned(), |i| format!("{i} s")),
-        match c.dcgm_intervals_seconds.as_slice() {
-            few @ [_, _] | few @ [_, _, _] => format!(
-                "{} s (by target)",
-                few.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(" or ")
-            ),
-            [lo, .., hi] => format!("{lo} to {hi} s (by target)"),
-            _ => c.dcgm_interval_seconds.map_or("-".to_owned(), |i| format!("{i} s")),
-        },
+        every(&c.kube_state_metrics_intervals_seconds, c.kube_state_metrics_interval_seconds),
+        every(&c.dcgm_intervals_seconds, c.dcgm_interval_seconds),
     );
     let _ = writeln!(o);
+}
+
+/// An exporter's scrape intervals: each one it used (by target, or as it changed), else the
+/// one read overall.
+fn every(each: &[f64], overall: Option<f64>) -> String {
+    match each {
+        few @ ([_, _] | [_, _, _]) => format!(
+            "{} s (by target or over time)",
+            few.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ),
+        [lo, .., hi] => format!("{lo} to {hi} s (by target or over time)"),
+        _ => overall.map_or("-".to_owned(), |i| format!("{i} s")),
+    }
 }
 
 /// Per team: allocated, used, efficiency, no data, Pending and idle cost.

@@ -220,6 +220,7 @@ pub(super) fn coverage_of(t: &Telemetry, no_usage: Vec<Unmatched>) -> Coverage {
         data_from: t.data_from.map(format_time),
         data_to: t.data_to.map(format_time),
         kube_state_metrics_interval_seconds: t.ksm_interval,
+        kube_state_metrics_intervals_seconds: t.ksm_intervals.clone(),
         dcgm_interval_seconds: t.dcgm_interval,
         dcgm_intervals_seconds: t.dcgm_intervals.clone(),
         pods_without_usage: no_usage,

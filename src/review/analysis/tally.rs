@@ -260,6 +260,7 @@ pub(super) fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Optio
         let u = p.used.get(&time).copied().unwrap_or(0.0);
         let served = p.serving.as_ref().is_some_and(|sv| {
             sv.running.get(&time).is_some_and(|r| *r > 0.0)
+                || sv.finished.get(&time).is_some_and(|n| *n > 0.0)
                 || sv
                     .ttft
                     .get(&time)

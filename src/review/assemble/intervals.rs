@@ -242,6 +242,8 @@ pub(super) fn seconds_of(stepf: f64) -> impl Fn(f64, Option<f64>) -> f64 {
 /// each card's scrape counts.
 pub(super) struct Scrapes {
     pub(super) ksm: Option<f64>,
+    /// Each interval kube-state-metrics was scraped at, over time.
+    pub(super) ksm_intervals: Vec<f64>,
     pub(super) ksm_at: Intervals,
     pub(super) has_phase: bool,
     /// A card's scrape counts per window, by host, card and `vgpu` copy.
@@ -249,6 +251,50 @@ pub(super) struct Scrapes {
     pub(super) dcgm: Option<f64>,
     pub(super) dcgm_intervals: Vec<f64>,
     pub(super) card_at: BTreeMap<Vec<String>, Intervals>,
+}
+
+/// Windows a stretch of one series spans when its interval is read on its own: enough inner
+/// windows for [`interval`] to read (it needs ten), few enough that a change shows.
+const STRETCH: usize = 12;
+
+/// Each whole-second interval the series were scraped at, read stretch by stretch: a series
+/// whose interval changed gives both, a stretch across the change (a blend no scrape had)
+/// is dropped for not being whole or for standing alone. Sorted, distinct.
+fn used<'a>(rows: impl Iterator<Item = &'a Row>, step: i64) -> Vec<f64> {
+    let rows: Vec<&Row> = rows.collect();
+    let mut out: Vec<f64> = Vec::new();
+    for r in &rows {
+        // Within one series: an interval two of its stretches agree on.
+        let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
+        let keys: Vec<u32> = r.keys().collect();
+        for chunk in keys.chunks(STRETCH) {
+            let part: Row = chunk
+                .iter()
+                .map(|k| (*k, r.get(k).copied().unwrap_or(0.0)))
+                .collect();
+            if let Some(i) = interval(std::iter::once(&part), step) {
+                if (i - i.round()).abs() < 1e-9 {
+                    *seen.entry(i.round().to_bits()).or_default() += 1;
+                }
+            }
+        }
+        out.extend(
+            seen.iter()
+                .filter(|(_, n)| **n >= 2)
+                .map(|(b, _)| f64::from_bits(*b)),
+        );
+    }
+    if out.is_empty() {
+        // Series too short for stretches: each one's own interval.
+        out = rows
+            .iter()
+            .filter_map(|r| interval(std::iter::once(*r), step))
+            .filter(|i| (i - i.round()).abs() < 1e-9)
+            .collect();
+    }
+    out.sort_by(f64::total_cmp);
+    out.dedup();
+    out
 }
 
 pub(super) fn scrapes(a: &Answers, step: i64) -> Scrapes {
@@ -264,6 +310,12 @@ pub(super) fn scrapes(a: &Answers, step: i64) -> Scrapes {
             .chain(a.get(Q::NodeScraped).map(|(_, r)| r)),
         step,
         ksm,
+    );
+    let ksm_intervals = used(
+        a.get(Q::Scraped)
+            .map(|(_, r)| r)
+            .chain(a.get(Q::NodeScraped).map(|(_, r)| r)),
+        step,
     );
     let has_phase = a.get(Q::Scraped).next().is_some();
     // A GPU reports all along, whichever pod holds it: its rows, summed across pods (not
@@ -290,16 +342,10 @@ pub(super) fn scrapes(a: &Answers, step: i64) -> Scrapes {
         )
     });
 
-    // The intervals the exporters were scraped at, each card's own (whole seconds): targets
-    // scraped at 15 s and 30 s are both said, not averaged into a 28 s no target had.
-    let mut dcgm_intervals: Vec<f64> = cards
-        .values()
-        .filter_map(|r| interval(std::iter::once(r), step))
-        .filter(|i| (i - i.round()).abs() < 1e-9)
-        .collect();
-    dcgm_intervals.sort_by(f64::total_cmp);
-    dcgm_intervals.dedup();
-
+    // The intervals the exporters were scraped at, each card's own and each stretch of it
+    // (whole seconds): targets scraped at 15 s and 30 s, or one target moved from 30 s to
+    // 15 s, are both said, not averaged into a 28 s no target had.
+    let dcgm_intervals = used(cards.values(), step);
     // Each card's own interval in time (targets scraped at different intervals); a card
     // without enough samples of its own takes the exporters' overall one.
     let mut card_at: BTreeMap<Vec<String>, Intervals> = BTreeMap::new();
@@ -311,6 +357,7 @@ pub(super) fn scrapes(a: &Answers, step: i64) -> Scrapes {
     }
     Scrapes {
         ksm,
+        ksm_intervals,
         ksm_at,
         has_phase,
         cards,

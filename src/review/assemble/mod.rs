@@ -151,6 +151,7 @@ pub(crate) fn assemble(
 
     let Scrapes {
         ksm,
+        ksm_intervals,
         ksm_at,
         has_phase,
         cards,
@@ -255,6 +256,7 @@ pub(crate) fn assemble(
         data_from: covered.first().map(|k| grid.start(*k)),
         data_to: covered.last().map(|k| grid.start(*k) + step),
         ksm_interval: ksm,
+        ksm_intervals,
         dcgm_interval: dcgm,
         dcgm_intervals,
         dcgm_gaps,

@@ -2,7 +2,7 @@
 //! JSON's `figures` and the next plan's comment on a changed count are those words).
 
 use crate::review::numbers::Quantiles;
-use crate::review::serving::{ServingRow, ServingSignal, KV_FULL};
+use crate::review::serving::{Arrivals, ServingRow, ServingSignal, KV_FULL};
 
 /// What a proposal was sized from.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +74,9 @@ pub struct ServingGrounds {
     pub signal: Signal,
     /// What one replica carried, when an hour met the objective; `None` when none did.
     pub carried: Option<Carried>,
+    /// The arrivals and queueing figures that sized it, where the servers exported their
+    /// finished requests (then `carried` decided nothing).
+    pub queued: Option<Queued>,
     /// The projected peak of replicas needed, and the headroom added.
     pub peak: f64,
     pub headroom: f64,
@@ -95,6 +98,13 @@ pub enum Signal {
         kv_p95: Option<f64>,
         kv_full: f64,
     },
+}
+
+/// What the arrivals needed by queueing arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Queued {
+    pub figures: Arrivals,
+    pub needed: Quantiles,
 }
 
 /// What one replica carried within the objective, and the replicas that makes.
@@ -128,9 +138,14 @@ impl ServingGrounds {
             }),
             _ => None,
         };
+        let queued = match (r.arrivals, r.needed_replicas) {
+            (Some(figures), Some(needed)) => Some(Queued { figures, needed }),
+            _ => None,
+        };
         ServingGrounds {
             signal,
             carried,
+            queued,
             peak,
             headroom,
         }

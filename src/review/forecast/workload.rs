@@ -312,10 +312,19 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
             projected: None,
         };
     }
-    let daily = daily_peaks(&r.needed_by_hour, cx.t.step);
+    // Sized from arrivals, the headroom is on the arrivals: a queue's replicas do not grow in
+    // proportion to its load, so adding it to the replicas would oversize the busiest.
+    let with_headroom = crate::review::serving::needed_with_headroom(r, cx.m.headroom);
+    let daily = daily_peaks(
+        with_headroom.as_ref().unwrap_or(&r.needed_by_hour),
+        cx.t.step,
+    );
     let sp = cx.axis.project(&daily, cx.m);
     let (p10, _) = crate::review::serving::needed_range(r).unwrap_or((0.0, sp.peak));
-    let max = z.grow(sp.peak);
+    let max = match with_headroom {
+        Some(_) => ((sp.peak - 1e-6).ceil().max(1.0)) as i64,
+        None => z.grow(sp.peak),
+    };
     let min = if z.fixed_now {
         max
     } else {

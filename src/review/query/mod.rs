@@ -95,7 +95,7 @@ mod tests {
         ] {
             assert!(!wanted(m), "{m}");
         }
-        assert_eq!(from_queries.len(), 26);
+        assert_eq!(from_queries.len(), 28);
     }
 
     #[test]

@@ -165,6 +165,9 @@ pub enum Q {
     ServingKvCache,
     /// vLLM's time-to-first-token histogram: each bucket counter's highest value per window.
     ServingTtft,
+    /// vLLM's requests finished per reason (`vllm:request_success_total`), each counter's
+    /// highest value per window.
+    ServingFinished,
     /// GPUs each node offers, and how many samples of them.
     NodeAllocatable,
     NodeScraped,
@@ -389,6 +392,8 @@ pub(crate) fn wanted(name: &str) -> bool {
             | "vllm_kv_cache_usage_perc"
             | "vllm:time_to_first_token_seconds_bucket"
             | "vllm_time_to_first_token_seconds_bucket"
+            | "vllm:request_success_total"
+            | "vllm_request_success_total"
             | "kube_node_status_allocatable"
             | "kube_node_labels"
     )

@@ -14,6 +14,10 @@ const REQ: &[&str] = &[
     "resource",
 ];
 const POD: &[&str] = &["cluster", "namespace", "pod"];
+/// One vLLM engine of a pod: a server run with `--data-parallel-size` exports each engine's
+/// series under its own `engine` label (vLLM `v1/metrics/loggers.py`, `make_per_engine`),
+/// which are summed per pod, never taken as duplicates of one another.
+const ENGINE: &[&str] = &["cluster", "namespace", "pod", "engine"];
 const DEVICE: &[&str] = &[
     "cluster",
     "namespace",
@@ -252,7 +256,7 @@ pub(crate) const QUERIES: &[Query] = &[
         metrics: &["vllm:num_requests_waiting", "vllm_num_requests_waiting"],
         matchers: &[],
         over: Over::Avg,
-        by: POD,
+        by: ENGINE,
         pod_labels: true,
     },
     Query {
@@ -260,7 +264,7 @@ pub(crate) const QUERIES: &[Query] = &[
         metrics: &["vllm:num_requests_running", "vllm_num_requests_running"],
         matchers: &[],
         over: Over::Avg,
-        by: POD,
+        by: ENGINE,
         pod_labels: true,
     },
     Query {
@@ -273,7 +277,7 @@ pub(crate) const QUERIES: &[Query] = &[
         ],
         matchers: &[],
         over: Over::Avg,
-        by: POD,
+        by: ENGINE,
         pod_labels: true,
     },
     Query {
@@ -284,8 +288,18 @@ pub(crate) const QUERIES: &[Query] = &[
         ],
         matchers: &[("le", Match::NotEmpty)],
         over: Over::Max,
-        // Max: one server per pod; a second scrape of it is a duplicate.
-        by: &["cluster", "namespace", "pod", "le"],
+        // Max: one engine's series scraped twice is a duplicate.
+        by: &["cluster", "namespace", "pod", "engine", "le"],
+        pod_labels: true,
+    },
+    Query {
+        id: Q::ServingFinished,
+        metrics: &["vllm:request_success_total", "vllm_request_success_total"],
+        matchers: &[],
+        over: Over::Max,
+        // Every finish reason: `stop` and `length` served, `abort` a client that gave up. All
+        // arrived, so the arrivals do not depend on how long clients wait.
+        by: &["cluster", "namespace", "pod", "engine", "finished_reason"],
         pod_labels: true,
     },
     Query {
