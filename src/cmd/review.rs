@@ -77,6 +77,10 @@ fn review(g: &Global, args: &ReviewArgs, out: &Out) -> CmdResult {
             next_quarter(&written, &catalog, &r, read_clusters.as_deref())?,
         )),
     };
+    // The report says what the plan written in the same run says.
+    if let Some((_, n)) = &next {
+        review::next_plan::settle(&mut r.next_quarter, &written, &n.written);
+    }
     write(args, out, p, &r, next)
 }
 

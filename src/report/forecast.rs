@@ -66,7 +66,12 @@ pub(super) fn next_quarter(o: &mut String, r: &Review) {
                 crate::core::num(w.band_low),
                 crate::core::num(w.band_high),
                 crate::review::forecast::count(p.count()),
-                p.basis.as_str(),
+                match w.written {
+                    Some(crate::review::forecast::Written::Unchanged) => "left as written",
+                    Some(crate::review::forecast::Written::WithoutRightSize) =>
+                        "check refused the slice",
+                    _ => p.basis.as_str(),
+                },
                 match p.hours_per_month {
                     Some(h) => h.to_string(),
                     None => crate::core::num(w.hours_per_month),

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
-use super::forecast::{NextQuarter, Proposal, WorkloadForecast};
+use super::forecast::{NextQuarter, Proposal, WorkloadForecast, Written};
 use crate::catalog::Catalog;
 use crate::core::Date;
 use crate::diag::Severity;
@@ -20,6 +20,9 @@ use crate::plan::raw::Count;
 use crate::plan::Plan;
 use crate::render::write_plan::WritePlanError;
 use says::{Found, Had, Header, LineSays, NextNote, Reported, Resized};
+
+mod settle;
+pub(crate) use settle::settle;
 
 /// Every header line starts so: a plan written from an earlier NEXT loses the old header.
 const HEADER: &str = "# gpuplan review: ";
@@ -32,6 +35,8 @@ pub(crate) struct NextPlan {
     /// Workloads whose lines changed.
     pub changed: Vec<String>,
     pub notes: Vec<NextNote>,
+    /// What was written of each proposal (see [`settle`]).
+    pub written: BTreeMap<String, Written>,
 }
 
 /// The regions of the pools each workload is placed on, sorted.
@@ -336,6 +341,7 @@ pub(crate) fn next_plan(
             text: a.text,
             changed: a.changed,
             notes,
+            written: a.written,
         });
     }
 }
@@ -410,6 +416,7 @@ impl Refused {
 struct Attempt {
     text: String,
     changed: Vec<String>,
+    written: BTreeMap<String, Written>,
     right_sized: Vec<String>,
     resized: Vec<Resize>,
 }
@@ -426,6 +433,7 @@ fn attempt(
     let mut doc: DocumentMut = plan.file.text.parse()?;
     let mut changed = Vec::new();
     let mut right_sized = Vec::new();
+    let mut written = BTreeMap::new();
     let mut proposals: BTreeMap<String, Proposal> = BTreeMap::new();
     if let Some(Item::ArrayOfTables(ws)) = doc.get_mut("workload") {
         for t in ws.iter_mut() {
@@ -436,11 +444,18 @@ fn attempt(
                 continue;
             };
             if spread.contains_key(&name) || refused.held.contains_key(&name) {
+                written.insert(name, Written::Unchanged);
                 continue;
             }
             let p = match &f.without_right_size {
-                Some(alt) if refused.workloads.contains_key(&name) => alt,
-                _ => &f.proposed,
+                Some(alt) if refused.workloads.contains_key(&name) => {
+                    written.insert(name.clone(), Written::WithoutRightSize);
+                    alt
+                }
+                _ => {
+                    written.insert(name.clone(), Written::AsProposed);
+                    &f.proposed
+                }
             };
             if p.gpu_fraction.is_some() {
                 right_sized.push(name.clone());
@@ -502,6 +517,7 @@ fn attempt(
     Ok(Attempt {
         text,
         changed,
+        written,
         right_sized,
         resized,
     })

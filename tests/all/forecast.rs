@@ -22,7 +22,7 @@ pub(crate) const NOV7: i64 = 1_794_009_600;
 const JAN10: i64 = 1_768_003_200;
 
 /// What one workload does each sample: pods holding one GPU each, and how busy each is.
-struct Shape {
+pub(crate) struct Shape {
     namespace: &'static str,
     prefix: &'static str,
     /// Replicas at time `day` (days since the start, fractional) and hour of day.
@@ -122,7 +122,7 @@ kind = "evaluation"
 replicas = 1 # no telemetry for this one
 "#;
 
-fn fleet(slope: f64) -> Vec<Shape> {
+pub(crate) fn fleet(slope: f64) -> Vec<Shape> {
     vec![
         Shape {
             namespace: "assistants",
@@ -183,7 +183,7 @@ fn write_plan(dir: &Path, csv: &Path, extra: &[&str]) -> (String, String, serde_
     )
 }
 
-fn line<'a>(text: &'a str, workload: &str, key: &str) -> Option<&'a str> {
+pub(crate) fn line<'a>(text: &'a str, workload: &str, key: &str) -> Option<&'a str> {
     let start = text.find(&format!("name = \"{workload}\""))?;
     let rest = &text[start..];
     let end = rest[1..].find("[[").map_or(rest.len(), |i| i + 1);
@@ -192,7 +192,7 @@ fn line<'a>(text: &'a str, workload: &str, key: &str) -> Option<&'a str> {
         .find(|l| l.starts_with(&format!("{key} =")))
 }
 
-fn forecast<'a>(json: &'a serde_json::Value, workload: &str) -> &'a serde_json::Value {
+pub(crate) fn forecast<'a>(json: &'a serde_json::Value, workload: &str) -> &'a serde_json::Value {
     json["next_quarter"]["workloads"]
         .as_array()
         .expect("workloads")
@@ -498,7 +498,13 @@ fn a_right_size_check_refuses_is_not_taken() {
         stderr.contains("the right-size was not taken (check would report GP027"),
         "{stderr}"
     );
-    assert_eq!(forecast(&json, "notebook")["proposed"]["sharing"], "mig");
+    // Issue 61: one story per run. The report's row is what the plan says (the count
+    // without the slice), the refused slice kept beside it.
+    let notebook = forecast(&json, "notebook");
+    assert_eq!(notebook["written"], "without_right_size", "{notebook:#}");
+    assert_eq!(notebook["not_written"]["sharing"], "mig", "{notebook:#}");
+    assert_eq!(notebook["proposed"]["sharing"], serde_json::Value::Null);
+    assert_eq!(notebook["proposed"]["max"], 1, "{notebook:#}");
     // Two pods 1% busy are the work of 0.02 GPU: one replica at 50% holds it.
     assert_eq!(
         line(&next, "notebook", "replicas").map(|l| &l[..12]),
@@ -513,7 +519,7 @@ fn a_right_size_check_refuses_is_not_taken() {
 
 /// The same 28 days as OpenMetrics with stock label sets (kube-state-metrics, and
 /// dcgm-exporter behind kube-prometheus-stack), one node per pod, scraped every 10 minutes.
-fn openmetrics(start: i64, days: i64, shapes: &[Shape]) -> String {
+pub(crate) fn openmetrics(start: i64, days: i64, shapes: &[Shape]) -> String {
     const STEP: i64 = 600;
     let ksm = "job=\"kube-state-metrics\",instance=\"10.244.0.9:8080\",service=\"kube-prometheus-stack-kube-state-metrics\",endpoint=\"http\"";
     let mut phase = String::from("# TYPE kube_pod_status_phase gauge\n");
@@ -681,7 +687,7 @@ fn declared_pools_follow_their_workloads_within_check() {
 }
 
 /// [`PLAN`] in two regions, `chat` on a pool in each, of at most `max` nodes.
-fn chat_in_two_regions(max: i64) -> String {
+pub(crate) fn chat_in_two_regions(max: i64) -> String {
     let pool = |name: &str, region: &str| {
         format!(
             "\n[[pool]]\nname = \"{name}\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"{region}\"\nnodes = {{ min = 1, max = {max} }}\nworkloads = [\"chat\"]\n"
@@ -696,7 +702,7 @@ fn chat_in_two_regions(max: i64) -> String {
 
 /// An [`openmetrics`] history as one cluster of a multi-cluster store exports it: every
 /// series labelled `cluster`.
-fn in_cluster(om: &str, cluster: &str) -> String {
+pub(crate) fn in_cluster(om: &str, cluster: &str) -> String {
     om.replace(
         "{namespace=",
         &format!("{{cluster=\"{cluster}\",namespace="),
@@ -731,13 +737,26 @@ workloads = ["embed", "rerank"]
         .arg(dir.path().join("plan.toml"))
         .arg("--metrics")
         .arg(&om)
-        .args(["--cluster", "east", "--write-plan"])
+        .args(["--cluster", "east", "--format", "json", "--write-plan"])
         .arg(&next)
         .output()
         .expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let written = std::fs::read_to_string(&next).expect("next");
+    // Issue 61: the report's row says what the plan says, the forecast's proposal beside it.
+    let v = crate::common::contract(&out.stdout).expect("json");
+    let chat = forecast(&v, "chat");
+    assert_eq!(chat["written"], "left_as_written", "{chat:#}");
+    assert_eq!(
+        (
+            chat["proposed"]["min"].as_i64(),
+            chat["proposed"]["max"].as_i64()
+        ),
+        (Some(2), Some(40)),
+        "{chat:#}"
+    );
+    assert!(chat["not_written"]["max"].as_i64().is_some(), "{chat:#}");
     assert_eq!(
         line(&written, "chat", "replicas"),
         Some("replicas = { min = 2, max = 40 }   # HPA bounds"),

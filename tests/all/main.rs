@@ -14,6 +14,7 @@ mod costs;
 mod data;
 mod delivers;
 mod files;
+mod fleet_plan;
 mod forecast;
 mod hardening;
 mod hardening4;

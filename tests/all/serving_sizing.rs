@@ -391,6 +391,14 @@ fn services_are_sized_from_their_arrivals_whatever_their_clients_patience() {
         next.contains("arrivals") && next.contains("Erlang C"),
         "{next}"
     );
+    // One story: rag's GPU is 1% busy, but its size came from its arrivals on whole GPUs; no
+    // slice is advised in the report nor written to the plan.
+    let advice = impatient["recommendations"].as_array().expect("advice");
+    assert!(
+        !advice.iter().any(|a| a["kind"] == "right-size"),
+        "{advice:#?}"
+    );
+    assert!(!next.contains("gpu_fraction"), "{next}");
     let chat = impatient["serving"]
         .as_array()
         .expect("serving")

@@ -12,6 +12,7 @@ mod figures;
 mod tally;
 
 use super::advice::{idle_nodes, unmet_demand};
+use super::rows::AdviceKind;
 use super::telemetry::{format_time, Telemetry};
 use super::{Review, Settings};
 use crate::catalog::Catalog;
@@ -48,8 +49,21 @@ pub fn analyse(
         pending,
     } = tally(&facts, t, s);
 
-    let (workloads, mut advice, right_sizes) =
+    let (workloads, mut advice, mut right_sizes) =
         workload_rows(plan, rec, catalog, s, &by_workload, &mut matches);
+    // A service its serving metrics size keeps the GPU its capacity was measured on: a slice
+    // chosen by GPU activity is neither advised nor written for it (one story per run).
+    let (serving, serving_missing) = super::serving::serving(plan, t);
+    let sized: Vec<&str> = serving
+        .iter()
+        .filter(|r| !r.needed_by_hour.is_empty())
+        .map(|r| r.workload.as_str())
+        .collect();
+    advice.retain(|a| {
+        !(a.kind == AdviceKind::RightSize
+            && a.workload.as_deref().is_some_and(|w| sized.contains(&w)))
+    });
+    right_sizes.retain(|w, _| !sized.contains(&w.as_str()));
     advice.extend(stalled_advice(plan, rec, catalog, &stalled));
     advice.extend(unmet_demand(plan, t, &pending));
 
@@ -66,7 +80,6 @@ pub fn analyse(
             .then(a.kind.cmp(&b.kind))
     });
 
-    let (serving, serving_missing) = super::serving::serving(plan, t);
     let next_quarter =
         super::forecast::forecast(plan, t, &workloads, &right_sizes, &serving, &s.forecast);
     Review {

@@ -141,6 +141,27 @@ pub struct WorkloadForecast {
     /// The slice a right-size takes, when the proposal right-sizes.
     #[serde(skip)]
     pub right_size: Option<crate::review::says::Slice>,
+    /// What `--write-plan` wrote of it, where this run wrote a plan: `proposed` is then what
+    /// the written plan says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<Written>,
+    /// The forecast's proposal where the written plan did not take it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_written: Option<Proposal>,
+}
+
+/// What `review --write-plan` wrote of a workload's proposal in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Written {
+    /// As proposed.
+    AsProposed,
+    /// Without its right-size, which `check` refused: the count without it.
+    WithoutRightSize,
+    /// Its replicas as written: its pools cannot grow to hold the proposal, or span regions
+    /// the data did not cover (the run's warnings say which).
+    #[serde(rename = "left_as_written")]
+    Unchanged,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]

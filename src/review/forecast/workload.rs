@@ -376,6 +376,8 @@ pub(super) fn workload_forecast(
         without_right_size: out.without_right_size,
         figures,
         right_size: rs.map(|r| r.slice.clone()),
+        written: None,
+        not_written: None,
     })
 }
 
