@@ -912,6 +912,29 @@ fn a_scrape_longer_than_the_step_never_inflates_peaks() {
         let stalled = v["stalled"].as_array().expect("stalled");
         assert_eq!(stalled.len(), 1, "{stalled:#?}");
         assert_eq!(stalled[0]["allocated_gpus"], 2.0, "{stalled:#?}");
+        // Issue 61: the HTML chart's per-team peaks are the GPUs held, as the pools' are
+        // (GPU-seconds of a 300 s sample over a 60 s step drew 1.67 times them).
+        let html = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"))
+            .args([
+                "review",
+                "plans/azure-inference.toml",
+                "--format",
+                "html",
+                "--metrics",
+            ])
+            .arg(&f)
+            .args(["--step", step])
+            .output()
+            .expect("runs");
+        let html = String::from_utf8_lossy(&html.stdout);
+        let peaks: f64 = html
+            .split("peak ")
+            .skip(1)
+            .filter_map(|s| s.split(" GPUs</text>").next()?.parse::<f64>().ok())
+            .sum();
+        let truth: f64 = truth.iter().map(|(_, g)| g).sum();
+        eprintln!("{step}: chart peaks {peaks} truth {truth}");
+        close(&format!("chart peaks at {step}"), peaks, truth);
     }
 }
 

@@ -11,6 +11,8 @@ pub(crate) use super::rows::*;
 mod figures;
 mod tally;
 
+use std::collections::BTreeMap;
+
 use super::advice::{idle_nodes, unmet_demand};
 use super::rows::AdviceKind;
 use super::telemetry::{format_time, Telemetry};
@@ -116,7 +118,61 @@ pub fn analyse(
         next_quarter,
         timeline: timeline
             .into_iter()
-            .map(|(team, pts)| (team, pts.into_iter().map(|(t, (a, u))| (t, a, u)).collect()))
+            .map(|(team, pts)| (team, with_gaps(&pts, t)))
             .collect(),
+    }
+}
+
+/// A team's chart points, with zero at each edge of a covered stretch it held nothing in: a
+/// line drawn straight across would show work that ran four hours a day as running all day.
+/// A stretch the data does not cover stays a gap the line crosses (no data is not idle).
+fn with_gaps(pts: &BTreeMap<i64, (f64, f64)>, t: &Telemetry) -> Vec<(i64, f64, f64)> {
+    let mut out: Vec<(i64, f64, f64)> = Vec::with_capacity(pts.len());
+    let mut last: Option<i64> = None;
+    for (time, (a, u)) in pts {
+        if let Some(prev) = last.filter(|p| time - p > t.step) {
+            let (after, before) = (prev + t.step, time - t.step);
+            if t.covered_windows.contains(&after) {
+                out.push((after, 0.0, 0.0));
+            }
+            if before > after && t.covered_windows.contains(&before) {
+                out.push((before, 0.0, 0.0));
+            }
+        }
+        out.push((*time, *a, *u));
+        last = Some(*time);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Work that stops and starts again drops to zero in the chart where the data covers the
+    /// pause, and is drawn across a pause the data does not cover.
+    #[test]
+    fn a_pause_is_drawn_as_zero_only_where_the_data_covers_it() {
+        let pts: BTreeMap<i64, (f64, f64)> = [0, 60, 120, 600, 660]
+            .into_iter()
+            .map(|t| (t, (2.0, 1.0)))
+            .collect();
+        let mut t = Telemetry {
+            step: 60,
+            ..Telemetry::default()
+        };
+        t.covered_windows = (0..12).map(|k| k * 60).collect();
+        let drawn = with_gaps(&pts, &t);
+        let times: Vec<i64> = drawn.iter().map(|p| p.0).collect();
+        assert_eq!(times, [0, 60, 120, 180, 540, 600, 660]);
+        assert_eq!((drawn[3].1, drawn[4].1), (0.0, 0.0));
+        // the pause outside the data: no zero is invented
+        t.covered_windows = [0, 60, 120, 600, 660].into_iter().collect();
+        assert_eq!(with_gaps(&pts, &t).len(), 5);
+        // a one-window pause: one zero
+        let short: BTreeMap<i64, (f64, f64)> =
+            [0, 120].into_iter().map(|t| (t, (1.0, 1.0))).collect();
+        t.covered_windows = [0, 60, 120].into_iter().collect();
+        assert_eq!(with_gaps(&short, &t).len(), 3);
     }
 }

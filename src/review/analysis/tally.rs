@@ -152,7 +152,6 @@ pub(super) struct Tally<'a> {
 }
 
 pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> Tally<'a> {
-    let step = t.step.max(1);
     let mut out = Tally::default();
     for f in facts {
         let p = f.p;
@@ -180,15 +179,23 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
                 *held.entry(time).or_default() += g;
             }
         }
-        for (time, a) in &p.allocated {
+        // The chart draws the level held in each window, as the pool peaks read it: with a
+        // scrape longer than the step a sampled window holds more than a step's GPU-seconds,
+        // which divided by the step would overstate the GPUs. Used at the share of the held
+        // GPU-seconds busy in the last sampled window.
+        let mut busy = 0.0;
+        for (time, g) in &p.gpus {
+            if let Some(a) = p.allocated.get(&time).filter(|a| **a > 0.0) {
+                busy = (p.used.get(&time).copied().unwrap_or(0.0) / a).clamp(0.0, 1.0);
+            }
             let e = out
                 .timeline
                 .entry(p.namespace.clone())
                 .or_default()
                 .entry(time)
                 .or_default();
-            e.0 += a / step as f64;
-            e.1 += p.used.get(&time).copied().unwrap_or(0.0) / step as f64;
+            e.0 += g;
+            e.1 += g * busy;
         }
         if let (Some(w), Some(how)) = (f.workload, f.matched) {
             out.matches.entry(w).or_default().add(how);
