@@ -22,7 +22,7 @@ mod attach;
 mod queueing;
 
 pub(super) use attach::attach;
-pub(crate) use queueing::{Arrivals, SlotsFrom};
+pub(crate) use queueing::{Arrivals, Counted, SlotsFrom};
 
 /// KV-cache use from which vLLM starts preempting requests: a replica this full is saturated
 /// whatever its queue says.
@@ -182,6 +182,8 @@ pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<Strin
 /// the whole window.
 struct Hours {
     hours: BTreeMap<i64, Hour>,
+    /// Arrivals counted from first tokens: a pod exported no finished-request counter.
+    first_tokens: bool,
     ttft: BTreeMap<i64, BTreeMap<u64, f64>>,
     all: BTreeMap<u64, f64>,
 }
@@ -192,6 +194,7 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
     let mut windows: BTreeMap<i64, Hour> = BTreeMap::new();
     let mut ttft: BTreeMap<i64, BTreeMap<u64, f64>> = BTreeMap::new();
     let mut all: BTreeMap<u64, f64> = BTreeMap::new();
+    let mut first_tokens = false;
     for s in pods {
         for (w, r) in &s.running {
             let e = windows.entry(w).or_default();
@@ -208,6 +211,14 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
             let e = windows.entry(w).or_default();
             e.finished += n;
             e.aborted += s.aborted.get(&w).copied().unwrap_or(0.0);
+        }
+        if s.finished.is_empty() {
+            // No finished-request counter: the requests that got a first token (the
+            // histogram's `+Inf` bucket) arrived, those that gave up first are unseen.
+            for (w, b) in &s.ttft {
+                windows.entry(*w).or_default().finished += b.values().copied().fold(0.0, f64::max);
+                first_tokens = true;
+            }
         }
         for (w, b) in &s.ttft {
             for (le, n) in b {
@@ -254,7 +265,12 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
     // An hour is read where its windows cover at least half of it.
     let half = (1800 / step.max(1)).max(1) as f64;
     hours.retain(|_, h| h.windows >= half);
-    Hours { hours, ttft, all }
+    Hours {
+        hours,
+        first_tokens,
+        ttft,
+        all,
+    }
 }
 
 impl Hour {
@@ -340,14 +356,7 @@ fn row(name: &str, team: &str, pods: &[&Serving], by: &Judging) -> Option<Servin
         return None;
     }
     let j = judge(&h, by.objective);
-    let queued = queueing::arrivals(
-        pods,
-        &h.hours,
-        &h.ttft,
-        by.step,
-        by.objective,
-        by.max_num_seqs,
-    );
+    let queued = queueing::arrivals(pods, &h, by.step, by.objective, by.max_num_seqs);
     let (arrivals, needed_by_hour, queue) = match queued {
         Some((figures, model, rate)) => (
             Some(figures),

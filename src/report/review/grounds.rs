@@ -7,7 +7,7 @@ use crate::core::num;
 use crate::review::forecast::grounds::{
     Band, Grounds, Level, Queued, ServingGrounds, Signal, SizedBy,
 };
-use crate::review::serving::{SlotsFrom, QUEUE_FREE};
+use crate::review::serving::{Counted, SlotsFrom, QUEUE_FREE};
 
 impl fmt::Display for Grounds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -160,12 +160,18 @@ impl fmt::Display for Queued {
             SlotsFrom::KvCache => "the requests that fill its KV cache to 90%",
             SlotsFrom::VllmDefault => "vLLM's default max_num_seqs: nothing else told it",
         };
+        let counted = match a.counted {
+            Counted::Finished => format!(
+                "{:.1}% abandoned, counted as arrived",
+                a.aborted_share * 100.0
+            ),
+            Counted::FirstTokens => "counted from first tokens: no finished-request counter, so clients that gave up first are unseen".to_owned(),
+        };
         write!(
             f,
-            "arrivals {}/s at the busiest hour, {}/s at p95 ({:.1}% abandoned, counted as arrived), each running {} s in one of {} batch slots per replica ({slots}), first token {} s without a queue: by Erlang C per replica, ",
+            "arrivals {}/s at the busiest hour, {}/s at p95 ({counted}), each running {} s in one of {} batch slots per replica ({slots}), first token {} s without a queue: by Erlang C per replica, ",
             num(a.per_second.max),
             num(a.per_second.p95),
-            a.aborted_share * 100.0,
             num(a.service_seconds),
             num(a.slots_per_replica),
             num(a.first_token_seconds),

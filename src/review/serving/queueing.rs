@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::super::numbers::{quantile, round, round4, Quantiles};
 use super::super::telemetry::Serving;
-use super::{histogram_quantile, Hour, KV_FULL, QUEUE_FREE};
+use super::{histogram_quantile, Hour, Hours, KV_FULL, QUEUE_FREE};
 
 /// The share of requests allowed over the objective: it is a 95th percentile.
 const TAIL: f64 = 0.05;
@@ -47,9 +47,21 @@ pub enum SlotsFrom {
     VllmDefault,
 }
 
+/// What the arrivals were counted from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Counted {
+    /// `vllm:request_success_total`, every finish reason: abandoned requests arrived too.
+    Finished,
+    /// The time-to-first-token histogram's count, where a server exported no
+    /// finished-request counter: a client that gave up before its first token is unseen.
+    FirstTokens,
+}
+
 /// The queueing figures that sized a service from its arrivals.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Arrivals {
+    pub counted: Counted,
     /// Requests arriving per second, per hour.
     pub per_second: Quantiles,
     /// Share of the requests that finished by a client giving up (`finished_reason="abort"`).
@@ -181,14 +193,14 @@ fn slots_seen(pods: &[&Serving]) -> (Option<f64>, Option<f64>, f64) {
 /// The model and its figures, where the servers exported their finished requests.
 pub(super) fn arrivals(
     pods: &[&Serving],
-    hours: &BTreeMap<i64, Hour>,
-    ttft: &BTreeMap<i64, BTreeMap<u64, f64>>,
+    h: &Hours,
     step: i64,
     objective: Option<f64>,
     max_num_seqs: Option<i64>,
 ) -> Option<(Arrivals, Model, BTreeMap<i64, f64>)> {
     // Returns the figures, the model, and the arrivals per second of each hour's busiest
     // block.
+    let (hours, ttft) = (&h.hours, &h.ttft);
     if !hours.values().any(|h| h.finished > 0.0) {
         return None;
     }
@@ -206,6 +218,11 @@ pub(super) fn arrivals(
     };
     let service = service_over(&free).or_else(|| service_over(&|_| true))?;
     let (seen, kv, engines) = slots_seen(pods);
+    let counted = if h.first_tokens {
+        Counted::FirstTokens
+    } else {
+        Counted::Finished
+    };
     let (slots, from) = match (seen, max_num_seqs, kv) {
         // A mean over a window of integers at the limit: the nearest is the limit.
         (Some(s), _, _) => (s.round(), SlotsFrom::SeenFull),
@@ -234,6 +251,7 @@ pub(super) fn arrivals(
     let finished: f64 = hours.values().map(|h| h.finished).sum();
     let aborted: f64 = hours.values().map(|h| h.aborted).sum();
     let figures = Arrivals {
+        counted,
         per_second: Quantiles::of(&rate.values().copied().collect::<Vec<_>>()),
         aborted_share: round4(aborted / finished.max(1e-9)),
         service_seconds: round4(service),
