@@ -381,6 +381,10 @@ pub struct Serving {
     /// Requests running and waiting, summed over the pod's engines.
     pub running: Windows,
     pub waiting: Windows,
+    /// The most requests running and waiting in any one sample of each window (summed over
+    /// the pod's engines).
+    pub running_peak: Windows,
+    pub waiting_peak: Windows,
     /// KV-cache use summed over the engines that exported it, and how many did.
     pub kv_cache: Windows,
     pub kv_engines: Windows,

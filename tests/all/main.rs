@@ -38,5 +38,6 @@ mod review_pools;
 mod review_stock;
 mod robustness;
 mod rules;
+mod serving_forecast;
 mod serving_sizing;
 mod serving_stores;

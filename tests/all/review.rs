@@ -879,7 +879,7 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
         .into_iter()
         .filter(|r| r.target.contains("query_range"))
         .collect();
-    assert_eq!(ranges.len(), 2 * 27, "two pieces of each query");
+    assert_eq!(ranges.len(), 2 * 29, "two pieces of each query");
     // the first piece ends a week in, at the last millisecond of its window
     assert!(
         ranges

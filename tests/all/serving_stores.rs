@@ -4,7 +4,8 @@
 //! Neither stops the review, and the file, Prometheus and VictoriaMetrics give one answer.
 
 use crate::common;
-use crate::forecast::{vllm_fleet, NOV7, VLLM_PLAN};
+use crate::forecast::NOV7;
+use crate::serving_forecast::{vllm_fleet, VLLM_PLAN};
 
 /// The fleet's metrics as a busy V1 server exports them: every TTFT counter 5 million
 /// requests along, and each pod that exports `vllm:kv_cache_usage_perc` exporting the same

@@ -160,6 +160,11 @@ pub enum Q {
     ServingWaiting,
     /// vLLM's requests being served (`vllm:num_requests_running`), per pod.
     ServingRunning,
+    /// The most requests running and waiting in any sample of a window, per pod: a sample
+    /// with requests waiting has its batch full, so the running beside it is the batch limit
+    /// (window means blur it where the queue came and went).
+    ServingRunningPeak,
+    ServingWaitingPeak,
     /// vLLM's KV-cache blocks in use, 0..1 (`vllm:gpu_cache_usage_perc`, renamed
     /// `vllm:kv_cache_usage_perc` by the V1 engine), per pod.
     ServingKvCache,

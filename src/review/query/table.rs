@@ -268,6 +268,22 @@ pub(crate) const QUERIES: &[Query] = &[
         pod_labels: true,
     },
     Query {
+        id: Q::ServingRunningPeak,
+        metrics: &["vllm:num_requests_running", "vllm_num_requests_running"],
+        matchers: &[],
+        over: Over::Max,
+        by: ENGINE,
+        pod_labels: true,
+    },
+    Query {
+        id: Q::ServingWaitingPeak,
+        metrics: &["vllm:num_requests_waiting", "vllm_num_requests_waiting"],
+        matchers: &[],
+        over: Over::Max,
+        by: ENGINE,
+        pod_labels: true,
+    },
+    Query {
         id: Q::ServingKvCache,
         metrics: &[
             "vllm:gpu_cache_usage_perc",

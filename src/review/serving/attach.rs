@@ -8,9 +8,11 @@ use super::super::telemetry::{run_at, Pods, Serving, Windows};
 pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
     let col = |q: Q, l: &str| Answers::col(q, l);
     type Series = fn(&mut Serving) -> &mut Windows;
-    let gauges: [(Q, Series); 3] = [
+    let gauges: [(Q, Series); 5] = [
         (Q::ServingRunning, |s| &mut s.running),
         (Q::ServingWaiting, |s| &mut s.waiting),
+        (Q::ServingRunningPeak, |s| &mut s.running_peak),
+        (Q::ServingWaitingPeak, |s| &mut s.waiting_peak),
         (Q::ServingKvCache, |s| &mut s.kv_cache),
     ];
     for (q, series) in gauges {

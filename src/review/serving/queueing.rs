@@ -168,6 +168,14 @@ fn slots_seen(pods: &[&Serving]) -> (Option<f64>, Option<f64>, f64) {
     let mut shares: Vec<f64> = Vec::new();
     let mut engines: f64 = 1.0;
     for s in pods {
+        // A sample with requests waiting is a full batch: the most running beside one is the
+        // limit (where the peaks were exported; else a window whose mean held a queue).
+        for (w, q) in &s.waiting_peak {
+            let r = s.running_peak.get(&w).copied().unwrap_or(0.0);
+            if *q >= 1.0 && r > 0.0 {
+                full = Some(full.map_or(r, |f: f64| f.max(r)));
+            }
+        }
         for (w, r) in &s.running {
             let waiting = s.waiting.get(&w).copied().unwrap_or(0.0);
             if waiting >= QUEUED && *r > 0.0 {
@@ -284,6 +292,29 @@ mod tests {
         // large batches stay finite
         let big = erlang_c(1024, 1000.0);
         assert!(big.is_finite() && big > 0.0 && big < 1.0, "{big}");
+    }
+
+    /// A batch is read full from one sample with requests waiting (the window's peaks), not
+    /// only from a window whose mean held a queue; without either, from the KV cache each
+    /// running request used.
+    #[test]
+    fn slots_are_the_running_beside_a_queue() {
+        let mut s = Serving::default();
+        for w in 0..6 {
+            let t = w * 600;
+            s.running.add(t, 5.0);
+            s.waiting.add(t, 0.2);
+            s.kv_cache.add(t, 0.25);
+            s.kv_engines.add(t, 1.0);
+            s.running_peak.add(t, if w == 3 { 8.0 } else { 6.0 });
+            s.waiting_peak.add(t, if w == 3 { 2.0 } else { 0.0 });
+        }
+        let (full, kv, engines) = slots_seen(&[&s]);
+        assert_eq!(full, Some(8.0));
+        // 0.05 of the cache a request: 18 fill it to 90%
+        assert_eq!((kv, engines), (Some(18.0), 1.0));
+        s.waiting_peak = Default::default();
+        assert_eq!(slots_seen(&[&s]).0, None);
     }
 
     /// The fewest replicas: each meets, one fewer does not; none for no arrivals.
