@@ -3,9 +3,10 @@
 //! pods export vLLM's metrics, hour by hour: replicas serving, requests in flight and
 //! waiting, KV-cache use and the time-to-first-token p95; the concurrency one replica
 //! carried while the workload met its objective (its `ttft_p95_seconds`, else no queue and
-//! KV cache below [`KV_FULL`]). Where the servers export their finished requests, the
-//! replicas each hour needed come from its arrivals by queueing arithmetic
-//! ([`queueing`]); otherwise from the concurrency one replica carried within the objective.
+//! KV cache below [`KV_FULL`]). Where the servers export their finished requests (or,
+//! without that counter, a TTFT histogram), the replicas each hour needed come from its
+//! arrivals by queueing arithmetic ([`queueing`]); otherwise from the concurrency one replica
+//! carried within the objective.
 
 use std::collections::BTreeMap;
 
@@ -98,9 +99,9 @@ pub struct ServingRow {
     /// Requests in flight one replica carried within the objective (the most of any hour
     /// that met it); `None` where no hour met it.
     pub concurrency_per_replica: Option<f64>,
-    /// Where the servers exported their finished requests: the arrivals and the queueing
-    /// figures the replicas needed came from (`concurrency_per_replica` then decides
-    /// nothing).
+    /// Where the servers exported their finished requests (or a TTFT histogram, whose count
+    /// is then the arrivals): the arrivals and the queueing figures the replicas needed came
+    /// from (`concurrency_per_replica` then decides nothing).
     pub arrivals: Option<Arrivals>,
     /// Replicas each hour needed: for its arrivals at the objective where `arrivals` is
     /// given, else at the concurrency one replica carried within it.
