@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod ci_reports;
 mod cli;
 mod cluster;
 mod comment;
@@ -18,9 +19,11 @@ mod fleet_plan;
 mod forecast;
 mod hardening;
 mod hardening4;
+mod hardware_facts;
 mod invariant;
 mod karpenter;
 mod kueue;
+mod kueue_safeguards;
 mod layers;
 mod names;
 mod pod_runs;
