@@ -133,6 +133,16 @@ struct Hour {
     arrivals: f64,
 }
 
+/// One block of [`BLOCK`] seconds of a workload's serving: requests finished, requests in
+/// flight in its first and last window with gauges, and how many such windows.
+#[derive(Default)]
+struct Block {
+    finished: f64,
+    first: f64,
+    last: f64,
+    windows: f64,
+}
+
 /// Seconds over which an arrival rate is read: long enough to count hundreds of requests
 /// of a busy service, short enough that a burst of tens of minutes shows.
 const BLOCK: i64 = 600;
@@ -229,22 +239,21 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
         }
     }
     let mut hours: BTreeMap<i64, Hour> = BTreeMap::new();
-    // Per block: requests finished, load in its first and last window, windows.
     let block = BLOCK.max(step);
-    let mut blocks: BTreeMap<i64, (f64, f64, f64, f64)> = BTreeMap::new();
+    let mut blocks: BTreeMap<i64, Block> = BTreeMap::new();
     for (w, x) in &windows {
         let b = blocks.entry(w.div_euclid(block) * block).or_default();
-        b.0 += x.finished;
+        b.finished += x.finished;
         if x.replicas == 0.0 {
             // Requests finished in a window no gauge covered: counted, not a window of load.
             continue;
         }
         let load = x.running + x.waiting;
-        if b.3 == 0.0 {
-            b.1 = load;
+        if b.windows == 0.0 {
+            b.first = load;
         }
-        b.2 = load;
-        b.3 += 1.0;
+        b.last = load;
+        b.windows += 1.0;
         let e = hours.entry(hour_of(w)).or_default();
         e.finished += x.finished;
         e.aborted += x.aborted;
@@ -257,9 +266,10 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
             e.kv_windows += 1.0;
         }
     }
-    for (start, (finished, first, last, n)) in &blocks {
-        if let Some(h) = hours.get_mut(&hour_of(start)).filter(|_| *n > 0.0) {
-            let rate = ((finished + last - first) / (n * step.max(1) as f64)).max(0.0);
+    for (start, b) in &blocks {
+        if let Some(h) = hours.get_mut(&hour_of(start)).filter(|_| b.windows > 0.0) {
+            let rate =
+                ((b.finished + b.last - b.first) / (b.windows * step.max(1) as f64)).max(0.0);
             h.arrivals = h.arrivals.max(rate);
         }
     }

@@ -332,13 +332,25 @@ pub(crate) fn review(dir: &std::path::Path, om: &str, tag: &str) -> serde_json::
     review_from(dir, &["--metrics", file.to_str().expect("utf-8")], tag)
 }
 
-/// The review of the simulated plan from a source (`--metrics FILE`, `--prometheus URL`).
+/// The review of the simulated plan from a source (`--metrics FILE`, `--prometheus URL`),
+/// writing next quarter's plan to `TAG.toml`.
 pub(crate) fn review_from(dir: &std::path::Path, source: &[&str], tag: &str) -> serde_json::Value {
-    let plan = dir.join("plan.toml");
-    std::fs::write(&plan, PLAN).expect("plan");
-    let out = common::gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"))
-        .arg("review")
-        .arg(&plan)
+    review_with(dir, PLAN, source, Some(&dir.join(format!("{tag}.toml"))))
+}
+
+/// The JSON review of `plan` over the simulated week (2026-11-07 to -15, 600 s windows) from
+/// a source, writing next quarter's plan to `next` where given.
+pub(crate) fn review_with(
+    dir: &std::path::Path,
+    plan: &str,
+    source: &[&str],
+    next: Option<&std::path::Path>,
+) -> serde_json::Value {
+    let path = dir.join("plan.toml");
+    std::fs::write(&path, plan).expect("plan");
+    let mut run = common::gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"));
+    run.arg("review")
+        .arg(&path)
         .args(source)
         .args([
             "--from",
@@ -346,11 +358,11 @@ pub(crate) fn review_from(dir: &std::path::Path, source: &[&str], tag: &str) -> 
             "--to",
             "2026-11-15T00:00:00Z",
         ])
-        .args(["--step", "600s", "--format", "json", "--write-plan"])
-        .arg(dir.join(format!("{tag}.toml")))
-        .output()
-        .expect("run");
-    common::ok_json(out)
+        .args(["--step", "600s", "--format", "json"]);
+    if let Some(next) = next {
+        run.arg("--write-plan").arg(next);
+    }
+    common::ok_json(run.output().expect("run"))
 }
 
 fn proposed_max(v: &serde_json::Value, name: &str) -> i64 {

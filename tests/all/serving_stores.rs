@@ -34,25 +34,7 @@ fn busy_v1(om: &str) -> String {
 }
 
 fn review(dir: &std::path::Path, source: &[&str]) -> serde_json::Value {
-    let plan = dir.join("plan.toml");
-    std::fs::write(&plan, VLLM_PLAN).expect("plan");
-    let out = common::gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"))
-        .arg("review")
-        .arg(&plan)
-        .args(source)
-        .args([
-            "--from",
-            "2026-11-07T00:00:00Z",
-            "--to",
-            "2026-11-15T00:00:00Z",
-            "--step",
-            "600s",
-            "--format",
-            "json",
-        ])
-        .output()
-        .expect("run");
-    common::ok_json(out)
+    crate::serving_sizing::review_with(dir, VLLM_PLAN, source, None)
 }
 
 #[test]

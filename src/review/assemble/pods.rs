@@ -13,7 +13,7 @@ use super::states::PodStates;
 use crate::catalog::Catalog;
 use crate::plan::Plan;
 use crate::review::owners::owner;
-use crate::review::query::{Answers, Grid, Row, Q};
+use crate::review::query::{increments, Answers, Grid, Row, Q};
 use crate::review::telemetry::{run_at, NodeSeries, PodSeries, Pods, Windows};
 
 /// A node's pool by the names render gave; a node without one takes the declared pool of a
@@ -393,9 +393,8 @@ pub(super) fn tokens(a: &Answers, grid: Grid, pods: &mut Pods) {
         let Some(runs) = pods.get_mut(&key) else {
             continue;
         };
-        for ((_, a), (k, b)) in w.iter().zip(w.iter().skip(1)) {
-            let inc = if b >= a { b - a } else { *b };
-            if let Some(p) = run_at(runs, grid.start(k)) {
+        for (t, inc) in increments(grid, w) {
+            if let Some(p) = run_at(runs, t) {
                 p.tokens += inc;
             }
         }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::spec::{Query, Q};
+use super::spec::{Grid, Query, Q};
 use super::table::QUERIES;
 
 /// The series of one group become one value by their maximum: the same series scraped twice
@@ -14,6 +14,18 @@ fn combine(row: &mut Row, k: u32, v: f64) {
 
 /// One group's value per window (by window index).
 pub(crate) type Row = crate::review::timeline::Timeline<u32, f64>;
+
+/// A counter's increase from one window's highest value to the next, across resets (a value
+/// below the last is a restarted server counting from zero), with the start of the window it
+/// fell in; windows that added nothing are left out.
+pub(crate) fn increments(grid: Grid, w: &Row) -> impl Iterator<Item = (i64, f64)> + '_ {
+    w.iter()
+        .zip(w.iter().skip(1))
+        .filter_map(move |((_, a), (k, b))| {
+            let inc = if b >= a { b - a } else { *b };
+            (inc > 0.0 && inc.is_finite()).then(|| (grid.start(k), inc))
+        })
+}
 
 /// One query's answer: per group (the values of its `by` labels, in order), per window, the
 /// value.

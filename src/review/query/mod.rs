@@ -14,7 +14,7 @@ mod collector;
 mod spec;
 mod table;
 
-pub(crate) use answers::{Answers, Row};
+pub(crate) use answers::{increments, Answers, Row};
 pub(crate) use collector::Collector;
 pub(crate) use spec::{sample_max, wanted, Grid, Query, MAX_GPUS, Q};
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! vLLM's series read into the pods that export them: gauges summed over a pod's engines,
 //! counters turned into what each window added.
 
-use super::super::query::{Answers, Grid, Q};
+use super::super::query::{increments, Answers, Grid, Q};
 use super::super::telemetry::{run_at, Pods, Serving, Windows};
 
 /// Reads vLLM's series into the pods that export them.
@@ -43,7 +43,7 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
         let Some(runs) = pods.get_mut(&key) else {
             continue;
         };
-        for (t, inc) in increments(grid, w) {
+        for (t, inc) in increments(*grid, w) {
             let Some(p) = run_at(runs, t) else { continue };
             *p.serving
                 .get_or_insert_with(Box::default)
@@ -61,7 +61,7 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
         let Some(runs) = pods.get_mut(&key) else {
             continue;
         };
-        for (t, inc) in increments(grid, w) {
+        for (t, inc) in increments(*grid, w) {
             let Some(p) = run_at(runs, t) else { continue };
             let s = p.serving.get_or_insert_with(Box::default);
             s.finished.add(t, inc);
@@ -70,20 +70,6 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
             }
         }
     }
-}
-
-/// A counter's increase from one window's highest value to the next, across resets (a value
-/// below the last is a restarted server counting from zero), with the window it fell in.
-fn increments<'a>(
-    grid: &'a Grid,
-    w: &'a super::super::query::Row,
-) -> impl Iterator<Item = (i64, f64)> + 'a {
-    w.iter()
-        .zip(w.iter().skip(1))
-        .filter_map(|((_, a), (k, b))| {
-            let inc = if b >= a { b - a } else { *b };
-            (inc > 0.0 && inc.is_finite()).then(|| (grid.start(k), inc))
-        })
 }
 
 /// A histogram bucket's `le`, `+Inf` included; `None` for anything else.
