@@ -16,7 +16,7 @@
 //! into is locked (`flock`) for the whole set, so two gpuplan runs never interleave.
 //! Errors name the target, never a temporary file.
 
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::path::{Component, Path, PathBuf};
 
 /// What went wrong with which file: the path is the user's target, never a temporary name.
@@ -360,11 +360,6 @@ mod faults {
 #[cfg(unix)]
 #[path = "fsio/unix/mod.rs"]
 mod imp;
-#[cfg(unix)]
-use imp as unix;
-
-#[cfg(unix)]
-mod journal;
 
 mod first;
 pub(crate) use first::first_set;

@@ -22,12 +22,15 @@ pub(crate) mod telemetry;
 pub(crate) mod timeline;
 pub(crate) mod trend;
 
+use crate::review::rows::{
+    Advice, Coverage, IdleNode, IdlePool, ModelRow, PendingPod, PoolRow, ReservationAdvice,
+    ReservationFill, Stalled, TeamRow, Unmatched, Window, WorkloadRow,
+};
 pub use analysis::analyse;
 pub use forecast::Method;
 /// The step a review takes when none is given: whole minutes, under 11,000 windows.
 pub use prometheus::step_for as default_step;
 
-use rows::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

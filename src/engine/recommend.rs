@@ -27,11 +27,13 @@ mod rehome;
 mod aks;
 mod alternatives;
 mod build;
+mod choice;
 mod choose;
 mod compare;
 mod costs;
 mod explain;
 mod fillings;
+mod finish;
 mod marks;
 mod merge;
 mod moves;
@@ -40,34 +42,28 @@ mod quota;
 pub mod reason;
 mod types;
 
+use build::BuildCache;
+use choice::PoolKey;
+use choose::{cheapest_strategy, first_choices, pools_of};
+use costs::assemble;
+use finish::final_pools;
+use merge::merge_pools;
+use moves::{move_workloads, rehome_pools};
+use quota::repair_quota;
 use std::collections::BTreeMap;
 
-use indexmap::IndexMap;
-use serde::Serialize;
-
-use crate::catalog::{Catalog, GpuModel, Sku};
-use crate::core::{cents, HOURS_PER_MONTH};
-use crate::plan::raw::{Capacity, MigManager, Provider, Sharing};
+use crate::catalog::Catalog;
+use crate::core::cents;
 use crate::plan::Plan;
-use candidate::{Candidate, Constraint, Fit, Rate};
-use demand::{Demand, Segment};
-use pack::{Item, NodeCap};
 
-pub use build::node_sizes;
 pub use declared::declared;
 pub use explain::constraint_names;
-pub use types::*;
-
-use alternatives::*;
-use build::*;
-use choose::*;
-use compare::*;
-use costs::*;
-use explain::*;
-use merge::*;
-use moves::*;
-use nodes::*;
-use quota::*;
+pub use finish::node_sizes;
+pub(crate) use types::SCHEMA;
+pub use types::{
+    Alternative, CapacityOption, Change, Comparison, DataUsed, Finding, FindingCode, MigConfig,
+    Nodes, RecPool, Recommendation, Stranded, TeamCost, Unsatisfied, WorkloadCost,
+};
 
 /// What every stage reads: the plan, the catalog in force, the plan's hours a month, and the
 /// packings built so far (a merge or quota move asks for a pool many times).

@@ -1,6 +1,12 @@
 //! Elsewhere: the same rules with the standard library's calls, each component checked.
 
-use super::*;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+
+use super::{
+    refuse, split_rel, FileError, Hold, Input, Opened, Tree, NOT_REGULAR, NOT_REGULAR_INPUT,
+    SYMLINK,
+};
 
 pub(super) fn open(path: &Path, kind: Input) -> io::Result<Opened> {
     let _ = kind;

@@ -1,4 +1,5 @@
 use super::*;
+use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
 
 use super::faults::FAIL_AT;
@@ -249,7 +250,7 @@ fn killed_at(step: usize, fail_at: usize) -> (bool, std::collections::BTreeMap<S
     FAIL_AT.with(|f| f.set(0));
     // The next run: any lock on the directory completes or undoes what was left.
     let before = listing(d.path());
-    let j = std::fs::read_to_string(d.path().join(super::journal::NAME)).unwrap_or_default();
+    let j = std::fs::read_to_string(d.path().join(super::imp::journal::NAME)).unwrap_or_default();
     drop(
         lock(d.path(), Hold::Read, false)
             .unwrap_or_else(|e| panic!("{e}\n{j}\n{:?}", before.keys().collect::<Vec<_>>())),
@@ -328,7 +329,7 @@ fn a_damaged_journal_is_named_and_nothing_is_touched() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("keep.tf"), "k").unwrap();
     std::fs::write(
-        d.path().join(super::journal::NAME),
+        d.path().join(super::imp::journal::NAME),
         "version = 1\nphase = \"swap\"\n[[entry]]\ndir = \"\"\nname = \"keep.tf\"\nbackup = \"../../etc/passwd\"\n",
     )
     .unwrap();
@@ -386,7 +387,7 @@ fn a_planted_journal_touches_no_file_gpuplan_does_not_own() {
                 j.push_str(&format!("{k} = \"{v}\"\n"));
             }
         }
-        std::fs::write(d.path().join(super::journal::NAME), j).unwrap();
+        std::fs::write(d.path().join(super::imp::journal::NAME), j).unwrap();
         for hold in [Hold::Read, Hold::Write] {
             let err = match lock(d.path(), hold, false) {
                 Err(e) => e.to_string(),

@@ -1,11 +1,13 @@
 //! The review's advice on what to change: right-sizing that fits the GPU, demand that waited
 //! (and whether capacity was why), reservations from measured floors, and nodes held empty.
 
+use crate::review::rows::{
+    Advice, AdviceKind, IdleNode, PendingPod, ReservationAdvice, ReservationOption, RightSize,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::assemble::pool_matches;
 use super::numbers::{pool_gpu_second, quantile, round, round4};
-use super::rows::*;
 use super::says::{AdviceChange, AdviceSays, NotReserved, Slice, Wait};
 use super::telemetry::Telemetry;
 use crate::catalog::Catalog;

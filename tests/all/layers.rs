@@ -268,7 +268,10 @@ fn sibling_graph(top: &str) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
                 ]
                 .iter()
                 .any(|p| line.contains(p.as_str()))
-                    || line.contains(&format!("crate::{top}::{{")) && line.contains(other.as_str());
+                    || (line.contains(&format!("crate::{top}::{{")) || line.contains("super::{"))
+                        && line
+                            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                            .any(|w| w == other);
                 if named {
                     g.entry(n.clone())
                         .or_default()
@@ -319,6 +322,45 @@ fn no_folder_has_an_import_circle() {
             panic!("cycle between {room} modules: {}", c.join(" → "));
         }
     }
+}
+
+/// Every import outside a test module names what it brings (issue 59): a glob hides which
+/// sibling a module leans on, and so hid a circle from the test above.
+#[test]
+fn no_glob_import_outside_tests() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut globs = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&src)
+            .expect("under src")
+            .display()
+            .to_string();
+        if rel.ends_with("tests.rs") || rel.contains("/tests/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (i, line) in text.lines().enumerate() {
+            // A test module's imports are indented under its `mod tests`.
+            if line.starts_with("#[cfg(test)]") {
+                break;
+            }
+            let l = code(line).trim_end();
+            let import = ["use ", "pub use ", "pub(crate) use "]
+                .iter()
+                .any(|p| l.starts_with(p));
+            if import && l.ends_with("::*;") {
+                globs.push(format!("src/{rel}:{}: {l}", i + 1));
+            }
+        }
+    }
+    assert!(
+        globs.is_empty(),
+        "glob imports outside tests:\n{}",
+        globs.join("\n")
+    );
 }
 
 #[test]

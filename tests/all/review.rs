@@ -4,28 +4,27 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use crate::common;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn gpuplan() -> Command {
+pub(crate) fn gpuplan() -> Command {
     let mut c = common::gpuplan(Path::new("/nonexistent/gpuplan-test-cache"));
     c.env_remove("GPUPLAN_PROMETHEUS_URL");
     c
 }
 
 /// 2026-09-01T00:00:00Z
-const START: i64 = 1_788_220_800;
-const STEP: i64 = 60;
-const POINTS: i64 = 360;
+pub(crate) const START: i64 = 1_788_220_800;
+pub(crate) const STEP: i64 = 60;
+pub(crate) const POINTS: i64 = 360;
 
 /// Pod, namespace, allocated GPUs, and GPUs in use at sample `i`.
-type Pod = (&'static str, &'static str, f64, fn(i64) -> f64);
+pub(crate) type Pod = (&'static str, &'static str, f64, fn(i64) -> f64);
 
-const PODS: [Pod; 5] = [
+pub(crate) const PODS: [Pod; 5] = [
     // half of one GPU busy all the time
     ("chat-api-7d9f-a", "assistants", 1.0, |_| 0.5),
     // a quarter busy for three hours, then nothing for three: stalled
@@ -51,13 +50,13 @@ const PODS: [Pod; 5] = [
 
 /// Nodes: name, pool label, allocatable GPUs. The notebook pod runs on `aks-notebooks-1`,
 /// the mystery job on `gpu-node-x`; `aks-notebooks-2` hosts nothing.
-const NODES: [(&str, Option<&str>, f64); 3] = [
+pub(crate) const NODES: [(&str, Option<&str>, f64); 3] = [
     ("aks-notebooks-1", Some("notebooks"), 1.0),
     ("aks-notebooks-2", Some("notebooks"), 1.0),
     ("gpu-node-x", None, 4.0),
 ];
 
-fn node_of(pod: &str) -> Option<&'static str> {
+pub(crate) fn node_of(pod: &str) -> Option<&'static str> {
     match pod {
         "research-notebooks-0" => Some("aks-notebooks-1"),
         "mystery-job-1" => Some("gpu-node-x"),
@@ -65,7 +64,7 @@ fn node_of(pod: &str) -> Option<&'static str> {
     }
 }
 
-fn openmetrics() -> String {
+pub(crate) fn openmetrics() -> String {
     let mut s = String::from("# TYPE kube_pod_container_resource_requests gauge\n");
     for (pod, ns, alloc, _) in PODS {
         let node = node_of(pod)
@@ -127,7 +126,7 @@ fn openmetrics() -> String {
     s
 }
 
-fn csv() -> String {
+pub(crate) fn csv() -> String {
     let mut s = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus,tokens_total\n");
     for (pod, ns, alloc, used) in PODS {
         for i in 0..POINTS {
@@ -147,7 +146,7 @@ fn csv() -> String {
     s
 }
 
-fn review(args: &[&str]) -> Value {
+pub(crate) fn review(args: &[&str]) -> Value {
     let out = gpuplan()
         .args(["review", "plans/azure-inference.toml", "--format", "json"])
         .args(args)
@@ -158,7 +157,7 @@ fn review(args: &[&str]) -> Value {
     crate::common::contract(&out.stdout).expect("json")
 }
 
-fn workload<'a>(v: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn workload<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["workloads"]
         .as_array()
         .and_then(|a| a.iter().find(|w| w["workload"] == name))
@@ -166,7 +165,7 @@ fn workload<'a>(v: &'a Value, name: &str) -> &'a Value {
 }
 
 /// The numbers worked out by hand from `PODS`.
-fn assert_ground_truth(v: &Value) {
+pub(crate) fn assert_ground_truth(v: &Value) {
     assert_eq!(v["schema"], "gpuplan.review/v1");
     assert_eq!(v["window"]["from"], "2026-09-01T00:00:00Z");
     assert_eq!(v["window"]["to"], "2026-09-01T06:00:00Z");
@@ -222,7 +221,7 @@ fn assert_ground_truth(v: &Value) {
 /// six hours with nothing on it (the notebooks pool's Standard_NC4as_T4_v3 at $0.526/h:
 /// $3.16); `gpu-node-x` offered four GPUs to a two-GPU job (43,200 GPU-s idle, no plan pool,
 /// so no price); `aks-notebooks-1` was fully requested and is not listed.
-fn assert_idle_nodes(v: &Value) {
+pub(crate) fn assert_idle_nodes(v: &Value) {
     let nodes = v["idle_nodes"].as_array().expect("idle_nodes");
     assert_eq!(nodes.len(), 2, "{nodes:#?}");
     assert_eq!(nodes[0]["node"], "aks-notebooks-2");
@@ -238,7 +237,7 @@ fn assert_idle_nodes(v: &Value) {
 }
 
 #[test]
-fn files_give_the_hand_computed_numbers() {
+pub(crate) fn files_give_the_hand_computed_numbers() {
     let dir = tempfile::tempdir().expect("tmp");
     let om = dir.path().join("gpu.om");
     std::fs::write(&om, openmetrics()).expect("write");
@@ -267,7 +266,7 @@ fn files_give_the_hand_computed_numbers() {
 /// neither its name nor its app label ties to a workload, is `research-notebooks`' by render's
 /// label: it leaves the unmatched list and its GPU-seconds count for that workload.
 #[test]
-fn render_workload_label_names_the_workload_first() {
+pub(crate) fn render_workload_label_names_the_workload_first() {
     let mut text = openmetrics();
     let labels: String = (0..POINTS)
         .map(|i| {
@@ -298,7 +297,7 @@ fn render_workload_label_names_the_workload_first() {
 }
 
 #[test]
-fn reports_render_in_markdown_and_html() {
+pub(crate) fn reports_render_in_markdown_and_html() {
     let dir = tempfile::tempdir().expect("tmp");
     let om = dir.path().join("gpu.om");
     std::fs::write(&om, openmetrics()).expect("write");
@@ -353,7 +352,7 @@ fn reports_render_in_markdown_and_html() {
 }
 
 #[test]
-fn bad_input_is_a_clear_error_never_a_silent_zero() {
+pub(crate) fn bad_input_is_a_clear_error_never_a_silent_zero() {
     let dir = tempfile::tempdir().expect("tmp");
     let cases: [(&str, &str, &str); 4] = [
         ("empty.om", "# EOF\n", "no GPU samples"),
@@ -428,7 +427,7 @@ fn bad_input_is_a_clear_error_never_a_silent_zero() {
 }
 
 /// A real Prometheus on 127.0.0.1 holding the synthetic series.
-fn prometheus(dir: &Path) -> (common::prometheus::Server, String) {
+pub(crate) fn prometheus(dir: &Path) -> (common::prometheus::Server, String) {
     let om = dir.join("gpu.om");
     std::fs::write(&om, openmetrics()).expect("write");
     common::prometheus::start(dir, &om)
@@ -436,7 +435,7 @@ fn prometheus(dir: &Path) -> (common::prometheus::Server, String) {
 
 #[test]
 #[ignore = "needs Debian's prometheus package; .ci/run installs it and runs this test"]
-fn a_real_prometheus_gives_the_same_numbers() {
+pub(crate) fn a_real_prometheus_gives_the_same_numbers() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_server, url) = prometheus(dir.path());
     let from_server = review(&[
@@ -490,7 +489,7 @@ fn a_real_prometheus_gives_the_same_numbers() {
 /// A Prometheus stand-in: `answer(query)` gives the series of each query (as `(labels JSON,
 /// value)` held at every evaluation time asked for), and `fault(n)` a response for the n-th
 /// request instead (0-based), to script 429/5xx, slow and truncated answers.
-fn mock_prometheus(
+pub(crate) fn mock_prometheus(
     answer: impl Fn(&str) -> Vec<(String, f64)> + Send + Sync + 'static,
     fault: impl Fn(usize) -> Option<common::mock::Resp> + Send + Sync + 'static,
 ) -> common::mock::Mock {
@@ -664,670 +663,4 @@ pub(crate) fn review_command(url: &str) -> assert_cmd::Command {
         "2",
     ]);
     c
-}
-
-#[test]
-fn prometheus_faults_are_retried_or_reported() {
-    use common::mock::Resp;
-    // 429 with Retry-After and a 503: retried, then used
-    // chat-api runs on the plan's AKS MIG pool (3g.40gb): each nvidia.com/gpu is 3/7 of one
-    let m = mock_prometheus(
-        one_pod(
-            "chat-api-1",
-            "assistants",
-            "nvidia_com_gpu",
-            Some("3g.40gb"),
-            0.5,
-        ),
-        |n| match n {
-            1 => Some(
-                Resp::new(
-                    429,
-                    "application/json",
-                    "{\"status\":\"error\",\"error\":\"slow down\"}",
-                )
-                .header("Retry-After", "1"),
-            ),
-            3 => Some(Resp::new(
-                503,
-                "application/json",
-                "{\"status\":\"error\",\"error\":\"busy\"}",
-            )),
-            _ => None,
-        },
-    );
-    let v: Value = crate::common::contract(review_against(&m.url, &[], 0)).expect("json");
-    // 20 windows x 2 scrapes x 30 s x 3/7
-    assert_eq!(workload(&v, "chat-api")["allocated_gpu_seconds"], 514.29);
-    assert_eq!(workload(&v, "chat-api")["used_gpu_seconds"], 257.14);
-    // a query Prometheus refuses: its own reason is shown
-    let m = mock_prometheus(
-        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-        |n| {
-            (n == 1).then(|| Resp::new(400, "application/json", "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"parse error at char 4\"}"))
-        },
-    );
-    let err = review_against(&m.url, &[], 2);
-    assert!(
-        err.contains("HTTP 400") && err.contains("parse error at char 4"),
-        "{err}"
-    );
-    // a truncated answer
-    let m = mock_prometheus(
-        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-        |n| (n == 1).then(|| Resp::json("{\"status\":\"success\",\"data\":{\"resu")),
-    );
-    let err = review_against(&m.url, &[], 2);
-    assert!(err.contains("not a query_range answer"), "{err}");
-    // a server that keeps failing: three tries, then a clear error
-    let m = mock_prometheus(
-        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-        |n| (n >= 1).then(|| Resp::new(500, "text/plain", "oops")),
-    );
-    let err = review_against(&m.url, &[], 2);
-    assert_eq!(m.count(|r| r.target.contains("query_range")), 3);
-    assert!(err.contains("HTTP 500"), "{err}");
-    // a slow server: the timeout ends it
-    let m = mock_prometheus(
-        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-        |n| {
-            (n >= 1).then(|| {
-                let mut r = Resp::json("{}");
-                r.delay = Some(Duration::from_secs(4));
-                r
-            })
-        },
-    );
-    let t = Instant::now();
-    let err = review_against(&m.url, &[], 2);
-    assert!(
-        t.elapsed() < Duration::from_secs(20),
-        "gave up at the timeout"
-    );
-    // Issue 42/43: a timed-out query is asked again in halves, and the message names the
-    // flags that help. Issue 61: first the same request again, which a store's caches
-    // often answer at once.
-    assert!(
-        err.contains("within --timeout 2 s")
-            && err.contains("`--timeout SECONDS`")
-            && err.contains("coarser `--step`"),
-        "{err}"
-    );
-    assert_eq!(
-        m.count(|r| r.target.contains("query_range")),
-        4,
-        "the whole twice (stores cache work), then its first half twice (whose error ends the review)"
-    );
-    // A redirect to another host is never followed (the token would not go, but the answer
-    // would come from a host nobody named): refused, naming where it pointed.
-    let m = mock_prometheus(
-        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-        |n| {
-            (n >= 1).then(|| {
-                Resp::new(302, "text/plain", "").header(
-                    "Location",
-                    "http://elsewhere.example:9090/api/v1/query_range?x=1",
-                )
-            })
-        },
-    );
-    let err = review_against(&m.url, &[], 2);
-    assert!(
-        err.contains("a redirect to `http://elsewhere.example:9090/")
-            && err.contains("follows no redirect"),
-        "{err}"
-    );
-    assert_eq!(m.count(|r| r.target.contains("query_range")), 1);
-    // nothing the review reads
-    let m = mock_prometheus(|_| Vec::new(), |_| None);
-    let err = review_against(&m.url, &[], 2);
-    assert!(
-        err.contains("no kube_pod_container_resource_requests"),
-        "{err}"
-    );
-    // A window with no data says so after one request to the series index, not after every
-    // query.
-    let m = mock_prometheus(|_| Vec::new(), |_| None);
-    let err = review_against(&m.url, &[], 2);
-    assert!(
-        err.contains("has no kube_pod_container_resource_requests"),
-        "{err}"
-    );
-    assert_eq!(
-        m.requests().len(),
-        1,
-        "{:?}",
-        m.requests()
-            .iter()
-            .map(|r| r.target.clone())
-            .collect::<Vec<_>>()
-    );
-}
-
-#[test]
-fn mig_instances_from_prometheus_count_as_their_share() {
-    // one pod holding a 3g.40gb instance (3 of 7 compute slices), half busy
-    let m = mock_prometheus(
-        one_pod(
-            "embeddings-1",
-            "search",
-            "nvidia_com_mig_3g_40gb",
-            Some("3g.40gb"),
-            0.5,
-        ),
-        |_| None,
-    );
-    let v: Value = crate::common::contract(review_against(&m.url, &[], 0)).expect("json");
-    let emb = workload(&v, "embeddings");
-    // 1,200 s x 3/7 allocated; half of it used
-    assert_eq!(emb["allocated_gpu_seconds"], 514.29);
-    assert_eq!(emb["used_gpu_seconds"], 257.14);
-    assert_eq!(emb["efficiency"], 0.5);
-}
-
-#[test]
-fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
-    // Eight days at an hourly step: each query is split into a week and a day, and the
-    // pieces join into one series.
-    let m = mock_prometheus(
-        |q: &str| {
-            let who = "\"namespace\":\"assistants\",\"pod\":\"chat-api-1\"";
-            if q.contains("kube_pod_container_resource_requests") {
-                vec![(format!("{{{who},\"container\":\"main\",\"node\":\"n1\",\"resource\":\"nvidia_com_gpu\"}}"), 1.0)]
-            } else if q.contains("phase=\"Running\"") {
-                vec![(format!("{{{who}}}"), 120.0)]
-            } else if q.contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE") {
-                vec![(
-                    format!(
-                        "{{{who},\"gpu\":\"0\",\"UUID\":\"GPU-1\",\"GPU_I_PROFILE\":\"3g.40gb\"}}"
-                    ),
-                    240.0,
-                )]
-            } else {
-                Vec::new()
-            }
-        },
-        |_| None,
-    );
-    let out = gpuplan()
-        .args([
-            "review",
-            "plans/azure-inference.toml",
-            "--format",
-            "json",
-            "--prometheus",
-            &m.url,
-            "--from",
-            "2026-09-01T00:00:00Z",
-            "--to",
-            "2026-09-09T00:00:00Z",
-            "--step",
-            "1h",
-        ])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = crate::common::contract(&out).expect("json");
-    let chat = workload(&v, "chat-api");
-    // on the plan's AKS MIG pool: 3/7 of a GPU, all of it busy
-    assert_eq!(chat["allocated_gpu_seconds"], 296_228.57);
-    assert_eq!(chat["used_gpu_seconds"], 296_228.57);
-    let ranges: Vec<_> = m
-        .requests()
-        .into_iter()
-        .filter(|r| r.target.contains("query_range"))
-        .collect();
-    assert_eq!(ranges.len(), 2 * 29, "two pieces of each query");
-    // the first piece ends a week in, at the last millisecond of its window
-    assert!(
-        ranges
-            .iter()
-            .any(|r| r.target.contains("start=1788224399.999")
-                && r.target.contains("end=1788825599.999")),
-        "{:#?}",
-        ranges.iter().map(|r| &r.target).take(2).collect::<Vec<_>>()
-    );
-}
-
-#[test]
-fn hostile_telemetry_labels_stay_text_in_every_report() {
-    // A namespace and pod named to break a Markdown table, forge a line, open a link or run
-    // a script: every report shows them as text.
-    let dir = tempfile::tempdir().expect("tmp");
-    let csv = dir.path().join("evil.csv");
-    let pod = "x|y](javascript:alert(1))<script>alert(1)</script>";
-    let mut text = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
-    for i in 0..40 {
-        text.push_str(&format!(
-            "{},\"team|a\",\"{pod}\",1,0.01\n",
-            1_767_225_600 + i * 30
-        ));
-    }
-    std::fs::write(&csv, text).expect("csv");
-    for format in ["markdown", "html", "json"] {
-        let out = gpuplan()
-            .args(["review", "plans/minimal.toml", "--format", format, "--csv"])
-            .arg(&csv)
-            .output()
-            .expect("runs");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let t = String::from_utf8_lossy(&out.stdout);
-        match format {
-            "markdown" => {
-                for line in t.lines().filter(|l| l.starts_with('|')) {
-                    // Every row of a table has as many cells as its header: no `|` from a
-                    // label splits one.
-                    let cells = line.replace("\\|", "").matches('|').count();
-                    assert!(cells >= 2, "{line}");
-                }
-                let outside: String = t.split('`').step_by(2).collect::<Vec<_>>().join(" ");
-                assert!(!outside.contains("](javascript"), "{t}");
-                assert!(!t.contains("<script>"), "{t}");
-            }
-            "html" => {
-                assert!(!t.contains("<script>alert"), "{t}");
-                // Escaped once: the reader sees `<script>`, not `&lt;script>` (issue 43).
-                assert!(t.contains("&lt;script&gt;alert(1)"), "{t}");
-                assert!(!t.contains("&amp;lt;"), "double-escaped: {t}");
-            }
-            _ => {
-                let v: Value = crate::common::contract(t.as_bytes()).expect("json");
-                assert!(v["teams"].to_string().contains("team|a"));
-            }
-        }
-    }
-}
-
-/// OpenMetrics families of one Running pod holding one whole GPU on `node`, the card half
-/// busy, at the 40 sample times `ts` gives.
-fn busy_pod(ns: &str, pod: &str, node: &str, ts: impl Fn(u32) -> u32) -> String {
-    let mut s = String::from("# TYPE kube_pod_container_resource_requests gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!("kube_pod_container_resource_requests{{namespace=\"{ns}\",pod=\"{pod}\",container=\"main\",node=\"{node}\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 1 {}\n", ts(i)));
-    }
-    s.push_str("# TYPE kube_pod_status_phase gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!(
-            "kube_pod_status_phase{{namespace=\"{ns}\",pod=\"{pod}\",phase=\"Running\"}} 1 {}\n",
-            ts(i)
-        ));
-    }
-    s.push_str("# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n");
-    for i in 0..40 {
-        s.push_str(&format!(
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu=\"0\",Hostname=\"{node}\",namespace=\"gpu-operator\",pod=\"dcgm\",exported_namespace=\"{ns}\",exported_pod=\"{pod}\"}} 0.5 {}\n",
-            ts(i)
-        ));
-    }
-    s
-}
-
-/// The JSON review of `plan` over the OpenMetrics text `om` (closed with `# EOF` here),
-/// written into `dir`.
-fn review_of(plan: &Path, om: &str, dir: &Path) -> Value {
-    let path = dir.join("nodes.om");
-    std::fs::write(&path, format!("{om}# EOF\n")).expect("om");
-    let out = gpuplan()
-        .args(["review", "--format", "json"])
-        .arg(plan)
-        .arg("--metrics")
-        .arg(&path)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    crate::common::contract(&out.stdout).expect("json")
-}
-
-#[test]
-fn the_pools_render_made_are_priced_in_the_review() {
-    // The weekly loop: recommend, write the plan with its pools, render them, then review
-    // telemetry from the nodes those pools create. Each node carries the AKS agent pool name
-    // render gave it (and, on half of them, gpuplan.io/pool): every node is priced.
-    let dir = tempfile::tempdir().expect("tmp");
-    let next = dir.path().join("next.toml");
-    gpuplan()
-        .args(["recommend", "plans/azure-inference.toml", "--write-plan"])
-        .arg(&next)
-        .assert()
-        .code(0);
-    let out = dir.path().join("out");
-    gpuplan()
-        .args(["render", "--declared", "--force"])
-        .arg(&next)
-        .arg("--out")
-        .arg(&out)
-        .assert()
-        .code(0);
-    let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("tf");
-    // Each node pool resource: its AKS name and the plan pool it was rendered from.
-    let mut pools: Vec<(String, String)> = Vec::new();
-    let mut in_pool = false;
-    let mut aks = None;
-    for line in tf.lines() {
-        let l = line.trim();
-        if l.starts_with("resource \"azurerm_kubernetes_cluster_node_pool\"") {
-            in_pool = true;
-            aks = None;
-        } else if in_pool && l.starts_with("name ") {
-            aks = l.split('"').nth(1).map(str::to_owned);
-        } else if in_pool && l.starts_with("\"gpuplan.io/pool\"") {
-            if let (Some(a), Some(p)) = (aks.clone(), l.split('"').nth(3)) {
-                pools.push((a, p.to_owned()));
-                in_pool = false;
-            }
-        }
-    }
-    assert!(pools.len() >= 2, "{pools:?}");
-    let mut s = String::from("# TYPE kube_node_status_allocatable gauge\n");
-    let ts = |i: u32| 1_788_220_800 + i * 30;
-    for (n, _) in pools.iter().enumerate() {
-        for i in 0..40 {
-            s.push_str(&format!(
-                "kube_node_status_allocatable{{node=\"node-{n}\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 2 {}\n",
-                ts(i)
-            ));
-        }
-    }
-    s.push_str("# TYPE kube_node_labels gauge\n");
-    for (n, (aks, pool)) in pools.iter().enumerate() {
-        let own = if n % 2 == 0 {
-            format!(",label_gpuplan_io_pool=\"{pool}\"")
-        } else {
-            String::new()
-        };
-        for i in 0..40 {
-            s.push_str(&format!(
-                "kube_node_labels{{node=\"node-{n}\",label_kubernetes_azure_com_agentpool=\"{aks}\"{own}}} 1 {}\n",
-                ts(i)
-            ));
-        }
-    }
-    // One pod on node-0 holds one of its two GPUs.
-    s.push_str(&busy_pod("assistants", "chat-api-1", "node-0", ts));
-    let v = review_of(&next, &s, dir.path());
-    let nodes = v["idle_nodes"].as_array().expect("idle nodes");
-    assert_eq!(nodes.len(), pools.len(), "{v:#}");
-    for n in nodes {
-        assert!(n["pool"].is_string(), "a node not in the plan: {n}");
-        assert!(
-            n["idle_cost_usd"].is_number(),
-            "a node without a price: {n}"
-        );
-    }
-}
-
-/// Issue 43: the review had no bound on distinct series (10^6 from a server took 7.4 GB and
-/// ran on; 10^7 from a file was killed at 12 GB with no message). Past the bound each path
-/// stops with a message that says what to do; `GPUPLAN_REVIEW_MAX_SERIES` lowers the bound
-/// here so the test stays small.
-#[test]
-fn too_many_series_end_the_review_with_what_to_do() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let om = dir.path().join("many.om");
-    let mut text = String::new();
-    for t in [1_767_225_600, 1_767_225_660, 1_767_225_720] {
-        for i in 0..40 {
-            text.push_str(&format!(
-                "kube_pod_container_resource_requests{{namespace=\"a\",pod=\"p{i}\",container=\"main\",node=\"n1\",resource=\"nvidia_com_gpu\"}} 1 {t}\n"
-            ));
-        }
-    }
-    text.push_str("# EOF\n");
-    std::fs::write(&om, text).expect("om");
-    let csv = dir.path().join("many.csv");
-    let mut rows = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
-    for t in [1_767_225_600, 1_767_225_660, 1_767_225_720] {
-        for i in 0..40 {
-            rows.push_str(&format!("{t},a,p{i},1,0.5\n"));
-        }
-    }
-    std::fs::write(&csv, rows).expect("csv");
-    for (flag, path, at) in [
-        ("--metrics", &om, "many.om:31:1"),
-        ("--csv", &csv, "many.csv"),
-    ] {
-        let out = gpuplan()
-            .env("GPUPLAN_REVIEW_MAX_SERIES", "30")
-            .args(["review", "plans/minimal.toml", flag])
-            .arg(path)
-            .output()
-            .expect("runs");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains("more than 30 distinct series")
-                && err.contains("--cluster")
-                && err.contains(at),
-            "{flag}: {err}"
-        );
-        // Under the bound the same file is reviewed.
-        gpuplan()
-            .env("GPUPLAN_REVIEW_MAX_SERIES", "1000")
-            .args(["review", "plans/minimal.toml", flag])
-            .arg(path)
-            .assert()
-            .code(0);
-    }
-    // A server answering more groups than the bound in one query.
-    let m = mock_prometheus(
-        |query: &str| {
-            if query.contains("kube_pod_container_resource_requests") {
-                (0..40)
-                    .map(|i| {
-                        (
-                            format!("{{\"namespace\":\"a\",\"pod\":\"p{i}\",\"container\":\"main\",\"node\":\"n1\",\"resource\":\"nvidia_com_gpu\"}}"),
-                            1.0,
-                        )
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            }
-        },
-        |_| None,
-    );
-    let out = gpuplan()
-        .env("GPUPLAN_REVIEW_MAX_SERIES", "30")
-        .args([
-            "review",
-            "plans/azure-inference.toml",
-            "--from",
-            "2026-09-01T00:00:00Z",
-            "--to",
-            "2026-09-01T00:20:00Z",
-            "--step",
-            "60s",
-            "--prometheus",
-        ])
-        .arg(&m.url)
-        .output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("more than 30 distinct series"), "{err}");
-}
-
-/// Issue 42: VictoriaMetrics moves a range query's times onto multiples of the step for its
-/// response cache, and the review dropped every point and said the server had no series.
-/// The review asks with `nocache=1` (VictoriaMetrics then answers at the times asked for);
-/// a frontend that aligns anyway (Thanos, Mimir) is named with the setting that does it.
-#[test]
-fn a_store_that_moves_the_times_asked_for_is_named_not_read_as_empty() {
-    use common::mock::Resp;
-    let m = mock_prometheus(
-        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-        |n| {
-            (n >= 1).then(|| {
-                Resp::json(
-                    "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"namespace\":\"assistants\",\"pod\":\"chat-api-1\"},\"values\":[[1788220860,\"1\"],[1788220920,\"1\"]]}]}}",
-                )
-            })
-        },
-    );
-    let err = review_against(&m.url, &[], 2);
-    assert!(
-        err.contains("none at a time the review asked for")
-            && err.contains("--query-range.align-range-with-step"),
-        "{err}"
-    );
-    assert!(
-        m.requests()
-            .iter()
-            .filter(|r| r.target.contains("query_range"))
-            .all(|r| r.target.contains("nocache=1")),
-        "every range query asks VictoriaMetrics not to align"
-    );
-}
-
-/// Issue 42: a store's sample or point limit (HTTP 422) or its own query timeout ended the
-/// whole review. A refused piece is now asked for in halves until the store answers, and the
-/// figures are those of one request; a store that refuses even the smallest piece is told
-/// what to ask instead.
-#[test]
-fn a_store_limit_splits_the_query_until_it_answers() {
-    use common::mock::Resp;
-    let span = |r: &common::mock::Req| {
-        let q = |k: &str| {
-            r.target
-                .split(['?', '&'])
-                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        q("end") - q("start")
-    };
-    let whole: Value = crate::common::contract(review_against(
-        &mock_prometheus(
-            one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-            |_| None,
-        )
-        .url,
-        &[],
-        0,
-    ))
-    .expect("json");
-    // VictoriaMetrics' -search.maxPointsPerTimeseries: more than 6 points per series refused.
-    let limited = mock_prometheus_with(
-        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-        move |_, r| {
-            (r.target.contains("query_range") && span(r) > 5.0 * 60.0).then(|| {
-                Resp::new(
-                    422,
-                    "application/json",
-                    "{\"status\":\"error\",\"errorType\":\"422\",\"error\":\"too many points for the given step=60000, start and end; the maximum number of points is 6 (see -search.maxPointsPerTimeseries)\"}",
-                )
-            })
-        },
-    );
-    let split: Value = crate::common::contract(review_against(&limited.url, &[], 0)).expect("json");
-    for key in ["teams", "workloads", "pools"] {
-        common::prometheus::assert_close(&split[key], &whole[key], key);
-    }
-    assert!(limited.count(|r| r.target.contains("query_range") && span(r) <= 300.0) > 0);
-    // A store that refuses every size: the message names the flags that ask less.
-    let never = mock_prometheus_with(
-        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-        |_, r| {
-            r.target.contains("query_range").then(|| {
-                Resp::new(
-                    422,
-                    "application/json",
-                    "{\"status\":\"error\",\"errorType\":\"execution\",\"error\":\"query processing would load too many samples into memory in query execution\"}",
-                )
-            })
-        },
-    );
-    let err = review_against(&never.url, &[], 2);
-    assert!(
-        err.contains("too many samples")
-            && err.contains("coarser `--step`")
-            && err.contains("in pieces down to 1 step"),
-        "{err}"
-    );
-}
-
-/// Issue 40 item 8: the node sizes of a pool of several share its `gpuplan.io/pool` label.
-/// The review prices each node as its own size: a `g4dn.xlarge` node labelled with the pool
-/// of a `g4dn.8xlarge` is the xlarge pool's (found by its node group), never priced as an
-/// 8xlarge.
-#[test]
-fn each_node_size_of_a_pool_of_several_is_priced_as_itself() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let next = dir.path().join("next.toml");
-    gpuplan()
-        .args([
-            "recommend",
-            "tests/fixtures/render/node-sizes.toml",
-            "--write-plan",
-        ])
-        .arg(&next)
-        .assert()
-        .code(0);
-    let rec: Value = crate::common::contract(
-        &gpuplan()
-            .args([
-                "recommend",
-                "--format",
-                "json",
-                "tests/fixtures/render/node-sizes.toml",
-            ])
-            .assert()
-            .code(0)
-            .get_output()
-            .stdout,
-    )
-    .expect("json");
-    let pools = rec["pools"].as_array().expect("pools");
-    assert_eq!(pools.len(), 2, "{rec:#}");
-    let label = pools[0]["pool_label"].as_str().expect("label");
-    assert!(pools.iter().all(|p| p["pool_label"] == label), "{rec:#}");
-    assert_ne!(pools[0]["sku"], pools[1]["sku"]);
-    let ts = |i: u32| 1_788_220_800 + i * 30;
-    let mut s = String::from("# TYPE kube_node_status_allocatable gauge\n");
-    for n in 0..2 {
-        for i in 0..40 {
-            s.push_str(&format!(
-                "kube_node_status_allocatable{{node=\"node-{n}\",resource=\"nvidia_com_gpu\",unit=\"integer\"}} 1 {}\n",
-                ts(i)
-            ));
-        }
-    }
-    s.push_str("# TYPE kube_node_labels gauge\n");
-    for (n, p) in pools.iter().enumerate() {
-        let (group, size) = (
-            p["name"].as_str().expect("name"),
-            p["sku"].as_str().expect("sku"),
-        );
-        for i in 0..40 {
-            s.push_str(&format!(
-                "kube_node_labels{{node=\"node-{n}\",label_gpuplan_io_pool=\"{label}\",label_eks_amazonaws_com_nodegroup=\"{group}\",label_node_kubernetes_io_instance_type=\"{size}\"}} 1 {}\n",
-                ts(i)
-            ));
-        }
-    }
-    // One pod of the 8xlarge's workload holds node-0's GPU; node-1 (the xlarge) idles.
-    let pod = pools[0]["workloads"][0].as_str().expect("workload");
-    s.push_str(&busy_pod("apps", &format!("{pod}-1"), "node-0", ts));
-    let v = review_of(&next, &s, dir.path());
-    let nodes = v["idle_nodes"].as_array().expect("idle nodes");
-    let idle = nodes
-        .iter()
-        .find(|x| x["node"] == "node-1")
-        .unwrap_or_else(|| panic!("node-1 not reviewed: {v:#}"));
-    assert_eq!(idle["pool"], pools[1]["name"], "{idle}");
-    // Priced as its own size: the xlarge's hourly price over the 20 minutes it idled.
-    let usd = idle["idle_cost_usd"].as_f64().expect("priced");
-    let hourly = pools[1]["usd_per_node_hour"].as_f64().expect("price");
-    assert!(
-        usd > 0.0 && usd <= hourly * (1200.0 / 3600.0) + 0.01,
-        "{idle} against {hourly}/h"
-    );
 }

@@ -1,8 +1,23 @@
 //! Alternatives: the other SKUs, regions and capacity types a pool's workloads could use,
 //! priced as one valid pool, and the capacity types that were closed, with why.
 
+use super::build::{build_cached, Built};
+use super::choice::{estimate, Choice, PoolKey};
+use super::explain::idle_gpus;
 use super::reason::{AltNote, AltWhat, NotTaken};
-use super::*;
+use super::types::{Alternative, AlternativeKind};
+use super::{rehome, Cx};
+use crate::catalog::Catalog;
+use crate::core::cents;
+use crate::plan::raw::Capacity;
+use std::collections::BTreeMap;
+
+/// Replicas a pool may hold to take part in single moves (`moves`), and so in the moves
+/// an alternative lists.
+pub(super) const MOVE_REPLICAS: u32 = 600;
+
+/// Workloads a pool may hold to take part in single moves.
+pub(super) const MOVE_MEMBERS: usize = 16;
 
 /// Other SKUs, regions and capacity types every workload of the pool could use, cheapest
 /// first, with their cost delta; for a pool that idles GPUs, the cheapest way to fewer of
@@ -243,8 +258,8 @@ pub(super) fn why_not(
             need,
         },
         _ if !tried => NotTaken::NotTried {
-            members: super::moves::MOVE_MEMBERS,
-            replicas: super::moves::MOVE_REPLICAS,
+            members: MOVE_MEMBERS,
+            replicas: MOVE_REPLICAS,
         },
         // Quota repair runs after the pool stage: a workload it moved here off a pool over its
         // quota took the cheapest place that quota allowed one workload at a time, and nothing

@@ -2,7 +2,10 @@
 //! workloads cost in the recommended pools.
 
 use super::reason::ChangeNote;
-use super::*;
+use super::types::{Change, Comparison, RecPool, Unsatisfied, WorkloadCost};
+use crate::catalog::Catalog;
+use crate::core::cents;
+use crate::plan::Plan;
 
 /// Today's declared pools against the recommendation.
 pub(super) fn compare(

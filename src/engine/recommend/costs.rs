@@ -2,8 +2,22 @@
 //! fleet raises (budget, quota, unproven MIG packings, idle GPUs), the comparison with the
 //! declared pools and the data it rests on.
 
+use super::choice::Choice;
+use super::compare::compare;
+use super::explain::idle_gpus;
+use super::finish::WorkloadPools;
+use super::quota::quota_findings;
 use super::reason::Said;
-use super::*;
+use super::types::{
+    AlternativeKind, Finding, FindingCode, RecPool, Recommendation, TeamCost, Unsatisfied,
+    WorkloadCost,
+};
+use super::{candidate, Cx};
+use crate::catalog::Catalog;
+use crate::core::cents;
+use crate::plan::Plan;
+use indexmap::IndexMap;
+use std::collections::BTreeMap;
 
 pub(super) fn assemble(
     cx: &Cx<'_, '_>,
@@ -21,7 +35,7 @@ pub(super) fn assemble(
     for c in choices {
         *replica_hours_of.entry(c.d.name).or_default() += c.d.replica_hours(plan_hours);
     }
-    let mut sizes = super::build::node_sizes(&pools);
+    let mut sizes = super::finish::node_sizes(&pools);
     for w in plan.workloads() {
         let (names, cost) = workload_pool
             .get(w.name.get().as_str())

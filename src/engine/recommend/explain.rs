@@ -1,9 +1,17 @@
 //! Explanation: each pool's why-line, the names of pools, why a workload could not be
 //! placed, and the model text `gpuplan explain recommend` prints.
 
-use super::candidate::Detail;
+use super::build::Built;
+use super::candidate::{Constraint, Detail};
+use super::choice::{Choice, PoolKey};
+use super::demand::Demand;
 use super::reason::Unmet;
-use super::*;
+use super::types::{CapacityOption, Nodes, RecPool, Stranded, Unsatisfied};
+use crate::catalog::Catalog;
+use crate::core::{cents, HOURS_PER_MONTH};
+use crate::plan::raw::Capacity;
+use crate::plan::Plan;
+use std::collections::BTreeMap;
 
 mod why;
 pub(super) use why::why_line;

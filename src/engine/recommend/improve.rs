@@ -11,8 +11,9 @@
 use std::collections::HashMap;
 
 use super::candidate::{allocatable, Candidate, Fit, Rate};
+use super::choice::{estimate, fit_key, pool_sharing};
 use super::demand::Demand;
-use super::{estimate, fit_key, pool_sharing, PoolKey};
+use super::PoolKey;
 use crate::catalog::Catalog;
 use crate::plan::raw::Capacity;
 

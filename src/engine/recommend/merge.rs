@@ -1,8 +1,14 @@
 //! Merges: folding one pool into another where the packed fleet gets cheaper, and AKS
 //! profile merges (one MIG profile per pool).
 
-use super::*;
-
+use super::build::{build, build_cached, prefetch_thorough, BuildCache};
+use super::candidate::{Candidate, Fit, Rate};
+use super::choice::{Choice, FitKey, PoolKey};
+use super::demand::Segment;
+use super::{aks, candidate, rehome, Cx, Groups};
+use crate::catalog::Catalog;
+use crate::plan::raw::{Capacity, Sharing};
+use std::collections::BTreeMap;
 /// A merge found: its saving, the pool folded, the pool it joins, and each moved workload's
 /// new candidate and rate.
 pub(super) type Merge<'c> = (f64, PoolKey, PoolKey, Vec<(usize, Candidate<'c>, Rate)>);

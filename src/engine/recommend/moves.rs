@@ -13,15 +13,14 @@
 //! own rounding. `MOVE_TRIALS` bounds the moves weighed at once, so an estate of many small
 //! pools stays linear.
 
-use super::*;
-
-use std::collections::BTreeSet;
-
-/// Replicas a pool may hold to take part in single moves.
-pub(super) const MOVE_REPLICAS: u32 = 600;
-
-/// Workloads a pool may hold to take part in single moves.
-pub(super) const MOVE_MEMBERS: usize = 16;
+use super::alternatives::{MOVE_MEMBERS, MOVE_REPLICAS};
+use super::build::{build_cached, prefetch_thorough};
+use super::candidate::{Candidate, Rate};
+use super::choice::{Choice, PoolKey};
+use super::{alternatives, rehome, Cx, Groups};
+use crate::catalog::Catalog;
+use crate::plan::raw::Capacity;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Moves weighed in one round (each packs up to two pools).
 const MOVE_TRIALS: usize = 256;

@@ -1,8 +1,14 @@
 //! How many nodes some replica counts need on one SKU: replicas sorted by how they take a GPU,
 //! MIG instances packed onto GPUs, and every batch packed onto nodes.
 
-use super::*;
-
+use super::candidate::Fit;
+use super::choice::Choice;
+use super::pack::{Item, NodeCap};
+use super::types::{MigConfig, Stranded};
+use super::{candidate, pack};
+use crate::catalog::{Catalog, GpuModel, Sku};
+use crate::plan::raw::MigManager;
+use indexmap::IndexMap;
 /// Nodes for some replica counts, with the MIG geometry that got them there.
 pub(super) struct Packed {
     pub(super) nodes: u32,

@@ -2,8 +2,16 @@
 //! or capacity type (spot has its own quota) until every bucket fits; what cannot move is
 //! reported as GP014.
 
-use super::*;
+use super::build::{build_cached, BuildCache};
+use super::candidate::{Candidate, Rate};
+use super::choice::{fit_key, pool_sharing, Choice, PoolKey};
+use super::types::{Finding, FindingCode, RecPool};
+use super::{Cx, Groups};
+use crate::catalog::Catalog;
 pub(super) use crate::engine::quota::bucket_of;
+use crate::plan::raw::Capacity;
+use crate::plan::Plan;
+use std::collections::BTreeMap;
 
 /// The quota bucket a pool draws on: region and VM family (Azure) or quota code (AWS); spot
 /// capacity has its own.

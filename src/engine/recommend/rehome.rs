@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 
 use super::candidate::{self, Candidate, Fit, Rate};
-use super::{fit_key, pool_sharing, Choice, PoolKey};
+use super::choice::{fit_key, pool_sharing, Choice};
+use super::PoolKey;
 use crate::catalog::Catalog;
 use crate::plan::raw::Capacity;
 

@@ -1,8 +1,9 @@
 //! The recommendation as `gpuplan.recommendation/v1` serialises it: pools, workload and team
 //! costs, what could not be met, the comparison with declared pools, findings and data dates.
 
-use super::*;
-
+use crate::plan::raw::{Capacity, Provider, Sharing};
+use indexmap::IndexMap;
+use serde::Serialize;
 pub(crate) const SCHEMA: &str = "gpuplan.recommendation/v1";
 
 /// The answer.

@@ -1,8 +1,9 @@
 //! What an interrupted run may leave in a directory, and sweeping it.
 
-use crate::fsio::*;
+use crate::fsio::{ours, stage_dir};
 use rustix::fs::{self as rfs, AtFlags, FileType};
 use std::os::fd::OwnedFd;
+use std::path::Path;
 
 /// The names in `dir` that an interrupted gpuplan run may have left: its temporary files
 /// and staging directories (what they are is checked before anything is deleted).

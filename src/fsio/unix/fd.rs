@@ -1,9 +1,11 @@
 //! Directory descriptors: opening a path, a tree's root and its subdirectories without
 //! following a link, and reading files under a root.
 
-use crate::fsio::*;
+use crate::fsio::{refuse, wait_limit, Input, Opened, NOT_REGULAR_INPUT, SYMLINK};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, CWD};
+use std::io;
 use std::os::fd::OwnedFd;
+use std::path::{Component, Path, PathBuf};
 
 pub(in crate::fsio) fn e(err: rustix::io::Errno) -> io::Error {
     io::Error::from(err)

@@ -1,9 +1,12 @@
 //! Directory locks: one writer or many readers, waited for with a bound, and the directory
 //! made whole before the run uses it.
 
-use crate::fsio::*;
+use super::journal;
+use crate::fsio::{faults, notice, wait_limit, FileError, Hold};
 use rustix::fs::{self as rfs, FlockOperation};
+use std::io;
 use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 
 use super::clean::{leftovers, sweep};
 use super::fd::{e, open_root};

@@ -1,9 +1,16 @@
 //! Writing a set of files as one: stage every file, swap them in under a journal, and undo
 //! or complete an interrupted set.
 
-use crate::fsio::*;
+use super::journal;
+use crate::fsio::imp::lock;
+use crate::fsio::{
+    faults, refuse, split_rel, temp_name, too_large, FileError, Hold, Tree, NOT_REGULAR, SYMLINK,
+};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use std::io;
+use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
+use std::path::Path;
 
 use super::clean::sweep;
 use super::fd::{e, open_root, open_sub};

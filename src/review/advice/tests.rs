@@ -1,4 +1,5 @@
 use super::*;
+use crate::review::rows::PendingPod;
 use crate::review::telemetry::{NodeSeries, Telemetry};
 
 fn plan() -> (Plan, Catalog) {

@@ -1,6 +1,10 @@
 //! The review's rows and advice from the tally: workloads, stalled pods, pool floors and
 //! reservations, coverage, models and pools.
 
+use crate::review::rows::{
+    Advice, AdviceKind, Coverage, DcgmGap, IdlePool, ModelRow, PoolRow, ReservationAdvice,
+    ReservationFill, RightSize, Stalled, Unmatched, WorkloadRow,
+};
 use std::collections::BTreeMap;
 
 use super::tally::{PoolSums, Sums, WorkloadSums};
@@ -11,7 +15,6 @@ use crate::review::advice::{reservation, right_size};
 use crate::review::numbers::CRASHLOOP_SHARE;
 use crate::review::numbers::{gpu_second_price, pool_gpu_second, quantile, ratio, round, round4};
 use crate::review::owners::MatchCounts;
-use crate::review::rows::*;
 use crate::review::says::{AdviceChange, AdviceSays};
 use crate::review::telemetry::{format_time, Telemetry};
 use crate::review::Settings;

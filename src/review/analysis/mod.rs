@@ -6,11 +6,10 @@
 //! the advice on right-sizing, unmet demand, reservations and empty nodes in
 //! [`super::advice`]; next quarter's forecast in [`super::forecast`].
 
-pub(crate) use super::rows::*;
-
 mod figures;
 mod tally;
 
+use crate::review::rows::{TeamRow, Window};
 use std::collections::BTreeMap;
 
 use super::advice::{idle_nodes, unmet_demand};

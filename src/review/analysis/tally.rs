@@ -1,5 +1,6 @@
 //! Each pod's facts, and every pod summed by team, workload, GPU model and pool.
 
+use crate::review::rows::{Figures, PendingPod, Stalled, Unmatched};
 use std::collections::BTreeMap;
 
 use crate::catalog::Catalog;
@@ -8,7 +9,6 @@ use crate::plan::Plan;
 use crate::review::assemble::plan_pool;
 use crate::review::numbers::{gpu_second_price, pool_gpu_second, ratio, round};
 use crate::review::owners::{matched, MatchCounts, Matched};
-use crate::review::rows::*;
 use crate::review::telemetry::{format_time, PodSeries, Signal, Telemetry};
 use crate::review::Settings;
 

@@ -2,6 +2,13 @@
 //! sizes, shared candidate lists.
 
 use super::*;
+use crate::engine::recommend::build::{build, build_key, prefetch_thorough, BuildCache};
+use crate::engine::recommend::candidate::Fit;
+use crate::engine::recommend::choice::{group, Choice, FitKey};
+use crate::engine::recommend::choose::first_choices;
+use crate::engine::recommend::moves::move_workloads;
+use crate::engine::recommend::types::AlternativeKind;
+use crate::plan::raw::{Capacity, Provider};
 
 #[test]
 fn known_quota_routes_a_workload_to_another_region() {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::catalog::Catalog;
+use crate::plan::raw::{Capacity, Provider};
 use crate::source::SourceFile;
 use proptest::prelude::*;
 

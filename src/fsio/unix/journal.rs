@@ -12,13 +12,15 @@
 //! of two or more. The journal is read as data: every name in it is checked to be one
 //! gpuplan makes before anything is renamed or deleted.
 
-use super::unix::{e, open_sub};
-use super::*;
+use super::fd::{e, open_sub};
+use crate::fsio::{faults, ours, plain_relative, temp_name};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use std::io;
+use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 
 /// The journal's name in the directory the set is written under.
-pub(super) const NAME: &str = ".gpuplan-journal.toml";
+pub(in crate::fsio) const NAME: &str = ".gpuplan-journal.toml";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
