@@ -373,3 +373,227 @@ fn lp(
     }
     Some(solution.objective())
 }
+
+/// The same trace with its latency-sensitive fractions on MIG instead of time-slicing, each
+/// replica needing GPU memory in proportion to its share of a 16 GiB card (the trace records
+/// no card model or memory; 16 GiB is the smallest card common to its cluster's V100, P100
+/// and T4 nodes). Batch fractions stay time-sliced.
+pub fn plan_text_mig(provider: &str, regions: &[&str]) -> String {
+    let text = plan_text(provider, regions);
+    let mut out = String::with_capacity(text.len());
+    let mut ls = false;
+    for line in text.lines() {
+        if line == "[[workload]]" {
+            ls = false;
+        }
+        if line == "team = \"ls\"" {
+            ls = true;
+        }
+        if ls {
+            if let Some(f) = line.strip_prefix("gpu_fraction = ") {
+                let share: f64 = f.parse().expect("a fraction");
+                out.push_str(&format!(
+                    "{line}\ngpu_memory_gib = {}\n",
+                    (share * 16.0 * 100.0).round() / 100.0
+                ));
+                continue;
+            }
+            if line == "sharing = \"time-slicing\"" {
+                out.push_str("sharing = \"mig\"\n");
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The fleet LP built here from the catalog alone, not from `candidate::candidates`: every
+/// priced GPU size of the plan's provider in its regions that the workload's lists allow
+/// (Arm hosts, partitioned and retired sizes only where named, as the plan format says), each
+/// replica's fit worked out from the GPU's own figures: whole GPUs; the MIG profile of least
+/// GPU share holding its compute share and memory; the most time-sliced shares its compute
+/// share allows whose equal split of the card's memory holds it. Capacity types are those the
+/// workload may buy (spot when it is interruptible, reservations within the plan's term, paid
+/// all month) at list price, each its own kind of node. Each is at least as permissive as the recommender's own rule, so the bound
+/// stays a bound. Solved by the library's dual LP (`bound::solve`), the only part shared.
+pub fn independent_bound(
+    plan: &Plan,
+    catalog: &Catalog,
+) -> Option<gpuplan::engine::recommend::bound::Bound> {
+    use gpuplan::engine::recommend::bound::{self, Group, Kind, Use};
+    use gpuplan::plan::raw::{Capacity, Sharing};
+    let pc = catalog.provider(plan.provider())?;
+    let hours = plan.hours_per_month();
+    let mut kinds: Vec<Kind> = Vec::new();
+    let mut kind_of: BTreeMap<(demand::Segment, String, String, &str), usize> = BTreeMap::new();
+    let mut groups = Vec::new();
+    for d in demand::demands(plan, catalog) {
+        if d.peak == 0 {
+            continue;
+        }
+        let mut uses = Vec::new();
+        for sku in pc.skus.values() {
+            let Some(gpu) = catalog.sku_gpu(sku) else {
+                continue;
+            };
+            let named =
+                |l: &Option<gpuplan::plan::raw::Sp<Vec<gpuplan::plan::raw::Sp<String>>>>,
+                 v: &str| {
+                    l.as_ref()
+                        .map(|l| l.iter().any(|s| s.get().eq_ignore_ascii_case(v)))
+                };
+            let by_name = named(&d.w.skus, &sku.name);
+            // A model list may name the card by any of its names.
+            let by_model = d.w.gpu_models.as_ref().map(|l| {
+                l.iter().any(|m| {
+                    let m = m.get();
+                    m.eq_ignore_ascii_case(&gpu.name)
+                        || m.eq_ignore_ascii_case(&sku.gpu_model)
+                        || gpu.aliases.iter().any(|a| a.eq_ignore_ascii_case(m))
+                })
+            });
+            if by_name == Some(false) || by_model == Some(false) || sku.retired {
+                continue;
+            }
+            let asked = by_name == Some(true) || by_model == Some(true);
+            if !asked && (sku.arm64 || sku.gpu_partition < 1.0 || !gpu.is_nvidia()) {
+                continue;
+            }
+            if d.gpus > sku.gpu_count || (d.gang > 1 && sku.gpu_count == 0) {
+                continue;
+            }
+            let (cpu, mem) = candidate::allocatable(sku, catalog);
+            if d.cpu > cpu + 1e-9 || d.memory_gib > mem + 1e-9 {
+                continue;
+            }
+            let need_mem = d.memory_need.unwrap_or(0.0) / d.usable.max(1e-9);
+            let gpus = f64::from(sku.gpu_count);
+            let mut base = vec![gpus, cpu, mem];
+            // Each way a replica may sit on the size: its kind of node (sharing setting), and
+            // what it takes of that node's capacities.
+            let mut ways: Vec<(String, f64, Option<usize>)> = Vec::new();
+            if d.gang > 1 {
+                ways.push(("gang".to_owned(), gpus, None));
+            } else if d.gpus >= 1 || d.share >= 1.0 {
+                let n = d.gpus.max(1);
+                if gpu.memory_gib * f64::from(n) + 1e-9 < need_mem {
+                    continue;
+                }
+                ways.push(("whole".to_owned(), f64::from(n), None));
+            } else if d.sharing == Sharing::Mig {
+                let Some(spec) = gpu.mig.as_ref() else {
+                    continue;
+                };
+                // Under AKS a GPU is split into one profile (`gpu_instance`), only the ones AKS
+                // creates, and holds that profile's count of instances. The GPU Operator lays
+                // out mixed profiles, at most each profile's count per GPU.
+                let uniform = d.mig_manager.one_profile_per_gpu();
+                if !uniform {
+                    base.extend(spec.profiles.iter().map(|p| f64::from(p.max_count) * gpus));
+                }
+                for (at, p) in spec.profiles.iter().enumerate() {
+                    let fits = f64::from(p.compute) / f64::from(spec.compute_slices) + 1e-9
+                        >= d.share
+                        && p.memory_gib + 1e-9 >= need_mem;
+                    if !fits {
+                        continue;
+                    }
+                    if uniform {
+                        if spec.aks_creates(&p.name) {
+                            let units = 1.0 / f64::from(p.max_count.max(1));
+                            ways.push((format!("mig-{}", p.name), units, None));
+                        }
+                    } else {
+                        let units = (f64::from(p.compute) / f64::from(spec.compute_slices))
+                            .max(f64::from(p.memory_slices) / f64::from(spec.memory_slices));
+                        ways.push(("mig".to_owned(), units, Some(at)));
+                    }
+                }
+            } else if matches!(d.sharing, Sharing::TimeSlicing | Sharing::Mps) {
+                let most = (1.0 / d.share.max(1e-6) + 1e-9).floor().max(1.0) as u32;
+                let Some(r) = (1..=most)
+                    .rev()
+                    .find(|&r| gpu.memory_gib / f64::from(r) + 1e-9 >= need_mem)
+                else {
+                    continue;
+                };
+                ways.push((format!("shared-{r}"), 1.0 / f64::from(r), None));
+            } else {
+                ways.push(("whole".to_owned(), 1.0, None));
+            }
+            let mut caps = vec![Capacity::OnDemand];
+            if d.spot_closed.is_none() {
+                caps.push(Capacity::Spot);
+            }
+            // A reservation is paid all month: a replica on it takes the month, however few
+            // of its hours it runs (all of them for a floor).
+            let longest = if d.floor > 0 { hours } else { d.hours };
+            if longest > 0.0 {
+                caps.extend(
+                    [Capacity::Reserved1y, Capacity::Reserved3y]
+                        .into_iter()
+                        .filter(|&c| d.reservation_term.allows(c)),
+                );
+            }
+            for capacity in caps {
+                let usd = plan
+                    .regions()
+                    .filter_map(|r| pc.price(&sku.name, r))
+                    .filter_map(|p| match capacity {
+                        Capacity::Spot => p.spot.as_ref(),
+                        Capacity::Reserved1y => p.reserved_1y.as_ref(),
+                        Capacity::Reserved3y => p.reserved_3y.as_ref(),
+                        _ => p.on_demand.as_ref(),
+                    })
+                    .map(|p| p.usd_per_hour)
+                    .reduce(f64::min);
+                let Some(usd) = usd else {
+                    continue;
+                };
+                let stretch = match capacity {
+                    Capacity::Reserved1y | Capacity::Reserved3y => hours / longest,
+                    _ => 1.0,
+                };
+                for (sharing, units, profile) in &ways {
+                    let k = *kind_of
+                        .entry((
+                            d.segment,
+                            sku.name.clone(),
+                            sharing.clone(),
+                            capacity.as_str(),
+                        ))
+                        .or_insert_with(|| {
+                            kinds.push(Kind {
+                                usd,
+                                cap: base.clone(),
+                            });
+                            kinds.len() - 1
+                        });
+                    kinds[k].usd = kinds[k].usd.min(usd);
+                    let mut need = if d.gang > 1 {
+                        base.clone()
+                    } else {
+                        let mut n = vec![0.0; base.len()];
+                        n[..3].copy_from_slice(&[*units, d.cpu, d.memory_gib]);
+                        n
+                    };
+                    if let Some(at) = profile {
+                        need[3 + at] = 1.0;
+                    }
+                    uses.push(Use {
+                        kind: k,
+                        need: need.iter().map(|x| x * stretch).collect(),
+                    });
+                }
+            }
+        }
+        groups.push(Group {
+            months: d.replica_hours(hours) * f64::from(d.gang.max(1)) / hours,
+            floor: f64::from(d.availability),
+            uses,
+        });
+    }
+    bound::solve(&kinds, &groups, hours)
+}

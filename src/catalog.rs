@@ -38,7 +38,7 @@ pub struct GpuModel {
 }
 
 impl GpuModel {
-    pub(crate) fn is_nvidia(&self) -> bool {
+    pub fn is_nvidia(&self) -> bool {
         self.vendor == "nvidia"
     }
 }

@@ -188,6 +188,15 @@ pub enum MigManager {
     GpuOperator,
 }
 
+impl MigManager {
+    /// Whether a pool's GPUs are all split into one profile (AKS's `gpu_instance`), so that a
+    /// GPU holds at most that profile's `max_count` instances; the GPU Operator's mig-parted
+    /// lays out mixed profiles per GPU.
+    pub fn one_profile_per_gpu(self) -> bool {
+        matches!(self, MigManager::Aks)
+    }
+}
+
 /// The longest reservation a plan commits to (`[plan] reservation_term`): a 3-year term is a
 /// decision a person records, never a default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, JsonSchema)]
@@ -214,7 +223,7 @@ impl ReservationTerm {
     }
 
     /// Whether a reservation of this capacity type is within the term.
-    pub(crate) fn allows(self, c: Capacity) -> bool {
+    pub fn allows(self, c: Capacity) -> bool {
         match c {
             Capacity::Reserved1y => self >= ReservationTerm::OneYear,
             Capacity::Reserved3y => self == ReservationTerm::ThreeYear,
@@ -312,7 +321,7 @@ impl Capacity {
             | Capacity::CapacityBlock => None,
         }
     }
-    pub(crate) fn is_reserved(self) -> bool {
+    pub fn is_reserved(self) -> bool {
         self.term_years().is_some()
     }
     /// Bought as one block of time (an EC2 Capacity Block): its nodes together, paid for the

@@ -38,10 +38,10 @@ impl Plan {
     pub(crate) fn name(&self) -> &str {
         self.raw.plan.name.get()
     }
-    pub(crate) fn provider(&self) -> Provider {
+    pub fn provider(&self) -> Provider {
         *self.raw.plan.provider.get()
     }
-    pub(crate) fn regions(&self) -> impl Iterator<Item = &str> {
+    pub fn regions(&self) -> impl Iterator<Item = &str> {
         self.raw.plan.regions.iter().map(|r| r.get().as_str())
     }
     /// The longest reservation the plan allows (`[plan] reservation_term`, default 1 year).

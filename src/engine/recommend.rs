@@ -4,7 +4,9 @@
 //!    plan ([`candidate`]); a SKU that cannot run it is rejected with the constraint that
 //!    failed.
 //! 2. Each workload takes the candidate and capacity type with the lowest expected monthly
-//!    cost (ties: the plan's region order, then catalog order).
+//!    cost (ties: the plan's region order, then catalog order); local searches and the fleet
+//!    LP ([`bound`], [`guide`]) propose other choices, and the one whose pools pack cheapest
+//!    wins. The LP's optimum is also the lower bound the recommendation states.
 //! 3. Workloads that chose the same SKU, region, capacity type and sharing settings, and may
 //!    share a pool (their [`demand::Segment`]), form one pool. With `mig_manager = "aks"` a pool
 //!    has one MIG profile, and profiles are merged upwards when that saves nodes.
@@ -26,6 +28,7 @@ mod rehome;
 
 mod aks;
 mod alternatives;
+pub mod bound;
 mod build;
 mod choice;
 mod choose;
@@ -34,6 +37,7 @@ mod costs;
 mod explain;
 mod fillings;
 mod finish;
+mod guide;
 mod marks;
 mod merge;
 mod moves;
@@ -61,8 +65,8 @@ pub use explain::constraint_names;
 pub use finish::node_sizes;
 pub(crate) use types::SCHEMA;
 pub use types::{
-    Alternative, CapacityOption, Change, Comparison, DataUsed, Finding, FindingCode, MigConfig,
-    Nodes, RecPool, Recommendation, Stranded, TeamCost, Unsatisfied, WorkloadCost,
+    Alternative, CapacityOption, Change, Comparison, DataUsed, Finding, FindingCode, LowerBound,
+    MigConfig, Nodes, RecPool, Recommendation, Stranded, TeamCost, Unsatisfied, WorkloadCost,
 };
 
 /// What every stage reads: the plan, the catalog in force, the plan's hours a month, and the
@@ -107,14 +111,23 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
         cache: BuildCache::default(),
     };
     let (mut choices, unsatisfied) = first_choices(plan, catalog, cx.plan_hours);
-    cheapest_strategy(&cx, &mut choices);
+    // The fleet LP over every workload's candidates: the bound the output states, and one
+    // more way to choose.
+    let lp = bound::FleetLp::new(&choices, catalog, cx.plan_hours);
+    cheapest_strategy(&cx, &mut choices, &lp);
     let mut groups = pools_of(&cx, &mut choices);
     merge_pools(&cx, &mut groups, &mut choices);
     move_workloads(&cx, &mut groups, &mut choices);
     rehome_pools(&cx, &mut groups, &mut choices);
     let repaired = repair_quota(&cx, &mut groups, &mut choices);
     let (pools, workload_pool) = final_pools(&cx, &groups, &choices, &repaired);
-    assemble(&cx, pools, &workload_pool, &choices, unsatisfied)
+    let mut rec = assemble(&cx, pools, &workload_pool, &choices, unsatisfied);
+    rec.lower_bound = lp.bound.map(|b| LowerBound {
+        monthly_cost_usd: cents(b.monthly_usd),
+        gap: ((rec.total_monthly_cost_usd / b.monthly_usd - 1.0) * 1e4).round() / 1e4,
+        optimal: b.solved,
+    });
+    rec
 }
 
 #[cfg(test)]

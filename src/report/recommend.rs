@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::core::{usd, Sharing};
-use crate::engine::recommend::{RecPool, Recommendation};
+use crate::engine::recommend::{LowerBound, RecPool, Recommendation};
 use crate::report::markdown::md;
 
 pub(crate) fn json(rec: &Recommendation) -> String {
@@ -40,6 +40,24 @@ fn sharing_cell(p: &RecPool) -> String {
     }
 }
 
+/// How far the fleet can be from the cheapest, against the LP bound (`engine::recommend`'s
+/// `bound`): fractional nodes of every SKU, region and capacity type each workload may use.
+fn bound_line(b: &LowerBound) -> String {
+    // A fleet at the bound reads 0.0%, never -0.0%.
+    let pct = format!("{:.1}%", (b.gap * 100.0).max(0.0) + 0.0);
+    if b.optimal {
+        format!(
+            "Within {pct} of the cheapest fleet these constraints allow: no fleet costs less than {} a month (LP lower bound, every size, region and capacity type, nodes fractional).",
+            usd(b.monthly_cost_usd)
+        )
+    } else {
+        format!(
+            "At most {pct} above the cheapest fleet these constraints allow: no fleet costs less than {} a month (LP lower bound, stopped before its optimum, so the true gap is smaller).",
+            usd(b.monthly_cost_usd)
+        )
+    }
+}
+
 fn nodes_cell(p: &RecPool) -> String {
     if p.nodes.min == p.nodes.max {
         p.nodes.max.to_string()
@@ -60,6 +78,9 @@ pub(crate) fn human(rec: &Recommendation) -> String {
         rec.provider,
         rec.regions.join(" > ")
     );
+    if let Some(b) = &rec.lower_bound {
+        let _ = writeln!(o, "{}", bound_line(b));
+    }
     human_pools(&mut o, rec);
     human_costs(&mut o, rec);
     human_comparison(&mut o, rec);
@@ -318,6 +339,10 @@ pub(crate) fn markdown(rec: &Recommendation) -> String {
         rec.regions.join(", ")
     );
     let _ = writeln!(o);
+    if let Some(b) = &rec.lower_bound {
+        let _ = writeln!(o, "{}", bound_line(b));
+        let _ = writeln!(o);
+    }
     md_pools(&mut o, rec);
     md_teams(&mut o, rec);
     md_comparison(&mut o, rec);

@@ -81,6 +81,17 @@ fn violations(name: &str, text: &str, catalog: &Catalog) -> Result<Vec<String>, 
         .map(|(r, _, m)| format!("{r}: {m}"))
         .collect();
     v.extend(untaken(&p, &rec));
+    // The printed bound is below every fleet, this one included (issue 55).
+    if let Some(b) = &rec.lower_bound {
+        if b.monthly_cost_usd > rec.total_monthly_cost_usd + 0.01 || b.gap < -1e-4 {
+            v.push(format!(
+                "lower bound {:.2} above the fleet's {:.2}",
+                b.monthly_cost_usd, rec.total_monthly_cost_usd
+            ));
+        }
+    } else if !rec.pools.is_empty() {
+        v.push("a fleet without its lower bound".to_owned());
+    }
     Ok(v)
 }
 

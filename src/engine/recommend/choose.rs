@@ -7,7 +7,7 @@ use super::choice::{apply, best_choice, group, pick_of, Choice};
 use super::explain::explain_rejections;
 use super::merge::merge_aks_profiles;
 use super::types::Unsatisfied;
-use super::{candidate, demand, improve, Cx, Groups};
+use super::{bound, candidate, demand, guide, improve, Cx, Groups};
 use crate::catalog::Catalog;
 use crate::plan::Plan;
 
@@ -52,21 +52,37 @@ pub(super) fn first_choices<'p, 'c>(
     (choices, unsatisfied)
 }
 
-/// Three ways to choose, each packed for real; the cheapest fleet wins. Choosing alone is
+/// How `cheapest_strategy` may choose.
+#[derive(Clone, Copy)]
+enum Strategy {
+    /// Each workload on its cheapest candidate alone.
+    Alone,
+    /// Local search from there (`improve`).
+    Improve(improve::Objective),
+    /// Each workload where the fleet LP puts most of its work (`guide`).
+    Guided,
+}
+
+/// Four ways to choose, each packed for real; the cheapest fleet wins. Choosing alone is
 /// exact for plans whose workloads never share a pool; the local searches let workloads move
 /// to where they complement each other (see `improve`).
-pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut Vec<Choice<'_, '_>>) {
+pub(super) fn cheapest_strategy(
+    cx: &Cx<'_, '_>,
+    choices: &mut Vec<Choice<'_, '_>>,
+    lp: &bound::FleetLp,
+) {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     let greedy: Vec<(usize, Rate)> = choices.iter().map(|ch| pick_of(ch)).collect();
     let mut best: Option<(f64, Vec<(usize, Rate)>)> = None;
     for strategy in [
-        None,
-        Some(improve::Objective::Fluid),
-        Some(improve::Objective::Whole),
+        Strategy::Alone,
+        Strategy::Improve(improve::Objective::Fluid),
+        Strategy::Improve(improve::Objective::Whole),
+        Strategy::Guided,
     ] {
         let picks = match strategy {
-            None => greedy.clone(),
-            Some(objective) => {
+            Strategy::Alone => greedy.clone(),
+            Strategy::Improve(objective) => {
                 let mut opts: Vec<improve::Options<'_, '_>> = choices
                     .iter()
                     .zip(&greedy)
@@ -75,6 +91,10 @@ pub(super) fn cheapest_strategy(cx: &Cx<'_, '_>, choices: &mut Vec<Choice<'_, '_
                 improve::improve(&mut opts, catalog, plan_hours, objective);
                 opts.iter().map(|o| o.options[o.pick].clone()).collect()
             }
+            Strategy::Guided => match guide::picks(lp, choices, &greedy) {
+                Some(picks) => picks,
+                None => continue,
+            },
         };
         apply(choices, &picks);
         let mut groups = group(choices);

@@ -165,7 +165,7 @@ impl Demand<'_> {
     /// Replica-hours a month: the floor all month, the steady replicas above it for the
     /// workload's hours, the peak above them for its share of those hours
     /// (`typical_replicas`).
-    pub(crate) fn replica_hours(&self, plan_hours: f64) -> f64 {
+    pub fn replica_hours(&self, plan_hours: f64) -> f64 {
         let steady = self.steady().max(self.floor);
         f64::from(self.floor) * plan_hours
             + f64::from(steady - self.floor) * self.hours

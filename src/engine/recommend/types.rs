@@ -24,6 +24,23 @@ pub struct Recommendation {
     pub comparison: Option<Comparison>,
     pub findings: Vec<Finding>,
     pub data: Vec<DataUsed>,
+    /// How far this fleet can be from the cheapest: a lower bound on any fleet for the
+    /// satisfiable workloads under the plan's constraints (`bound`). Absent for declared
+    /// pools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lower_bound: Option<LowerBound>,
+}
+
+/// A lower bound on the monthly cost of any fleet for the satisfiable workloads: the LP
+/// relaxation over every SKU, region and capacity type each may use, nodes fractional.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct LowerBound {
+    /// No fleet meeting the same constraints costs less a month.
+    pub monthly_cost_usd: f64,
+    /// The recommended fleet's expected cost over the bound, less one (0.018: 1.8% above).
+    pub gap: f64,
+    /// Whether the LP reached its optimum; when not, the figure is still a bound, only looser.
+    pub optimal: bool,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -326,6 +343,7 @@ impl Recommendation {
             unsatisfied: Vec::new(),
             comparison: None,
             findings: Vec::new(),
+            lower_bound: None,
             data: catalog
                 .sources_for(plan.provider())
                 .map(|s| DataUsed {
