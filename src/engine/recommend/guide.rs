@@ -60,6 +60,10 @@ fn pick_on(lp: &FleetLp, ch: &Choice<'_, '_>, k: usize) -> Option<(usize, Rate)>
 /// dual ended with (the same optimum when the dual reached its own).
 fn dominant(lp: &FleetLp) -> Option<Vec<Option<usize>>> {
     let (added, in_lp) = lp.columns.as_ref()?;
+    // An estate too large for the LP has no solution to follow.
+    if !in_lp.iter().any(|&on| on) {
+        return None;
+    }
     let mut p = Problem::new(OptimizationDirection::Minimize);
     let nodes: Vec<Option<Variable>> = lp
         .kinds
@@ -92,10 +96,17 @@ fn dominant(lp: &FleetLp) -> Option<Vec<Option<usize>>> {
             p.add_constraint(terms, ComparisonOp::Ge, group.months);
             if group.floor > 0.0 {
                 // Every kind of its in the LP counts, as the dual's ν sits in their rows.
-                let held: Vec<(Variable, f64)> = group
+                let mut kinds: Vec<usize> = group
                     .uses
                     .iter()
-                    .filter_map(|u| nodes[u.kind].map(|n| (n, 1.0)))
+                    .map(|u| u.kind)
+                    .filter(|&k| nodes[k].is_some())
+                    .collect();
+                kinds.sort_unstable();
+                kinds.dedup();
+                let held: Vec<(Variable, f64)> = kinds
+                    .iter()
+                    .filter_map(|&k| nodes[k].map(|n| (n, 1.0)))
                     .collect();
                 p.add_constraint(held, ComparisonOp::Ge, group.floor);
             }
