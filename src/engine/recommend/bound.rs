@@ -165,7 +165,6 @@ type LpParts = (Vec<Kind>, Vec<Group>, Vec<KindKey>, Vec<usize>);
 fn problem(choices: &[Choice<'_, '_>], catalog: &Catalog, plan_hours: f64) -> LpParts {
     let mut kind_of: BTreeMap<KindKey, usize> = BTreeMap::new();
     let mut kinds: Vec<Kind> = Vec::new();
-    let mut keys: Vec<KindKey> = Vec::new();
     let mut group_of: BTreeMap<*const Vec<Candidate<'_>>, usize> = BTreeMap::new();
     let mut group_of_choice = Vec::with_capacity(choices.len());
     let mut groups: Vec<Group> = Vec::new();
@@ -201,12 +200,11 @@ fn problem(choices: &[Choice<'_, '_>], catalog: &Catalog, plan_hours: f64) -> Lp
                     fit_key(&c.fit, d.mig_manager),
                     r.capacity,
                 );
-                let k = *kind_of.entry(key.clone()).or_insert_with(|| {
+                let k = *kind_of.entry(key).or_insert_with(|| {
                     kinds.push(Kind {
                         usd: r.usd,
                         cap: cap.clone(),
                     });
-                    keys.push(key);
                     kinds.len() - 1
                 });
                 kinds[k].usd = kinds[k].usd.min(r.usd);
@@ -228,6 +226,12 @@ fn problem(choices: &[Choice<'_, '_>], catalog: &Catalog, plan_hours: f64) -> Lp
             uses: uses.into_values().collect(),
         });
     }
+    // Each kind's key, by its index: the map read the other way.
+    let mut keys: Vec<Option<KindKey>> = vec![None; kinds.len()];
+    for (key, k) in kind_of {
+        keys[k] = Some(key);
+    }
+    let keys = keys.into_iter().flatten().collect();
     (kinds, groups, keys, group_of_choice)
 }
 
@@ -290,6 +294,20 @@ fn solved(kinds: &[Kind], groups: &[Group], plan_hours: f64) -> Option<(Bound, C
 /// A feasible dual point, so a bound, in time linear in the uses: for estates too large for
 /// the LP.
 fn priced_by_hand(kinds: &[Kind], groups: &[Group]) -> f64 {
+    let prices: Vec<Vec<f64>> = kinds
+        .iter()
+        .zip(heaviest(kinds, groups))
+        .map(|(k, j)| on_one(k, j, k.usd))
+        .collect();
+    groups
+        .iter()
+        .filter(|g| !g.uses.is_empty())
+        .map(|g| g.months * least(&prices, g))
+        .sum()
+}
+
+/// Per kind, the dimension its groups' work weighs most on (a share of the kind's capacity).
+fn heaviest(kinds: &[Kind], groups: &[Group]) -> Vec<usize> {
     let mut weight: Vec<Vec<f64>> = kinds.iter().map(|k| vec![0.0; k.cap.len()]).collect();
     for group in groups {
         for u in &group.uses {
@@ -298,27 +316,26 @@ fn priced_by_hand(kinds: &[Kind], groups: &[Group]) -> f64 {
             }
         }
     }
-    let prices: Vec<Vec<f64>> = kinds
+    weight
         .iter()
-        .zip(&weight)
-        .map(|(k, w)| {
-            let j = (0..w.len()).fold(0, |b, j| if w[j] > w[b] { j } else { b });
-            let mut m = vec![0.0; k.cap.len()];
-            m[j] = k.usd / k.cap[j].max(1e-9);
-            m
-        })
-        .collect();
-    groups
+        .map(|w| (0..w.len()).fold(0, |b, j| if w[j] > w[b] { j } else { b }))
+        .collect()
+}
+
+/// Prices for `kind` that put all of `rate` on dimension `j`: its row holds with equality.
+fn on_one(kind: &Kind, j: usize, rate: f64) -> Vec<f64> {
+    let mut m = vec![0.0; kind.cap.len()];
+    m[j] = rate.max(0.0) / kind.cap[j].max(1e-9);
+    m
+}
+
+/// The least any of `group`'s uses charges at prices `m`.
+fn least(m: &[Vec<f64>], group: &Group) -> f64 {
+    group
+        .uses
         .iter()
-        .filter(|g| !g.uses.is_empty())
-        .map(|g| {
-            g.months
-                * g.uses
-                    .iter()
-                    .map(|u| charge(&prices, u))
-                    .fold(f64::INFINITY, f64::min)
-        })
-        .sum()
+        .map(|u| charge(m, u))
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// The dual: maximise Σ months·π + Σ floor·ν subject to, per kind,
@@ -363,7 +380,6 @@ impl<'a> Dual<'a> {
             })
             .collect();
         let mut floors_of: Vec<Vec<Variable>> = vec![Vec::new(); kinds.len()];
-        let mut weight: Vec<Vec<f64>> = kinds.iter().map(|k| vec![0.0; k.cap.len()]).collect();
         for (g, group) in groups.iter().enumerate() {
             for u in &group.uses {
                 // Once per kind: a group may use a kind several ways (MIG profiles), and a
@@ -374,15 +390,9 @@ impl<'a> Dual<'a> {
                         floors_of[u.kind].push(v);
                     }
                 }
-                for (j, w) in weight[u.kind].iter_mut().enumerate() {
-                    *w += group.months * u.need[j] / kinds[u.kind].cap[j].max(1e-9);
-                }
             }
         }
-        let heaviest = weight
-            .iter()
-            .map(|w| (0..w.len()).fold(0, |b, j| if w[j] > w[b] { j } else { b }))
-            .collect();
+        let heaviest = heaviest(kinds, groups);
         Dual {
             kinds,
             groups,
@@ -436,10 +446,8 @@ impl<'a> Dual<'a> {
                 } else {
                     0.0
                 };
-                let j = self.heaviest[k];
-                let mut m = vec![0.0; self.kinds[k].cap.len()];
-                m[j] = (self.kinds[k].usd - floors).max(0.0) / self.kinds[k].cap[j].max(1e-9);
-                m
+                let kind = &self.kinds[k];
+                on_one(kind, self.heaviest[k], kind.usd - floors)
             })
             .collect()
     }
@@ -539,11 +547,7 @@ fn feasible_value(d: &Dual<'_>, sol: &microlp::Solution) -> (f64, bool) {
     let mut total = 0.0;
     for (g, group) in d.groups.iter().enumerate() {
         let price = sol.var_value(d.pi[g]);
-        let least = group
-            .uses
-            .iter()
-            .map(|u| charge(&m, u))
-            .fold(f64::INFINITY, f64::min);
+        let least = least(&m, group);
         if least + TOLERANCE * price.max(1e-9) < price {
             solved = false;
         }
