@@ -19,8 +19,9 @@ pub use assumptions::{Assumptions, Figure};
 
 pub use load::{embedded_files, CatalogError};
 
-/// One GPU (or other accelerator) model.
-#[derive(Debug, Clone)]
+/// One GPU (or other accelerator) model; serialised as `catalog --gpu NAME --format json`
+/// prints it.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct GpuModel {
     pub name: String,
     pub vendor: String,
@@ -44,7 +45,7 @@ impl GpuModel {
 }
 
 /// MIG geometry of a GPU: slice counts and every profile with its placements.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct MigSpec {
     pub compute_slices: u8,
     pub memory_slices: u8,
@@ -55,6 +56,7 @@ pub struct MigSpec {
     pub driver_memory_source: String,
     /// The profiles AKS creates for `gpu_instance` MIG1g ... MIG7g on this GPU, in that order;
     /// empty when AKS offers MIG on no size with it.
+    #[serde(skip)]
     pub aks_profiles: Vec<String>,
     pub profiles: Vec<MigProfile>,
 }
@@ -78,7 +80,7 @@ impl MigSpec {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct MigProfile {
     pub name: String,
     pub compute: u8,
@@ -195,6 +197,16 @@ impl Price {
 /// "as of DATE", or "undated" for a source that records no date.
 pub(crate) fn dated(as_of: Option<crate::core::Date>) -> String {
     as_of.map_or_else(|| "undated".to_owned(), |d| format!("as of {d}"))
+}
+
+/// "as of DATE" for a dated source, or "undated (taken DATE)" for one that records no date,
+/// with the day its rows were taken into gpuplan: one wording for a source's age.
+pub(crate) fn source_dated(as_of: impl std::fmt::Display, undated: bool) -> String {
+    if undated {
+        format!("undated (taken {as_of})")
+    } else {
+        format!("as of {as_of}")
+    }
 }
 
 /// Prices of one SKU in one region.

@@ -34,6 +34,11 @@ pub struct Profile {
     pub provider: Provider,
     /// How the cloud is named in text.
     pub name: &'static str,
+    /// Its managed Kubernetes service, as text names it.
+    pub kubernetes: &'static str,
+    /// Its 8 x H100 size and a region that sells it, quoted with today's prices where
+    /// `explain recommend` states the spot break-even.
+    pub h100_example: (&'static str, &'static str),
     /// Whether a name is one of the cloud's region names (`eastus`, `us-east-1`): the price
     /// lists also carry locations that are not regions node pools run in.
     pub is_region: fn(&str) -> bool,
@@ -47,9 +52,10 @@ pub struct Profile {
     pub capacity_reservation: &'static str,
     /// The product a reserved price buys.
     pub reservation: &'static str,
-    /// Reservation prices come only from a live refresh (Azure's Retail Prices API): none are
-    /// embedded, so a missing one is unknown rather than not sold.
-    pub reservations_live_only: bool,
+    /// How the embedded reservation rates were chosen among a type's offerings; `None`: none
+    /// are embedded, they come only from a live refresh (Azure's Retail Prices API), so a
+    /// missing one is unknown rather than not sold.
+    pub embedded_reservations: Option<&'static str>,
     /// Where a live refresh reads prices, reservation prices among them.
     pub prices_api: &'static str,
     /// Spot eviction bands come only from a live refresh; a missing one is unknown.
@@ -79,6 +85,11 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Reservation prices come only from a live refresh: a missing one is unknown.
+    pub fn reservations_live_only(&self) -> bool {
+        self.embedded_reservations.is_none()
+    }
+
     /// The shortest Capacity Block the cloud sells that covers `hours` of work, in hours
     /// (EC2: 24, 48, … 336, then 504, 672, … 4,368); `None` where it sells none that long.
     pub fn sold_block(&self, hours: f64) -> Option<f64> {

@@ -59,6 +59,23 @@ macro_rules! named_enum {
         }
 
         $crate::core::as_text!($name);
+
+        // Its JSON Schema: one of its spellings.
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> String {
+                stringify!($name).to_owned()
+            }
+            fn json_schema(_: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+                schemars::schema::SchemaObject {
+                    instance_type: Some(schemars::schema::InstanceType::String.into()),
+                    enum_values: Some(
+                        $name::ALL.iter().map(|v| serde_json::json!(v.as_str())).collect(),
+                    ),
+                    ..Default::default()
+                }
+                .into()
+            }
+        }
     };
 }
 pub(crate) use named_enum;
@@ -280,6 +297,90 @@ impl Sharing {
             Sharing::SharedServer => "shared-server",
         }
     }
+
+    /// What a pod holds of a GPU under this mode, as the node's device plugin offers it. A new
+    /// mode is decided here first: the pod's request, Kueue's quota and the review's reading of
+    /// a running pod all follow from it.
+    pub fn hold(self) -> GpuHold {
+        match self {
+            Sharing::Dedicated | Sharing::SharedServer => GpuHold::Whole,
+            Sharing::Mig => GpuHold::Instance,
+            Sharing::TimeSlicing | Sharing::Mps => GpuHold::Replica,
+        }
+    }
+
+    /// The GPU is cut into hardware instances with their own memory and compute slices (MIG):
+    /// the pool needs a geometry and a MIG manager.
+    pub fn is_partitioned(self) -> bool {
+        self.hold() == GpuHold::Instance
+    }
+
+    /// The device plugin advertises each GPU as several replicas (time-slicing or MPS), with
+    /// no memory isolation between them.
+    pub fn is_replicated(self) -> bool {
+        self.hold() == GpuHold::Replica
+    }
+
+    /// A pod holds less than a whole card: a MIG instance or a replica of one.
+    pub fn splits_a_card(self) -> bool {
+        self.hold() != GpuHold::Whole
+    }
+
+    /// A pod owns its GPU or MIG instance alone: no other pod's kernels or memory on it.
+    pub fn is_exclusive(self) -> bool {
+        match self {
+            Sharing::Dedicated | Sharing::Mig => true,
+            Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer => false,
+        }
+    }
+
+    /// Replicas take turns on the whole card by context switching (time-slicing without the
+    /// MPS daemon).
+    pub fn is_time_sliced(self) -> bool {
+        match self {
+            Sharing::TimeSlicing => true,
+            Sharing::Dedicated | Sharing::Mig | Sharing::Mps | Sharing::SharedServer => false,
+        }
+    }
+
+    /// Replicas run their kernels concurrently through the MPS control daemon, which the
+    /// device plugin starts per node and which cannot run on MIG instances.
+    pub fn needs_mps_daemon(self) -> bool {
+        match self {
+            Sharing::Mps => true,
+            Sharing::Dedicated | Sharing::Mig | Sharing::TimeSlicing | Sharing::SharedServer => {
+                false
+            }
+        }
+    }
+
+    /// Several models are served by one inference-server process on whole GPUs, so they
+    /// share its fault domain.
+    pub fn shares_server_process(self) -> bool {
+        match self {
+            Sharing::SharedServer => true,
+            Sharing::Dedicated | Sharing::Mig | Sharing::TimeSlicing | Sharing::Mps => false,
+        }
+    }
+
+    /// The NVIDIA device plugin's `sharing` key for the mode (`timeSlicing` or `mps`), when the
+    /// device plugin does the sharing.
+    pub fn device_plugin_key(self) -> Option<&'static str> {
+        match self {
+            Sharing::TimeSlicing => Some("timeSlicing"),
+            Sharing::Mps => Some("mps"),
+            Sharing::Dedicated | Sharing::Mig | Sharing::SharedServer => None,
+        }
+    }
+}
+
+/// What a pod holds of a GPU: whole cards, a hardware instance of one, or a replica the
+/// device plugin advertises of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuHold {
+    Whole,
+    Instance,
+    Replica,
 }
 
 #[derive(
@@ -324,10 +425,52 @@ impl Capacity {
     pub fn is_reserved(self) -> bool {
         self.term_years().is_some()
     }
+    /// The provider may take the node back at short notice (spot, or Azure's low-priority
+    /// cores): sold at a discount, with an eviction rate.
+    pub fn is_evictable(self) -> bool {
+        match self {
+            Capacity::Spot => true,
+            Capacity::OnDemand
+            | Capacity::Reserved1y
+            | Capacity::Reserved3y
+            | Capacity::CapacityReservation
+            | Capacity::CapacityBlock => false,
+        }
+    }
+    /// Nodes launch into capacity held for the account in one zone (an On-Demand Capacity
+    /// Reservation or a Capacity Block), bought per instance and targeted by its id; the
+    /// billing-only reservations (1y, 3y) discount any matching node instead.
+    pub fn is_held_capacity(self) -> bool {
+        match self {
+            Capacity::CapacityReservation | Capacity::CapacityBlock => true,
+            Capacity::OnDemand | Capacity::Spot | Capacity::Reserved1y | Capacity::Reserved3y => {
+                false
+            }
+        }
+    }
+    /// Paid by the hour at list price with no commitment and no eviction: the price every
+    /// other capacity is a discount or premium against.
+    pub fn is_on_demand(self) -> bool {
+        match self {
+            Capacity::OnDemand => true,
+            Capacity::Spot
+            | Capacity::Reserved1y
+            | Capacity::Reserved3y
+            | Capacity::CapacityReservation
+            | Capacity::CapacityBlock => false,
+        }
+    }
     /// Bought as one block of time (an EC2 Capacity Block): its nodes together, paid for the
     /// block's whole length whether used or not.
     pub(crate) fn is_block(self) -> bool {
-        self == Capacity::CapacityBlock
+        match self {
+            Capacity::CapacityBlock => true,
+            Capacity::OnDemand
+            | Capacity::Spot
+            | Capacity::Reserved1y
+            | Capacity::Reserved3y
+            | Capacity::CapacityReservation => false,
+        }
     }
     /// Capacity paid for whether used or not.
     pub(crate) fn is_committed(self) -> bool {

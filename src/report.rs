@@ -3,6 +3,7 @@
 //! pull-request comment. It sits above
 //! [`crate::rules`] because SARIF and the comment name each rule and link its documentation.
 
+pub mod catalog;
 pub(crate) mod codequality;
 pub(crate) mod diff;
 pub mod findings;

@@ -6,6 +6,8 @@ use crate::core::{Capacity, MigManager, Provider};
 pub(super) const PROFILE: Profile = Profile {
     provider: Provider::Aws,
     name: "AWS",
+    kubernetes: "EKS",
+    h100_example: ("p5.48xlarge", "us-east-1"),
     is_region,
     capacity_block: true,
     // DescribeCapacityBlockOfferings, `CapacityDurationHours`: 1-day steps up to 14 days,
@@ -13,7 +15,7 @@ pub(super) const PROFILE: Profile = Profile {
     block_steps: &[(336, 24), (4368, 168)],
     capacity_reservation: "EC2 On-Demand Capacity Reservation",
     reservation: "Reserved Instance",
-    reservations_live_only: false,
+    embedded_reservations: Some("the Price List snapshot's standard before convertible, no upfront first"),
     prices_api: "the AWS Price List API",
     bands_live_only: false,
     bands_api: "the Spot Instance Advisor",

@@ -2,14 +2,14 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{json, Value};
-
 use crate::catalog::{Catalog, GpuModel, Price, ProviderCatalog, RegionPrices, Sku};
 use crate::cli::{CatalogArgs, Format, Global};
 use crate::core::exit;
 use crate::core::rate;
 use crate::output::Out;
 use crate::plan::raw::Provider;
+use crate::report::catalog as doc;
+use crate::report::catalog::skus_in;
 
 pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult {
     if let Some(crate::cli::CatalogAction::Refresh(r)) = &args.action {
@@ -45,9 +45,7 @@ pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult
             )));
         };
         match args.format {
-            Format::Json => {
-                out.stdout(&pretty(&versioned("gpuplan.catalog-gpu/v1", gpu_json(gpu))))
-            }
+            Format::Json => out.stdout(&pretty(&doc::versioned(doc::GPU_SCHEMA, gpu))),
             Format::Human => out.stdout(&gpu_text(gpu)),
         }
         return Ok(exit::OK);
@@ -71,52 +69,23 @@ pub(crate) fn run(g: &Global, args: &CatalogArgs, out: &Out) -> super::CmdResult
             )));
         };
         match args.format {
-            Format::Json => out.stdout(&pretty(&versioned(
-                "gpuplan.catalog-sku/v1",
-                sku_json(&catalog, pc, sku),
+            Format::Json => out.stdout(&pretty(&doc::versioned(
+                doc::SKU_SCHEMA,
+                doc::sku(&catalog, pc, sku),
             ))),
             Format::Human => out.stdout(&sku_text(&catalog, pc, sku, g.verbose)),
         }
         return Ok(exit::OK);
     }
     match args.format {
-        Format::Json => out.stdout(&pretty(&overview_json(&catalog, args.region.as_deref()))),
+        Format::Json => out.stdout(&pretty(&doc::overview(&catalog, args.region.as_deref()))),
         Format::Human => out.stdout(&overview_text(&catalog, args.region.as_deref())),
     }
     Ok(exit::OK)
 }
 
-/// One GPU model or SKU as its own document: the same object the overview lists, with the
-/// `schema` key every JSON output of gpuplan starts with.
-fn versioned(schema: &str, v: Value) -> Value {
-    let mut doc = serde_json::Map::new();
-    doc.insert("schema".into(), json!(schema));
-    if let Value::Object(m) = v {
-        doc.extend(m);
-    }
-    Value::Object(doc)
-}
-
-fn pretty(v: &Value) -> String {
+fn pretty(v: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
-}
-
-fn gpu_json(g: &GpuModel) -> Value {
-    json!({
-        "name": g.name, "vendor": g.vendor, "memory_gib": g.memory_gib,
-        "nominal_memory_gib": g.nominal_memory_gib, "usable_memory_source": g.usable_memory_source,
-        "architecture": g.architecture,
-        "compute_capability": g.compute_capability, "aliases": g.aliases,
-        "mig": g.mig.as_ref().map(|m| json!({
-            "compute_slices": m.compute_slices, "memory_slices": m.memory_slices,
-            "pci_device_ids": m.pci_device_ids, "placement_source": m.placement_source,
-            "driver_memory_source": m.driver_memory_source,
-            "profiles": m.profiles.iter().map(|p| json!({
-                "name": p.name, "compute": p.compute, "memory_slices": p.memory_slices,
-                "memory_gib": p.memory_gib, "starts": p.starts, "max_count": p.max_count,
-            })).collect::<Vec<_>>(),
-        })),
-    })
 }
 
 fn gpu_text(g: &GpuModel) -> String {
@@ -178,64 +147,6 @@ fn figures(p: &RegionPrices) -> [(&'static str, Option<&Price>); 5] {
         ("reserved_3y", p.reserved_3y.as_ref()),
         ("capacity_block", p.capacity_block.as_ref()),
     ]
-}
-
-fn figure_json(p: Option<&Price>) -> Value {
-    p.map_or(Value::Null, |x| {
-        json!({
-            "usd_per_hour": x.usd_per_hour,
-            "as_of": x.as_of.map(|d| d.to_string()),
-            "source": x.source.to_string(),
-        })
-    })
-}
-
-fn sku_json(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> Value {
-    let regions: Vec<Value> = pc
-        .prices
-        .iter()
-        .filter(|((n, _), _)| n == &s.name)
-        .map(|((_, r), p)| {
-            let band = pc.band(&s.name, r);
-            let mut o = json!({
-                "region": r,
-                "on_demand_usd_per_hour": p.on_demand.as_ref().map(|x| x.usd_per_hour),
-                "on_demand_source": p.on_demand.as_ref().map(|x| x.source.to_string()),
-                "spot_usd_per_hour": p.spot.as_ref().map(|x| x.usd_per_hour),
-                "spot_source": p.spot.as_ref().map(|x| x.source.to_string()),
-                "reserved_1y_usd_per_hour": p.reserved_1y.as_ref().map(|x| x.usd_per_hour),
-                "reserved_3y_usd_per_hour": p.reserved_3y.as_ref().map(|x| x.usd_per_hour),
-                "capacity_block_usd_per_hour": p.capacity_block.as_ref().map(|x| x.usd_per_hour),
-                "spot_band": band.map(|b| b.label.clone()),
-                "spot_band_source": band.map(|b| b.source.to_string()),
-                "spot_band_as_of": band.and_then(|b| b.as_of.map(|d| d.to_string())),
-                // Per-account data, present after `catalog refresh`.
-                "zones": pc.availability.get(&(s.name.clone(), r.clone())).map(|a| a.zones.clone()),
-                "restriction": pc.restriction(&s.name, r),
-                "quota_vcpus": pc.quota(r, &s.quota_family).map(|q| q.limit),
-                "spot_quota_vcpus": pc.quota(r, s.spot_quota()).map(|q| q.limit),
-                "spot_placement_score": pc.spot_placement.get(&(s.gpu_model.clone(), r.clone())).map(|x| x.0),
-            });
-            // Each figure with its own date and source (`as_of` null: the source is undated).
-            o["figures"] = figures(p)
-                .into_iter()
-                .map(|(k, f)| (k.to_owned(), figure_json(f)))
-                .collect::<serde_json::Map<_, _>>()
-                .into();
-            o
-        })
-        .collect();
-    json!({
-        "provider": s.provider.as_str(), "name": s.name, "gpu_model": s.gpu_model, "gpu_count": s.gpu_count,
-        "gpu_partition": s.gpu_partition, "gpu_memory_gib": c.sku_gpu(s).map(|g| g.memory_gib),
-        "vcpus": s.vcpus, "memory_gib": s.memory_gib, "quota_family": s.quota_family,
-        "spot_quota_family": s.spot_quota(), "quota_family_verified": s.quota_family_verified,
-        "nvlink": s.nvlink, "inter_node": s.inter_node.as_str(), "efa_interfaces": s.efa_interfaces,
-        "cpu_architecture": s.cpu_architecture(),
-        "retired": s.retired,
-        "unpriced": s.unpriced, "note": s.note,
-        "regions": regions,
-    })
 }
 
 fn sku_text(c: &Catalog, pc: &ProviderCatalog, s: &Sku, verbose: bool) -> String {
@@ -331,7 +242,7 @@ fn price_table<'a>(t: &mut String, pc: &'a ProviderCatalog, s: &Sku) -> Origins<
         let band_label = band.map_or(missing(cloud.bands_live_only).to_owned(), |b| {
             b.label.clone()
         });
-        let reserved_missing = missing(cloud.reservations_live_only);
+        let reserved_missing = missing(cloud.reservations_live_only());
         let _ = writeln!(
             t,
             "  {r:<20} {:>12} {:>12} {band_label:>8} {:>12} {:>12}{}",
@@ -378,11 +289,11 @@ fn sku_sources(
     verbose: bool,
 ) {
     let cloud = crate::cloud::profile(s.provider);
-    if cloud.reservations_live_only {
+    if cloud.reservations_live_only() {
         let _ = writeln!(
             t,
-            "{}s: unknown offline (a live refresh fetches them from {})",
-            cloud.reservation, cloud.prices_api
+            "{}",
+            crate::report::why::reservations_unknown(cloud.reservation, Some(cloud.prices_api))
         );
     }
     t.push_str("figures:\n");
@@ -404,11 +315,7 @@ fn sku_sources(
             "  {} ({}, {}): {}",
             src.file,
             src.kind,
-            if src.undated {
-                format!("undated, taken {}", src.as_of)
-            } else {
-                format!("as of {}", src.as_of)
-            },
+            crate::catalog::source_dated(src.as_of, src.undated),
             src.source
         );
     }
@@ -419,25 +326,6 @@ fn sku_sources(
             cloud.name, cloud.bands_api, s.provider
         );
     }
-}
-
-fn skus_in<'a>(pc: &'a ProviderCatalog, region: Option<&'a str>) -> impl Iterator<Item = &'a Sku> {
-    pc.skus
-        .values()
-        .filter(move |s| region.is_none_or(|r| pc.offered(&s.name, r)))
-}
-
-fn overview_json(c: &Catalog, region: Option<&str>) -> Value {
-    json!({
-        "schema": "gpuplan.catalog/v1",
-        "sources": c.sources.iter().map(|s| json!({"file": s.file, "kind": s.kind, "provider": s.provider.map(Provider::as_str), "as_of": s.as_of.to_string(), "undated": s.undated, "source": s.source})).collect::<Vec<_>>(),
-        "gpus": c.gpus.values().map(gpu_json).collect::<Vec<_>>(),
-        "providers": c.providers.iter().map(|(p, pc)| json!({
-            "provider": p.as_str(),
-            "regions": pc.regions,
-            "skus": skus_in(pc, region).map(|s| sku_json(c, pc, s)).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
 }
 
 fn overview_text(c: &Catalog, region: Option<&str>) -> String {
@@ -499,8 +387,11 @@ fn overview_text(c: &Catalog, region: Option<&str>) -> String {
     for s in &c.sources {
         let _ = writeln!(
             t,
-            "  {} ({}, as of {}): {}",
-            s.file, s.kind, s.as_of, s.source
+            "  {} ({}, {}): {}",
+            s.file,
+            s.kind,
+            crate::catalog::source_dated(s.as_of, s.undated),
+            s.source
         );
     }
     t

@@ -14,14 +14,16 @@ use super::{Diag, Suppression};
 
 pub(crate) const SCHEMA: &str = "gpuplan.baseline/v1";
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Baseline {
     pub schema: String,
     pub findings: Vec<Entry>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Entry {
     pub fingerprint: String,

@@ -64,7 +64,7 @@ pub(crate) fn node_hour(
             let cloud = crate::cloud::profile(provider);
             StandIn::Reserved {
                 reservation: cloud.reservation,
-                live_only: cloud.reservations_live_only,
+                live_only: cloud.reservations_live_only(),
             }
         }
         Capacity::OnDemand | Capacity::CapacityReservation => return None,
@@ -223,7 +223,7 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
     };
     // Restart waste is spot's, at its maximum as in the expected figure; a spot pool costed
     // at on-demand (no spot price) has none.
-    let waste = if pool.capacity() == Capacity::Spot && price.caveat.is_none() {
+    let waste = if pool.capacity().is_evictable() && price.caveat.is_none() {
         declared_spot_waste(plan, catalog, pool)
     } else {
         1.0

@@ -3,7 +3,8 @@
 //! (`review --write-plan`) read.
 
 use crate::catalog::Catalog;
-use crate::plan::raw::{Pool, Sharing, Workload};
+use crate::core::GpuHold;
+use crate::plan::raw::{Pool, Workload};
 use crate::plan::Plan;
 
 /// What bounds a pool's nodes at peak.
@@ -44,20 +45,20 @@ pub(crate) fn peak_nodes(catalog: &Catalog, plan: &Plan, pool: &Pool) -> Option<
         .time_slicing_replicas
         .as_ref()
         .map_or(1.0, |r| (*r.get()).max(1) as f64);
-    let gpu_binding = match pool.sharing() {
-        Sharing::Dedicated | Sharing::SharedServer => Binding::Gpus,
-        Sharing::TimeSlicing | Sharing::Mps => Binding::Shares,
-        Sharing::Mig => Binding::MigInstances,
+    let gpu_binding = match pool.sharing().hold() {
+        GpuHold::Whole => Binding::Gpus,
+        GpuHold::Replica => Binding::Shares,
+        GpuHold::Instance => Binding::MigInstances,
     };
     let dim_binding = [gpu_binding, Binding::Vcpus, Binding::Memory];
     // (nodes, replicas per node, what binds) of the workload that needs most nodes alone.
     let (mut gang_nodes, mut sums) = (0.0, [0.0f64; 3]);
     let mut alone: (f64, Option<u32>, Binding) = (0.0, None, gpu_binding);
     for w in plan.pool_workloads(pool) {
-        let per_replica = match pool.sharing() {
-            Sharing::Dedicated | Sharing::SharedServer => w.gpus().max(1) as f64,
-            Sharing::TimeSlicing | Sharing::Mps => w.gpus().max(1) as f64 / shares,
-            Sharing::Mig => {
+        let per_replica = match pool.sharing().hold() {
+            GpuHold::Whole => w.gpus().max(1) as f64,
+            GpuHold::Replica => w.gpus().max(1) as f64 / shares,
+            GpuHold::Instance => {
                 mig_replica_share(catalog, plan, pool, w).unwrap_or_else(|| w.gpu_share().min(1.0))
             }
         };

@@ -34,17 +34,6 @@ pub(crate) struct Collision {
     pub second: String,
 }
 
-/// The segment of a pool as an AKS name begins: three letters at most.
-fn segment_abbrev(segment: &str) -> &'static str {
-    match segment {
-        "serving" => "srv",
-        "inference" => "inf",
-        "interactive" => "nb",
-        "training" => "trn",
-        _ => "bat",
-    }
-}
-
 /// The AKS name of node pool `node_pool` of pool `p`, try `salt`: its segment and GPU from
 /// fixed vocabularies (a plan's pool name, a DNS-1123 label of up to 63, is too long for
 /// AKS), then base-36 digits of a hash of the node pool's own name to 12 characters. A
@@ -58,7 +47,7 @@ fn aks_candidate(p: &RecPool, node_pool: &str, salt: u32) -> String {
         .filter(char::is_ascii_alphanumeric)
         .take(5)
         .collect();
-    let mut n = format!("{}{}", segment_abbrev(p.segment), gpu);
+    let mut n = format!("{}{}", p.segment.aks_abbrev(), gpu);
     let key = if salt == 0 {
         node_pool.to_owned()
     } else {

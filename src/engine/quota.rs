@@ -11,7 +11,7 @@ use crate::core::Capacity;
 /// The quota bucket of `capacity` on `sku` in `region`: the region and the VM family (Azure)
 /// or quota code (AWS), as the SKU names it; spot draws on a bucket of its own.
 pub(crate) fn bucket_of(sku: &Sku, region: &str, capacity: Capacity) -> (String, String) {
-    let family = if capacity == Capacity::Spot {
+    let family = if capacity.is_evictable() {
         sku.spot_quota().to_owned()
     } else {
         sku.quota_family.clone()

@@ -126,10 +126,7 @@ pub(super) fn node_pool(
             .karpenter_disk_gib
             .map_or(v.disk_gib, |(lo, hi)| v.disk_gib.clamp(lo, hi)),
         placement_group: v.placement_group,
-        reservation: matches!(
-            p.capacity,
-            crate::core::Capacity::CapacityBlock | crate::core::Capacity::CapacityReservation
-        ),
+        reservation: p.capacity.is_held_capacity(),
     })
 }
 

@@ -26,9 +26,11 @@ pub(crate) fn terraform_floor(profile: &Profile, pools: &[super::model::PoolView
 /// Karpenter's `karpenter.sh/capacity-type` for a capacity: reserved for capacity held for
 /// the pool (an ODCR or a Capacity Block), on-demand for the billing-only reservations.
 pub(crate) fn karpenter_capacity(c: Capacity) -> &'static str {
-    match c {
-        Capacity::Spot => "spot",
-        Capacity::CapacityBlock | Capacity::CapacityReservation => "reserved",
-        Capacity::OnDemand | Capacity::Reserved1y | Capacity::Reserved3y => "on-demand",
+    if c.is_evictable() {
+        "spot"
+    } else if c.is_held_capacity() {
+        "reserved"
+    } else {
+        "on-demand"
     }
 }

@@ -2,7 +2,6 @@
 //! GPUs; and whether AKS partitions the pool's GPUs itself.
 
 use crate::catalog::Catalog;
-use crate::core::Sharing;
 use crate::engine::recommend::{RecPool, Recommendation};
 use crate::plan::Plan;
 
@@ -26,7 +25,7 @@ pub(crate) fn gpu_request(
     spec: Option<&crate::catalog::MigSpec>,
     aks_mig: bool,
 ) -> (String, f64) {
-    if p.sharing == Sharing::Mig && !aks_mig {
+    if p.sharing.is_partitioned() && !aks_mig {
         if let Some(spec) = spec {
             let mut names: Vec<&String> = p
                 .mig_layout
@@ -44,7 +43,7 @@ pub(crate) fn gpu_request(
             }
         }
     }
-    let per = if p.sharing == Sharing::Mig || p.time_slicing_replicas.is_some() {
+    let per = if p.sharing.is_partitioned() || p.time_slicing_replicas.is_some() {
         1.0
     } else {
         f64::from(gpus_of(plan, w.name.get()))

@@ -70,7 +70,7 @@ pub fn plan_with_pools(
     let mut pools = ArrayOfTables::new();
     for p in &rec.pools {
         let mut t = pool_table(p, p.mig_manager, &why(p));
-        if p.sharing == Sharing::Mig && p.mig_manager != cluster {
+        if p.sharing.is_partitioned() && p.mig_manager != cluster {
             t["mig_manager"] = value(match p.mig_manager {
                 MigManager::Aks => "aks",
                 MigManager::GpuOperator => "gpu-operator",
@@ -143,7 +143,7 @@ fn pool_table(p: &RecPool, mm: MigManager, why: &str) -> Table {
     if let Some(n) = p.time_slicing_replicas {
         t["time_slicing_replicas"] = value(i64::from(n));
     }
-    if p.sharing == Sharing::Mig {
+    if p.sharing.is_partitioned() {
         let uniform = p.mig_layout.as_ref().filter(|l| l.len() == 1);
         match (mm, uniform) {
             // AKS creates one profile on every GPU (`gpu_instance`).

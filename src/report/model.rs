@@ -57,21 +57,25 @@ pub(crate) fn model_text(catalog: &Catalog) -> String {
 /// The allocatable share of a node, sharing caps, cost and spot assumptions, and the bands.
 fn assumptions(o: &mut String, catalog: &Catalog) {
     let a = &catalog.assumptions;
-    let reserved_64 = |p: Provider| {
-        if a.kube_reserved_cpu.contains_key(&p) {
-            format!(
-                "{} m",
-                crate::core::num(a.kube_reserved_cpu(p, 64.0) * 1000.0)
-            )
-        } else {
-            "none listed".to_owned()
-        }
-    };
+    let reserved_64: Vec<String> = Provider::ALL
+        .iter()
+        .map(|&p| {
+            let m = if a.kube_reserved_cpu.contains_key(&p) {
+                format!(
+                    "{} m",
+                    crate::core::num(a.kube_reserved_cpu(p, 64.0) * 1000.0)
+                )
+            } else {
+                "none listed".to_owned()
+            };
+            format!("{m} on {}", crate::cloud::profile(p).kubernetes)
+        })
+        .collect();
     let _ = writeln!(
         o,
         "## Assumptions (providers/assumptions.toml)\n\
          - pods may request a node's vCPUs less the kubelet's kube-reserved CPU (the \
-         provider's published schedule: {} on AKS and {} on EKS for a 64-vCPU node) and less \
+         provider's published schedule: {} for a 64-vCPU node) and less \
          {} vCPU for the system DaemonSets (the GPU Operator's request none by default; a \
          plan's `[cluster] daemonset_cpu` replaces it), and {}% of its RAM\n\
          - time-sliced and MPS instances share a GPU equally; their memory caps add up to {} of \
@@ -86,8 +90,7 @@ fn assumptions(o: &mut String, catalog: &Catalog) {
          - spot is closed to user-facing workloads, to workloads that are not `interruptible`, \
          and to training or batch without `checkpoint_minutes`\n\
          - spot interruptions are a Poisson process per node; a gang dies when any node goes",
-        reserved_64(Provider::Azure),
-        reserved_64(Provider::Aws),
+        reserved_64.join(" and "),
         crate::core::num(a.daemonset_cpu),
         crate::core::num(a.allocatable_memory_share * 100.0),
         crate::core::num(1.0 - a.time_slicing_memory_headroom),
@@ -125,9 +128,7 @@ fn restarts_and_reservations(o: &mut String, catalog: &Catalog) {
          longest-running first: the floor (what runs every hour of the month, whatever the \
          workload's kind), then each workload's minimum replicas for its hours; replicas \
          above a minimum are a peak, which stays on-demand or spot; `why` states each node's \
-         utilisation, and GP023 holds declared reservations to the same rule. AWS Reserved Instance rates are embedded (the \
-         2025-11-30 snapshot: standard before convertible, no upfront first); Azure \
-         reservation prices are unknown offline and a live refresh fetches them\n\
+         utilisation, and GP023 holds declared reservations to the same rule. {}\n\
          - a capacity reservation for a user-facing floor is offered as an option, priced at \
          the on-demand rate for every hour of the month",
         crate::core::num(a.node_acquire_minutes),
@@ -146,17 +147,38 @@ fn restarts_and_reservations(o: &mut String, catalog: &Catalog) {
             a.weight_load_minutes
         )),
         break_even_examples(catalog),
+        reservation_sources(),
     );
+}
+
+/// Where each cloud's reservation rates come from.
+fn reservation_sources() -> String {
+    let each: Vec<String> = Provider::ALL
+        .iter()
+        .rev()
+        .map(|&p| {
+            let cloud = crate::cloud::profile(p);
+            match cloud.embedded_reservations {
+                Some(choice) if cloud.reservation.starts_with(cloud.name) => {
+                    format!("{} rates are embedded ({choice})", cloud.reservation)
+                }
+                Some(choice) => format!(
+                    "{} {} rates are embedded ({choice})",
+                    cloud.name, cloud.reservation
+                ),
+                None => super::why::reservations_unknown(cloud.reservation, None),
+            }
+        })
+        .collect();
+    each.join("; ")
 }
 
 /// The break-even of the 8 x H100 sizes in today's catalog, each with its figures' dates:
 /// an example quoted from data, never from a number typed into the text.
 fn break_even_examples(catalog: &Catalog) -> String {
     let mut out = Vec::new();
-    for (p, sku, region) in [
-        (Provider::Aws, "p5.48xlarge", "us-east-1"),
-        (Provider::Azure, "Standard_ND96isr_H100_v5", "eastus"),
-    ] {
+    for &p in Provider::ALL.iter().rev() {
+        let (sku, region) = crate::cloud::profile(p).h100_example;
         let Some(rp) = catalog.provider(p).and_then(|pc| pc.price(sku, region)) else {
             continue;
         };

@@ -27,6 +27,14 @@ pub enum Output {
     Purchases,
     /// `explain --format json`
     Rules,
+    /// `catalog --format json`
+    Catalog,
+    /// `catalog --gpu NAME --format json`
+    CatalogGpu,
+    /// `catalog --sku NAME --format json`
+    CatalogSku,
+    /// `check --write-baseline FILE`
+    Baseline,
 }
 
 impl Output {
@@ -40,6 +48,10 @@ impl Output {
             Output::Diff => crate::engine::diff::SCHEMA,
             Output::Purchases => crate::engine::purchases::SCHEMA,
             Output::Rules => crate::rules::RULE_DOCS_SCHEMA,
+            Output::Catalog => super::catalog::CATALOG_SCHEMA,
+            Output::CatalogGpu => super::catalog::GPU_SCHEMA,
+            Output::CatalogSku => super::catalog::SKU_SCHEMA,
+            Output::Baseline => crate::diag::baseline::SCHEMA,
         }
     }
 
@@ -52,6 +64,10 @@ impl Output {
             Output::Diff,
             Output::Purchases,
             Output::Rules,
+            Output::Catalog,
+            Output::CatalogGpu,
+            Output::CatalogSku,
+            Output::Baseline,
         ]
         .into_iter()
         .find(|o| o.id() == id)
@@ -68,6 +84,10 @@ pub fn schema(output: Output) -> Value {
         Output::Diff => generated::<crate::engine::diff::Diff>(),
         Output::Purchases => generated::<crate::engine::purchases::Purchases>(),
         Output::Rules => generated::<crate::rules::RuleDocs>(),
+        Output::Catalog => generated::<super::catalog::CatalogDoc>(),
+        Output::CatalogGpu => generated::<super::catalog::Versioned<&crate::catalog::GpuModel>>(),
+        Output::CatalogSku => generated::<super::catalog::Versioned<super::catalog::SkuDoc>>(),
+        Output::Baseline => generated::<crate::diag::baseline::Baseline>(),
     };
     let mut v = serde_json::to_value(root).unwrap_or_default();
     v["$id"] = json!(format!(

@@ -234,15 +234,19 @@ fn not_shared(cause: &NotShared) -> String {
     }
 }
 
+/// The one wording of a cloud whose reservation prices only a live refresh fetches
+/// (`reservation`: the product, "Azure reservation").
+pub(crate) fn reservations_unknown(reservation: &str, api: Option<&str>) -> String {
+    let from = api.map(|a| format!(" from {a}")).unwrap_or_default();
+    format!("{reservation} prices are unknown offline (a live refresh fetches them{from})")
+}
+
 /// No reservation price for a pool that keeps nodes all month: unknown offline where only a
 /// live refresh fetches them, else not sold.
 fn reserved_unknown(provider: Provider) -> String {
     let p = crate::cloud::profile(provider);
-    if p.reservations_live_only {
-        format!(
-            "{} prices are unknown offline (a live refresh fetches them)",
-            p.reservation
-        )
+    if p.reservations_live_only() {
+        reservations_unknown(p.reservation, None)
     } else {
         format!(
             "no {} is sold for this type here in the catalog's data",

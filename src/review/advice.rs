@@ -300,7 +300,7 @@ pub(super) fn reservation(
     t: &Telemetry,
     covered: i64,
 ) -> Option<ReservationAdvice> {
-    if p.capacity() != Capacity::OnDemand || gpus <= 0.0 || covered < 86_400 {
+    if !p.capacity().is_on_demand() || gpus <= 0.0 || covered < 86_400 {
         return None;
     }
     let held = held?;

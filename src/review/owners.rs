@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::query::{Answers, Q};
 use super::telemetry::PodSeries;
 use crate::catalog::Catalog;
-use crate::core::Sharing;
+use crate::core::GpuHold;
 use crate::plan::Plan;
 
 /// How a pod was matched to its workload, most certain first.
@@ -125,25 +125,12 @@ pub(super) fn controllers(a: &Answers) -> BTreeMap<(String, String), String> {
         .collect()
 }
 
-/// What a pod holds of a GPU, as its node offers it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PodGpu {
-    /// Whole GPUs.
-    Whole,
-    /// MIG instances.
-    Mig,
-    /// Time-sliced (or MPS) replicas of a card.
-    Shared,
-}
-
 /// Whether a workload's pods may hold GPUs the way `held` says: its sharing mode where it
 /// states one, else whole GPUs unless it asks for a fraction of one.
-fn holds_as(w: &crate::plan::raw::Workload, held: PodGpu) -> bool {
+fn holds_as(w: &crate::plan::raw::Workload, held: GpuHold) -> bool {
     match w.sharing.as_ref().map(|s| *s.get()) {
-        Some(Sharing::Mig) => held == PodGpu::Mig,
-        Some(Sharing::TimeSlicing | Sharing::Mps) => held == PodGpu::Shared,
-        Some(Sharing::Dedicated | Sharing::SharedServer) => held == PodGpu::Whole,
-        None => (held == PodGpu::Whole) != w.gpu_fraction.is_some(),
+        Some(s) => held == s.hold(),
+        None => (held == GpuHold::Whole) != w.gpu_fraction.is_some(),
     }
 }
 
@@ -155,7 +142,7 @@ pub(super) fn only_on_gpu(
     catalog: &Catalog,
     team: &str,
     model: &str,
-    held: PodGpu,
+    held: GpuHold,
 ) -> Option<String> {
     let model_of_sku = |sku: &str| {
         catalog

@@ -1,7 +1,7 @@
 use super::{Cx, Rule};
 use crate::core::num;
 use crate::engine::memory::{server_cap, time_sliced_cap};
-use crate::plan::raw::{Sharing, Sp, Workload};
+use crate::plan::raw::{Sp, Workload};
 
 declare_rule! {
     /// # GP001 timeslice-memory-oversubscribed
@@ -48,7 +48,7 @@ impl Rule for TimesliceMemoryOversubscribed {
         let headroom = cx.catalog.assumptions.time_slicing_memory_headroom;
         let limit = 1.0 - headroom;
         for pool in cx.plan.pools() {
-            if pool.sharing() != Sharing::TimeSlicing {
+            if !pool.sharing().is_time_sliced() {
                 continue;
             }
             let Some(replicas) = &pool.time_slicing_replicas else {

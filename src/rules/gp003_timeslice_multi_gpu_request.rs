@@ -1,6 +1,5 @@
 use super::{Cx, Rule};
 use crate::diag::Severity;
-use crate::plan::raw::Sharing;
 
 declare_rule! {
     /// # GP003 timeslice-multi-gpu-request
@@ -40,8 +39,8 @@ impl Rule for TimesliceMultiGpuRequest {
             let on_pool = cx
                 .pools_of(w)
                 .into_iter()
-                .find(|p| p.sharing() == Sharing::TimeSlicing);
-            if w.sharing() != Sharing::TimeSlicing && on_pool.is_none() {
+                .find(|p| p.sharing().is_time_sliced());
+            if !w.sharing().is_time_sliced() && on_pool.is_none() {
                 continue;
             }
             let mut d = if strict {

@@ -1,5 +1,4 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Sharing;
 
 declare_rule! {
     /// # GP004 mig-on-gpu-without-mig
@@ -29,7 +28,7 @@ declare_rule! {
 impl Rule for MigOnGpuWithoutMig {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
-            let wants = pool.sharing() == Sharing::Mig
+            let wants = pool.sharing().is_partitioned()
                 || pool.mig_profile.is_some()
                 || !pool.layouts().is_empty();
             let Some(gpu) = cx.pool_gpu(pool) else {
@@ -45,7 +44,7 @@ impl Rule for MigOnGpuWithoutMig {
             }
         }
         for w in cx.plan.workloads() {
-            if w.sharing() != Sharing::Mig {
+            if !w.sharing().is_partitioned() {
                 continue;
             }
             if let Some(models) = &w.gpu_models {

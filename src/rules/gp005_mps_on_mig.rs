@@ -1,5 +1,4 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Sharing;
 
 declare_rule! {
     /// # GP005 mps-on-mig
@@ -29,7 +28,7 @@ declare_rule! {
 impl Rule for MpsOnMig {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
-            if pool.sharing() == Sharing::Mps {
+            if pool.sharing().needs_mps_daemon() {
                 if let Some(span) = pool.mig_span() {
                     cx.push(
                         cx.finding(span, format!("pool `{}` combines MPS with MIG, which the device plugin does not support", pool.name.get()))
@@ -39,9 +38,9 @@ impl Rule for MpsOnMig {
                     );
                 }
             }
-            if pool.sharing() == Sharing::Mig {
+            if pool.sharing().is_partitioned() {
                 for w in cx.plan.pool_workloads(pool) {
-                    if w.sharing() == Sharing::Mps {
+                    if w.sharing().needs_mps_daemon() {
                         let at = w.sharing.as_ref().map_or(w.name.span(), |s| s.span());
                         cx.push(
                             cx.finding(at, format!("`{}` wants MPS but lands on MIG pool `{}`: the device plugin does not run MPS on MIG devices", w.name.get(), pool.name.get()))

@@ -1,5 +1,4 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Sharing;
 
 declare_rule! {
     /// # GP006 mps-experimental
@@ -27,7 +26,7 @@ declare_rule! {
 impl Rule for MpsExperimental {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
-            if pool.sharing() == Sharing::Mps {
+            if pool.sharing().needs_mps_daemon() {
                 let at = pool.sharing.as_ref().map_or(pool.name.span(), |s| s.span());
                 cx.push(
                     cx.finding(at, format!("pool `{}` uses MPS, which is experimental in the NVIDIA device plugin; a fatal fault in one client reaches every client on the GPU", pool.name.get()))
@@ -38,8 +37,11 @@ impl Rule for MpsExperimental {
             }
         }
         for w in cx.plan.workloads() {
-            let on_mps_pool = cx.pools_of(w).iter().any(|p| p.sharing() == Sharing::Mps);
-            if w.sharing() == Sharing::Mps && !on_mps_pool {
+            let on_mps_pool = cx
+                .pools_of(w)
+                .iter()
+                .any(|p| p.sharing().needs_mps_daemon());
+            if w.sharing().needs_mps_daemon() && !on_mps_pool {
                 let at = w.sharing.as_ref().map_or(w.name.span(), |s| s.span());
                 cx.push(
                     cx.finding(at, format!("`{}` uses MPS, which is experimental in the NVIDIA device plugin; a fatal fault in one client reaches every client on the GPU", w.name.get()))

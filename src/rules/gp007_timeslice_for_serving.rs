@@ -1,5 +1,5 @@
 use super::{Cx, Rule};
-use crate::plan::raw::{Kind, Sharing};
+use crate::plan::raw::Kind;
 
 declare_rule! {
     /// # GP007 timeslice-for-serving
@@ -37,8 +37,8 @@ impl Rule for TimesliceForServing {
             let pool = cx
                 .pools_of(w)
                 .into_iter()
-                .find(|p| p.sharing() == Sharing::TimeSlicing);
-            if w.sharing() != Sharing::TimeSlicing && pool.is_none() {
+                .find(|p| p.sharing().is_time_sliced());
+            if !w.sharing().is_time_sliced() && pool.is_none() {
                 continue;
             }
             let what = if w.user_facing() {

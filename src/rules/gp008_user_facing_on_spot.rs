@@ -1,5 +1,4 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Capacity;
 
 declare_rule! {
     /// # GP008 user-facing-on-spot
@@ -29,7 +28,7 @@ declare_rule! {
 impl Rule for UserFacingOnSpot {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
-            if pool.capacity() != Capacity::Spot {
+            if !pool.capacity().is_evictable() {
                 continue;
             }
             for w in cx.plan.pool_workloads(pool) {

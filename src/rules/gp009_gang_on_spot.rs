@@ -3,7 +3,6 @@ use crate::core::num;
 use crate::core::rate;
 use crate::diag::Severity;
 use crate::engine::spot::assess;
-use crate::plan::raw::Capacity;
 
 declare_rule! {
     /// # GP009 gang-on-spot
@@ -49,7 +48,7 @@ declare_rule! {
 impl Rule for GangOnSpot {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
-            if pool.capacity() != Capacity::Spot {
+            if !pool.capacity().is_evictable() {
                 continue;
             }
             for w in cx.plan.pool_workloads(pool) {

@@ -1,5 +1,5 @@
 use super::{Cx, Rule};
-use crate::plan::raw::{Capacity, Kind};
+use crate::plan::raw::Kind;
 
 declare_rule! {
     /// # GP010 spot-without-restart-safety
@@ -46,7 +46,7 @@ impl Rule for SpotWithoutRestartSafety {
             }
         }
         for pool in cx.plan.pools() {
-            if pool.capacity() != Capacity::Spot {
+            if !pool.capacity().is_evictable() {
                 continue;
             }
             for w in cx.plan.pool_workloads(pool) {

@@ -1,5 +1,4 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Sharing;
 
 declare_rule! {
     /// # GP018 fault-domain-undecided
@@ -45,7 +44,7 @@ impl Rule for FaultDomainUndecided {
                         .help(format!("add a `[[decision]]` with `fault_domain = \"{}\"`, `decided_by`, `date` and `reason`", fd.get()))
                         .workload(w.name.get()),
                 ),
-                None if w.sharing() == Sharing::SharedServer => cx.push(
+                None if w.sharing().shares_server_process() => cx.push(
                     cx.finding(w.sharing.as_ref().map_or(w.name.span(), |s| s.span()), format!("`{}` runs in a shared inference server: one crash, bad rollout or OOM takes every tenant, and no `fault_domain` records who decided that", w.name.get()))
                         .label("shared server")
                         .help("set `fault_domain` for the server's tenants and add a `[[decision]]` for it")
@@ -55,7 +54,7 @@ impl Rule for FaultDomainUndecided {
             }
         }
         for pool in cx.plan.pools() {
-            if !matches!(pool.sharing(), Sharing::TimeSlicing | Sharing::Mps) {
+            if !pool.sharing().is_replicated() {
                 continue;
             }
             let members: Vec<_> = cx.plan.pool_workloads(pool).collect();

@@ -1,5 +1,4 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Sharing;
 
 declare_rule! {
     /// # GP020 dra-fractional-sharing
@@ -35,11 +34,7 @@ impl Rule for DraFractionalSharing {
             if !*flag.get() {
                 continue;
             }
-            let fractional = w.gpu_fraction.is_some()
-                || matches!(
-                    w.sharing(),
-                    Sharing::Mig | Sharing::TimeSlicing | Sharing::Mps
-                );
+            let fractional = w.gpu_fraction.is_some() || w.sharing().splits_a_card();
             let msg = if fractional {
                 format!("`{}` relies on DRA to share a GPU: consumable capacity is alpha and NVIDIA's DRA GPU allocation (dynamic MIG included) is not yet officially supported", w.name.get())
             } else {

@@ -120,18 +120,14 @@ impl Rule for StaleProviderData {
 /// The (SKU, region, capacity) figures that decide the plan's cost: its pools', or, with no
 /// pools, those of every SKU the recommender would consider (or the workloads name).
 fn relied(cx: &Cx<'_>, pc: &ProviderCatalog) -> Vec<(String, String, Capacity)> {
-    let uses_spot = cx
-        .plan
-        .pools()
-        .iter()
-        .any(|p| p.capacity() == Capacity::Spot)
+    let uses_spot = cx.plan.pools().iter().any(|p| p.capacity().is_evictable())
         || cx.plan.workloads().iter().any(|w| w.interruptible());
     let mut relied: Vec<(String, String, Capacity)> = Vec::new();
     if !cx.plan.pools().is_empty() {
         for p in cx.plan.pools() {
             let (sku, region) = (p.sku.get().clone(), p.region.get().clone());
             relied.push((sku.clone(), region.clone(), Capacity::OnDemand));
-            if p.capacity() != Capacity::OnDemand {
+            if !p.capacity().is_on_demand() {
                 relied.push((sku, region, p.capacity()));
             }
         }
@@ -195,7 +191,7 @@ fn stale_figures(
         if let Some(p) = prices.listed(*capacity) {
             note(Figure::of(*capacity), &p.source, p.as_of, at.clone());
         }
-        if *capacity == Capacity::Spot {
+        if capacity.is_evictable() {
             if let Some(SpotBand { source, as_of, .. }) = pc.band(sku, region) {
                 note(Figure::SpotBand, source, *as_of, at.clone());
             }

@@ -1,5 +1,4 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Capacity;
 
 declare_rule! {
     /// # GP024 spot-high-eviction-band
@@ -34,7 +33,7 @@ impl Rule for SpotHighEvictionBand {
             return;
         };
         for pool in cx.plan.pools() {
-            if pool.capacity() != Capacity::Spot {
+            if !pool.capacity().is_evictable() {
                 continue;
             }
             let Some(band) = pc.band(pool.sku.get(), pool.region.get()) else {

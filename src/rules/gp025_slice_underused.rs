@@ -1,6 +1,5 @@
 use super::{Cx, Rule};
 use crate::core::num;
-use crate::plan::raw::Sharing;
 
 declare_rule! {
     /// # GP025 slice-underused
@@ -36,10 +35,10 @@ impl Rule for SliceUnderused {
         let threshold = cx.catalog.assumptions.low_utilization;
         for w in cx.plan.workloads() {
             let Some(u) = &w.utilization else { continue };
-            if *u.get() >= threshold || !matches!(w.sharing(), Sharing::Dedicated | Sharing::Mig) {
+            if *u.get() >= threshold || !w.sharing().is_exclusive() {
                 continue;
             }
-            let holds = if w.sharing() == Sharing::Mig {
+            let holds = if w.sharing().is_partitioned() {
                 "a MIG slice".to_owned()
             } else {
                 format!("{} dedicated GPU(s)", num(w.gpu_share()))

@@ -33,7 +33,7 @@ impl Rule for SharingSettingContradiction {
         for pool in cx.plan.pools() {
             let name = pool.name.get();
             let sharing = pool.sharing();
-            let shared = matches!(sharing, Sharing::TimeSlicing | Sharing::Mps);
+            let shared = sharing.is_replicated();
             let mut report = |span, msg: String, help: &str| {
                 let d = cx
                     .finding(span, msg)
@@ -62,10 +62,8 @@ impl Rule for SharingSettingContradiction {
             }
             for w in cx.plan.pool_workloads(pool) {
                 let ws = w.sharing();
-                let fits = ws == sharing
-                    || (ws == Sharing::SharedServer
-                        && matches!(sharing, Sharing::Dedicated | Sharing::Mig));
-                if fits || (ws == Sharing::Mps && sharing == Sharing::Mig) {
+                let fits = ws == sharing || (ws.shares_server_process() && sharing.is_exclusive());
+                if fits || (ws.needs_mps_daemon() && sharing.is_partitioned()) {
                     continue; // MPS on MIG is GP005
                 }
                 let d = cx

@@ -3,7 +3,7 @@ use crate::core::num;
 use crate::core::{rate, usd};
 use crate::engine::cost::node_hour;
 use crate::engine::spot::assess;
-use crate::plan::raw::{Capacity, Kind};
+use crate::plan::raw::Kind;
 
 declare_rule! {
     /// # GP028 cheaper-choice-exists
@@ -67,7 +67,7 @@ impl Rule for CheaperChoiceExists {
                     );
                 }
             }
-            if cap != Capacity::OnDemand {
+            if !cap.is_on_demand() {
                 continue;
             }
             let members: Vec<_> = cx.plan.pool_workloads(pool).collect();

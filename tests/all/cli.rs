@@ -320,6 +320,37 @@ fn catalog_lists_and_shows_with_sources() {
         .code(2);
 }
 
+/// Every `catalog --format json` document is held to its published schema: the overview (every
+/// GPU and SKU, with and without a region), and each document of its own of a GPU with MIG,
+/// one without, and SKUs of both clouds.
+#[test]
+fn catalog_json_keeps_its_schemas() {
+    let json = |args: &[&str]| {
+        let out = crate::common::ok(gpuplan().args(args).output().expect("runs"));
+        crate::common::contract(&out.stdout).expect("json")
+    };
+    let all = json(&["catalog", "--format", "json"]);
+    assert_eq!(all["schema"], "gpuplan.catalog/v1");
+    let skus = all["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .map(|p| p["skus"].as_array().map_or(0, Vec::len))
+        .sum::<usize>();
+    assert!(skus > 100, "{skus} SKUs");
+    json(&["catalog", "--format", "json", "--region", "eastus"]);
+    for gpu in ["A100-80GB", "L4"] {
+        let v = json(&["catalog", "--gpu", gpu, "--format", "json"]);
+        assert_eq!(v["schema"], "gpuplan.catalog-gpu/v1");
+        assert_eq!(v["name"], gpu);
+    }
+    for sku in ["p5.48xlarge", "g5g.xlarge", "Standard_NC24ads_A100_v4"] {
+        let v = json(&["catalog", "--sku", sku, "--format", "json"]);
+        assert_eq!(v["schema"], "gpuplan.catalog-sku/v1");
+        assert!(v["regions"][0]["figures"]["on_demand"]["usd_per_hour"].is_f64());
+    }
+}
+
 #[test]
 fn schema_is_json_schema_of_the_plan() {
     let out = gpuplan().arg("schema").output().expect("runs");
@@ -682,7 +713,17 @@ fn every_json_output_holds_to_its_published_schema() {
         ]
     );
     // The published text is the schema the tests hold outputs to, and it parses.
-    for name in ["findings", "recommendation", "review", "diff", "plan"] {
+    for name in [
+        "findings",
+        "recommendation",
+        "review",
+        "diff",
+        "plan",
+        "catalog",
+        "catalog-gpu",
+        "catalog-sku",
+        "baseline",
+    ] {
         let out = gpuplan()
             .args(["schema", "--output", name])
             .output()

@@ -533,7 +533,7 @@ fn catalog_sku_dates_each_figure_by_its_source() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("on-demand, as of 2026-07-20"), "{text}");
     assert!(
-        text.contains("aws/prices.csv (prices, undated, taken 2026-12-02)"),
+        text.contains("aws/prices.csv (prices, undated (taken 2026-12-02))"),
         "{text}"
     );
     let out = run(
@@ -550,7 +550,7 @@ fn catalog_sku_dates_each_figure_by_its_source() {
         "{text}"
     );
     assert!(
-        text.contains("Azure reservations: unknown offline"),
+        text.contains("Azure reservation prices are unknown offline"),
         "{text}"
     );
 }

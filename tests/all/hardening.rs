@@ -803,10 +803,10 @@ fn smaller_cases_uris_mentions_boms_and_line_endings() {
         .arg(&base_file)
         .assert()
         .code(0);
-    let with_bom = format!(
-        "\u{feff}{}",
-        std::fs::read_to_string(&base_file).expect("baseline")
-    );
+    let written = std::fs::read_to_string(&base_file).expect("baseline");
+    let doc = crate::common::contract(&written).expect("baseline json");
+    assert!(doc["findings"].as_array().is_some_and(|f| !f.is_empty()));
+    let with_bom = format!("\u{feff}{written}");
     std::fs::write(&base_file, with_bom).expect("bom");
     let out = gpuplan()
         .args(["check", "plans/mixed-estate.toml", "--baseline"])

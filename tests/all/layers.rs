@@ -326,12 +326,13 @@ fn no_folder_has_an_import_circle() {
 
 /// Every import outside a test module names what it brings (issue 59): a glob hides which
 /// sibling a module leans on, and so hid a circle from the test above.
-#[test]
-fn no_glob_import_outside_tests() {
+/// Each non-test source file under `src`, relative to it, with its code up to its test module
+/// (comments stripped).
+fn non_test_code() -> Vec<(String, Vec<String>)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
-    let mut globs = Vec::new();
+    let mut out = Vec::new();
     for f in &files {
         let rel = f
             .strip_prefix(&src)
@@ -342,12 +343,22 @@ fn no_glob_import_outside_tests() {
             continue;
         }
         let text = std::fs::read_to_string(f).expect("readable");
-        for (i, line) in text.lines().enumerate() {
-            // A test module's imports are indented under its `mod tests`.
-            if line.starts_with("#[cfg(test)]") {
-                break;
-            }
-            let l = code(line).trim_end();
+        // A test module's imports are indented under its `mod tests`.
+        let lines = text
+            .lines()
+            .take_while(|l| !l.starts_with("#[cfg(test)]"))
+            .map(|l| code(l).trim_end().to_owned())
+            .collect();
+        out.push((rel, lines));
+    }
+    out
+}
+
+#[test]
+fn no_glob_import_outside_tests() {
+    let mut globs = Vec::new();
+    for (rel, lines) in non_test_code() {
+        for (i, l) in lines.iter().enumerate() {
             let import = ["use ", "pub use ", "pub(crate) use "]
                 .iter()
                 .any(|p| l.starts_with(p));
@@ -361,6 +372,71 @@ fn no_glob_import_outside_tests() {
         "glob imports outside tests:\n{}",
         globs.join("\n")
     );
+}
+
+/// The places in `code` (one file, lines joined) that test a value against a variant of one of
+/// `enums` with `==`, `!=` or `matches!`.
+fn variant_tests(code: &str, enums: &[&str]) -> Vec<String> {
+    let squeezed: String = code.split_whitespace().collect();
+    let mut found = Vec::new();
+    for e in enums {
+        for op in ["==", "!="] {
+            let needle = format!("{op}{e}::");
+            found.extend(squeezed.match_indices(&needle).map(|(i, _)| {
+                squeezed[i.saturating_sub(30)..(i + needle.len() + 12).min(squeezed.len())]
+                    .to_owned()
+            }));
+        }
+    }
+    for (i, _) in squeezed.match_indices("matches!(") {
+        let rest = &squeezed[i..];
+        let mut depth = 0;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                c == ')' && depth == 0
+            })
+            .map_or(rest.len(), |(j, _)| j + 1);
+        let call = &rest[..end];
+        if enums.iter().any(|e| call.contains(&format!("{e}::"))) {
+            found.push(call.to_owned());
+        }
+    }
+    found
+}
+
+/// A new sharing mode or capacity type is decided in `src/core`, where every question about
+/// one is an exhaustive match: a comparison elsewhere would treat it as "none of the above".
+#[test]
+fn sharing_and_capacity_are_asked_not_compared() {
+    let mut found = Vec::new();
+    for (rel, lines) in non_test_code() {
+        if rel == "core.rs" || rel.starts_with("core/") {
+            continue;
+        }
+        for hit in variant_tests(&lines.join("\n"), &["Sharing", "Capacity"]) {
+            found.push(format!("src/{rel}: {hit}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "variant comparisons outside src/core (ask the type instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_comparison_finder_sees_what_it_should() {
+    let hits = variant_tests(
+        "if p.sharing == Sharing::Mig {}\nmatches!(\n  c,\n  Capacity::Spot | Capacity::OnDemand\n)\nlet x = Sharing::Mig;\nmatches!(k, Kind::Batch)",
+        &["Sharing", "Capacity"],
+    );
+    assert_eq!(hits.len(), 2, "{hits:?}");
 }
 
 #[test]

@@ -74,7 +74,10 @@ fn check_term(provider: Provider, regions: &[&str], term: Option<&str>, limits: 
     let t = std::time::Instant::now();
     let b = openb::bounds(&p, &catalog, false);
     eprintln!("bounds took {:?}", t.elapsed());
-    let mut by_segment: std::collections::BTreeMap<&str, f64> = Default::default();
+    let mut by_segment: std::collections::BTreeMap<
+        gpuplan::engine::recommend::demand::Segment,
+        f64,
+    > = Default::default();
     for pool in &r.pools {
         *by_segment.entry(pool.segment).or_default() += pool.monthly_cost_usd;
     }

@@ -126,7 +126,7 @@ pub(super) fn alternatives(
 
 /// Spot, where it was not open to a workload of the pool, and why: listed once per pool.
 fn spot_shut(ms: &[&Choice<'_, '_>], key: &PoolKey) -> Option<Alternative> {
-    if key.3 == Capacity::Spot {
+    if key.3.is_evictable() {
         return None;
     }
     let what = ms.iter().find_map(|m| match &m.c.spot {

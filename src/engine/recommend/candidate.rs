@@ -140,7 +140,7 @@ pub fn candidates<'c>(
         // asks for no more than that share, and is not a multi-GPU or MIG replica, fits it.
         if sku.gpu_partition < 1.0 {
             let need = d.w.gpu_share();
-            if need > sku.gpu_partition + 1e-9 || d.w.gpus() > 1 || d.sharing == Sharing::Mig {
+            if need > sku.gpu_partition + 1e-9 || d.w.gpus() > 1 || d.sharing.is_partitioned() {
                 rejected.push(reject(
                     Constraint::GpusPerNode,
                     Detail::GpuShare {
@@ -164,7 +164,7 @@ pub fn candidates<'c>(
     }
     // A declared time-slicing or MPS setting is honoured wherever a GPU holds two replicas;
     // only when none does may a replica take a GPU of its own (and `why` says so).
-    if matches!(d.sharing, Sharing::TimeSlicing | Sharing::Mps)
+    if d.sharing.is_replicated()
         && out
             .iter()
             .any(|c| matches!(c.fit, Fit::Shared { replicas, .. } if replicas >= 2))
@@ -412,7 +412,7 @@ fn shared_fit(d: &Demand<'_>, gpu: &GpuModel, headroom: f64) -> Result<Fit, Reje
     }
     Ok(Fit::Shared {
         replicas,
-        mps: d.sharing == Sharing::Mps,
+        mps: d.sharing.needs_mps_daemon(),
     })
 }
 

@@ -6,7 +6,6 @@ use indexmap::IndexMap;
 use super::demand::Segment;
 use super::{cents, Nodes, RecPool, Recommendation};
 use crate::catalog::Catalog;
-use crate::plan::raw::Sharing;
 use crate::plan::Plan;
 
 pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
@@ -62,7 +61,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             .time_slicing_replicas
             .as_ref()
             .map(|r| u32::try_from(*r.get()).unwrap_or(2))
-            .filter(|_| matches!(p.sharing(), Sharing::TimeSlicing | Sharing::Mps));
+            .filter(|_| p.sharing().is_replicated());
         let (labels, taints) =
             super::marks::labels_and_taints(plan.provider(), segment, p.capacity());
         pools.push(RecPool {
@@ -76,7 +75,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             nodes: Nodes { min, max },
             capacity: p.capacity(),
             sharing: p.sharing(),
-            segment: segment.as_str(),
+            segment,
             mig_layout,
             mig_configs,
             time_slicing_replicas: ts,

@@ -37,6 +37,17 @@ impl Segment {
         }
     }
 
+    /// The segment as an AKS node pool's name begins: three letters at most.
+    pub(crate) fn aks_abbrev(self) -> &'static str {
+        match self {
+            Segment::Serving => "srv",
+            Segment::Inference => "inf",
+            Segment::Interactive => "nb",
+            Segment::Training => "trn",
+            Segment::Batch => "bat",
+        }
+    }
+
     pub(crate) fn of(w: &Workload) -> Segment {
         match (w.kind(), w.user_facing()) {
             (Kind::Training, _) => Segment::Training,

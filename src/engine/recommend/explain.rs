@@ -100,7 +100,7 @@ pub(super) fn describe(
         },
         capacity: key.3,
         sharing,
-        segment: segment.as_str(),
+        segment,
         mig_layout: b.mig_layout.clone(),
         mig_configs: if b.mig_layout.is_some() {
             Vec::new()
@@ -115,7 +115,7 @@ pub(super) fn describe(
         monthly_cost_usd: cents(b.cost),
         monthly_cost_at_max_usd: cents(b.cost_at_max),
         usd_per_node_hour: b.usd_per_node_hour,
-        spot_waste_factor: (key.3 == Capacity::Spot).then(|| (b.waste * 1e6).round() / 1e6),
+        spot_waste_factor: (key.3.is_evictable()).then(|| (b.waste * 1e6).round() / 1e6),
         gpus: Nodes {
             min: b.nodes_min * per_node,
             max: b.nodes_max * per_node,
@@ -144,8 +144,8 @@ pub(super) fn name_pools(pools: &mut [RecPool], multi_region: bool) {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
-        let mut name = format!("{}-{}-{}", p.segment, gpu, p.sharing.as_str());
-        if p.capacity == Capacity::Spot {
+        let mut name = format!("{}-{}-{}", p.segment.as_str(), gpu, p.sharing.as_str());
+        if p.capacity.is_evictable() {
             name.push_str("-spot");
         }
         if multi_region {

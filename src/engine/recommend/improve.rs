@@ -15,7 +15,6 @@ use super::choice::{estimate, fit_key, pool_sharing};
 use super::demand::Demand;
 use super::PoolKey;
 use crate::catalog::Catalog;
-use crate::plan::raw::Capacity;
 
 /// One workload's options: (candidate index, rate) pairs, and which one it holds.
 pub(super) struct Options<'a, 'c> {
@@ -131,7 +130,7 @@ fn key(o: &Options<'_, '_>, k: usize) -> Key {
 }
 
 fn reserved(r: &Rate) -> bool {
-    matches!(r.capacity, Capacity::Reserved1y | Capacity::Reserved3y)
+    r.capacity.is_reserved()
 }
 
 /// One option as the search weighs it: its pool (an index into the pools), whether it is a

@@ -21,7 +21,7 @@ pub(super) fn labels_and_taints(
         format!("gpuplan.io/segment={}:NoSchedule", segment.as_str()),
         "nvidia.com/gpu=present:NoSchedule".to_owned(),
     ];
-    if capacity == Capacity::Spot {
+    if capacity.is_evictable() {
         let cloud = crate::cloud::profile(provider);
         taints.extend(cloud.spot_taints.iter().map(|t| (*t).to_owned()));
         for (k, v) in cloud.spot_labels {

@@ -1,6 +1,7 @@
 //! The recommendation as `gpuplan.recommendation/v1` serialises it: pools, workload and team
 //! costs, what could not be met, the comparison with declared pools, findings and data dates.
 
+use super::demand::Segment;
 use crate::plan::raw::{Capacity, Provider, Sharing};
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -60,7 +61,7 @@ pub struct RecPool {
     pub nodes: Nodes,
     pub capacity: Capacity,
     pub sharing: Sharing,
-    pub segment: &'static str,
+    pub segment: Segment,
     /// Per-GPU MIG layout when every GPU carries the same one.
     pub mig_layout: Option<IndexMap<String, u32>>,
     /// Named per-GPU layouts with how many GPUs carry each (mixed MIG, gpu-operator).
@@ -312,11 +313,7 @@ pub struct DataUsed {
 impl DataUsed {
     /// "as of 2025-11-30", or "undated (taken 2026-12-02)".
     pub(crate) fn dated(&self) -> String {
-        if self.undated {
-            format!("undated (taken {})", self.as_of)
-        } else {
-            format!("as of {}", self.as_of)
-        }
+        crate::catalog::source_dated(&self.as_of, self.undated)
     }
 }
 

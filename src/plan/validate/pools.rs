@@ -187,18 +187,8 @@ pub(super) fn pool_labels(
             );
             continue;
         };
-        let per_instance = |c: Capacity| match c {
-            Capacity::CapacityBlock | Capacity::CapacityReservation => true,
-            Capacity::OnDemand | Capacity::Spot | Capacity::Reserved1y | Capacity::Reserved3y => {
-                false
-            }
-        };
-        let mig = |s: Sharing| match s {
-            Sharing::Mig => true,
-            Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer => {
-                false
-            }
-        };
+        let per_instance = Capacity::is_held_capacity;
+        let mig = Sharing::is_partitioned;
         let replicas =
             |q: &crate::plan::raw::Pool| q.time_slicing_replicas.as_ref().map(|r| *r.get());
         let differs = if first

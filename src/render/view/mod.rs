@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::catalog::Catalog;
-use crate::core::{Provider, Sharing};
+use crate::core::Provider;
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 
@@ -235,7 +235,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         },
         plugin_mig_strategy: if stage.any_operator_mig {
             "mixed"
-        } else if rec.pools.iter().any(|p| p.sharing == Sharing::Mig) {
+        } else if rec.pools.iter().any(|p| p.sharing.is_partitioned()) {
             "single"
         } else {
             "none"

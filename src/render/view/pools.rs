@@ -7,7 +7,6 @@ use indexmap::IndexMap;
 use super::{alias, KeyValue, MigConfigView, Options, PoolView, ReservationView};
 use super::{SharingView, TaintView};
 use crate::catalog::{Catalog, Sku};
-use crate::core::{Capacity, Sharing};
 use crate::engine::names::NodePoolName;
 use crate::engine::recommend::{RecPool, Recommendation};
 use crate::plan::raw::Workload;
@@ -276,8 +275,8 @@ fn base_view(cx: &Cx, pool: &Pool, name: &NodePoolName) -> PoolView {
         // A spot gang at a fixed size would never reassemble where evicted nodes are deleted
         // (`Profile::spot_autoscaled`).
         autoscaled: p.nodes.min != p.nodes.max
-            || (profile.spot_autoscaled && p.capacity == Capacity::Spot),
-        spot: p.capacity == Capacity::Spot,
+            || (profile.spot_autoscaled && p.capacity.is_evictable()),
+        spot: p.capacity.is_evictable(),
         capacity_block: p.capacity.is_block(),
         capacity: p.capacity.as_str().to_owned(),
         gpu_instance: None,
@@ -300,13 +299,8 @@ fn base_view(cx: &Cx, pool: &Pool, name: &NodePoolName) -> PoolView {
 /// The device-plugin config of a pool whose GPUs are shared by time-slicing or MPS.
 fn sharing_view(plan: &Plan, p: &RecPool) -> Option<SharingView> {
     let replicas = p.time_slicing_replicas?;
-    // The device plugin's `sharing` key for the mode.
-    let kind = match p.sharing {
-        Sharing::Mps => "mps",
-        Sharing::TimeSlicing => "timeSlicing",
-        // Neither the engine nor a declared pool sets replicas of a card for these.
-        Sharing::Dedicated | Sharing::Mig | Sharing::SharedServer => return None,
-    };
+    // Neither the engine nor a declared pool sets replicas of a card for other modes.
+    let kind = p.sharing.device_plugin_key()?;
     Some(SharingView {
         name: format!("gpuplan-{}", p.name),
         kind,

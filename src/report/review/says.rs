@@ -198,11 +198,11 @@ impl fmt::Display for NotReserved {
             } => {
                 write!(f, "no reserved price for {sku} in {region} in the catalog")?;
                 let cloud = crate::cloud::profile(*provider);
-                if cloud.reservations_live_only {
+                if cloud.reservations_live_only() {
                     write!(
                         f,
-                        " ({}s are unknown offline; `catalog refresh` fetches them)",
-                        cloud.reservation
+                        ": {}",
+                        crate::report::why::reservations_unknown(cloud.reservation, None)
                     )?;
                 }
                 Ok(())
@@ -445,7 +445,7 @@ mod not_reserved_tests {
         };
         assert_eq!(
             no_price(crate::core::Provider::Azure),
-            "no reserved price for s in r in the catalog (Azure reservations are unknown offline; `catalog refresh` fetches them)"
+            "no reserved price for s in r in the catalog: Azure reservation prices are unknown offline (a live refresh fetches them)"
         );
         assert_eq!(
             no_price(crate::core::Provider::Aws),

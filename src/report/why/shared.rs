@@ -52,7 +52,8 @@ impl fmt::Display for StandIn {
                 live_only: true,
             } => write!(
                 f,
-                "reserved price unknown ({reservation}s are unknown offline; a live refresh fetches them): costed at on-demand, no saving assumed"
+                "reserved price unknown: {}; costed at on-demand, no saving assumed",
+                super::reservations_unknown(reservation, None)
             ),
             StandIn::Reserved {
                 reservation,
@@ -112,7 +113,7 @@ mod tests {
         };
         assert_eq!(
             reserved(true).to_string(),
-            "reserved price unknown (Reserved Instances are unknown offline; a live refresh fetches them): costed at on-demand, no saving assumed"
+            "reserved price unknown: Reserved Instance prices are unknown offline (a live refresh fetches them); costed at on-demand, no saving assumed"
         );
         assert_eq!(
             reserved(false).to_string(),

@@ -97,14 +97,9 @@ pub(super) fn unit_of(
         .and_then(|r| r.parse::<u32>().ok())
         .or(measured)
         .or_else(|| {
-            pool.filter(|p| {
-                matches!(
-                    p.sharing(),
-                    crate::plan::raw::Sharing::TimeSlicing | crate::plan::raw::Sharing::Mps
-                )
-            })
-            .and_then(|p| p.time_slicing_replicas.as_ref())
-            .and_then(|r| u32::try_from(*r.get()).ok())
+            pool.filter(|p| p.sharing().is_replicated())
+                .and_then(|p| p.time_slicing_replicas.as_ref())
+                .and_then(|r| u32::try_from(*r.get()).ok())
         })
         .filter(|r| *r >= 1)
         .unwrap_or(1);

@@ -97,14 +97,14 @@ pub(super) fn carry_levels(levels: &mut Windows, step: i64, interval: impl Fn(i6
 
 /// How a pod holds its GPUs: MIG instances (a mixed strategy resource, or a single strategy
 /// node's `nvidia.com/gpu`), time-sliced replicas, or whole cards.
-pub(super) fn pod_gpu(unit: Option<&Unit>, resources: &[String]) -> crate::review::owners::PodGpu {
-    use crate::review::owners::PodGpu;
+pub(super) fn pod_gpu(unit: Option<&Unit>, resources: &[String]) -> crate::core::GpuHold {
+    use crate::core::GpuHold;
     if unit.is_some_and(|u| u.mig) || resources.iter().any(|r| r.starts_with("nvidia_com_mig_")) {
-        PodGpu::Mig
+        GpuHold::Instance
     } else if unit.is_some_and(|u| u.replicas > 1) {
-        PodGpu::Shared
+        GpuHold::Replica
     } else {
-        PodGpu::Whole
+        GpuHold::Whole
     }
 }
 

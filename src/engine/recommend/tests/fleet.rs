@@ -400,7 +400,7 @@ gpus = 1
         ch.rate = c
             .rates(&ch.d)
             .into_iter()
-            .find(|r| r.capacity == Capacity::OnDemand)
+            .find(|r| r.capacity.is_on_demand())
             .expect("on-demand");
         ch.c = c;
     }

@@ -124,7 +124,7 @@ hours_per_month = 600
     let spot = p
         .considered
         .iter()
-        .find(|a| a.capacity == Capacity::Spot)
+        .find(|a| a.capacity.is_evictable())
         .expect("spot was considered");
     assert!(spot.delta_usd.is_some_and(|d| d > 0.0), "{spot:?}");
     // 64 nodes x $72.8179 (the catalog has more digits) x 730 h, less than 64 x $92.4672 x
