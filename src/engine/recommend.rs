@@ -113,7 +113,7 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     let (mut choices, unsatisfied) = first_choices(plan, catalog, cx.plan_hours);
     // The fleet LP over every workload's candidates: the bound the output states, and one
     // more way to choose.
-    let lp = bound::FleetLp::new(&choices, catalog, cx.plan_hours);
+    let lp = bound::FleetLp::new(&choices, plan, catalog, cx.plan_hours);
     cheapest_strategy(&cx, &mut choices, &lp);
     let mut groups = pools_of(&cx, &mut choices);
     merge_pools(&cx, &mut groups, &mut choices);

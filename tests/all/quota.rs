@@ -23,8 +23,8 @@ fn plan(provider: &str, region: &str, workload: &str, quotas: &[(&str, u32)]) ->
     s
 }
 
-/// The recommendation (exit 0) and its only pool.
-fn recommended(text: &str) -> (serde_json::Value, serde_json::Value) {
+/// The recommendation (exit 0), with its lower bound at most its cost.
+fn recommendation(text: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("plan.toml");
     std::fs::write(&p, text).expect("plan");
@@ -35,6 +35,27 @@ fn recommended(text: &str) -> (serde_json::Value, serde_json::Value) {
             .output()
             .expect("runs"),
     );
+    let cost = r["total_monthly_cost_usd"].as_f64().expect("cost");
+    let bound = r["lower_bound"]["monthly_cost_usd"]
+        .as_f64()
+        .expect("a bound");
+    assert!(bound <= cost + 1e-6, "bound {bound} against {cost}: {r:#}");
+    r
+}
+
+/// The bound keeps the quota too: within 1% of the fleet, the on-demand fleet's and not the
+/// spot fleet's the quota closes.
+fn tight(r: &serde_json::Value) {
+    let cost = r["total_monthly_cost_usd"].as_f64().expect("cost");
+    let bound = r["lower_bound"]["monthly_cost_usd"]
+        .as_f64()
+        .expect("a bound");
+    assert!(bound >= 0.99 * cost, "bound {bound} against {cost}: {r:#}");
+}
+
+/// The recommendation (exit 0) and its only pool.
+fn recommended(text: &str) -> (serde_json::Value, serde_json::Value) {
+    let r = recommendation(text);
     let pools = r["pools"].as_array().expect("pools");
     assert_eq!(pools.len(), 1, "{r:#}");
     let pool = pools[0].clone();
@@ -54,6 +75,7 @@ fn a_gang_spot_cannot_hold_runs_on_demand_and_says_which_quota_closed_spot() {
     let (r, pool) = recommended(&text);
     assert_eq!(pool["capacity"], "on-demand", "{pool:#}");
     assert_eq!(r["total_monthly_cost_at_max_usd"], 160_716.8, "{r:#}");
+    tight(&r);
     let why = pool["why"].as_str().expect("why");
     assert!(
         why.contains("spot would cost")
@@ -102,10 +124,60 @@ fn azure_spot_beyond_low_priority_cores_runs_on_demand() {
     let (_, pool) = recommended(&text);
     assert_eq!(pool["capacity"], "on-demand", "{pool:#}");
     assert_eq!(pool["nodes"]["max"], 8, "{pool:#}");
+    // The bound splits the workload: four nodes on spot within the 96 cores, four on-demand
+    // ($4,991.59); one workload keeps one pool here, so the gap is the price of that.
+    let (r, _) = recommended(&text);
+    let bound = r["lower_bound"]["monthly_cost_usd"]
+        .as_f64()
+        .expect("bound");
+    assert!((4_900.0..5_000.0).contains(&bound), "{bound}");
     assert!(
         pool["why"].as_str().expect("why").contains(
             "192 vCPUs of `lowPriorityCores` in swedencentral, above its known quota of 96"
         ),
         "{pool:#}"
     );
+}
+
+/// Two batch workloads of eight L4 nodes each where the G spot quota (L-3819A6DF) holds one
+/// of them: one runs on spot, the other off it, and the bound agrees (LP with the quota's row).
+#[test]
+fn a_spot_quota_for_one_of_two_workloads_splits_them() {
+    let batch = |name: &str| {
+        format!("name = \"{name}\"\nteam = \"search\"\nkind = \"batch\"\nreplicas = 8\ngpus = 1\nskus = [\"g6.xlarge\"]\ninterruptible = true\ncheckpoint_minutes = 10\n")
+    };
+    let text = plan(
+        "aws",
+        "us-east-1",
+        &format!("{}\n[[workload]]\n{}", batch("embed-a"), batch("embed-b")),
+        &[("L-3819A6DF", 32), ("L-DB2E81BA", 64)],
+    );
+    let r = recommendation(&text);
+    let capacities: Vec<&str> = r["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .map(|p| p["capacity"].as_str().expect("capacity"))
+        .collect();
+    assert_eq!(
+        capacities.iter().filter(|c| **c == "spot").count(),
+        1,
+        "{r:#}"
+    );
+    assert_eq!(capacities.len(), 2, "{r:#}");
+    tight(&r);
+}
+
+/// No spot at all (Azure `lowPriorityCores` 0): on-demand, and a bound on that fleet.
+#[test]
+fn a_spot_quota_of_zero_bounds_the_on_demand_fleet() {
+    let text = plan(
+        "azure",
+        "swedencentral",
+        "name = \"eval\"\nteam = \"research\"\nkind = \"evaluation\"\nhours_per_month = 200\nreplicas = 8\ngpus = 1\ngpu_models = [\"A100-80GB\"]\ninterruptible = true\ncheckpoint_minutes = 10\n",
+        &[("lowPriorityCores", 0)],
+    );
+    let (r, pool) = recommended(&text);
+    assert_eq!(pool["capacity"], "on-demand", "{pool:#}");
+    tight(&r);
 }

@@ -14,36 +14,34 @@
 //!   a floor);
 //! - the pool a workload runs in keeps its availability floor of nodes all month;
 //! - a GPU under AKS holds one profile, so at most that profile's count of instances;
-//! - nodes are fractional; MIG placement rules, quotas and spot restarts are left out.
+//! - a known quota holds the kinds that draw on it (in its region, the region is then part of
+//!   the kind): their vCPUs, averaged over the month, stay within it; the peak, which the
+//!   quota really holds, is at least that average; and each workload's replicas on them at
+//!   once, at least its replica-hours there over the hours it runs, stay within it too;
+//! - nodes are fractional; MIG placement rules and spot restarts are left out.
 //!
 //! It is solved through its dual, rows added as they are violated (column generation on the
 //! primal). Any dual-feasible point bounds the primal from below (weak duality), and the last
 //! point is made feasible before it is read, so the figure is a bound even when the rounds run
 //! out before the optimum; it is then only looser, and says so.
 
+mod dual;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome, Variable};
 
 use super::candidate::{allocatable, Candidate, Fit};
 use super::choice::{fit_key, pool_sharing, Choice, FitKey};
 use super::demand::{Demand, Segment};
 use crate::catalog::Catalog;
 use crate::plan::raw::{Capacity, Sharing};
+use crate::plan::Plan;
+use dual::{dual, priced_by_hand};
 
-/// Rounds of adding violated rows before the bound settles for what it has.
-const ROUNDS: usize = 60;
-/// Rows one workload may gain per round (its most violated ones).
-const PER_ROUND: usize = 2;
-/// Kinds each workload starts with: its cheapest for its own shape.
-const SEED: usize = 3;
 /// Workload shapes above which the LP costs more time than a plan's recommendation is worth
 /// (openb's 135 shapes solve in a third of a second on AWS; thousands take minutes): beyond
 /// it the bound is a dual point priced by hand, still a bound but looser, and says so.
 const LP_GROUPS: usize = 400;
-/// A violation smaller than this share of the workload's dual price is none.
-const TOLERANCE: f64 = 1e-7;
 
 /// The bound and whether the LP reached its optimum.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,7 +51,46 @@ pub struct Bound {
     pub solved: bool,
 }
 
-pub(super) type KindKey = (Segment, String, Sharing, FitKey, Capacity);
+/// Segment, SKU, sharing, fit and capacity type; and the region, where a known quota holds
+/// the kind there (kinds in regions without one fold together).
+pub(super) type KindKey = (Segment, String, Sharing, FitKey, Capacity, Option<String>);
+
+/// Known quotas over the kinds: each bucket's vCPUs, and per kind the bucket it draws on and
+/// the vCPUs one node takes of it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Quotas {
+    pub(super) limit: Vec<f64>,
+    pub(super) of_kind: Vec<Option<(usize, f64)>>,
+    /// Per (group, bucket) its workloads draw on: the bucket's vCPUs, a limit on what the
+    /// group alone holds at once.
+    peak_limit: Vec<f64>,
+    /// Per group, per use: its (group, bucket) row and the vCPUs of nodes one replica-month
+    /// of it holds at once at least.
+    per_use: Vec<Vec<Option<(usize, f64)>>>,
+}
+
+impl Quotas {
+    fn of(&self, k: usize) -> Option<(usize, f64)> {
+        self.of_kind.get(k).copied().flatten()
+    }
+    fn of_use(&self, g: usize, i: usize) -> Option<(usize, f64)> {
+        self.per_use
+            .get(g)
+            .and_then(|u| u.get(i))
+            .copied()
+            .flatten()
+    }
+    /// The same quotas over the groups `held`, in that order.
+    fn over(&self, held: &[usize]) -> Quotas {
+        Quotas {
+            per_use: held
+                .iter()
+                .map(|&g| self.per_use.get(g).cloned().unwrap_or_default())
+                .collect(),
+            ..self.clone()
+        }
+    }
+}
 
 /// A kind of node in the LP: what one costs an hour and what it holds.
 #[derive(Debug, Clone)]
@@ -96,6 +133,7 @@ pub(super) struct FleetLp {
     pub(super) keys: Vec<KindKey>,
     /// The group of each choice, by the choice's index.
     pub(super) group_of_choice: Vec<usize>,
+    pub(super) quotas: Quotas,
     pub(super) bound: Option<Bound>,
     /// The uses whose rows the LP holds, per group, and the kinds whose rows it holds.
     pub(super) columns: Option<Columns>,
@@ -103,9 +141,20 @@ pub(super) struct FleetLp {
 
 impl FleetLp {
     /// The LP for the workloads of `choices`, solved.
-    pub(super) fn new(choices: &[Choice<'_, '_>], catalog: &Catalog, plan_hours: f64) -> Self {
-        let (kinds, groups, keys, group_of_choice) = problem(choices, catalog, plan_hours);
-        let (bound, columns) = match solved(&kinds, &groups, plan_hours) {
+    pub(super) fn new(
+        choices: &[Choice<'_, '_>],
+        plan: &Plan,
+        catalog: &Catalog,
+        plan_hours: f64,
+    ) -> Self {
+        let (kinds, groups, keys, group_of_choice, draws) =
+            problem(choices, plan, catalog, plan_hours);
+        let quotas = quotas(&keys, &groups, &draws, plan, catalog);
+        // A quota no kind of some workload fits leaves the LP without a solution (that
+        // workload is GP014's); the bound is then the one without quotas.
+        let with_quotas = solved(&kinds, &groups, &quotas, plan_hours)
+            .or_else(|| solved(&kinds, &groups, &Quotas::default(), plan_hours));
+        let (bound, columns) = match with_quotas {
             Some((b, columns)) => (Some(b), Some(columns)),
             None => (None, None),
         };
@@ -114,10 +163,55 @@ impl FleetLp {
             groups,
             keys,
             group_of_choice,
+            quotas,
             bound,
             columns,
         }
     }
+}
+
+/// The known quota each kind draws on, by its key's region, and each group's own rows.
+fn quotas(
+    keys: &[KindKey],
+    groups: &[Group],
+    draws: &[Vec<f64>],
+    plan: &Plan,
+    catalog: &Catalog,
+) -> Quotas {
+    let mut q = Quotas::default();
+    let mut bucket_of: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (_, sku, _, _, capacity, region) in keys {
+        let quota = region.as_ref().and_then(|region| {
+            let sku = catalog.sku(plan.provider(), sku)?;
+            let (region, family) = crate::engine::quota::bucket_of(sku, region, *capacity);
+            let (limit, _) = plan.known_quota(catalog, &region, &family)?;
+            let key = (region, crate::catalog::quota_key(&family));
+            let b = *bucket_of.entry(key).or_insert_with(|| {
+                q.limit.push(limit);
+                q.limit.len() - 1
+            });
+            Some((b, f64::from(sku.vcpus)))
+        });
+        q.of_kind.push(quota);
+    }
+    for (group, draws) in groups.iter().zip(draws) {
+        let mut rows: BTreeMap<usize, usize> = BTreeMap::new();
+        let per_use = group
+            .uses
+            .iter()
+            .zip(draws)
+            .map(|(u, &draw)| {
+                let (b, _) = q.of(u.kind)?;
+                let row = *rows.entry(b).or_insert_with(|| {
+                    q.peak_limit.push(q.limit[b]);
+                    q.peak_limit.len() - 1
+                });
+                Some((row, draw))
+            })
+            .collect();
+        q.per_use.push(per_use);
+    }
+    q
 }
 
 /// A node of `c`'s SKU: GPUs, allocatable vCPUs and RAM, then the instances of each MIG
@@ -159,30 +253,42 @@ fn need(d: &Demand<'_>, c: &Candidate<'_>, cap: &[f64]) -> Option<Vec<f64>> {
     Some(need)
 }
 
-/// Kinds, groups, each kind's key, and each choice's group.
-type LpParts = (Vec<Kind>, Vec<Group>, Vec<KindKey>, Vec<usize>);
+/// Kinds, groups, each kind's key, each choice's group, and per group and use the vCPUs one
+/// replica-month there holds at once at least.
+type LpParts = (
+    Vec<Kind>,
+    Vec<Group>,
+    Vec<KindKey>,
+    Vec<usize>,
+    Vec<Vec<f64>>,
+);
 
-fn problem(choices: &[Choice<'_, '_>], catalog: &Catalog, plan_hours: f64) -> LpParts {
+fn problem(choices: &[Choice<'_, '_>], plan: &Plan, catalog: &Catalog, plan_hours: f64) -> LpParts {
     let mut kind_of: BTreeMap<KindKey, usize> = BTreeMap::new();
     let mut kinds: Vec<Kind> = Vec::new();
     let mut group_of: BTreeMap<*const Vec<Candidate<'_>>, usize> = BTreeMap::new();
     let mut group_of_choice = Vec::with_capacity(choices.len());
     let mut groups: Vec<Group> = Vec::new();
+    // Per group, the hours its replicas may run in (the sum of its workloads', at most the
+    // month), and per use the vCPUs of nodes a replica running all of them holds.
+    let mut span: Vec<f64> = Vec::new();
+    let mut per_replica: Vec<Vec<f64>> = Vec::new();
     for ch in choices {
         let d = &ch.d;
         let gang = f64::from(d.gang.max(1));
         let months = d.replica_hours(plan_hours) * gang / plan_hours;
         let floor = f64::from(d.availability);
+        // A reserved node is paid all month: one covers at most the hours its longest-running
+        // replica of this workload runs, so what it takes per replica-hour grows by the rest.
+        let longest = if d.floor > 0 { plan_hours } else { d.hours };
         if let Some(&g) = group_of.get(&Arc::as_ptr(&ch.all)) {
             group_of_choice.push(g);
             groups[g].months += months;
             groups[g].floor = groups[g].floor.max(floor);
+            span[g] = (span[g] + longest).min(plan_hours);
             continue;
         }
-        let mut uses: BTreeMap<usize, Use> = BTreeMap::new();
-        // A reserved node is paid all month: one covers at most the hours its longest-running
-        // replica of this workload runs, so what it takes per replica-hour grows by the rest.
-        let longest = if d.floor > 0 { plan_hours } else { d.hours };
+        let mut uses: BTreeMap<usize, (Use, f64)> = BTreeMap::new();
         for c in ch.all.iter() {
             let cap = capacity(d, c, catalog);
             let Some(need) = need(d, c, &cap) else {
@@ -193,12 +299,21 @@ fn problem(choices: &[Choice<'_, '_>], catalog: &Catalog, plan_hours: f64) -> Lp
                 if reserved && longest <= 0.0 {
                     continue;
                 }
+                let (region, family) =
+                    crate::engine::quota::bucket_of(c.sku, &c.region, r.capacity);
+                let quota = plan.known_quota(catalog, &region, &family).map(|q| q.0);
+                // One node, or a gang's nodes together, beyond the quota: no such fleet.
+                let at_once = f64::from(c.sku.vcpus) * if d.gang > 1 { gang } else { 1.0 };
+                if quota.is_some_and(|q| at_once > q + 1e-9) {
+                    continue;
+                }
                 let key = (
                     d.segment,
                     c.sku.name.clone(),
                     pool_sharing(&c.fit),
                     fit_key(&c.fit, d.mig_manager),
                     r.capacity,
+                    quota.is_some().then_some(region),
                 );
                 let k = *kind_of.entry(key).or_insert_with(|| {
                     kinds.push(Kind {
@@ -209,53 +324,67 @@ fn problem(choices: &[Choice<'_, '_>], catalog: &Catalog, plan_hours: f64) -> Lp
                 });
                 kinds[k].usd = kinds[k].usd.min(r.usd);
                 let stretch = if reserved { plan_hours / longest } else { 1.0 };
+                let share = (0..cap.len())
+                    .map(|j| need[j] / cap[j].max(1e-9))
+                    .fold(0.0, f64::max);
                 uses.insert(
                     k,
-                    Use {
-                        kind: k,
-                        need: need.iter().map(|x| x * stretch).collect(),
-                    },
+                    (
+                        Use {
+                            kind: k,
+                            need: need.iter().map(|x| x * stretch).collect(),
+                        },
+                        share * f64::from(c.sku.vcpus),
+                    ),
                 );
             }
         }
         group_of.insert(Arc::as_ptr(&ch.all), groups.len());
         group_of_choice.push(groups.len());
+        let (uses, draws): (Vec<Use>, Vec<f64>) = uses.into_values().unzip();
         groups.push(Group {
             months,
             floor,
-            uses: uses.into_values().collect(),
+            uses,
         });
+        span.push(longest.min(plan_hours));
+        per_replica.push(draws);
     }
+    // A replica-month spread over the hours the group runs is that many replicas at once.
+    let draws = per_replica
+        .into_iter()
+        .zip(&span)
+        .map(|(d, &h)| {
+            let at_once = if h > 0.0 { plan_hours / h } else { 0.0 };
+            d.into_iter().map(|x| x * at_once).collect()
+        })
+        .collect();
     // Each kind's key, by its index: the map read the other way.
     let mut keys: Vec<Option<KindKey>> = vec![None; kinds.len()];
     for (key, k) in kind_of {
         keys[k] = Some(key);
     }
     let keys = keys.into_iter().flatten().collect();
-    (kinds, groups, keys, group_of_choice)
-}
-
-/// Node-months one replica-month of a use takes, priced: its cost alone on the kind.
-fn alone(kinds: &[Kind], u: &Use) -> f64 {
-    let kind = &kinds[u.kind];
-    let share = (0..kind.cap.len())
-        .map(|j| u.need[j] / kind.cap[j].max(1e-9))
-        .fold(0.0, f64::max);
-    share * kind.usd
+    (kinds, groups, keys, group_of_choice, draws)
 }
 
 /// The LP bound of `groups` on `kinds` in dollars a month of `plan_hours`, or `None` when
 /// there is nothing to bound or the solver fails. The bench builds its own kinds and groups
 /// from the catalog, not from the recommender's candidates, and bounds with this.
 pub fn solve(kinds: &[Kind], groups: &[Group], plan_hours: f64) -> Option<Bound> {
-    solved(kinds, groups, plan_hours).map(|s| s.0)
+    solved(kinds, groups, &Quotas::default(), plan_hours).map(|s| s.0)
 }
 
 /// Columns of the LP's rows: uses per group, and kinds.
 pub(super) type Columns = (Vec<Vec<bool>>, Vec<bool>);
 
 /// [`solve`], with the rows the LP ended with. A group no kind can hold is left out.
-fn solved(kinds: &[Kind], groups: &[Group], plan_hours: f64) -> Option<(Bound, Columns)> {
+fn solved(
+    kinds: &[Kind],
+    groups: &[Group],
+    quotas: &Quotas,
+    plan_hours: f64,
+) -> Option<(Bound, Columns)> {
     if groups.iter().all(|g| g.months <= 0.0 || g.uses.is_empty()) {
         return None;
     }
@@ -274,7 +403,7 @@ fn solved(kinds: &[Kind], groups: &[Group], plan_hours: f64) -> Option<(Bound, C
         ));
     }
     let kept: Vec<Group> = held.iter().map(|&g| groups[g].clone()).collect();
-    let (months, solved, (kept_added, in_lp)) = dual(kinds, &kept)?;
+    let (months, solved, (kept_added, in_lp)) = dual(kinds, &kept, &quotas.over(&held))?;
     let mut added: Vec<Vec<bool>> = vec![Vec::new(); groups.len()];
     for (a, &g) in kept_added.into_iter().zip(&held) {
         added[g] = a;
@@ -287,276 +416,6 @@ fn solved(kinds: &[Kind], groups: &[Group], plan_hours: f64) -> Option<(Bound, C
         },
         columns,
     ))
-}
-
-/// The dual point no LP is solved for: each kind's rate on the dimension its work weighs
-/// most on, each workload paying the least any of its kinds then charges, floors left out.
-/// A feasible dual point, so a bound, in time linear in the uses: for estates too large for
-/// the LP.
-fn priced_by_hand(kinds: &[Kind], groups: &[Group]) -> f64 {
-    let prices: Vec<Vec<f64>> = kinds
-        .iter()
-        .zip(heaviest(kinds, groups))
-        .map(|(k, j)| on_one(k, j, k.usd))
-        .collect();
-    groups
-        .iter()
-        .filter(|g| !g.uses.is_empty())
-        .map(|g| g.months * least(&prices, g))
-        .sum()
-}
-
-/// Per kind, the dimension its groups' work weighs most on (a share of the kind's capacity).
-fn heaviest(kinds: &[Kind], groups: &[Group]) -> Vec<usize> {
-    let mut weight: Vec<Vec<f64>> = kinds.iter().map(|k| vec![0.0; k.cap.len()]).collect();
-    for group in groups {
-        for u in &group.uses {
-            for (j, w) in weight[u.kind].iter_mut().enumerate() {
-                *w += group.months * u.need[j] / kinds[u.kind].cap[j].max(1e-9);
-            }
-        }
-    }
-    weight
-        .iter()
-        .map(|w| (0..w.len()).fold(0, |b, j| if w[j] > w[b] { j } else { b }))
-        .collect()
-}
-
-/// Prices for `kind` that put all of `rate` on dimension `j`: its row holds with equality.
-fn on_one(kind: &Kind, j: usize, rate: f64) -> Vec<f64> {
-    let mut m = vec![0.0; kind.cap.len()];
-    m[j] = rate.max(0.0) / kind.cap[j].max(1e-9);
-    m
-}
-
-/// The least any of `group`'s uses charges at prices `m`.
-fn least(m: &[Vec<f64>], group: &Group) -> f64 {
-    group
-        .uses
-        .iter()
-        .map(|u| charge(m, u))
-        .fold(f64::INFINITY, f64::min)
-}
-
-/// The dual: maximise Σ months·π + Σ floor·ν subject to, per kind,
-/// Σ_j cap_j·μ_j + Σ ν (of the groups that may use it) ≤ rate, and per use,
-/// π − Σ_j need_j·μ_j ≤ 0. Rows enter as they are violated, kinds' rows too: a kind outside
-/// the LP is priced by hand (its whole rate on its heaviest dimension), which keeps its row.
-struct Dual<'a> {
-    kinds: &'a [Kind],
-    groups: &'a [Group],
-    pi: Vec<Variable>,
-    nu: Vec<Option<Variable>>,
-    mu: Vec<Vec<Variable>>,
-    /// The ν of the groups that may use each kind.
-    floors_of: Vec<Vec<Variable>>,
-    /// The dimension a kind outside the LP is priced on: the one its groups weigh most on.
-    heaviest: Vec<usize>,
-    /// Kinds whose row is in the LP.
-    in_lp: Vec<bool>,
-    /// Uses whose row is in the LP, per group.
-    added: Vec<Vec<bool>>,
-}
-
-type Row = (Vec<(Variable, f64)>, f64);
-
-impl<'a> Dual<'a> {
-    fn new(kinds: &'a [Kind], groups: &'a [Group], p: &mut Problem) -> Dual<'a> {
-        let pi = groups
-            .iter()
-            .map(|g| p.add_var(g.months, (0.0, f64::INFINITY)))
-            .collect();
-        let nu: Vec<Option<Variable>> = groups
-            .iter()
-            .map(|g| (g.floor > 0.0).then(|| p.add_var(g.floor, (0.0, f64::INFINITY))))
-            .collect();
-        let mu = kinds
-            .iter()
-            .map(|k| {
-                k.cap
-                    .iter()
-                    .map(|_| p.add_var(0.0, (0.0, f64::INFINITY)))
-                    .collect()
-            })
-            .collect();
-        let mut floors_of: Vec<Vec<Variable>> = vec![Vec::new(); kinds.len()];
-        for (g, group) in groups.iter().enumerate() {
-            for u in &group.uses {
-                // Once per kind: a group may use a kind several ways (MIG profiles), and a
-                // row names each variable once. A group's uses come together, so the last
-                // entry tells.
-                if let Some(v) = nu[g] {
-                    if floors_of[u.kind].last() != Some(&v) {
-                        floors_of[u.kind].push(v);
-                    }
-                }
-            }
-        }
-        let heaviest = heaviest(kinds, groups);
-        Dual {
-            kinds,
-            groups,
-            pi,
-            nu,
-            mu,
-            floors_of,
-            heaviest,
-            in_lp: vec![false; kinds.len()],
-            added: groups.iter().map(|g| vec![false; g.uses.len()]).collect(),
-        }
-    }
-
-    fn kind_row(&mut self, k: usize) -> Option<Row> {
-        if std::mem::replace(&mut self.in_lp[k], true) {
-            return None;
-        }
-        let kind = &self.kinds[k];
-        let mut terms: Vec<(Variable, f64)> = (0..kind.cap.len())
-            .map(|j| (self.mu[k][j], kind.cap[j]))
-            .collect();
-        terms.extend(self.floors_of[k].iter().map(|&v| (v, 1.0)));
-        Some((terms, kind.usd))
-    }
-
-    /// The rows that put use `i` of group `g` in the LP (its kind's first, if not yet in).
-    fn use_rows(&mut self, g: usize, i: usize) -> Vec<Row> {
-        self.added[g][i] = true;
-        let u = &self.groups[g].uses[i];
-        let mut terms = vec![(self.pi[g], 1.0)];
-        terms.extend(
-            (0..u.need.len())
-                .filter(|&j| u.need[j] > 0.0)
-                .map(|j| (self.mu[u.kind][j], -u.need[j])),
-        );
-        let k = u.kind;
-        let mut rows: Vec<Row> = self.kind_row(k).into_iter().collect();
-        rows.push((terms, 0.0));
-        rows
-    }
-
-    /// Each kind's prices per unit of GPU, vCPU, RAM (and MIG instances) at `sol`.
-    fn prices(&self, sol: &microlp::Solution, with_floors: bool) -> Vec<Vec<f64>> {
-        (0..self.kinds.len())
-            .map(|k| {
-                if self.in_lp[k] {
-                    return self.mu[k].iter().map(|&v| sol.var_value(v)).collect();
-                }
-                let floors: f64 = if with_floors {
-                    self.floors_of[k].iter().map(|&v| sol.var_value(v)).sum()
-                } else {
-                    0.0
-                };
-                let kind = &self.kinds[k];
-                on_one(kind, self.heaviest[k], kind.usd - floors)
-            })
-            .collect()
-    }
-
-    /// Kinds outside the LP whose row the floors' ν break.
-    fn broken_kinds(&self, sol: &microlp::Solution) -> Vec<usize> {
-        (0..self.kinds.len())
-            .filter(|&k| {
-                !self.in_lp[k]
-                    && self.floors_of[k]
-                        .iter()
-                        .map(|&v| sol.var_value(v))
-                        .sum::<f64>()
-                        > self.kinds[k].usd * (1.0 + TOLERANCE)
-            })
-            .collect()
-    }
-
-    /// The most violated uses outside the LP, at most `PER_ROUND` a group.
-    fn violated(&self, sol: &microlp::Solution) -> Vec<(usize, usize)> {
-        let m = self.prices(sol, true);
-        let mut out = Vec::new();
-        for (g, group) in self.groups.iter().enumerate() {
-            let price = sol.var_value(self.pi[g]);
-            let mut worst: Vec<(f64, usize)> = group
-                .uses
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !self.added[g][*i])
-                .map(|(i, u)| (price - charge(&m, u), i))
-                .filter(|(v, _)| *v > TOLERANCE * price.max(1e-9))
-                .collect();
-            worst.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            out.extend(worst.into_iter().take(PER_ROUND).map(|(_, i)| (g, i)));
-        }
-        out
-    }
-}
-
-/// What a use charges at prices `m`.
-fn charge(m: &[Vec<f64>], u: &Use) -> f64 {
-    u.need.iter().zip(&m[u.kind]).map(|(n, p)| n * p).sum()
-}
-
-/// Returns the bound in dollars per plan hour, whether it is the LP's optimum, and the rows
-/// it ended with.
-fn dual(kinds: &[Kind], groups: &[Group]) -> Option<(f64, bool, Columns)> {
-    let mut p = Problem::new(OptimizationDirection::Maximize);
-    let mut d = Dual::new(kinds, groups, &mut p);
-    // Each group starts with the kinds cheapest for it alone, so every π is bounded.
-    for (g, group) in groups.iter().enumerate() {
-        let mut order: Vec<usize> = (0..group.uses.len()).collect();
-        order.sort_by(|&a, &b| {
-            alone(kinds, &group.uses[a])
-                .total_cmp(&alone(kinds, &group.uses[b]))
-                .then(a.cmp(&b))
-        });
-        for &i in order.iter().take(SEED) {
-            for (terms, rhs) in d.use_rows(g, i) {
-                p.add_constraint(terms, ComparisonOp::Le, rhs);
-            }
-        }
-    }
-    let mut sol = match p.solve().ok()? {
-        SolveOutcome::Solution(s) => s,
-        SolveOutcome::Interrupted(_) => return None,
-    };
-    for _ in 0..ROUNDS {
-        let mut rows: Vec<Row> = Vec::new();
-        for k in d.broken_kinds(&sol) {
-            rows.extend(d.kind_row(k));
-        }
-        for (g, i) in d.violated(&sol) {
-            rows.extend(d.use_rows(g, i));
-        }
-        if rows.is_empty() {
-            break;
-        }
-        for (terms, rhs) in rows {
-            sol = match sol.add_constraint(terms, ComparisonOp::Le, rhs).ok()? {
-                SolveOutcome::Solution(s) => s,
-                SolveOutcome::Interrupted(_) => return None,
-            };
-        }
-    }
-    let (value, optimal) = feasible_value(&d, &sol);
-    Some((value, optimal, (d.added, d.in_lp)))
-}
-
-/// The dual objective at a point made feasible whatever the rounds reached: without the
-/// floors' ν where they break a kind outside the LP, and each π down to the least any of its
-/// uses charges. Whether no row was broken says the LP reached its optimum.
-fn feasible_value(d: &Dual<'_>, sol: &microlp::Solution) -> (f64, bool) {
-    let with_floors = d.broken_kinds(sol).is_empty();
-    let m = d.prices(sol, with_floors);
-    let mut solved = with_floors;
-    let mut total = 0.0;
-    for (g, group) in d.groups.iter().enumerate() {
-        let price = sol.var_value(d.pi[g]);
-        let least = least(&m, group);
-        if least + TOLERANCE * price.max(1e-9) < price {
-            solved = false;
-        }
-        total += group.months * price.min(least).max(0.0);
-        if let (true, Some(v)) = (with_floors, d.nu[g]) {
-            total += group.floor * sol.var_value(v);
-        }
-    }
-    (total, solved)
 }
 
 #[cfg(test)]

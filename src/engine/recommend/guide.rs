@@ -37,12 +37,13 @@ pub(super) fn picks(
 /// The candidate and rate of `ch` on kind `k`: its size, sharing and capacity type, in the
 /// region where that is cheapest (then the plan's order).
 fn pick_on(lp: &FleetLp, ch: &Choice<'_, '_>, k: usize) -> Option<(usize, Rate)> {
-    let (_, sku, sharing, fit, capacity) = &lp.keys[k];
+    let (_, sku, sharing, fit, capacity, region) = &lp.keys[k];
     ch.all
         .iter()
         .enumerate()
         .filter(|(_, c)| {
             &c.sku.name == sku
+                && region.as_ref().is_none_or(|r| r == &c.region)
                 && pool_sharing(&c.fit) == *sharing
                 && fit_key(&c.fit, ch.d.mig_manager) == *fit
         })
@@ -121,6 +122,18 @@ fn dominant(lp: &FleetLp) -> Option<Vec<Option<usize>>> {
             }
             terms.push((n, -lp.kinds[k].cap[j]));
             p.add_constraint(terms, ComparisonOp::Le, 0.0);
+        }
+    }
+    // Each known quota over its kinds in the LP, as the dual's λ holds it.
+    let mut draws: Vec<Vec<(Variable, f64)>> = vec![Vec::new(); lp.quotas.limit.len()];
+    for (k, n) in nodes.iter().enumerate() {
+        if let (Some(n), Some((b, vcpus))) = (n, lp.quotas.of_kind.get(k).copied().flatten()) {
+            draws[b].push((*n, vcpus));
+        }
+    }
+    for (terms, &limit) in draws.into_iter().zip(&lp.quotas.limit) {
+        if !terms.is_empty() {
+            p.add_constraint(terms, ComparisonOp::Le, limit);
         }
     }
     let sol = match p.solve().ok()? {

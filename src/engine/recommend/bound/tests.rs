@@ -1,4 +1,4 @@
-use super::{priced_by_hand, solve, Group, Kind, Use};
+use super::{priced_by_hand, solve, solved, Group, Kind, Quotas, Use};
 
 const HOURS: f64 = 730.0;
 
@@ -133,4 +133,37 @@ fn the_bound_priced_by_hand_is_below_the_lps() {
     let by_hand = priced_by_hand(std::slice::from_ref(&node), &[a.clone(), b.clone()]);
     assert!(by_hand <= bound(&[node], &[a, b]) + 1e-9);
     assert!((by_hand - 5.0).abs() < 1e-6, "{by_hand}");
+}
+
+/// Four replicas all month of one 4-vCPU node each, on spot ($1/h) or on-demand ($3/h), where
+/// spot's quota holds 8 vCPUs: at most two spot nodes at once, so 2 x $1 + 2 x $3 = $8 an
+/// hour, not the $4 of all on spot. Checked both ways: the month's average (kind row) alone
+/// would allow 2 spot nodes too, and the group's own row says the same of its replicas.
+#[test]
+fn a_quota_holds_the_kinds_that_draw_on_it() {
+    let kinds = [
+        Kind {
+            usd: 1.0,
+            cap: [1.0, 4.0, 16.0].to_vec(),
+        },
+        Kind {
+            usd: 3.0,
+            cap: [1.0, 4.0, 16.0].to_vec(),
+        },
+    ];
+    let g = group(
+        4.0,
+        vec![hourly(0, [1.0, 4.0, 16.0]), hourly(1, [1.0, 4.0, 16.0])],
+    );
+    let quotas = Quotas {
+        limit: vec![8.0],
+        of_kind: vec![Some((0, 4.0)), None],
+        peak_limit: vec![8.0],
+        per_use: vec![vec![Some((0, 4.0)), None]],
+    };
+    let (b, _) = solved(&kinds, std::slice::from_ref(&g), &quotas, HOURS).expect("solves");
+    assert!(b.solved);
+    assert!((b.monthly_usd / HOURS - 8.0).abs() < 1e-6, "{b:?}");
+    // Without the quota, all on spot.
+    assert!((bound(&kinds, &[g]) - 4.0).abs() < 1e-6);
 }
