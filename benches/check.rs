@@ -12,7 +12,7 @@ use std::time::Duration;
 use timing::time;
 
 use gpuplan::catalog::Catalog;
-use gpuplan::plan::raw::Provider;
+use gpuplan::core::Provider;
 use gpuplan::plan::{self, Date};
 use gpuplan::rules::{self, Levels};
 use gpuplan::source::SourceFile;
@@ -110,7 +110,7 @@ fn main() {
     let mut n_findings = 0;
     let check = time(200, || {
         let file = SourceFile::new("openb.toml", text.clone());
-        let p = plan::load_and_validate(file, &catalog).expect("bench plan is valid");
+        let p = plan::Plan::load(file, &catalog).expect("bench plan is valid");
         n_findings = rules::check(&p, &catalog, today, &Levels::default()).len();
     });
 

@@ -174,7 +174,7 @@ pub fn fluid(
     plan: &Plan,
     catalog: &Catalog,
     share: Share,
-    sized: Option<&BTreeMap<String, (String, String, gpuplan::plan::raw::Capacity)>>,
+    sized: Option<&BTreeMap<String, (String, String, gpuplan::core::Capacity)>>,
 ) -> f64 {
     let hours = plan.hours_per_month();
     let mut total = 0.0;
@@ -422,8 +422,8 @@ pub fn independent_bound(
     plan: &Plan,
     catalog: &Catalog,
 ) -> Option<gpuplan::engine::recommend::bound::Bound> {
+    use gpuplan::core::{Capacity, Sharing};
     use gpuplan::engine::recommend::bound::{self, Group, Kind, Use};
-    use gpuplan::plan::raw::{Capacity, Sharing};
     let pc = catalog.provider(plan.provider())?;
     let hours = plan.hours_per_month();
     let mut kinds: Vec<Kind> = Vec::new();
@@ -438,12 +438,10 @@ pub fn independent_bound(
             let Some(gpu) = catalog.sku_gpu(sku) else {
                 continue;
             };
-            let named =
-                |l: &Option<gpuplan::plan::raw::Sp<Vec<gpuplan::plan::raw::Sp<String>>>>,
-                 v: &str| {
-                    l.as_ref()
-                        .map(|l| l.iter().any(|s| s.get().eq_ignore_ascii_case(v)))
-                };
+            let named = |l: &Option<gpuplan::core::Sp<Vec<gpuplan::core::Sp<String>>>>, v: &str| {
+                l.as_ref()
+                    .map(|l| l.iter().any(|s| s.get().eq_ignore_ascii_case(v)))
+            };
             let by_name = named(&d.w.skus, &sku.name);
             // A model list may name the card by any of its names.
             let by_model = d.w.gpu_models.as_ref().map(|l| {

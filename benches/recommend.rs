@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 use timing::time;
 
 use gpuplan::catalog::Catalog;
+use gpuplan::core::Provider;
 use gpuplan::engine::recommend::recommend;
-use gpuplan::plan::{self, raw::Provider};
+use gpuplan::plan;
 use gpuplan::source::SourceFile;
 
 /// One reading of the trace: provider, regions, reservation term, MIG for LS fractions.
@@ -85,7 +86,7 @@ fn main() {
             std::fs::write(path, &text).expect("write the plan");
         }
         let catalog = Catalog::embedded(&[provider]).expect("catalog");
-        let p = plan::load_and_validate(SourceFile::new("openb.toml", text.clone()), &catalog)
+        let p = plan::Plan::load(SourceFile::new("openb.toml", text.clone()), &catalog)
             .expect("openb plan is valid");
 
         let baseline = time(50, || {

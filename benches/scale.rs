@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use gpuplan::catalog::Catalog;
+use gpuplan::core::Provider;
 use gpuplan::engine::recommend::recommend;
-use gpuplan::plan::raw::Provider;
 use gpuplan::source::SourceFile;
 
 /// A deterministic estate of `n` workloads (a small linear congruential generator, so
@@ -113,7 +113,7 @@ pub fn identical(n: usize, provider: &str, region: &str) -> String {
 /// Time `recommend` on `text` (load excluded), with the size and what it made.
 fn run(text: &str, catalog: &Catalog) -> (f64, usize, usize) {
     let file = SourceFile::new("estate.toml", text.to_owned());
-    let p = match gpuplan::rules::load_plan(file, catalog) {
+    let p = match gpuplan::plan::Plan::load(file, catalog) {
         Ok(p) => p,
         Err(ds) => panic!("the generated plan is valid: {}", ds[0].message),
     };

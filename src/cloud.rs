@@ -137,8 +137,12 @@ pub struct Render {
     /// AMI), so the GPU Operator installs neither.
     pub driver_in_image: bool,
     pub driver_note: &'static str,
-    /// Karpenter's node class for the cloud.
-    pub karpenter_class: KarpenterClass,
+    /// Karpenter's NodePools with the cloud's node class: the template's name under
+    /// `templates/render/` (what `--templates` overrides) and its embedded text, and the node
+    /// class as the rendered README names it.
+    pub karpenter_template: &'static str,
+    pub karpenter_embedded: &'static str,
+    pub karpenter_node_class: &'static str,
     /// The disk range of Karpenter's node class (AKSNodeClass takes 30-2048 GB).
     pub karpenter_disk_gib: Option<(u32, u32)>,
     /// The label the provider sets on a managed node for its capacity type, if any.
@@ -157,16 +161,65 @@ pub enum FloorArgument {
     EfaInterfaces,
 }
 
-/// Karpenter's node class: EKS's EC2NodeClass, or AKS node auto-provisioning's AKSNodeClass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KarpenterClass {
-    Ec2NodeClass,
-    AksNodeClass,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cloud gpuplan does not know yet is one more profile: every fact in which clouds
+    /// differ is a field of it, so one written for GKE compiles and answers what render, the
+    /// catalog and the reports ask, without touching any stage. (`Provider::Aws` stands in
+    /// for the variant the registry line would add; its templates are the folder's new files.)
+    #[test]
+    fn a_new_cloud_is_one_profile() {
+        fn is_region(r: &str) -> bool {
+            r.split('-').count() == 2
+        }
+        fn band_label(b: &BandRow) -> &str {
+            &b.1
+        }
+        static GKE: Profile = Profile {
+            provider: Provider::Aws,
+            name: "GCP",
+            kubernetes: "GKE",
+            h100_example: ("a3-highgpu-8g", "us-central1"),
+            is_region,
+            capacity_block: false,
+            block_steps: &[],
+            capacity_reservation: "Compute Engine reservation",
+            reservation: "committed use discount",
+            embedded_reservations: None,
+            prices_api: "the Cloud Billing Catalog API",
+            bands_live_only: true,
+            bands_api: "none",
+            band_label,
+            spot_quota_family: Some("PREEMPTIBLE_NVIDIA_H100_GPUS"),
+            subscription: true,
+            managed_mig: true,
+            default_mig_manager: MigManager::Aks,
+            spot_labels: &[("cloud.google.com/gke-spot", "true")],
+            spot_taints: &[],
+            starter_plan: "version = 1\n",
+            render: Render {
+                terraform_template: "terraform/gcp.tf.hbs",
+                terraform_embedded: "",
+                terraform_provider: "google",
+                floor_argument: FloorArgument::GpuDriver,
+                os_disk_floor_gib: 100.0,
+                efa: false,
+                spot_autoscaled: true,
+                driver_in_image: false,
+                driver_note: "",
+                karpenter_template: "karpenter/gcp.yaml.hbs",
+                karpenter_embedded: "",
+                karpenter_node_class: "none",
+                karpenter_disk_gib: None,
+                capacity_label: None,
+            },
+        };
+        assert!(GKE.reservations_live_only());
+        assert!((GKE.is_region)("us-central1") && !(GKE.is_region)("us-central1-a"));
+        assert_eq!(GKE.sold_block(24.0), None);
+    }
 
     #[test]
     fn every_cloud_has_its_own_profile() {

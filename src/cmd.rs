@@ -19,8 +19,8 @@ pub(crate) mod schema;
 
 use crate::catalog::Catalog;
 use crate::cli::Global;
+use crate::core::Provider;
 use crate::output::Out;
-use crate::plan::raw::Provider;
 pub(crate) use error::{CmdError, CmdResult};
 
 /// Load the catalog the flags ask for.
@@ -89,8 +89,8 @@ pub(crate) fn load_plan_embedded(
 ) -> CmdResult<crate::plan::Plan> {
     let file = crate::plan::load::read(path).map_err(|d| CmdError::Located(vec![*d]))?;
     let raw = crate::plan::load::parse(&file).map_err(CmdError::Located)?;
-    let catalog = Catalog::embedded(&[*raw.raw.plan.provider.get(), provider])?;
-    crate::rules::validate_plan(file, raw, &catalog).map_err(CmdError::Located)
+    let catalog = Catalog::embedded(&[raw.provider(), provider])?;
+    crate::plan::Plan::from_parsed(file, raw, &catalog).map_err(CmdError::Located)
 }
 
 /// Parse and validate an already read plan file.
@@ -100,8 +100,8 @@ pub(crate) fn validate_file(
     out: &Out,
 ) -> CmdResult<(crate::plan::Plan, Catalog)> {
     let raw = crate::plan::load::parse(&file).map_err(CmdError::Located)?;
-    let catalog = load_catalog(g, &[*raw.raw.plan.provider.get()], out)?;
-    let plan = crate::rules::validate_plan(file, raw, &catalog).map_err(CmdError::Located)?;
+    let catalog = load_catalog(g, &[raw.provider()], out)?;
+    let plan = crate::plan::Plan::from_parsed(file, raw, &catalog).map_err(CmdError::Located)?;
     Ok((plan, catalog))
 }
 

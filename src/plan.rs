@@ -12,29 +12,66 @@ use crate::source::SourceFile;
 
 pub mod limits;
 pub mod load;
-pub mod raw;
+mod raw;
+mod rule_ids;
 mod validate;
+
+pub use rule_ids::PLAN_WIDE;
+// The plan's vocabulary: the tables of a validated plan, reached through `Plan` (the raw
+// document's module stays here, so nothing outside reads a plan that has not validated).
+pub use raw::{
+    Allow, Cluster, Count, Decision, MigLayouts, Model, PlanMeta, Pool, Quota, RawPlan, RuleLevels,
+    Server, Workload,
+};
 
 pub(crate) use validate::unknown_member;
 
 pub use crate::core::Date;
+use crate::core::{Capacity, Kind, MigManager, Provider, Sharing, Sp};
 pub use crate::diag::PlanCode;
-use raw::{
-    Allow, Capacity, Count, Decision, Kind, MigManager, Pool, Provider, Sharing, Sp, Workload,
-};
 
 /// A plan that parsed and validated: names are unique, references resolve, ranges hold,
 /// SKUs, regions and GPU models exist in the catalog.
 #[derive(Debug)]
 pub struct Plan {
     pub file: Arc<SourceFile>,
-    pub raw: raw::RawPlan,
+    raw: raw::RawPlan,
     workloads: IndexMap<String, usize>,
     pools: IndexMap<String, usize>,
     decisions: IndexMap<String, usize>,
 }
 
 impl Plan {
+    /// The one way to a plan: parse and validate one plan file (what it means, the catalog
+    /// names and the rule ids it names), every problem at once on failure.
+    pub fn load(file: Arc<SourceFile>, catalog: &Catalog) -> Result<Plan, Vec<Diag>> {
+        let parsed = load::parse(&file)?;
+        rule_ids::validated(file, parsed, catalog)
+    }
+
+    /// [`Plan::load`] in two steps, for a caller that loads the catalog the plan names after
+    /// parsing it.
+    pub fn from_parsed(
+        file: Arc<SourceFile>,
+        parsed: load::Partial,
+        catalog: &Catalog,
+    ) -> Result<Plan, Vec<Diag>> {
+        rule_ids::validated(file, parsed, catalog)
+    }
+
+    /// The `[plan]` table.
+    pub fn meta(&self) -> &PlanMeta {
+        &self.raw.plan
+    }
+    /// The `[cluster]` table, where the plan has one.
+    pub fn cluster(&self) -> Option<&Cluster> {
+        self.raw.cluster.as_ref().map(Sp::get)
+    }
+    /// The `[rules]` table, where the plan has one.
+    pub fn rule_levels(&self) -> Option<&RuleLevels> {
+        self.raw.rules.as_ref().map(Sp::get)
+    }
+
     pub(crate) fn name(&self) -> &str {
         self.raw.plan.name.get()
     }
@@ -347,27 +384,7 @@ impl Plan {
     }
 }
 
-/// Load and validate one plan file; all problems at once on failure. The rule ids its
-/// `[[allow]]` and `[rules]` entries name are the registry's to check: `rules::load_plan`
-/// does both.
-pub fn load_and_validate(file: Arc<SourceFile>, catalog: &Catalog) -> Result<Plan, Vec<Diag>> {
-    let parsed = load::parse(&file)?;
-    if !parsed.errors.is_empty() {
-        return Err(parsed.errors);
-    }
-    validate::validate(file, parsed.raw, catalog)
-}
-
 /// The date an `[[allow]]` expires (validated to be a plain date).
 pub(crate) fn validate_allow_expiry(a: &Allow) -> Option<Date> {
     validate::allow_expiry(a)
-}
-
-/// Validate an already parsed plan (when the catalog is loaded after parsing).
-pub(crate) fn validate_raw(
-    file: Arc<SourceFile>,
-    raw: raw::RawPlan,
-    catalog: &Catalog,
-) -> Result<Plan, Vec<Diag>> {
-    validate::validate(file, raw, catalog)
 }

@@ -84,12 +84,17 @@ fn terraform(provider: crate::core::Provider) -> Output_ {
         format: Format::Hcl,
     }
 }
-const KARPENTER: Output_ = Output_ {
-    path: "karpenter/karpenter.yaml",
-    template: "karpenter/karpenter.yaml.hbs",
-    embedded: include_str!("../templates/render/karpenter/karpenter.yaml.hbs"),
-    format: Format::Yaml,
-};
+/// Karpenter's NodePools and the cloud's node classes (`karpenter/karpenter.yaml`), from its
+/// profile's template.
+fn karpenter(provider: crate::core::Provider) -> Output_ {
+    let r = &crate::cloud::profile(provider).render;
+    Output_ {
+        path: "karpenter/karpenter.yaml",
+        template: r.karpenter_template,
+        embedded: r.karpenter_embedded,
+        format: Format::Yaml,
+    }
+}
 /// Kueue's objects, rendered once per cluster (`kueue/<region>.yaml`).
 const KUEUE: Output_ = Output_ {
     path: "kueue/<region>.yaml",
@@ -286,11 +291,11 @@ pub fn render(
     let mut hb = registry();
     let tf = terraform(v.provider);
     let mut out = BTreeMap::new();
-    let karpenter = v.karpenter_enabled.then_some(&KARPENTER);
+    let karpenter = v.karpenter_enabled.then(|| karpenter(v.provider));
     let kueue_values = v.kueue_config.is_some().then_some(&KUEUE_VALUES);
     for o in std::iter::once(&tf)
         .chain(COMMON.iter())
-        .chain(karpenter)
+        .chain(karpenter.as_ref())
         .chain(kueue_values)
     {
         let text = render_output(&mut hb, o, v, templates)?;

@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::Arc;
 
 use crate::catalog::{Catalog, GpuModel, Sku};
+use crate::core::Sp;
 use crate::diag::{Diag, RuleId, Severity, Suppression};
-use crate::plan::raw::{Pool, RawPlan, Sp, Workload};
-use crate::plan::PlanCode;
+use crate::plan::PLAN_WIDE;
 use crate::plan::{Date, Plan};
-use crate::source::SourceFile;
+use crate::plan::{Pool, Workload};
 
 /// Declares a rule's unit struct and its metadata; the doc comment becomes `DOCS`.
 macro_rules! declare_rule {
@@ -140,88 +139,6 @@ pub fn rule(id: RuleId) -> &'static dyn Rule {
     RULES[id.index()]
 }
 
-/// The rule ids a plan's `[[allow]]` entries and `[rules] deny` name, checked against the
-/// registry: an unknown id is an error at its span, with the closest id suggested.
-pub(crate) fn validate_entries(file: &Arc<SourceFile>, raw: &RawPlan) -> Vec<Diag> {
-    let ids: Vec<String> = RULES.iter().map(|r| r.id().as_str().to_owned()).collect();
-    let named = raw
-        .allow
-        .iter()
-        .map(|a| &a.rule)
-        .chain(raw.rules.iter().flat_map(|r| r.deny.iter()));
-    let mut out: Vec<Diag> = named
-        .filter_map(|id| {
-            crate::plan::unknown_member(
-                file,
-                PlanCode::UnknownRule,
-                id,
-                &ids,
-                format!("`{}` is not a gpuplan rule", id.get()),
-                "unknown rule id",
-                "rules",
-            )
-        })
-        .collect();
-    for a in &raw.allow {
-        let narrow = RuleId::parse(a.rule.get()).is_some_and(|r| !PLAN_WIDE.contains(&r));
-        if a.workload.is_none() && a.pool.is_none() && narrow {
-            out.push(
-                Diag::error(
-                    PlanCode::MissingKey,
-                    file,
-                    a.rule.span(),
-                    "an allow must name the `workload` or `pool` it applies to",
-                )
-                .label("applies to nothing")
-                .help(format!(
-                    "add `workload = \"...\"` or `pool = \"...\"`; only the plan-wide rules ({}) take an allow for the whole plan",
-                    PLAN_WIDE.map(RuleId::as_str).join(", ")
-                )),
-            );
-        }
-    }
-    out
-}
-
-/// Validate a parsed plan: what it means (`plan`) and the rule ids it names (here), with the
-/// problems reading it found, every problem at once (in file order, at most
-/// [`crate::plan::load::MAX_LOAD_ERRORS`]). What was set aside to read past a problem raises
-/// no second one.
-pub(crate) fn validate_plan(
-    file: Arc<SourceFile>,
-    parsed: crate::plan::load::Partial,
-    catalog: &Catalog,
-) -> Result<Plan, Vec<Diag>> {
-    let crate::plan::load::Partial {
-        raw,
-        mut errors,
-        patched,
-    } = parsed;
-    let echo = |d: &Diag| {
-        patched
-            .iter()
-            .any(|p| d.span.start < p.end && p.start < d.span.end.max(d.span.start + 1))
-    };
-    let unknown = validate_entries(&file, &raw);
-    let meaning = crate::plan::validate_raw(file, raw, catalog);
-    let clean = errors.is_empty() && unknown.is_empty();
-    let more = match meaning {
-        Ok(plan) if clean => return Ok(plan),
-        Ok(_) => Vec::new(),
-        Err(ds) => ds,
-    };
-    errors.extend(more.into_iter().chain(unknown).filter(|d| !echo(d)));
-    errors.sort_by_key(|d| d.span.start);
-    errors.truncate(crate::plan::load::MAX_LOAD_ERRORS);
-    Err(errors)
-}
-
-/// Parse and validate one plan file, rule ids included.
-pub fn load_plan(file: Arc<SourceFile>, catalog: &Catalog) -> Result<Plan, Vec<Diag>> {
-    let parsed = crate::plan::load::parse(&file)?;
-    validate_plan(file, parsed, catalog)
-}
-
 /// What a rule sees, and where it reports.
 pub struct Cx<'a> {
     pub plan: &'a Plan,
@@ -323,10 +240,6 @@ pub fn check(plan: &Plan, catalog: &Catalog, today: Date, levels: &Levels) -> Ve
     crate::diag::sort(&mut out);
     out
 }
-
-/// Rules whose findings are about the plan as a whole (its budget, its data), so an
-/// `[[allow]]` for them names neither a workload nor a pool.
-pub(crate) const PLAN_WIDE: [RuleId; 2] = [RuleId::GP017, RuleId::GP022];
 
 /// What the plan's `[[allow]]` entries say about a finding of `code` on a workload or pool.
 enum Allowed {
@@ -492,7 +405,7 @@ pub(crate) fn settle_recommendation(
 /// The command line's levels with the plan's `[rules] deny` under them.
 fn plan_levels(plan: &Plan, levels: &Levels) -> Levels {
     let mut levels = levels.clone();
-    if let Some(cfg) = &plan.raw.rules {
+    if let Some(cfg) = plan.rule_levels() {
         // Ids were checked when the plan loaded; the command line has the last word.
         for id in cfg.deny.iter().filter_map(|id| RuleId::parse(id.get())) {
             levels.overrides.entry(id).or_insert(Level::Deny);

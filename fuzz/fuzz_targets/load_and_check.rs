@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use gpuplan::catalog::Catalog;
-use gpuplan::plan::raw::Provider;
+use gpuplan::core::Provider;
 use gpuplan::plan::{self, Date};
 use gpuplan::rules::{self, Levels};
 use libfuzzer_sys::fuzz_target;
@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(file) = plan::load::from_bytes("fuzz.toml".into(), data.to_vec()) else {
         return;
     };
-    if let Ok(p) = rules::load_plan(file, catalog()) {
+    if let Ok(p) = plan::Plan::load(file, catalog()) {
         let today = Date { year: 2026, month: 12, day: 2 };
         for d in rules::check(&p, catalog(), today, &Levels::default()) {
             assert!(d.span.end <= p.file.text.len());

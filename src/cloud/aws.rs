@@ -1,6 +1,6 @@
 //! AWS: EKS managed node groups, EC2 pricing and the Spot Instance Advisor's bands.
 
-use super::{BandRow, FloorArgument, KarpenterClass, Profile, Render};
+use super::{BandRow, FloorArgument, Profile, Render};
 use crate::core::{Capacity, MigManager, Provider};
 
 pub(super) const PROFILE: Profile = Profile {
@@ -38,7 +38,9 @@ pub(super) const PROFILE: Profile = Profile {
         spot_autoscaled: false,
         driver_in_image: true,
         driver_note: "the EKS AL2023 NVIDIA AMI (ami_type AL2023_x86_64_NVIDIA) ships the driver and the container toolkit, so the operator installs neither",
-        karpenter_class: KarpenterClass::Ec2NodeClass,
+        karpenter_template: "karpenter/aws.yaml.hbs",
+        karpenter_embedded: include_str!("../../templates/render/karpenter/aws.yaml.hbs"),
+        karpenter_node_class: "EC2NodeClass",
         karpenter_disk_gib: None,
         capacity_label: Some(eks_capacity_type),
     },

@@ -1,6 +1,6 @@
 //! Azure: AKS node pools, the Retail Prices API, Resource Graph's spot eviction rates.
 
-use super::{BandRow, FloorArgument, KarpenterClass, Profile, Render};
+use super::{BandRow, FloorArgument, Profile, Render};
 use crate::core::{MigManager, Provider};
 
 pub(super) const PROFILE: Profile = Profile {
@@ -37,7 +37,9 @@ pub(super) const PROFILE: Profile = Profile {
         spot_autoscaled: true,
         driver_in_image: false,
         driver_note: "AKS pools set gpu_driver = \"None\" and the operator installs the driver and toolkit; pools with AKS-managed MIG (gpu_instance) keep AKS's driver, which the operator detects as pre-installed",
-        karpenter_class: KarpenterClass::AksNodeClass,
+        karpenter_template: "karpenter/azure.yaml.hbs",
+        karpenter_embedded: include_str!("../../templates/render/karpenter/azure.yaml.hbs"),
+        karpenter_node_class: "AKSNodeClass (node auto-provisioning)",
         karpenter_disk_gib: Some((30, 2048)),
         capacity_label: None,
     },

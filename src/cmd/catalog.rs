@@ -6,8 +6,8 @@ use crate::catalog::{Catalog, GpuModel, Price, ProviderCatalog, RegionPrices, Sk
 use crate::cli::{CatalogArgs, Format, Global};
 use crate::core::exit;
 use crate::core::rate;
+use crate::core::Provider;
 use crate::output::Out;
-use crate::plan::raw::Provider;
 use crate::report::catalog as doc;
 use crate::report::catalog::skus_in;
 

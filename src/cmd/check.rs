@@ -99,10 +99,7 @@ fn check_all(
             Ok(raw) => parsed.push((file, raw)),
         }
     }
-    let providers: BTreeSet<_> = parsed
-        .iter()
-        .map(|(_, r)| *r.raw.plan.provider.get())
-        .collect();
+    let providers: BTreeSet<_> = parsed.iter().map(|(_, r)| r.provider()).collect();
     let providers: Vec<_> = providers.into_iter().collect();
     let catalog = super::load_catalog(g, &providers, out)?;
     for s in catalog.sources.iter() {
@@ -114,7 +111,7 @@ fn check_all(
     let mut findings = Vec::new();
     let mut heads = Vec::new();
     for (file, raw) in parsed {
-        match rules::validate_plan(file, raw, &catalog) {
+        match crate::plan::Plan::from_parsed(file, raw, &catalog) {
             Err(ds) => errors.extend(ds),
             Ok(p) => {
                 findings.extend(rules::check(&p, &catalog, today, levels));

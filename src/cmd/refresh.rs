@@ -26,7 +26,7 @@ pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> CmdResult<(
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let provider = p.provider();
     let subscription = env("AZURE_SUBSCRIPTION_ID");
-    let known = subscription.is_some() || p.raw.plan.subscription.is_some();
+    let known = subscription.is_some() || p.meta().subscription.is_some();
     // A cloud whose quota and SKU reads need the plan's account refreshes only its public
     // data without one.
     let only: Vec<String> = if crate::cloud::profile(provider).subscription && !known {
@@ -137,7 +137,7 @@ fn request(g: &Global, args: &RefreshArgs) -> CmdResult<Request> {
             ));
         }
         regions.extend(p.regions().map(str::to_owned));
-        plan_subscription = p.raw.plan.subscription.as_ref().map(|s| s.get().clone());
+        plan_subscription = p.meta().subscription.as_ref().map(|s| s.get().clone());
     }
     if regions.is_empty() {
         return fail("give the regions to refresh: `--region REGION` or `--plan PLAN`".into());

@@ -107,7 +107,7 @@ fn render_pools(
         return None;
     }
     let text = crate::render::write_plan::plan_with_pools(p, &rec, |_| String::new()).ok()?;
-    crate::rules::load_plan(crate::source::SourceFile::new(&p.file.name, text), catalog).ok()
+    crate::plan::Plan::load(crate::source::SourceFile::new(&p.file.name, text), catalog).ok()
 }
 
 /// The flags that are not paths, parsed: each refusal names the flag and what it expects.

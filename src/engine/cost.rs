@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use crate::catalog::{Catalog, Price, Sku};
 use crate::core::HOURS_PER_MONTH;
-use crate::plan::raw::{Capacity, Pool, Provider};
+use crate::core::{Capacity, Provider};
 use crate::plan::Plan;
+use crate::plan::Pool;
 pub use caveat::{Caveat, StandIn};
 
 mod caveat;
@@ -278,12 +279,12 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
 
 /// The GPUs a workload holds at its peak: replicas x GPUs each x gang nodes. A declared
 /// pool's members are weighed by it, for burst hours and for spot waste alike.
-fn peak_gpus(w: &crate::plan::raw::Workload) -> f64 {
+fn peak_gpus(w: &crate::plan::Workload) -> f64 {
     peak_gpus_at(w, w.replicas().max())
 }
 
 /// The GPUs `replicas` of a workload hold (counted in gangs, as `Workload::replicas` counts them).
-fn peak_gpus_at(w: &crate::plan::raw::Workload, replicas: i64) -> f64 {
+fn peak_gpus_at(w: &crate::plan::Workload, replicas: i64) -> f64 {
     replicas.max(0) as f64 * w.gpu_share() * w.gang().max(1) as f64
 }
 
@@ -385,7 +386,7 @@ impl BurstMember {
     /// idle) run its `hours` steadily; those above, to `peak`, are its peak. `per` is what a
     /// replica weighs (its share of a node, or of a GPU). `recommend` and GP023 stack
     /// members by this one rule. The peak runs `duty` of the hours on average (its
-    /// `typical_replicas`, [`crate::plan::raw::Workload::peak_duty`]; 1 without one).
+    /// `typical_replicas`, [`crate::plan::Workload::peak_duty`]; 1 without one).
     pub(crate) fn replicas(
         per: f64,
         floor: u32,

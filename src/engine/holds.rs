@@ -4,8 +4,8 @@
 
 use crate::catalog::Catalog;
 use crate::core::GpuHold;
-use crate::plan::raw::{Pool, Workload};
 use crate::plan::Plan;
+use crate::plan::{Pool, Workload};
 
 /// What bounds a pool's nodes at peak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,11 +185,8 @@ mod tests {
     fn plan(workload: &str, pool: &str) -> (Plan, Catalog) {
         let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
         let text = format!("version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\n{workload}\n\n[[pool]]\nname = \"p\"\nregion = \"us-east-1\"\nworkloads = [\"w\"]\n{pool}\n");
-        let p = crate::plan::load_and_validate(
-            crate::source::SourceFile::new("p.toml", text),
-            &catalog,
-        )
-        .unwrap_or_else(|_| panic!("plan"));
+        let p = crate::plan::Plan::load(crate::source::SourceFile::new("p.toml", text), &catalog)
+            .unwrap_or_else(|_| panic!("plan"));
         (p, catalog)
     }
 

@@ -1,7 +1,8 @@
 //! How much GPU memory one replica has, and how much it needs.
 
 use crate::catalog::{Catalog, GpuModel};
-use crate::plan::raw::{Pool, Sharing, Workload};
+use crate::core::Sharing;
+use crate::plan::{Pool, Workload};
 
 /// The memory a replica can use, in GiB, and what holds it (`report::why` words it for the
 /// fit rules' messages).

@@ -118,7 +118,7 @@ pub struct Assessment {
 }
 
 pub(crate) fn restart_minutes(
-    w: &crate::plan::raw::Workload,
+    w: &crate::plan::Workload,
     catalog: &crate::catalog::Catalog,
 ) -> (f64, bool) {
     match &w.restart_minutes {
@@ -141,17 +141,17 @@ pub(crate) fn restart_minutes(
 
 pub(crate) fn assess(
     catalog: &crate::catalog::Catalog,
-    provider: crate::plan::raw::Provider,
-    w: &crate::plan::raw::Workload,
+    provider: crate::core::Provider,
+    w: &crate::plan::Workload,
     sku: &str,
     region: &str,
 ) -> Assessment {
     let pc = catalog.provider(provider);
     let prices = pc.and_then(|p| p.price(sku, region));
     let listed =
-        |c: crate::plan::raw::Capacity| prices.and_then(|p| p.listed(c)).map(|p| p.usd_per_hour);
-    let on_demand = listed(crate::plan::raw::Capacity::OnDemand);
-    let spot = listed(crate::plan::raw::Capacity::Spot);
+        |c: crate::core::Capacity| prices.and_then(|p| p.listed(c)).map(|p| p.usd_per_hour);
+    let on_demand = listed(crate::core::Capacity::OnDemand);
+    let spot = listed(crate::core::Capacity::Spot);
     let band = pc.and_then(|p| p.band(sku, region)).cloned();
     let monthly_interruption = band
         .as_ref()

@@ -87,14 +87,23 @@ pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Arc<SourceFile>, Box<D
 /// At most this many problems are reported for one plan file: past them, the rest are noise.
 pub(crate) const MAX_LOAD_ERRORS: usize = 50;
 
-/// A plan as far as it could be read, with every problem reading it found.
+/// A plan as far as it could be read, with every problem reading it found: read only by
+/// `Plan::from_parsed`, and outside `plan` only for the provider whose catalog validates it.
 pub struct Partial {
-    pub raw: RawPlan,
+    pub(super) raw: RawPlan,
     /// Problems of syntax, types and keys, each at its place.
     pub errors: Vec<Diag>,
     /// Byte ranges of the text set aside to read on past a problem; a later finding there is
     /// an echo of one already reported.
     pub patched: Vec<Range<usize>>,
+}
+
+impl Partial {
+    /// The provider the plan names (`[plan] provider`): its catalog is the one the plan
+    /// validates against.
+    pub fn provider(&self) -> crate::core::Provider {
+        *self.raw.plan.provider.get()
+    }
 }
 
 /// Parse TOML into the raw plan, reporting every type, key and value problem with its

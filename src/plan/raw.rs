@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-pub use crate::core::{Capacity, Kind, MigManager, Provider, ReservationTerm, Sharing, Sp};
+pub(super) use crate::core::{Capacity, Kind, MigManager, Provider, ReservationTerm, Sharing, Sp};
 
 /// A gpuplan plan file.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -55,7 +55,7 @@ pub(super) fn node_pool(
     p: &RecPool,
     v: &mut PoolView,
     sku: Option<&Sku>,
-    members: &[&crate::plan::raw::Workload],
+    members: &[&crate::plan::Workload],
     mig: Option<bool>,
 ) -> Result<KarpenterView, SkippedView> {
     let karpenter_capacity = super::provider::karpenter_capacity(p.capacity);

@@ -32,7 +32,7 @@ pub enum Priority {
 }
 
 impl Priority {
-    pub(crate) fn of(w: &crate::plan::raw::Workload) -> Priority {
+    pub(crate) fn of(w: &crate::plan::Workload) -> Priority {
         use crate::core::Kind;
         if w.user_facing() {
             return Priority::UserFacing;

@@ -21,7 +21,7 @@ pub(crate) fn gpu_request(
     plan: &Plan,
     catalog: &Catalog,
     p: &RecPool,
-    w: &crate::plan::raw::Workload,
+    w: &crate::plan::Workload,
     spec: Option<&crate::catalog::MigSpec>,
     aks_mig: bool,
 ) -> (String, f64) {

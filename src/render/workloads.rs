@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::model::{gpus_of, taint, TaintView};
 use super::request::{aks_mig, gpu_request};
 use crate::catalog::Catalog;
+use crate::core::Kind;
 use crate::engine::recommend::Recommendation;
-use crate::plan::raw::Kind;
 use crate::plan::Plan;
 
 /// The LocalQueue every team's namespace gets (`kueue/<region>.yaml`).

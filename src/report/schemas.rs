@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::catalog::Catalog;
 use crate::core::Provider;
-use crate::plan::raw::RawPlan;
+use crate::plan::RawPlan;
 
 /// A JSON output with a published schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

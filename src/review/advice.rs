@@ -11,8 +11,8 @@ use super::numbers::{pool_gpu_second, quantile, round, round4};
 use super::says::{AdviceChange, AdviceSays, NotReserved, Slice, Wait};
 use super::telemetry::Telemetry;
 use crate::catalog::Catalog;
+use crate::core::Capacity;
 use crate::engine::recommend::Recommendation;
-use crate::plan::raw::Capacity;
 use crate::plan::Plan;
 
 /// Right-size advice that fits: a MIG profile (on a GPU that has MIG) with the compute share
@@ -22,7 +22,7 @@ pub(super) fn right_size(
     plan: &Plan,
     rec: &Recommendation,
     catalog: &Catalog,
-    w: &crate::plan::raw::Workload,
+    w: &crate::plan::Workload,
     eff: f64,
     idle_cost: f64,
 ) -> Option<(Advice, RightSize)> {
@@ -228,7 +228,7 @@ fn pools_while_waiting(
             waited_at.entry(w).or_default().extend(run.waiting.keys());
         }
     }
-    let windows = |p: &crate::plan::raw::Pool| -> BTreeSet<i64> {
+    let windows = |p: &crate::plan::Pool| -> BTreeSet<i64> {
         p.workloads
             .iter()
             .filter_map(|w| waited_at.get(w.get().as_str()))
@@ -236,7 +236,7 @@ fn pools_while_waiting(
             .copied()
             .collect()
     };
-    let at_max = |p: &crate::plan::raw::Pool, free_ok: bool| {
+    let at_max = |p: &crate::plan::Pool, free_ok: bool| {
         let max = u32::try_from(p.nodes().max().max(0)).unwrap_or(0);
         let when = windows(p);
         at_once.get(p.name.get().as_str()).is_some_and(|w| {
@@ -247,7 +247,7 @@ fn pools_while_waiting(
     };
     // A pool below its maximum that gained a node while its pods waited (or within
     // two windows of the last): the wait was a node starting.
-    let booting = |p: &crate::plan::raw::Pool| {
+    let booting = |p: &crate::plan::Pool| {
         let when = windows(p);
         let (Some(first), Some(last)) = (when.first(), when.last()) else {
             return false;
@@ -266,8 +266,7 @@ fn pools_while_waiting(
             .unwrap_or(0);
         later > nodes(*first)
     };
-    let named =
-        |p: &&crate::plan::raw::Sp<crate::plan::raw::Pool>| (p.name.get().clone(), p.nodes().max());
+    let named = |p: &&crate::core::Sp<crate::plan::Pool>| (p.name.get().clone(), p.nodes().max());
     let full: Vec<(String, i64)> = hosts
         .iter()
         .filter(|p| at_max(p, false))
@@ -294,7 +293,7 @@ const MIN_RESERVATION_DAYS: i64 = 30;
 pub(super) fn reservation(
     plan: &Plan,
     catalog: &Catalog,
-    p: &crate::plan::raw::Pool,
+    p: &crate::plan::Pool,
     gpus: f64,
     held: Option<&BTreeMap<i64, f64>>,
     t: &Telemetry,

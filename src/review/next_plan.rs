@@ -16,7 +16,7 @@ use super::forecast::{NextQuarter, Proposal, WorkloadForecast, Written};
 use crate::catalog::Catalog;
 use crate::core::Date;
 use crate::diag::Severity;
-use crate::plan::raw::Count;
+use crate::plan::Count;
 use crate::plan::Plan;
 use crate::render::write_plan::WritePlanError;
 use says::{Found, Had, Header, LineSays, NextNote, Reported, Resized};
@@ -185,7 +185,7 @@ fn errors(
     today: Date,
 ) -> Result<BTreeSet<Found>, Vec<String>> {
     let file = crate::source::SourceFile::new(name, text);
-    let p = crate::rules::load_plan(file, catalog)
+    let p = crate::plan::Plan::load(file, catalog)
         .map_err(|ds| ds.into_iter().map(|d| d.message).collect::<Vec<_>>())?;
     Ok(
         crate::rules::check(&p, catalog, today, &crate::rules::Levels::default())
@@ -228,7 +228,7 @@ fn resizes(
             continue;
         };
         let per_node = crate::engine::cost::gpus_per_node(sku);
-        let members: Vec<&crate::plan::raw::Workload> = pool
+        let members: Vec<&crate::plan::Workload> = pool
             .workloads
             .iter()
             .filter_map(|w| plan.workload(w.get()))
@@ -469,7 +469,7 @@ fn attempt(
     }
     let skip: BTreeSet<String> = refused.pools.keys().cloned().collect();
     let proposed_text = doc.to_string();
-    let proposed = crate::rules::load_plan(
+    let proposed = crate::plan::Plan::load(
         crate::source::SourceFile::new(&plan.file.name, &proposed_text),
         catalog,
     )

@@ -38,7 +38,7 @@ pub(in crate::review) fn ratio(used: f64, alloc: f64) -> Option<f64> {
 pub(in crate::review) fn pool_gpu_second(
     plan: &Plan,
     catalog: &Catalog,
-    pool: &crate::plan::raw::Pool,
+    pool: &crate::plan::Pool,
 ) -> Option<f64> {
     let price = crate::engine::cost::pool_hour(catalog, plan.provider(), pool)?;
     let gpus = catalog.sku(plan.provider(), pool.sku.get())?.gpu_count;

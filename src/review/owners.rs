@@ -127,7 +127,7 @@ pub(super) fn controllers(a: &Answers) -> BTreeMap<(String, String), String> {
 
 /// Whether a workload's pods may hold GPUs the way `held` says: its sharing mode where it
 /// states one, else whole GPUs unless it asks for a fraction of one.
-fn holds_as(w: &crate::plan::raw::Workload, held: GpuHold) -> bool {
+fn holds_as(w: &crate::plan::Workload, held: GpuHold) -> bool {
     match w.sharing.as_ref().map(|s| *s.get()) {
         Some(s) => held == s.hold(),
         None => (held == GpuHold::Whole) != w.gpu_fraction.is_some(),
@@ -150,7 +150,7 @@ pub(super) fn only_on_gpu(
             .and_then(|s| catalog.sku_gpu(s))
             .map(|g| g.name.as_str())
     };
-    let may = |w: &crate::plan::raw::Workload| -> bool {
+    let may = |w: &crate::plan::Workload| -> bool {
         let pools: Vec<_> = plan.workload_pools(w.name.get()).collect();
         if !pools.is_empty() {
             return pools

@@ -16,7 +16,7 @@ use super::numbers::Quantiles;
 use super::numbers::{quantile, round, round4};
 use super::owners::owner;
 use super::telemetry::{Serving, Telemetry};
-use crate::plan::raw::Kind;
+use crate::core::Kind;
 use crate::plan::Plan;
 
 mod attach;

@@ -1,7 +1,8 @@
 use super::{Cx, Rule};
 use crate::core::num;
+use crate::core::Sp;
 use crate::engine::memory::{server_cap, time_sliced_cap};
-use crate::plan::raw::{Sp, Workload};
+use crate::plan::Workload;
 
 declare_rule! {
     /// # GP001 timeslice-memory-oversubscribed

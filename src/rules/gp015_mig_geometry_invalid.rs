@@ -1,8 +1,9 @@
 use indexmap::IndexMap;
 
 use super::{Cx, Rule};
+use crate::core::Sp;
 use crate::mig;
-use crate::plan::raw::{Pool, Sp};
+use crate::plan::Pool;
 
 declare_rule! {
     /// # GP015 mig-geometry-invalid

@@ -1,5 +1,5 @@
 use super::{Cx, Rule};
-use crate::plan::raw::MigManager;
+use crate::core::MigManager;
 
 declare_rule! {
     /// # GP016 aks-mig-mixed-profiles

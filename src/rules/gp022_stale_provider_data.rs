@@ -2,8 +2,8 @@ use indexmap::IndexMap;
 
 use super::{Cx, Rule};
 use crate::catalog::{DataKind, Figure, ProviderCatalog, SpotBand};
+use crate::core::Capacity;
 use crate::core::Date;
-use crate::plan::raw::Capacity;
 
 declare_rule! {
     /// # GP022 stale-provider-data
@@ -71,7 +71,7 @@ impl Rule for StaleProviderData {
             .filter(|s| today.days() - s.as_of.days() > file_limit)
             .map(|s| (s.file.clone(), s.kind, s.as_of))
             .collect();
-        let span = cx.plan.raw.plan.provider.span();
+        let span = cx.plan.meta().provider.span();
         for ((figure, source, as_of), uses) in stale {
             let age = match as_of {
                 Some(d) => format!(

@@ -1,11 +1,12 @@
 use super::{Cx, Rule};
 use crate::core::num;
 use crate::core::usd;
+use crate::core::{Capacity, Sp};
 use crate::engine::cost::{
     block_price_unknown, block_window, burst_profile, gpus_per_node, listed, pool_hour, reserve,
     BurstMember, BusyNode,
 };
-use crate::plan::raw::{Capacity, Pool, Sp};
+use crate::plan::Pool;
 
 declare_rule! {
     /// # GP023 reservation-exceeds-steady-demand
@@ -111,7 +112,7 @@ fn finding(cx: &Cx<'_>, pool: &Sp<Pool>) -> Option<crate::diag::Diag> {
 }
 
 /// Work that runs every hour of the window and does not scale to zero.
-fn steady(cx: &Cx<'_>, w: &crate::plan::raw::Workload, plan_hours: f64) -> bool {
+fn steady(cx: &Cx<'_>, w: &crate::plan::Workload, plan_hours: f64) -> bool {
     !w.scale_to_zero() && cx.hours(Some(w)) >= plan_hours - 1e-9
 }
 

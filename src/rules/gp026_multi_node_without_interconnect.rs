@@ -1,5 +1,5 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Kind;
+use crate::core::Kind;
 
 declare_rule! {
     /// # GP026 multi-node-without-interconnect

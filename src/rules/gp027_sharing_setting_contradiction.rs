@@ -1,5 +1,5 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Sharing;
+use crate::core::Sharing;
 
 declare_rule! {
     /// # GP027 sharing-setting-contradiction

@@ -1,9 +1,9 @@
 use super::{Cx, Rule};
 use crate::core::num;
+use crate::core::Kind;
 use crate::core::{rate, usd};
 use crate::engine::cost::node_hour;
 use crate::engine::spot::assess;
-use crate::plan::raw::Kind;
 
 declare_rule! {
     /// # GP028 cheaper-choice-exists

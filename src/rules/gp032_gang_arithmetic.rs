@@ -1,5 +1,5 @@
 use super::{Cx, Rule};
-use crate::plan::raw::Count;
+use crate::plan::Count;
 
 declare_rule! {
     /// # GP032 gang-arithmetic

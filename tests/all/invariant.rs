@@ -29,7 +29,7 @@ const FIT_RULES: [&str; 9] = [
 ];
 
 fn load(name: &str, text: String, catalog: &Catalog) -> Result<Plan, String> {
-    plan::load_and_validate(SourceFile::new(name, text), catalog).map_err(|ds| {
+    plan::Plan::load(SourceFile::new(name, text), catalog).map_err(|ds| {
         ds.iter()
             .map(|d| d.message.clone())
             .collect::<Vec<_>>()

@@ -5,8 +5,9 @@
 mod openb;
 
 use gpuplan::catalog::Catalog;
+use gpuplan::core::Provider;
 use gpuplan::engine::recommend::recommend;
-use gpuplan::plan::{self, raw::Provider};
+use gpuplan::plan;
 use gpuplan::source::SourceFile;
 
 /// How far above its lower bounds a recommendation may come: the targets, 3% of GPUs
@@ -34,7 +35,7 @@ fn check_term(provider: Provider, regions: &[&str], term: Option<&str>, limits: 
             1,
         );
     }
-    let p = plan::load_and_validate(SourceFile::new("openb.toml", text), &catalog)
+    let p = plan::Plan::load(SourceFile::new("openb.toml", text), &catalog)
         .unwrap_or_else(|ds| panic!("openb plan invalid: {:?}", ds.first().map(|d| &d.message)));
     let t = std::time::Instant::now();
     let r = recommend(&p, &catalog);
@@ -223,7 +224,7 @@ fn the_mig_reading_is_bounded_from_below() {
     let catalog = Catalog::embedded(&[Provider::Azure]).expect("catalog");
     let text = openb::plan_text_mig("azure", &["eastus"]);
     assert!(text.contains("sharing = \"mig\"") && text.contains("gpu_memory_gib"));
-    let p = plan::load_and_validate(SourceFile::new("openb-mig.toml", text), &catalog)
+    let p = plan::Plan::load(SourceFile::new("openb-mig.toml", text), &catalog)
         .expect("the MIG reading is a valid plan");
     let r = recommend(&p, &catalog);
     assert!(

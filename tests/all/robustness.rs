@@ -2,7 +2,7 @@
 //! text, and mutations of real plans.
 
 use gpuplan::catalog::Catalog;
-use gpuplan::plan::raw::Provider;
+use gpuplan::core::Provider;
 use gpuplan::plan::{self, Date};
 use gpuplan::rules::{self, Levels};
 use gpuplan::source::SourceFile;
@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 fn run(text: &str, catalog: &Catalog) {
     let file = SourceFile::new("fuzz.toml", text.to_owned());
-    if let Ok(p) = plan::load_and_validate(file, catalog) {
+    if let Ok(p) = plan::Plan::load(file, catalog) {
         for d in rules::check(
             &p,
             catalog,

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use gpuplan::catalog::Catalog;
-use gpuplan::plan::raw::Provider;
+use gpuplan::core::Provider;
 use gpuplan::plan::{self, Date};
 use gpuplan::report::findings as output;
 use gpuplan::rules::{self, Levels, RULES};
@@ -24,7 +24,7 @@ fn findings(path: &Path, catalog: &Catalog) -> Vec<gpuplan::diag::Diag> {
             .to_string(),
         text,
     );
-    let p = match plan::load_and_validate(file, catalog) {
+    let p = match plan::Plan::load(file, catalog) {
         Ok(p) => p,
         Err(e) => panic!(
             "{} does not load: {}",

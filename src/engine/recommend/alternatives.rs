@@ -9,7 +9,7 @@ use super::types::{Alternative, AlternativeKind};
 use super::{rehome, Cx};
 use crate::catalog::Catalog;
 use crate::core::cents;
-use crate::plan::raw::Capacity;
+use crate::core::Capacity;
 use std::collections::BTreeMap;
 
 /// Replicas a pool may hold to take part in single moves (`moves`), and so in the moves

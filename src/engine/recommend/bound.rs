@@ -34,7 +34,7 @@ use super::candidate::{allocatable, Candidate, Fit};
 use super::choice::{fit_key, pool_sharing, Choice, FitKey};
 use super::demand::{Demand, Segment};
 use crate::catalog::Catalog;
-use crate::plan::raw::{Capacity, Sharing};
+use crate::core::{Capacity, Sharing};
 use crate::plan::Plan;
 use dual::{dual, priced_by_hand};
 

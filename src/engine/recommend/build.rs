@@ -5,8 +5,8 @@ use super::choice::Choice;
 use super::nodes::{nodes_for, Packed};
 use super::types::{MigConfig, Stranded};
 use crate::catalog::Catalog;
+use crate::core::Capacity;
 use crate::core::HOURS_PER_MONTH;
-use crate::plan::raw::Capacity;
 use indexmap::IndexMap;
 /// What a pool comes to once packed.
 #[derive(Debug, Clone)]

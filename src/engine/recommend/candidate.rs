@@ -4,7 +4,7 @@
 
 use super::demand::Demand;
 use crate::catalog::{Catalog, GpuModel, MigProfile, Sku};
-use crate::plan::raw::{Capacity, Kind, Sharing};
+use crate::core::{Capacity, Kind, Sharing};
 use crate::plan::Plan;
 
 mod spot_quote;

@@ -4,7 +4,7 @@
 use super::candidate::{Candidate, Fit, Rate};
 use super::demand::{Demand, Segment};
 use crate::core::HOURS_PER_MONTH;
-use crate::plan::raw::{Capacity, MigManager, Sharing};
+use crate::core::{Capacity, MigManager, Sharing};
 use std::collections::BTreeMap;
 
 /// A workload's choice: where, and on what capacity.

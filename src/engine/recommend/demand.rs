@@ -5,8 +5,9 @@
 use serde::Serialize;
 
 use crate::catalog::Catalog;
-use crate::plan::raw::{Kind, Sharing, Sp, Workload};
+use crate::core::{Kind, Sharing, Sp};
 use crate::plan::Plan;
+use crate::plan::Workload;
 
 /// Which workloads may share a node pool. Training stays apart from inference, and what a
 /// person waits on stays apart from queued work, through taints on the pools.

@@ -8,8 +8,8 @@ use super::demand::Demand;
 use super::reason::Unmet;
 use super::types::{CapacityOption, Nodes, RecPool, Stranded, Unsatisfied};
 use crate::catalog::Catalog;
+use crate::core::Capacity;
 use crate::core::{cents, HOURS_PER_MONTH};
-use crate::plan::raw::Capacity;
 use crate::plan::Plan;
 use std::collections::BTreeMap;
 

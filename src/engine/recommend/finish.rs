@@ -8,7 +8,7 @@ use super::demand::Segment;
 use super::explain::{describe, name_pools};
 use super::types::RecPool;
 use super::{Cx, Groups};
-use crate::plan::raw::{Capacity, Sharing};
+use crate::core::{Capacity, Sharing};
 use indexmap::IndexMap;
 use std::collections::BTreeMap;
 

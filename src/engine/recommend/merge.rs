@@ -7,7 +7,7 @@ use super::choice::{Choice, FitKey, PoolKey};
 use super::demand::Segment;
 use super::{aks, candidate, rehome, Cx, Groups};
 use crate::catalog::Catalog;
-use crate::plan::raw::{Capacity, Sharing};
+use crate::core::{Capacity, Sharing};
 use std::collections::BTreeMap;
 /// A merge found: its saving, the pool folded, the pool it joins, and each moved workload's
 /// new candidate and rate.

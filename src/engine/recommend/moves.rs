@@ -19,7 +19,7 @@ use super::candidate::{Candidate, Rate};
 use super::choice::{Choice, PoolKey};
 use super::{alternatives, rehome, Cx, Groups};
 use crate::catalog::Catalog;
-use crate::plan::raw::Capacity;
+use crate::core::Capacity;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Moves weighed in one round (each packs up to two pools).

@@ -7,7 +7,7 @@ use super::pack::{Item, NodeCap};
 use super::types::{MigConfig, Stranded};
 use super::{candidate, pack};
 use crate::catalog::{Catalog, GpuModel, Sku};
-use crate::plan::raw::MigManager;
+use crate::core::MigManager;
 use indexmap::IndexMap;
 /// Nodes for some replica counts, with the MIG geometry that got them there.
 pub(super) struct Packed {

@@ -8,8 +8,8 @@ use super::choice::{fit_key, pool_sharing, Choice, PoolKey};
 use super::types::{Finding, FindingCode, RecPool};
 use super::{Cx, Groups};
 use crate::catalog::Catalog;
+use crate::core::Capacity;
 pub(super) use crate::engine::quota::bucket_of;
-use crate::plan::raw::Capacity;
 use crate::plan::Plan;
 use std::collections::BTreeMap;
 

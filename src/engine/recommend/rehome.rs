@@ -7,7 +7,7 @@ use super::candidate::{self, Candidate, Fit, Rate};
 use super::choice::{fit_key, pool_sharing, Choice};
 use super::PoolKey;
 use crate::catalog::Catalog;
-use crate::plan::raw::Capacity;
+use crate::core::Capacity;
 
 /// Each moved workload's index, new candidate and rate. The candidate is borrowed from the
 /// workload's own list unless its shares were cut: the alternatives re-home every pool on

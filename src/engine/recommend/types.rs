@@ -2,7 +2,7 @@
 //! costs, what could not be met, the comparison with declared pools, findings and data dates.
 
 use super::demand::Segment;
-use crate::plan::raw::{Capacity, Provider, Sharing};
+use crate::core::{Capacity, Provider, Sharing};
 use indexmap::IndexMap;
 use serde::Serialize;
 pub(crate) const SCHEMA: &str = "gpuplan.recommendation/v1";

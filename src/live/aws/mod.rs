@@ -260,7 +260,7 @@ pub(crate) fn capacity_block_types(scope: &Scope) -> Vec<String> {
         .skus
         .iter()
         .filter(|s| {
-            c.sku(crate::plan::raw::Provider::Aws, s).is_some_and(|k| {
+            c.sku(crate::core::Provider::Aws, s).is_some_and(|k| {
                 (k.quota_family == "L-417A185B" && k.gpu_count == 8)
                     || k.quota_family == "L-2C3B7624"
             })
@@ -391,7 +391,7 @@ fn placement_groups(scope: &Scope) -> Vec<(String, Vec<String>)> {
     let c = &scope.catalog;
     let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in &scope.skus {
-        if let Some(k) = c.sku(crate::plan::raw::Provider::Aws, s) {
+        if let Some(k) = c.sku(crate::core::Provider::Aws, s) {
             by.entry(k.gpu_model.clone()).or_default().push(s.clone());
         }
     }

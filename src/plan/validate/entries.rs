@@ -101,7 +101,7 @@ pub(super) fn allows(
     workload_names: &[String],
     pools: &IndexMap<String, usize>,
 ) {
-    // Allows (the rule registry checks the rule ids they name: `rules::validate_entries`)
+    // Allows (the rule registry checks the rule ids they name: `plan::rule_ids`)
     let pool_names: Vec<String> = pools.keys().cloned().collect();
     for a in &raw.allow {
         match (&a.workload, &a.pool) {
@@ -133,7 +133,7 @@ pub(super) fn allows(
                 "write one `[[allow]]` per workload or pool".into(),
             ),
             // An allow that names neither is the registry's to judge: only plan-wide rules
-            // take one (`rules::validate_entries`).
+            // take one (`plan::rule_ids`).
             _ => {}
         }
         for (key, v) in [("reason", &a.reason), ("approved_by", &a.approved_by)] {

@@ -73,8 +73,8 @@ pub struct View {
     pub node_role: String,
     /// `render --karpenter` was asked for (the file is written even when no pool qualifies).
     pub karpenter_enabled: bool,
-    /// Karpenter's node class is EKS's EC2NodeClass (the templates' `aws` blocks), not AKS's.
-    pub aws: bool,
+    /// Karpenter's node class, as the rendered README names it.
+    pub karpenter_node_class: &'static str,
     pub serving: Vec<super::workloads::ServingView>,
     /// Every placed workload's scheduling settings (`workloads/values.yaml`).
     pub workloads: Vec<super::workloads::WorkloadView>,
@@ -201,9 +201,7 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     );
     // The cluster's name, else the plan's (both DNS-1123 labels).
     let cluster = plan
-        .raw
-        .cluster
-        .as_ref()
+        .cluster()
         .and_then(|c| c.name.as_ref())
         .map_or_else(|| plan.name().to_owned(), |n| n.get().clone());
     let (mig_manager_enabled, mig_manager_note) =
@@ -273,7 +271,9 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         karpenter_skipped: stage.karpenter_skipped,
         node_role: format!("KarpenterNodeRole-{cluster}"),
         karpenter_enabled: opts.karpenter,
-        aws: profile.karpenter_class == crate::cloud::KarpenterClass::Ec2NodeClass,
+        karpenter_node_class: crate::cloud::profile(rec.provider)
+            .render
+            .karpenter_node_class,
         cluster,
         serving: super::workloads::serving(plan, catalog, rec),
         workloads: super::workloads::workloads(plan, catalog, rec),

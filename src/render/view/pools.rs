@@ -9,8 +9,8 @@ use super::{SharingView, TaintView};
 use crate::catalog::{Catalog, Sku};
 use crate::engine::names::NodePoolName;
 use crate::engine::recommend::{RecPool, Recommendation};
-use crate::plan::raw::Workload;
 use crate::plan::Plan;
+use crate::plan::Workload;
 use crate::render::karpenter::{KarpenterView, SkippedView};
 use crate::render::kueue::FlavorView;
 use crate::render::model::taint;
@@ -310,9 +310,7 @@ fn sharing_view(plan: &Plan, p: &RecPool) -> Option<SharingView> {
         // a pod asking for two shares of one card fails at once instead of getting one card
         // twice (GP003).
         fail_requests_greater_than_one: plan
-            .raw
-            .cluster
-            .as_ref()
+            .cluster()
             .and_then(|c| c.fail_requests_greater_than_one.as_ref())
             .is_none_or(|b| *b.get()),
     })

@@ -165,7 +165,7 @@ mod tests {
     //! with the figures put in), for the cases the integration tests do not reach.
     use super::*;
     use crate::diag::{Code, RuleId};
-    use crate::plan::raw::Count;
+    use crate::plan::Count;
 
     fn code(r: RuleId) -> Reported {
         Reported::Code(Code::Rule(r))

@@ -5,7 +5,7 @@ use crate::review::telemetry::{NodeSeries, Telemetry};
 fn plan() -> (Plan, Catalog) {
     let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
     let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n";
-    let p = crate::plan::load_and_validate(
+    let p = crate::plan::Plan::load(
         crate::source::SourceFile::new("p.toml", text.to_owned()),
         &catalog,
     )
@@ -38,7 +38,7 @@ fn node(windows: i64, empty: impl Fn(i64) -> bool) -> Telemetry {
 fn a_pool_at_its_maximum_with_gpus_free_is_not_blamed_for_pending_pods() {
     let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
     let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n\n[[pool]]\nname = \"batch\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\nnodes = { min = 0, max = 1 }\nworkloads = [\"w\"]\n";
-    let p = crate::plan::load_and_validate(
+    let p = crate::plan::Plan::load(
         crate::source::SourceFile::new("p.toml", text.to_owned()),
         &catalog,
     )
@@ -144,7 +144,7 @@ fn empty_node_advice_comes_from_contiguous_stretches_only() {
 fn right_size_on_plain_azure_is_a_profile_aks_creates() {
     let catalog = Catalog::embedded(&[crate::core::Provider::Azure]).expect("catalog");
     let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\ngpu_memory_gib = 12\nskus = [\"Standard_NC24ads_A100_v4\"]\n";
-    let plan = crate::plan::load_and_validate(
+    let plan = crate::plan::Plan::load(
         crate::source::SourceFile::new("p.toml", text.to_owned()),
         &catalog,
     )
@@ -164,9 +164,8 @@ fn right_size_on_plain_azure_is_a_profile_aks_creates() {
         "[[workload]]",
         "[cluster]\nmig_manager = \"gpu-operator\"\n\n[[workload]]",
     );
-    let plan =
-        crate::plan::load_and_validate(crate::source::SourceFile::new("p.toml", op), &catalog)
-            .unwrap_or_else(|_| panic!("plan"));
+    let plan = crate::plan::Plan::load(crate::source::SourceFile::new("p.toml", op), &catalog)
+        .unwrap_or_else(|_| panic!("plan"));
     let rec = crate::engine::recommend::recommend(&plan, &catalog);
     let w = plan.workload("w").expect("workload");
     let (_, fit) = right_size(&plan, &rec, &catalog, w, 0.1, 2343.72).expect("advice");
@@ -184,7 +183,7 @@ fn right_size_on_plain_azure_is_a_profile_aks_creates() {
 fn a_wait_for_a_booting_node_is_not_blamed_on_nodes_max() {
     let catalog = Catalog::embedded(&[crate::core::Provider::Aws]).expect("catalog");
     let text = "version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n\n[[pool]]\nname = \"batch\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\nnodes = { min = 1, max = 2 }\nworkloads = [\"w\"]\n";
-    let p = crate::plan::load_and_validate(
+    let p = crate::plan::Plan::load(
         crate::source::SourceFile::new("p.toml", text.to_owned()),
         &catalog,
     )

@@ -19,7 +19,7 @@ pub(super) struct PodFacts<'a> {
     /// How the pod was matched to `workload`.
     pub(super) matched: Option<Matched>,
     /// Plan pool it ran on (by its node's pool label, else the workload's declared pool).
-    pub(super) plan_pool: Option<&'a crate::plan::raw::Pool>,
+    pub(super) plan_pool: Option<&'a crate::plan::Pool>,
     pub(super) pool_label: Option<String>,
     pub(super) model: Option<String>,
     pub(super) signal: Option<Signal>,

@@ -44,7 +44,7 @@ pub(super) fn unit_of(
     catalog: &Catalog,
     labels: &BTreeMap<String, String>,
     allocatable_gpus: Option<f64>,
-    pool: Option<&crate::plan::raw::Pool>,
+    pool: Option<&crate::plan::Pool>,
     cards: Option<u32>,
 ) -> Unit {
     let label = |k: &str| labels.get(k).map(String::as_str).filter(|v| !v.is_empty());
@@ -120,7 +120,7 @@ pub(super) fn whole_cards(
     plan: &Plan,
     catalog: &Catalog,
     labels: &BTreeMap<String, String>,
-    pool: Option<&crate::plan::raw::Pool>,
+    pool: Option<&crate::plan::Pool>,
     cards: Option<u32>,
     offered: f64,
 ) -> f64 {
@@ -272,7 +272,7 @@ pub(super) fn node_series(
     a: &Answers,
     grid: Grid,
     nodes: &BTreeMap<String, Node>,
-    node_pool: &BTreeMap<String, &crate::plan::raw::Pool>,
+    node_pool: &BTreeMap<String, &crate::plan::Pool>,
     cards: &BTreeMap<Vec<String>, Row>,
     ksm_at: &Intervals,
 ) -> NodeStage {

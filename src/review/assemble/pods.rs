@@ -26,9 +26,9 @@ pub(super) fn node_pools<'p>(
     (reqs, node_names): (&BTreeMap<(String, String), PodReq>, &[String]),
     apps: &BTreeMap<(String, String), String>,
     controllers: &BTreeMap<(String, String), String>,
-) -> BTreeMap<String, &'p crate::plan::raw::Pool> {
+) -> BTreeMap<String, &'p crate::plan::Pool> {
     let names = PoolNames::new(plan, catalog);
-    let mut node_pool: BTreeMap<String, &crate::plan::raw::Pool> = BTreeMap::new();
+    let mut node_pool: BTreeMap<String, &crate::plan::Pool> = BTreeMap::new();
     for (name, n) in nodes.iter() {
         if let Some(p) = names.pool(plan, &n.labels) {
             node_pool.insert(name.clone(), p);

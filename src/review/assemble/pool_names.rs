@@ -29,10 +29,7 @@ pub(crate) fn pool_matches(label: &str, pool: &str) -> bool {
 }
 
 /// The plan pool a node pool label names.
-pub(crate) fn plan_pool<'p>(
-    plan: &'p Plan,
-    label: Option<&str>,
-) -> Option<&'p crate::plan::raw::Pool> {
+pub(crate) fn plan_pool<'p>(plan: &'p Plan, label: Option<&str>) -> Option<&'p crate::plan::Pool> {
     let l = label?;
     plan.pools()
         .iter()
@@ -64,14 +61,13 @@ impl PoolNames {
         &self,
         plan: &'p Plan,
         labels: &BTreeMap<String, String>,
-    ) -> Option<&'p crate::plan::raw::Pool> {
+    ) -> Option<&'p crate::plan::Pool> {
         // A node is never of a pool of another size: the sizes of a pool of several share its
         // `gpuplan.io/pool` label, and the node group or agent pool label then tells them apart.
         let size = labels
             .get("label_node_kubernetes_io_instance_type")
             .filter(|v| !v.is_empty());
-        let fits =
-            |p: &crate::plan::raw::Pool| size.is_none_or(|s| p.sku.get().eq_ignore_ascii_case(s));
+        let fits = |p: &crate::plan::Pool| size.is_none_or(|s| p.sku.get().eq_ignore_ascii_case(s));
         for k in POOL_LABELS {
             let Some(v) = labels.get(k).filter(|v| !v.is_empty()) else {
                 continue;

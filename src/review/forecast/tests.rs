@@ -9,7 +9,7 @@ fn plan(min: i64, max: i64, user_facing: bool) -> Plan {
         "batch"
     };
     let text = format!("version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"{kind}\"\nreplicas = {{ min = {min}, max = {max} }}\nskus = [\"g6.xlarge\"]\n");
-    crate::plan::load_and_validate(crate::source::SourceFile::new("p.toml", text), &catalog)
+    crate::plan::Plan::load(crate::source::SourceFile::new("p.toml", text), &catalog)
         .unwrap_or_else(|_| panic!("plan"))
 }
 

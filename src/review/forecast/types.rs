@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::plan::raw::Count;
+use crate::plan::Count;
 use crate::review::numbers::{round4, Quantiles};
 use crate::review::trend::{Fit, Projection};
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::grounds::{Band, Grounds, Level, ServingGrounds, SizedBy};
 use super::series::{Axis, Series};
 use super::types::{count, trend, Basis, Method, Proposal, WorkloadForecast};
-use crate::plan::raw::Count;
+use crate::plan::Count;
 use crate::plan::Plan;
 use crate::review::numbers::{quantile, round, Quantiles, CRASHLOOP_SHARE};
 use crate::review::rows::RightSize;
@@ -118,7 +118,7 @@ struct Sizing {
 }
 
 impl Sizing {
-    fn of(cx: &Cx<'_>, w: &crate::plan::raw::Workload, h: &Held) -> Sizing {
+    fn of(cx: &Cx<'_>, w: &crate::plan::Workload, h: &Held) -> Sizing {
         let m = cx.m;
         let current = w.replicas();
         let can_be_zero = w.scale_to_zero() || current.min() == 0;
@@ -263,7 +263,7 @@ struct Proposed {
 
 /// A workload's proposal from what it held: its right-size, a consolidation, or held.
 fn from_held(
-    w: &crate::plan::raw::Workload,
+    w: &crate::plan::Workload,
     s: &Series,
     h: &Held,
     z: &Sizing,
@@ -341,7 +341,7 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
 /// One workload's forecast: what it held, how it is sized, and the figures behind it.
 pub(super) fn workload_forecast(
     cx: &Cx<'_>,
-    w: &crate::plan::raw::Workload,
+    w: &crate::plan::Workload,
     s: &Series,
 ) -> Option<WorkloadForecast> {
     let name = w.name.get();

@@ -2,7 +2,7 @@
 //! (`report::review::next_plan` words them: the comments on changed lines, the header and the
 //! warnings `review --write-plan` prints).
 
-use crate::plan::raw::Count;
+use crate::plan::Count;
 use crate::review::forecast::grounds::Grounds;
 use crate::review::forecast::Basis;
 use crate::review::says::Slice;

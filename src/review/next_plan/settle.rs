@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::plan::raw::Count;
+use crate::plan::Count;
 use crate::plan::Plan;
 use crate::review::forecast::{NextQuarter, Proposal, Written};
 

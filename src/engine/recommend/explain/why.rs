@@ -6,11 +6,11 @@ use super::super::reason::{
 };
 use crate::catalog::{Catalog, Sku};
 use crate::core::HOURS_PER_MONTH;
+use crate::core::{Capacity, MigManager, Sharing};
 use crate::engine::recommend::build::Built;
 use crate::engine::recommend::candidate;
 use crate::engine::recommend::candidate::{Candidate, Fit, Rate};
 use crate::engine::recommend::choice::{best_choice, Choice, PoolKey};
-use crate::plan::raw::{Capacity, MigManager, Sharing};
 
 pub(in crate::engine::recommend) fn why_line(
     catalog: &Catalog,

@@ -2,13 +2,13 @@
 //! sizes, shared candidate lists.
 
 use super::*;
+use crate::core::{Capacity, Provider};
 use crate::engine::recommend::build::{build, build_key, prefetch_thorough, BuildCache};
 use crate::engine::recommend::candidate::Fit;
 use crate::engine::recommend::choice::{group, Choice, FitKey};
 use crate::engine::recommend::choose::first_choices;
 use crate::engine::recommend::moves::move_workloads;
 use crate::engine::recommend::types::AlternativeKind;
-use crate::plan::raw::{Capacity, Provider};
 
 #[test]
 fn known_quota_routes_a_workload_to_another_region() {
@@ -201,7 +201,7 @@ fault_domain = "fd"
 gpu_models = ["T4"]
 "# + FD_DECISION;
     let cat = catalog(Provider::Azure);
-    let plan = crate::plan::load_and_validate(SourceFile::new("t.toml", text), cat)
+    let plan = crate::plan::Plan::load(SourceFile::new("t.toml", text), cat)
         .unwrap_or_else(|_| panic!("valid plan"));
     let (choices, unsatisfied) = first_choices(&plan, cat, plan.hours_per_month());
     assert!(unsatisfied.is_empty() && choices.len() == 2);
@@ -253,7 +253,7 @@ fn packings_prefetched_side_by_side_equal_the_sequential_ones() {
         );
     }
     let cat = catalog(Provider::Aws);
-    let plan = crate::plan::load_and_validate(SourceFile::new("t.toml", text), cat)
+    let plan = crate::plan::Plan::load(SourceFile::new("t.toml", text), cat)
         .unwrap_or_else(|_| panic!("valid plan"));
     let hours = plan.hours_per_month();
     let (choices, _) = first_choices(&plan, cat, hours);
@@ -375,7 +375,7 @@ gpus = 1
 "#;
     let text = head("aws", "\"us-east-1\"", "") + body;
     let catalog = catalog(Provider::Aws);
-    let plan = crate::plan::load_and_validate(SourceFile::new("t.toml", text), catalog)
+    let plan = crate::plan::Plan::load(SourceFile::new("t.toml", text), catalog)
         .unwrap_or_else(|_| panic!("test plan is invalid"));
     let cx = Cx {
         plan: &plan,
@@ -444,7 +444,7 @@ fn workloads_of_one_shape_share_one_candidate_list_and_name_their_own_reasons() 
     }
     let file = SourceFile::new("t.toml", text.clone());
     let cat = catalog(Provider::Azure);
-    let plan = crate::plan::load_and_validate(file, cat).expect("valid");
+    let plan = crate::plan::Plan::load(file, cat).expect("valid");
     let (choices, _) = first_choices(&plan, cat, plan.hours_per_month());
     assert_eq!(choices.len(), 3);
     assert!(choices

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::catalog::Catalog;
-use crate::plan::raw::{Capacity, Provider};
+use crate::core::{Capacity, Provider};
 use crate::source::SourceFile;
 use proptest::prelude::*;
 
@@ -18,7 +18,7 @@ fn catalog(p: Provider) -> &'static Catalog {
 
 fn rec_with(text: &str, catalog: &Catalog) -> Recommendation {
     let file = SourceFile::new("t.toml", text.to_owned());
-    let plan = match crate::plan::load_and_validate(file, catalog) {
+    let plan = match crate::plan::Plan::load(file, catalog) {
         Ok(p) => p,
         Err(ds) => panic!(
             "test plan is invalid: {:?}",
@@ -182,7 +182,7 @@ checkpoint_minutes = 30
 "#;
     let c = catalog(Provider::Azure);
     let file = SourceFile::new("t.toml", text.clone());
-    let plan = crate::plan::load_and_validate(file, c).expect("valid");
+    let plan = crate::plan::Plan::load(file, c).expect("valid");
     let a = crate::engine::spot::assess(
         c,
         Provider::Azure,
@@ -558,7 +558,7 @@ proptest! {
         text.push_str("\n[[decision]]\nfault_domain = \"fd\"\ndecided_by = \"x\"\ndate = 2026-11-02\nreason = \"r\"\n");
         let c = catalog(Provider::Azure);
         let file = SourceFile::new("t.toml", text.clone());
-        let Ok(plan) = crate::plan::load_and_validate(file, c) else {
+        let Ok(plan) = crate::plan::Plan::load(file, c) else {
             // a combination the validator refuses is not the recommender's to place
             return Ok(());
         };
