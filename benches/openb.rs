@@ -489,7 +489,9 @@ pub fn independent_bound(
                 // out mixed profiles, at most each profile's count per GPU.
                 let uniform = d.mig_manager.one_profile_per_gpu();
                 if !uniform {
+                    // Each profile's count, then the memory slices (compute ones are the GPUs).
                     base.extend(spec.profiles.iter().map(|p| f64::from(p.max_count) * gpus));
+                    base.push(gpus);
                 }
                 for (at, p) in spec.profiles.iter().enumerate() {
                     let fits = f64::from(p.compute) / f64::from(spec.compute_slices) + 1e-9
@@ -504,8 +506,7 @@ pub fn independent_bound(
                             ways.push((format!("mig-{}", p.name), units, None));
                         }
                     } else {
-                        let units = (f64::from(p.compute) / f64::from(spec.compute_slices))
-                            .max(f64::from(p.memory_slices) / f64::from(spec.memory_slices));
+                        let units = f64::from(p.compute) / f64::from(spec.compute_slices);
                         ways.push(("mig".to_owned(), units, Some(at)));
                     }
                 }
@@ -577,8 +578,11 @@ pub fn independent_bound(
                         n[..3].copy_from_slice(&[*units, d.cpu, d.memory_gib]);
                         n
                     };
-                    if let Some(at) = profile {
+                    if let (Some(at), Some(spec)) = (profile, gpu.mig.as_ref()) {
                         need[3 + at] = 1.0;
+                        let p = &spec.profiles[*at];
+                        need[3 + spec.profiles.len()] =
+                            f64::from(p.memory_slices) / f64::from(spec.memory_slices);
                     }
                     uses.push(Use {
                         kind: k,

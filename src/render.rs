@@ -74,27 +74,37 @@ pub(crate) struct Output_ {
     format: Format,
 }
 
-/// The cloud's Terraform (`terraform/main.tf`), from its profile's template.
-fn terraform(provider: crate::core::Provider) -> Output_ {
-    let r = &crate::cloud::profile(provider).render;
-    Output_ {
-        path: "terraform/main.tf",
-        template: r.terraform_template,
-        embedded: r.terraform_embedded,
-        format: Format::Hcl,
+/// An output whose template the cloud's profile names: `(name under templates/render/,
+/// embedded text)`.
+struct CloudOutput {
+    path: &'static str,
+    format: Format,
+    template: fn(&crate::cloud::Render) -> (&'static str, &'static str),
+}
+
+impl CloudOutput {
+    fn of(&self, provider: crate::core::Provider) -> Output_ {
+        let (template, embedded) = (self.template)(&crate::cloud::profile(provider).render);
+        Output_ {
+            path: self.path,
+            template,
+            embedded,
+            format: self.format,
+        }
     }
 }
-/// Karpenter's NodePools and the cloud's node classes (`karpenter/karpenter.yaml`), from its
-/// profile's template.
-fn karpenter(provider: crate::core::Provider) -> Output_ {
-    let r = &crate::cloud::profile(provider).render;
-    Output_ {
-        path: "karpenter/karpenter.yaml",
-        template: r.karpenter_template,
-        embedded: r.karpenter_embedded,
-        format: Format::Yaml,
-    }
-}
+
+const TERRAFORM: CloudOutput = CloudOutput {
+    path: "terraform/main.tf",
+    format: Format::Hcl,
+    template: |r| (r.terraform_template, r.terraform_embedded),
+};
+/// Karpenter's NodePools with the cloud's node classes.
+const KARPENTER: CloudOutput = CloudOutput {
+    path: "karpenter/karpenter.yaml",
+    format: Format::Yaml,
+    template: |r| (r.karpenter_template, r.karpenter_embedded),
+};
 /// Kueue's objects, rendered once per cluster (`kueue/<region>.yaml`).
 const KUEUE: Output_ = Output_ {
     path: "kueue/<region>.yaml",
@@ -289,9 +299,9 @@ pub fn render(
     templates: Option<&Path>,
 ) -> Result<BTreeMap<String, String>, RenderError> {
     let mut hb = registry();
-    let tf = terraform(v.provider);
+    let tf = TERRAFORM.of(v.provider);
     let mut out = BTreeMap::new();
-    let karpenter = v.karpenter_enabled.then(|| karpenter(v.provider));
+    let karpenter = v.karpenter_enabled.then(|| KARPENTER.of(v.provider));
     let kueue_values = v.kueue_config.is_some().then_some(&KUEUE_VALUES);
     for o in std::iter::once(&tf)
         .chain(COMMON.iter())

@@ -215,7 +215,10 @@ fn quotas(
 }
 
 /// A node of `c`'s SKU: GPUs, allocatable vCPUs and RAM, then the instances of each MIG
-/// profile it holds where the GPU Operator lays out mixed profiles.
+/// profile it holds where the GPU Operator lays out mixed profiles, then its GPUs again for
+/// their memory slices (the first dimension counts compute slices there): a 4g.20gb and a
+/// 3g.20gb share an A100 40GB, 7 compute slices and 8 memory slices, though the larger of
+/// each one's shares (4/7 and 4/8) would add up to more than the GPU.
 fn capacity(d: &Demand<'_>, c: &Candidate<'_>, catalog: &Catalog) -> Vec<f64> {
     let (cpu, mem) = allocatable(c.sku, catalog);
     let gpus = f64::from(c.sku.gpu_count);
@@ -223,6 +226,7 @@ fn capacity(d: &Demand<'_>, c: &Candidate<'_>, catalog: &Catalog) -> Vec<f64> {
     if let (Fit::Mig { .. }, Some(spec)) = (&c.fit, c.gpu.mig.as_ref()) {
         if d.gang <= 1 && !d.mig_manager.one_profile_per_gpu() {
             cap.extend(spec.profiles.iter().map(|p| f64::from(p.max_count) * gpus));
+            cap.push(gpus);
         }
     }
     cap
@@ -244,8 +248,9 @@ fn need(d: &Demand<'_>, c: &Candidate<'_>, cap: &[f64]) -> Option<Vec<f64>> {
             let spec = c.gpu.mig.as_ref()?;
             let at = spec.profiles.iter().position(|p| p.name == profile.name)?;
             need[3 + at] = 1.0;
-            (f64::from(profile.compute) / f64::from(spec.compute_slices))
-                .max(f64::from(profile.memory_slices) / f64::from(spec.memory_slices))
+            need[3 + spec.profiles.len()] =
+                f64::from(profile.memory_slices) / f64::from(spec.memory_slices);
+            f64::from(profile.compute) / f64::from(spec.compute_slices)
         }
     };
     need[1] = d.cpu;
