@@ -48,6 +48,29 @@ pub(crate) fn time_sliced_cap(replicas: u32, headroom: f64) -> f64 {
     ((1.0 - headroom) / f64::from(replicas.max(1)) * 100.0 + 1e-9).floor() / 100.0
 }
 
+/// Equal time-sliced shares per GPU that keep each replica's compute `share` and its
+/// `memory` (GiB, where it needs any) on a `card_gib` card: the most whose rounded
+/// per-instance cap still holds it, never so many that a cap rounds to 0 (no server starts
+/// with that); 1 where the card cannot be shared. The one rule for `recommend`'s fit and the
+/// review's right-size advice.
+pub(crate) fn time_slice_replicas(
+    share: f64,
+    memory: Option<f64>,
+    card_gib: f64,
+    headroom: f64,
+) -> u32 {
+    let most = ((1.0 - headroom) * 100.0 + 1e-9).floor().max(1.0);
+    let by_compute = (1.0 / share.max(1e-6) + 1e-9).floor().clamp(1.0, most) as u32;
+    let Some(m) = memory else {
+        return by_compute;
+    };
+    let mut n = by_compute;
+    while n > 1 && time_sliced_cap(n, headroom) * card_gib + 1e-9 < m {
+        n -= 1;
+    }
+    n
+}
+
 /// A weight precision a GPU does not compute in: the workload's model precision, the compute
 /// capability it needs (`[precision]` in providers/assumptions.toml) and the GPU's.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -150,5 +173,24 @@ pub(crate) fn container(
                 },
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{time_slice_replicas, time_sliced_cap};
+
+    /// By hand, with the default 5% headroom: a replica using 0.3 of a GPU gets 3 shares by
+    /// compute; on a 16 GiB card a 3-way cap is 0.31 (4.96 GiB) and a 2-way one 0.47 (7.52 GiB),
+    /// so a 7 GiB replica gets 2 and an 8 GiB one none; 0.6 of a GPU is no share at all (two
+    /// replicas would each get half); a tiny share stops at 95 ways, where a cap is 0.01.
+    #[test]
+    fn time_slices_keep_compute_and_memory() {
+        assert_eq!(time_sliced_cap(3, 0.05), 0.31);
+        assert_eq!(time_slice_replicas(0.3, None, 16.0, 0.05), 3);
+        assert_eq!(time_slice_replicas(0.3, Some(7.0), 16.0, 0.05), 2);
+        assert_eq!(time_slice_replicas(0.3, Some(8.0), 16.0, 0.05), 1);
+        assert_eq!(time_slice_replicas(0.6, None, 16.0, 0.05), 1);
+        assert_eq!(time_slice_replicas(0.001, None, 16.0, 0.05), 95);
     }
 }

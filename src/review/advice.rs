@@ -69,19 +69,16 @@ pub(super) fn right_size(
             crate::core::Sharing::Mig,
         )
     } else {
-        let replicas = (1.0 / share).floor().max(2.0) as u32;
-        let replicas = match need {
-            Some(n) => (2..=replicas).rev().find(|r| {
-                gpu.memory_gib
-                    * crate::engine::memory::time_sliced_cap(
-                        *r,
-                        catalog.assumptions.time_slicing_memory_headroom,
-                    )
-                    + 1e-9
-                    >= n
-            })?,
-            None => replicas,
-        };
+        // The shares `recommend` would give it; a card it cannot share is no slice.
+        let replicas = crate::engine::memory::time_slice_replicas(
+            share,
+            need,
+            gpu.memory_gib,
+            catalog.assumptions.time_slicing_memory_headroom,
+        );
+        if replicas < 2 {
+            return None;
+        }
         let f = round4(1.0 / f64::from(replicas));
         (
             f,

@@ -76,18 +76,7 @@ pub(crate) fn mig_profile<'g>(
 
 /// Equal shares per GPU that keep each replica's compute share and memory.
 pub(crate) fn shared_replicas(gpu: &GpuModel, d: &Demand<'_>, headroom: f64) -> u32 {
-    // Never so many shares that an instance's cap rounds to 0: no server starts with that.
-    let most = ((1.0 - headroom) * 100.0 + 1e-9).floor().max(1.0);
-    let by_compute = (1.0 / d.share.max(1e-6) + 1e-9).floor().clamp(1.0, most) as u32;
-    let Some(m) = d.memory_need else {
-        return by_compute;
-    };
-    // The most shares whose rounded per-instance cap still holds the replica.
-    let mut n = by_compute;
-    while n > 1 && crate::engine::memory::time_sliced_cap(n, headroom) * gpu.memory_gib + 1e-9 < m {
-        n -= 1;
-    }
-    n
+    crate::engine::memory::time_slice_replicas(d.share, d.memory_need, gpu.memory_gib, headroom)
 }
 
 /// Every (SKU, region) that can run `d`, or the rejections when none can.

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::catalog::Catalog;
+use crate::engine::names::AKS_NAME_MAX;
 use crate::plan::Plan;
 
 /// Node labels that name a node's pool, in the `label_` form kube-state-metrics exports:
@@ -16,7 +17,8 @@ pub(crate) const POOL_LABELS: [&str; 5] = [
 ];
 
 /// A node pool label against a plan pool name: equal ignoring case and anything but letters
-/// and digits, or the pool's first 12 of those (AKS pool names are at most 12 characters).
+/// and digits, or the pool's first [`AKS_NAME_MAX`] of those (a pool named by hand in AKS's
+/// length).
 pub(crate) fn pool_matches(label: &str, pool: &str) -> bool {
     let norm = |s: &str| {
         s.chars()
@@ -25,7 +27,7 @@ pub(crate) fn pool_matches(label: &str, pool: &str) -> bool {
             .collect::<String>()
     };
     let (l, p) = (norm(label), norm(pool));
-    !l.is_empty() && (l == p || (l.len() == 12 && p.starts_with(&l)))
+    !l.is_empty() && (l == p || (l.len() == AKS_NAME_MAX && p.starts_with(&l)))
 }
 
 /// The plan pool a node pool label names.
