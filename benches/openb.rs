@@ -422,7 +422,7 @@ pub fn independent_bound(
     plan: &Plan,
     catalog: &Catalog,
 ) -> Option<gpuplan::engine::recommend::bound::Bound> {
-    use gpuplan::core::{Capacity, Sharing};
+    use gpuplan::core::Capacity;
     use gpuplan::engine::recommend::bound::{self, Group, Kind, Use};
     let pc = catalog.provider(plan.provider())?;
     let hours = plan.hours_per_month();
@@ -480,7 +480,7 @@ pub fn independent_bound(
                     continue;
                 }
                 ways.push(("whole".to_owned(), f64::from(n), None));
-            } else if d.sharing == Sharing::Mig {
+            } else if d.sharing.is_partitioned() {
                 let Some(spec) = gpu.mig.as_ref() else {
                     continue;
                 };
@@ -510,7 +510,7 @@ pub fn independent_bound(
                         ways.push(("mig".to_owned(), units, Some(at)));
                     }
                 }
-            } else if matches!(d.sharing, Sharing::TimeSlicing | Sharing::Mps) {
+            } else if d.sharing.is_replicated() {
                 let most = (1.0 / d.share.max(1e-6) + 1e-9).floor().max(1.0) as u32;
                 let Some(r) = (1..=most)
                     .rev()
@@ -540,12 +540,7 @@ pub fn independent_bound(
                 let usd = plan
                     .regions()
                     .filter_map(|r| pc.price(&sku.name, r))
-                    .filter_map(|p| match capacity {
-                        Capacity::Spot => p.spot.as_ref(),
-                        Capacity::Reserved1y => p.reserved_1y.as_ref(),
-                        Capacity::Reserved3y => p.reserved_3y.as_ref(),
-                        _ => p.on_demand.as_ref(),
-                    })
+                    .filter_map(|p| p.listed(capacity))
                     .map(|p| p.usd_per_hour)
                     .reduce(f64::min);
                 let Some(usd) = usd else {

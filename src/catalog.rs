@@ -230,7 +230,7 @@ impl RegionPrices {
     /// The catalog's own figure for a capacity type, with no stand-in: `None` when it has
     /// none (a reservation price offline, a Capacity Block price before a refresh). A
     /// capacity reservation is paid at the on-demand rate.
-    pub(crate) fn listed(&self, capacity: crate::core::Capacity) -> Option<&Price> {
+    pub fn listed(&self, capacity: crate::core::Capacity) -> Option<&Price> {
         use crate::core::Capacity;
         match capacity {
             Capacity::OnDemand | Capacity::CapacityReservation => self.on_demand.as_ref(),

@@ -417,10 +417,11 @@ scale_to_zero = true
     // Never zero: the availability floor keeps two nodes with a replica each.
     assert_eq!(p.nodes.min, 2);
     assert_eq!(p.capacity, Capacity::OnDemand);
+    // Offered as the plan spells it.
     assert!(p
         .capacity_options
         .iter()
-        .any(|o| o.capacity == Capacity::CapacityReservation));
+        .any(|o| o.capacity.as_str() == "capacity-reservation"));
 }
 
 #[test]
