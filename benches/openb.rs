@@ -489,9 +489,10 @@ pub fn independent_bound(
                 // out mixed profiles, at most each profile's count per GPU.
                 let uniform = d.mig_manager.one_profile_per_gpu();
                 if !uniform {
-                    // Each profile's count, then the memory slices (compute ones are the GPUs).
+                    // Each profile's count, then the memory slices (compute ones are the GPUs),
+                    // then the instances of more than half a GPU, one per GPU at most.
                     base.extend(spec.profiles.iter().map(|p| f64::from(p.max_count) * gpus));
-                    base.push(gpus);
+                    base.extend([gpus, gpus]);
                 }
                 for (at, p) in spec.profiles.iter().enumerate() {
                     let fits = f64::from(p.compute) / f64::from(spec.compute_slices) + 1e-9
@@ -578,6 +579,12 @@ pub fn independent_bound(
                         let p = &spec.profiles[*at];
                         need[3 + spec.profiles.len()] =
                             f64::from(p.memory_slices) / f64::from(spec.memory_slices);
+                        // Two instances of more than half a GPU never share one.
+                        if 2 * u32::from(p.compute) > u32::from(spec.compute_slices)
+                            || 2 * u32::from(p.memory_slices) > u32::from(spec.memory_slices)
+                        {
+                            need[4 + spec.profiles.len()] = 1.0;
+                        }
                     }
                     uses.push(Use {
                         kind: k,

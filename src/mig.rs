@@ -144,6 +144,13 @@ pub(crate) fn per_gpu(spec: &MigSpec, profile: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// Whether an instance of `profile` takes more than half of the GPU's compute or memory
+/// slices: no two such instances share a GPU, whatever their placements.
+pub(crate) fn more_than_half(spec: &MigSpec, profile: &MigProfile) -> bool {
+    2 * u32::from(profile.compute) > u32::from(spec.compute_slices)
+        || 2 * u32::from(profile.memory_slices) > u32::from(spec.memory_slices)
+}
+
 /// Whether a layout fits; the reason when it does not.
 pub fn check(spec: &MigSpec, layout: &IndexMap<String, u32>) -> Result<(), LayoutError> {
     place(spec, layout).map(|_| ())

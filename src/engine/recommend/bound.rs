@@ -13,12 +13,14 @@
 //!   so a replica on it takes the month's hours, not only the hours it runs (all of them for
 //!   a floor);
 //! - the pool a workload runs in keeps its availability floor of nodes all month;
-//! - a GPU under AKS holds one profile, so at most that profile's count of instances;
+//! - a GPU under AKS holds one profile, so at most that profile's count of instances; under
+//!   the GPU Operator, its compute and its memory slices each hold what is placed on it, each
+//!   profile at most its count, and at most one instance of more than half the GPU;
 //! - a known quota holds the kinds that draw on it (in its region, the region is then part of
 //!   the kind): their vCPUs, averaged over the month, stay within it; the peak, which the
 //!   quota really holds, is at least that average; and each workload's replicas on them at
 //!   once, at least its replica-hours there over the hours it runs, stay within it too;
-//! - nodes are fractional; MIG placement rules and spot restarts are left out.
+//! - nodes are fractional; MIG placement rules beyond those and spot restarts are left out.
 //!
 //! It is solved through its dual, rows added as they are violated (column generation on the
 //! primal). Any dual-feasible point bounds the primal from below (weak duality), and the last
@@ -218,7 +220,10 @@ fn quotas(
 /// profile it holds where the GPU Operator lays out mixed profiles, then its GPUs again for
 /// their memory slices (the first dimension counts compute slices there): a 4g.20gb and a
 /// 3g.20gb share an A100 40GB, 7 compute slices and 8 memory slices, though the larger of
-/// each one's shares (4/7 and 4/8) would add up to more than the GPU.
+/// each one's shares (4/7 and 4/8) would add up to more than the GPU. Last, its GPUs once
+/// more for the instances that take more than half of either: no two fit one GPU, so a
+/// 4g.20gb and a 7g.40gb each take a GPU of their own, though their slices alone would let
+/// two 4g.20gb share one.
 fn capacity(d: &Demand<'_>, c: &Candidate<'_>, catalog: &Catalog) -> Vec<f64> {
     let (cpu, mem) = allocatable(c.sku, catalog);
     let gpus = f64::from(c.sku.gpu_count);
@@ -226,7 +231,7 @@ fn capacity(d: &Demand<'_>, c: &Candidate<'_>, catalog: &Catalog) -> Vec<f64> {
     if let (Fit::Mig { .. }, Some(spec)) = (&c.fit, c.gpu.mig.as_ref()) {
         if d.gang <= 1 && !d.mig_manager.one_profile_per_gpu() {
             cap.extend(spec.profiles.iter().map(|p| f64::from(p.max_count) * gpus));
-            cap.push(gpus);
+            cap.extend([gpus, gpus]);
         }
     }
     cap
@@ -250,6 +255,9 @@ fn need(d: &Demand<'_>, c: &Candidate<'_>, cap: &[f64]) -> Option<Vec<f64>> {
             need[3 + at] = 1.0;
             need[3 + spec.profiles.len()] =
                 f64::from(profile.memory_slices) / f64::from(spec.memory_slices);
+            if crate::mig::more_than_half(spec, profile) {
+                need[4 + spec.profiles.len()] = 1.0;
+            }
             f64::from(profile.compute) / f64::from(spec.compute_slices)
         }
     };
