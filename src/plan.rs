@@ -17,8 +17,9 @@ mod rule_ids;
 mod validate;
 
 pub use rule_ids::PLAN_WIDE;
-// The plan's vocabulary: the tables of a validated plan, reached through `Plan` (the raw
-// document's module stays here, so nothing outside reads a plan that has not validated).
+// The plan's vocabulary: the tables of a validated plan, reached through `Plan`. The raw
+// document's module stays here: outside it, a plan that has not validated is read only for
+// the provider whose catalog validates it (`load::Partial::provider`).
 pub use raw::{
     Allow, Cluster, Count, Decision, MigLayouts, Model, PlanMeta, Pool, Quota, RawPlan, RuleLevels,
     Server, Workload,
