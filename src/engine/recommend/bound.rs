@@ -62,7 +62,7 @@ pub(super) type KindKey = (Segment, String, Sharing, FitKey, Capacity, Option<St
 #[derive(Debug, Clone, Default)]
 pub(super) struct Quotas {
     pub(super) limit: Vec<f64>,
-    pub(super) of_kind: Vec<Option<(usize, f64)>>,
+    of_kind: Vec<Option<(usize, f64)>>,
     /// Per (group, bucket) its workloads draw on: the bucket's vCPUs, a limit on what the
     /// group alone holds at once.
     peak_limit: Vec<f64>,
@@ -72,7 +72,8 @@ pub(super) struct Quotas {
 }
 
 impl Quotas {
-    fn of(&self, k: usize) -> Option<(usize, f64)> {
+    /// The quota kind `k` draws on, and the vCPUs one of its nodes takes of it.
+    pub(super) fn of(&self, k: usize) -> Option<(usize, f64)> {
         self.of_kind.get(k).copied().flatten()
     }
     fn of_use(&self, g: usize, i: usize) -> Option<(usize, f64)> {
@@ -266,6 +267,14 @@ fn need(d: &Demand<'_>, c: &Candidate<'_>, cap: &[f64]) -> Option<Vec<f64>> {
     Some(need)
 }
 
+/// The share of a node `need` takes of `cap`: the most of any of its dimensions.
+fn node_fraction(need: &[f64], cap: &[f64]) -> f64 {
+    need.iter()
+        .zip(cap)
+        .map(|(n, c)| n / c.max(1e-9))
+        .fold(0.0, f64::max)
+}
+
 /// Kinds, groups, each kind's key, each choice's group, and per group and use the vCPUs one
 /// replica-month there holds at once at least.
 type LpParts = (
@@ -286,6 +295,8 @@ fn problem(choices: &[Choice<'_, '_>], plan: &Plan, catalog: &Catalog, plan_hour
     // month), and per use the vCPUs of nodes a replica running all of them holds.
     let mut span: Vec<f64> = Vec::new();
     let mut per_replica: Vec<Vec<f64>> = Vec::new();
+    // The known quota each (size, region, capacity type) draws on, looked up once.
+    let mut quota_of: BTreeMap<(&str, &str, Capacity), Option<f64>> = BTreeMap::new();
     for ch in choices {
         let d = &ch.d;
         let gang = f64::from(d.gang.max(1));
@@ -312,9 +323,13 @@ fn problem(choices: &[Choice<'_, '_>], plan: &Plan, catalog: &Catalog, plan_hour
                 if reserved && longest <= 0.0 {
                     continue;
                 }
-                let (region, family) =
-                    crate::engine::quota::bucket_of(c.sku, &c.region, r.capacity);
-                let quota = plan.known_quota(catalog, &region, &family).map(|q| q.0);
+                let quota = *quota_of
+                    .entry((c.sku.name.as_str(), c.region.as_str(), r.capacity))
+                    .or_insert_with(|| {
+                        let (region, family) =
+                            crate::engine::quota::bucket_of(c.sku, &c.region, r.capacity);
+                        plan.known_quota(catalog, &region, &family).map(|q| q.0)
+                    });
                 // One node, or a gang's nodes together, beyond the quota: no such fleet.
                 let at_once = f64::from(c.sku.vcpus) * if d.gang > 1 { gang } else { 1.0 };
                 if quota.is_some_and(|q| at_once > q + 1e-9) {
@@ -326,7 +341,7 @@ fn problem(choices: &[Choice<'_, '_>], plan: &Plan, catalog: &Catalog, plan_hour
                     pool_sharing(&c.fit),
                     fit_key(&c.fit, d.mig_manager),
                     r.capacity,
-                    quota.is_some().then_some(region),
+                    quota.is_some().then(|| c.region.clone()),
                 );
                 let k = *kind_of.entry(key).or_insert_with(|| {
                     kinds.push(Kind {
@@ -337,9 +352,7 @@ fn problem(choices: &[Choice<'_, '_>], plan: &Plan, catalog: &Catalog, plan_hour
                 });
                 kinds[k].usd = kinds[k].usd.min(r.usd);
                 let stretch = if reserved { plan_hours / longest } else { 1.0 };
-                let share = (0..cap.len())
-                    .map(|j| need[j] / cap[j].max(1e-9))
-                    .fold(0.0, f64::max);
+                let share = node_fraction(&need, &cap);
                 uses.insert(
                     k,
                     (

@@ -127,7 +127,7 @@ fn dominant(lp: &FleetLp) -> Option<Vec<Option<usize>>> {
     // Each known quota over its kinds in the LP, as the dual's λ holds it.
     let mut draws: Vec<Vec<(Variable, f64)>> = vec![Vec::new(); lp.quotas.limit.len()];
     for (k, n) in nodes.iter().enumerate() {
-        if let (Some(n), Some((b, vcpus))) = (n, lp.quotas.of_kind.get(k).copied().flatten()) {
+        if let (Some(n), Some((b, vcpus))) = (n, lp.quotas.of(k)) {
             draws[b].push((*n, vcpus));
         }
     }

@@ -3,7 +3,7 @@
 
 use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome, Variable};
 
-use super::{Columns, Group, Kind, Quotas, Use};
+use super::{node_fraction, Columns, Group, Kind, Quotas, Use};
 
 /// Rounds of adding violated rows before the bound settles for what it has.
 const ROUNDS: usize = 60;
@@ -17,10 +17,7 @@ const TOLERANCE: f64 = 1e-7;
 /// Node-months one replica-month of a use takes, priced: its cost alone on the kind.
 fn alone(kinds: &[Kind], u: &Use) -> f64 {
     let kind = &kinds[u.kind];
-    let share = (0..kind.cap.len())
-        .map(|j| u.need[j] / kind.cap[j].max(1e-9))
-        .fold(0.0, f64::max);
-    share * kind.usd
+    node_fraction(&u.need, &kind.cap) * kind.usd
 }
 
 /// The dual point no LP is solved for: each kind's rate on the dimension its work weighs
@@ -65,10 +62,16 @@ fn on_one(kind: &Kind, j: usize, rate: f64) -> Vec<f64> {
 
 /// The least any of `group`'s uses charges at prices `m`.
 fn least(m: &[Vec<f64>], group: &Group) -> f64 {
+    least_of(group, |_, u| charge(m, u))
+}
+
+/// The least `charge` puts on any of `group`'s uses (each by its index in the group).
+fn least_of(group: &Group, charge: impl Fn(usize, &Use) -> f64) -> f64 {
     group
         .uses
         .iter()
-        .map(|u| charge(m, u))
+        .enumerate()
+        .map(|(i, u)| charge(i, u))
         .fold(f64::INFINITY, f64::min)
 }
 
@@ -240,12 +243,7 @@ impl<'a> Dual<'a> {
 
     /// The least any use of group `g` charges at prices `m`.
     fn least(&self, sol: &microlp::Solution, m: &[Vec<f64>], g: usize) -> f64 {
-        self.groups[g]
-            .uses
-            .iter()
-            .enumerate()
-            .map(|(i, u)| self.charged(sol, m, g, i, u))
-            .fold(f64::INFINITY, f64::min)
+        least_of(&self.groups[g], |i, u| self.charged(sol, m, g, i, u))
     }
 
     /// The most violated uses outside the LP, at most `PER_ROUND` a group.
