@@ -458,6 +458,25 @@ impl Catalog {
         self.providers.get(&p)
     }
 
+    /// Every figure the catalog sells a SKU for in a region (with the spot zones'): the one
+    /// look-up each price starts from.
+    pub fn prices(&self, p: Provider, sku: &str, region: &str) -> Option<&RegionPrices> {
+        self.providers.get(&p)?.price(sku, region)
+    }
+
+    /// The catalog's own figure for a capacity type ([`RegionPrices::listed`]), with no
+    /// stand-in: `None` when it has none (a reservation price offline, a Capacity Block
+    /// price before a refresh). `engine::cost` turns it into what a node-hour costs.
+    pub fn listed(
+        &self,
+        p: Provider,
+        sku: &str,
+        region: &str,
+        capacity: crate::core::Capacity,
+    ) -> Option<&Price> {
+        self.prices(p, sku, region)?.listed(capacity)
+    }
+
     pub(crate) fn sku(&self, p: Provider, name: &str) -> Option<&Sku> {
         self.providers.get(&p)?.skus.get(name)
     }

@@ -121,10 +121,8 @@ pub struct Render {
     /// overrides) and its embedded text.
     pub terraform_template: &'static str,
     pub terraform_embedded: &'static str,
-    /// The Terraform provider the template uses, whose version floor `render::floors` gives.
-    pub terraform_provider: &'static str,
-    /// The argument a rendered file may use that raises the provider's version floor.
-    pub floor_argument: FloorArgument,
+    /// The provider releases the rendered file's arguments need (`render::floors`).
+    pub terraform_floors: TerraformFloors,
     /// The OS disk a node starts from (GiB): AKS's default is 128 GB; EKS's 20 GiB default
     /// is below the formula's own floor.
     pub os_disk_floor_gib: f64,
@@ -152,13 +150,14 @@ pub struct Render {
 /// A node label `(key, value)` for a capacity type.
 pub type CapacityLabel = fn(Capacity) -> (&'static str, &'static str);
 
-/// An argument of the Terraform provider that newer releases added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FloorArgument {
-    /// azurerm's `gpu_driver`, set on AKS pools whose driver the GPU Operator installs.
-    GpuDriver,
-    /// aws's `efa_maximum_interfaces`, set where an EKS pool attaches EFA.
-    EfaInterfaces,
+/// The oldest Terraform provider release a rendered file works with: `baseline`, the release
+/// whose argument names the template is written for, raised by each newer argument the
+/// rendered file uses, so `terraform init` never picks a provider that rejects the file.
+#[derive(Debug)]
+pub struct TerraformFloors {
+    pub baseline: &'static str,
+    /// `(argument as the file spells it, first release with it, source)`.
+    pub newer: &'static [(&'static str, &'static str, &'static str)],
 }
 
 #[cfg(test)]
@@ -202,8 +201,10 @@ mod tests {
             render: Render {
                 terraform_template: "terraform/gcp.tf.hbs",
                 terraform_embedded: "",
-                terraform_provider: "google",
-                floor_argument: FloorArgument::GpuDriver,
+                terraform_floors: TerraformFloors {
+                    baseline: "6.0",
+                    newer: &[],
+                },
                 os_disk_floor_gib: 100.0,
                 efa: false,
                 spot_autoscaled: true,

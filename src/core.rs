@@ -10,6 +10,7 @@ use schemars::schema::Schema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod claim;
 pub mod format;
 pub mod labels;
 
@@ -20,6 +21,7 @@ pub mod exit {
     pub(crate) const INPUT: u8 = 2;
 }
 
+pub use claim::GpuClaim;
 pub use format::{
     cents, excerpt, num, printable, printable_lines, rate, redact, redact_short, shown, usd,
 };
@@ -115,6 +117,19 @@ pub(crate) use serialize_as_text;
 
 /// Hours in the month every monthly figure is quoted for (8,760 hours a year / 12).
 pub(crate) const HOURS_PER_MONTH: f64 = 730.0;
+
+/// What `nodes` nodes cost over `hours` hours at `usd_per_hour` a node-hour: the one product
+/// every price in gpuplan becomes a cost by. Its order (rate, then nodes, then hours) is the
+/// order the figures were always multiplied in, so a cent never moves by where it is asked.
+pub(crate) fn node_hours_usd(usd_per_hour: f64, nodes: f64, hours: f64) -> f64 {
+    usd_per_hour * nodes * hours
+}
+
+/// What `nodes` nodes cost held the whole month at `usd_per_hour`: capacity paid for whether
+/// it runs or not (a reservation, a floor kept up).
+pub(crate) fn held_month_usd(usd_per_hour: f64, nodes: f64) -> f64 {
+    node_hours_usd(usd_per_hour, nodes, HOURS_PER_MONTH)
+}
 
 /// A value with the byte range it came from in the plan file.
 #[derive(Debug, Clone, Deserialize)]

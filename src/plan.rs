@@ -259,6 +259,10 @@ impl Workload {
             .as_ref()
             .map_or(Sharing::Dedicated, |s| *s.get())
     }
+    /// How its pods claim their GPUs (`dra`), whatever they hold of one.
+    pub(crate) fn claim(&self) -> crate::core::GpuClaim {
+        crate::core::GpuClaim::from_dra_flag(self.dra.as_ref().is_some_and(|d| *d.get()))
+    }
     /// What is scheduled as one unit, counted: the replicas, or for a gang workload
     /// (`nodes` > 1) its gangs, each of `gang()` members that start together. Every cost and
     /// capacity multiplies this by `gang()`, so `replicas = 16, nodes = 8` is two gangs of

@@ -301,13 +301,10 @@ pub fn render(
     let mut hb = registry();
     let tf = TERRAFORM.of(v.provider);
     let mut out = BTreeMap::new();
+    out.insert(tf.path.to_owned(), terraform(&mut hb, &tf, v, templates)?);
     let karpenter = v.karpenter_enabled.then(|| KARPENTER.of(v.provider));
     let kueue_values = v.kueue_config.is_some().then_some(&KUEUE_VALUES);
-    for o in std::iter::once(&tf)
-        .chain(COMMON.iter())
-        .chain(karpenter.as_ref())
-        .chain(kueue_values)
-    {
+    for o in COMMON.iter().chain(karpenter.as_ref()).chain(kueue_values) {
         let text = render_output(&mut hb, o, v, templates)?;
         out.insert(o.path.to_owned(), text);
     }
@@ -322,6 +319,35 @@ pub fn render(
         serde_json::to_string_pretty(&v.purchases).unwrap_or_default() + "\n",
     );
     Ok(out)
+}
+
+/// The view with the Terraform provider's version floor (`>= X` in `required_providers`).
+#[derive(serde::Serialize)]
+struct Floored<'v> {
+    #[serde(flatten)]
+    view: &'v view::View,
+    provider_floor: &'v str,
+}
+
+/// The Terraform file, its provider floor read from the file itself (`floors`): rendered at
+/// the baseline, and again at the floor the arguments it uses raise it to.
+fn terraform(
+    hb: &mut Handlebars<'_>,
+    tf: &Output_,
+    v: &view::View,
+    templates: Option<&Path>,
+) -> Result<String, RenderError> {
+    let floors = &crate::cloud::profile(v.provider).render.terraform_floors;
+    let at = |provider_floor| Floored {
+        view: v,
+        provider_floor,
+    };
+    let text = render_output(hb, tf, &at(floors.baseline), templates)?;
+    let floor = self::floors::floor(floors, &text);
+    if floor == floors.baseline {
+        return Ok(text);
+    }
+    render_output(hb, tf, &at(&floor), templates)
 }
 
 /// One output rendered from its built-in template, or a custom one within bounds, and

@@ -1,6 +1,6 @@
 //! AWS: EKS managed node groups, EC2 pricing and the Spot Instance Advisor's bands.
 
-use super::{BandRow, FloorArgument, Profile, Render};
+use super::{BandRow, Profile, Render, TerraformFloors};
 use crate::core::{Capacity, MigManager, Provider};
 
 pub(super) const PROFILE: Profile = Profile {
@@ -31,8 +31,15 @@ pub(super) const PROFILE: Profile = Profile {
     render: Render {
         terraform_template: "terraform/aws.tf.hbs",
         terraform_embedded: include_str!("../../templates/render/terraform/aws.tf.hbs"),
-        terraform_provider: "aws",
-        floor_argument: FloorArgument::EfaInterfaces,
+        // The release whose argument names the template is written for.
+        terraform_floors: TerraformFloors {
+            baseline: "5.80",
+            newer: &[(
+                "efa_maximum_interfaces",
+                "5.84",
+                "hashicorp/terraform-provider-aws CHANGELOG 5.84.0: `efa_maximum_interfaces` on data.aws_ec2_instance_type",
+            )],
+        },
         os_disk_floor_gib: 0.0,
         efa: true,
         spot_autoscaled: false,

@@ -1,6 +1,6 @@
 //! Azure: AKS node pools, the Retail Prices API, Resource Graph's spot eviction rates.
 
-use super::{BandRow, FloorArgument, Profile, Render};
+use super::{BandRow, Profile, Render, TerraformFloors};
 use crate::core::{MigManager, Provider};
 
 pub(super) const PROFILE: Profile = Profile {
@@ -30,8 +30,15 @@ pub(super) const PROFILE: Profile = Profile {
     render: Render {
         terraform_template: "terraform/azure.tf.hbs",
         terraform_embedded: include_str!("../../templates/render/terraform/azure.tf.hbs"),
-        terraform_provider: "azurerm",
-        floor_argument: FloorArgument::GpuDriver,
+        // 4.0 has the 4.x names (`auto_scaling_enabled`).
+        terraform_floors: TerraformFloors {
+            baseline: "4.0",
+            newer: &[(
+                "gpu_driver",
+                "4.40",
+                "hashicorp/terraform-provider-azurerm CHANGELOG 4.40.0: `gpu_driver` on azurerm_kubernetes_cluster_node_pool",
+            )],
+        },
         os_disk_floor_gib: 128.0,
         efa: false,
         spot_autoscaled: true,

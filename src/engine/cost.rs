@@ -1,13 +1,14 @@
-//! What capacity costs: the one place a price is looked up. [`listed`] is the catalog's figure
-//! for a (SKU, region, capacity) with its source; [`node_hour`] is what a node-hour of that
-//! capacity costs, with a caveat when a stand-in (on-demand) had to be used; [`declared_pool`]
-//! is what a declared pool costs a month. `check`, `recommend`, `diff`, `review` and `render`
-//! all price through these.
+//! What capacity costs. Every price is looked up through the catalog's `Catalog::listed` (its
+//! figure for a (SKU, region, capacity), with its source); [`node_hour`] is what a node-hour of
+//! that capacity costs, with a caveat when a stand-in (on-demand) had to be used;
+//! [`declared_pool`] is what a declared pool costs a month. `check`, `recommend`, `diff`,
+//! `review` and `render` all price through these, and turn rates into costs by
+//! `core::node_hours_usd`.
 
 use std::sync::Arc;
 
-use crate::catalog::{Catalog, Price, Sku};
-use crate::core::HOURS_PER_MONTH;
+use crate::catalog::{Catalog, Sku};
+use crate::core::{held_month_usd, node_hours_usd, HOURS_PER_MONTH};
 use crate::core::{Capacity, Provider};
 use crate::plan::Plan;
 use crate::plan::Pool;
@@ -24,21 +25,6 @@ pub(crate) struct HourlyPrice {
     pub caveat: Option<Caveat>,
 }
 
-/// The catalog's own figure for a capacity type, with no stand-in: `None` when the catalog
-/// has none (a reservation price offline, a Capacity Block price before a refresh).
-pub(crate) fn listed<'c>(
-    catalog: &'c Catalog,
-    provider: Provider,
-    sku: &str,
-    region: &str,
-    capacity: Capacity,
-) -> Option<&'c Price> {
-    catalog
-        .provider(provider)?
-        .price(sku, region)?
-        .listed(capacity)
-}
-
 /// Price per node-hour of a SKU in a region for a capacity type. A capacity type the catalog
 /// has no figure for is priced at on-demand, and says so in `caveat`.
 pub(crate) fn node_hour(
@@ -48,14 +34,14 @@ pub(crate) fn node_hour(
     region: &str,
     capacity: Capacity,
 ) -> Option<HourlyPrice> {
-    if let Some(p) = listed(catalog, provider, sku, region, capacity) {
+    if let Some(p) = catalog.listed(provider, sku, region, capacity) {
         return Some(HourlyPrice {
             usd: p.usd_per_hour,
             source: Arc::clone(&p.source),
             caveat: None,
         });
     }
-    let od = listed(catalog, provider, sku, region, Capacity::OnDemand)?;
+    let od = catalog.listed(provider, sku, region, Capacity::OnDemand)?;
     let stand_in = match capacity {
         // Capacity Blocks are priced per block, apart from on-demand rates (source articles);
         // only a refresh (DescribeCapacityBlockOfferings) knows them.
@@ -112,14 +98,14 @@ pub(crate) fn paid_hours(pool: &Pool, hours: f64) -> f64 {
 /// stand-in would give: what uses one says it is unknown instead.
 pub(crate) fn block_price_unknown(plan: &Plan, catalog: &Catalog, pool: &Pool) -> bool {
     pool.capacity().is_block()
-        && listed(
-            catalog,
-            plan.provider(),
-            pool.sku.get(),
-            pool.region.get(),
-            Capacity::CapacityBlock,
-        )
-        .is_none()
+        && catalog
+            .listed(
+                plan.provider(),
+                pool.sku.get(),
+                pool.region.get(),
+                Capacity::CapacityBlock,
+            )
+            .is_none()
 }
 
 /// What a Capacity Block bought for `hours` of work a month is paid for in that month: the
@@ -160,7 +146,10 @@ pub(crate) fn pool_month(
     hours: f64,
 ) -> Option<(f64, HourlyPrice)> {
     let p = pool_hour(catalog, provider, pool)?;
-    Some((p.usd * nodes.max(0) as f64 * paid_hours(pool, hours), p))
+    Some((
+        node_hours_usd(p.usd, nodes.max(0) as f64, paid_hours(pool, hours)),
+        p,
+    ))
 }
 
 /// What a declared pool costs a month.
@@ -218,9 +207,9 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
     };
     let window = block_hours.unwrap_or_else(|| paid_hours(pool, hours));
     let at_max = if reserved {
-        price.usd * min * HOURS_PER_MONTH + od * (max - min).max(0.0) * hours
+        held_month_usd(price.usd, min) + node_hours_usd(od, (max - min).max(0.0), hours)
     } else {
-        price.usd * max * window
+        node_hours_usd(price.usd, max, window)
     };
     // Restart waste is spot's, at its maximum as in the expected figure; a spot pool costed
     // at on-demand (no spot price) has none.
@@ -261,7 +250,7 @@ pub(crate) fn declared_pool(plan: &Plan, catalog: &Catalog, pool: &Pool) -> Opti
         // The reserved floor is paid every hour of the month; nodes above it run on-demand
         // for their hours, as `recommend` prices its own reserved pools.
         let paid = if reserved {
-            price.usd * min * HOURS_PER_MONTH + od * above
+            held_month_usd(price.usd, min) + od * above
         } else {
             price.usd * (min * hours + above)
         };
@@ -424,7 +413,7 @@ impl BusyNode {
     /// `on_demand` (by more than a cent, so a tie is not committed to); a node carrying a
     /// peak never is.
     pub(crate) fn worth_reserving(&self, reserved: f64, on_demand: f64) -> bool {
-        self.steady && self.hours * on_demand > reserved * HOURS_PER_MONTH + 0.01
+        self.steady && self.hours * on_demand > held_month_usd(reserved, 1.0) + 0.01
     }
 }
 

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::Catalog;
+use crate::core::{held_month_usd, Capacity};
 use crate::engine::recommend::Recommendation;
 
 pub(crate) const SCHEMA: &str = "gpuplan.purchases/v1";
@@ -54,18 +55,14 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
         if p.reserved_nodes == 0 {
             continue;
         }
-        let prices = catalog
-            .provider(p.provider)
-            .and_then(|pc| pc.price(&p.sku, &p.region));
+        let listed = |c| catalog.listed(p.provider, &p.sku, &p.region, c);
         // Only a reserved pool holds reserved nodes: its term's price.
-        let reserved = prices.and_then(|r| r.listed(p.capacity));
-        let on_demand = prices
-            .and_then(|r| r.on_demand.as_ref())
-            .map(|x| x.usd_per_hour);
+        let reserved = listed(p.capacity);
+        let on_demand = listed(Capacity::OnDemand).map(|x| x.usd_per_hour);
         let n = f64::from(p.reserved_nodes);
-        let monthly = crate::core::cents(n * p.usd_per_node_hour * crate::core::HOURS_PER_MONTH);
+        let monthly = crate::core::cents(held_month_usd(p.usd_per_node_hour, n));
         if let Some(od) = on_demand {
-            extra += n * (od - p.usd_per_node_hour) * crate::core::HOURS_PER_MONTH;
+            extra += held_month_usd(od - p.usd_per_node_hour, n);
         }
         lines.push(Purchase {
             pool: p.name.clone(),

@@ -147,9 +147,11 @@ pub(crate) fn assess(
     region: &str,
 ) -> Assessment {
     let pc = catalog.provider(provider);
-    let prices = pc.and_then(|p| p.price(sku, region));
-    let listed =
-        |c: crate::core::Capacity| prices.and_then(|p| p.listed(c)).map(|p| p.usd_per_hour);
+    let listed = |c| {
+        catalog
+            .listed(provider, sku, region, c)
+            .map(|p| p.usd_per_hour)
+    };
     let on_demand = listed(crate::core::Capacity::OnDemand);
     let spot = listed(crate::core::Capacity::Spot);
     let band = pc.and_then(|p| p.band(sku, region)).cloned();

@@ -1,44 +1,37 @@
-//! The oldest provider versions the rendered Terraform works with, derived from the arguments
-//! it uses: each argument newer than the baseline raises the floor to the release that added
-//! it, so `terraform init` never picks a provider that rejects the file.
+//! The oldest provider release the rendered Terraform works with, read from the file itself:
+//! each argument of the cloud's [`TerraformFloors`] that the file uses raises the floor to
+//! the release that added it. Reading the file rather than the pools keeps the floor true of
+//! a custom template too.
 
-/// `(provider, argument as it appears in the file, first version with it, source)`.
-pub const FLOORS: &[(&str, &str, &str, &str)] = &[
-    (
-        "azurerm",
-        "gpu_driver",
-        "4.40",
-        "hashicorp/terraform-provider-azurerm CHANGELOG 4.40.0: `gpu_driver` on azurerm_kubernetes_cluster_node_pool",
-    ),
-    (
-        "aws",
-        "efa_maximum_interfaces",
-        "5.84",
-        "hashicorp/terraform-provider-aws CHANGELOG 5.84.0: `efa_maximum_interfaces` on data.aws_ec2_instance_type",
-    ),
-];
+use crate::cloud::TerraformFloors;
 
-/// The floor with nothing newer in use: azurerm 4.0 (`auto_scaling_enabled`, the 4.x names),
-/// aws 5.80.
-pub fn baseline(provider: &str) -> &'static str {
-    BASELINES
-        .iter()
-        .find(|(p, _)| *p == provider)
-        .map_or("0", |(_, v)| v)
-}
-
-/// `(provider, the release whose argument names the template is written for)`.
-const BASELINES: &[(&str, &str)] = &[("azurerm", "4.0"), ("aws", "5.80")];
-
-/// The floor for a provider given which of its newer arguments the file uses.
-pub fn floor(provider: &str, uses: impl Fn(&str) -> bool) -> String {
-    let mut best = baseline(provider).to_owned();
-    for (p, arg, version, _) in FLOORS {
-        if *p == provider && uses(arg) && newer(version, &best) {
-            best = (*version).to_owned();
+/// The floor for a rendered file `hcl`.
+pub fn floor(floors: &TerraformFloors, hcl: &str) -> String {
+    let mut best = floors.baseline;
+    for (argument, version, _) in floors.newer {
+        if uses(hcl, argument) && newer(version, best) {
+            best = version;
         }
     }
-    best
+    best.to_owned()
+}
+
+/// Whether `hcl` names `argument` outside a comment: set (`gpu_driver = "None"`) or read
+/// (`data.x.efa_maximum_interfaces`), as a whole identifier.
+pub fn uses(hcl: &str, argument: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    hcl.lines()
+        .map(|l| {
+            let code = l.split("//").next().unwrap_or_default();
+            code.split('#').next().unwrap_or_default()
+        })
+        .any(|code| {
+            code.match_indices(argument).any(|(i, _)| {
+                let before = code[..i].chars().next_back();
+                let after = code[i + argument.len()..].chars().next();
+                !before.is_some_and(ident) && !after.is_some_and(ident)
+            })
+        })
 }
 
 /// Whether dotted version `a` is above `b`.
@@ -50,12 +43,34 @@ pub fn newer(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::Provider;
+
+    fn floors(p: Provider) -> &'static TerraformFloors {
+        &crate::cloud::profile(p).render.terraform_floors
+    }
 
     #[test]
     fn floors_rise_only_for_what_is_used() {
-        assert_eq!(floor("azurerm", |_| false), "4.0");
-        assert_eq!(floor("azurerm", |a| a == "gpu_driver"), "4.40");
-        assert_eq!(floor("aws", |a| a == "efa_maximum_interfaces"), "5.84");
+        let azure = floors(Provider::Azure);
+        assert_eq!(floor(azure, "auto_scaling_enabled = true\n"), "4.0");
+        assert_eq!(floor(azure, "  gpu_driver = \"None\"\n"), "4.40");
+        let aws = floors(Provider::Aws);
+        assert_eq!(
+            floor(
+                aws,
+                "for_each = range(data.aws_ec2_instance_type.a.efa_maximum_interfaces)\n"
+            ),
+            "5.84"
+        );
         assert!(newer("4.40", "4.9") && !newer("5.80", "5.84"));
+    }
+
+    #[test]
+    fn a_comment_or_a_longer_name_is_not_a_use() {
+        assert!(!uses("# gpu_driver = \"None\"\n", "gpu_driver"));
+        assert!(!uses("x = 1 // gpu_driver\n", "gpu_driver"));
+        assert!(!uses("gpu_driver_version = 1\n", "gpu_driver"));
+        assert!(!uses("my_gpu_driver = 1\n", "gpu_driver"));
+        assert!(uses("gpu_driver=\"None\"\n", "gpu_driver"));
     }
 }

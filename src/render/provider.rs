@@ -1,7 +1,6 @@
 //! What render writes differently per cloud comes from the cloud's profile
 //! (`crate::cloud`): render asks for facts, never which cloud it is.
 
-use crate::cloud::FloorArgument;
 use crate::core::{Capacity, Provider};
 
 /// One cloud's rendering facts.
@@ -10,17 +9,6 @@ pub(crate) type Profile = crate::cloud::Render;
 /// The rendering facts of `provider`.
 pub(crate) fn of(provider: Provider) -> &'static Profile {
     &crate::cloud::profile(provider).render
-}
-
-/// The oldest Terraform provider release the rendered file works with: raised by
-/// `gpu_driver` where an AKS pool sets it, by `efa_maximum_interfaces` where an EKS pool
-/// attaches EFA.
-pub(crate) fn terraform_floor(profile: &Profile, pools: &[super::model::PoolView]) -> String {
-    let (name, used) = match profile.floor_argument {
-        FloorArgument::GpuDriver => ("gpu_driver", pools.iter().any(|p| p.gpu_instance.is_none())),
-        FloorArgument::EfaInterfaces => ("efa_maximum_interfaces", pools.iter().any(|p| p.efa)),
-    };
-    super::floors::floor(profile.terraform_provider, |arg| used && arg == name)
 }
 
 /// Karpenter's `karpenter.sh/capacity-type` for a capacity: reserved for capacity held for

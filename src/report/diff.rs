@@ -109,8 +109,9 @@ fn basis_text(b: &Basis) -> String {
     s
 }
 
+/// An hourly rate as every report writes one (`core::rate`), per hour.
 fn rate(usd_per_hour: f64) -> String {
-    format!("${usd_per_hour:.4}/h")
+    format!("{}/h", crate::core::rate(usd_per_hour))
 }
 
 /// The basis of a pool's at-maximum figure on each side, where it changed or the pool is new

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::catalog::Catalog;
-use crate::core::Provider;
+use crate::core::{Capacity, Provider};
 use crate::engine::recommend::constraint_names;
 
 /// The recommender's model and every assumption it makes, with the values in force
@@ -179,10 +179,8 @@ fn break_even_examples(catalog: &Catalog) -> String {
     let mut out = Vec::new();
     for &p in Provider::ALL.iter().rev() {
         let (sku, region) = crate::cloud::profile(p).h100_example;
-        let Some(rp) = catalog.provider(p).and_then(|pc| pc.price(sku, region)) else {
-            continue;
-        };
-        if let (Some(od), Some(sp)) = (&rp.on_demand, &rp.spot) {
+        let listed = |c| catalog.listed(p, sku, region, c);
+        if let (Some(od), Some(sp)) = (listed(Capacity::OnDemand), listed(Capacity::Spot)) {
             out.push(format!(
                 "{sku} in {region}: {} / {} = {:.2}x, {} and {}",
                 crate::core::rate(od.usd_per_hour),

@@ -12,7 +12,7 @@ mod tests;
 
 use std::fmt;
 
-use crate::core::{num, rate, usd, Capacity, Provider};
+use crate::core::{node_hours_usd, num, rate, usd, Capacity, Provider};
 use crate::engine::recommend::reason::{AksMember, NodeUse, NotShared, Reason, Reserving, Why};
 
 impl fmt::Display for Why {
@@ -51,8 +51,8 @@ fn capacity_block(
         "EC2 Capacity Block for the gang: {nodes} node(s) x {} h x {}/h = {} a month{length} against {} on-demand for its {} h ({}/h), paid whether used or not; the gang must run inside the block's dates (`block_hours` on the written pool)",
         num(hours),
         rate(usd_per_hour),
-        usd(n * hours * usd_per_hour),
-        usd(n * work_hours * on_demand),
+        usd(node_hours_usd(usd_per_hour, n, hours)),
+        usd(node_hours_usd(on_demand, n, work_hours)),
         num(work_hours),
         rate(on_demand)
     )

@@ -11,7 +11,7 @@ use super::numbers::{pool_gpu_second, quantile, round, round4};
 use super::says::{AdviceChange, AdviceSays, NotReserved, Slice, Wait};
 use super::telemetry::Telemetry;
 use crate::catalog::Catalog;
-use crate::core::Capacity;
+use crate::core::{node_hours_usd, Capacity};
 use crate::engine::recommend::Recommendation;
 use crate::plan::Plan;
 
@@ -312,8 +312,7 @@ pub(super) fn reservation(
         return None;
     }
     let (sku, region) = (p.sku.get(), p.region.get());
-    let od =
-        crate::engine::cost::listed(catalog, plan.provider(), sku, region, Capacity::OnDemand)?;
+    let od = catalog.listed(plan.provider(), sku, region, Capacity::OnDemand)?;
     let month = crate::core::HOURS_PER_MONTH * nodes as f64;
     let mut options = Vec::new();
     // A reservation commits for a year or more: less than a month of covered data is no
@@ -326,11 +325,15 @@ pub(super) fn reservation(
         if !enough || !plan_term.allows(cap) {
             continue;
         }
-        if let Some(r) = crate::engine::cost::listed(catalog, plan.provider(), sku, region, cap) {
+        if let Some(r) = catalog.listed(plan.provider(), sku, region, cap) {
             options.push(ReservationOption {
                 term,
-                usd_per_month: round(r.usd_per_hour * month),
-                saving_usd_per_month: round((od.usd_per_hour - r.usd_per_hour) * month),
+                usd_per_month: round(node_hours_usd(r.usd_per_hour, 1.0, month)),
+                saving_usd_per_month: round(node_hours_usd(
+                    od.usd_per_hour - r.usd_per_hour,
+                    1.0,
+                    month,
+                )),
                 break_even_utilization: round4(r.usd_per_hour / od.usd_per_hour),
                 source: r.source.to_string(),
             });
@@ -360,7 +363,7 @@ pub(super) fn reservation(
         p10_gpus: round(p10),
         p50_gpus: round(p50),
         nodes,
-        on_demand_usd_per_month: round(od.usd_per_hour * month),
+        on_demand_usd_per_month: round(node_hours_usd(od.usd_per_hour, 1.0, month)),
         options,
         note,
     })

@@ -12,6 +12,7 @@ use super::assemble::pool_matches;
 use super::numbers::{round, round4};
 use super::telemetry::Telemetry;
 use crate::catalog::Catalog;
+use crate::core::node_hours_usd;
 use crate::engine::purchases::Purchase;
 
 /// The largest purchase list read: a list of reservations is kilobytes.
@@ -128,8 +129,11 @@ pub(crate) fn fill(t: &Telemetry, catalog: &Catalog, bought: &[Purchase]) -> Vec
                     .filter(|od| *od > 0.0)
                     .map(|od| round4(b.usd_per_hour / od)),
                 unfilled_usd: round(
-                    (1.0 - fill).max(0.0) * f64::from(b.count) * b.usd_per_hour * t.covered as f64
-                        / 3600.0,
+                    node_hours_usd(
+                        b.usd_per_hour,
+                        (1.0 - fill).max(0.0) * f64::from(b.count),
+                        t.covered as f64,
+                    ) / 3600.0,
                 ),
             }
         })

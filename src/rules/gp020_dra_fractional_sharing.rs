@@ -30,10 +30,13 @@ declare_rule! {
 impl Rule for DraFractionalSharing {
     fn check(&self, cx: &mut Cx<'_>) {
         for w in cx.plan.workloads() {
-            let Some(flag) = &w.dra else { continue };
-            if !*flag.get() {
+            let Some(flag) = w
+                .dra
+                .as_ref()
+                .filter(|_| w.claim().is_unsupported_allocation())
+            else {
                 continue;
-            }
+            };
             let fractional = w.gpu_fraction.is_some() || w.sharing().splits_a_card();
             let msg = if fractional {
                 format!("`{}` relies on DRA to share a GPU: consumable capacity is alpha and NVIDIA's DRA GPU allocation (dynamic MIG included) is not yet officially supported", w.name.get())

@@ -184,11 +184,13 @@ fn stale_figures(
         }
     };
     for (sku, region, capacity) in relied {
-        let Some(prices) = pc.price(sku, region) else {
+        // A figure is relied on only where the SKU is sold at all.
+        if !pc.offered(sku, region) {
             continue;
-        };
+        }
         let at = format!("{sku} in {region}");
-        if let Some(p) = prices.listed(*capacity) {
+        let provider = cx.plan.provider();
+        if let Some(p) = cx.catalog.listed(provider, sku, region, *capacity) {
             note(Figure::of(*capacity), &p.source, p.as_of, at.clone());
         }
         if capacity.is_evictable() {

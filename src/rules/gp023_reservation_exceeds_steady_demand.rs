@@ -1,9 +1,9 @@
 use super::{Cx, Rule};
 use crate::core::num;
-use crate::core::usd;
+use crate::core::{node_hours_usd, usd};
 use crate::core::{Capacity, Sp};
 use crate::engine::cost::{
-    block_price_unknown, block_window, burst_profile, gpus_per_node, listed, pool_hour, reserve,
+    block_price_unknown, block_window, burst_profile, gpus_per_node, pool_hour, reserve,
     BurstMember, BusyNode,
 };
 use crate::plan::Pool;
@@ -97,7 +97,10 @@ fn finding(cx: &Cx<'_>, pool: &Sp<Pool>) -> Option<crate::diag::Diag> {
     };
     let price = pool_hour(cx.catalog, cx.plan.provider(), pool);
     let idle = price.as_ref().map_or("unknown (no price)".to_owned(), |p| {
-        format!("{} a month", usd(p.usd * excess as f64 * plan_hours))
+        format!(
+            "{} a month",
+            usd(node_hours_usd(p.usd, excess as f64, plan_hours))
+        )
     });
     let caveat = price
         .and_then(|p| p.caveat)
@@ -127,13 +130,8 @@ fn worth_reserving(
     steady_nodes: i64,
 ) -> (i64, Option<f64>) {
     let price = |c: Capacity| {
-        listed(
-            cx.catalog,
-            cx.plan.provider(),
-            pool.sku.get(),
-            pool.region.get(),
-            c,
-        )
+        cx.catalog
+            .listed(cx.plan.provider(), pool.sku.get(), pool.region.get(), c)
     };
     let (Some(r), Some(od)) = (price(pool.capacity()), price(Capacity::OnDemand)) else {
         return (steady_nodes, None);
@@ -203,8 +201,7 @@ fn block_finding(cx: &Cx<'_>, pool: &Sp<Pool>, per_node: f64) -> Option<crate::d
     let idle = if block_price_unknown(cx.plan, cx.catalog, pool) {
         "cost unknown offline (no Capacity Block price; `catalog refresh --provider aws` reads DescribeCapacityBlockOfferings)".to_owned()
     } else {
-        match listed(
-            cx.catalog,
+        match cx.catalog.listed(
             cx.plan.provider(),
             pool.sku.get(),
             pool.region.get(),
@@ -212,7 +209,7 @@ fn block_finding(cx: &Cx<'_>, pool: &Sp<Pool>, per_node: f64) -> Option<crate::d
         ) {
             Some(p) => format!(
                 "{} at {}/h",
-                usd(p.usd_per_hour * idle_node_hours),
+                usd(node_hours_usd(p.usd_per_hour, 1.0, idle_node_hours)),
                 crate::core::rate(p.usd_per_hour)
             ),
             None => "cost unknown".to_owned(),

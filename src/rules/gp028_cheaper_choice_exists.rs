@@ -1,7 +1,7 @@
 use super::{Cx, Rule};
 use crate::core::num;
 use crate::core::Kind;
-use crate::core::{rate, usd};
+use crate::core::{node_hours_usd, rate, usd};
 use crate::engine::cost::node_hour;
 use crate::engine::spot::assess;
 
@@ -57,7 +57,7 @@ impl Rule for CheaperChoiceExists {
                 })
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             if let Some((region, price)) = cheapest {
-                let saving = (here.usd - price) * nodes * hours;
+                let saving = node_hours_usd(here.usd - price, nodes, hours);
                 if saving >= 1.0 {
                     cx.push(
                         cx.finding(pool.region.span(), format!("`{}` {cap} costs {}/h in `{region}` vs {}/h here: {} a month less at {} nodes", pool.sku.get(), rate(price), rate(here.usd), usd(saving), num(nodes), cap = cap.as_str()))
@@ -96,7 +96,7 @@ impl Rule for CheaperChoiceExists {
             if e.waste_factor >= be {
                 continue;
             }
-            let saving = (here.usd - spot * e.waste_factor) * nodes * hours;
+            let saving = node_hours_usd(here.usd - spot * e.waste_factor, nodes, hours);
             if saving >= 1.0 {
                 cx.push(
                     cx.finding(pool.capacity.as_ref().map_or(pool.name.span(), |c| c.span()), format!("every workload on `{}` is interruptible and checkpointed: spot at {}/h with an expected waste of {}x (break-even {}x) saves about {} a month", pool.name.get(), rate(spot), num(e.waste_factor), num(be), usd(saving)))

@@ -555,7 +555,7 @@ fn the_guardrail_watches_the_declared_fleet_too() {
     );
     assert!(text.contains("nodes.max 5 → 50"), "{text}");
     assert!(
-        text.contains("Standard_NC24ads_A100_v4 × 50 nodes × 730 h × $3.6730/h"),
+        text.contains("Standard_NC24ads_A100_v4 × 50 nodes × 730 h × $3.673/h"),
         "{text}"
     );
     assert!(

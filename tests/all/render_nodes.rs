@@ -307,22 +307,23 @@ fn provider_floors_cover_the_arguments_each_file_uses() {
                 let tf =
                     std::fs::read_to_string(out.path().join("terraform/main.tf")).expect("main.tf");
                 let provider = if tf.contains("hashicorp/azurerm") {
-                    "azurerm"
+                    gpuplan::core::Provider::Azure
                 } else {
-                    "aws"
+                    gpuplan::core::Provider::Aws
                 };
+                let floors = &gpuplan::cloud::profile(provider).render.terraform_floors;
                 let floor = tf
                     .lines()
                     .find_map(|l| l.trim().strip_prefix("version = \">= "))
                     .and_then(|v| v.strip_suffix('"'))
                     .expect("a version floor");
-                let mut need = gpuplan::render::floors::baseline(provider).to_owned();
-                for (p, arg, version, _) in gpuplan::render::floors::FLOORS {
+                let mut need = floors.baseline.to_owned();
+                for (arg, version, _) in floors.newer {
                     let used = tf.lines().any(|l| {
                         let l = l.trim();
                         l.starts_with(&format!("{arg} ")) || l.contains(&format!(".{arg}"))
                     });
-                    if *p == provider && used {
+                    if used {
                         seen.insert(*arg);
                         if gpuplan::render::floors::newer(version, &need) {
                             need = (*version).to_owned();
@@ -334,11 +335,51 @@ fn provider_floors_cover_the_arguments_each_file_uses() {
         }
     }
     // Both newer arguments occur somewhere, so both floors are exercised.
-    assert_eq!(
-        seen.len(),
-        gpuplan::render::floors::FLOORS.len(),
-        "{seen:?}"
-    );
+    let all = gpuplan::core::Provider::ALL
+        .iter()
+        .map(|p| {
+            gpuplan::cloud::profile(*p)
+                .render
+                .terraform_floors
+                .newer
+                .len()
+        })
+        .sum::<usize>();
+    assert_eq!(seen.len(), all, "{seen:?}");
+}
+
+/// The floor is read from the file as written: a custom template that leaves AKS's own driver
+/// in place (no `gpu_driver`) keeps azurerm's baseline, where the built-in one needs 4.40.
+#[test]
+fn a_custom_template_without_a_newer_argument_keeps_the_baseline_floor() {
+    // The floor `render plans/azure-inference.toml` writes, with `templates` if given.
+    let floor_with = |templates: Option<&std::path::Path>| {
+        let out = tempfile::tempdir().expect("tmp");
+        let mut cmd = gpuplan();
+        cmd.args(["--quiet", "render", "plans/azure-inference.toml", "--out"])
+            .arg(out.path());
+        if let Some(t) = templates {
+            cmd.arg("--templates").arg(t);
+        }
+        let ok = cmd.output().expect("runs");
+        assert!(ok.status.success(), "{ok:?}");
+        let tf = std::fs::read_to_string(out.path().join("terraform/main.tf")).expect("main.tf");
+        tf.lines()
+            .find_map(|l| l.trim().strip_prefix("version = \">= "))
+            .and_then(|v| v.strip_suffix('"'))
+            .expect("a version floor")
+            .to_owned()
+    };
+    assert_eq!(floor_with(None), "4.40");
+
+    let templates = tempfile::tempdir().expect("tmp");
+    let text = std::fs::read_to_string(root().join("templates/render/terraform/azure.tf.hbs"))
+        .expect("template");
+    let without = text.replace("gpu_driver = \"None\"\n", "");
+    assert_ne!(without, text, "the built-in template sets gpu_driver");
+    std::fs::create_dir_all(templates.path().join("terraform")).expect("mkdir");
+    std::fs::write(templates.path().join("terraform/azure.tf.hbs"), without).expect("write");
+    assert_eq!(floor_with(Some(templates.path())), "4.0");
 }
 
 /// The device plugin's `failRequestsGreaterThanOne` is the plan's `[cluster]` setting where it

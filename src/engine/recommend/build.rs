@@ -6,7 +6,7 @@ use super::nodes::{nodes_for, Packed};
 use super::types::{MigConfig, Stranded};
 use crate::catalog::Catalog;
 use crate::core::Capacity;
-use crate::core::HOURS_PER_MONTH;
+use crate::core::{held_month_usd, node_hours_usd};
 use indexmap::IndexMap;
 /// What a pool comes to once packed.
 #[derive(Debug, Clone)]
@@ -171,10 +171,10 @@ pub(super) fn build(
             ));
             let r = crate::engine::cost::reserve(&busy, rate, od);
             reserved_nodes = r.nodes;
-            let fixed = f64::from(r.nodes) * rate * HOURS_PER_MONTH;
+            let fixed = held_month_usd(rate, f64::from(r.nodes));
             (
                 fixed + r.on_demand_hours * od,
-                fixed + f64::from(n.max - r.nodes) * od * plan_hours,
+                fixed + node_hours_usd(od, f64::from(n.max - r.nodes), plan_hours),
                 // A reserved node is paid whether it runs or not: keep it in the pool.
                 n.min.max(r.nodes),
             )
@@ -183,7 +183,7 @@ pub(super) fn build(
         // paid-per-useful-hour factor as the expected figure.
         Capacity::Spot => (
             rate * waste * (floor_h + burst_h),
-            rate * waste * f64::from(n.max) * plan_hours,
+            node_hours_usd(rate * waste, f64::from(n.max), plan_hours),
             n.min,
         ),
         // A block's nodes are bought together for the shortest length sold that covers the
@@ -191,12 +191,12 @@ pub(super) fn build(
         Capacity::CapacityBlock => {
             let h = crate::engine::cost::block_paid_hours(first.sku.provider, burst_hours);
             block_hours = Some(h);
-            let all = rate * f64::from(n.max) * h;
+            let all = node_hours_usd(rate, f64::from(n.max), h);
             (all, all, n.min)
         }
         Capacity::OnDemand | Capacity::CapacityReservation => (
             rate * (floor_h + burst_h),
-            rate * f64::from(n.max) * plan_hours,
+            node_hours_usd(rate, f64::from(n.max), plan_hours),
             n.min,
         ),
     };

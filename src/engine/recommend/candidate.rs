@@ -199,7 +199,8 @@ fn candidate<'c>(
 ) -> Result<Candidate<'c>, Rejection> {
     allowed(catalog, d, sku, gpu)?;
     let listed = |c: Capacity| {
-        crate::engine::cost::listed(catalog, plan.provider(), &sku.name, region, c)
+        catalog
+            .listed(plan.provider(), &sku.name, region, c)
             .map(|p| p.usd_per_hour)
     };
     let Some(on_demand) = listed(Capacity::OnDemand) else {
@@ -564,7 +565,7 @@ impl Candidate<'_> {
                 // zero, whose hours are not a promise to run.
                 if d.floor > 0
                     || (d.steady() > 0
-                        && d.hours * self.on_demand > usd * crate::core::HOURS_PER_MONTH + 0.01)
+                        && d.hours * self.on_demand > crate::core::held_month_usd(usd, 1.0) + 0.01)
                 {
                     out.push(Rate {
                         capacity: cap,

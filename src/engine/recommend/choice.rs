@@ -3,7 +3,7 @@
 
 use super::candidate::{Candidate, Fit, Rate};
 use super::demand::{Demand, Segment};
-use crate::core::HOURS_PER_MONTH;
+use crate::core::{held_month_usd, node_hours_usd};
 use crate::core::{Capacity, MigManager, Sharing};
 use std::collections::BTreeMap;
 
@@ -45,9 +45,9 @@ pub(super) fn estimate(d: &Demand<'_>, c: &Candidate<'_>, r: &Rate, plan_hours: 
             let steady = f64::from(d.steady() - d.floor);
             let peak = f64::from(d.peak - d.steady());
             share
-                * (floor * r.usd * HOURS_PER_MONTH
-                    + steady * (c.on_demand * d.hours).min(r.usd * HOURS_PER_MONTH)
-                    + peak * c.on_demand * d.peak_hours())
+                * (held_month_usd(r.usd, floor)
+                    + steady * (c.on_demand * d.hours).min(held_month_usd(r.usd, 1.0))
+                    + node_hours_usd(c.on_demand, peak, d.peak_hours()))
         }
         // A block is paid for the whole length sold, not the gang's hours alone.
         Capacity::CapacityBlock => {

@@ -9,7 +9,7 @@ use super::reason::Unmet;
 use super::types::{CapacityOption, Nodes, RecPool, Stranded, Unsatisfied};
 use crate::catalog::Catalog;
 use crate::core::Capacity;
-use crate::core::{cents, HOURS_PER_MONTH};
+use crate::core::{cents, held_month_usd};
 use crate::plan::Plan;
 use std::collections::BTreeMap;
 
@@ -80,7 +80,7 @@ pub(super) fn describe(
     if ms.iter().any(|m| m.d.w.user_facing()) && b.nodes_min > 0 {
         capacity_options.push(CapacityOption {
             capacity: Capacity::CapacityReservation,
-            monthly_cost_usd: cents(f64::from(b.nodes_min) * c.on_demand * HOURS_PER_MONTH),
+            monthly_cost_usd: cents(held_month_usd(c.on_demand, f64::from(b.nodes_min))),
             note: super::reason::CapacityNote::FloorReserved {
                 nodes: b.nodes_min,
                 provider: plan.provider(),

@@ -38,9 +38,6 @@ pub struct View {
     pub purchases: crate::engine::purchases::Purchases,
     /// `kueue.x-k8s.io/v1beta2` or `kueue.x-k8s.io/v1beta1`.
     pub kueue_api: &'static str,
-    /// `>= X` of the provider's `required_providers` entry, from the arguments the file uses
-    /// (`render::floors`).
-    pub provider_floor: String,
     /// Every taint gpuplan puts on a GPU node, tolerated by the operator's operands and NFD's
     /// worker beside the chart's defaults (`render::operator`).
     pub operand_tolerations: Vec<TaintView>,
@@ -207,7 +204,6 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
     let (mig_manager_enabled, mig_manager_note) =
         super::operator::mig_manager(stage.any_aks_mig, stage.any_operator_mig);
     View {
-        provider_floor: super::provider::terraform_floor(profile, &stage.pools),
         operand_tolerations: super::operator::operand_tolerations(&stage.pools),
         mig_manager_enabled,
         mig_manager_note,

@@ -5,7 +5,7 @@ use super::super::reason::{
     AksMember, BandSeen, NodeUse, NotShared, Reason, Reserving, SpotJudgement, SpotWeighing, Why,
 };
 use crate::catalog::{Catalog, Sku};
-use crate::core::HOURS_PER_MONTH;
+use crate::core::{held_month_usd, HOURS_PER_MONTH};
 use crate::core::{Capacity, MigManager, Sharing};
 use crate::engine::recommend::build::Built;
 use crate::engine::recommend::candidate;
@@ -68,8 +68,7 @@ fn arm_hosts_left_out(catalog: &Catalog, ms: &[&Choice<'_, '_>]) -> Option<Reaso
                 .is_some_and(|g| g.memory_gib + 1e-9 >= need)
         })
         .filter_map(|s| {
-            let od = crate::engine::cost::listed(
-                catalog,
+            let od = catalog.listed(
                 s.provider,
                 &s.name,
                 &c.region,
@@ -272,8 +271,7 @@ fn capacity_reasons(
             let mut parts = vec![Reason::Spot(spot_judgement(m))];
             // Priced at the zones' average, as bought; the cheapest zone is only a note.
             let cheapest = catalog
-                .provider(c.sku.provider)
-                .and_then(|pc| pc.price(&c.sku.name, &c.region))
+                .prices(c.sku.provider, &c.sku.name, &c.region)
                 .and_then(|p| p.spot.as_ref().zip(p.spot_cheapest_zone));
             if let Some((avg, min)) = cheapest {
                 parts.push(Reason::SpotZones {
@@ -332,7 +330,7 @@ fn reserved_reasons(m: &Choice<'_, '_>, b: &Built, cap: Capacity) -> Vec<Reason>
         if term < crate::core::ReservationTerm::ThreeYear && r3 < m.rate.usd {
             parts.push(Reason::LongerTerm {
                 usd_per_hour: r3,
-                saving: reserved as f64 * (m.rate.usd - r3) * HOURS_PER_MONTH,
+                saving: held_month_usd(m.rate.usd - r3, reserved as f64),
                 term,
             });
         }
