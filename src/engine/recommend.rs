@@ -119,8 +119,8 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     merge_pools(&cx, &mut groups, &mut choices);
     move_workloads(&cx, &mut groups, &mut choices);
     rehome_pools(&cx, &mut groups, &mut choices);
-    let repaired = repair_quota(&cx, &mut groups, &mut choices);
-    let (pools, workload_pool) = final_pools(&cx, &groups, &choices, &repaired);
+    let repair = repair_quota(&cx, &mut groups, &mut choices);
+    let (pools, workload_pool) = final_pools(&cx, &groups, &choices, &repair);
     let mut rec = assemble(&cx, pools, &workload_pool, &choices, unsatisfied);
     rec.lower_bound = lp.bound.map(|b| LowerBound {
         monthly_cost_usd: cents(b.monthly_usd),

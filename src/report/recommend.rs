@@ -226,12 +226,22 @@ fn human_costs(o: &mut String, rec: &Recommendation) {
             .usd_per_million_tokens
             .map(|x| format!("  ({} per 1M tokens)", crate::core::rate(x)))
             .unwrap_or_default();
+        // A workload split over pools (AKS profiles, a quota) names each.
+        let pools = w.pool.as_ref().map_or_else(
+            || "(not placed)".to_owned(),
+            |p| {
+                std::iter::once(p)
+                    .chain(&w.also_pools)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        );
         let _ = writeln!(
             o,
-            "  {:<24} {:>14}  {}{tokens}",
+            "  {:<24} {:>14}  {pools}{tokens}",
             w.workload,
-            usd(w.monthly_cost_usd),
-            w.pool.as_deref().unwrap_or("(not placed)")
+            usd(w.monthly_cost_usd)
         );
     }
 }

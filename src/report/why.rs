@@ -61,19 +61,27 @@ fn capacity_block(
 /// A cheaper capacity type a known quota closed, and what it would have saved.
 fn quota_closed(
     capacity: Capacity,
-    family: &str,
-    region: &str,
+    (family, region): (&str, &str),
     quota: f64,
+    fleet: f64,
     need: f64,
     saving_lost: f64,
 ) -> String {
-    format!(
-        "{} would cost {} a month less but needs {} vCPUs of `{family}` in {region}, above its known quota of {}: the cheapest capacity that fits is taken",
-        capacity.as_str(),
-        usd(saving_lost),
-        num(need),
-        num(quota)
-    )
+    let (capacity, saving) = (capacity.as_str(), usd(saving_lost));
+    if fleet > 0.0 {
+        format!(
+            "{capacity} would cost {saving} a month less but needs {} more vCPUs of `{family}` in {region}, where the rest of the fleet uses {} of its known quota of {}: the cheapest capacity that fits is taken",
+            num(need),
+            num(fleet),
+            num(quota)
+        )
+    } else {
+        format!(
+            "{capacity} would cost {saving} a month less but needs {} vCPUs of `{family}` in {region}, above its known quota of {}: the cheapest capacity that fits is taken",
+            num(need),
+            num(quota)
+        )
+    }
 }
 
 fn reason(r: &Reason) -> String {
@@ -176,9 +184,36 @@ fn reason(r: &Reason) -> String {
             family,
             region,
             quota,
+            fleet,
             need,
             saving_lost,
-        } => quota_closed(*capacity, family, region, *quota, *need, *saving_lost),
+        } => quota_closed(*capacity, (family, region), *quota, *fleet, *need, *saving_lost),
+        Reason::QuotaSplit {
+            workload,
+            here,
+            planned,
+            capacity,
+            family,
+            region,
+            quota,
+            within,
+        } => {
+            let rest = planned.saturating_sub(*here);
+            let known = format!(
+                "the known quota of `{family}` in {region} ({} vCPUs)",
+                num(*quota)
+            );
+            if *within {
+                format!(
+                    "`{workload}` is split by quota: {here} of its {planned} replicas run here, as many as {known} holds; the other {rest} run in the next cheapest pool"
+                )
+            } else {
+                format!(
+                    "`{workload}` is split by quota: {here} of its {planned} replicas run here, the other {rest} on {}, as many as {known} holds",
+                    capacity.as_str()
+                )
+            }
+        }
         Reason::QuotaUnknown { region, family } => format!(
             "quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
         ),

@@ -1,7 +1,8 @@
 //! Issue 55: quota is a constraint of the fleet, never a failure where something fits. Spot
 //! has a quota of its own; where it is too small for spot, the same nodes on-demand (or the
 //! next cheapest capacity that fits) are recommended, the why-line names the quota that
-//! closed spot, and `render` writes the fleet.
+//! closed spot, and `render` writes the fleet. Where the quota holds part of a workload, the
+//! workload is split: as many replicas as the quota holds on spot, the rest off it.
 
 use crate::common;
 
@@ -89,54 +90,168 @@ fn a_gang_spot_cannot_hold_runs_on_demand_and_says_which_quota_closed_spot() {
     assert!(out.join("terraform/main.tf").is_file());
 }
 
-/// L4 batch on spot needs 32 vCPUs of G spot quota (L-3819A6DF), which holds 16: the next
-/// cheapest capacity that fits (a month-long fixed count reserves its nodes).
+/// L4 batch on spot needs 32 vCPUs of G spot quota (L-3819A6DF), which holds 16: four of its
+/// eight g6.xlarge (4 vCPUs each) run on spot, the other four on the next cheapest capacity
+/// that fits (a month-long fixed count reserves its nodes).
 #[test]
-fn batch_whose_spot_quota_is_too_small_runs_off_spot() {
+fn batch_whose_spot_quota_holds_half_is_split() {
     let text = plan(
         "aws",
         "us-east-1",
         "name = \"embed-batch\"\nteam = \"search\"\nkind = \"batch\"\nreplicas = 8\ngpus = 1\nskus = [\"g6.xlarge\"]\ninterruptible = true\ncheckpoint_minutes = 10\n",
         &[("L-3819A6DF", 16), ("L-DB2E81BA", 64)],
     );
-    let (_, pool) = recommended(&text);
-    assert_ne!(pool["capacity"], "spot", "{pool:#}");
+    let r = recommendation(&text);
+    let (spot, rest) = split_pools(&r, 8);
+    assert_eq!(spot["nodes"]["max"], 4, "{r:#}");
+    assert_ne!(rest["capacity"], "spot", "{r:#}");
     assert!(
-        pool["why"]
-            .as_str()
-            .expect("why")
-            .contains("32 vCPUs of `L-3819A6DF` in us-east-1, above its known quota of 16"),
-        "{pool:#}"
+        rest["why"].as_str().expect("why").contains(
+            "needs 16 more vCPUs of `L-3819A6DF` in us-east-1, where the rest of the fleet uses 16 of its known quota of 16"
+        ),
+        "{rest:#}"
     );
+    tight(&r);
 }
 
-/// Azure's spot quota is the region's `lowPriorityCores`: 96 in swedencentral (where the
-/// dated retail table has spot prices) cannot hold eight 24-vCPU A100 nodes on spot; the
-/// family's on-demand quota can.
-#[test]
-fn azure_spot_beyond_low_priority_cores_runs_on_demand() {
-    let text = plan(
+/// The two pools of a workload split by a spot quota, `(spot, the other)`: every one of its
+/// `replicas` placed in one of them (one node each), both named for it, no GP014.
+fn split_pools(r: &serde_json::Value, replicas: u64) -> (serde_json::Value, serde_json::Value) {
+    let pools = r["pools"].as_array().expect("pools");
+    assert_eq!(pools.len(), 2, "{r:#}");
+    let placed: u64 = pools
+        .iter()
+        .map(|p| p["nodes"]["max"].as_u64().expect("max"))
+        .sum();
+    assert_eq!(placed, replicas, "{r:#}");
+    let w = &r["workloads"][0];
+    let mut named = vec![w["pool"].as_str().expect("pool").to_owned()];
+    named.extend(
+        w["also_pools"]
+            .as_array()
+            .expect("also")
+            .iter()
+            .map(|p| p.as_str().expect("name").to_owned()),
+    );
+    named.sort();
+    let mut names: Vec<String> = pools
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(named, names, "{r:#}");
+    let findings = r["findings"].as_array().expect("findings");
+    assert!(!findings.iter().any(|f| f["code"] == "GP014"), "{r:#}");
+    let spot = pools
+        .iter()
+        .find(|p| p["capacity"] == "spot")
+        .expect("a spot pool");
+    let other = pools
+        .iter()
+        .find(|p| p["capacity"] != "spot")
+        .expect("another pool");
+    (spot.clone(), other.clone())
+}
+
+/// An evaluation of eight A100 replicas, one per 24-vCPU node, 200 hours a month, in Azure
+/// swedencentral with `lowPriorityCores` at `low_priority` and the family's quota at 192.
+fn azure_eval(low_priority: u32) -> String {
+    plan(
         "azure",
         "swedencentral",
         "name = \"eval\"\nteam = \"research\"\nkind = \"evaluation\"\nhours_per_month = 200\nreplicas = 8\ngpus = 1\nskus = [\"Standard_NC24ads_A100_v4\"]\ninterruptible = true\ncheckpoint_minutes = 10\n",
+        &[("lowPriorityCores", low_priority), ("standardNCADSA100v4Family", 192)],
+    )
+}
+
+/// Azure's spot quota is the region's `lowPriorityCores`: 96 in swedencentral (where the
+/// dated retail table has spot prices) holds four of the eight 24-vCPU A100 nodes on spot;
+/// the other four run on-demand, 4 x 200 h x $4.775 = $3,820.00, where all eight on-demand
+/// cost $7,640.00. The bound splits it the same way ($4,991.59).
+#[test]
+fn azure_spot_beyond_low_priority_cores_splits_the_workload() {
+    let text = azure_eval(96);
+    let r = recommendation(&text);
+    let (spot, on_demand) = split_pools(&r, 8);
+    assert_eq!(spot["nodes"]["max"], 4, "{r:#}");
+    assert_eq!(on_demand["capacity"], "on-demand", "{r:#}");
+    assert_eq!(on_demand["monthly_cost_usd"], 3_820.0, "{on_demand:#}");
+    // Spot: 4 nodes x 200 h at the pool's rate, paid per useful hour (restarts).
+    let waste = spot["spot_waste_factor"].as_f64().expect("waste");
+    let rate = spot["usd_per_node_hour"].as_f64().expect("rate");
+    let by_hand = 4.0 * 200.0 * rate * waste;
+    let cost = spot["monthly_cost_usd"].as_f64().expect("cost");
+    assert!((cost - by_hand).abs() < 0.01, "{cost} against {by_hand}");
+    assert!(r["total_monthly_cost_usd"].as_f64().expect("total") < 7_640.0);
+    let bound = r["lower_bound"]["monthly_cost_usd"]
+        .as_f64()
+        .expect("bound");
+    assert!((4_900.0..5_000.0).contains(&bound), "{bound}");
+    tight(&r);
+    let why = |p: &serde_json::Value| p["why"].as_str().expect("why").to_owned();
+    assert!(
+        why(&spot).contains("`eval` is split by quota: 4 of its 8 replicas run here, as many as the known quota of `lowPriorityCores` in swedencentral (96 vCPUs) holds"),
+        "{spot:#}"
+    );
+    assert!(
+        why(&on_demand).contains(
+            "`eval` is split by quota: 4 of its 8 replicas run here, the other 4 on spot"
+        ) && why(&on_demand).contains("spot would cost"),
+        "{on_demand:#}"
+    );
+    // render writes both pools, and the workload's pods select either.
+    let (_dir, out) = common::rendered(&text, &[]);
+    let values = std::fs::read_to_string(out.join("workloads/values.yaml")).expect("values");
+    for p in [&spot, &on_demand] {
+        let name = p["name"].as_str().expect("name");
+        assert!(values.contains(&format!("- \"{name}\"")), "{values}");
+    }
+}
+
+/// Whatever `lowPriorityCores` holds, every replica is placed, spot stays within it, the fleet
+/// never costs more than all on-demand, and the bound stays within 1%.
+#[test]
+fn every_spot_quota_places_every_replica_within_it() {
+    for low_priority in [0, 24, 48, 72, 120, 168, 192, 400] {
+        let r = recommendation(&azure_eval(low_priority));
+        let pools = r["pools"].as_array().expect("pools");
+        let nodes = |spot: bool| -> u64 {
+            pools
+                .iter()
+                .filter(|p| (p["capacity"] == "spot") == spot)
+                .map(|p| p["nodes"]["max"].as_u64().expect("max"))
+                .sum()
+        };
+        assert_eq!(nodes(true) + nodes(false), 8, "{low_priority}: {r:#}");
+        assert!(
+            nodes(true) * 24 <= u64::from(low_priority),
+            "{low_priority}: {r:#}"
+        );
+        // Spot as far as the quota goes (one 24-vCPU node each).
+        assert_eq!(
+            nodes(true),
+            u64::from(low_priority / 24).min(8),
+            "{low_priority}: {r:#}"
+        );
+        assert!(r["total_monthly_cost_usd"].as_f64().expect("total") <= 7_640.0);
+        tight(&r);
+    }
+}
+
+/// A workload only some of whose replicas run steadily (2 of up to 8) is not split: Kueue
+/// fills a team's flavors in order, so which pool its steady replicas land in is not the
+/// recommender's to choose; it moves whole, off spot, as before.
+#[test]
+fn a_partly_steady_workload_moves_whole() {
+    let text = plan(
+        "azure",
+        "swedencentral",
+        "name = \"eval\"\nteam = \"research\"\nkind = \"evaluation\"\nhours_per_month = 200\nreplicas = { min = 2, max = 8 }\ngpus = 1\nskus = [\"Standard_NC24ads_A100_v4\"]\ninterruptible = true\ncheckpoint_minutes = 10\n",
         &[("lowPriorityCores", 96), ("standardNCADSA100v4Family", 192)],
     );
     let (_, pool) = recommended(&text);
     assert_eq!(pool["capacity"], "on-demand", "{pool:#}");
     assert_eq!(pool["nodes"]["max"], 8, "{pool:#}");
-    // The bound splits the workload: four nodes on spot within the 96 cores, four on-demand
-    // ($4,991.59); one workload keeps one pool here, so the gap is the price of that.
-    let (r, _) = recommended(&text);
-    let bound = r["lower_bound"]["monthly_cost_usd"]
-        .as_f64()
-        .expect("bound");
-    assert!((4_900.0..5_000.0).contains(&bound), "{bound}");
-    assert!(
-        pool["why"].as_str().expect("why").contains(
-            "192 vCPUs of `lowPriorityCores` in swedencentral, above its known quota of 96"
-        ),
-        "{pool:#}"
-    );
 }
 
 /// Two batch workloads of eight L4 nodes each where the G spot quota (L-3819A6DF) holds one

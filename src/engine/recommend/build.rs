@@ -60,13 +60,13 @@ fn repeat_fillings(configs: Vec<MigConfig>, nodes: u32, per_node: u32) -> (Vec<M
 pub(super) type BuildCache = std::cell::RefCell<std::collections::HashMap<String, Built>>;
 
 /// The cache key of a packing: how thoroughly it is packed, the capacity type, and each
-/// member's choice.
+/// member's choice with its replicas (a part of a split workload holds fewer).
 pub(super) fn build_key(ms: &[&Choice<'_, '_>], capacity: Capacity, thorough: bool) -> String {
     let mut k = format!("{thorough}|{capacity:?}");
     for m in ms {
         k.push_str(&format!(
-            "|{}:{}:{}:{:?}:{}",
-            m.d.name, m.c.sku.name, m.c.region, m.c.fit, m.rate.usd
+            "|{}:{}:{}:{:?}:{}:{}:{}",
+            m.d.name, m.c.sku.name, m.c.region, m.c.fit, m.rate.usd, m.d.peak, m.d.floor
         ));
     }
     k

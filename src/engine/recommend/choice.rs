@@ -29,6 +29,21 @@ impl<'p, 'c> Choice<'p, 'c> {
             all: std::sync::Arc::default(),
         }
     }
+
+    /// The same choice holding `peak` of the workload's replicas, `floor` of them warm: one
+    /// part of a workload split over pools, keeping the workload's candidates.
+    pub(super) fn part(&self, peak: u32, floor: u32) -> Choice<'p, 'c> {
+        Choice {
+            d: Demand {
+                peak,
+                floor,
+                ..self.d.clone()
+            },
+            c: self.c.clone(),
+            rate: self.rate.clone(),
+            all: std::sync::Arc::clone(&self.all),
+        }
+    }
 }
 
 /// Expected monthly cost of one workload on a candidate at a rate, from its node share (a
@@ -93,17 +108,25 @@ pub(super) fn apply(choices: &mut [Choice<'_, '_>], picks: &[(usize, Rate)]) {
 pub(super) fn group(choices: &[Choice<'_, '_>]) -> BTreeMap<PoolKey, Vec<usize>> {
     let mut groups: BTreeMap<PoolKey, Vec<usize>> = BTreeMap::new();
     for (i, ch) in choices.iter().enumerate() {
-        let key = (
-            ch.d.segment,
-            ch.c.sku.name.clone(),
-            ch.c.region.clone(),
-            ch.rate.capacity,
-            pool_sharing(&ch.c.fit),
-            fit_key(&ch.c.fit, ch.d.mig_manager),
-        );
-        groups.entry(key).or_default().push(i);
+        groups
+            .entry(pool_key(&ch.d, &ch.c, ch.rate.capacity))
+            .or_default()
+            .push(i);
     }
     groups
+}
+
+/// The pool a demand joins on a candidate at a capacity type: its segment, SKU, region,
+/// capacity and sharing settings.
+pub(super) fn pool_key(d: &Demand<'_>, c: &Candidate<'_>, capacity: Capacity) -> PoolKey {
+    (
+        d.segment,
+        c.sku.name.clone(),
+        c.region.clone(),
+        capacity,
+        pool_sharing(&c.fit),
+        fit_key(&c.fit, d.mig_manager),
+    )
 }
 
 /// The sharing settings that split pools: the fit without the replica-specific parts.

@@ -22,7 +22,7 @@ pub(super) fn final_pools(
     cx: &Cx<'_, '_>,
     groups: &Groups,
     choices: &[Choice<'_, '_>],
-    repaired: &[usize],
+    repair: &super::quota::Repair,
 ) -> (Vec<RecPool>, WorkloadPools) {
     let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let mut pools = Vec::new();
@@ -55,7 +55,7 @@ pub(super) fn final_pools(
             f64::from(built.nodes_max) * f64::from(ms[0].c.sku.vcpus),
         );
         for a in &mut pool.considered {
-            let repaired = members.iter().any(|i| repaired.contains(i));
+            let repaired = members.iter().any(|i| repair.moved.contains(i));
             super::alternatives::why_not(a, plan, catalog, &used, &own, tried, repaired);
         }
         // The same nodes on a cheaper capacity type that a known quota closed (spot has a
@@ -68,8 +68,8 @@ pub(super) fn final_pools(
                     family,
                     region,
                     quota,
+                    fleet,
                     need,
-                    ..
                 }) if a.sku == pool.sku
                     && a.region == pool.region
                     && a.capacity != pool.capacity
@@ -80,6 +80,7 @@ pub(super) fn final_pools(
                         family: family.clone(),
                         region: region.clone(),
                         quota: *quota,
+                        fleet: *fleet,
                         need: *need,
                         saving_lost: -a.delta_usd.unwrap_or(0.0),
                     })
@@ -87,6 +88,7 @@ pub(super) fn final_pools(
                 _ => None,
             });
         pool.why.0.extend(closed);
+        pool.why.0.extend(split_reasons(&repair.splits, &ms, key));
         // Split the pool's cost over its workloads by the node-hours each asks for.
         let weights: Vec<f64> = ms
             .iter()
@@ -175,4 +177,29 @@ pub fn node_sizes(pools: &[RecPool]) -> BTreeMap<String, Vec<String>> {
         }
     }
     out
+}
+
+/// Why a pool holds only part of a workload that a known quota split (`quota::repair_quota`):
+/// one line per split member, saying which quota holds which part.
+fn split_reasons(
+    splits: &[super::quota::QuotaSplit],
+    ms: &[&Choice<'_, '_>],
+    key: &PoolKey,
+) -> Vec<super::reason::Reason> {
+    let bucket = super::quota::bucket(ms[0], key.3);
+    ms.iter()
+        .filter_map(|m| {
+            let s = splits.iter().find(|s| s.workload == m.d.name)?;
+            Some(super::reason::Reason::QuotaSplit {
+                workload: s.workload.clone(),
+                here: m.d.peak,
+                planned: m.d.planned_peak(),
+                capacity: s.capacity,
+                family: s.bucket.1.clone(),
+                region: s.bucket.0.clone(),
+                quota: s.quota,
+                within: bucket == s.bucket,
+            })
+        })
+        .collect()
 }

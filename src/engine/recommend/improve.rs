@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use super::candidate::{allocatable, Candidate, Fit, Rate};
-use super::choice::{estimate, fit_key, pool_sharing};
+use super::choice::{estimate, pool_key};
 use super::demand::Demand;
 use super::PoolKey;
 use crate::catalog::Catalog;
@@ -118,15 +118,7 @@ type Key = PoolKey;
 
 fn key(o: &Options<'_, '_>, k: usize) -> Key {
     let (ci, r) = &o.options[k];
-    let c = &o.all[*ci];
-    (
-        o.d.segment,
-        c.sku.name.clone(),
-        c.region.clone(),
-        r.capacity,
-        pool_sharing(&c.fit),
-        fit_key(&c.fit, o.d.mig_manager),
-    )
+    pool_key(o.d, &o.all[*ci], r.capacity)
 }
 
 fn reserved(r: &Rate) -> bool {

@@ -4,7 +4,7 @@
 
 use super::build::{build_cached, BuildCache};
 use super::candidate::{Candidate, Rate};
-use super::choice::{fit_key, pool_sharing, Choice, PoolKey};
+use super::choice::{pool_key, Choice, PoolKey};
 use super::types::{Finding, FindingCode, RecPool};
 use super::{Cx, Groups};
 use crate::catalog::Catalog;
@@ -37,110 +37,281 @@ pub(super) fn bucket_use(
     used
 }
 
-/// Known quota is a hard limit: while a bucket is over it, move the one workload whose move
-/// to another region, VM family or capacity type costs least, without pushing the
-/// destination over its own quota. What cannot be moved stays, and GP014 reports it. Returns the workloads it
-/// moved: the pool stage ran before it and does not revisit their pools' options.
-pub(super) fn repair_quota(
-    cx: &Cx<'_, '_>,
+/// A workload a known quota split: as many of its replicas as the bucket (region, family) can
+/// hold stay there on `capacity`, the rest run in another pool.
+#[derive(Debug, Clone)]
+pub(super) struct QuotaSplit {
+    pub(super) workload: String,
+    pub(super) bucket: (String, String),
+    pub(super) quota: f64,
+    pub(super) capacity: Capacity,
+}
+
+/// What quota repair changed: the choices it moved (the pool stage ran before it and does not
+/// revisit their pools' options) and the workloads it split.
+#[derive(Debug, Default)]
+pub(super) struct Repair {
+    pub(super) moved: Vec<usize>,
+    pub(super) splits: Vec<QuotaSplit>,
+}
+
+/// One way out of an over-quota bucket: what it changes in the fleet's cost, the choice it
+/// moves, where from and to, and (for a split) how many replicas stay.
+struct Way<'c> {
+    delta: f64,
+    i: usize,
+    from: PoolKey,
+    to: PoolKey,
+    c: Candidate<'c>,
+    rate: Rate,
+    stay: Option<u32>,
+}
+
+/// Known quota is a hard limit: while a bucket is over it, take the cheapest way out — move
+/// one workload to another region, VM family or capacity type, or split one, keeping as many
+/// of its replicas as the bucket holds and moving the rest (the cheapest feasible mix where
+/// spot's quota holds part of a workload) — without pushing the destination over its own
+/// quota. What cannot be moved stays, and GP014 reports it.
+pub(super) fn repair_quota<'c>(
+    cx: &Cx<'_, 'c>,
     groups: &mut Groups,
-    choices: &mut [Choice<'_, '_>],
-) -> Vec<usize> {
-    let mut moved = Vec::new();
+    choices: &mut Vec<Choice<'_, 'c>>,
+) -> Repair {
+    let mut repair = Repair::default();
     let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let quota = |b: &(String, String)| plan.known_quota(catalog, &b.0, &b.1).map(|q| q.0);
-    let cost = |choices: &[Choice<'_, '_>], key: &PoolKey, members: &[usize]| {
-        if members.is_empty() {
-            return 0.0;
-        }
-        let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
-        build_cached(cache, &ms, key.3, catalog, plan_hours, false).cost
-    };
-    // Each round moves one workload; the bound keeps a plan with no way out finite.
+    // Each round moves or splits one workload; the bound keeps a plan with no way out finite.
     for _ in 0..choices.len().max(1) * 2 {
         let used = bucket_use(groups, choices, catalog, plan_hours, cache);
-        let Some(over) = used
-            .iter()
-            .find(|(b, v)| quota(b).is_some_and(|q| **v > q + 1e-9))
-            .map(|(b, _)| b.clone())
-        else {
-            return moved;
+        let Some((over, limit, excess)) = used.iter().find_map(|(b, v)| {
+            quota(b)
+                .filter(|q| *v > q + 1e-9)
+                .map(|q| (b.clone(), q, v - q))
+        }) else {
+            return repair;
         };
-        let mut best: Option<(f64, usize, PoolKey, PoolKey, Candidate<'_>, Rate)> = None;
+        let mut best: Option<Way<'c>> = None;
+        let mut offer = |w: Way<'c>| {
+            if best.as_ref().is_none_or(|b| w.delta < b.delta - 0.005) {
+                best = Some(w);
+            }
+        };
         for (key, members) in groups.iter() {
             if bucket(&choices[members[0]], key.3) != over {
                 continue;
             }
+            let here = cost(cx, choices, members);
             for &i in members {
                 let ch = &choices[i];
-                // The parts of a workload split over AKS profiles stay in their family.
+                // The parts of a workload split over AKS profiles or by a quota stay in their
+                // family.
                 if ch.d.is_part() {
                     continue;
                 }
                 let rest: Vec<usize> = members.iter().copied().filter(|&j| j != i).collect();
-                let leave = cost(choices, key, members) - cost(choices, key, &rest);
-                // Another region or family, or another capacity type (spot's quota is its own
-                // bucket: where it is too small, on-demand of the same nodes may fit).
-                let options = ch
-                    .all
-                    .iter()
-                    .flat_map(|c| c.rates(&ch.d).into_iter().map(move |r| (c, r)));
-                for (c, rate) in options {
-                    let trial = ch.with(c.clone(), rate.clone());
-                    let dest_bucket = bucket(&trial, rate.capacity);
-                    if dest_bucket == over {
-                        continue;
-                    }
-                    let dest = (
-                        ch.d.segment,
-                        c.sku.name.clone(),
-                        c.region.clone(),
-                        rate.capacity,
-                        pool_sharing(&c.fit),
-                        fit_key(&c.fit, ch.d.mig_manager),
-                    );
-                    let others = groups.get(&dest).cloned().unwrap_or_default();
-                    let mut with: Vec<&Choice<'_, '_>> =
-                        others.iter().map(|&j| &choices[j]).collect();
-                    with.push(&trial);
-                    let after = build_cached(cache, &with, dest.3, catalog, plan_hours, false);
-                    let before = cost(choices, &dest, &others);
-                    if let Some(q) = quota(&dest_bucket) {
-                        let before_nodes = if others.is_empty() {
-                            0
-                        } else {
-                            let ms: Vec<&Choice<'_, '_>> =
-                                others.iter().map(|&j| &choices[j]).collect();
-                            build_cached(cache, &ms, dest.3, catalog, plan_hours, false).nodes_max
-                        };
-                        let extra = f64::from(after.nodes_max - before_nodes.min(after.nodes_max))
-                            * f64::from(c.sku.vcpus);
-                        if used.get(&dest_bucket).copied().unwrap_or(0.0) + extra > q + 1e-9 {
-                            continue;
-                        }
-                    }
-                    let delta = after.cost - before - leave;
-                    if best.as_ref().is_none_or(|b| delta < b.0 - 0.005) {
-                        best = Some((delta, i, key.clone(), dest, c.clone(), rate));
-                    }
+                let leave = here - cost(cx, choices, &rest);
+                if let Some((d, to, c, rate)) = destination(cx, groups, choices, &used, ch, &over) {
+                    let (from, stay) = (key.clone(), None);
+                    offer(Way {
+                        delta: d - leave,
+                        i,
+                        from,
+                        to,
+                        c,
+                        rate,
+                        stay,
+                    });
+                }
+                let Some((stay, kept)) = split_point(cx, choices, members, i, excess) else {
+                    continue;
+                };
+                let part = ch.part(ch.d.peak - stay, ch.d.floor - ch.d.floor.min(stay));
+                if let Some((d, to, c, rate)) =
+                    destination(cx, groups, choices, &used, &part, &over)
+                {
+                    let (from, stay) = (key.clone(), Some(stay));
+                    offer(Way {
+                        delta: d + kept - here,
+                        i,
+                        from,
+                        to,
+                        c,
+                        rate,
+                        stay,
+                    });
                 }
             }
         }
-        let Some((_, i, from, to, c, rate)) = best else {
-            return moved;
+        let Some(way) = best else {
+            return repair;
         };
-        moved.push(i);
-        choices[i].c = c;
-        choices[i].rate = rate;
-        if let Some(m) = groups.get_mut(&from) {
-            m.retain(|&j| j != i);
-            if m.is_empty() {
-                groups.remove(&from);
+        apply(groups, choices, &mut repair, way, (over, limit));
+    }
+    repair
+}
+
+/// What the pool of `members` costs, packed as quota repair packs (quickly).
+fn cost(cx: &Cx<'_, '_>, choices: &[Choice<'_, '_>], members: &[usize]) -> f64 {
+    let Some(&first) = members.first() else {
+        return 0.0;
+    };
+    let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
+    let capacity = choices[first].rate.capacity;
+    build_cached(&cx.cache, &ms, capacity, cx.catalog, cx.plan_hours, false).cost
+}
+
+/// The cheapest place for `ch` (a workload's choice, or the part of it a split moves) outside
+/// bucket `over`, where its own bucket's quota holds it: what the destination pool costs more
+/// with it, its key, and the candidate and rate it takes there.
+fn destination<'c>(
+    cx: &Cx<'_, 'c>,
+    groups: &Groups,
+    choices: &[Choice<'_, 'c>],
+    used: &BTreeMap<(String, String), f64>,
+    ch: &Choice<'_, 'c>,
+    over: &(String, String),
+) -> Option<(f64, PoolKey, Candidate<'c>, Rate)> {
+    let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
+    let mut best: Option<(f64, PoolKey, Candidate<'c>, Rate)> = None;
+    // Another region or family, or another capacity type (spot's quota is its own bucket:
+    // where it is too small, on-demand of the same nodes may fit).
+    let options = ch
+        .all
+        .iter()
+        .flat_map(|c| c.rates(&ch.d).into_iter().map(move |r| (c, r)));
+    for (c, rate) in options {
+        let trial = ch.with(c.clone(), rate.clone());
+        let dest_bucket = bucket(&trial, rate.capacity);
+        if &dest_bucket == over {
+            continue;
+        }
+        let dest = pool_key(&ch.d, c, rate.capacity);
+        let others = groups.get(&dest).cloned().unwrap_or_default();
+        let mut with: Vec<&Choice<'_, '_>> = others.iter().map(|&j| &choices[j]).collect();
+        with.push(&trial);
+        let after = build_cached(cache, &with, dest.3, catalog, plan_hours, false);
+        if let Some(q) = plan.known_quota(catalog, &dest_bucket.0, &dest_bucket.1) {
+            let before_nodes = if others.is_empty() {
+                0
+            } else {
+                let ms: Vec<&Choice<'_, '_>> = others.iter().map(|&j| &choices[j]).collect();
+                build_cached(cache, &ms, dest.3, catalog, plan_hours, false).nodes_max
+            };
+            let extra = f64::from(after.nodes_max - before_nodes.min(after.nodes_max))
+                * f64::from(c.sku.vcpus);
+            if used.get(&dest_bucket).copied().unwrap_or(0.0) + extra > q.0 + 1e-9 {
+                continue;
             }
         }
-        groups.entry(to).or_default().push(i);
+        let delta = after.cost - cost(cx, choices, &others);
+        if best.as_ref().is_none_or(|b| delta < b.0 - 0.005) {
+            best = Some((delta, dest, c.clone(), rate));
+        }
     }
-    moved
+    best
+}
+
+/// Where member `i` of the pool `members` may split to bring its bucket `excess` vCPUs down:
+/// the most replicas it can keep there, with what the pool then costs. `None` for a workload
+/// that cannot split: a gang (its nodes start together), one replica, work with an
+/// availability floor (each pool would keep its own), one whose warm or steady replicas are
+/// only some of its replicas, or one the bucket cannot hold even one replica of.
+///
+/// Why the third: Kueue fills a team's flavors in order, so a split workload's warm and
+/// steady replicas land in whichever of its pools comes first. Where all or none of its
+/// replicas are warm, and all or none steady, each part costs the same wherever they land.
+fn split_point(
+    cx: &Cx<'_, '_>,
+    choices: &[Choice<'_, '_>],
+    members: &[usize],
+    i: usize,
+    excess: f64,
+) -> Option<(u32, f64)> {
+    let d = &choices[i].d;
+    let all_or_none = |n: u32| n == 0 || n >= d.peak;
+    if d.gang > 1
+        || d.peak < 2
+        || d.availability > 0
+        || !all_or_none(d.floor)
+        || !all_or_none(d.w.kept_min())
+    {
+        return None;
+    }
+    let vcpus = f64::from(choices[i].c.sku.vcpus);
+    let capacity = choices[i].rate.capacity;
+    let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
+    let at = |keep: u32| {
+        let part = choices[i].part(keep, d.floor.min(keep));
+        let ms: Vec<&Choice<'_, '_>> = members
+            .iter()
+            .map(|&j| if j == i { &part } else { &choices[j] })
+            .collect();
+        build_cached(cache, &ms, capacity, catalog, plan_hours, false)
+    };
+    let now = f64::from(at(d.peak).nodes_max) * vcpus;
+    let fits = |keep: u32| now - f64::from(at(keep).nodes_max) * vcpus >= excess - 1e-9;
+    // Nodes grow with replicas: the most that fit, by bisection.
+    let (mut lo, mut hi) = (0u32, d.peak - 1);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    (lo >= 1 && fits(lo)).then(|| (lo, at(lo).cost))
+}
+
+/// Takes `way`: moves its choice, or splits it into the replicas that stay and a new choice
+/// for the rest.
+fn apply<'c>(
+    groups: &mut Groups,
+    choices: &mut Vec<Choice<'_, 'c>>,
+    repair: &mut Repair,
+    way: Way<'c>,
+    (over, limit): ((String, String), f64),
+) {
+    let Way {
+        i,
+        from,
+        to,
+        c,
+        rate,
+        stay,
+        ..
+    } = way;
+    let moving = match stay {
+        None => {
+            if let Some(m) = groups.get_mut(&from) {
+                m.retain(|&j| j != i);
+                if m.is_empty() {
+                    groups.remove(&from);
+                }
+            }
+            i
+        }
+        Some(keep) => {
+            let d = &choices[i].d;
+            let part = choices[i].part(d.peak - keep, d.floor - d.floor.min(keep));
+            choices[i] = choices[i].part(keep, d.floor.min(keep));
+            repair.splits.push(QuotaSplit {
+                workload: part.d.name.to_owned(),
+                bucket: over,
+                quota: limit,
+                capacity: from.3,
+            });
+            choices.push(part);
+            choices.len() - 1
+        }
+    };
+    choices[moving].c = c;
+    choices[moving].rate = rate;
+    repair.moved.push(i);
+    if moving != i {
+        repair.moved.push(moving);
+    }
+    groups.entry(to).or_default().push(moving);
 }
 
 pub(super) fn quota_findings(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {

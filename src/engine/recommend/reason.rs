@@ -103,8 +103,23 @@ pub enum Reason {
         family: String,
         region: String,
         quota: f64,
+        /// vCPUs the rest of the fleet already draws on the quota.
+        fleet: f64,
         need: f64,
         saving_lost: f64,
+    },
+    /// A workload a known quota split over two pools: `here` of its `planned` replicas run in
+    /// this pool; the quota (on `capacity`) holds the part in its bucket, and `within` says
+    /// whether that is this pool's part.
+    QuotaSplit {
+        workload: String,
+        here: u32,
+        planned: u32,
+        capacity: Capacity,
+        family: String,
+        region: String,
+        quota: f64,
+        within: bool,
     },
     /// Arm-host sizes (arm64 images only) that cost less per GPU in the pool's region and
     /// hold its replicas' memory, left out because no workload names them: (SKU, $/GPU-hour).

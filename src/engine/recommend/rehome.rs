@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::candidate::{self, Candidate, Fit, Rate};
-use super::choice::{fit_key, pool_sharing, Choice};
+use super::choice::{fit_key, pool_key, Choice};
 use super::PoolKey;
 use crate::catalog::Catalog;
 use crate::core::Capacity;
@@ -56,14 +56,7 @@ pub(super) fn rehomed<'a, 'c>(
         moved.push((i, found.0, found.1));
     }
     let key_of = |i: usize, c: &Candidate<'_>, r: &Rate| -> PoolKey {
-        (
-            choices[i].d.segment,
-            c.sku.name.clone(),
-            c.region.clone(),
-            r.capacity,
-            pool_sharing(&c.fit),
-            fit_key(&c.fit, choices[i].d.mig_manager),
-        )
+        pool_key(&choices[i].d, c, r.capacity)
     };
     let (i0, c0, r0) = moved.first()?;
     let to = key_of(*i0, c0, r0);
