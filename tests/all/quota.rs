@@ -95,13 +95,7 @@ fn a_gang_spot_cannot_hold_runs_on_demand_and_says_which_quota_closed_spot() {
 /// that fits (a month-long fixed count reserves its nodes).
 #[test]
 fn batch_whose_spot_quota_holds_half_is_split() {
-    let text = plan(
-        "aws",
-        "us-east-1",
-        "name = \"embed-batch\"\nteam = \"search\"\nkind = \"batch\"\nreplicas = 8\ngpus = 1\nskus = [\"g6.xlarge\"]\ninterruptible = true\ncheckpoint_minutes = 10\n",
-        &[("L-3819A6DF", 16), ("L-DB2E81BA", 64)],
-    );
-    let r = recommendation(&text);
+    let r = recommendation(&l4_batch("replicas = 8"));
     let (spot, rest) = split_pools(&r, 8);
     assert_eq!(spot["nodes"]["max"], 4, "{r:#}");
     assert_ne!(rest["capacity"], "spot", "{r:#}");
@@ -112,6 +106,17 @@ fn batch_whose_spot_quota_holds_half_is_split() {
         "{rest:#}"
     );
     tight(&r);
+}
+
+/// L4 batch (g6.xlarge, 4 vCPUs) in us-east-1 with `replicas` where the G spot quota
+/// (L-3819A6DF) holds 16 vCPUs and the on-demand one (L-DB2E81BA) 64.
+fn l4_batch(replicas: &str) -> String {
+    plan(
+        "aws",
+        "us-east-1",
+        &format!("name = \"embed-batch\"\nteam = \"search\"\nkind = \"batch\"\n{replicas}\ngpus = 1\nskus = [\"g6.xlarge\"]\ninterruptible = true\ncheckpoint_minutes = 10\n"),
+        &[("L-3819A6DF", 16), ("L-DB2E81BA", 64)],
+    )
 }
 
 /// The two pools of a workload split by a spot quota, `(spot, the other)`: every one of its
@@ -238,20 +243,39 @@ fn every_spot_quota_places_every_replica_within_it() {
     }
 }
 
-/// A workload only some of whose replicas run steadily (2 of up to 8) is not split: Kueue
-/// fills a team's flavors in order, so which pool its steady replicas land in is not the
-/// recommender's to choose; it moves whole, off spot, as before.
+/// A workload only some of whose replicas are warm and steady (2 of up to 8, 4 typically) is
+/// split too. Kueue fills a team's flavors in the order of its pools, so the warm replicas
+/// are in the pool that comes first, and its flavor is the team's first: $1,913.06, where
+/// moving it whole off spot cost $1,939.93.
 #[test]
-fn a_partly_steady_workload_moves_whole() {
-    let text = plan(
-        "azure",
-        "swedencentral",
-        "name = \"eval\"\nteam = \"research\"\nkind = \"evaluation\"\nhours_per_month = 200\nreplicas = { min = 2, max = 8 }\ngpus = 1\nskus = [\"Standard_NC24ads_A100_v4\"]\ninterruptible = true\ncheckpoint_minutes = 10\n",
-        &[("lowPriorityCores", 96), ("standardNCADSA100v4Family", 192)],
+fn a_partly_steady_workload_splits_with_its_warm_replicas_first() {
+    let text = l4_batch("replicas = { min = 2, max = 8 }\ntypical_replicas = 4");
+    let r = recommendation(&text);
+    let (spot, _) = split_pools(&r, 8);
+    assert_eq!(spot["nodes"]["max"], 4, "{r:#}");
+    assert_eq!(r["total_monthly_cost_usd"], 1_913.06, "{r:#}");
+    let pools = r["pools"].as_array().expect("pools");
+    let warm: Vec<u64> = pools
+        .iter()
+        .map(|p| p["nodes"]["min"].as_u64().expect("min"))
+        .collect();
+    assert_eq!(
+        warm,
+        [2, 0],
+        "the first pool keeps the warm replicas: {r:#}"
     );
-    let (_, pool) = recommended(&text);
-    assert_eq!(pool["capacity"], "on-demand", "{pool:#}");
-    assert_eq!(pool["nodes"]["max"], 8, "{pool:#}");
+    let (_dir, out) = common::rendered(&text, &[]);
+    let kueue = std::fs::read_to_string(out.join("kueue/us-east-1.yaml")).expect("kueue");
+    let first = kueue
+        .split("flavors:")
+        .nth(1)
+        .and_then(|f| f.lines().find_map(|l| l.trim().strip_prefix("- name: ")))
+        .expect("a flavor");
+    assert_eq!(
+        first.trim_matches('"'),
+        pools[0]["name"].as_str().expect("name"),
+        "{kueue}"
+    );
 }
 
 /// Two batch workloads of eight L4 nodes each where the G spot quota (L-3819A6DF) holds one

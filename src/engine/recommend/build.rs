@@ -285,7 +285,7 @@ fn burst_members<'a>(
         crate::engine::cost::BurstMember::replicas(
             m.c.node_share * f64::from(m.d.gang.max(1)),
             m.d.floor,
-            m.d.w.kept_min(),
+            m.d.kept,
             m.d.peak,
             m.d.hours,
             m.d.w.peak_duty(),

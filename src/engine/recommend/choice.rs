@@ -30,19 +30,50 @@ impl<'p, 'c> Choice<'p, 'c> {
         }
     }
 
-    /// The same choice holding `peak` of the workload's replicas, `floor` of them warm: one
-    /// part of a workload split over pools, keeping the workload's candidates.
-    pub(super) fn part(&self, peak: u32, floor: u32) -> Choice<'p, 'c> {
+    /// The same choice holding `share` of the workload's replicas: one part of a workload
+    /// split over pools, keeping the workload's candidates.
+    pub(super) fn part(&self, share: Share) -> Choice<'p, 'c> {
         Choice {
             d: Demand {
-                peak,
-                floor,
+                peak: share.peak,
+                floor: share.floor,
+                kept: share.kept,
                 ..self.d.clone()
             },
             c: self.c.clone(),
             rate: self.rate.clone(),
             all: std::sync::Arc::clone(&self.all),
         }
+    }
+}
+
+/// What one part of a split workload holds of its replicas: at peak, warm all month, and kept
+/// when idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Share {
+    pub(super) peak: u32,
+    pub(super) floor: u32,
+    pub(super) kept: u32,
+}
+
+impl Share {
+    /// A workload's replicas cut in two parts, `first` of them at peak in the first: the
+    /// first part takes the warm and kept replicas it can hold, the second the rest.
+    pub(super) fn cut(d: &Demand<'_>, first: u32) -> [Share; 2] {
+        let second = d.peak - first.min(d.peak);
+        let (floor, kept) = (d.floor.min(first), d.kept.min(first));
+        [
+            Share {
+                peak: first,
+                floor,
+                kept,
+            },
+            Share {
+                peak: second,
+                floor: (d.floor - floor).min(second),
+                kept: (d.kept - kept).min(second),
+            },
+        ]
     }
 }
 

@@ -95,6 +95,9 @@ pub struct Demand<'p> {
     pub floor: u32,
     /// Replicas at peak.
     pub peak: u32,
+    /// Replicas it keeps when idle (`Workload::kept_min`); of one part of a workload split by a
+    /// quota, the part's share of them.
+    pub kept: u32,
     /// Hours a month the replicas above the floor run.
     pub hours: f64,
     /// Why spot capacity is closed to this workload, if it is.
@@ -172,7 +175,7 @@ impl Demand<'_> {
     /// to zero), at least the floor. Replicas above it are a peak, which no reservation
     /// covers.
     pub(crate) fn steady(&self) -> u32 {
-        crate::engine::cost::steady_replicas(self.w.kept_min(), self.floor, self.peak)
+        crate::engine::cost::steady_replicas(self.kept, self.floor, self.peak)
     }
     /// Replica-hours a month: the floor all month, the steady replicas above it for the
     /// workload's hours, the peak above them for its share of those hours
@@ -277,6 +280,7 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
         gang: u32::try_from(w.gang().max(1)).unwrap_or(1),
         floor,
         peak,
+        kept: w.kept_min(),
         hours,
         spot_closed,
         checkpoint_minutes: checkpoint,

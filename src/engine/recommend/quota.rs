@@ -4,7 +4,7 @@
 
 use super::build::{build_cached, BuildCache};
 use super::candidate::{Candidate, Rate};
-use super::choice::{pool_key, Choice, PoolKey};
+use super::choice::{pool_key, Choice, PoolKey, Share};
 use super::types::{Finding, FindingCode, RecPool};
 use super::{Cx, Groups};
 use crate::catalog::Catalog;
@@ -56,7 +56,7 @@ pub(super) struct Repair {
 }
 
 /// One way out of an over-quota bucket: what it changes in the fleet's cost, the choice it
-/// moves, where from and to, and (for a split) how many replicas stay.
+/// moves, where from and to, and (for a split) what stays and what moves.
 struct Way<'c> {
     delta: f64,
     i: usize,
@@ -64,7 +64,7 @@ struct Way<'c> {
     to: PoolKey,
     c: Candidate<'c>,
     rate: Rate,
-    stay: Option<u32>,
+    split: Option<[Share; 2]>,
 }
 
 /// Known quota is a hard limit: while a bucket is over it, take the cheapest way out — move
@@ -110,8 +110,11 @@ pub(super) fn repair_quota<'c>(
                 }
                 let rest: Vec<usize> = members.iter().copied().filter(|&j| j != i).collect();
                 let leave = here - cost(cx, choices, &rest);
-                if let Some((d, to, c, rate)) = destination(cx, groups, choices, &used, ch, &over) {
-                    let (from, stay) = (key.clone(), None);
+                let anywhere = |_: &PoolKey| true;
+                if let Some((d, to, c, rate)) =
+                    destination(cx, groups, choices, &used, ch, &over, anywhere)
+                {
+                    let (from, split) = (key.clone(), None);
                     offer(Way {
                         delta: d - leave,
                         i,
@@ -119,25 +122,37 @@ pub(super) fn repair_quota<'c>(
                         to,
                         c,
                         rate,
-                        stay,
+                        split,
                     });
                 }
-                let Some((stay, kept)) = split_point(cx, choices, members, i, excess) else {
+                let Some(stay) = split_point(cx, choices, members, i, excess) else {
                     continue;
                 };
-                let part = ch.part(ch.d.peak - stay, ch.d.floor - ch.d.floor.min(stay));
-                if let Some((d, to, c, rate)) =
-                    destination(cx, groups, choices, &used, &part, &over)
-                {
-                    let (from, stay) = (key.clone(), Some(stay));
+                // Kueue fills a team's flavors in the order of its pools (by key), so the part
+                // in the first pool holds the warm and kept replicas: each order is priced
+                // with the destinations it allows.
+                let [staying, moving] = Share::cut(&ch.d, stay);
+                let [moving_first, staying_second] = Share::cut(&ch.d, ch.d.peak - stay);
+                for (split, before) in [
+                    ([staying, moving], false),
+                    ([staying_second, moving_first], true),
+                ] {
+                    let part = ch.part(split[1]);
+                    let order = |to: &PoolKey| (to < key) == before;
+                    let Some((d, to, c, rate)) =
+                        destination(cx, groups, choices, &used, &part, &over, order)
+                    else {
+                        continue;
+                    };
+                    let kept = with_member(cx, choices, members, i, &ch.part(split[0])).cost;
                     offer(Way {
-                        delta: d + kept - here,
+                        delta: kept + d - here,
                         i,
-                        from,
+                        from: key.clone(),
                         to,
                         c,
                         rate,
-                        stay,
+                        split: Some(split),
                     });
                 }
             }
@@ -161,8 +176,8 @@ fn cost(cx: &Cx<'_, '_>, choices: &[Choice<'_, '_>], members: &[usize]) -> f64 {
 }
 
 /// The cheapest place for `ch` (a workload's choice, or the part of it a split moves) outside
-/// bucket `over`, where its own bucket's quota holds it: what the destination pool costs more
-/// with it, its key, and the candidate and rate it takes there.
+/// bucket `over`, in a pool `allowed`, where its own bucket's quota holds it: what the
+/// destination pool costs more with it, its key, and the candidate and rate it takes there.
 fn destination<'c>(
     cx: &Cx<'_, 'c>,
     groups: &Groups,
@@ -170,6 +185,7 @@ fn destination<'c>(
     used: &BTreeMap<(String, String), f64>,
     ch: &Choice<'_, 'c>,
     over: &(String, String),
+    allowed: impl Fn(&PoolKey) -> bool,
 ) -> Option<(f64, PoolKey, Candidate<'c>, Rate)> {
     let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let mut best: Option<(f64, PoolKey, Candidate<'c>, Rate)> = None;
@@ -186,6 +202,9 @@ fn destination<'c>(
             continue;
         }
         let dest = pool_key(&ch.d, c, rate.capacity);
+        if !allowed(&dest) {
+            continue;
+        }
         let others = groups.get(&dest).cloned().unwrap_or_default();
         let mut with: Vec<&Choice<'_, '_>> = others.iter().map(|&j| &choices[j]).collect();
         with.push(&trial);
@@ -211,45 +230,51 @@ fn destination<'c>(
     best
 }
 
+/// The pool of `members` with member `i` replaced by `part`, packed as quota repair packs.
+fn with_member(
+    cx: &Cx<'_, '_>,
+    choices: &[Choice<'_, '_>],
+    members: &[usize],
+    i: usize,
+    part: &Choice<'_, '_>,
+) -> super::build::Built {
+    let ms: Vec<&Choice<'_, '_>> = members
+        .iter()
+        .map(|&j| if j == i { part } else { &choices[j] })
+        .collect();
+    build_cached(
+        &cx.cache,
+        &ms,
+        part.rate.capacity,
+        cx.catalog,
+        cx.plan_hours,
+        false,
+    )
+}
+
 /// Where member `i` of the pool `members` may split to bring its bucket `excess` vCPUs down:
-/// the most replicas it can keep there, with what the pool then costs. `None` for a workload
-/// that cannot split: a gang (its nodes start together), one replica, work with an
-/// availability floor (each pool would keep its own), one whose warm or steady replicas are
-/// only some of its replicas, or one the bucket cannot hold even one replica of.
-///
-/// Why the third: Kueue fills a team's flavors in order, so a split workload's warm and
-/// steady replicas land in whichever of its pools comes first. Where all or none of its
-/// replicas are warm, and all or none steady, each part costs the same wherever they land.
+/// the most replicas it can keep there. `None` for a workload that cannot split: a gang (its
+/// nodes start together), one replica, work with an availability floor (each pool would keep
+/// its own), or one the bucket cannot hold even one replica of.
 fn split_point(
     cx: &Cx<'_, '_>,
     choices: &[Choice<'_, '_>],
     members: &[usize],
     i: usize,
     excess: f64,
-) -> Option<(u32, f64)> {
+) -> Option<u32> {
     let d = &choices[i].d;
-    let all_or_none = |n: u32| n == 0 || n >= d.peak;
-    if d.gang > 1
-        || d.peak < 2
-        || d.availability > 0
-        || !all_or_none(d.floor)
-        || !all_or_none(d.w.kept_min())
-    {
+    if d.gang > 1 || d.peak < 2 || d.availability > 0 {
         return None;
     }
     let vcpus = f64::from(choices[i].c.sku.vcpus);
-    let capacity = choices[i].rate.capacity;
-    let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
-    let at = |keep: u32| {
-        let part = choices[i].part(keep, d.floor.min(keep));
-        let ms: Vec<&Choice<'_, '_>> = members
-            .iter()
-            .map(|&j| if j == i { &part } else { &choices[j] })
-            .collect();
-        build_cached(cache, &ms, capacity, catalog, plan_hours, false)
+    // Nodes at peak, which the quota counts, follow the replicas alone.
+    let nodes = |keep: u32| {
+        let [staying, _] = Share::cut(d, keep);
+        f64::from(with_member(cx, choices, members, i, &choices[i].part(staying)).nodes_max)
     };
-    let now = f64::from(at(d.peak).nodes_max) * vcpus;
-    let fits = |keep: u32| now - f64::from(at(keep).nodes_max) * vcpus >= excess - 1e-9;
+    let now = nodes(d.peak) * vcpus;
+    let fits = |keep: u32| now - nodes(keep) * vcpus >= excess - 1e-9;
     // Nodes grow with replicas: the most that fit, by bisection.
     let (mut lo, mut hi) = (0u32, d.peak - 1);
     while lo < hi {
@@ -260,7 +285,7 @@ fn split_point(
             hi = mid - 1;
         }
     }
-    (lo >= 1 && fits(lo)).then(|| (lo, at(lo).cost))
+    (lo >= 1 && fits(lo)).then_some(lo)
 }
 
 /// Takes `way`: moves its choice, or splits it into the replicas that stay and a new choice
@@ -278,10 +303,10 @@ fn apply<'c>(
         to,
         c,
         rate,
-        stay,
+        split,
         ..
     } = way;
-    let moving = match stay {
+    let moving = match split {
         None => {
             if let Some(m) = groups.get_mut(&from) {
                 m.retain(|&j| j != i);
@@ -291,10 +316,9 @@ fn apply<'c>(
             }
             i
         }
-        Some(keep) => {
-            let d = &choices[i].d;
-            let part = choices[i].part(d.peak - keep, d.floor - d.floor.min(keep));
-            choices[i] = choices[i].part(keep, d.floor.min(keep));
+        Some([staying, moving]) => {
+            let part = choices[i].part(moving);
+            choices[i] = choices[i].part(staying);
             repair.splits.push(QuotaSplit {
                 workload: part.d.name.to_owned(),
                 bucket: over,
