@@ -12,8 +12,10 @@ mod tests;
 
 use std::fmt;
 
-use crate::core::{node_hours_usd, num, rate, usd, Capacity, Provider};
-use crate::engine::recommend::reason::{AksMember, NodeUse, NotShared, Reason, Reserving, Why};
+use crate::core::{node_hours_usd, num, rate, usd, Provider};
+use crate::engine::recommend::reason::{
+    AksMember, NodeUse, NotShared, QuotaClosed, QuotaSplit, Reason, Reserving, Why,
+};
 
 impl fmt::Display for Why {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -59,27 +61,48 @@ fn capacity_block(
 }
 
 /// A cheaper capacity type a known quota closed, and what it would have saved.
-fn quota_closed(
-    capacity: Capacity,
-    (family, region): (&str, &str),
-    quota: f64,
-    fleet: f64,
-    need: f64,
-    saving_lost: f64,
-) -> String {
-    let (capacity, saving) = (capacity.as_str(), usd(saving_lost));
-    if fleet > 0.0 {
+fn quota_closed(c: &QuotaClosed) -> String {
+    let (capacity, saving) = (c.capacity.as_str(), usd(c.saving_lost));
+    let (family, region) = (&c.family, &c.region);
+    if c.fleet > 0.0 {
         format!(
             "{capacity} would cost {saving} a month less but needs {} more vCPUs of `{family}` in {region}, where the rest of the fleet uses {} of its known quota of {}: the cheapest capacity that fits is taken",
-            num(need),
-            num(fleet),
-            num(quota)
+            num(c.need),
+            num(c.fleet),
+            num(c.quota)
         )
     } else {
         format!(
             "{capacity} would cost {saving} a month less but needs {} vCPUs of `{family}` in {region}, above its known quota of {}: the cheapest capacity that fits is taken",
-            num(need),
-            num(quota)
+            num(c.need),
+            num(c.quota)
+        )
+    }
+}
+
+/// One pool's part of a workload a known quota split: the quota's own part, or the rest.
+fn quota_split(p: &QuotaSplit) -> String {
+    let QuotaSplit {
+        workload,
+        here,
+        planned,
+        ..
+    } = p;
+    let rest = planned.saturating_sub(*here);
+    let known = format!(
+        "the known quota of `{}` in {} ({} vCPUs)",
+        p.family,
+        p.region,
+        num(p.quota)
+    );
+    if p.within {
+        format!(
+            "`{workload}` is split by quota: {here} of its {planned} replicas run here, as many as {known} holds; the other {rest} run in the next cheapest pool"
+        )
+    } else {
+        format!(
+            "`{workload}` is split by quota: {here} of its {planned} replicas run here, the other {rest} on {}, as many as {known} holds",
+            p.capacity.as_str()
         )
     }
 }
@@ -179,41 +202,8 @@ fn reason(r: &Reason) -> String {
             usd_per_hour,
             on_demand,
         } => capacity_block(*nodes, *hours, *work_hours, *usd_per_hour, *on_demand),
-        Reason::QuotaClosed {
-            capacity,
-            family,
-            region,
-            quota,
-            fleet,
-            need,
-            saving_lost,
-        } => quota_closed(*capacity, (family, region), *quota, *fleet, *need, *saving_lost),
-        Reason::QuotaSplit {
-            workload,
-            here,
-            planned,
-            capacity,
-            family,
-            region,
-            quota,
-            within,
-        } => {
-            let rest = planned.saturating_sub(*here);
-            let known = format!(
-                "the known quota of `{family}` in {region} ({} vCPUs)",
-                num(*quota)
-            );
-            if *within {
-                format!(
-                    "`{workload}` is split by quota: {here} of its {planned} replicas run here, as many as {known} holds; the other {rest} run in the next cheapest pool"
-                )
-            } else {
-                format!(
-                    "`{workload}` is split by quota: {here} of its {planned} replicas run here, the other {rest} on {}, as many as {known} holds",
-                    capacity.as_str()
-                )
-            }
-        }
+        Reason::QuotaClosed(c) => quota_closed(c),
+        Reason::QuotaSplit(p) => quota_split(p),
         Reason::QuotaUnknown { region, family } => format!(
             "quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
         ),

@@ -75,15 +75,17 @@ pub(super) fn final_pools(
                     && a.capacity != pool.capacity
                     && a.delta_usd.is_some_and(|d| d < 0.0) =>
                 {
-                    Some(super::reason::Reason::QuotaClosed {
-                        capacity: a.capacity,
-                        family: family.clone(),
-                        region: region.clone(),
-                        quota: *quota,
-                        fleet: *fleet,
-                        need: *need,
-                        saving_lost: -a.delta_usd.unwrap_or(0.0),
-                    })
+                    Some(super::reason::Reason::QuotaClosed(
+                        super::reason::QuotaClosed {
+                            capacity: a.capacity,
+                            family: family.clone(),
+                            region: region.clone(),
+                            quota: *quota,
+                            fleet: *fleet,
+                            need: *need,
+                            saving_lost: -a.delta_usd.unwrap_or(0.0),
+                        },
+                    ))
                 }
                 _ => None,
             });
@@ -190,16 +192,18 @@ fn split_reasons(
     ms.iter()
         .filter_map(|m| {
             let s = splits.iter().find(|s| s.workload == m.d.name)?;
-            Some(super::reason::Reason::QuotaSplit {
-                workload: s.workload.clone(),
-                here: m.d.peak,
-                planned: m.d.planned_peak(),
-                capacity: s.capacity,
-                family: s.bucket.1.clone(),
-                region: s.bucket.0.clone(),
-                quota: s.quota,
-                within: bucket == s.bucket,
-            })
+            Some(super::reason::Reason::QuotaSplit(
+                super::reason::QuotaSplit {
+                    workload: s.workload.clone(),
+                    here: m.d.peak,
+                    planned: m.d.planned_peak(),
+                    capacity: s.capacity,
+                    family: s.bucket.1.clone(),
+                    region: s.bucket.0.clone(),
+                    quota: s.quota,
+                    within: bucket == s.bucket,
+                },
+            ))
         })
         .collect()
 }

@@ -98,32 +98,40 @@ pub enum Reason {
     QuotaUnknown { region: String, family: String },
     /// A cheaper capacity type for the same nodes that a known quota closed: the pool took
     /// the cheapest that fits instead.
-    QuotaClosed {
-        capacity: Capacity,
-        family: String,
-        region: String,
-        quota: f64,
-        /// vCPUs the rest of the fleet already draws on the quota.
-        fleet: f64,
-        need: f64,
-        saving_lost: f64,
-    },
-    /// A workload a known quota split over two pools: `here` of its `planned` replicas run in
-    /// this pool; the quota (on `capacity`) holds the part in its bucket, and `within` says
-    /// whether that is this pool's part.
-    QuotaSplit {
-        workload: String,
-        here: u32,
-        planned: u32,
-        capacity: Capacity,
-        family: String,
-        region: String,
-        quota: f64,
-        within: bool,
-    },
+    QuotaClosed(QuotaClosed),
+    /// A workload a known quota split over two pools, and this pool's part of it.
+    QuotaSplit(QuotaSplit),
     /// Arm-host sizes (arm64 images only) that cost less per GPU in the pool's region and
     /// hold its replicas' memory, left out because no workload names them: (SKU, $/GPU-hour).
     ArmHostsLeftOut { skus: Vec<(String, f64)> },
+}
+
+/// A cheaper capacity type a known quota closed for a pool, and what it would have saved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaClosed {
+    pub capacity: Capacity,
+    pub family: String,
+    pub region: String,
+    pub quota: f64,
+    /// vCPUs the rest of the fleet already draws on the quota.
+    pub fleet: f64,
+    pub need: f64,
+    pub saving_lost: f64,
+}
+
+/// One pool's part of a workload a known quota split over two pools: `here` of its `planned`
+/// replicas run in it; the quota (on `capacity`) holds the part in its bucket, and `within`
+/// says whether that is this pool's part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaSplit {
+    pub workload: String,
+    pub here: u32,
+    pub planned: u32,
+    pub capacity: Capacity,
+    pub family: String,
+    pub region: String,
+    pub quota: f64,
+    pub within: bool,
 }
 
 /// A reserved pool's nodes: those bought as reservations run past the break-even
