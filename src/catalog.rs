@@ -131,6 +131,11 @@ pub struct Sku {
     pub retired: bool,
     /// Arm host CPUs (AWS Graviton): images must be built for arm64.
     pub arm64: bool,
+    /// The VM reaches its GPU through SR-IOV vGPU: it runs the host's GRID guest driver
+    /// (AKS installs it; the GPU Operator's data-centre driver does not run there), and on a
+    /// MIG-capable card the host sets MIG, so the guest sees one MIG instance per GPU and
+    /// cannot create others (`Catalog::host_mig`).
+    pub vgpu: bool,
     /// Why no price table lists this SKU (sold only as UltraServer Capacity Blocks, ...): it
     /// is in the catalog for its shape and offered nowhere until a refresh prices it.
     pub unpriced: Option<String>,
@@ -479,6 +484,16 @@ impl Catalog {
 
     pub(crate) fn sku(&self, p: Provider, name: &str) -> Option<&Sku> {
         self.providers.get(&p)?.skus.get(name)
+    }
+
+    /// The MIG table of a SKU's card when the host, not the guest, sets its MIG (an SR-IOV
+    /// vGPU size of a MIG-capable GPU): each of the VM's GPUs is then the one MIG instance its
+    /// share of the card makes, and neither AKS nor the GPU Operator may partition it.
+    pub fn host_mig(&self, sku: &Sku) -> Option<&MigSpec> {
+        if !sku.vgpu {
+            return None;
+        }
+        self.gpu(&sku.gpu_model)?.mig.as_ref()
     }
 
     /// GPU model of a SKU.

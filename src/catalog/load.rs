@@ -231,6 +231,9 @@ struct SkuEntry {
     retired: bool,
     /// `arm64` for Graviton-based instances; x86_64 when absent.
     cpu_architecture: Option<String>,
+    /// The VM reaches its GPU through SR-IOV vGPU (Azure NVadsA10 v5, NCv6).
+    #[serde(default)]
+    vgpu: bool,
     unpriced: Option<String>,
     note: Option<String>,
 }
@@ -420,6 +423,7 @@ fn sku(
         efa_interfaces: s.efa_interfaces,
         retired: s.retired,
         arm64: s.cpu_architecture.as_deref() == Some("arm64"),
+        vgpu: s.vgpu,
         unpriced: s.unpriced,
         note: s.note,
     })

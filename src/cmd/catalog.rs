@@ -197,6 +197,17 @@ fn sku_head(c: &Catalog, s: &Sku) -> String {
             ""
         }
     );
+    if s.vgpu {
+        let _ = writeln!(
+            t,
+            "GPU access: SR-IOV vGPU (AKS installs the GRID guest driver){}",
+            if c.host_mig(s).is_some() {
+                "; MIG is set by the host: the VM's GPU is one MIG instance and the guest cannot create others"
+            } else {
+                ""
+            }
+        );
+    }
     let _ = writeln!(
         t,
         "quota: {} (spot: {}){}",

@@ -38,6 +38,8 @@ pub struct KarpenterView {
     pub placement_group: bool,
     /// EKS: a Capacity Block or capacity reservation, selected by its `gpuplan.io/pool` tag.
     pub reservation: bool,
+    /// AKS: an SR-IOV vGPU size, whose GRID guest driver AKS installs (`gpu.mode: Driver`).
+    pub vgpu: bool,
 }
 
 /// A pool `render --karpenter` gives no NodePool, and why.
@@ -127,6 +129,7 @@ pub(super) fn node_pool(
             .map_or(v.disk_gib, |(lo, hi)| v.disk_gib.clamp(lo, hi)),
         placement_group: v.placement_group,
         reservation: p.capacity.is_held_capacity(),
+        vgpu: v.vgpu,
     })
 }
 
@@ -139,9 +142,13 @@ pub(super) fn join(views: Vec<KarpenterView>) -> Vec<KarpenterView> {
             out.push(k);
             continue;
         };
-        // A NodePool's nodes carry one set of labels and taints: a size whose differ keeps a
-        // NodePool of its own, under its own name.
-        if j.labels != k.labels || j.taints != k.taints || j.capacity_type != k.capacity_type {
+        // A NodePool's nodes carry one set of labels and taints, and its node class one driver
+        // mode: a size whose differ keeps a NodePool of its own, under its own name.
+        if j.labels != k.labels
+            || j.taints != k.taints
+            || j.capacity_type != k.capacity_type
+            || j.vgpu != k.vgpu
+        {
             k.name = k.own_name.clone();
             k.node_class = format!("gpuplan-{}", k.name);
             out.push(k);

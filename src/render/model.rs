@@ -49,6 +49,10 @@ pub struct PoolView {
     pub launch_template: bool,
     /// Azure: the SKU's InfiniBand, for gangs that span nodes.
     pub infiniband: bool,
+    /// Azure: the size reaches its GPU through SR-IOV vGPU, so AKS installs the GRID guest
+    /// driver it needs (`gpu_driver = "Install"`); the GPU Operator's data-centre driver does
+    /// not run in a vGPU guest and finds this one pre-installed.
+    pub vgpu: bool,
     /// A multi-node gang runs here: its nodes stay in one zone.
     pub gang: bool,
     /// Whether Terraform creates this node pool: false where Karpenter alone provides its

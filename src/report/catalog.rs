@@ -70,6 +70,11 @@ pub struct SkuDoc {
     pub efa_interfaces: Option<u32>,
     /// `kubernetes.io/arch` of the host: `amd64` or `arm64`.
     pub cpu_architecture: String,
+    /// The VM reaches its GPU through SR-IOV vGPU (GRID guest driver, installed by AKS).
+    pub vgpu: bool,
+    /// The host, not the guest, sets MIG on the GPU: the VM sees one MIG instance per GPU
+    /// (its share of the card) and cannot create others.
+    pub host_mig: bool,
     pub retired: bool,
     pub unpriced: Option<String>,
     pub note: Option<String>,
@@ -217,6 +222,8 @@ pub fn sku(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> SkuDoc {
         inter_node: s.inter_node.as_str().to_owned(),
         efa_interfaces: s.efa_interfaces,
         cpu_architecture: s.cpu_architecture().to_owned(),
+        vgpu: s.vgpu,
+        host_mig: c.host_mig(s).is_some(),
         retired: s.retired,
         unpriced: s.unpriced.clone(),
         note: s.note.clone(),

@@ -138,6 +138,10 @@ fn reason(r: &Reason) -> String {
                 .map(|s| format!(", {s} compute slice(s) stranded"))
                 .unwrap_or_default()
         ),
+        Reason::HostMigSlice { sku, share } => format!(
+            "MIG by the host: each `{sku}` node's GPU is a {} share of the card, the MIG instance Azure's vGPU host made (SR-IOV), one replica each; neither AKS nor the GPU Operator partitions it",
+            crate::core::num(*share)
+        ),
         Reason::TimeSliced {
             replicas,
             memory_cap,

@@ -17,7 +17,9 @@ declare_rule! {
     /// `mig_manager = "aks"` (the default on Azure) it also refuses a profile AKS cannot
     /// create: AKS's `gpu_instance` takes MIG1g, MIG2g, MIG3g, MIG4g or MIG7g, which on an
     /// A100 80GB are 1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb and 7g.80gb (never 1g.20gb or a `+me`
-    /// variant); the finding names the profiles AKS creates on that GPU.
+    /// variant); the finding names the profiles AKS creates on that GPU. On a size whose
+    /// host sets MIG (Azure's NC RTX PRO 6000 BSE v6, SR-IOV vGPU) it refuses any geometry:
+    /// the guest cannot partition those GPUs, and the partial sizes are the host's slices.
     ///
     /// ## Why is this bad?
     /// mig-parted or AKS refuses the geometry and the node never advertises the slices, or
@@ -41,6 +43,24 @@ declare_rule! {
 impl Rule for MigGeometryInvalid {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
+            if let (Some(sku), Some(span)) = (cx.pool_sku(pool), pool.mig_span()) {
+                if cx.catalog.host_mig(sku).is_some() {
+                    cx.push(
+                        cx.finding(
+                            span,
+                            format!(
+                                "pool `{}` declares a MIG geometry on `{}`, whose host sets MIG (SR-IOV vGPU): the guest cannot create, destroy or reconfigure MIG instances",
+                                pool.name.get(),
+                                sku.name
+                            ),
+                        )
+                        .label("the host's MIG, not the guest's")
+                        .help("drop the geometry and put the pool on the partial size whose share is the slice (a quarter of an RTX PRO 6000 is its 1g.24gb, a half its 2g.48gb)")
+                        .pool(pool.name.get()),
+                    );
+                    continue;
+                }
+            }
             let Some(gpu) = cx.pool_gpu(pool) else {
                 continue;
             };

@@ -9,7 +9,9 @@ declare_rule! {
     /// `time_slicing_replicas` below 2; replicas set on a pool that is not time-sliced or MPS,
     /// or missing on one that is; MIG geometry on a pool that is not MIG, or a MIG pool with
     /// neither `mig_profile` nor `mig_layout` (or both); a workload whose `sharing` differs
-    /// from the pool it lands on.
+    /// from the pool it lands on. A MIG workload on a dedicated pool of a partial size whose
+    /// host sets MIG (Azure's NC RTX PRO 6000 BSE v6) is what it asked for: the VM's GPU is
+    /// the host's MIG instance.
     ///
     /// ## Why is this bad?
     /// The device plugin refuses `replicas < 2` ("number of replicas must be >= 2") and the
@@ -60,9 +62,14 @@ impl Rule for SharingSettingContradiction {
                 (s @ (Sharing::Dedicated | Sharing::TimeSlicing | Sharing::SharedServer), Some(span)) => report(span, format!("pool `{name}` sets MIG geometry but its sharing is `{}`", s.as_str()), "set `sharing = \"mig\"` or remove the geometry"),
                 (Sharing::Dedicated | Sharing::TimeSlicing | Sharing::Mps | Sharing::SharedServer, None) => {}
             }
+            let host_slice = cx
+                .pool_sku(pool)
+                .is_some_and(|s| s.gpu_partition < 1.0 && cx.catalog.host_mig(s).is_some());
             for w in cx.plan.pool_workloads(pool) {
                 let ws = w.sharing();
-                let fits = ws == sharing || (ws.shares_server_process() && sharing.is_exclusive());
+                let fits = ws == sharing
+                    || (ws.shares_server_process() && sharing.is_exclusive())
+                    || (host_slice && ws.is_partitioned() && sharing.is_exclusive());
                 if fits || (ws.needs_mps_daemon() && sharing.is_partitioned()) {
                     continue; // MPS on MIG is GP005
                 }

@@ -110,13 +110,14 @@ fn taints(v: &Value) -> Vec<(String, String, String)> {
 }
 
 /// The plans a platform team writes, on both providers, with gangs, spot, MIG and floors.
-const PLANS: [&str; 6] = [
+const PLANS: [&str; 7] = [
     "plans/aws-training.toml",
     "tests/fixtures/render/node-sizes.toml",
     "tests/fixtures/render/efa-gang.toml",
     "plans/azure-inference.toml",
     "tests/fixtures/render/capacity-block.toml",
     "tests/fixtures/render/operator-mig.toml",
+    "tests/fixtures/render/ncv6-host-mig.toml",
 ];
 
 #[test]

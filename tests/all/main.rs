@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod azure_vgpu;
 mod ci_reports;
 mod cli;
 mod cluster;

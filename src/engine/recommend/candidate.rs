@@ -13,6 +13,8 @@ pub use spot_quote::{SpotNo, SpotQuote};
 
 mod rejection;
 use rejection::reject;
+
+mod host_mig;
 pub use rejection::{Constraint, Detail, Rejection};
 
 /// How a replica sits on a GPU of this SKU.
@@ -127,7 +129,7 @@ pub fn candidates<'c>(
         }
         // A partitioned size (g6f, NVadsA10 v5) gives a share of one GPU: only a replica that
         // asks for no more than that share, and is not a multi-GPU or MIG replica, fits it.
-        if sku.gpu_partition < 1.0 {
+        if sku.gpu_partition < 1.0 && !host_mig::applies(catalog, d, sku) {
             let need = d.w.gpu_share();
             if need > sku.gpu_partition + 1e-9 || d.w.gpus() > 1 || d.sharing.is_partitioned() {
                 rejected.push(reject(
@@ -213,7 +215,10 @@ fn candidate<'c>(
         ));
     };
     deployable(plan, catalog, d, sku, region)?;
-    let fit = fit(catalog, d, gpu)?;
+    let fit = match host_mig::fit(catalog, d, sku, gpu) {
+        Some(f) => f?,
+        None => fit(catalog, d, gpu)?,
+    };
     let (cpu_alloc, mem_alloc) = host_fits(catalog, d, sku)?;
     let node_share = node_share(&fit, sku, gpu, d, cpu_alloc, mem_alloc);
     within_quota(plan, catalog, d, sku, region, node_share)?;

@@ -41,6 +41,8 @@ pub enum Reason {
         gpus: u32,
         stranded_slices: Option<u32>,
     },
+    /// MIG replicas on a partial SR-IOV vGPU size: each VM's GPU is the slice the host made.
+    HostMigSlice { sku: String, share: f64 },
     /// Time-slicing: replicas per GPU and each server's memory cap.
     TimeSliced {
         replicas: u32,

@@ -125,6 +125,9 @@ pub struct SharingView {
     pub replicas: u32,
     pub rename_by_default: bool,
     pub fail_requests_greater_than_one: bool,
+    /// `single` on a size whose host sets MIG (CUDA reaches such a GPU only by its MIG
+    /// device), `none` elsewhere.
+    pub mig_strategy: &'static str,
 }
 
 /// What gangs need beyond their node pools, for the README and the operator values.

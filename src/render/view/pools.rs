@@ -101,7 +101,15 @@ impl Pools {
     fn add(&mut self, cx: &Cx, pool: &Pool, names: &[NodePoolName]) {
         let p = pool.rec;
         let mut base = base_view(cx, pool, &names[0]);
-        if let Some(sharing) = sharing_view(cx.plan, p) {
+        let host_mig = pool.sku.is_some_and(|s| cx.catalog.host_mig(s).is_some());
+        let sharing = sharing_view(cx.plan, p);
+        if host_mig {
+            self.host_mig(&mut base, sharing.is_none());
+        }
+        if let Some(mut sharing) = sharing {
+            if host_mig {
+                sharing.mig_strategy = "single";
+            }
             base.labels.push(KeyValue {
                 key: "nvidia.com/device-plugin.config".into(),
                 value: sharing.name.clone(),
@@ -170,6 +178,28 @@ impl Pools {
         });
         if !self.mig_configs.iter().any(|c| c.name == geometry.name) {
             self.mig_configs.push(geometry);
+        }
+        let name = "gpuplan-mig-single".to_owned();
+        base.labels.push(KeyValue {
+            key: "nvidia.com/device-plugin.config".into(),
+            value: name.clone(),
+        });
+        self.single_mig_config = Some(name);
+    }
+
+    /// A pool on a size whose host sets MIG (Azure NCv6 over SR-IOV vGPU): the MIG manager
+    /// stays off its nodes (the guest may not touch the host's instances, and the manager
+    /// would reset a MIG node it has no config for), and its device plugin runs the single
+    /// strategy, since CUDA reaches a MIG-mode GPU only by its MIG device (a GPU-UUID
+    /// allocation fails `cuInit` with CUDA_ERROR_NO_DEVICE). A time-sliced pool carries the
+    /// strategy in its own sharing config instead.
+    fn host_mig(&mut self, base: &mut PoolView, own_config: bool) {
+        base.labels.push(KeyValue {
+            key: "nvidia.com/gpu.deploy.mig-manager".into(),
+            value: "false".into(),
+        });
+        if !own_config {
+            return;
         }
         let name = "gpuplan-mig-single".to_owned();
         base.labels.push(KeyValue {
@@ -290,6 +320,7 @@ fn base_view(cx: &Cx, pool: &Pool, name: &NodePoolName) -> PoolView {
         placement_group: efa && !p.capacity.is_block(),
         launch_template: efa || p.capacity.is_block(),
         infiniband,
+        vgpu: pool.sku.is_some_and(|s| s.vgpu),
         gang,
         terraform: true,
         karpenter_nodes: 0,
@@ -313,6 +344,7 @@ fn sharing_view(plan: &Plan, p: &RecPool) -> Option<SharingView> {
             .cluster()
             .and_then(|c| c.fail_requests_greater_than_one.as_ref())
             .is_none_or(|b| *b.get()),
+        mig_strategy: "none",
     })
 }
 

@@ -72,6 +72,9 @@ pub(super) fn detail(d: &Detail) -> String {
         Detail::AksNoMig { gpu } => {
             format!("AKS creates no MIG instances on {gpu} (mig_manager = aks)")
         }
+        Detail::HostMig { sku, gpu } => format!(
+            "the host sets MIG on `{sku}`'s {gpu} (SR-IOV vGPU): the guest cannot create MIG instances, and the size's partial siblings are the host's slices"
+        ),
         Detail::NoMigProfile { gpu, need } => {
             format!("no MIG profile of {gpu} holds {} GiB", num(*need))
         }

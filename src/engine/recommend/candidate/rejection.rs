@@ -128,6 +128,11 @@ pub enum Detail {
     AksNoMig {
         gpu: String,
     },
+    /// The host sets MIG on the size's GPUs (SR-IOV vGPU): the guest cannot partition them.
+    HostMig {
+        sku: String,
+        gpu: String,
+    },
     /// No MIG profile holds the replica's memory.
     NoMigProfile {
         gpu: String,

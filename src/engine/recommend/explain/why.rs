@@ -118,6 +118,11 @@ fn fit_reason(
             card_share: 1.0 - catalog.assumptions.time_slicing_memory_headroom,
         }),
         Fit::Server { .. } => Some(Reason::SharedServer),
+        // A MIG replica whole on a partial vGPU size: the VM's GPU is the host's MIG slice.
+        Fit::Whole { .. } if ms[0].d.sharing.is_partitioned() => Some(Reason::HostMigSlice {
+            sku: c.sku.name.clone(),
+            share: c.sku.gpu_partition,
+        }),
         Fit::Whole { .. } | Fit::Shared { .. } => None,
     }
 }
