@@ -164,10 +164,45 @@ fn ncv6_sizes_are_listed_priced_and_shaped_as_microsoft_sells_them() {
             "{name}"
         );
     }
+    // NC A10 v4: Resource SKUs' shapes, the share deduced from them (NC32ads's two whole
+    // cards, NC16ads half of it, NC8ads half again); priced in westus3 by the same table.
+    for (name, gpus, share, vcpus, ram, westus3) in [
+        ("Standard_NC8ads_A10_v4", 1, 0.5, 8, 100.0, 1.1),
+        ("Standard_NC16ads_A10_v4", 1, 1.0, 16, 200.0, 2.2),
+        ("Standard_NC32ads_A10_v4", 2, 1.0, 32, 400.0, 4.4),
+    ] {
+        let v = json(&run(
+            &["catalog", "--sku", name, "--format", "json"],
+            None,
+            TODAY,
+        ));
+        assert_eq!(
+            (
+                v["gpu_count"] == gpus,
+                v["gpu_partition"].as_f64(),
+                v["vcpus"] == vcpus
+            ),
+            (true, Some(share), true),
+            "{name}"
+        );
+        assert_eq!(v["memory_gib"].as_f64(), Some(ram), "{name}");
+        let region = v["regions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["region"] == "westus3")
+            .unwrap_or_else(|| panic!("{name} is not priced in westus3"));
+        assert_eq!(
+            region["on_demand_usd_per_hour"].as_f64(),
+            Some(westus3),
+            "{name}"
+        );
+    }
     // The A10 partitions are vGPU too (GRID driver), but A10 has no MIG; passthrough sizes
     // are neither.
     for (name, vgpu, host_mig) in [
         ("Standard_NV6ads_A10_v5", true, false),
+        ("Standard_NC8ads_A10_v4", true, false),
         ("Standard_NC40ads_H100_v5", false, false),
     ] {
         let v = json(&run(
@@ -348,4 +383,24 @@ fn karpenter_lets_aks_install_the_grid_driver_on_vgpu_sizes() {
     for c in &classes {
         assert_eq!(c["spec"]["gpu"]["mode"], "Driver", "{text}");
     }
+}
+
+#[test]
+fn a_half_a10_v4_is_planned_where_a_workload_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("a10.toml");
+    let text = SLICED
+        .replace("\"eastus\"", "\"westus3\"")
+        .replace("sharing = \"mig\"\ngpu_fraction = 0.25\ngpu_memory_gib = 20\n", "")
+        + "gpu_fraction = 0.5\ngpu_memory_gib = 8\nskus = [\"Standard_NC8ads_A10_v4\", \"Standard_NC16ads_A10_v4\"]\n";
+    let out = run(
+        &["recommend", "--format", "json", plan.to_str().unwrap()],
+        Some((&plan, &text)),
+        TODAY,
+    );
+    let v = json(&out);
+    let pool = &v["pools"][0];
+    // Half an A10 holds the replica for half the whole card's price: 4 x 730 h x $1.10.
+    assert_eq!(pool["sku"], "Standard_NC8ads_A10_v4", "{v:#}");
+    assert!((v["total_monthly_cost_usd"].as_f64().unwrap() - 4.0 * 730.0 * 1.1).abs() < 0.01);
 }
