@@ -129,6 +129,7 @@ pub fn candidates<'c>(
         }
         // A partitioned size (g6f, NVadsA10 v5) gives a share of one GPU: only a replica that
         // asks for no more than that share, and is not a multi-GPU or MIG replica, fits it.
+        // Where the host sets MIG (NCv6) the share is a MIG slice, and `host_mig` decides.
         if sku.gpu_partition < 1.0 && !host_mig::applies(catalog, d, sku) {
             let need = d.w.gpu_share();
             if need > sku.gpu_partition + 1e-9 || d.w.gpus() > 1 || d.sharing.is_partitioned() {

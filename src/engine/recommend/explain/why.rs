@@ -119,10 +119,12 @@ fn fit_reason(
         }),
         Fit::Server { .. } => Some(Reason::SharedServer),
         // A MIG replica whole on a partial vGPU size: the VM's GPU is the host's MIG slice.
-        Fit::Whole { .. } if ms[0].d.sharing.is_partitioned() => Some(Reason::HostMigSlice {
-            sku: c.sku.name.clone(),
-            share: c.sku.gpu_partition,
-        }),
+        Fit::Whole { .. } if ms[0].d.sharing.is_partitioned() && c.sku.gpu_partition < 1.0 => {
+            Some(Reason::HostMigSlice {
+                sku: c.sku.name.clone(),
+                share: c.sku.gpu_partition,
+            })
+        }
         Fit::Whole { .. } | Fit::Shared { .. } => None,
     }
 }
