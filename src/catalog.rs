@@ -486,14 +486,11 @@ impl Catalog {
         self.providers.get(&p)?.skus.get(name)
     }
 
-    /// The MIG table of a SKU's card when the host, not the guest, sets its MIG (an SR-IOV
-    /// vGPU size of a MIG-capable GPU): each of the VM's GPUs is then the one MIG instance its
-    /// share of the card makes, and neither AKS nor the GPU Operator may partition it.
-    pub fn host_mig(&self, sku: &Sku) -> Option<&MigSpec> {
-        if !sku.vgpu {
-            return None;
-        }
-        self.gpu(&sku.gpu_model)?.mig.as_ref()
+    /// Whether the host, not the guest, sets the MIG of a SKU's GPUs (an SR-IOV vGPU size of
+    /// a MIG-capable GPU): each of the VM's GPUs is then the one MIG instance its share of the
+    /// card makes, and neither AKS nor the GPU Operator may partition it.
+    pub fn host_mig(&self, sku: &Sku) -> bool {
+        sku.vgpu && self.gpu(&sku.gpu_model).is_some_and(|g| g.mig.is_some())
     }
 
     /// GPU model of a SKU.

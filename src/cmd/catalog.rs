@@ -201,7 +201,7 @@ fn sku_head(c: &Catalog, s: &Sku) -> String {
         let _ = writeln!(
             t,
             "GPU access: SR-IOV vGPU (AKS installs the GRID guest driver){}",
-            if c.host_mig(s).is_some() {
+            if c.host_mig(s) {
                 "; MIG is set by the host: the VM's GPU is one MIG instance and the guest cannot create others"
             } else {
                 ""

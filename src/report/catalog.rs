@@ -223,7 +223,7 @@ pub fn sku(c: &Catalog, pc: &ProviderCatalog, s: &Sku) -> SkuDoc {
         efa_interfaces: s.efa_interfaces,
         cpu_architecture: s.cpu_architecture().to_owned(),
         vgpu: s.vgpu,
-        host_mig: c.host_mig(s).is_some(),
+        host_mig: c.host_mig(s),
         retired: s.retired,
         unpriced: s.unpriced.clone(),
         note: s.note.clone(),

@@ -44,7 +44,7 @@ impl Rule for MigGeometryInvalid {
     fn check(&self, cx: &mut Cx<'_>) {
         for pool in cx.plan.pools() {
             if let (Some(sku), Some(span)) = (cx.pool_sku(pool), pool.mig_span()) {
-                if cx.catalog.host_mig(sku).is_some() {
+                if cx.catalog.host_mig(sku) {
                     cx.push(
                         cx.finding(
                             span,

@@ -64,7 +64,7 @@ impl Rule for SharingSettingContradiction {
             }
             let host_slice = cx
                 .pool_sku(pool)
-                .is_some_and(|s| s.gpu_partition < 1.0 && cx.catalog.host_mig(s).is_some());
+                .is_some_and(|s| s.gpu_partition < 1.0 && cx.catalog.host_mig(s));
             for w in cx.plan.pool_workloads(pool) {
                 let ws = w.sharing();
                 let fits = ws == sharing

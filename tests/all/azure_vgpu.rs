@@ -29,6 +29,27 @@ gpu_fraction = 0.25
 gpu_memory_gib = 20
 "#;
 
+/// `catalog --sku NAME --format json`.
+fn sku_doc(name: &str) -> serde_json::Value {
+    json(&run(
+        &["catalog", "--sku", name, "--format", "json"],
+        None,
+        TODAY,
+    ))
+}
+
+/// A SKU document's on-demand $/h in `region`.
+fn on_demand(v: &serde_json::Value, region: &str) -> Option<f64> {
+    let name = &v["name"];
+    v["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["region"] == region)
+        .unwrap_or_else(|| panic!("{name} is not priced in {region}"))["on_demand_usd_per_hour"]
+        .as_f64()
+}
+
 fn fixture() -> String {
     format!("{}/{FIXTURE}", env!("CARGO_MANIFEST_DIR"))
 }
@@ -136,11 +157,7 @@ fn ncv6_sizes_are_listed_priced_and_shaped_as_microsoft_sells_them() {
         ),
     ];
     for (name, gpus, share, vcpus, ram, eastus) in sizes {
-        let v = json(&run(
-            &["catalog", "--sku", name, "--format", "json"],
-            None,
-            TODAY,
-        ));
+        let v = sku_doc(name);
         assert_eq!(v["gpu_model"], "RTX-PRO-6000-BSE", "{name}");
         assert_eq!(v["gpu_count"], gpus, "{name}");
         assert_eq!(v["gpu_partition"].as_f64(), Some(share), "{name}");
@@ -152,17 +169,7 @@ fn ncv6_sizes_are_listed_priced_and_shaped_as_microsoft_sells_them() {
         // A share of the card never offers more than that share of its usable memory.
         let mem = v["gpu_memory_gib"].as_f64().unwrap();
         assert!(mem <= 96.0 * share + 1e-9, "{name}: {mem}");
-        let region = v["regions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["region"] == "eastus")
-            .unwrap_or_else(|| panic!("{name} is not priced in eastus"));
-        assert_eq!(
-            region["on_demand_usd_per_hour"].as_f64(),
-            Some(eastus),
-            "{name}"
-        );
+        assert_eq!(on_demand(&v, "eastus"), Some(eastus), "{name}");
     }
     // NC A10 v4: Resource SKUs' shapes, the share deduced from them (NC32ads's two whole
     // cards, NC16ads half of it, NC8ads half again); priced in westus3 by the same table.
@@ -171,11 +178,7 @@ fn ncv6_sizes_are_listed_priced_and_shaped_as_microsoft_sells_them() {
         ("Standard_NC16ads_A10_v4", 1, 1.0, 16, 200.0, 2.2),
         ("Standard_NC32ads_A10_v4", 2, 1.0, 32, 400.0, 4.4),
     ] {
-        let v = json(&run(
-            &["catalog", "--sku", name, "--format", "json"],
-            None,
-            TODAY,
-        ));
+        let v = sku_doc(name);
         assert_eq!(
             (
                 v["gpu_count"] == gpus,
@@ -186,17 +189,7 @@ fn ncv6_sizes_are_listed_priced_and_shaped_as_microsoft_sells_them() {
             "{name}"
         );
         assert_eq!(v["memory_gib"].as_f64(), Some(ram), "{name}");
-        let region = v["regions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["region"] == "westus3")
-            .unwrap_or_else(|| panic!("{name} is not priced in westus3"));
-        assert_eq!(
-            region["on_demand_usd_per_hour"].as_f64(),
-            Some(westus3),
-            "{name}"
-        );
+        assert_eq!(on_demand(&v, "westus3"), Some(westus3), "{name}");
     }
     // The A10 partitions are vGPU too (GRID driver), but A10 has no MIG; passthrough sizes
     // are neither.
@@ -205,11 +198,7 @@ fn ncv6_sizes_are_listed_priced_and_shaped_as_microsoft_sells_them() {
         ("Standard_NC8ads_A10_v4", true, false),
         ("Standard_NC40ads_H100_v5", false, false),
     ] {
-        let v = json(&run(
-            &["catalog", "--sku", name, "--format", "json"],
-            None,
-            TODAY,
-        ));
+        let v = sku_doc(name);
         assert_eq!(
             (v["vgpu"] == vgpu, v["host_mig"] == host_mig),
             (true, true),

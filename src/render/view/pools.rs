@@ -101,19 +101,13 @@ impl Pools {
     fn add(&mut self, cx: &Cx, pool: &Pool, names: &[NodePoolName]) {
         let p = pool.rec;
         let mut base = base_view(cx, pool, &names[0]);
-        let host_mig = pool.sku.is_some_and(|s| cx.catalog.host_mig(s).is_some());
-        let sharing = sharing_view(cx.plan, p);
+        let host_mig = pool.sku.is_some_and(|s| cx.catalog.host_mig(s));
+        let sharing = sharing_view(cx.plan, p, host_mig);
         if host_mig {
             self.host_mig(&mut base, sharing.is_none());
         }
-        if let Some(mut sharing) = sharing {
-            if host_mig {
-                sharing.mig_strategy = "single";
-            }
-            base.labels.push(KeyValue {
-                key: "nvidia.com/device-plugin.config".into(),
-                value: sharing.name.clone(),
-            });
+        if let Some(sharing) = sharing {
+            plugin_config(&mut base, &sharing.name);
             self.sharing_configs.push(sharing);
         }
         let views = if pool.operator_mig {
@@ -179,11 +173,14 @@ impl Pools {
         if !self.mig_configs.iter().any(|c| c.name == geometry.name) {
             self.mig_configs.push(geometry);
         }
+        self.single_strategy(base);
+    }
+
+    /// The device-plugin config that runs the single MIG strategy on this pool's nodes, so
+    /// each MIG instance is one `nvidia.com/gpu` whatever the cluster's strategy.
+    fn single_strategy(&mut self, base: &mut PoolView) {
         let name = "gpuplan-mig-single".to_owned();
-        base.labels.push(KeyValue {
-            key: "nvidia.com/device-plugin.config".into(),
-            value: name.clone(),
-        });
+        plugin_config(base, &name);
         self.single_mig_config = Some(name);
     }
 
@@ -198,15 +195,9 @@ impl Pools {
             key: "nvidia.com/gpu.deploy.mig-manager".into(),
             value: "false".into(),
         });
-        if !own_config {
-            return;
+        if own_config {
+            self.single_strategy(base);
         }
-        let name = "gpuplan-mig-single".to_owned();
-        base.labels.push(KeyValue {
-            key: "nvidia.com/device-plugin.config".into(),
-            value: name.clone(),
-        });
-        self.single_mig_config = Some(name);
     }
 
     /// A rendered node pool with what it brings: its reservation, Kueue flavor and Karpenter
@@ -327,8 +318,17 @@ fn base_view(cx: &Cx, pool: &Pool, name: &NodePoolName) -> PoolView {
     }
 }
 
-/// The device-plugin config of a pool whose GPUs are shared by time-slicing or MPS.
-fn sharing_view(plan: &Plan, p: &RecPool) -> Option<SharingView> {
+/// The label that picks a node's device-plugin config (`devicePlugin.config` in the values).
+fn plugin_config(base: &mut PoolView, name: &str) {
+    base.labels.push(KeyValue {
+        key: "nvidia.com/device-plugin.config".into(),
+        value: name.to_owned(),
+    });
+}
+
+/// The device-plugin config of a pool whose GPUs are shared by time-slicing or MPS; on a
+/// size whose host sets MIG it runs the single MIG strategy too.
+fn sharing_view(plan: &Plan, p: &RecPool, host_mig: bool) -> Option<SharingView> {
     let replicas = p.time_slicing_replicas?;
     // Neither the engine nor a declared pool sets replicas of a card for other modes.
     let kind = p.sharing.device_plugin_key()?;
@@ -344,7 +344,7 @@ fn sharing_view(plan: &Plan, p: &RecPool) -> Option<SharingView> {
             .cluster()
             .and_then(|c| c.fail_requests_greater_than_one.as_ref())
             .is_none_or(|b| *b.get()),
-        mig_strategy: "none",
+        mig_strategy: if host_mig { "single" } else { "none" },
     })
 }
 

@@ -12,7 +12,7 @@ use crate::engine::recommend::demand::Demand;
 /// Whether the size's partition test is this module's: a MIG replica on a size whose host
 /// sets MIG.
 pub(super) fn applies(catalog: &Catalog, d: &Demand<'_>, sku: &Sku) -> bool {
-    d.sharing.is_partitioned() && catalog.host_mig(sku).is_some()
+    d.sharing.is_partitioned() && catalog.host_mig(sku)
 }
 
 /// How a MIG replica takes a size whose host sets MIG: a partial size whose share of the
