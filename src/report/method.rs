@@ -58,6 +58,25 @@ Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml
     hour needs its load over that. replicas.min = the p10 of those, replicas.max their daily
     peaks projected as above, plus headroom. Where no hour met the objective, it is never
     sized down.
+  - Where its servers export the requests that finished (`vllm:request_success_total`, or
+    else the TTFT histogram's count), the replicas come from what arrived, by Erlang C: each
+    replica is an M/M/c queue of c batch slots (the most it ran while requests waited, else
+    the plan's max_num_seqs or what the KV cache holds, else vLLM's default 256), a request
+    holds one for its service time S (requests running over requests served, Little's law),
+    and λ requests a second over n replicas offer a = λ·S/n Erlangs each. Erlang C gives the
+    chance a request waits, C(c, a), and the wait's tail C(c, a)·e^(-(c-a)·t/S); the objective
+    holds when waits longer than it less the first token's own time (TTFT p95 in hours
+    without a queue) are at most 5% (without an objective: a mean queue under {queue_free}
+    a replica). Each hour needs the fewest n that hold. λ is read in the hour's busiest block
+    of {block_minutes} minutes (requests finished plus the growth of those in flight); an hour
+    that missed its objective is read in its busiest single scrape window instead (a burst
+    inside the block is what the replicas did not absorb), and never needs fewer replicas
+    than ran in it. Arrivals count abandoned requests only where the servers export a
+    `finished_reason=\"abort\"` series (vLLM V1); a vLLM V0 server counts only requests that
+    were scheduled, so there the arrivals are a lower bound and are said to be. Pods that held
+    the workload's GPUs without exporting its series are counted, each carrying what the
+    exporting ones did on average. TTFT quantiles are read as PromQL's histogram_quantile
+    reads them (every bucket bound, `+Inf` the highest finite bound, none without `+Inf`).
   - hours_per_month: the share of windows with samples in which it held GPUs, times the plan's
     month, written where it differs from the plan by more than 5% (and 10 h).
   - Declared pools follow their workloads: a pool whose workloads at their new max
@@ -80,6 +99,8 @@ Figures: providers/assumptions.toml [review] (as of {as_of}).
         low = a.low_utilization * 100.0,
         target = a.review_consolidation_target * 100.0,
         kv_full = crate::review::serving::KV_FULL * 100.0,
+        queue_free = crate::review::serving::QUEUE_FREE,
+        block_minutes = crate::review::serving::BLOCK / 60,
         as_of = c
             .sources
             .iter()

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::numbers::Quantiles;
 use super::numbers::{quantile, round, round4};
 use super::owners::owner;
-use super::telemetry::{Serving, Telemetry};
+use super::telemetry::{Serving, Telemetry, Windows};
 use crate::core::Kind;
 use crate::plan::Plan;
 
@@ -33,33 +33,59 @@ pub(crate) const QUEUE_FREE: f64 = 0.1;
 /// Requests an hour needs before its TTFT p95 is read (fewer is too few for a percentile).
 const MIN_REQUESTS: f64 = 20.0;
 
-/// The `q` quantile of a cumulative histogram (bound, count), interpolated linearly within
-/// the bucket it falls in, as PromQL's `histogram_quantile` does; `None` without requests.
-/// A quantile in the `+Inf` bucket is the highest finite bound.
+/// The `q` quantile of a cumulative histogram (bound, count) exactly as PromQL's
+/// `histogram_quantile` reads it (Prometheus `promql/quantile.go`, `bucketQuantile`): buckets
+/// in bound order made monotonic, the observations are the `+Inf` bucket's count, the
+/// quantile falls in the first bucket whose count reaches its rank and is interpolated
+/// linearly from the bound below (0 for the first bucket), a quantile in the `+Inf` bucket is
+/// the highest finite bound. `None` where PromQL answers NaN: no `+Inf` bucket, fewer than two
+/// buckets, or no observation. Every bound the series export must be present, those that
+/// counted nothing with 0: a missing bound moves the interpolation's start.
 pub(crate) fn histogram_quantile(buckets: &BTreeMap<u64, f64>, q: f64) -> Option<f64> {
-    let total = buckets.values().copied().fold(0.0, f64::max);
-    if total <= 0.0 {
+    if q.is_nan() {
         return None;
     }
-    let rank = q * total;
-    let (mut lo, mut below) = (0.0, 0.0);
-    for (bits, count) in buckets {
-        let le = f64::from_bits(*bits);
-        if *count >= rank {
-            if le.is_infinite() {
-                return Some(lo);
-            }
-            let inside = count - below;
-            return Some(if inside > 0.0 {
-                lo + (le - lo) * (rank - below) / inside
-            } else {
-                le
-            });
-        }
-        lo = le;
-        below = *count;
+    if q < 0.0 {
+        return Some(f64::NEG_INFINITY);
     }
-    Some(lo)
+    if q > 1.0 {
+        return Some(f64::INFINITY);
+    }
+    // Bounds are non-negative (`attach` keeps no other), so their bits sort as the values do.
+    let mut b: Vec<(f64, f64)> = buckets
+        .iter()
+        .map(|(bits, n)| (f64::from_bits(*bits), *n))
+        .collect();
+    if !b.last().is_some_and(|(le, _)| *le == f64::INFINITY) || b.len() < 2 {
+        return None;
+    }
+    let mut most = 0.0_f64;
+    for (_, n) in &mut b {
+        most = most.max(*n);
+        *n = most;
+    }
+    let observations = b[b.len() - 1].1;
+    if observations <= 0.0 {
+        return None;
+    }
+    let mut rank = q * observations;
+    // sort.Search over every bucket but `+Inf`: the first whose count reaches the rank.
+    let i = b[..b.len() - 1].partition_point(|(_, n)| *n < rank);
+    if i == b.len() - 1 {
+        return Some(b[b.len() - 2].0);
+    }
+    if i == 0 && b[0].0 <= 0.0 {
+        return Some(b[0].0);
+    }
+    let (end, mut count) = b[i];
+    let mut start = 0.0;
+    if i > 0 {
+        start = b[i - 1].0;
+        count -= b[i - 1].1;
+        rank -= b[i - 1].1;
+    }
+    let v = start + (end - start) * (rank / count);
+    (!v.is_nan()).then_some(v)
 }
 
 /// What decided a serving row's replicas.
@@ -109,6 +135,16 @@ pub struct ServingRow {
     /// Per hour (Unix seconds of its start): replicas needed, for the forecast.
     #[serde(skip)]
     pub needed_by_hour: BTreeMap<i64, f64>,
+    /// The most replicas that ran in an hour that missed the objective: no proposal goes
+    /// below it (those replicas were too few). `None` where no hour missed.
+    pub ran_when_missed: Option<f64>,
+    /// The most replicas at once that held the workload's GPUs without exporting its serving
+    /// series (a ServiceMonitor that selects some pods); each is read as carrying the
+    /// exporting replicas' mean, and `replicas` counts them. `None` where every one exported.
+    pub unscraped_replicas: Option<f64>,
+    /// The hours that missed, with the replicas that ran in each.
+    #[serde(skip)]
+    pub(crate) missed: BTreeMap<i64, f64>,
     /// Where sized from arrivals: the queue each replica is, and each hour's arrivals per
     /// second, so the forecast adds its headroom to the arrivals.
     #[serde(skip)]
@@ -131,6 +167,11 @@ struct Hour {
     /// one window where the step is longer): requests finished plus the growth of those in
     /// flight, so a spike shorter than the hour is not averaged away.
     arrivals: f64,
+    /// The same in the hour's busiest single window (one scrape step): the finest evidence
+    /// of a burst, read where the hour missed its objective (a block's mean then understated
+    /// what came), and when that window started.
+    burst: f64,
+    burst_at: i64,
 }
 
 /// One block of [`BLOCK`] seconds of a workload's serving: requests finished, requests in
@@ -145,7 +186,7 @@ struct Block {
 
 /// Seconds over which an arrival rate is read: long enough to count hundreds of requests
 /// of a busy service, short enough that a burst of tens of minutes shows.
-const BLOCK: i64 = 600;
+pub(crate) const BLOCK: i64 = 600;
 
 /// Serving rows of the plan's inference workloads whose pods exported vLLM's metrics, and
 /// the names of those that state a vLLM server but exported none.
@@ -154,9 +195,12 @@ pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<Strin
     let mut missing = Vec::new();
     // Each serving pod's workload, told once.
     let mut by_workload: BTreeMap<&str, Vec<&Serving>> = BTreeMap::new();
+    let mut silent: BTreeMap<&str, Vec<&Windows>> = BTreeMap::new();
     for p in t.pods.values().flatten() {
-        if let (Some(s), Some(w)) = (p.serving.as_ref(), owner(plan, p)) {
-            by_workload.entry(w).or_default().push(s);
+        match (p.serving.as_ref(), owner(plan, p)) {
+            (Some(s), Some(w)) => by_workload.entry(w).or_default().push(s),
+            (None, Some(w)) => silent.entry(w).or_default().push(&p.gpus),
+            _ => {}
         }
     }
     for w in plan.workloads() {
@@ -181,6 +225,7 @@ pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<Strin
             step: t.step,
             objective,
             max_num_seqs,
+            silent: silent.remove(name.as_str()).unwrap_or_default(),
         };
         if let Some(row) = row(name, w.team.get(), &pods, &judged_by) {
             rows.push(row);
@@ -195,18 +240,52 @@ struct Hours {
     hours: BTreeMap<i64, Hour>,
     /// Arrivals counted from first tokens: a pod exported no finished-request counter.
     first_tokens: bool,
+    /// A pod's finished-request counter has no `abort` series: its abandoned requests are
+    /// unseen.
+    aborts_unseen: bool,
     ttft: BTreeMap<i64, BTreeMap<u64, f64>>,
     all: BTreeMap<u64, f64>,
 }
 
-fn hours(pods: &[&Serving], step: i64) -> Hours {
+/// A window's figures with `silent` more replicas, each carrying the exporting ones' mean.
+fn with_silent(x: &Hour, silent: f64) -> Hour {
+    if silent <= 0.0 || x.replicas <= 0.0 {
+        return *x;
+    }
+    let k = (x.replicas + silent) / x.replicas;
+    Hour {
+        replicas: x.replicas + silent,
+        running: x.running * k,
+        waiting: x.waiting * k,
+        finished: x.finished * k,
+        aborted: x.aborted * k,
+        ..*x
+    }
+}
+
+/// Per window, the workload's replicas that held GPUs without exporting serving series.
+fn silent_per_window(silent: &[&Windows]) -> BTreeMap<i64, f64> {
+    let mut out: BTreeMap<i64, f64> = BTreeMap::new();
+    for gpus in silent {
+        for (w, g) in gpus.iter() {
+            if *g > 0.0 {
+                *out.entry(w).or_default() += 1.0;
+            }
+        }
+    }
+    out
+}
+
+fn hours(pods: &[&Serving], silent: &BTreeMap<i64, f64>, step: i64) -> Hours {
     let hour_of = |w: &i64| w.div_euclid(3600) * 3600;
     // Per window: replicas reporting, running, waiting and KV-cache sums; then per hour.
     let mut windows: BTreeMap<i64, Hour> = BTreeMap::new();
     let mut ttft: BTreeMap<i64, BTreeMap<u64, f64>> = BTreeMap::new();
     let mut all: BTreeMap<u64, f64> = BTreeMap::new();
     let mut first_tokens = false;
+    let mut aborts_unseen = false;
     for s in pods {
+        aborts_unseen |= !s.finished.is_empty() && !s.aborts_counted;
         for (w, r) in &s.running {
             let e = windows.entry(w).or_default();
             e.replicas += 1.0;
@@ -241,20 +320,39 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
     let mut hours: BTreeMap<i64, Hour> = BTreeMap::new();
     let block = BLOCK.max(step);
     let mut blocks: BTreeMap<i64, Block> = BTreeMap::new();
+    // The load of the window before, where it was covered: a window's arrivals are what
+    // finished in it plus what its load grew by since.
+    let mut before: Option<(i64, f64)> = None;
     for (w, x) in &windows {
         let b = blocks.entry(w.div_euclid(block) * block).or_default();
-        b.finished += x.finished;
         if x.replicas == 0.0 {
             // Requests finished in a window no gauge covered: counted, not a window of load.
+            b.finished += x.finished;
             continue;
         }
+        // Replicas that held the workload's GPUs without exporting its series (a
+        // ServiceMonitor that selects some pods) served their share of what came: the window
+        // is read as if each served what the exporting ones did on average.
+        let x = &with_silent(x, silent.get(w).copied().unwrap_or(0.0));
+        b.finished += x.finished;
         let load = x.running + x.waiting;
         if b.windows == 0.0 {
             b.first = load;
         }
         b.last = load;
         b.windows += 1.0;
+        let grew = before
+            .filter(|(at, _)| *at == w - step)
+            .map_or(0.0, |(_, l)| load - l);
+        before = Some((*w, load));
+        let burst = ((x.finished + grew) / step.max(1) as f64).max(0.0);
         let e = hours.entry(hour_of(w)).or_default();
+        // Finer evidence only where a window is shorter than a block: at one window a block
+        // the block's rate is the window's.
+        if step < block && burst > e.burst {
+            e.burst = burst;
+            e.burst_at = *w;
+        }
         e.finished += x.finished;
         e.aborted += x.aborted;
         e.windows += 1.0;
@@ -279,6 +377,7 @@ fn hours(pods: &[&Serving], step: i64) -> Hours {
     Hours {
         hours,
         first_tokens,
+        aborts_unseen,
         ttft,
         all,
     }
@@ -307,6 +406,9 @@ struct Judged {
     per_replica: Option<f64>,
     over: usize,
     with_ttft: usize,
+    /// Hours that missed (TTFT p95 over the objective; without one, a queue or a full KV
+    /// cache), each with the replicas that ran then: too few, so never proposed fewer.
+    missed: BTreeMap<i64, f64>,
 }
 
 fn judge(h: &Hours, objective: Option<f64>) -> Judged {
@@ -326,6 +428,7 @@ fn judge(h: &Hours, objective: Option<f64>) -> Judged {
         per_replica: None,
         over: 0,
         with_ttft: 0,
+        missed: BTreeMap::new(),
     };
     for (k, x) in &h.hours {
         let replicas = x.replicas();
@@ -334,17 +437,24 @@ fn judge(h: &Hours, objective: Option<f64>) -> Judged {
         }
         let p95 = p95_of(k);
         j.with_ttft += usize::from(p95.is_some());
-        let met = match (signal, objective, p95) {
+        let (met, missed) = match (signal, objective, p95) {
             (ServingSignal::TimeToFirstToken, Some(o), Some(p)) => {
                 j.over += usize::from(p > o);
-                p <= o
+                (p <= o, p > o)
             }
             // An hour without enough requests to read its p95 tells nothing under an objective.
-            (ServingSignal::TimeToFirstToken, _, _) => false,
+            (ServingSignal::TimeToFirstToken, _, _) => (false, false),
             (ServingSignal::QueueAndKvCache, _, _) => {
-                x.mean(x.waiting) / replicas < QUEUE_FREE && x.kv().is_none_or(|k| k < KV_FULL)
+                let met =
+                    x.mean(x.waiting) / replicas < QUEUE_FREE && x.kv().is_none_or(|k| k < KV_FULL);
+                (met, !met)
             }
         };
+        if missed {
+            // A mean of whole replicas over the hour's windows: the most that ran is its
+            // ceiling (a replica that joined mid-hour ran too).
+            j.missed.insert(*k, (replicas - 1e-6).ceil());
+        }
         if met && x.load() > 0.0 {
             let per = x.load() / replicas;
             j.per_replica = Some(j.per_replica.map_or(per, |b: f64| b.max(per)));
@@ -354,21 +464,24 @@ fn judge(h: &Hours, objective: Option<f64>) -> Judged {
 }
 
 /// What a workload's serving is judged against.
-struct Judging {
-    step: i64,
-    objective: Option<f64>,
+pub(super) struct Judging<'a> {
+    pub(super) step: i64,
+    pub(super) objective: Option<f64>,
     /// The plan's `server.max_num_seqs`.
-    max_num_seqs: Option<i64>,
+    pub(super) max_num_seqs: Option<i64>,
+    /// The GPUs held per window by the workload's pods that exported no serving series.
+    pub(super) silent: Vec<&'a Windows>,
 }
 
 fn row(name: &str, team: &str, pods: &[&Serving], by: &Judging) -> Option<ServingRow> {
-    let h = hours(pods, by.step);
+    let silent = silent_per_window(&by.silent);
+    let h = hours(pods, &silent, by.step);
     if h.hours.is_empty() {
         return None;
     }
     let j = judge(&h, by.objective);
-    let queued = queueing::arrivals(pods, &h, by.step, by.objective, by.max_num_seqs);
-    let (arrivals, needed_by_hour, queue) = match queued {
+    let queued = queueing::arrivals(pods, &h, by, &j.missed);
+    let (arrivals, mut needed_by_hour, queue) = match queued {
         Some((figures, model, rate)) => (
             Some(figures),
             queueing::needed(&model, &rate, 0.0),
@@ -387,6 +500,7 @@ fn row(name: &str, team: &str, pods: &[&Serving], by: &Judging) -> Option<Servin
             None,
         ),
     };
+    at_least_what_missed(&mut needed_by_hour, &j.missed);
     let q = |f: &dyn Fn(&Hour) -> f64| -> Quantiles {
         Quantiles::of(&h.hours.values().map(f).collect::<Vec<_>>())
     };
@@ -409,16 +523,34 @@ fn row(name: &str, team: &str, pods: &[&Serving], by: &Judging) -> Option<Servin
         needed_replicas: (!needed_by_hour.is_empty())
             .then(|| Quantiles::of(&needed_by_hour.values().copied().collect::<Vec<_>>())),
         needed_by_hour,
+        ran_when_missed: j.missed.values().copied().reduce(f64::max),
+        unscraped_replicas: (!silent.is_empty())
+            .then(|| round(silent.values().copied().fold(0.0, f64::max))),
+        missed: j.missed,
         queue,
     })
+}
+
+/// An hour that missed its objective needed more than the replicas that ran then: no sizing
+/// of it goes below them, whatever the arithmetic says (it read that hour's load too low).
+fn at_least_what_missed(needed: &mut BTreeMap<i64, f64>, missed: &BTreeMap<i64, f64>) {
+    if needed.is_empty() {
+        return;
+    }
+    for (k, ran) in missed {
+        let n = needed.entry(*k).or_insert(0.0);
+        *n = n.max(*ran);
+    }
 }
 
 /// The replicas each hour needs with `headroom` on its arrivals, where arrivals sized the
 /// row; `None` otherwise.
 pub(crate) fn needed_with_headroom(r: &ServingRow, headroom: f64) -> Option<BTreeMap<i64, f64>> {
-    r.queue
-        .as_ref()
-        .map(|(model, rate)| queueing::needed(model, rate, headroom))
+    r.queue.as_ref().map(|(model, rate)| {
+        let mut n = queueing::needed(model, rate, headroom);
+        at_least_what_missed(&mut n, &r.missed);
+        n
+    })
 }
 
 /// The replicas needed per hour, p10 and highest, for a sizing.
@@ -454,5 +586,55 @@ mod tests {
         assert_eq!(histogram_quantile(&hist(&[]), 0.95), None);
         // bits order non-negative bounds as numbers
         assert!(0.5f64.to_bits() < 1.0f64.to_bits() && 1.0f64.to_bits() < f64::INFINITY.to_bits());
+    }
+
+    /// Prometheus's own cases (`promql/promqltest/testdata/histograms.test`, series
+    /// `testhistogram_bucket{start="positive"}` at 50m: 50, 70, 110 and 120 observations at
+    /// `le` 0.1, 0.2, 1 and `+Inf`) give what PromQL's `histogram_quantile` gives.
+    #[test]
+    fn prometheus_own_cases_read_the_same() {
+        let h = hist(&[
+            (0.1, 50.0),
+            (0.2, 70.0),
+            (1.0, 110.0),
+            (f64::INFINITY, 120.0),
+        ]);
+        let at = |q: f64| histogram_quantile(&h, q).expect("a value");
+        for (q, want) in [
+            (0.0, 0.0),
+            (0.2, 0.048),
+            (0.5, 0.15),
+            (0.8, 0.72),
+            (1.0, 1.0),
+        ] {
+            assert!((at(q) - want).abs() < 1e-12, "q {q}: {} != {want}", at(q));
+        }
+        assert_eq!(at(-0.1), f64::NEG_INFINITY);
+        assert_eq!(at(1.01), f64::INFINITY);
+        assert_eq!(histogram_quantile(&h, f64::NAN), None);
+    }
+
+    /// Issue 73: every bound kept, the ones that counted nothing included. Every first token
+    /// later than the top finite bound reads as that bound, not 0; a rank in the bucket above
+    /// an empty one interpolates from that one's bound; no `+Inf` bucket, or one bucket only,
+    /// is NaN as in PromQL; counts that fall (a counter reset read across buckets) are made
+    /// monotonic first.
+    #[test]
+    fn the_bounds_that_counted_nothing_still_bound() {
+        let late = hist(&[(1.0, 0.0), (5.0, 0.0), (10.0, 0.0), (f64::INFINITY, 40.0)]);
+        assert_eq!(histogram_quantile(&late, 0.95), Some(10.0));
+        let mid = hist(&[(1.0, 0.0), (2.5, 0.0), (5.0, 100.0), (f64::INFINITY, 100.0)]);
+        let p95 = histogram_quantile(&mid, 0.95).expect("p95");
+        assert!((p95 - 4.875).abs() < 1e-12, "{p95}");
+        let no_inf = hist(&[(0.5, 10.0), (1.0, 20.0)]);
+        assert_eq!(histogram_quantile(&no_inf, 0.95), None);
+        assert_eq!(
+            histogram_quantile(&hist(&[(f64::INFINITY, 5.0)]), 0.5),
+            None
+        );
+        let empty = hist(&[(1.0, 0.0), (f64::INFINITY, 0.0)]);
+        assert_eq!(histogram_quantile(&empty, 0.5), None);
+        let falling = hist(&[(1.0, 10.0), (2.0, 8.0), (f64::INFINITY, 10.0)]);
+        assert_eq!(histogram_quantile(&falling, 0.5), Some(0.5));
     }
 }

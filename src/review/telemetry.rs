@@ -393,6 +393,11 @@ pub struct Serving {
     pub finished: Windows,
     /// Of them, aborted.
     pub aborted: Windows,
+    /// The server exports a `finished_reason="abort"` series (vLLM V1 declares one per finish
+    /// reason when it starts): its abandoned requests are counted. vLLM V0 counts only
+    /// requests that were scheduled (`LLMEngine._get_stats`), so one abandoned while waiting
+    /// is never seen, and its counter has no such series.
+    pub aborts_counted: bool,
     /// Requests whose first token came within each bucket's bound, counted in the window:
     /// window start -> bound (`f64::to_bits`, which orders non-negative bounds) -> count.
     pub ttft: std::collections::BTreeMap<i64, std::collections::BTreeMap<u64, f64>>,

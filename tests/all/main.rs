@@ -49,5 +49,6 @@ mod review_store;
 mod robustness;
 mod rules;
 mod serving_forecast;
+mod serving_round2;
 mod serving_sizing;
 mod serving_stores;

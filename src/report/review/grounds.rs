@@ -122,10 +122,22 @@ impl fmt::Display for ServingGrounds {
                 kv_full * 100.0
             )?,
         }
+        let mut floor = self.ran_when_missed.map_or(String::new(), |n| {
+            format!(
+                "; never below the {} replicas that ran in an hour that missed it",
+                num(n)
+            )
+        });
+        if let Some(n) = self.unscraped {
+            floor.push_str(&format!(
+                "; up to {} of its replicas held GPUs without exporting serving series: each read as carrying what the exporting ones did on average",
+                num(n)
+            ));
+        }
         if let Some(q) = &self.queued {
             return write!(
                 f,
-                "; {q}; with {:.0}% more arrivals as headroom, {} at the busiest projected; GPU activity not used",
+                "; {q}; with {:.0}% more arrivals as headroom, {} at the busiest projected{floor}; GPU activity not used",
                 self.headroom * 100.0,
                 num(self.peak.ceil()),
             );
@@ -133,7 +145,7 @@ impl fmt::Display for ServingGrounds {
         match &self.carried {
             Some(c) => write!(
                 f,
-                "; a replica carried up to {} requests in flight within it, so the {} p95 in flight need {} replicas at p95 and {} at most (peak {:.1} projected), +{:.0}% headroom; GPU activity not used",
+                "; a replica carried up to {} requests in flight within it, so the {} p95 in flight need {} replicas at p95 and {} at most (peak {:.1} projected), +{:.0}% headroom{floor}; GPU activity not used",
                 num(c.per_replica),
                 num(c.in_flight_p95),
                 num(c.needed.p95),
@@ -163,14 +175,16 @@ impl fmt::Display for Queued {
         let counted = match a.counted {
             Counted::Finished => format!(
                 "{:.1}% abandoned, counted as arrived",
-                a.aborted_share * 100.0
+                a.aborted_share.unwrap_or(0.0) * 100.0
             ),
+            Counted::FinishedWithoutAborts => "at least: these servers count no abandoned request (no finished_reason=\"abort\" series, as vLLM V0 exports), so clients that gave up while waiting are unseen".to_owned(),
             Counted::FirstTokens => "counted from first tokens: no finished-request counter, so clients that gave up first are unseen".to_owned(),
         };
         write!(
             f,
-            "arrivals {}/s at the busiest hour, {}/s at p95 ({counted}), each running {} s in one of {} batch slots per replica ({slots}), first token {} s without a queue: by Erlang C per replica, ",
+            "arrivals {}/s in the busiest {}-minute block of any hour, {}/s at p95 of the hours' busiest blocks ({counted}), each running {} s in one of {} batch slots per replica ({slots}), first token {} s without a queue: by Erlang C per replica, ",
             num(a.per_second.max),
+            num(a.block_seconds / 60.0),
             num(a.per_second.p95),
             num(a.service_seconds),
             num(a.slots_per_replica),
@@ -186,6 +200,16 @@ impl fmt::Display for Queued {
                 "under {} requests waiting per replica on average",
                 num(QUEUE_FREE)
             )?,
+        }
+        if let Some(b) = a.burst {
+            let at = crate::review::telemetry::format_time(b.starts_at);
+            write!(
+                f,
+                "; an hour that missed it is sized on its busiest {}-second window, the busiest from {at} at {}/s (its block averaged {}/s),",
+                num(b.seconds),
+                num(b.per_second),
+                num(b.block_per_second),
+            )?;
         }
         write!(
             f,
@@ -316,6 +340,8 @@ mod tests {
             queued: None,
             peak: 15.0,
             headroom: 0.15,
+            ran_when_missed: None,
+            unscraped: None,
         };
         assert_eq!(
             ttft.to_string(),
@@ -331,6 +357,8 @@ mod tests {
             queued: None,
             peak: 0.0,
             headroom: 0.15,
+            ran_when_missed: None,
+            unscraped: None,
         };
         assert_eq!(
             queue.to_string(),

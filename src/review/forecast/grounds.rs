@@ -80,6 +80,10 @@ pub struct ServingGrounds {
     /// The projected peak of replicas needed, and the headroom added.
     pub peak: f64,
     pub headroom: f64,
+    /// The most replicas that ran in an hour that missed the objective: the floor.
+    pub ran_when_missed: Option<f64>,
+    /// Replicas that held its GPUs without exporting serving series, at most at once.
+    pub unscraped: Option<f64>,
 }
 
 /// The serving signal that decided.
@@ -148,6 +152,8 @@ impl ServingGrounds {
             queued,
             peak,
             headroom,
+            ran_when_missed: r.ran_when_missed,
+            unscraped: r.unscraped_replicas,
         }
     }
 }

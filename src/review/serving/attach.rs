@@ -1,6 +1,8 @@
 //! vLLM's series read into the pods that export them: gauges summed over a pod's engines,
 //! counters turned into what each window added.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::super::query::{increments, Answers, Grid, Q};
 use super::super::telemetry::{run_at, Pods, Serving, Windows};
 
@@ -35,6 +37,10 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
         }
     }
     let q = Q::ServingTtft;
+    // Every bound a pod exports, whether or not it counted anything: a window's histogram
+    // holds them all, as a store's `sum by (le)` does, so a bucket that stayed still still
+    // bounds the one above it (`histogram_quantile`).
+    let mut bounds: BTreeMap<(String, String), BTreeSet<u64>> = BTreeMap::new();
     for (g, w) in a.get(q) {
         let key = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
         let Some(le) = bound(&g[col(q, "le")]) else {
@@ -43,6 +49,7 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
         let Some(runs) = pods.get_mut(&key) else {
             continue;
         };
+        bounds.entry(key).or_default().insert(le.to_bits());
         for (t, inc) in increments(*grid, w) {
             let Some(p) = run_at(runs, t) else { continue };
             *p.serving
@@ -54,13 +61,28 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
                 .or_default() += inc;
         }
     }
+    for (key, bounds) in &bounds {
+        let runs = pods.get_mut(key).into_iter().flatten();
+        for h in runs
+            .filter_map(|p| p.serving.as_mut())
+            .flat_map(|s| s.ttft.values_mut())
+        {
+            for b in bounds {
+                h.entry(*b).or_insert(0.0);
+            }
+        }
+    }
     let q = Q::ServingFinished;
+    let mut counts_aborts: BTreeSet<(String, String)> = BTreeSet::new();
     for (g, w) in a.get(q) {
         let key = (g[col(q, "namespace")].clone(), g[col(q, "pod")].clone());
         let aborted = g[col(q, "finished_reason")].eq_ignore_ascii_case("abort");
         let Some(runs) = pods.get_mut(&key) else {
             continue;
         };
+        if aborted {
+            counts_aborts.insert(key.clone());
+        }
         for (t, inc) in increments(*grid, w) {
             let Some(p) = run_at(runs, t) else { continue };
             let s = p.serving.get_or_insert_with(Box::default);
@@ -68,6 +90,13 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
             if aborted {
                 s.aborted.add(t, inc);
             }
+        }
+    }
+    // A series that exists counts, even at 0 all week: it says the server can see an abort.
+    for key in &counts_aborts {
+        let runs = pods.get_mut(key).into_iter().flatten();
+        for s in runs.filter_map(|p| p.serving.as_mut()) {
+            s.aborts_counted = true;
         }
     }
 }

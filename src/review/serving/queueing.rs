@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::super::numbers::{quantile, round, round4, Quantiles};
 use super::super::telemetry::Serving;
-use super::{histogram_quantile, Hour, Hours, KV_FULL, QUEUE_FREE};
+use super::{histogram_quantile, Hour, Hours, Judging, KV_FULL, QUEUE_FREE};
 
 /// The share of requests allowed over the objective: it is a 95th percentile.
 const TAIL: f64 = 0.05;
@@ -53,6 +53,10 @@ pub enum SlotsFrom {
 pub enum Counted {
     /// `vllm:request_success_total`, every finish reason: abandoned requests arrived too.
     Finished,
+    /// `vllm:request_success_total` with no `finished_reason="abort"` series (vLLM V0, which
+    /// counts only requests that were scheduled): a request abandoned while it waited is
+    /// unseen, so the arrivals are at least these.
+    FinishedWithoutAborts,
     /// The time-to-first-token histogram's count, where a server exported no
     /// finished-request counter: a client that gave up before its first token is unseen.
     FirstTokens,
@@ -62,10 +66,19 @@ pub enum Counted {
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Arrivals {
     pub counted: Counted,
-    /// Requests arriving per second, per hour.
+    /// Requests arriving per second, per hour: in the hour's busiest block of
+    /// `block_seconds`.
     pub per_second: Quantiles,
-    /// Share of the requests that finished by a client giving up (`finished_reason="abort"`).
-    pub aborted_share: f64,
+    /// The block the arrivals of an hour are read in: its busiest one decides the hour.
+    pub block_seconds: f64,
+    /// The busiest burst that decided an hour instead of its block: in an hour that missed
+    /// the objective, the arrivals of its busiest single window where they exceed the
+    /// block's. `None` where no missed hour held one.
+    pub burst: Option<Burst>,
+    /// Share of the requests that finished by a client giving up (`finished_reason="abort"`);
+    /// `None` where the servers cannot count them ([`Counted::FinishedWithoutAborts`],
+    /// [`Counted::FirstTokens`]): no share is known, 0 least of all.
+    pub aborted_share: Option<f64>,
     /// Seconds a request held a batch slot (requests running over requests served, Little's
     /// law, in hours without a queue where there were any).
     pub service_seconds: f64,
@@ -77,6 +90,20 @@ pub struct Arrivals {
     /// The wait the objective leaves a request at the 95th percentile; `None` without an
     /// objective (then no queue is the target).
     pub wait_budget_seconds: Option<f64>,
+}
+
+/// A burst that sized an hour: one scrape window's arrivals.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Burst {
+    /// The window's start, Unix seconds.
+    pub starts_at: i64,
+    /// The window's length: the finest the data holds.
+    pub seconds: f64,
+    /// Requests arriving per second in it: those that finished in it plus the growth of
+    /// those in flight.
+    pub per_second: f64,
+    /// The same averaged over the block it fell in, which the hour would have been sized on.
+    pub block_per_second: f64,
 }
 
 /// One replica's queue: its slots and service time, and what it must meet.
@@ -202,12 +229,12 @@ fn slots_seen(pods: &[&Serving]) -> (Option<f64>, Option<f64>, f64) {
 pub(super) fn arrivals(
     pods: &[&Serving],
     h: &Hours,
-    step: i64,
-    objective: Option<f64>,
-    max_num_seqs: Option<i64>,
+    by: &Judging,
+    missed: &BTreeMap<i64, f64>,
 ) -> Option<(Arrivals, Model, BTreeMap<i64, f64>)> {
     // Returns the figures, the model, and the arrivals per second of each hour's busiest
-    // block.
+    // block (its busiest window where the hour missed its objective).
+    let (step, objective, max_num_seqs) = (by.step, by.objective, by.max_num_seqs);
     let (hours, ttft) = (&h.hours, &h.ttft);
     if !hours.values().any(|h| h.finished > 0.0) {
         return None;
@@ -228,6 +255,8 @@ pub(super) fn arrivals(
     let (seen, kv, engines) = slots_seen(pods);
     let counted = if h.first_tokens {
         Counted::FirstTokens
+    } else if h.aborts_unseen {
+        Counted::FinishedWithoutAborts
     } else {
         Counted::Finished
     };
@@ -255,13 +284,34 @@ pub(super) fn arrivals(
         service,
         budget,
     };
-    let rate: BTreeMap<i64, f64> = hours.iter().map(|(k, h)| (*k, h.arrivals)).collect();
+    // A block's mean that met the objective was enough evidence; in an hour that missed it,
+    // the burst inside the block is what the replicas did not absorb.
+    let mut burst: Option<Burst> = None;
+    let rate: BTreeMap<i64, f64> = hours
+        .iter()
+        .map(|(k, h)| {
+            if !missed.contains_key(k) || h.burst <= h.arrivals {
+                return (*k, h.arrivals);
+            }
+            if burst.is_none_or(|b| h.burst > b.per_second) {
+                burst = Some(Burst {
+                    starts_at: h.burst_at,
+                    seconds: step,
+                    per_second: round(h.burst),
+                    block_per_second: round(h.arrivals),
+                });
+            }
+            (*k, h.burst)
+        })
+        .collect();
     let finished: f64 = hours.values().map(|h| h.finished).sum();
     let aborted: f64 = hours.values().map(|h| h.aborted).sum();
     let figures = Arrivals {
         counted,
         per_second: Quantiles::of(&rate.values().copied().collect::<Vec<_>>()),
-        aborted_share: round4(aborted / finished.max(1e-9)),
+        block_seconds: super::BLOCK.max(step as i64) as f64,
+        burst,
+        aborted_share: (counted == Counted::Finished).then(|| round4(aborted / finished.max(1e-9))),
         service_seconds: round4(service),
         slots_per_replica: round(f64::from(model.slots)),
         slots_from: from,
