@@ -132,6 +132,13 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        // Said for what it is: the OS's "entity not found" names neither the file nor why.
+        return Err(fail(refuse(
+            io::ErrorKind::NotFound,
+            "its directory does not exist (gpuplan writes a file only into a directory that exists)",
+        )));
+    }
     let mut t = Tree::new(dir, false);
     t.put(&name, bytes.to_vec());
     t.commit().map_err(|e| FileError {

@@ -129,6 +129,13 @@ fn remember_secrets() {
         }
     }
     for (k, v) in &env {
+        // The flag's variable holds USER:PASSWORD: the password and the header it makes are
+        // the secrets, as for the flag itself.
+        if k == "GPUPLAN_PROMETHEUS_BASIC_AUTH" {
+            let (user, pw) = v.split_once(':').unwrap_or((v, ""));
+            core::format::secret(pw);
+            core::format::secret(&core::format::basic_value(user, pw));
+        }
         if matches!(
             k.as_str(),
             "AZURE_CLIENT_SECRET"

@@ -66,6 +66,14 @@ impl Out {
         // the terminal or a pipe.
         let s = &crate::core::redact(s);
         let s = &*crate::core::format::terminal_safe(s, commands);
+        if !s.is_empty() && stdout_closed() {
+            // Rust's standard output treats a closed descriptor as a sink that takes every
+            // write: what was asked for would be lost with exit 0.
+            if let Ok(mut f) = self.stdout_failed.lock() {
+                f.get_or_insert_with(|| "standard output is closed".to_owned());
+            }
+            return;
+        }
         let mut o = std::io::stdout().lock();
         // A reader that stopped reading (`gpuplan ... | head`) took what it wanted: the rest
         // goes nowhere, quietly, whatever the output's size (the pipe's buffer would hide a
@@ -178,6 +186,34 @@ impl Drop for Progress {
             b.finish_and_clear();
         }
     }
+}
+
+/// Whether descriptor 1 was closed when gpuplan started (`gpuplan ... >&-`). Rust's runtime
+/// reopens a closed standard descriptor on `/dev/null` read-write before `main` (std's
+/// `sanitize_standard_fds`), where a shell's `>/dev/null` opens it write-only: the first is
+/// output nobody asked to throw away.
+#[cfg(unix)]
+fn stdout_closed() -> bool {
+    use rustix::fs::{fcntl_getfl, fstat, major, minor, FileType, OFlags};
+    use std::os::fd::AsFd;
+    let out = std::io::stdout();
+    let fd = out.as_fd();
+    let Ok(flags) = fcntl_getfl(fd) else {
+        return true;
+    };
+    if flags & OFlags::ACCMODE != OFlags::RDWR {
+        return false;
+    }
+    fstat(fd).is_ok_and(|st| {
+        FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
+            && major(st.st_rdev) == 1
+            && minor(st.st_rdev) == 3
+    })
+}
+
+#[cfg(not(unix))]
+fn stdout_closed() -> bool {
+    false
 }
 
 #[cfg(test)]

@@ -37,6 +37,12 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
     let files = render::render(&v, args.templates.as_deref())?;
     drop(progress);
     let shown = crate::core::shown(&args.out);
+    if args.out.as_os_str() == "-" {
+        return Err(CmdError::Usage(
+            "`--out -`: render writes a directory of files, not one stream; name a directory"
+                .to_owned(),
+        ));
+    }
     if std::fs::metadata(&args.out).is_ok_and(|m| !m.is_dir()) {
         return Err(CmdError::Usage(format!(
             "`--out {shown}` is not a directory: render writes a directory of files"

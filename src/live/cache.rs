@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// `GPUPLAN_CACHE`, else `$XDG_CACHE_HOME/gpuplan`, else `~/.cache/gpuplan`. A relative
-/// `XDG_CACHE_HOME` is ignored, as the XDG Base Directory Specification says ("If an
+/// `GPUPLAN_CACHE`, else `$XDG_CACHE_HOME/gpuplan`, else `~/.cache/gpuplan`; none where
+/// neither names an absolute directory. A relative (or empty) `XDG_CACHE_HOME` or `HOME` is
+/// ignored, as the XDG Base Directory Specification says ("If an
 /// implementation encounters a relative path in any of these variables it should consider
 /// the path invalid and ignore it"): it would name a different cache in every directory.
 pub(crate) fn default_dir() -> Option<PathBuf> {
@@ -20,7 +21,12 @@ pub(crate) fn default_dir() -> Option<PathBuf> {
     {
         return Some(d.join("gpuplan"));
     }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("gpuplan"))
+    // An empty or relative HOME would put the cache in whatever directory the command runs
+    // in: a checked-out repository could then supply prices, and a refresh write into it.
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .map(|h| h.join(".cache").join("gpuplan"))
 }
 
 /// The tag that makes a directory gpuplan's cache: the Cache Directory Tagging

@@ -20,6 +20,7 @@ mod fleet_plan;
 mod forecast;
 mod hardening;
 mod hardening4;
+mod hardening5;
 mod hardware_facts;
 mod invariant;
 mod karpenter;

@@ -23,6 +23,17 @@ pub(super) fn parse_price(
     rec: &csv::StringRecord,
     idx: usize,
 ) -> Result<Option<f64>, CatalogError> {
+    parse_price_over(file, rec, idx, 1.0)
+}
+
+/// [`parse_price`] of a figure that pays for `hours` hours (a reservation's whole term): held
+/// to the hourly ceiling once spread over them.
+pub(super) fn parse_price_over(
+    file: &Arc<SourceFile>,
+    rec: &csv::StringRecord,
+    idx: usize,
+    hours: f64,
+) -> Result<Option<f64>, CatalogError> {
     let raw = rec.get(idx).unwrap_or("").trim();
     if raw.is_empty() {
         return Ok(None);
@@ -31,7 +42,14 @@ pub(super) fn parse_price(
         .position()
         .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
     match raw.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(Some(v)),
+        Ok(v) if v.is_finite() && v >= 0.0 && v / hours <= MAX_USD_PER_HOUR => Ok(Some(v)),
+        Ok(v) if v.is_finite() && v >= 0.0 => Err(invalid(
+            file,
+            at..at,
+            format!(
+                "`{raw}` USD is past any machine's price ({MAX_USD_PER_HOUR} an hour at most): a unit or decimal error"
+            ),
+        )),
         _ => Err(invalid(
             file,
             at..at,
@@ -39,6 +57,11 @@ pub(super) fn parse_price(
         )),
     }
 }
+
+/// The most one machine may cost an hour. The dearest GPU machines in the catalog list near
+/// $100 (an 8-GPU H200 or B200 node); a figure a thousand times past that is a unit or
+/// decimal error in a source, and priced as given it would overflow a fleet's cents.
+pub(crate) const MAX_USD_PER_HOUR: f64 = 100_000.0;
 
 /// The Azure on-demand table of every GPU size in every region (2026-06-18).
 pub(super) const AZURE_TABLE: &str = "azure/ondemand-2026-06-18.csv";

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::prices::{csv_err, offer, offer_spot, parse_price, row_at};
+use super::prices::{csv_err, offer, offer_spot, row_at};
 use super::{invalid, CatalogError};
 use crate::catalog::{Catalog, InterNode, Price, ProviderCatalog, SpotBand};
 use crate::core::Date;
@@ -60,7 +60,12 @@ pub(super) fn load_retail_overrides(
                 format!("`{}` is not a region name", region.escape_debug()),
             ));
         }
-        let Some(v) = parse_price(file, &rec, 3)? else {
+        // Reservation rows price the whole term: the ceiling holds per hour of it.
+        let term = match RowKind::parse(kind) {
+            Some(RowKind::Reservation { years }) => 8760.0 * f64::from(years),
+            _ => 1.0,
+        };
+        let Some(v) = super::prices::parse_price_over(file, &rec, 3, term)? else {
             continue;
         };
         // `captured` is the day the row was fetched: the figure's date.
@@ -174,7 +179,14 @@ pub(super) fn number(
     what: &str,
 ) -> Result<f64, CatalogError> {
     match raw.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        // Past the price ceiling nothing here is a count or a price: a vCPU limit of 1e306
+        // is as much an error as such a price.
+        Ok(v) if v.is_finite() && (0.0..=1e9).contains(&v) => Ok(v),
+        Ok(v) if v.is_finite() && v > 1e9 => Err(invalid(
+            file,
+            at..at,
+            format!("`{raw}` is not {what}: past any real figure"),
+        )),
         _ => Err(invalid(file, at..at, format!("`{raw}` is not {what}"))),
     }
 }
@@ -277,6 +289,17 @@ pub(super) fn load_eviction(
         }
         if !r[3].is_empty() {
             let v = number(file, at, &r[3], "a price in USD per hour")?;
+            if v > super::prices::MAX_USD_PER_HOUR {
+                return Err(invalid(
+                    file,
+                    at..at,
+                    format!(
+                        "`{}` USD is past any machine's price ({} an hour at most): a unit or decimal error",
+                        r[3],
+                        super::prices::MAX_USD_PER_HOUR
+                    ),
+                ));
+            }
             let entry = pc.prices.entry((r[0].clone(), r[1].clone())).or_default();
             offer_spot(
                 entry,

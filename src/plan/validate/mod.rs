@@ -323,6 +323,7 @@ pub(super) fn validate(
     let workloads = unique(&mut ctx, "workload", raw.workload.iter().map(|w| &w.name));
     for w in &raw.workload {
         workloads::workload(&mut ctx, w, &k);
+        workloads::within_the_month(&mut ctx, w, &raw);
     }
     let pools = unique(&mut ctx, "pool", raw.pool.iter().map(|p| &p.name));
     let workload_names: Vec<String> = workloads.keys().cloned().collect();

@@ -9,6 +9,42 @@ pub(super) fn workload(ctx: &mut Ctx<'_>, w: &Sp<Workload>, k: &Known<'_>) {
     catalog_names(ctx, w, k);
 }
 
+/// A workload's `hours_per_month` within the plan's month (`[plan] hours_per_month`, else
+/// 730): every stage prices, checks and blocks the same hours, so a figure no month holds is
+/// refused where it is written rather than cut by some stages and not others.
+pub(super) fn within_the_month(
+    ctx: &mut Ctx<'_>,
+    w: &Sp<Workload>,
+    raw: &crate::plan::raw::RawPlan,
+) {
+    let Some(h) = &w.hours_per_month else {
+        return;
+    };
+    let (month, said) = raw
+        .plan
+        .hours_per_month
+        .as_ref()
+        .map_or((crate::core::HOURS_PER_MONTH, "the default month"), |m| {
+            (*m.get(), "`[plan] hours_per_month`")
+        });
+    if *h.get() > month {
+        ctx.err(
+            PlanCode::InvalidValue,
+            h.span(),
+            format!(
+                "`hours_per_month` = {} for `{}` is more than the plan's month of {} hours ({said})",
+                h.get(),
+                w.name.get(),
+                month
+            ),
+            "more hours than the month has",
+            format!(
+                "set it to at most {month}, or raise `[plan] hours_per_month` if the month is longer"
+            ),
+        );
+    }
+}
+
 /// Its names and every number's bounds.
 fn bounds(ctx: &mut Ctx<'_>, w: &Sp<Workload>) {
     ctx.dns_label("workload name", &w.name);
