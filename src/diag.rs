@@ -212,7 +212,7 @@ impl Diagnostic for Diag {
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(self.file.named())
+        Some(self.file.as_ref())
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {

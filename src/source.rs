@@ -16,6 +16,10 @@ pub struct SourceFile {
     label: Option<String>,
     named: NamedSource<String>,
     line_starts: Vec<usize>,
+    /// Per entry of `line_starts`, the line breaks miette counts before it (`\n`, `\r\n`
+    /// and a lone `\r` each one), so a snippet read from a window of lines keeps the line
+    /// numbers it would have had read from the whole file.
+    breaks_before: Vec<usize>,
 }
 
 impl SourceFile {
@@ -24,19 +28,36 @@ impl SourceFile {
     }
 
     fn build(name: String, text: String, label: Option<String>) -> Self {
-        let line_starts = std::iter::once(0)
+        let line_starts: Vec<usize> = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
+        // The text as shown is what miette reads (a lone `\r` is `?` there).
+        let shown = same_length_shown(&text);
+        let bytes = shown.as_bytes();
+        let mut breaks_before = Vec::with_capacity(line_starts.len());
+        let mut breaks = 0;
+        let mut from = 0;
+        for &start in &line_starts {
+            breaks += bytes[from..start]
+                .iter()
+                .enumerate()
+                .filter(|(i, b)| {
+                    **b == b'\n' || (**b == b'\r' && bytes.get(from + i + 1) != Some(&b'\n'))
+                })
+                .count();
+            breaks_before.push(breaks);
+            from = start;
+        }
         // The name and text as shown: a path or a plan may hold control characters a
         // terminal would obey. The text keeps its length so every span still points right.
-        let named = NamedSource::new(crate::core::printable(&name), same_length_shown(&text))
-            .with_language("toml");
+        let named = NamedSource::new(crate::core::printable(&name), shown).with_language("toml");
         Self {
             name,
             text,
             label,
             named,
             line_starts,
+            breaks_before,
         }
     }
 
@@ -62,10 +83,6 @@ impl SourceFile {
     /// working directory.
     pub(crate) fn stable_name(&self) -> String {
         stable_name(&self.name)
-    }
-
-    pub(crate) fn named(&self) -> &NamedSource<String> {
-        &self.named
     }
 
     /// 1-based line and column (in characters) of a byte offset; offsets past the end
@@ -166,9 +183,94 @@ pub(crate) fn safe_path(dir: &std::path::Path, path: &str) -> bool {
     true
 }
 
+/// A snippet is read from the lines around its span, not by scanning the file from its
+/// first byte (miette's `str` does): a check of thousands of findings in one large plan reads
+/// each in time of its own lines, not of the file. The result is miette's own reading of
+/// those lines, moved to where they sit in the file.
+impl miette::SourceCode for SourceFile {
+    fn read_span<'a>(
+        &'a self,
+        span: &miette::SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let text: &'a str = self.named.inner();
+        let (off, end) = (span.offset(), span.offset() + span.len());
+        if end > text.len() {
+            return self
+                .named
+                .read_span(span, context_lines_before, context_lines_after);
+        }
+        let line = |at: usize| self.line_starts.partition_point(|&s| s <= at) - 1;
+        // Two spare lines either side: the window starts and ends on whole lines miette
+        // would have read anyway.
+        let first = line(off).saturating_sub(context_lines_before + 2);
+        let last = line(end) + context_lines_after + 3;
+        let w0 = self.line_starts[first];
+        let w1 = self.line_starts.get(last).copied().unwrap_or(text.len());
+        let window: &'a [u8] = &text.as_bytes()[w0..w1];
+        let inner = window.read_span(
+            &miette::SourceSpan::new((off - w0).into(), span.len()),
+            context_lines_before,
+            context_lines_after,
+        )?;
+        let lines = self.breaks_before[first];
+        let data: &'a [u8] = inner.data();
+        let contents = miette::MietteSpanContents::new_named(
+            self.named.name().to_owned(),
+            data,
+            miette::SourceSpan::new((inner.span().offset() + w0).into(), inner.span().len()),
+            inner.line() + lines,
+            inner.column(),
+            inner.line_count() + lines,
+        )
+        .with_language("toml");
+        Ok(Box::new(contents))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use miette::SourceCode;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A snippet read from the window of lines around a span is miette's reading of the
+        /// whole file: the same bytes, span, line, column and line count, whatever the line
+        /// breaks (`\n`, `\r\n`, a lone `\r`), the span and the context asked for.
+        #[test]
+        fn a_windowed_snippet_is_the_whole_files(
+            parts in proptest::collection::vec(
+                prop_oneof![Just("a"), Just("key = 1"), Just("\n"), Just("\r\n"), Just("\r"), Just("\u{e9}"), Just("")],
+                0..60,
+            ),
+            at in 0usize..400,
+            len in 0usize..40,
+            before in 0usize..4,
+            after in 0usize..4,
+        ) {
+            let text: String = parts.concat();
+            let f = SourceFile::new("p.toml", text.clone());
+            let at = at.min(text.len());
+            let span = miette::SourceSpan::new(at.into(), len.min(text.len() - at));
+            let whole = f.named.read_span(&span, before, after);
+            let window = f.as_ref().read_span(&span, before, after);
+            match (whole, window) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert_eq!(a.data(), b.data());
+                    prop_assert_eq!(a.span(), b.span());
+                    prop_assert_eq!(a.line(), b.line());
+                    prop_assert_eq!(a.column(), b.column());
+                    prop_assert_eq!(a.line_count(), b.line_count());
+                    prop_assert_eq!(a.name(), b.name());
+                }
+                (Err(_), Err(_)) => {}
+                (a, b) => prop_assert!(false, "{:?} against {:?}", a.is_ok(), b.is_ok()),
+            }
+            prop_assert!(f.text.len() == text.len());
+        }
+    }
 
     #[test]
     fn line_col_counts_from_one_and_in_characters() {
