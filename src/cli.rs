@@ -125,9 +125,21 @@ pub struct CheckArgs {
     /// Markdown: prefix for links to plan lines, e.g. https://github.com/OWNER/REPO/blob/SHA/
     #[arg(long, value_name = "URL")]
     pub link_base: Option<String>,
-    /// Markdown: the plan before the change; the comment states the recommended cost delta
-    #[arg(long, value_name = "PLAN")]
+    /// The plan before the change (a missing file is an empty plan: the plan is new); the
+    /// Markdown comment states the cost delta and what changed
+    #[arg(long, value_name = "PLAN", conflicts_with = "base_ref")]
     pub base: Option<PathBuf>,
+    /// The plan before the change as committed at this git revision (`origin/main`); a
+    /// revision without the plan is an empty base
+    #[arg(long, value_name = "REF")]
+    pub base_ref: Option<String>,
+    /// Exit 1 when the cost rises past this limit from the base (`10%`, or USD: `500`); the
+    /// Markdown comment's headline names it. Needs `--base` or `--base-ref`
+    #[arg(long, value_name = "LIMIT")]
+    pub fail_on_increase: Option<String>,
+    /// Which cost `--fail-on-increase` holds to its limit
+    #[arg(long, value_enum, default_value_t = GuardWhat::Both)]
+    pub guard: GuardWhat,
     /// Treat a class of findings as errors (`--deny warnings`)
     #[arg(long, value_enum, value_name = "WHAT")]
     pub deny: Vec<DenyWhat>,

@@ -43,7 +43,7 @@ pub(super) const PROFILE: Profile = Profile {
         efa: false,
         spot_autoscaled: true,
         driver_in_image: false,
-        driver_note: "AKS pools set gpu_driver = \"None\" and the operator installs the driver and toolkit; pools with AKS-managed MIG (gpu_instance) keep AKS's driver, which the operator detects as pre-installed",
+        driver_note: "AKS pools set gpu_driver = \"None\" and the operator installs the driver and toolkit; pools with AKS-managed MIG (gpu_instance) keep AKS's driver, and SR-IOV vGPU pools (NVadsA10 v5, NC RTX PRO 6000 BSE v6, NC A10 v4) set gpu_driver = \"Install\" for AKS's GRID guest driver (the operator's data-centre driver does not run in a vGPU guest); the operator detects either as pre-installed",
         karpenter_template: "karpenter/azure.yaml.hbs",
         karpenter_embedded: include_str!("../../templates/render/karpenter/azure.yaml.hbs"),
         karpenter_node_class: "AKSNodeClass (node auto-provisioning)",

@@ -44,24 +44,121 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
             .ok_or_else(|| CmdError::Usage(format!("`--today {s}` is not a date (YYYY-MM-DD)")))?,
         None => Date::today(),
     };
+    let guard = args
+        .fail_on_increase
+        .as_deref()
+        .map(crate::engine::diff::Guard::parse)
+        .transpose()?;
+    if guard.is_some() && args.base.is_none() && args.base_ref.is_none() {
+        return Err(CmdError::Usage(
+            "`--fail-on-increase` compares with a base: give `--base PLAN` or `--base-ref REF`"
+                .into(),
+        ));
+    }
     let mut c = check_all(g, args, out, today, &levels)?;
     if let Some(path) = &args.write_baseline {
         return write_baseline(args, out, path, &c.errors, &c.findings);
     }
+    let mut notes = Vec::new();
     if let Some(path) = &args.baseline {
-        let b = baseline::read(path)?;
-        let n = baseline::apply(&mut c.findings, &b, path);
-        out.detail(&format!("{n} finding(s) are in the baseline"));
+        // A repository adopting gpuplan has no baseline until one is written on main: none
+        // is an empty one (every finding new), as a missing base is an empty plan.
+        if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            notes.push(format!(
+                "no baseline at `{}` yet: every finding counts as new (`--write-baseline` records one)",
+                crate::core::shown(path)
+            ));
+        } else {
+            let b = baseline::read(path)?;
+            let n = baseline::apply(&mut c.findings, &b, path);
+            out.detail(&format!("{n} finding(s) are in the baseline"));
+        }
     }
-    print(g, args, out, &c, &levels)?;
+    let cost = compare(g, args, out, &c, guard)?;
+    notes.extend(cost.as_ref().and_then(|k| k.missing.clone()));
+    for n in &notes {
+        out.info(&format!("note: {n}"));
+    }
+    let failed: Vec<String> = cost.as_ref().map(|k| k.failed.clone()).unwrap_or_default();
+    print(args, out, &c, &levels, cost.as_ref(), &notes)?;
+    for why in &failed {
+        out.stderr(&format!("error: {why}\n"));
+    }
     // Input errors were reported with the findings, in the format asked for.
     Ok(if !c.errors.is_empty() {
         exit::INPUT
-    } else if c.findings.iter().any(Diag::is_blocking) {
+    } else if c.findings.iter().any(Diag::is_blocking) || !failed.is_empty() {
         exit::FINDINGS
     } else {
         exit::OK
     })
+}
+
+/// The plan against its base: what changed and what it costs, and the limits it broke.
+pub(crate) struct Cost {
+    pub(crate) diff: crate::engine::diff::Diff,
+    /// Why the base is an empty plan, where it is.
+    pub(crate) missing: Option<String>,
+    /// Each limit the rise broke, said as the job's reason to fail.
+    pub(crate) failed: Vec<String>,
+}
+
+/// With `--base` or `--base-ref` and one plan that loaded: the comparison, held to
+/// `--fail-on-increase`.
+fn compare(
+    g: &Global,
+    args: &CheckArgs,
+    out: &Out,
+    c: &Checked,
+    guard: Option<crate::engine::diff::Guard>,
+) -> CmdResult<Option<Cost>> {
+    use super::diff::{read_base, read_git, Base};
+    if args.base.is_none() && args.base_ref.is_none() {
+        return Ok(None);
+    }
+    let [head] = c.heads.as_slice() else {
+        // A plan that did not load has no cost to compare: its input errors are the report.
+        if args.plans.len() == 1 {
+            return Ok(None);
+        }
+        return Err(CmdError::Usage(
+            "`--base` and `--base-ref` compare one plan; give exactly one PLAN".into(),
+        ));
+    };
+    let (found, at) = match (&args.base, &args.base_ref) {
+        (Some(path), _) => (read_base(path)?, format!("`{}`", crate::core::shown(path))),
+        (None, Some(r)) => (read_git(r, &args.plans[0])?, format!("`{r}`")),
+        (None, None) => return Ok(None),
+    };
+    let base = Base::of(found, &head.file, &at);
+    let mut diff = super::diff::compare(g, &base, head, out)?;
+    let mut failed = Vec::new();
+    if let (Some(gd), Some(limit)) = (guard, args.fail_on_increase.as_deref()) {
+        let percent = matches!(gd, crate::engine::diff::Guard::Percent(_));
+        if percent && base.missing.is_some() {
+            out.info(&format!(
+                "note: `--fail-on-increase {limit}`: the plan is new, so no share of a base cost applies"
+            ));
+        } else {
+            let watch = match args.guard {
+                crate::cli::GuardWhat::Recommended => crate::engine::diff::Watch::Recommended,
+                crate::cli::GuardWhat::Declared => crate::engine::diff::Watch::Declared,
+                crate::cli::GuardWhat::Both => crate::engine::diff::Watch::Both,
+            };
+            for h in diff.guard(limit, gd, watch) {
+                failed.push(format!(
+                    "{}, past `--fail-on-increase {limit}`",
+                    crate::report::diff::rise(&diff, h)
+                ));
+            }
+        }
+    }
+    Ok(Some(Cost {
+        diff,
+        missing: base.missing,
+        failed,
+    }))
 }
 
 /// Every plan read, validated and checked: load errors, findings, the plans that loaded, and
@@ -155,8 +252,15 @@ fn write_baseline(
 }
 
 /// The findings and load errors in the format asked for.
-fn print(g: &Global, args: &CheckArgs, out: &Out, c: &Checked, levels: &Levels) -> CmdResult<()> {
-    let (findings, errors, names, heads) = (&c.findings, &c.errors, &c.names, &c.heads);
+fn print(
+    args: &CheckArgs,
+    out: &Out,
+    c: &Checked,
+    levels: &Levels,
+    cost: Option<&Cost>,
+    notes: &[String],
+) -> CmdResult<()> {
+    let (findings, errors, names) = (&c.findings, &c.errors, &c.names);
     match args.format {
         CheckFormat::Json => out.stdout(&output::json(findings, errors)),
         CheckFormat::Sarif => out.stdout(&sarif::sarif(findings, errors, args.docs_url.as_deref())),
@@ -171,21 +275,17 @@ fn print(g: &Global, args: &CheckArgs, out: &Out, c: &Checked, levels: &Levels) 
             ));
         }
         CheckFormat::Markdown => {
-            let delta = match (&args.base, heads.as_slice()) {
-                (Some(base), [head]) => Some(super::diff::cost_delta_line(g, base, head, out)?),
-                (Some(_), _) => {
-                    return Err(CmdError::Usage(
-                        "`--base` compares one plan; give exactly one PLAN".into(),
-                    ))
-                }
-                (None, _) => None,
-            };
             out.stdout(&markdown::comment(
                 findings,
                 errors,
                 args.plans.len(),
                 args.link_base.as_deref(),
-                delta.as_deref(),
+                cost.map(|k| markdown::Compared {
+                    delta: crate::report::diff::delta_sentence(&k.diff),
+                    changes: crate::report::diff::changes(&k.diff),
+                    failed: &k.failed,
+                }),
+                notes,
             ));
         }
         CheckFormat::Human => {

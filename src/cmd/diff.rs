@@ -13,7 +13,7 @@ use crate::engine::recommend::{self, Recommendation};
 use crate::output::Out;
 use crate::plan::{self, Plan};
 use crate::report::diff::rise;
-use crate::report::diff::{delta_sentence, human, markdown};
+use crate::report::diff::{human, markdown};
 use crate::source::SourceFile;
 
 use super::{CmdError, CmdResult};
@@ -33,9 +33,61 @@ fn read(path: &Path) -> CmdResult<Arc<SourceFile>> {
     plan::load::read(path).map_err(|d| CmdError::Located(vec![*d]))
 }
 
+/// The base a pull request compares with, where the base branch has no plan yet: the head's
+/// `version` and `[plan]` table alone (its provider, regions and month), so every workload
+/// and pool of the head is new and the base costs nothing. Infracost reads a missing base
+/// the same way.
+pub(crate) fn empty_base(head: &SourceFile, named: &str) -> Arc<SourceFile> {
+    let mut text = String::new();
+    if let Ok(doc) = head.text.parse::<toml_edit::DocumentMut>() {
+        let mut kept = toml_edit::DocumentMut::new();
+        for key in ["version", "plan"] {
+            if let Some(item) = doc.get(key) {
+                kept.insert(key, item.clone());
+            }
+        }
+        text = kept.to_string();
+    }
+    SourceFile::new(named, text)
+}
+
+/// A base that may be missing: the plan at `path`, or `None` where no file is there.
+pub(crate) fn read_base(path: &Path) -> CmdResult<Option<Arc<SourceFile>>> {
+    if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(None);
+    }
+    read(path).map(Some)
+}
+
+/// What a pull request's base is: the plan as the base had it, or nothing yet.
+pub(crate) struct Base {
+    pub(crate) file: Arc<SourceFile>,
+    /// The base had no plan: `file` is [`empty_base`], and the reason is said.
+    pub(crate) missing: Option<String>,
+}
+
+impl Base {
+    /// From a read that may have found nothing, with the head to make an empty base of.
+    pub(crate) fn of(found: Option<Arc<SourceFile>>, head: &SourceFile, at: &str) -> Base {
+        match found {
+            Some(file) => Base {
+                file,
+                missing: None,
+            },
+            None => Base {
+                file: empty_base(head, &format!("{at} (no plan)")),
+                missing: Some(format!(
+                    "{at} has no `{}`: the plan is new, compared with an empty one (every workload and pool added, nothing to grow from)",
+                    crate::core::printable(&head.name)
+                )),
+            },
+        }
+    }
+}
+
 /// The plan at `path` as committed at `reference`: `git show REF:./NAME`, run in the
 /// file's directory so the path resolves from there.
-fn read_git(reference: &str, path: &Path) -> CmdResult<Arc<SourceFile>> {
+pub(crate) fn read_git(reference: &str, path: &Path) -> CmdResult<Option<Arc<SourceFile>>> {
     // An empty ref would make `git show :./NAME` read the index (the staged plan, usually
     // the head itself: the guardrail would compare the plan with itself and pass); an
     // option-like one would be read by git as an option; a `:` or a control character
@@ -83,24 +135,42 @@ fn read_git(reference: &str, path: &Path) -> CmdResult<Arc<SourceFile>> {
         .wait_with_output()
         .map_err(|e| CmdError::Usage(format!("cannot run git: {e}")))?;
     if !too_large && !o.status.success() {
+        // A revision git knows that lacks the file: the plan is new there.
+        if revision_exists(reference, dir) {
+            return Ok(None);
+        }
         return Err(CmdError::Usage(format!(
-            "cannot read `{}` at `{reference}` from git: {}",
+            "cannot read `{}` at `{reference}` from git: {} (is `{reference}` a revision this clone has? a shallow checkout needs the base fetched, e.g. `fetch-depth: 0`)",
             crate::core::printable(&path.display().to_string()),
             crate::core::printable(String::from_utf8_lossy(&o.stderr).trim())
         )));
     }
     plan::load::from_bytes(format!("{reference}:{}", path.display()), bytes)
+        .map(Some)
         .map_err(|d| CmdError::Located(vec![*d]))
 }
 
-/// One line for a pull-request comment: the recommended cost before and after.
-pub(crate) fn cost_delta_line(
+/// Whether `reference` names a commit in the repository around `dir`.
+fn revision_exists(reference: &str, dir: &Path) -> bool {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+        .arg(format!("{reference}^{{commit}}"))
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A plan that loaded against its base: what changed and the cost before and after.
+pub(crate) fn compare(
     g: &Global,
-    base: &Path,
+    base: &Base,
     head: &Plan,
     out: &Out,
-) -> CmdResult<String> {
-    let (bp, rb, cb) = load(g, read(base)?, out)?;
+) -> CmdResult<crate::engine::diff::Diff> {
+    let (bp, rb, cb) = load(g, Arc::clone(&base.file), out)?;
     let catalog = super::load_catalog(g, &[head.provider()], out)?;
     let rh = recommend::recommend(head, &catalog);
     let d = compute(
@@ -115,7 +185,7 @@ pub(crate) fn cost_delta_line(
             catalog: &catalog,
         },
     );
-    Ok(delta_sentence(&d))
+    Ok(d)
 }
 
 pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
@@ -124,9 +194,13 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
         .as_deref()
         .map(Guard::parse)
         .transpose()?;
-    let (base_file, head_path) = match (&args.base_ref, args.plans.as_slice()) {
-        (Some(r), [head]) => (read_git(r, head)?, head),
-        (None, [base, head]) => (read(base)?, head),
+    let (found, head_path, at) = match (&args.base_ref, args.plans.as_slice()) {
+        (Some(r), [head]) => (read_git(r, head)?, head, format!("`{r}`")),
+        (None, [base, head]) => (
+            read_base(base)?,
+            head,
+            format!("`{}`", crate::core::shown(base)),
+        ),
         (Some(_), _) => {
             return Err(CmdError::Usage(
                 "with `--base-ref`, give one plan: the head version".into(),
@@ -139,6 +213,11 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
         }
     };
     let head_file = read(head_path)?;
+    let base = Base::of(found, &head_file, &at);
+    if let Some(why) = &base.missing {
+        out.info(&format!("note: {why}"));
+    }
+    let base_file = Arc::clone(&base.file);
     let progress = out.progress("recommending the base and the head", None);
     let (bp, rb, cb) = load(g, base_file, out)?;
     let (hp, rh, ch) = load(g, head_file, out)?;
@@ -161,6 +240,13 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
         GuardWhat::Both => Watch::Both,
     };
     let over = match (guard, &args.fail_on_increase) {
+        // A new plan has no cost to grow from: a share of nothing limits nothing.
+        (Some(Guard::Percent(_)), Some(limit)) if base.missing.is_some() => {
+            out.info(&format!(
+                "note: `--fail-on-increase {limit}`: the plan is new, so no share of a base cost applies"
+            ));
+            Vec::new()
+        }
         (Some(gd), Some(limit)) => d.guard(limit, gd, watch),
         _ => Vec::new(),
     };

@@ -242,6 +242,11 @@ fn read(
     };
     let r = match (&args.csv, &args.metrics) {
         (Some(p), _) => files::read_csv(p, w)?,
+        (_, Some(p)) if p.as_os_str() == "-" => {
+            return Err(usage(
+                "`--metrics -`: the review reads an exposition file twice (a first pass finds the window and the series, a second collects them, so a file of gigabytes never sits in memory), and standard input can be read only once: save it to a file first (`curl ... > metrics.om`)",
+            ))
+        }
         (_, Some(p)) => files::read_exposition(p, w, one)?,
         _ => return Err(usage("no telemetry source")),
     };

@@ -63,23 +63,34 @@ pub(crate) fn first_set<T>(
         source,
     };
     sweep_stale(&parent);
-    let mut staging = tempfile::Builder::new()
-        .prefix(FIRST_PREFIX)
-        .tempdir_in(&parent)
-        .map_err(fail)?;
     let below = dir.strip_prefix(&top).unwrap_or(Path::new(""));
-    let inner = staging.path().join(below);
     // Errors name the directory the user gave, never the staging one.
-    let theirs = |e: FileError| FileError {
-        path: match e.path.strip_prefix(staging.path()) {
+    let theirs = |staging: &Path, e: FileError| FileError {
+        path: match e.path.strip_prefix(staging) {
             Ok(rest) => top.join(rest),
             Err(_) => e.path,
         },
         source: e.source,
     };
-    let lock = lock(&inner, Hold::Write, true)
-        .map_err(theirs)?
-        .ok_or_else(|| fail(io::ErrorKind::NotFound.into()))?;
+    let mut tries = 0;
+    let (mut staging, inner, lock) = loop {
+        let staging = tempfile::Builder::new()
+            .prefix(FIRST_PREFIX)
+            .tempdir_in(&parent)
+            .map_err(fail)?;
+        let inner = staging.path().join(below);
+        match lock(&inner, Hold::Write, true) {
+            Ok(Some(l)) => break (staging, inner, l),
+            // Until this run locks it, its staging directory looks like a killed run's to a
+            // sibling run's sweep (`--out r/a/x` beside `--out r/a/y`), which may remove it
+            // under this run's feet: make another.
+            Ok(None) if tries < 8 => tries += 1,
+            Err(e) if e.source.kind() == io::ErrorKind::NotFound && tries < 8 => tries += 1,
+            Ok(None) => return Err(fail(io::ErrorKind::NotFound.into())),
+            Err(e) => return Err(theirs(staging.path(), e)),
+        }
+    };
+    let theirs = |e: FileError| theirs(staging.path(), e);
     let filled = fill(&inner, &lock).map_err(theirs);
     if faults::dead() {
         // A test's SIGKILL: nothing runs after it, not even the staging directory's removal.
@@ -107,8 +118,23 @@ pub(crate) fn first_set<T>(
     }
 }
 
-/// Staging directories that runs killed in their first set left in `parent`: removed when no
-/// live run holds them (each live run keeps a lock on its own).
+/// Whether this user made the entry: another user's staging directory (in a shared parent)
+/// is theirs to clean, whatever its name.
+#[cfg(unix)]
+fn ours(entry: &std::fs::DirEntry) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    entry
+        .metadata()
+        .is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw())
+}
+
+#[cfg(not(unix))]
+fn ours(_: &std::fs::DirEntry) -> bool {
+    true
+}
+
+/// Staging directories that this user's runs, killed in their first set, left in `parent`:
+/// removed when no live run holds them (each live run keeps a lock on its own).
 fn sweep_stale(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
@@ -117,7 +143,7 @@ fn sweep_stale(parent: &Path) {
         let name = entry.file_name();
         let Some(n) = name.to_str() else { continue };
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if !is_dir || !is_first_stage(n) {
+        if !is_dir || !is_first_stage(n) || !ours(&entry) {
             continue;
         }
         // Removed under its lock: a live run that created it and has yet to lock it waits,

@@ -288,6 +288,27 @@ pub(crate) fn markdown(d: &Diff) -> String {
     let _ = writeln!(o);
     let _ = writeln!(o, "{}", delta_sentence(d));
     let _ = writeln!(o);
+    o.push_str(&changes(d));
+    if let Some(gd) = &d.guardrail {
+        let _ = writeln!(
+            o,
+            "{} {}",
+            if gd.exceeded {
+                ":x:"
+            } else {
+                ":white_check_mark:"
+            },
+            guard_line(gd)
+        );
+    }
+    o
+}
+
+/// What changed, as tables: settings, workloads and declared pools added, removed or
+/// changed, and each pool's and team's cost before and after (no headline, no cost line:
+/// a pull-request comment states those once).
+pub(crate) fn changes(d: &Diff) -> String {
+    let mut o = String::new();
     let mut rows = Vec::new();
     for s in &d.settings {
         rows.push(format!("| changed | setting | `{s}` |"));
@@ -353,18 +374,6 @@ pub(crate) fn markdown(d: &Diff) -> String {
         if ls.iter().any(|l| basis_change(l).is_some()) {
             let _ = writeln!(o);
         }
-    }
-    if let Some(gd) = &d.guardrail {
-        let _ = writeln!(
-            o,
-            "{} {}",
-            if gd.exceeded {
-                ":x:"
-            } else {
-                ":white_check_mark:"
-            },
-            guard_line(gd)
-        );
     }
     o
 }

@@ -10,25 +10,49 @@ use crate::core::format::url_path;
 
 /// `link_base`: a URL prefix for file links, such as
 /// `https://github.com/OWNER/REPO/blob/SHA/`; without it links are relative paths.
+/// A plan compared with its base, for the comment: the cost line, what changed, and each
+/// limit the rise broke.
+pub(crate) struct Compared<'a> {
+    pub(crate) delta: String,
+    pub(crate) changes: String,
+    pub(crate) failed: &'a [String],
+}
+
 pub(crate) fn comment(
     findings: &[Diag],
     errors: &[Diag],
     files: usize,
     link_base: Option<&str>,
-    cost_delta: Option<&str>,
+    compared: Option<Compared<'_>>,
+    notes: &[String],
 ) -> String {
     let mut o = String::new();
     let summary = super::findings::summary_with_errors(findings, errors, files);
-    let icon = if errors.is_empty() && !findings.iter().any(Diag::is_blocking) {
+    let failed = compared.as_ref().map_or(&[][..], |c| c.failed);
+    // The headline is the job's verdict: the findings and every limit the change broke.
+    let icon = if errors.is_empty() && !findings.iter().any(Diag::is_blocking) && failed.is_empty()
+    {
         ":white_check_mark:"
     } else {
         ":x:"
     };
-    let _ = writeln!(o, "### {icon} gpuplan check: {summary}");
+    let limits = if failed.is_empty() {
+        String::new()
+    } else {
+        format!("; failed: {}", md(&failed.join("; ")))
+    };
+    let _ = writeln!(o, "### {icon} gpuplan check: {summary}{limits}");
     let _ = writeln!(o);
-    if let Some(delta) = cost_delta {
-        let _ = writeln!(o, "{delta}");
+    for n in notes {
+        let _ = writeln!(o, "> {}", md(n));
         let _ = writeln!(o);
+    }
+    if let Some(c) = &compared {
+        let _ = writeln!(o, "{}", c.delta);
+        let _ = writeln!(o);
+        if !c.changes.is_empty() {
+            let _ = write!(o, "{}", c.changes);
+        }
     }
     let link = |d: &Diag| {
         let (line, col) = d.line_col();

@@ -752,7 +752,8 @@ fn the_pr_comment_parses_as_commonmark_with_its_headings_and_tables() {
     let base = "plans/azure-inference.toml";
     let head = "tests/fixtures/diff/azure-inference-head.toml";
     let link = "https://github.com/o/r/blob/abc/";
-    // Built as examples/github-actions.yml builds it: check's comment, then diff's appended.
+    // Built as examples/github-actions.yml builds it: check's comment alone, with what
+    // changed and the cost once.
     let (check, _) = run(
         gpuplan().args([
             "check",
@@ -766,21 +767,24 @@ fn the_pr_comment_parses_as_commonmark_with_its_headings_and_tables() {
         ]),
         0,
     );
-    let (diff, _) = run(
-        gpuplan().args(["diff", "--format", "markdown", base, head]),
-        0,
-    );
     // As `gpuplan comment` posts it: its marker line first.
-    let md = format!("<!-- gpuplan-comment: gpuplan -->\n{check}{diff}");
+    let md = format!("<!-- gpuplan-comment: gpuplan -->\n{check}");
     let doc = read_markdown(&md);
     assert_well_formed(&doc, &md);
-    // The check's title, its one warning's (GP035: translation-api is in no pool), the diff's.
+    // The check's title and its one warning's (GP035: translation-api is in no pool).
     let titles: Vec<_> = doc.headings.iter().map(|(l, t)| (*l, t.as_str())).collect();
-    assert_eq!(titles.len(), 3, "{titles:?}\n{md}");
+    assert_eq!(titles.len(), 2, "{titles:?}\n{md}");
     assert_eq!(titles[0].0, 3);
     assert!(titles[0].1.contains("gpuplan check: passed"), "{titles:?}");
     assert_eq!(titles[1], (4, "Warnings (1)"));
-    assert_eq!(titles[2], (3, "gpuplan diff: azure-inference"));
+    assert_eq!(
+        doc.paragraphs
+            .iter()
+            .filter(|p| p.starts_with("Recommended monthly cost:"))
+            .count(),
+        1,
+        "one cost line per figure: {md}"
+    );
     // the diff's tables: what changed, and the cost per recommended pool and per team
     let heads: Vec<_> = doc.tables.iter().map(|t| t[0][0].as_str()).collect();
     assert_eq!(

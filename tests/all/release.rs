@@ -372,22 +372,26 @@ fn the_action_installs_a_release_and_refuses_a_bad_checksum() {
     assert!(!bad.join("path.txt").exists());
 }
 
-/// Issue 58: the pull request that first adds the plan passes the example's guardrail (the
-/// base branch has no plan: nothing to grow from), and a later one is still held to it. The
-/// step's own script, run by bash in a repository made for it, with this gpuplan on PATH.
+/// Issues 58 and 75: the example's verdict step, run by bash as the workflow runs it (the
+/// step's own script, `${{ }}` expressions filled as GitHub fills them), in a repository made
+/// for it with this gpuplan on PATH. The pull request that first adds the plan, on a main
+/// branch with no plan and no baseline, is green, its comment says why (both notes); an edit
+/// that doubles the replicas is red, and its comment's headline names the 10% limit.
 #[test]
-fn the_github_guardrail_passes_the_pull_request_that_adds_the_plan() {
+fn the_github_verdict_is_green_on_the_first_pull_request_and_names_the_limit_on_a_rise() {
     let gh = yaml("examples/github-actions.yml");
     let steps = gh["jobs"]["gpuplan"]["steps"].as_sequence().expect("steps");
     let step = steps
         .iter()
-        .find(|s| {
-            s["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("Cost guardrail"))
-        })
-        .expect("a guardrail step");
-    let script = step["run"].as_str().expect("run").to_owned();
+        .find(|s| s["id"].as_str() == Some("verdict"))
+        .expect("a verdict step");
+    let script = step["run"]
+        .as_str()
+        .expect("run")
+        .replace("${{ github.server_url }}", "https://github.com")
+        .replace("${{ github.repository }}", "o/r")
+        .replace("${{ github.event.pull_request.head.sha }}", "abc");
+    assert!(!script.contains("${{"), "{script}");
     let repo = tempfile::tempdir().expect("tempdir");
     let git = |args: &[&str]| {
         let o = std::process::Command::new("git")
@@ -408,11 +412,8 @@ fn the_github_guardrail_passes_the_pull_request_that_adds_the_plan() {
     git(&["commit", "-q", "-m", "base"]);
     git(&["checkout", "-q", "-b", "pr"]);
     std::fs::create_dir(repo.path().join("plans")).expect("plans");
-    std::fs::copy(
-        root().join("plans/minimal.toml"),
-        repo.path().join("plans/platform.toml"),
-    )
-    .expect("plan");
+    let plan = std::fs::read_to_string(root().join("plans/minimal.toml")).expect("plan");
+    std::fs::write(repo.path().join("plans/platform.toml"), &plan).expect("plan");
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "add the plan"]);
     let bin = assert_cmd::cargo::cargo_bin("gpuplan");
@@ -421,28 +422,53 @@ fn the_github_guardrail_passes_the_pull_request_that_adds_the_plan() {
         bin.parent().expect("bin dir").display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let outputs = repo.path().join("github-output");
     let run = |base: &str| {
-        std::process::Command::new("bash")
+        let _ = std::fs::remove_file(&outputs);
+        let o = std::process::Command::new("bash")
             .current_dir(repo.path())
             .args(["-e", "-c", &script])
             .env("PATH", &path)
             .env("PLAN", "plans/platform.toml")
             .env("BASE", base)
+            .env("GITHUB_OUTPUT", &outputs)
             .env("GPUPLAN_CACHE", "/nonexistent/gpuplan-test-cache")
             .env("GPUPLAN_TODAY", "2026-12-02")
             .output()
-            .expect("bash runs")
+            .expect("bash runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let code = std::fs::read_to_string(&outputs).expect("the step's output");
+        let comment = std::fs::read_to_string(repo.path().join("comment.md")).expect("comment");
+        (code.trim().to_owned(), comment)
     };
-    let o = run("main");
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    // The first pull request: main has neither the plan nor a baseline.
+    let (code, comment) = run("main");
+    assert_eq!(code, "code=0", "{comment}");
+    let headline = comment.lines().next().unwrap_or("");
+    assert!(headline.contains(":white_check_mark:"), "{comment}");
+    assert!(comment.contains("no baseline at"), "{comment}");
+    assert!(comment.contains("the plan is new"), "{comment}");
+    assert_eq!(
+        comment.matches("**Recommended monthly cost:**").count(),
+        1,
+        "one cost line per figure: {comment}"
     );
-    assert!(String::from_utf8_lossy(&o.stdout).contains("new in this pull request"));
-    // Control: with the plan on the base, the guardrail runs `diff` (no change: it passes).
-    let o = run("pr");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(!String::from_utf8_lossy(&o.stdout).contains("new in this pull request"));
+    // An edit pull request that doubles the replicas: past the 10% limit.
+    git(&["checkout", "-q", "main"]);
+    git(&["merge", "-q", "--ff-only", "pr"]);
+    git(&["checkout", "-q", "-b", "grow"]);
+    let grown = if plan.contains("replicas = 2") {
+        plan.replace("replicas = 2", "replicas = 3")
+    } else {
+        plan.replace("gpus = 1", "gpus = 1\nreplicas = 2")
+    };
+    assert_ne!(grown, plan, "the edit changes the plan");
+    std::fs::write(repo.path().join("plans/platform.toml"), &grown).expect("plan");
+    git(&["commit", "-q", "-am", "grow"]);
+    let (code, comment) = run("main");
+    assert_eq!(code, "code=1", "{comment}");
+    let headline = comment.lines().next().unwrap_or("");
+    assert!(headline.contains(":x:"), "{comment}");
+    assert!(headline.contains("--fail-on-increase 10%"), "{comment}");
+    assert!(!comment.contains("the plan is new"), "{comment}");
 }

@@ -58,6 +58,9 @@ pub(crate) struct Row {
 
 /// The request URL for one region (also what `--dry-run` prints).
 pub(crate) fn url(base: &str, region: &str) -> String {
+    // An OData string literal doubles its quotes (OData ABNF `SQUOTE-in-string`): a region
+    // named with one cannot end the literal and add a clause of its own.
+    let region = region.replace('\'', "''");
     let filter = format!(
         "serviceName eq 'Virtual Machines' and armRegionName eq '{region}' and contains(armSkuName, 'Standard_N')"
     );
@@ -198,6 +201,25 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 75: a quote in `--region` is doubled inside the OData literal, so the filter
+    /// still asks for one region and nothing else.
+    #[test]
+    fn a_quote_in_the_region_stays_inside_the_literal() {
+        let u = url(
+            "https://prices.test/api/retail/prices",
+            "eastus' or '1' eq '1",
+        );
+        let filter = u.split("$filter=").nth(1).expect("a filter");
+        let decoded = filter
+            .replace("%20", " ")
+            .replace("%28", "(")
+            .replace("%29", ")");
+        assert!(
+            decoded.contains("armRegionName eq 'eastus'' or ''1'' eq ''1' and"),
+            "{decoded}"
+        );
+    }
 
     fn item(product: &str, meter: &str, kind: &str, term: Option<&str>) -> Item {
         Item {
