@@ -133,10 +133,15 @@ pub(crate) struct Progress {
 }
 
 impl Out {
+    /// Whether a progress bar may be drawn: not `--quiet`, on a terminal that can redraw a
+    /// line (a dumb one cannot).
+    pub(crate) fn draws_progress(&self) -> bool {
+        !self.quiet && !dumb_terminal() && std::io::stderr().is_terminal()
+    }
+
     /// Progress of `what`: a spinner, or a bar of `total` steps.
     pub(crate) fn progress(&self, what: &str, total: Option<u64>) -> Progress {
-        // A dumb terminal cannot redraw a line: no progress there either.
-        if self.quiet || dumb_terminal() || !std::io::stderr().is_terminal() {
+        if !self.draws_progress() {
             return Progress { bar: None };
         }
         let bar = match total {

@@ -72,7 +72,7 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
         }
         return Ok(exit::OK);
     }
-    let entries = refresh::execute(tasks, !out.quiet)?;
+    let entries = refresh::execute(tasks, out.draws_progress())?;
     let Some(lock) = lock else {
         return Err(CmdError::Usage(format!(
             "`{}`: no such directory",

@@ -60,7 +60,8 @@ Next quarter (the report's \"Next quarter\" section, and `--write-plan NEXT.toml
     sized down.
   - Where its servers export the requests that finished (`vllm:request_success_total`, or
     else the TTFT histogram's count), the replicas come from what arrived, by Erlang C: each
-    replica is an M/M/c queue of c batch slots (the most it ran while requests waited, else
+    replica is an M/M/c queue of c batch slots (what it typically ran while requests waited,
+    the median: a KV-bound batch's most is a lucky mix of short prompts; else
     the plan's max_num_seqs or what the KV cache holds, else vLLM's default 256), a request
     holds one for its service time S (requests running over requests served, Little's law),
     and λ requests a second over n replicas offer a = λ·S/n Erlangs each. Erlang C gives the

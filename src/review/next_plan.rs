@@ -144,6 +144,16 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
         // A profile the new bounds may no longer hold goes with the old count.
         None => changed |= t.remove("typical_replicas").is_some(),
     }
+    if let Some(model) = &p.gpu_models {
+        let mut v = toml_edit::Array::new();
+        v.push(model.as_str());
+        let note = LineSays::MeasuredOn {
+            model: model.clone(),
+        };
+        let item = commented(Value::Array(v), t.get("gpu_models"), &note);
+        t.insert("gpu_models", item);
+        changed = true;
+    }
     if let Some(h) = p.hours_per_month {
         let note = LineSays::Hours {
             held: f.hours_per_month,

@@ -138,6 +138,12 @@ pub struct ServingRow {
     /// The most replicas that ran in an hour that missed the objective: no proposal goes
     /// below it (those replicas were too few). `None` where no hour missed.
     pub ran_when_missed: Option<f64>,
+    /// The GPU model its serving pods ran on (the most of them): the capacity it was sized by
+    /// is that GPU's. `None` where no node said.
+    pub measured_on: Option<String>,
+    /// The plan lets it run on another GPU model than `measured_on`.
+    #[serde(skip)]
+    pub(crate) may_move: bool,
     /// The most replicas at once that held the workload's GPUs without exporting its serving
     /// series (a ServiceMonitor that selects some pods); each is read as carrying the
     /// exporting replicas' mean, and `replicas` counts them. `None` where every one exported.
@@ -190,15 +196,38 @@ pub(crate) const BLOCK: i64 = 600;
 
 /// Serving rows of the plan's inference workloads whose pods exported vLLM's metrics, and
 /// the names of those that state a vLLM server but exported none.
-pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<String>) {
+pub(crate) fn serving(
+    plan: &Plan,
+    catalog: &crate::catalog::Catalog,
+    t: &Telemetry,
+) -> (Vec<ServingRow>, Vec<String>) {
     let mut rows = Vec::new();
     let mut missing = Vec::new();
     // Each serving pod's workload, told once.
     let mut by_workload: BTreeMap<&str, Vec<&Serving>> = BTreeMap::new();
     let mut silent: BTreeMap<&str, Vec<&Windows>> = BTreeMap::new();
+    // The GPU model each workload's serving pods ran on, by pod: its capacity was measured
+    // there (a KV cache of that size, that speed).
+    let mut models: BTreeMap<&str, BTreeMap<String, usize>> = BTreeMap::new();
     for p in t.pods.values().flatten() {
         match (p.serving.as_ref(), owner(plan, p)) {
-            (Some(s), Some(w)) => by_workload.entry(w).or_default().push(s),
+            (Some(s), Some(w)) => {
+                by_workload.entry(w).or_default().push(s);
+                let model = p
+                    .node
+                    .as_ref()
+                    .and_then(|n| t.nodes.get(n))
+                    .and_then(|n| n.reported_model.as_deref().or(n.model.as_deref()))
+                    .map(|m| {
+                        catalog
+                            .gpu_named(m)
+                            .map_or(m, |g| g.name.as_str())
+                            .to_owned()
+                    });
+                if let Some(m) = model {
+                    *models.entry(w).or_default().entry(m).or_default() += 1;
+                }
+            }
             (None, Some(w)) => silent.entry(w).or_default().push(&p.gpus),
             _ => {}
         }
@@ -227,11 +256,49 @@ pub(crate) fn serving(plan: &Plan, t: &Telemetry) -> (Vec<ServingRow>, Vec<Strin
             max_num_seqs,
             silent: silent.remove(name.as_str()).unwrap_or_default(),
         };
-        if let Some(row) = row(name, w.team.get(), &pods, &judged_by) {
+        if let Some(mut row) = row(name, w.team.get(), &pods, &judged_by) {
+            row.measured_on = models.get(name.as_str()).and_then(|m| {
+                m.iter()
+                    .max_by_key(|(name, n)| (**n, std::cmp::Reverse((*name).clone())))
+                    .map(|(name, _)| name.clone())
+            });
+            row.may_move = row
+                .measured_on
+                .as_deref()
+                .is_some_and(|m| may_move_off(plan, catalog, w, m));
             rows.push(row);
         }
     }
     (rows, missing)
+}
+
+/// Whether the plan lets a workload measured on GPU `model` run on another: it names no GPU
+/// model or SKU, or several models between them. Only a catalog model can be written back.
+fn may_move_off(
+    plan: &Plan,
+    catalog: &crate::catalog::Catalog,
+    w: &crate::plan::Workload,
+    model: &str,
+) -> bool {
+    if catalog.gpu(model).is_none() {
+        return false;
+    }
+    let named: Option<std::collections::BTreeSet<String>> = w
+        .gpu_models
+        .as_ref()
+        .map(|v| v.get().iter().map(|m| m.get().clone()).collect());
+    let of_skus: Option<std::collections::BTreeSet<String>> = w.skus.as_ref().map(|v| {
+        v.get()
+            .iter()
+            .filter_map(|s| catalog.sku(plan.provider(), s.get()))
+            .map(|s| s.gpu_model.clone())
+            .collect()
+    });
+    let allowed = match (named, of_skus) {
+        (Some(a), Some(b)) => Some(a.intersection(&b).cloned().collect()),
+        (a, b) => a.or(b),
+    };
+    allowed.is_none_or(|a: std::collections::BTreeSet<String>| a.contains(model) && a.len() > 1)
 }
 
 /// A workload's serving per hour, and its time-to-first-token histogram per hour and over
@@ -524,6 +591,8 @@ fn row(name: &str, team: &str, pods: &[&Serving], by: &Judging) -> Option<Servin
             .then(|| Quantiles::of(&needed_by_hour.values().copied().collect::<Vec<_>>())),
         needed_by_hour,
         ran_when_missed: j.missed.values().copied().reduce(f64::max),
+        measured_on: None,
+        may_move: false,
         unscraped_replicas: (!silent.is_empty())
             .then(|| round(silent.values().copied().fold(0.0, f64::max))),
         missed: j.missed,

@@ -96,6 +96,9 @@ pub struct NodeSeries {
     pub plan_pool: Option<String>,
     /// GPU model: its plan pool's, else GPU feature discovery's `nvidia.com/gpu.product`.
     pub model: Option<String>,
+    /// What the node itself says its GPU is (GPU feature discovery's product label, else
+    /// dcgm-exporter's `modelName`), whatever pool it was matched to: what ran there.
+    pub reported_model: Option<String>,
     /// Device plugin replicas per GPU when time-sliced (1 otherwise).
     pub replicas: u32,
     /// Physical GPUs it offers (the most seen).

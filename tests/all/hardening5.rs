@@ -404,3 +404,37 @@ fn metrics_from_standard_input_say_why_not() {
         stderr(&out)
     );
 }
+
+/// Issue 75 item 7: a Spot Instance Advisor entry whose interruption band the file's own
+/// `ranges` do not define is refused, naming the type and region, not read as a band
+/// called "band 9".
+#[test]
+fn a_spot_band_outside_the_advisors_ranges_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let advisor = r#"{"global_rate":"<10%","ranges":[{"index":0,"label":"<5%","dots":0,"max":5},{"index":4,"label":">20%","dots":4,"max":100}],"spot_advisor":{"us-east-1":{"Linux":{"p4d.24xlarge":{"s":70,"r":9}}}}}"#;
+    common::refresh_cache(
+        &cache,
+        "aws/spot-advisor.json",
+        "aws",
+        "hostile advisor",
+        advisor,
+    );
+    let sources = std::fs::read_to_string(cache.join("sources.toml")).expect("sources");
+    std::fs::write(
+        cache.join("sources.toml"),
+        sources.replace("kind = \"prices\"", "kind = \"spot-bands\""),
+    )
+    .expect("sources");
+    let out = common::gpuplan(&cache)
+        .args([
+            "recommend",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/plans/aws-training.toml"),
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("interruption band 9"), "{err}");
+    assert!(err.contains("p4d.24xlarge"), "{err}");
+}

@@ -45,7 +45,20 @@ pub(crate) struct Fleet<'a> {
 /// A pod's figures in a window, by pod index and window index.
 pub(crate) type Figures = dyn Fn(usize, i64) -> Window;
 
-impl Fleet<'_> {
+impl<'a> Fleet<'a> {
+    /// `pods` pods over the week in 600 s windows, every one exporting V0's buckets.
+    pub(crate) fn week(pods: usize, window: &'a Figures) -> Fleet<'a> {
+        Fleet {
+            step: STEP,
+            days: DAYS,
+            pods,
+            exporting: pods,
+            le: &V0_LE,
+            otel: false,
+            window,
+        }
+    }
+
     /// The fleet's OpenMetrics file over [`DAYS`] days from [`NOV7`], one sample a window.
     pub(crate) fn openmetrics(&self) -> String {
         let ksm = "job=\"kube-state-metrics\",instance=\"10.244.0.9:8080\"";
@@ -188,15 +201,7 @@ fn time_to_first_token_reads_as_promql_reads_it() {
     let plan = VLLM_PLAN.replace("ttft_p95_seconds = 1.0", "ttft_p95_seconds = 4.8");
     for (window, want) in [(late as fn(usize, i64) -> Window, 10.0), (mid, 4.875)] {
         let dir = tempfile::tempdir().expect("tmp");
-        let fleet = Fleet {
-            step: STEP,
-            days: DAYS,
-            pods: 2,
-            exporting: 2,
-            le: &V0_LE,
-            otel: false,
-            window: &window,
-        };
+        let fleet = Fleet::week(2, &window);
         let v = review_file(dir.path(), &plan, &fleet.openmetrics());
         let row = chat(&v);
         assert_eq!(row["ttft_p95_seconds"], want, "{row:#}");
@@ -233,15 +238,7 @@ fn time_to_first_token_is_the_stores_own_quantile() {
     for (name, window) in cases {
         let dir = tempfile::tempdir().expect("tmp");
         // two pods: the store sums them by `le` as the review does
-        let a = Fleet {
-            step: STEP,
-            days: DAYS,
-            pods: 2,
-            exporting: 2,
-            le: &V0_LE,
-            otel: false,
-            window,
-        };
+        let a = Fleet::week(2, window);
         let om = dir.path().join("fleet.om");
         std::fs::write(&om, a.openmetrics()).expect("om");
         let file = review_file(dir.path(), VLLM_PLAN, &a.openmetrics());
@@ -320,15 +317,7 @@ fn a_v0_server_is_never_read_as_zero_abandoned() {
         (&v1, "finished"),
     ] {
         let dir = tempfile::tempdir().expect("tmp");
-        let fleet = Fleet {
-            step: STEP,
-            days: DAYS,
-            pods: 2,
-            exporting: 2,
-            le: &V0_LE,
-            otel: false,
-            window,
-        };
+        let fleet = Fleet::week(2, window);
         let om = fleet.openmetrics();
         let v = review_file(dir.path(), VLLM_PLAN, &om);
         let a = &chat(&v)["arrivals"];
@@ -360,15 +349,7 @@ fn a_service_that_missed_its_objective_is_never_shrunk_below_what_ran() {
         finished: vec![("stop", 30.0), ("abort", 0.0)],
     };
     let dir = tempfile::tempdir().expect("tmp");
-    let fleet = Fleet {
-        step: STEP,
-        days: DAYS,
-        pods: 4,
-        exporting: 4,
-        le: &V0_LE,
-        otel: false,
-        window: &missing,
-    };
+    let fleet = Fleet::week(4, &missing);
     let v = review_file(dir.path(), VLLM_PLAN, &fleet.openmetrics());
     let row = chat(&v);
     assert_eq!(row["ran_when_missed"], 4.0, "{row:#}");
@@ -465,15 +446,7 @@ fn replicas_that_export_nothing_are_counted_as_serving() {
         finished: vec![("stop", 60.0), ("abort", 0.0)],
     };
     let dir = tempfile::tempdir().expect("tmp");
-    let all = Fleet {
-        step: STEP,
-        days: DAYS,
-        pods: 5,
-        exporting: 5,
-        le: &V0_LE,
-        otel: false,
-        window: &busy,
-    };
+    let all = Fleet::week(5, &busy);
     let whole = review_file(dir.path(), VLLM_PLAN, &all.openmetrics());
     let some = Fleet {
         exporting: 3,
@@ -489,4 +462,56 @@ fn replicas_that_export_nothing_are_counted_as_serving() {
         "{p:#}"
     );
     assert_eq!(proposed(&part)["max"], proposed(&whole)["max"]);
+}
+
+/// Issue 73 item 6: a service whose plan names no GPU, sized by serving metrics measured on
+/// A100 80GB, keeps that GPU in the next plan (`gpu_models`, with the reason beside it), so
+/// `recommend` prices the replicas where their capacity was measured rather than on an A10
+/// whose KV cache holds a fraction of the requests; a plan that already pins one model is
+/// left as written.
+#[test]
+fn the_next_plan_keeps_the_gpu_serving_was_measured_on() {
+    let busy = |_: usize, _: i64| Window {
+        running: 6.0,
+        waiting: 0.0,
+        kv: 0.6,
+        first_tokens: vec![60.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        finished: vec![("stop", 60.0), ("abort", 0.0)],
+    };
+    let free = VLLM_PLAN.replacen(
+        "skus = [\"Standard_NC24ads_A100_v4\"]\nserver = { engine = \"vllm\" }\nttft_p95_seconds",
+        "gpu_memory_gib = 20\nserver = { engine = \"vllm\" }\nttft_p95_seconds",
+        1,
+    );
+    assert_ne!(free, VLLM_PLAN);
+    let dir = tempfile::tempdir().expect("tmp");
+    let v = review_file(dir.path(), &free, &Fleet::week(3, &busy).openmetrics());
+    assert_eq!(chat(&v)["measured_on"], "A100-80GB", "{:#}", chat(&v));
+    assert_eq!(proposed(&v)["gpu_models"], "A100-80GB");
+    let next = std::fs::read_to_string(dir.path().join("next.toml")).expect("next plan");
+    let line = crate::forecast::line(&next, "chat", "gpu_models").expect("gpu_models written");
+    assert!(line.contains("[\"A100-80GB\"]"), "{line}");
+    assert!(
+        line.contains("serving capacity measured on A100-80GB"),
+        "{line}"
+    );
+    let out = common::gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"))
+        .args(["recommend", "--format", "json"])
+        .arg(dir.path().join("next.toml"))
+        .output()
+        .expect("run");
+    let rec = common::ok_json(out);
+    let pools = rec["pools"].as_array().expect("pools");
+    let chat_pools: Vec<_> = pools
+        .iter()
+        .filter(|p| p["workloads"].to_string().contains("\"chat\""))
+        .collect();
+    assert!(!chat_pools.is_empty(), "{rec:#}");
+    for p in chat_pools {
+        assert_eq!(p["gpu_model"], "A100-80GB", "{p:#}");
+    }
+    // pinned already: nothing to keep
+    let dir = tempfile::tempdir().expect("tmp");
+    let v = review_file(dir.path(), VLLM_PLAN, &Fleet::week(3, &busy).openmetrics());
+    assert!(proposed(&v).get("gpu_models").is_none());
 }

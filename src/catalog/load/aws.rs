@@ -222,12 +222,29 @@ fn load_advisor(
             if !pc.skus.contains_key(ty) {
                 continue;
             }
-            let label = parsed
+            // A band the file's own ranges do not define has no interruption rate to read.
+            let Some(label) = parsed
                 .ranges
                 .iter()
                 .find(|r| r.index == e.r)
                 .map(|r| r.label.clone())
-                .unwrap_or_else(|| format!("band {}", e.r));
+            else {
+                let at = file.text.find(&format!("\"{ty}\"")).unwrap_or(0);
+                return Err(invalid(
+                    file,
+                    at..at,
+                    format!(
+                        "spot advisor data: `{ty}` in {region} has interruption band {}, which the file's `ranges` do not define (they define {})",
+                        e.r,
+                        parsed
+                            .ranges
+                            .iter()
+                            .map(|r| r.index.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            };
             offer_band(
                 pc,
                 (ty.clone(), region.clone()),

@@ -165,7 +165,7 @@ impl fmt::Display for Queued {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let a = &self.figures;
         let slots = match a.slots_from {
-            SlotsFrom::SeenFull => "the most a replica ran while requests waited",
+            SlotsFrom::SeenFull => "what a replica typically ran while requests waited",
             SlotsFrom::MaxNumSeqs => {
                 "the plan's max_num_seqs, or what the KV cache holds where fewer"
             }

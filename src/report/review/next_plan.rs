@@ -68,6 +68,10 @@ impl fmt::Display for LineSays {
                 f.write_str(" holds the work")
             }
             LineSays::WithFraction => f.write_str("with gpu_fraction"),
+            LineSays::MeasuredOn { model } => write!(
+                f,
+                "serving capacity measured on {model}: the replicas are that GPU's (its KV cache and speed); on another they would differ"
+            ),
             LineSays::Nodes(r) => write!(f, "{r}"),
         }
     }

@@ -54,7 +54,7 @@ pub fn analyse(
         workload_rows(plan, rec, catalog, s, &by_workload, &mut matches);
     // A service its serving metrics size keeps the GPU its capacity was measured on: a slice
     // chosen by GPU activity is neither advised nor written for it (one story per run).
-    let (serving, serving_missing) = super::serving::serving(plan, t);
+    let (serving, serving_missing) = super::serving::serving(plan, catalog, t);
     let sized: Vec<&str> = serving
         .iter()
         .filter(|r| !r.needed_by_hour.is_empty())

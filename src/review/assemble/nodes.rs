@@ -337,19 +337,21 @@ pub(super) fn node_series(
         };
         let label = |k: &str| n.labels.get(k).cloned();
         let pool = n.pool_label().map(str::to_owned);
+        let reported = label("label_nvidia_com_gpu_product")
+            .or_else(|| dcgm_models.get(name.as_str()).map(|m| (*m).to_owned()));
         let model = node_pool
             .get(name)
             .copied()
             .and_then(|p| catalog.sku(plan.provider(), p.sku.get()))
             .map(|s| s.gpu_model.clone())
-            .or_else(|| label("label_nvidia_com_gpu_product"))
-            .or_else(|| dcgm_models.get(name.as_str()).map(|m| (*m).to_owned()));
+            .or_else(|| reported.clone());
         out_nodes.insert(
             name.clone(),
             NodeSeries {
                 pool,
                 plan_pool: node_pool.get(name).map(|p| p.name.get().clone()),
                 model,
+                reported_model: reported,
                 replicas: u.replicas,
                 gpus: offered,
                 cards,

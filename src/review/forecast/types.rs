@@ -62,6 +62,11 @@ pub struct Proposal {
     /// A smaller slice for an idle workload: its `gpu_fraction` and `sharing`.
     pub gpu_fraction: Option<f64>,
     pub sharing: Option<crate::core::Sharing>,
+    /// The GPU model its serving capacity was measured on, where the plan let it run on
+    /// others: written as its `gpu_models`, since the replicas sized there are that GPU's
+    /// (its KV cache and speed), not another's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_models: Option<String>,
     /// How `max` was sized.
     pub basis: Basis,
 }

@@ -214,6 +214,7 @@ impl Sizing {
             typical_replicas: None,
             gpu_fraction: None,
             sharing: None,
+            gpu_models: None,
             basis,
         }
     }
@@ -330,8 +331,10 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
     } else {
         ((p10 + 0.05).floor() as i64).max(z.floor_min).min(max)
     };
+    let mut proposed = z.proposal(min, max, Basis::Serving);
+    proposed.gpu_models = r.measured_on.clone().filter(|_| r.may_move);
     Proposed {
-        proposed: z.proposal(min, max, Basis::Serving),
+        proposed,
         without_right_size: None,
         serving: Some(ServingGrounds::of(r, sp.peak, cx.m.headroom)),
         projected: Some(sp),

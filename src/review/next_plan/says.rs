@@ -38,6 +38,8 @@ pub(crate) enum LineSays {
     Fraction { was: Had, slice: Option<Slice> },
     /// Its `sharing`, which goes with the fraction.
     WithFraction,
+    /// Its `gpu_models`: the GPU its serving capacity was measured on.
+    MeasuredOn { model: String },
     /// A declared pool's `nodes`, resized for its workloads' new maxima.
     Nodes(Resized),
 }

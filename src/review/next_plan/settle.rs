@@ -27,6 +27,7 @@ pub(crate) fn settle(nq: &mut NextQuarter, plan: &Plan, written: &BTreeMap<Strin
                     typical_replicas: None,
                     gpu_fraction: None,
                     sharing: None,
+                    gpu_models: None,
                     basis: f.proposed.basis,
                 }
             }),

@@ -36,7 +36,8 @@ const QUEUED: f64 = 1.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SlotsFrom {
-    /// The most requests a replica ran while others waited: its batch was full.
+    /// The requests a replica ran while others waited, typically (the median of those
+    /// readings): its batch was full.
     SeenFull,
     /// The plan's `server.max_num_seqs`, or fewer where the KV cache each request used
     /// fills first.
@@ -191,22 +192,22 @@ pub(crate) fn needed(
 /// Per window of one pod: requests running, waiting, and the KV cache each running request
 /// used (summed over the pod's engines).
 fn slots_seen(pods: &[&Serving]) -> (Option<f64>, Option<f64>, f64) {
-    let mut full: Option<f64> = None;
+    let mut full: Vec<f64> = Vec::new();
     let mut shares: Vec<f64> = Vec::new();
     let mut engines: f64 = 1.0;
     for s in pods {
-        // A sample with requests waiting is a full batch: the most running beside one is the
-        // limit (where the peaks were exported; else a window whose mean held a queue).
+        // A sample with requests waiting is a full batch: what ran beside it is the limit
+        // (where the peaks were exported; else a window whose mean held a queue).
         for (w, q) in &s.waiting_peak {
             let r = s.running_peak.get(&w).copied().unwrap_or(0.0);
             if *q >= 1.0 && r > 0.0 {
-                full = Some(full.map_or(r, |f: f64| f.max(r)));
+                full.push(r);
             }
         }
         for (w, r) in &s.running {
             let waiting = s.waiting.get(&w).copied().unwrap_or(0.0);
             if waiting >= QUEUED && *r > 0.0 {
-                full = Some(full.map_or(*r, |f| f.max(*r)));
+                full.push(*r);
             }
             if let (Some(kv), Some(n)) = (s.kv_cache.get(&w), s.kv_engines.get(&w)) {
                 if *r >= 1.0 && *kv > 0.0 && *n > 0.0 {
@@ -222,6 +223,10 @@ fn slots_seen(pods: &[&Serving]) -> (Option<f64>, Option<f64>, f64) {
         .filter(|s| *s > 0.0)
         // A hair under a whole number is that number: a ratio of stored floats.
         .map(|share| (KV_FULL / share + 1e-6).floor().max(1.0) * engines);
+    // The typical full batch, not the largest: where the KV cache bounds the batch, how many
+    // fit depends on the mix of prompt lengths, and the most seen is a lucky mix of short
+    // ones; where max_num_seqs bounds it, every full batch is that many.
+    let full = (!full.is_empty()).then(|| quantile(&full, 0.5));
     (full, kv_slots, engines)
 }
 
@@ -365,6 +370,20 @@ mod tests {
         assert_eq!((kv, engines), (Some(18.0), 1.0));
         s.waiting_peak = Default::default();
         assert_eq!(slots_seen(&[&s]).0, None);
+    }
+
+    /// Issue 73 item 4: a KV-bound replica runs as many requests as their prompts fit, 3 to
+    /// 5 of 24,000 tokens in a 100,000-token cache; its batch is the typical full one (4),
+    /// not the luckiest (5).
+    #[test]
+    fn a_kv_bound_batch_is_the_typical_full_one() {
+        let mut s = Serving::default();
+        for (w, running) in [5.0, 4.0, 4.0, 3.0, 4.0, 4.0].into_iter().enumerate() {
+            let t = w as i64 * 600;
+            s.running.add(t, running);
+            s.waiting.add(t, 3.0);
+        }
+        assert_eq!(slots_seen(&[&s]).0, Some(4.0));
     }
 
     /// The fewest replicas: each meets, one fewer does not; none for no arrivals.
