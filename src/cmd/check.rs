@@ -135,23 +135,11 @@ fn compare(
     let mut diff = super::diff::compare(g, &base, head, out)?;
     let mut failed = Vec::new();
     if let (Some(gd), Some(limit)) = (guard, args.fail_on_increase.as_deref()) {
-        let percent = matches!(gd, crate::engine::diff::Guard::Percent(_));
-        if percent && base.missing.is_some() {
-            out.info(&format!(
-                "note: `--fail-on-increase {limit}`: the plan is new, so no share of a base cost applies"
+        for h in super::diff::held(&mut diff, &base, gd, limit, args.guard, out) {
+            failed.push(format!(
+                "{}, past `--fail-on-increase {limit}`",
+                crate::report::diff::rise(&diff, h)
             ));
-        } else {
-            let watch = match args.guard {
-                crate::cli::GuardWhat::Recommended => crate::engine::diff::Watch::Recommended,
-                crate::cli::GuardWhat::Declared => crate::engine::diff::Watch::Declared,
-                crate::cli::GuardWhat::Both => crate::engine::diff::Watch::Both,
-            };
-            for h in diff.guard(limit, gd, watch) {
-                failed.push(format!(
-                    "{}, past `--fail-on-increase {limit}`",
-                    crate::report::diff::rise(&diff, h)
-                ));
-            }
         }
     }
     Ok(Some(Cost {

@@ -163,6 +163,34 @@ fn revision_exists(reference: &str, dir: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Which costs `--guard` holds to `--fail-on-increase`, for `diff` and `check` alike.
+fn watch(g: GuardWhat) -> Watch {
+    match g {
+        GuardWhat::Recommended => Watch::Recommended,
+        GuardWhat::Declared => Watch::Declared,
+        GuardWhat::Both => Watch::Both,
+    }
+}
+
+/// The figures a change took past `--fail-on-increase`. A plan the base did not have has no
+/// cost to grow from: a share of nothing limits nothing (said), a USD amount still does.
+pub(crate) fn held(
+    d: &mut crate::engine::diff::Diff,
+    base: &Base,
+    gd: Guard,
+    limit: &str,
+    what: GuardWhat,
+    out: &Out,
+) -> Vec<crate::engine::diff::Held> {
+    if matches!(gd, Guard::Percent(_)) && base.missing.is_some() {
+        out.info(&format!(
+            "note: `--fail-on-increase {limit}`: the plan is new, so no share of a base cost applies"
+        ));
+        return Vec::new();
+    }
+    d.guard(limit, gd, watch(what))
+}
+
 /// A plan that loaded against its base: what changed and the cost before and after.
 pub(crate) fn compare(
     g: &Global,
@@ -234,20 +262,8 @@ pub(crate) fn run(g: &Global, args: &DiffArgs, out: &Out) -> CmdResult {
             catalog: &ch,
         },
     );
-    let watch = match args.guard {
-        GuardWhat::Recommended => Watch::Recommended,
-        GuardWhat::Declared => Watch::Declared,
-        GuardWhat::Both => Watch::Both,
-    };
     let over = match (guard, &args.fail_on_increase) {
-        // A new plan has no cost to grow from: a share of nothing limits nothing.
-        (Some(Guard::Percent(_)), Some(limit)) if base.missing.is_some() => {
-            out.info(&format!(
-                "note: `--fail-on-increase {limit}`: the plan is new, so no share of a base cost applies"
-            ));
-            Vec::new()
-        }
-        (Some(gd), Some(limit)) => d.guard(limit, gd, watch),
+        (Some(gd), Some(limit)) => held(&mut d, &base, gd, limit, args.guard, out),
         _ => Vec::new(),
     };
     match args.format {
