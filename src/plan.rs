@@ -165,6 +165,16 @@ impl Plan {
             .get(fault_domain)
             .map(|&i| &self.raw.decision[i])
     }
+    /// The sizes of the pool `pool` is one size of: every declared pool whose nodes carry its
+    /// `gpuplan.io/pool` label (`pool_label`, else its name), in plan order. A pool of one
+    /// size is its own.
+    pub(crate) fn sizes_of<'a>(&'a self, pool: &'a Pool) -> Vec<&'a Sp<Pool>> {
+        let label = |p: &'a Pool| p.pool_label.as_ref().unwrap_or(&p.name).get().as_str();
+        self.pools()
+            .iter()
+            .filter(|p| label(p) == label(pool))
+            .collect()
+    }
     /// Workloads a pool names, in the pool's order.
     pub(crate) fn pool_workloads<'a>(
         &'a self,

@@ -48,7 +48,9 @@ impl Rule for ScaleToZeroUserFacing {
                 );
             }
             for pool in cx.pools_of(w) {
-                if pool.nodes().min() == 0 && at.is_none() {
+                // Another size of the same pool that keeps nodes keeps the service warm.
+                let warm: i64 = cx.plan.sizes_of(pool).iter().map(|p| p.nodes().min()).sum();
+                if warm == 0 && at.is_none() {
                     cx.push(
                         cx.finding(
                             pool.nodes.span(),

@@ -7,7 +7,9 @@ declare_rule! {
     /// Flags user-facing work that can run on fewer nodes than the availability floor (2 by
     /// default, `[recommend] user_facing_min_nodes` in providers/assumptions.toml): a
     /// workload whose `availability_floor` lowers it, or a declared pool serving user-facing
-    /// work whose `nodes` maximum is below it. `recommend` keeps the floor on every pool of
+    /// work whose `nodes` maximum is below it (a pool of several node sizes, which share one
+    /// `pool_label`, counts every size's nodes, and is reported once, on its first size).
+    /// `recommend` keeps the floor on every pool of
     /// user-facing work (and prices it); this rule is where lowering it becomes a recorded
     /// decision: an `[[allow]]` of GP033 for the workload or pool, with its reason and
     /// approver.
@@ -59,14 +61,24 @@ impl Rule for SingleNodeUserFacing {
             );
         }
         for pool in cx.plan.pools() {
-            let max = pool.nodes().max();
-            let waits: Vec<String> = cx
-                .plan
-                .pool_workloads(pool)
+            // A pool of several node sizes keeps its floor as a whole: said once, on its
+            // first size, with every size's nodes counted.
+            let sizes = cx.plan.sizes_of(pool);
+            if !sizes
+                .first()
+                .is_some_and(|first| std::ptr::eq(first.get(), pool.get()))
+            {
+                continue;
+            }
+            let max: i64 = sizes.iter().map(|p| p.nodes().max()).sum();
+            let mut waits: Vec<String> = sizes
+                .iter()
+                .flat_map(|p| cx.plan.pool_workloads(p))
                 .filter(|w| w.availability_nodes(floor) > 0)
                 .filter(|w| i64::from(w.availability_nodes(floor)) > max)
                 .map(|w| format!("`{}`", w.name.get()))
                 .collect();
+            waits.dedup();
             if waits.is_empty() {
                 continue;
             }

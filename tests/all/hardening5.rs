@@ -438,3 +438,54 @@ fn a_spot_band_outside_the_advisors_ranges_is_refused() {
     assert!(err.contains("interruption band 9"), "{err}");
     assert!(err.contains("p4d.24xlarge"), "{err}");
 }
+
+/// Issue 71 item 4: a pool of two node sizes (the second carries the first's `pool_label`)
+/// keeps a user-facing service's two-node floor as a whole: one node of each size. Neither
+/// GP033 (a node failure is an outage) nor GP012 (the pool can drop to zero) fires on the
+/// second size, which alone has one node at most and none at least; the same two node
+/// groups as two pools (no shared label) still fire GP033 on each.
+#[test]
+fn a_pool_of_two_sizes_keeps_its_floor_as_a_whole() {
+    let plan = |label: &str| {
+        format!(
+            "version = 1\n[plan]\nname = \"sizes\"\nowner = \"o\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n\
+             [[workload]]\nname = \"chat\"\nteam = \"t\"\nkind = \"inference\"\nuser_facing = true\nreplicas = 2\ngpus = 1\n\n\
+             [[pool]]\nname = \"l4\"\nsku = \"g6.xlarge\"\nregion = \"us-east-1\"\nnodes = {{ min = 1, max = 1 }}\nworkloads = [\"chat\"]\n\n\
+             [[pool]]\nname = \"l4-large\"\n{label}sku = \"g6.2xlarge\"\nregion = \"us-east-1\"\nnodes = {{ min = 0, max = 1 }}\nworkloads = [\"chat\"]\n"
+        )
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let rules = |text: &str| -> Vec<String> {
+        let path = dir.path().join("plan.toml");
+        std::fs::write(&path, text).expect("plan");
+        let out = common::gpuplan(Path::new(NO_CACHE))
+            .args(["check", "--format", "json", "--today", "2025-12-01"])
+            .arg(&path)
+            .output()
+            .expect("run");
+        let v: serde_json::Value =
+            common::contract(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+        v["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {}",
+                    f["rule"].as_str().unwrap_or(""),
+                    f["pool"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    };
+    let both = rules(&plan("pool_label = \"l4\"\n"));
+    assert!(
+        !both
+            .iter()
+            .any(|f| f.starts_with("GP033") || f.starts_with("GP012")),
+        "{both:?}"
+    );
+    let apart = rules(&plan(""));
+    assert!(apart.iter().any(|f| f == "GP033 l4"), "{apart:?}");
+    assert!(apart.iter().any(|f| f == "GP033 l4-large"), "{apart:?}");
+}
