@@ -489,3 +489,46 @@ fn a_pool_of_two_sizes_keeps_its_floor_as_a_whole() {
     assert!(apart.iter().any(|f| f == "GP033 l4"), "{apart:?}");
     assert!(apart.iter().any(|f| f == "GP033 l4-large"), "{apart:?}");
 }
+
+/// Issue 72 item 12: hours a pod held GPUs with no usage series are no data, never 0% used:
+/// the headline says so where no hour had usage, and reads the used share over the hours
+/// that had it otherwise.
+#[test]
+fn the_headline_never_reads_no_data_as_zero_used() {
+    use std::fmt::Write as _;
+    let ksm = "job=\"kube-state-metrics\",instance=\"10.244.0.9:8080\"";
+    let mut om = String::from("# TYPE kube_pod_status_phase gauge\n");
+    let mut req = String::from("# TYPE kube_pod_container_resource_requests gauge\n");
+    for k in 0..144 {
+        let t = crate::forecast::NOV7 + k * 600;
+        let _ = writeln!(om, "kube_pod_status_phase{{namespace=\"default\",pod=\"demo-1\",uid=\"u1\",phase=\"Running\",{ksm}}} 1 {t}");
+        let _ = writeln!(req, "kube_pod_container_resource_requests{{namespace=\"default\",pod=\"demo-1\",uid=\"u1\",container=\"main\",node=\"n1\",resource=\"nvidia_com_gpu\",unit=\"integer\",{ksm}}} 1 {t}");
+    }
+    let text = format!("{om}{req}# EOF\n");
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("ksm.om");
+    std::fs::write(&file, text).expect("om");
+    let out = common::gpuplan(Path::new(NO_CACHE))
+        .args([
+            "review",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/plans/minimal.toml"),
+        ])
+        .arg("--metrics")
+        .arg(&file)
+        .args([
+            "--from",
+            "2026-11-07T00:00:00Z",
+            "--to",
+            "2026-11-08T00:00:00Z",
+        ])
+        .args(["--step", "600s", "--format", "markdown"])
+        .output()
+        .expect("run");
+    let md = String::from_utf8_lossy(&common::ok(out).stdout).into_owned();
+    let headline = md
+        .lines()
+        .find(|l| l.contains("GPU-hours allocated"))
+        .expect("headline");
+    assert!(headline.contains("no usage data"), "{headline}");
+    assert!(!headline.contains("0.0%"), "{headline}");
+}

@@ -125,24 +125,38 @@ pub(crate) fn markdown(r: &Review) -> String {
 
 /// The title, the window's totals and what the data covers.
 fn md_headline(o: &mut String, r: &Review) {
-    let (a, u): (f64, f64) = r.teams.iter().fold((0.0, 0.0), |(a, u), t| {
+    let (a, u, none): (f64, f64, f64) = r.teams.iter().fold((0.0, 0.0, 0.0), |(a, u, n), t| {
         (
             a + t.figures.allocated_gpu_seconds,
             u + t.figures.used_gpu_seconds,
+            n + t.figures.no_data_gpu_seconds,
         )
     });
     let idle: f64 = r.teams.iter().map(|t| t.figures.idle_cost_usd).sum();
     let _ = writeln!(o, "# GPU capacity review: `{}`", r.plan);
     let _ = writeln!(o);
+    // Used is a share of the hours a usage series covered: hours without one are no data,
+    // never 0% used.
+    let measured = a - none;
+    let used = if measured > 1e-9 {
+        let gap = if none > 1e-9 {
+            format!(" of the {} with usage data", hours(measured))
+        } else {
+            String::new()
+        };
+        format!("{} used{gap} ({})", hours(u), pct(Some(u / measured)))
+    } else if a > 0.0 {
+        "no usage data".to_owned()
+    } else {
+        format!("{} used (-)", hours(u))
+    };
     let _ = writeln!(
         o,
-        "{} to {} ({}). **{} GPU-hours allocated, {} used ({}); the idle part cost {}.**",
+        "{} to {} ({}). **{} GPU-hours allocated, {used}; the idle part cost {}.**",
         r.window.from,
         r.window.to,
         md(&r.source),
         hours(a),
-        hours(u),
-        pct((a > 0.0).then(|| u / a)),
         usd(idle)
     );
     let _ = writeln!(o);
