@@ -108,6 +108,13 @@ pub(crate) fn too_large(limit: u64) -> io::Error {
     )
 }
 
+/// Whether nothing is at `path`, not even a dangling link: an input a pull request's base
+/// does not have yet (a baseline, a plan), which is then an empty one. Any other failure to
+/// look is left to the read, which says what it was.
+pub(crate) fn absent(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+}
+
 /// Whether two paths name the same file (the same device and inode), so a command never
 /// writes its output over one of its inputs.
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {

@@ -63,8 +63,7 @@ pub(crate) fn run(g: &Global, args: &CheckArgs, out: &Out) -> CmdResult {
     if let Some(path) = &args.baseline {
         // A repository adopting gpuplan has no baseline until one is written on main: none
         // is an empty one (every finding new), as a missing base is an empty plan.
-        if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-        {
+        if crate::fsio::absent(path) {
             notes.push(format!(
                 "no baseline at `{}` yet: every finding counts as new (`--write-baseline` records one)",
                 crate::core::shown(path)
@@ -117,18 +116,18 @@ fn compare(
     if args.base.is_none() && args.base_ref.is_none() {
         return Ok(None);
     }
-    let [head] = c.heads.as_slice() else {
-        // A plan that did not load has no cost to compare: its input errors are the report.
-        if args.plans.len() == 1 {
-            return Ok(None);
-        }
+    let [path] = args.plans.as_slice() else {
         return Err(CmdError::Usage(
             "`--base` and `--base-ref` compare one plan; give exactly one PLAN".into(),
         ));
     };
+    // A plan that did not load has no cost to compare: its input errors are the report.
+    let [head] = c.heads.as_slice() else {
+        return Ok(None);
+    };
     let (found, at) = match (&args.base, &args.base_ref) {
-        (Some(path), _) => (read_base(path)?, format!("`{}`", crate::core::shown(path))),
-        (None, Some(r)) => (read_git(r, &args.plans[0])?, format!("`{r}`")),
+        (Some(base), _) => (read_base(base)?, format!("`{}`", crate::core::shown(base))),
+        (None, Some(r)) => (read_git(r, path)?, format!("`{r}`")),
         (None, None) => return Ok(None),
     };
     let base = Base::of(found, &head.file, &at);

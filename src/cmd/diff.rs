@@ -53,7 +53,7 @@ pub(crate) fn empty_base(head: &SourceFile, named: &str) -> Arc<SourceFile> {
 
 /// A base that may be missing: the plan at `path`, or `None` where no file is there.
 pub(crate) fn read_base(path: &Path) -> CmdResult<Option<Arc<SourceFile>>> {
-    if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+    if crate::fsio::absent(path) {
         return Ok(None);
     }
     read(path).map(Some)

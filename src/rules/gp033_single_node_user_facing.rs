@@ -71,14 +71,16 @@ impl Rule for SingleNodeUserFacing {
                 continue;
             }
             let max: i64 = sizes.iter().map(|p| p.nodes().max()).sum();
-            let mut waits: Vec<String> = sizes
+            // Each workload once, in plan order, however many sizes name it.
+            let waits: Vec<String> = sizes
                 .iter()
                 .flat_map(|p| cx.plan.pool_workloads(p))
                 .filter(|w| w.availability_nodes(floor) > 0)
                 .filter(|w| i64::from(w.availability_nodes(floor)) > max)
                 .map(|w| format!("`{}`", w.name.get()))
+                .collect::<indexmap::IndexSet<String>>()
+                .into_iter()
                 .collect();
-            waits.dedup();
             if waits.is_empty() {
                 continue;
             }
