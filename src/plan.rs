@@ -195,6 +195,20 @@ impl Plan {
 }
 
 impl Workload {
+    /// Whether its `skus` allow-list, if it has one, names `sku`.
+    pub(crate) fn allows_sku(&self, sku: &str) -> bool {
+        self.skus
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|s| s.get() == sku))
+    }
+    /// Whether its `gpu_models` allow-list, if it has one, names GPU model `gpu` (a catalog
+    /// name): each entry is read through the catalog, aliases included.
+    pub(crate) fn allows_gpu(&self, catalog: &Catalog, gpu: &str) -> bool {
+        self.gpu_models.as_ref().is_none_or(|l| {
+            l.iter()
+                .any(|m| catalog.gpu(m.get()).is_some_and(|g| g.name == gpu))
+        })
+    }
     pub(crate) fn user_facing(&self) -> bool {
         self.user_facing.as_ref().is_some_and(|b| *b.get())
     }

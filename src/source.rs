@@ -233,7 +233,7 @@ impl miette::SourceCode for SourceFile {
 mod tests {
     use super::*;
     use miette::SourceCode;
-    use proptest::prelude::*;
+    use proptest::prelude::{prop_assert, prop_assert_eq, prop_oneof, proptest, Just};
 
     proptest! {
         /// A snippet read from the window of lines around a span is miette's reading of the

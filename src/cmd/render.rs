@@ -10,6 +10,13 @@ use crate::render::{self, view};
 use super::{CmdError, CmdResult};
 
 pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
+    // Said before the plan is read and recommended: nothing of that can be written anyway.
+    if args.out.as_os_str() == "-" {
+        return Err(CmdError::Usage(
+            "`--out -`: render writes a directory of files, not one stream; name a directory"
+                .to_owned(),
+        ));
+    }
     let (p, catalog) = super::load_plan(g, &args.plan, out)?;
     let progress = out.progress(
         &format!("rendering {} workload(s)", p.workloads().len()),
@@ -37,12 +44,6 @@ pub(crate) fn run(g: &Global, args: &RenderArgs, out: &Out) -> CmdResult {
     let files = render::render(&v, args.templates.as_deref())?;
     drop(progress);
     let shown = crate::core::shown(&args.out);
-    if args.out.as_os_str() == "-" {
-        return Err(CmdError::Usage(
-            "`--out -`: render writes a directory of files, not one stream; name a directory"
-                .to_owned(),
-        ));
-    }
     if std::fs::metadata(&args.out).is_ok_and(|m| !m.is_dir()) {
         return Err(CmdError::Usage(format!(
             "`--out {shown}` is not a directory: render writes a directory of files"

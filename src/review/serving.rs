@@ -254,7 +254,7 @@ pub(crate) fn serving(
             step: t.step,
             objective,
             max_num_seqs,
-            silent: silent.remove(name.as_str()).unwrap_or_default(),
+            silent: silent_per_window(&silent.remove(name.as_str()).unwrap_or_default()),
         };
         if let Some(mut row) = row(name, w.team.get(), &pods, &judged_by) {
             row.measured_on = models.get(name.as_str()).and_then(|m| {
@@ -280,25 +280,21 @@ fn may_move_off(
     w: &crate::plan::Workload,
     model: &str,
 ) -> bool {
-    if catalog.gpu(model).is_none() {
+    let Some(measured) = catalog.gpu(model) else {
         return false;
-    }
-    let named: Option<std::collections::BTreeSet<String>> = w
-        .gpu_models
-        .as_ref()
-        .map(|v| v.get().iter().map(|m| m.get().clone()).collect());
-    let of_skus: Option<std::collections::BTreeSet<String>> = w.skus.as_ref().map(|v| {
-        v.get()
-            .iter()
-            .filter_map(|s| catalog.sku(plan.provider(), s.get()))
-            .map(|s| s.gpu_model.clone())
-            .collect()
-    });
-    let allowed = match (named, of_skus) {
-        (Some(a), Some(b)) => Some(a.intersection(&b).cloned().collect()),
-        (a, b) => a.or(b),
     };
-    allowed.is_none_or(|a: std::collections::BTreeSet<String>| a.contains(model) && a.len() > 1)
+    // The GPU models of the provider's sizes the workload's allow-lists let it take, as the
+    // recommender reads them.
+    let allowed: std::collections::BTreeSet<&str> = catalog
+        .provider(plan.provider())
+        .into_iter()
+        .flat_map(|pc| pc.skus.values())
+        .filter(|s| w.allows_sku(&s.name))
+        .filter_map(|s| catalog.gpu(&s.gpu_model))
+        .filter(|g| w.allows_gpu(catalog, &g.name))
+        .map(|g| g.name.as_str())
+        .collect();
+    allowed.contains(measured.name.as_str()) && allowed.len() > 1
 }
 
 /// A workload's serving per hour, and its time-to-first-token histogram per hour and over
@@ -312,6 +308,9 @@ struct Hours {
     aborts_unseen: bool,
     ttft: BTreeMap<i64, BTreeMap<u64, f64>>,
     all: BTreeMap<u64, f64>,
+    /// Seconds of the blocks each hour's arrivals were read in: [`BLOCK`], or one window
+    /// where the step is longer.
+    block: i64,
 }
 
 /// A window's figures with `silent` more replicas, each carrying the exporting ones' mean.
@@ -447,6 +446,7 @@ fn hours(pods: &[&Serving], silent: &BTreeMap<i64, f64>, step: i64) -> Hours {
         aborts_unseen,
         ttft,
         all,
+        block,
     }
 }
 
@@ -531,18 +531,17 @@ fn judge(h: &Hours, objective: Option<f64>) -> Judged {
 }
 
 /// What a workload's serving is judged against.
-pub(super) struct Judging<'a> {
+pub(super) struct Judging {
     pub(super) step: i64,
     pub(super) objective: Option<f64>,
     /// The plan's `server.max_num_seqs`.
     pub(super) max_num_seqs: Option<i64>,
-    /// The GPUs held per window by the workload's pods that exported no serving series.
-    pub(super) silent: Vec<&'a Windows>,
+    /// Per window, the workload's pods that held GPUs without exporting serving series.
+    pub(super) silent: BTreeMap<i64, f64>,
 }
 
 fn row(name: &str, team: &str, pods: &[&Serving], by: &Judging) -> Option<ServingRow> {
-    let silent = silent_per_window(&by.silent);
-    let h = hours(pods, &silent, by.step);
+    let h = hours(pods, &by.silent, by.step);
     if h.hours.is_empty() {
         return None;
     }
@@ -593,8 +592,8 @@ fn row(name: &str, team: &str, pods: &[&Serving], by: &Judging) -> Option<Servin
         ran_when_missed: j.missed.values().copied().reduce(f64::max),
         measured_on: None,
         may_move: false,
-        unscraped_replicas: (!silent.is_empty())
-            .then(|| round(silent.values().copied().fold(0.0, f64::max))),
+        unscraped_replicas: (!by.silent.is_empty())
+            .then(|| round(by.silent.values().copied().fold(0.0, f64::max))),
         missed: j.missed,
         queue,
     })

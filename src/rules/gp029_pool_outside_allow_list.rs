@@ -42,18 +42,12 @@ impl Rule for PoolOutsideAllowList {
             };
             let gpu = cx.pool_gpu(pool);
             for w in cx.plan.pool_workloads(pool) {
-                let model_ok = w.gpu_models.as_ref().is_none_or(|l| {
-                    l.iter().any(|m| {
-                        cx.catalog
-                            .gpu(m.get())
-                            .zip(gpu)
-                            .is_some_and(|(a, b)| a.name == b.name)
-                    })
-                });
-                let sku_ok = w
-                    .skus
-                    .as_ref()
-                    .is_none_or(|l| l.iter().any(|s| s.get() == &sku.name));
+                // A pool whose GPU the catalog does not know fits no list of models.
+                let model_ok = match gpu {
+                    Some(g) => w.allows_gpu(cx.catalog, &g.name),
+                    None => w.gpu_models.is_none(),
+                };
+                let sku_ok = w.allows_sku(&sku.name);
                 if model_ok && sku_ok {
                     continue;
                 }

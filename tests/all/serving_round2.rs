@@ -149,15 +149,21 @@ impl<'a> Fleet<'a> {
     }
 }
 
-/// The JSON review of `plan` over the fleet's week from the file.
+/// The JSON review of `plan` over the fleet's week from the file, in 600 s windows.
 pub(crate) fn review_file(dir: &std::path::Path, plan: &str, om: &str) -> serde_json::Value {
+    review_file_at(dir, plan, om, "600s")
+}
+
+/// The same in windows of `step`, writing next quarter's plan to `next.toml`.
+fn review_file_at(dir: &std::path::Path, plan: &str, om: &str, step: &str) -> serde_json::Value {
     let file = dir.join("fleet.om");
     std::fs::write(&file, om).expect("om");
-    crate::serving_sizing::review_with(
+    crate::serving_sizing::review_at(
         dir,
         plan,
         &["--metrics", file.to_str().expect("utf-8")],
         Some(&dir.join("next.toml")),
+        step,
     )
 }
 
@@ -166,6 +172,17 @@ fn chat(v: &serde_json::Value) -> &serde_json::Value {
         .as_array()
         .and_then(|s| s.iter().find(|r| r["workload"] == "chat"))
         .expect("a serving row for chat")
+}
+
+/// A steady V1 replica: six running, no queue, 60 requests a window all served within 0.5 s.
+fn steady(_: usize, _: i64) -> Window {
+    Window {
+        running: 6.0,
+        waiting: 0.0,
+        kv: 0.6,
+        first_tokens: vec![60.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        finished: vec![("stop", 60.0), ("abort", 0.0)],
+    }
 }
 
 /// vLLM V0's first-token bounds that matter here: its top finite bound is 10 s.
@@ -388,35 +405,9 @@ fn a_burst_that_missed_is_sized_on_its_busiest_window() {
     let dir = tempfile::tempdir().expect("tmp");
     let fleet = Fleet {
         step: 60,
-        days: DAYS,
-        pods: 3,
-        exporting: 3,
-        le: &V0_LE,
-        otel: false,
-        window: &job,
+        ..Fleet::week(3, &job)
     };
-    let om = fleet.openmetrics();
-    let file = dir.path().join("fleet.om");
-    std::fs::write(&file, &om).expect("om");
-    let path = dir.path().join("plan.toml");
-    std::fs::write(&path, &plan).expect("plan");
-    let out = common::gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"))
-        .arg("review")
-        .arg(&path)
-        .arg("--metrics")
-        .arg(&file)
-        .args([
-            "--from",
-            "2026-11-07T00:00:00Z",
-            "--to",
-            "2026-11-15T00:00:00Z",
-        ])
-        .args(["--step", "60s", "--format", "json", "--write-plan"])
-        .arg(dir.path().join("next.toml"))
-        .output()
-        .expect("run");
-    let v = common::ok_json(out);
-    std::fs::write("/tmp/burst.json", v.to_string()).ok();
+    let v = review_file_at(dir.path(), &plan, &fleet.openmetrics(), "60s");
     let row = chat(&v);
     let burst = &row["arrivals"]["burst"];
     assert_eq!(burst["seconds"], 60.0, "{row:#}");
@@ -438,15 +429,8 @@ fn a_burst_that_missed_is_sized_on_its_busiest_window() {
 /// says so; the proposal is what five exporting pods give.
 #[test]
 fn replicas_that_export_nothing_are_counted_as_serving() {
-    let busy = |_: usize, _: i64| Window {
-        running: 6.0,
-        waiting: 0.0,
-        kv: 0.6,
-        first_tokens: vec![60.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-        finished: vec![("stop", 60.0), ("abort", 0.0)],
-    };
     let dir = tempfile::tempdir().expect("tmp");
-    let all = Fleet::week(5, &busy);
+    let all = Fleet::week(5, &steady);
     let whole = review_file(dir.path(), VLLM_PLAN, &all.openmetrics());
     let some = Fleet {
         exporting: 3,
@@ -471,13 +455,6 @@ fn replicas_that_export_nothing_are_counted_as_serving() {
 /// left as written.
 #[test]
 fn the_next_plan_keeps_the_gpu_serving_was_measured_on() {
-    let busy = |_: usize, _: i64| Window {
-        running: 6.0,
-        waiting: 0.0,
-        kv: 0.6,
-        first_tokens: vec![60.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-        finished: vec![("stop", 60.0), ("abort", 0.0)],
-    };
     let free = VLLM_PLAN.replacen(
         "skus = [\"Standard_NC24ads_A100_v4\"]\nserver = { engine = \"vllm\" }\nttft_p95_seconds",
         "gpu_memory_gib = 20\nserver = { engine = \"vllm\" }\nttft_p95_seconds",
@@ -485,7 +462,7 @@ fn the_next_plan_keeps_the_gpu_serving_was_measured_on() {
     );
     assert_ne!(free, VLLM_PLAN);
     let dir = tempfile::tempdir().expect("tmp");
-    let v = review_file(dir.path(), &free, &Fleet::week(3, &busy).openmetrics());
+    let v = review_file(dir.path(), &free, &Fleet::week(3, &steady).openmetrics());
     assert_eq!(chat(&v)["measured_on"], "A100-80GB", "{:#}", chat(&v));
     assert_eq!(proposed(&v)["gpu_models"], "A100-80GB");
     let next = std::fs::read_to_string(dir.path().join("next.toml")).expect("next plan");
@@ -512,6 +489,10 @@ fn the_next_plan_keeps_the_gpu_serving_was_measured_on() {
     }
     // pinned already: nothing to keep
     let dir = tempfile::tempdir().expect("tmp");
-    let v = review_file(dir.path(), VLLM_PLAN, &Fleet::week(3, &busy).openmetrics());
+    let v = review_file(
+        dir.path(),
+        VLLM_PLAN,
+        &Fleet::week(3, &steady).openmetrics(),
+    );
     assert!(proposed(&v).get("gpu_models").is_none());
 }

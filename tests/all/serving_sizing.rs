@@ -346,6 +346,17 @@ pub(crate) fn review_with(
     source: &[&str],
     next: Option<&std::path::Path>,
 ) -> serde_json::Value {
+    review_at(dir, plan, source, next, "600s")
+}
+
+/// [`review_with`] in windows of `step` (`60s`).
+pub(crate) fn review_at(
+    dir: &std::path::Path,
+    plan: &str,
+    source: &[&str],
+    next: Option<&std::path::Path>,
+    step: &str,
+) -> serde_json::Value {
     let path = dir.join("plan.toml");
     std::fs::write(&path, plan).expect("plan");
     let mut run = common::gpuplan(std::path::Path::new("/nonexistent/gpuplan-test-cache"));
@@ -358,7 +369,7 @@ pub(crate) fn review_with(
             "--to",
             "2026-11-15T00:00:00Z",
         ])
-        .args(["--step", "600s", "--format", "json"]);
+        .args(["--step", step, "--format", "json"]);
     if let Some(next) = next {
         run.arg("--write-plan").arg(next);
     }

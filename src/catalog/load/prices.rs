@@ -42,20 +42,35 @@ pub(super) fn parse_price_over(
         .position()
         .map_or(0, |p| usize::try_from(p.byte()).unwrap_or(0));
     match raw.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v / hours <= MAX_USD_PER_HOUR => Ok(Some(v)),
-        Ok(v) if v.is_finite() && v >= 0.0 => Err(invalid(
-            file,
-            at..at,
-            format!(
-                "`{raw}` USD is past any machine's price ({MAX_USD_PER_HOUR} an hour at most): a unit or decimal error"
-            ),
-        )),
+        Ok(v) if v.is_finite() && v >= 0.0 => {
+            within_ceiling(file, at, raw, v / hours).map(|()| Some(v))
+        }
         _ => Err(invalid(
             file,
             at..at,
             format!("`{raw}` is not a price in USD per hour"),
         )),
     }
+}
+
+/// A price of `usd_per_hour` (as `raw` spells it) at most [`MAX_USD_PER_HOUR`], else the
+/// error located at `at`.
+pub(super) fn within_ceiling(
+    file: &Arc<SourceFile>,
+    at: usize,
+    raw: &str,
+    usd_per_hour: f64,
+) -> Result<(), CatalogError> {
+    if usd_per_hour <= MAX_USD_PER_HOUR {
+        return Ok(());
+    }
+    Err(invalid(
+        file,
+        at..at,
+        format!(
+            "`{raw}` USD is past any machine's price ({MAX_USD_PER_HOUR} an hour at most): a unit or decimal error"
+        ),
+    ))
 }
 
 /// The most one machine may cost an hour. The dearest GPU machines in the catalog list near

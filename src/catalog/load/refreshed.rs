@@ -289,17 +289,7 @@ pub(super) fn load_eviction(
         }
         if !r[3].is_empty() {
             let v = number(file, at, &r[3], "a price in USD per hour")?;
-            if v > super::prices::MAX_USD_PER_HOUR {
-                return Err(invalid(
-                    file,
-                    at..at,
-                    format!(
-                        "`{}` USD is past any machine's price ({} an hour at most): a unit or decimal error",
-                        r[3],
-                        super::prices::MAX_USD_PER_HOUR
-                    ),
-                ));
-            }
+            super::prices::within_ceiling(file, at, &r[3], v)?;
             let entry = pc.prices.entry((r[0].clone(), r[1].clone())).or_default();
             offer_spot(
                 entry,

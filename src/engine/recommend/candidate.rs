@@ -249,28 +249,21 @@ fn candidate<'c>(
 /// The workload's own lists allow the SKU and its GPU, and the GPU computes in its precision.
 fn allowed(catalog: &Catalog, d: &Demand<'_>, sku: &Sku, gpu: &GpuModel) -> Result<(), Rejection> {
     let w = d.w;
-    if let Some(list) = &w.skus {
-        if !list.iter().any(|s| s.get() == &sku.name) {
-            return Err(reject(
-                Constraint::SkuAllowList,
-                Detail::NotInSkus {
-                    sku: sku.name.clone(),
-                },
-            ));
-        }
+    if !w.allows_sku(&sku.name) {
+        return Err(reject(
+            Constraint::SkuAllowList,
+            Detail::NotInSkus {
+                sku: sku.name.clone(),
+            },
+        ));
     }
-    if let Some(list) = &w.gpu_models {
-        if !list
-            .iter()
-            .any(|m| catalog.gpu(m.get()).is_some_and(|g| g.name == gpu.name))
-        {
-            return Err(reject(
-                Constraint::GpuModelAllowList,
-                Detail::NotInGpuModels {
-                    gpu: gpu.name.clone(),
-                },
-            ));
-        }
+    if !w.allows_gpu(catalog, &gpu.name) {
+        return Err(reject(
+            Constraint::GpuModelAllowList,
+            Detail::NotInGpuModels {
+                gpu: gpu.name.clone(),
+            },
+        ));
     }
     if let Some(gap) = crate::engine::memory::precision_gap(w, gpu, catalog) {
         return Err(reject(

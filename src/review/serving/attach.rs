@@ -62,11 +62,7 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
         }
     }
     for (key, bounds) in &bounds {
-        let runs = pods.get_mut(key).into_iter().flatten();
-        for h in runs
-            .filter_map(|p| p.serving.as_mut())
-            .flat_map(|s| s.ttft.values_mut())
-        {
+        for h in servings(pods, key).flat_map(|s| s.ttft.values_mut()) {
             for b in bounds {
                 h.entry(*b).or_insert(0.0);
             }
@@ -94,11 +90,21 @@ pub(in crate::review) fn attach(a: &Answers, grid: &Grid, pods: &mut Pods) {
     }
     // A series that exists counts, even at 0 all week: it says the server can see an abort.
     for key in &counts_aborts {
-        let runs = pods.get_mut(key).into_iter().flatten();
-        for s in runs.filter_map(|p| p.serving.as_mut()) {
+        for s in servings(pods, key) {
             s.aborts_counted = true;
         }
     }
+}
+
+/// The serving figures of every run of pod `key` that exported any.
+fn servings<'a>(
+    pods: &'a mut Pods,
+    key: &(String, String),
+) -> impl Iterator<Item = &'a mut Serving> + 'a {
+    pods.get_mut(key)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.serving.as_deref_mut())
 }
 
 /// A histogram bucket's `le`, `+Inf` included; `None` for anything else.

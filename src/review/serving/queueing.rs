@@ -314,7 +314,7 @@ pub(super) fn arrivals(
     let figures = Arrivals {
         counted,
         per_second: Quantiles::of(&rate.values().copied().collect::<Vec<_>>()),
-        block_seconds: super::BLOCK.max(step as i64) as f64,
+        block_seconds: h.block as f64,
         burst,
         aborted_share: (counted == Counted::Finished).then(|| round4(aborted / finished.max(1e-9))),
         service_seconds: round4(service),
