@@ -355,7 +355,7 @@ impl ProviderCatalog {
         self.price(sku, region).is_some()
     }
     /// Why this account cannot deploy `sku` in `region`, when a refresh found a reason.
-    pub(crate) fn restriction(&self, sku: &str, region: &str) -> Option<&str> {
+    pub fn restriction(&self, sku: &str, region: &str) -> Option<&str> {
         self.availability
             .get(&(sku.to_owned(), region.to_owned()))
             .and_then(|a| a.restriction.as_deref())

@@ -171,9 +171,13 @@ impl<'a> Cx<'a> {
         self.pool_sku(pool).and_then(|s| self.catalog.sku_gpu(s))
     }
 
+    /// A workload's hours a month as every stage reads them (`Plan::workload_hours`), or the
+    /// plan's month.
     pub(crate) fn hours(&self, w: Option<&Workload>) -> f64 {
-        w.and_then(|w| w.hours_per_month.as_ref().map(|h| *h.get()))
-            .unwrap_or_else(|| self.plan.hours_per_month())
+        w.map_or_else(
+            || self.plan.hours_per_month(),
+            |w| self.plan.workload_hours(w),
+        )
     }
 
     /// Pools that name this workload.

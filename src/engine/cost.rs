@@ -129,11 +129,15 @@ pub(crate) fn block_window(plan: &Plan, pool: &Pool) -> Option<(f64, bool)> {
     if let Some(h) = &pool.block_hours {
         return Some((h.get().min(HOURS_PER_MONTH), true));
     }
+    // A member that states no hours runs the plan's month (`Plan::workload_hours`, the one
+    // reading of a workload's hours).
     let longest = plan
         .pool_workloads(pool)
-        .filter_map(|w| w.hours_per_month.as_ref().map(|h| *h.get()))
-        .fold(None, |m: Option<f64>, h| Some(m.map_or(h, |m| m.max(h))))
-        .map_or(hours, |h| h.min(hours));
+        .map(|w| plan.workload_hours(w))
+        .fold(None, |m: Option<f64>, h| {
+            Some(m.map_or(h, |m: f64| m.max(h)))
+        })
+        .unwrap_or(hours);
     Some((block_paid_hours(plan.provider(), longest), false))
 }
 

@@ -27,7 +27,8 @@ pub(crate) enum Binding {
 /// Nodes a declared pool needs at its workloads' peak, and what binds it. A lower bound: every
 /// dimension summed over its replicas, and each workload alone packed whole (`replicas` over
 /// how many fit a node), so a pool below it cannot hold its work, whatever the scheduler does.
-/// A workload several pools serve counts in each at an even share.
+/// A workload several pools serve counts in each with the replicas the others cannot hold
+/// (`must_run_here`): a quota split of 4 spot and 6 reserved nodes holds its 10 replicas.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct PeakNodes {
     pub nodes: u32,
@@ -38,13 +39,135 @@ pub(crate) struct PeakNodes {
 
 /// The nodes `pool` needs at peak; `None` when its SKU is not in the catalog.
 pub(crate) fn peak_nodes(catalog: &Catalog, plan: &Plan, pool: &Pool) -> Option<PeakNodes> {
-    let sku = catalog.sku(plan.provider(), pool.sku.get())?;
+    nodes_for(catalog, plan, pool, |w| {
+        must_run_here(catalog, plan, pool, w)
+    })
+}
+
+/// What one replica of a workload takes of a node of a pool.
+struct ReplicaNeed {
+    /// GPUs (or shares, or instances), allocatable vCPUs and memory, as shares of a node.
+    dims: [f64; 3],
+    /// Nodes one replica takes when it is a gang: a node per member (`None` otherwise).
+    gang_nodes: Option<f64>,
+    /// The MIG profile a replica takes on a MIG pool: replicas of different profiles take
+    /// different instances of the same GPUs.
+    profile: Option<String>,
+}
+
+/// What one replica of `w` takes of a node of `pool` on `sku`.
+fn replica_need(
+    catalog: &Catalog,
+    plan: &Plan,
+    pool: &Pool,
+    sku: &crate::catalog::Sku,
+    w: &Workload,
+) -> ReplicaNeed {
     let per_node = f64::from(sku.gpu_count.max(1));
     let (cpu_node, mem_node) = catalog.allocatable(sku);
     let shares = pool
         .time_slicing_replicas
         .as_ref()
         .map_or(1.0, |r| (*r.get()).max(1) as f64);
+    let (per_replica, profile) = match pool.sharing().hold() {
+        // A shared inference server hosts several models on one GPU: a replica is its share.
+        GpuHold::Whole if w.sharing() == crate::core::Sharing::SharedServer && w.gpus() <= 1 => {
+            use crate::engine::memory;
+            let share = catalog.sku_gpu(sku).and_then(|gpu| {
+                memory::server_share(
+                    memory::replica_share(w, catalog),
+                    memory::need_in_instance(w, catalog),
+                    memory::usable_share(w, catalog),
+                    gpu,
+                )
+            });
+            (share.unwrap_or(1.0), None)
+        }
+        GpuHold::Whole => (w.gpus().max(1) as f64, None),
+        GpuHold::Replica => (w.gpus().max(1) as f64 / shares, None),
+        GpuHold::Instance => match mig_replica_share(catalog, plan, pool, w) {
+            Some((share, profile)) => (share, Some(profile)),
+            None => (w.gpu_share().min(1.0), None),
+        },
+    };
+    let gang = w.gang().max(1) as f64;
+    let cpu = w.cpu.as_ref().map_or(0.0, |c| *c.get());
+    let mem = w.memory_gib.as_ref().map_or(0.0, |m| *m.get());
+    ReplicaNeed {
+        dims: [
+            per_replica / per_node,
+            ratio(cpu, cpu_node),
+            ratio(mem, mem_node),
+        ],
+        // Each member is a node of its own, as many GPUs of it as it asks.
+        gang_nodes: (gang > 1.0).then(|| gang * (per_replica / per_node).ceil()),
+        profile,
+    }
+}
+
+/// The replicas of `w` at its peak that `pool` must hold: all of them, or, for a workload
+/// several pools serve, those the other pools cannot, each counted at the most it could take
+/// (its `nodes.max` less what the work only it runs needs). An upper bound on what the others
+/// hold makes this a lower bound on what this pool holds, whatever the scheduler does.
+fn must_run_here(catalog: &Catalog, plan: &Plan, pool: &Pool, w: &Workload) -> f64 {
+    let all = w.replicas().max().max(0) as f64;
+    plan.workload_pools(w.name.get())
+        .filter(|q| q.name.get() != pool.name.get())
+        .fold(all, |left, q| {
+            (left - room(catalog, plan, q.get(), w)).max(0.0)
+        })
+}
+
+/// The most replicas of `w` pool `q` could hold beside the work only it runs: in each
+/// dimension, what its `nodes.max` leaves after that work's share (fractional, so never less
+/// than what the nodes really leave), over what one replica of `w` takes.
+fn room(catalog: &Catalog, plan: &Plan, q: &Pool, w: &Workload) -> f64 {
+    let Some(sku) = catalog.sku(plan.provider(), q.sku.get()) else {
+        // Nothing is known of what it holds: it may hold them all.
+        return f64::INFINITY;
+    };
+    let mine = replica_need(catalog, plan, q, sku, w);
+    let mut used = [0.0f64; 3];
+    for v in plan.pool_workloads(q) {
+        if plan.workload_pools(v.name.get()).nth(1).is_some() {
+            continue;
+        }
+        let replicas = v.replicas().max().max(0) as f64;
+        let need = replica_need(catalog, plan, q, sku, v);
+        if let Some(nodes) = need.gang_nodes {
+            for u in &mut used {
+                *u += replicas * nodes;
+            }
+            continue;
+        }
+        for (i, (u, n)) in used.iter_mut().zip(need.dims).enumerate() {
+            // Another MIG profile's instances are not this one's.
+            if i > 0 || need.profile == mine.profile {
+                *u += replicas * n;
+            }
+        }
+    }
+    let nodes = q.nodes().max().max(0) as f64;
+    if let Some(per) = mine.gang_nodes {
+        let free = used.iter().fold(nodes, |f, u| f.min(nodes - u)).max(0.0);
+        return (free / per.max(1.0) + 1e-9).floor();
+    }
+    mine.dims
+        .iter()
+        .zip(used)
+        .filter(|(n, _)| **n > 0.0)
+        .map(|(n, u)| ((nodes - u).max(0.0) / n + 1e-9).floor())
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The nodes `pool` needs for `replicas_of` each of its workloads at once.
+fn nodes_for(
+    catalog: &Catalog,
+    plan: &Plan,
+    pool: &Pool,
+    replicas_of: impl Fn(&Workload) -> f64,
+) -> Option<PeakNodes> {
+    let sku = catalog.sku(plan.provider(), pool.sku.get())?;
     let gpu_binding = match pool.sharing().hold() {
         GpuHold::Whole => Binding::Gpus,
         GpuHold::Replica => Binding::Shares,
@@ -54,33 +177,26 @@ pub(crate) fn peak_nodes(catalog: &Catalog, plan: &Plan, pool: &Pool) -> Option<
     // (nodes, replicas per node, what binds) of the workload that needs most nodes alone.
     let (mut gang_nodes, mut sums) = (0.0, [0.0f64; 3]);
     let mut alone: (f64, Option<u32>, Binding) = (0.0, None, gpu_binding);
+    // MIG GPUs per profile: the pool's layouts carry each profile's instances side by side,
+    // so the GPUs they need are the most any one profile needs, not the sum.
+    let mut by_profile: std::collections::BTreeMap<Option<String>, f64> = Default::default();
     for w in plan.pool_workloads(pool) {
-        let per_replica = match pool.sharing().hold() {
-            GpuHold::Whole => w.gpus().max(1) as f64,
-            GpuHold::Replica => w.gpus().max(1) as f64 / shares,
-            GpuHold::Instance => {
-                mig_replica_share(catalog, plan, pool, w).unwrap_or_else(|| w.gpu_share().min(1.0))
-            }
-        };
-        // A workload several pools serve is taken as split evenly over them (the scheduler
-        // may place it anywhere among them; this is the share each must hold).
-        let pools = plan.workload_pools(w.name.get()).count().max(1) as f64;
-        let replicas = w.replicas().max().max(0) as f64 / pools;
-        let gang = w.gang().max(1) as f64;
-        if gang > 1.0 {
-            // Each member is a node of its own, as many GPUs of it as it asks.
-            gang_nodes += replicas * gang * (per_replica / per_node).ceil();
+        let replicas = replicas_of(w);
+        let ReplicaNeed {
+            dims: need,
+            gang_nodes: gang,
+            profile,
+        } = replica_need(catalog, plan, pool, sku, w);
+        if let Some(nodes) = gang {
+            gang_nodes += replicas * nodes;
             continue;
         }
-        let cpu = w.cpu.as_ref().map_or(0.0, |c| *c.get());
-        let mem = w.memory_gib.as_ref().map_or(0.0, |m| *m.get());
-        let need = [
-            per_replica / per_node,
-            ratio(cpu, cpu_node),
-            ratio(mem, mem_node),
-        ];
-        for (s, n) in sums.iter_mut().zip(need) {
+        for (s, n) in sums.iter_mut().zip(need).skip(1) {
             *s += replicas * n;
+        }
+        match profile {
+            Some(p) => *by_profile.entry(Some(p)).or_default() += replicas * need[0],
+            None => sums[0] += replicas * need[0],
         }
         // Whole replicas per node: the fewest any dimension allows. A MIG replica's GPU share
         // averages the pool's layouts (an instance one GPU in several carries), so only vCPUs,
@@ -111,6 +227,7 @@ pub(crate) fn peak_nodes(catalog: &Catalog, plan: &Plan, pool: &Pool) -> Option<
             alone = (own, fit.is_finite().then_some(fit as u32), by);
         }
     }
+    sums[0] += by_profile.into_values().fold(0.0, f64::max);
     let (summed, binding) = sums
         .into_iter()
         .zip(dim_binding)
@@ -147,14 +264,20 @@ fn ratio(need: f64, node: f64) -> f64 {
     }
 }
 
-/// The share of a GPU one replica of `w` takes on MIG pool `pool`: one instance of the
-/// pool's profile, or of the profile its pods ask for among the pool's layouts
-/// (`mig::requested`), over how many of it the GPUs carry.
-fn mig_replica_share(catalog: &Catalog, plan: &Plan, pool: &Pool, w: &Workload) -> Option<f64> {
+/// The share of a GPU one replica of `w` takes on MIG pool `pool`, and its profile: one
+/// instance of the pool's profile, or of the profile its pods ask for among the pool's
+/// layouts (`mig::requested`), over how many of it the GPUs carry.
+fn mig_replica_share(
+    catalog: &Catalog,
+    plan: &Plan,
+    pool: &Pool,
+    w: &Workload,
+) -> Option<(f64, String)> {
     let sku = catalog.sku(plan.provider(), pool.sku.get())?;
     let spec = catalog.sku_gpu(sku)?.mig.as_ref()?;
     if let Some(p) = &pool.mig_profile {
-        return Some(1.0 / f64::from(crate::mig::per_gpu(spec, p.get()).max(1)));
+        let share = 1.0 / f64::from(crate::mig::per_gpu(spec, p.get()).max(1));
+        return Some((share, p.get().clone()));
     }
     let layouts = pool.layouts();
     let profiles = layouts
@@ -173,7 +296,7 @@ fn mig_replica_share(catalog: &Catalog, plan: &Plan, pool: &Pool, w: &Workload) 
             .map_or(0.0, |c| (*c.get()).max(0) as f64)
             * n;
     }
-    (instances > 0.0).then(|| gpus / instances)
+    (instances > 0.0).then(|| (gpus / instances, profile.name.clone()))
 }
 
 #[cfg(test)]

@@ -35,6 +35,52 @@ pub(crate) fn need_in_instance(w: &Workload, catalog: &Catalog) -> Option<f64> {
     Some(need)
 }
 
+/// The share of one GPU a replica asks for: its `gpu_fraction`; for a replica of one GPU that
+/// time-shares, its stated use (or the default share), or under a shared server its stated
+/// use (a server is sized by memory too: `server_share`); else its whole GPUs.
+pub(crate) fn replica_share(w: &Workload, catalog: &Catalog) -> f64 {
+    let gpus = u32::try_from(w.gpus().max(0)).unwrap_or(0);
+    match (&w.gpu_fraction, w.sharing()) {
+        (Some(f), _) => *f.get(),
+        // A whole-GPU replica that agrees to time-share lends what it does not use; one that
+        // states no use gets the stated default share (time-slicing and MPS only: a shared
+        // server is sized by memory).
+        (None, Sharing::TimeSlicing | Sharing::Mps) if gpus <= 1 => w
+            .utilization()
+            .unwrap_or(catalog.assumptions.time_slicing_default_share)
+            .clamp(0.01, 1.0),
+        (None, Sharing::SharedServer) if gpus <= 1 => {
+            w.utilization().unwrap_or(1.0).clamp(0.01, 1.0)
+        }
+        // Whole GPUs: a dedicated or MIG replica, or one of several GPUs whatever its mode.
+        (
+            None,
+            Sharing::Dedicated
+            | Sharing::Mig
+            | Sharing::TimeSlicing
+            | Sharing::Mps
+            | Sharing::SharedServer,
+        ) => f64::from(gpus.max(1)),
+    }
+}
+
+/// The share of one GPU a replica hosted in a shared inference server takes: its `share`, or
+/// more where its memory needs more of what the server's cap (`usable`) leaves of the card.
+/// `None` where the memory does not fit one card at all. The recommender's fit and GP034's
+/// count both read it.
+pub(crate) fn server_share(
+    share: f64,
+    memory_need: Option<f64>,
+    usable: f64,
+    gpu: &crate::catalog::GpuModel,
+) -> Option<f64> {
+    let offered = gpu.memory_gib * usable;
+    match memory_need {
+        Some(m) if m > offered + 1e-9 => None,
+        need => Some(share.min(1.0).max(need.map_or(0.0, |m| m / offered))),
+    }
+}
+
 /// The share of the memory it sees that a replica's server may take: its cap (explicit or the
 /// engine default), 1 without a server.
 pub(crate) fn usable_share(w: &Workload, catalog: &Catalog) -> f64 {

@@ -208,6 +208,15 @@ fn reason(r: &Reason) -> String {
         } => capacity_block(*nodes, *hours, *work_hours, *usd_per_hour, *on_demand),
         Reason::QuotaClosed(c) => quota_closed(c),
         Reason::QuotaSplit(p) => quota_split(p),
+        Reason::QuotaRemoved {
+            sizes,
+            sku,
+            region,
+            saving,
+        } => format!(
+            "a known quota closed {sizes} cheaper option(s) to its workloads (the cheapest listed as quota-closed): on {sku} in {region} the pool would cost {} a month less",
+            usd(*saving)
+        ),
         Reason::QuotaUnknown { region, family } => format!(
             "quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
         ),

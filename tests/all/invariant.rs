@@ -24,8 +24,10 @@ const TODAY: Date = Date {
     day: 3,
 };
 
-const FIT_RULES: [&str; 9] = [
-    "GP001", "GP002", "GP003", "GP004", "GP005", "GP015", "GP016", "GP021", "GP027",
+/// The fit rules, and GP034, which counts a pool's capacity the way the packer places
+/// replicas (a quota split's parts, MIG layouts as laid out: issue 71).
+const FIT_RULES: [&str; 10] = [
+    "GP001", "GP002", "GP003", "GP004", "GP005", "GP015", "GP016", "GP021", "GP027", "GP034",
 ];
 
 fn load(name: &str, text: String, catalog: &Catalog) -> Result<Plan, String> {

@@ -8,6 +8,7 @@
 mod common;
 
 mod azure_vgpu;
+mod capacity_rule;
 mod ci_reports;
 mod cli;
 mod cluster;
@@ -28,6 +29,7 @@ mod kueue;
 mod kueue_safeguards;
 mod layers;
 mod names;
+mod oracle;
 mod pod_runs;
 mod pr;
 mod pricing;

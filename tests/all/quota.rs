@@ -320,3 +320,69 @@ fn a_spot_quota_of_zero_bounds_the_on_demand_fleet() {
     assert_eq!(pool["capacity"], "on-demand", "{pool:#}");
     tight(&r);
 }
+
+/// Issue 71: one on-demand inference workload of 4 one-GPU replicas, Azure eastus and westus2,
+/// with a T4 family quota of `eastus_vcpus` in eastus and none in westus2.
+fn t4_quota(eastus_vcpus: u32) -> String {
+    format!(
+        "version = 1\n\n[plan]\nname = \"q\"\nowner = \"platform\"\nprovider = \"azure\"\nregions = [\"eastus\", \"westus2\"]\n\n[[workload]]\nname = \"api\"\nteam = \"a\"\nkind = \"inference\"\ngpus = 1\nreplicas = 4\n\n[[quota]]\nregion = \"eastus\"\nfamily = \"standardNCASv3_T4Family\"\nvcpus = {eastus_vcpus}\n\n[[quota]]\nregion = \"westus2\"\nfamily = \"standardNCASv3_T4Family\"\nvcpus = 0\n"
+    )
+}
+
+/// A quota that holds part of an on-demand workload splits it as it splits spot work: with 8
+/// vCPUs, two replicas on 2 x NC4as_T4_v3 (8 vCPUs, $0.526/h) and two on NV36ads_A10_v5
+/// ($3.20/h): 2 x 0.526 x 730 + 2 x 3.20 x 730 = $5,439.96, where the whole workload on A10
+/// was $9,344.00 and printed as the bound. With 12 vCPUs three stay on T4: $3,487.94.
+#[test]
+fn an_on_demand_workload_larger_than_its_quota_keeps_what_the_quota_holds() {
+    for (vcpus, cost, t4_nodes) in [(8, 5_439.96, 2), (12, 3_487.94, 3)] {
+        let r = recommendation(&t4_quota(vcpus));
+        assert_eq!(r["total_monthly_cost_usd"], cost, "{r:#}");
+        tight(&r);
+        let pools = r["pools"].as_array().expect("pools");
+        let t4 = pools
+            .iter()
+            .find(|p| p["sku"] == "Standard_NC4as_T4_v3")
+            .expect("a T4 pool");
+        assert_eq!(t4["region"], "eastus", "{t4:#}");
+        assert_eq!(t4["nodes"]["max"], t4_nodes, "{t4:#}");
+        assert!(
+            t4["why"].as_str().expect("why").contains("split by quota"),
+            "{t4:#}"
+        );
+    }
+}
+
+/// A quota that holds not one node of the cheaper sizes closes them; the why-line says so and
+/// the alternatives list them with what the pool would cost there, and the quota.
+#[test]
+fn sizes_a_quota_closed_are_named_with_what_they_would_cost() {
+    let (r, pool) = recommended(&t4_quota(0));
+    assert_eq!(pool["sku"], "Standard_NV36ads_A10_v5", "{r:#}");
+    assert_eq!(r["total_monthly_cost_usd"], 9_344.0, "{r:#}");
+    let why = pool["why"].as_str().expect("why");
+    assert!(
+        why.contains("a known quota closed")
+            && why.contains(
+                "on Standard_NC4as_T4_v3 in eastus the pool would cost $7,808.08 a month less"
+            ),
+        "{why}"
+    );
+    let closed: Vec<&serde_json::Value> = pool["considered"]
+        .as_array()
+        .expect("considered")
+        .iter()
+        .filter(|a| a["kind"] == "quota-closed")
+        .collect();
+    assert!(!closed.is_empty() && closed.len() <= 3, "{pool:#}");
+    assert_eq!(closed[0]["sku"], "Standard_NC4as_T4_v3", "{pool:#}");
+    // 4 x 730 h x $0.526.
+    assert_eq!(closed[0]["monthly_cost_usd"], 1_535.92, "{pool:#}");
+    assert!(
+        closed[0]["note"]
+            .as_str()
+            .expect("note")
+            .contains("`standardNCASv3_T4Family` needed in eastus, quota 0"),
+        "{pool:#}"
+    );
+}

@@ -120,7 +120,80 @@ pub(super) fn alternatives(
             });
         }
     }
+    out.extend(quota_closed(cx, choices, members, chosen));
     out.extend(spot_shut(&ms, key));
+    out
+}
+
+/// The sizes a known quota closed to every workload of the pool (`Choice::closed`) where
+/// the pool, packed there, would cost less: at most `LISTED`, cheapest first. Nothing else
+/// lists them, since no stage may place work there.
+fn quota_closed(
+    cx: &Cx<'_, '_>,
+    choices: &[Choice<'_, '_>],
+    members: &[usize],
+    chosen: &Built,
+) -> Vec<Alternative> {
+    let first = &choices[members[0]];
+    let mut out: Vec<Alternative> = Vec::new();
+    for k in first.closed.iter() {
+        // Each member there on the capacity type that costs the first least alone.
+        let Some(capacity) =
+            k.c.rates(&first.d)
+                .into_iter()
+                .map(|r| (estimate(&first.d, &k.c, &r, cx.plan_hours), r.capacity))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, c)| c)
+        else {
+            continue;
+        };
+        let trial: Option<Vec<Choice<'_, '_>>> = members
+            .iter()
+            .map(|&i| {
+                let ch = &choices[i];
+                let there = ch
+                    .closed
+                    .iter()
+                    .find(|o| o.c.sku.name == k.c.sku.name && o.c.region == k.c.region)?;
+                let rate = there
+                    .c
+                    .rates(&ch.d)
+                    .into_iter()
+                    .find(|r| r.capacity == capacity)?;
+                Some(ch.with(there.c.clone(), rate))
+            })
+            .collect();
+        let Some(trial) = trial else { continue };
+        let refs: Vec<&Choice<'_, '_>> = trial.iter().collect();
+        let b = build_cached(&cx.cache, &refs, capacity, cx.catalog, cx.plan_hours, false);
+        if b.cost >= chosen.cost - 0.005 {
+            continue;
+        }
+        let gpus = b.nodes_max * k.c.sku.gpu_count;
+        out.push(Alternative {
+            sku: k.c.sku.name.clone(),
+            region: k.c.region.clone(),
+            capacity,
+            monthly_cost_usd: Some(cents(b.cost)),
+            delta_usd: Some(cents(b.cost - chosen.cost)),
+            gpus: Some(gpus),
+            kind: AlternativeKind::QuotaClosed,
+            note: AltNote {
+                what: AltWhat::QuotaClosed {
+                    nodes: b.nodes_max,
+                    gpus,
+                    quota: k.detail.clone(),
+                },
+                not_taken: None,
+            },
+        });
+    }
+    out.sort_by(|a, b| {
+        a.delta_usd
+            .unwrap_or(0.0)
+            .total_cmp(&b.delta_usd.unwrap_or(0.0))
+            .then_with(|| (&a.sku, &a.region).cmp(&(&b.sku, &b.region)))
+    });
     out
 }
 

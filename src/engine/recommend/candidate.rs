@@ -87,6 +87,32 @@ pub fn candidates<'c>(
     catalog: &'c Catalog,
     d: &Demand<'_>,
 ) -> Result<Vec<Candidate<'c>>, Vec<Rejection>> {
+    found(plan, catalog, d).map(|f| f.open)
+}
+
+/// A candidate a known quota closed (it cannot hold one node of it, or a workload that
+/// cannot split), with the figures: listed beside the pool where it would cost less, as
+/// Karpenter says how many instance types its limits excluded.
+#[derive(Debug, Clone)]
+pub struct Closed<'c> {
+    pub c: Candidate<'c>,
+    pub detail: Detail,
+}
+
+/// The candidates that can run `d` and those a known quota alone closed.
+#[derive(Debug)]
+pub struct Found<'c> {
+    pub open: Vec<Candidate<'c>>,
+    pub closed: Vec<Closed<'c>>,
+}
+
+/// Every (SKU, region) that can run `d` and every one a known quota closed, or the
+/// rejections when none can run it.
+pub fn found<'c>(
+    plan: &Plan,
+    catalog: &'c Catalog,
+    d: &Demand<'_>,
+) -> Result<Found<'c>, Vec<Rejection>> {
     let Some(pc) = catalog.provider(plan.provider()) else {
         return Err(vec![Rejection {
             constraint: Constraint::Region,
@@ -95,6 +121,7 @@ pub fn candidates<'c>(
             },
         }]);
     };
+    let mut closed = Vec::new();
     let regions: Vec<&str> = plan.regions().collect();
     let mut out = Vec::new();
     let mut rejected = Vec::new();
@@ -150,7 +177,15 @@ pub fn candidates<'c>(
                     c.region_rank = rank;
                     out.push(c);
                 }
-                Err(r) => rejected.push(r),
+                Err(Refused::Closed(mut c, r)) => {
+                    c.region_rank = rank;
+                    closed.push(Closed {
+                        c: *c,
+                        detail: r.detail.clone(),
+                    });
+                    rejected.push(r);
+                }
+                Err(Refused::Cannot(r)) => rejected.push(r),
             }
         }
     }
@@ -169,7 +204,31 @@ pub fn candidates<'c>(
         // Every workload keeps its candidates to the end (alternatives, merges): without the
         // slack of a growing vector, a large estate's peak memory is a third lower.
         out.shrink_to_fit();
-        Ok(out)
+        // Only those a replica-hour would cost less on than on every open one are worth
+        // keeping to list.
+        let per_replica = |c: &Candidate<'_>| {
+            c.rates(d)
+                .iter()
+                .map(|r| r.usd * r.waste * c.node_share)
+                .fold(f64::INFINITY, f64::min)
+        };
+        let cheapest = out.iter().map(per_replica).fold(f64::INFINITY, f64::min);
+        closed.retain(|k| per_replica(&k.c) < cheapest - 1e-9);
+        closed.shrink_to_fit();
+        Ok(Found { open: out, closed })
+    }
+}
+
+/// Why `candidate` gave no candidate: the SKU cannot run the workload here, or it can and a
+/// known quota closed it (the candidate as it would have been, for the why-line).
+enum Refused<'c> {
+    Cannot(Rejection),
+    Closed(Box<Candidate<'c>>, Rejection),
+}
+
+impl From<Rejection> for Refused<'_> {
+    fn from(r: Rejection) -> Self {
+        Refused::Cannot(r)
     }
 }
 
@@ -199,7 +258,7 @@ fn candidate<'c>(
     sku: &'c Sku,
     gpu: &'c GpuModel,
     region: &str,
-) -> Result<Candidate<'c>, Rejection> {
+) -> Result<Candidate<'c>, Refused<'c>> {
     allowed(catalog, d, sku, gpu)?;
     let listed = |c: Capacity| {
         catalog
@@ -213,7 +272,8 @@ fn candidate<'c>(
                 sku: sku.name.clone(),
                 region: region.to_owned(),
             },
-        ));
+        )
+        .into());
     };
     deployable(plan, catalog, d, sku, region)?;
     let fit = match host_mig::fit(catalog, d, sku, gpu) {
@@ -222,7 +282,7 @@ fn candidate<'c>(
     };
     let (cpu_alloc, mem_alloc) = host_fits(catalog, d, sku)?;
     let node_share = node_share(&fit, sku, gpu, d, cpu_alloc, mem_alloc);
-    within_quota(plan, catalog, d, sku, region, node_share)?;
+    let quota = within_quota(plan, catalog, d, sku, region, node_share);
     let spot = Some(spot_quote(
         catalog,
         plan,
@@ -231,7 +291,7 @@ fn candidate<'c>(
         region,
         listed(Capacity::Spot).is_some(),
     ));
-    Ok(Candidate {
+    let c = Candidate {
         sku,
         gpu,
         region: region.to_owned(),
@@ -243,7 +303,11 @@ fn candidate<'c>(
         reserved_1y: listed(Capacity::Reserved1y),
         reserved_3y: listed(Capacity::Reserved3y),
         capacity_block: listed(Capacity::CapacityBlock),
-    })
+    };
+    match quota {
+        Ok(()) => Ok(c),
+        Err(r) => Err(Refused::Closed(Box::new(c), r)),
+    }
 }
 
 /// The workload's own lists allow the SKU and its GPU, and the GPU computes in its precision.
@@ -321,12 +385,9 @@ fn fit(catalog: &Catalog, d: &Demand<'_>, gpu: &GpuModel) -> Result<Fit, Rejecti
         }
         Sharing::SharedServer if d.gpus <= 1 => {
             // The server process takes its cap of the card; the models it hosts share that.
-            let offered = memory_offered(d, gpu, 1)?;
+            memory_offered(d, gpu, 1)?;
             Ok(Fit::Server {
-                share: d
-                    .share
-                    .min(1.0)
-                    .max(d.memory_need.map_or(0.0, |m| m / offered)),
+                share: d.server_share(gpu).unwrap_or(1.0),
             })
         }
         // A replica of several GPUs takes them whole, whatever its mode shares.
@@ -444,8 +505,13 @@ fn host_fits(catalog: &Catalog, d: &Demand<'_>, sku: &Sku) -> Result<(f64, f64),
     Ok((cpu_alloc, mem_alloc))
 }
 
-/// A workload that alone needs more on-demand vCPUs than a known quota cannot be placed
-/// there; when spot is open to it, the separate spot quota may still hold it.
+/// A known quota that cannot hold what must start together here closes the candidate: one
+/// replica's node, or the whole workload where it cannot be split (a gang starts its nodes
+/// together; an availability floor is kept by one pool). Anything less is quota repair's to
+/// decide, which keeps as many replicas here as the quota holds and runs the rest elsewhere,
+/// and the bound's, whose quota rows hold the same limit: filtering here would make both
+/// blind to the part of a cheaper size a quota still holds. When spot is open to the
+/// workload, its separate quota may hold what on-demand's does not.
 fn within_quota(
     plan: &Plan,
     catalog: &Catalog,
@@ -454,7 +520,9 @@ fn within_quota(
     region: &str,
     node_share: f64,
 ) -> Result<(), Rejection> {
-    let peak_nodes = (node_share * f64::from(d.peak)).ceil();
+    let whole = d.gang > 1 || d.availability > 0 || d.peak < 2;
+    let replicas = if whole { d.peak } else { 1 };
+    let peak_nodes = (node_share * f64::from(replicas)).ceil();
     let family = &sku.quota_family;
     if let Some((limit, from)) = plan.known_quota(catalog, region, family) {
         let need = peak_nodes * f64::from(sku.vcpus);

@@ -16,6 +16,9 @@ pub(super) struct Choice<'p, 'c> {
     /// same shape ([`demand::Demand::shape`]): an estate of thousands of identical jobs holds
     /// one list, not thousands.
     pub(super) all: std::sync::Arc<Vec<Candidate<'c>>>,
+    /// The candidates a known quota closed that a replica-hour would cost less on (shared
+    /// as `all` is): the why-line names them.
+    pub(super) closed: std::sync::Arc<Vec<super::candidate::Closed<'c>>>,
 }
 
 impl<'p, 'c> Choice<'p, 'c> {
@@ -27,6 +30,7 @@ impl<'p, 'c> Choice<'p, 'c> {
             c,
             rate,
             all: std::sync::Arc::default(),
+            closed: std::sync::Arc::default(),
         }
     }
 
@@ -43,6 +47,7 @@ impl<'p, 'c> Choice<'p, 'c> {
             c: self.c.clone(),
             rate: self.rate.clone(),
             all: std::sync::Arc::clone(&self.all),
+            closed: std::sync::Arc::clone(&self.closed),
         }
     }
 }

@@ -22,10 +22,11 @@ pub(super) fn first_choices<'p, 'c>(
     let mut choices = Vec::new();
     // Candidates and the first choice depend on a demand's shape alone, never its name:
     // worked out once per shape.
-    type Found<'c> = Result<
-        (std::sync::Arc<Vec<Candidate<'c>>>, Option<(usize, Rate)>),
-        Vec<candidate::Rejection>,
-    >;
+    type Shared<'c> = (
+        std::sync::Arc<Vec<Candidate<'c>>>,
+        std::sync::Arc<Vec<candidate::Closed<'c>>>,
+    );
+    type Found<'c> = Result<(Shared<'c>, Option<(usize, Rate)>), Vec<candidate::Rejection>>;
     let mut by_shape: std::collections::HashMap<String, Found<'c>> =
         std::collections::HashMap::new();
     for d in demand::demands(plan, catalog) {
@@ -33,18 +34,26 @@ pub(super) fn first_choices<'p, 'c>(
             continue;
         }
         let found = by_shape.entry(d.shape()).or_insert_with(|| {
-            candidate::candidates(plan, catalog, &d).map(|all| {
-                let best = best_choice(&d, &all, plan_hours);
-                (std::sync::Arc::new(all), best)
+            candidate::found(plan, catalog, &d).map(|f| {
+                let best = best_choice(&d, &f.open, plan_hours);
+                let shared = (std::sync::Arc::new(f.open), std::sync::Arc::new(f.closed));
+                (shared, best)
             })
         });
         match found {
             Err(rejections) => unsatisfied.push(explain_rejections(plan, &d, rejections)),
-            Ok((all, best)) => {
+            Ok(((all, closed), best)) => {
                 if let Some((i, rate)) = best.clone() {
                     let c = all[i].clone();
                     let all = std::sync::Arc::clone(all);
-                    choices.push(Choice { d, c, rate, all });
+                    let closed = std::sync::Arc::clone(closed);
+                    choices.push(Choice {
+                        d,
+                        c,
+                        rate,
+                        all,
+                        closed,
+                    });
                 }
             }
         }
@@ -57,6 +66,10 @@ pub(super) fn first_choices<'p, 'c>(
 enum Strategy {
     /// Each workload on its cheapest candidate alone.
     Alone,
+    /// Each workload on the option that costs least packed on nodes of its own, and local
+    /// search from there.
+    AlonePacked,
+    ImproveAlonePacked,
     /// Local search from there (`improve`).
     Improve(improve::Objective),
     /// Each workload where the fleet LP puts most of its work (`guide`).
@@ -79,23 +92,22 @@ pub(super) fn cheapest_strategy(
 ) {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     let greedy: Vec<(usize, Rate)> = choices.iter().map(|ch| pick_of(ch)).collect();
+    let packed = alone_packed(cx, choices);
     let mut best: Option<(f64, Vec<(usize, Rate)>)> = None;
     for strategy in [
         Strategy::Alone,
+        Strategy::AlonePacked,
         Strategy::Improve(improve::Objective::Fluid),
         Strategy::Improve(improve::Objective::Whole),
+        Strategy::ImproveAlonePacked,
         Strategy::Guided,
     ] {
         let picks = match strategy {
             Strategy::Alone => greedy.clone(),
-            Strategy::Improve(objective) => {
-                let mut opts: Vec<improve::Options<'_, '_>> = choices
-                    .iter()
-                    .zip(&greedy)
-                    .map(|(ch, g)| improve::Options::new(&ch.d, &ch.all, g))
-                    .collect();
-                improve::improve(&mut opts, catalog, plan_hours, objective);
-                opts.iter().map(|o| o.options[o.pick].clone()).collect()
+            Strategy::AlonePacked => packed.clone(),
+            Strategy::Improve(objective) => improved(choices, &greedy, cx, objective),
+            Strategy::ImproveAlonePacked => {
+                improved(choices, &packed, cx, improve::Objective::Whole)
             }
             // A fifth packing of the whole fleet: for estates of up to `GUIDED_CHOICES`.
             Strategy::Guided if choices.len() > GUIDED_CHOICES => continue,
@@ -123,6 +135,78 @@ pub(super) fn cheapest_strategy(
     if let Some((_, picks)) = best {
         apply(choices, &picks);
     }
+}
+
+/// Local search (`improve`) from `start`.
+fn improved(
+    choices: &[Choice<'_, '_>],
+    start: &[(usize, Rate)],
+    cx: &Cx<'_, '_>,
+    objective: improve::Objective,
+) -> Vec<(usize, Rate)> {
+    let mut opts: Vec<improve::Options<'_, '_>> = choices
+        .iter()
+        .zip(start)
+        .map(|(ch, g)| improve::Options::new(&ch.d, &ch.all, g))
+        .collect();
+    improve::improve(&mut opts, cx.catalog, cx.plan_hours, objective);
+    opts.iter().map(|o| o.options[o.pick].clone()).collect()
+}
+
+/// Options per workload that `alone_packed` packs: the cheapest by the fluid estimate.
+const ALONE_TRIED: usize = 12;
+
+/// Each workload on the option (candidate and capacity type) that costs least packed on nodes
+/// of its own, among its `ALONE_TRIED` cheapest by the fluid estimate. The estimate prices a
+/// replica at its share of a node, which a workload too small to fill a large size never pays:
+/// two one-replica workloads were both put on a 4-GPU NC64as_T4_v3 ($3,176.96 a month) where
+/// an NC8as_T4_v3 and an NC16as_T4_v3 cost $1,427.88, and no single move from there finds it
+/// (the exact solver of `tests/all/oracle.rs`). Worked out once per shape.
+fn alone_packed(cx: &Cx<'_, '_>, choices: &[Choice<'_, '_>]) -> Vec<(usize, Rate)> {
+    let mut by_shape: std::collections::HashMap<String, (usize, Rate)> =
+        std::collections::HashMap::new();
+    choices
+        .iter()
+        .map(|ch| {
+            by_shape
+                .entry(ch.d.shape())
+                .or_insert_with(|| {
+                    let mut options: Vec<(f64, usize, Rate)> = ch
+                        .all
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(i, c)| {
+                            c.rates(&ch.d).into_iter().map(move |r| {
+                                (super::choice::estimate(&ch.d, c, &r, cx.plan_hours), i, r)
+                            })
+                        })
+                        .collect();
+                    options.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    options
+                        .into_iter()
+                        .take(ALONE_TRIED)
+                        .map(|(_, i, r)| {
+                            let trial = ch.with(ch.all[i].clone(), r.clone());
+                            let b = build_cached(
+                                &cx.cache,
+                                &[&trial],
+                                r.capacity,
+                                cx.catalog,
+                                cx.plan_hours,
+                                false,
+                            );
+                            (b.cost, i, r)
+                        })
+                        .fold(None, |best: Option<(f64, usize, Rate)>, o| match best {
+                            Some(b) if b.0 <= o.0 + 0.005 => Some(b),
+                            _ => Some(o),
+                        })
+                        .map(|(_, i, r)| (i, r))
+                        .unwrap_or_else(|| pick_of(ch))
+                })
+                .clone()
+        })
+        .collect()
 }
 
 /// The pools the choices form; under AKS, profiles merged upwards where that saves nodes.

@@ -193,6 +193,15 @@ impl Demand<'_> {
     }
 }
 
+impl Demand<'_> {
+    /// The share of one GPU a replica hosted in a shared inference server takes: its stated
+    /// share, or more where its memory needs more of what the server's cap leaves of the card.
+    /// `None` where the memory does not fit one card at all.
+    pub(crate) fn server_share(&self, gpu: &crate::catalog::GpuModel) -> Option<f64> {
+        crate::engine::memory::server_share(self.share, self.memory_need, self.usable, gpu)
+    }
+}
+
 pub fn demands<'p>(plan: &'p Plan, catalog: &Catalog) -> Vec<Demand<'p>> {
     plan.workloads()
         .iter()
@@ -229,28 +238,7 @@ fn demand<'p>(plan: &'p Plan, catalog: &Catalog, w: &'p Sp<Workload>) -> Demand<
     let floor = floor.min(peak);
     let sharing = w.sharing();
     let gpus = u32::try_from(w.gpus().max(0)).unwrap_or(0);
-    let share = match (&w.gpu_fraction, sharing) {
-        (Some(f), _) => *f.get(),
-        // A whole-GPU replica that agrees to time-share lends what it does not use; one that
-        // states no use gets the stated default share (time-slicing and MPS only: a shared
-        // server is sized by memory).
-        (None, Sharing::TimeSlicing | Sharing::Mps) if gpus <= 1 => w
-            .utilization()
-            .unwrap_or(catalog.assumptions.time_slicing_default_share)
-            .clamp(0.01, 1.0),
-        (None, Sharing::SharedServer) if gpus <= 1 => {
-            w.utilization().unwrap_or(1.0).clamp(0.01, 1.0)
-        }
-        // Whole GPUs: a dedicated or MIG replica, or one of several GPUs whatever its mode.
-        (
-            None,
-            Sharing::Dedicated
-            | Sharing::Mig
-            | Sharing::TimeSlicing
-            | Sharing::Mps
-            | Sharing::SharedServer,
-        ) => f64::from(gpus.max(1)),
-    };
+    let share = crate::engine::memory::replica_share(w, catalog);
     let checkpoint = w.checkpoint_minutes.as_ref().map(|c| *c.get());
     let spot_closed = if w.user_facing() {
         Some(SpotClosed::UserFacing)

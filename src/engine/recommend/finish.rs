@@ -90,6 +90,27 @@ pub(super) fn final_pools(
                 _ => None,
             });
         pool.why.0.extend(closed);
+        // Cheaper sizes a known quota closed altogether: the why-line says so, and how many
+        // are listed (the alternatives keep the first few).
+        let removed: Vec<&super::types::Alternative> = pool
+            .considered
+            .iter()
+            .filter(|a| a.kind == super::types::AlternativeKind::QuotaClosed)
+            .collect();
+        if let Some(a) = removed.first() {
+            pool.why.0.push(super::reason::Reason::QuotaRemoved {
+                sizes: removed.len(),
+                sku: a.sku.clone(),
+                region: a.region.clone(),
+                saving: -a.delta_usd.unwrap_or(0.0),
+            });
+        }
+        let mut kept = 0;
+        pool.considered.retain(|a| {
+            let quota = a.kind == super::types::AlternativeKind::QuotaClosed;
+            kept += usize::from(quota);
+            !quota || kept <= super::alternatives::LISTED
+        });
         pool.why.0.extend(split_reasons(&repair.splits, &ms, key));
         // Split the pool's cost over its workloads by the node-hours each asks for.
         let weights: Vec<f64> = ms

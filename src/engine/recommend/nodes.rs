@@ -81,6 +81,7 @@ fn pack_mig(
     mig: &IndexMap<String, Vec<(usize, u32)>>,
     gpu: &GpuModel,
     mm: MigManager,
+    node: (f64, f64),
 ) -> Option<MigPacked> {
     let spec = gpu.mig.as_ref()?;
     let demand: IndexMap<String, u32> = mig
@@ -92,6 +93,10 @@ fn pack_mig(
         MigManager::Aks => uniform_packing(spec, &demand),
         MigManager::GpuOperator => crate::mig::pack::pack(spec, &demand).ok(),
     }?;
+    let laid_out = p.gpus.len();
+    let (gpus, hosts) = gpu_hosts(ms, mig, p.gpus.clone(), node);
+    let cut = gpus.len() > laid_out;
+    let p = crate::mig::pack::Packing { gpus, ..p };
     let (sc, sm) = p.stranded(spec);
     let distinct = distinct_layouts(&p.gpus);
     let layout = match distinct.len() {
@@ -110,7 +115,7 @@ fn pack_mig(
     let configured: u32 = p.gpus.iter().flat_map(|l| l.values()).sum();
     let used: u32 = demand.values().sum();
     Some(MigPacked {
-        gpus: gpu_hosts(ms, mig, &p.gpus),
+        gpus: hosts,
         layout,
         configs,
         stranded: Stranded {
@@ -118,42 +123,60 @@ fn pack_mig(
             mig_memory_slices: sm,
             gpu_units: 0,
             mig_unused_instances: configured.saturating_sub(used),
-            optimal_packing: p.optimal,
+            // Slices packed optimally, then GPUs cut for their hosts: no longer a claim.
+            optimal_packing: p.optimal && !cut,
             packing_lower_bound_gpus: Some(p.lower_bound),
         },
     })
 }
 
-/// Host resources of the replicas that land on each GPU, members taken in order.
+/// Host resources of the replicas that land on each GPU, members taken in order; a GPU
+/// whose replicas' vCPUs or RAM would not fit its node (`node`, allocatable) is cut into as
+/// many GPUs of the same layout's instances as the node holds them (a subset of a valid
+/// placement is valid), since every instance of a GPU runs on that GPU's node. The GPUs'
+/// layouts come back beside their hosts.
 fn gpu_hosts(
     ms: &[&Choice<'_, '_>],
     mig: &IndexMap<String, Vec<(usize, u32)>>,
-    gpus: &[IndexMap<String, u32>],
-) -> Vec<Item> {
+    gpus: Vec<IndexMap<String, u32>>,
+    node: (f64, f64),
+) -> (Vec<IndexMap<String, u32>>, Vec<Item>) {
+    const EPS: f64 = 1e-9;
     let mut queues = mig.clone();
-    let mut out = Vec::new();
+    let (mut layouts, mut out) = (Vec::new(), Vec::new());
     for l in gpus {
         let (mut cpu, mut mem) = (0.0, 0.0);
-        for (prof, &cnt) in l {
-            let Some(q) = queues.get_mut(prof) else {
+        let mut here: IndexMap<String, u32> = IndexMap::new();
+        for (prof, cnt) in l {
+            let Some(q) = queues.get_mut(&prof) else {
+                // An instance no replica takes stays on the GPU as laid out.
+                *here.entry(prof).or_default() += cnt;
                 continue;
             };
-            let mut left = cnt;
-            while left > 0 {
-                let Some(front) = q.first_mut() else { break };
-                let take = front.1.min(left);
-                cpu += ms[front.0].d.cpu * f64::from(take);
-                mem += ms[front.0].d.memory_gib * f64::from(take);
-                front.1 -= take;
-                left -= take;
+            for _ in 0..cnt {
+                let Some(front) = q.first_mut() else {
+                    *here.entry(prof.clone()).or_default() += 1;
+                    continue;
+                };
+                let (c, m) = (ms[front.0].d.cpu, ms[front.0].d.memory_gib);
+                if !here.is_empty() && (cpu + c > node.0 + EPS || mem + m > node.1 + EPS) {
+                    layouts.push(std::mem::take(&mut here));
+                    out.push(Item { units: 1, cpu, mem });
+                    (cpu, mem) = (0.0, 0.0);
+                }
+                cpu += c;
+                mem += m;
+                *here.entry(prof.clone()).or_default() += 1;
+                front.1 -= 1;
                 if front.1 == 0 {
                     q.remove(0);
                 }
             }
         }
+        layouts.push(here);
         out.push(Item { units: 1, cpu, mem });
     }
-    out
+    (layouts, out)
 }
 
 /// Node count for the given replica counts (one per member).
@@ -180,12 +203,15 @@ pub(super) fn nodes_for(
         batches.push((pack::merged(sorted.items), units_per_node));
     }
     if !sorted.server.is_empty() {
-        batches.push((pack::group(pack::server_gpus(&sorted.server)), per_node));
+        batches.push((
+            pack::group(pack::server_gpus(&sorted.server, (cpu, mem))),
+            per_node,
+        ));
     }
     let mig = if sorted.mig.is_empty() {
         None
     } else {
-        pack_mig(ms, &sorted.mig, gpu, mm)
+        pack_mig(ms, &sorted.mig, gpu, mm, (cpu, mem))
     };
     let (layout, configs, stranded) = match mig {
         Some(m) => {

@@ -397,15 +397,21 @@ pub(crate) fn first_fit_decreasing(groups: &[(Item, u32)], cap: NodeCap) -> (u32
 }
 
 /// Shares of one GPU (thousandths) packed onto GPUs, first fit decreasing; each GPU comes
-/// back as the vCPUs and RAM of the replicas on it.
-pub(crate) fn server_gpus(groups: &[(u32, f64, f64, u32)]) -> Vec<Item> {
+/// back as the vCPUs and RAM of the replicas on it. A GPU's replicas run on its node, so a GPU
+/// takes no more of them than a node's allocatable vCPUs and RAM (`node`) hold: four 8-vCPU
+/// models at a tenth of a GPU each need two 24-vCPU nodes, not one GPU.
+pub(crate) fn server_gpus(groups: &[(u32, f64, f64, u32)], node: (f64, f64)) -> Vec<Item> {
+    const EPS: f64 = 1e-9;
     let mut order: Vec<&(u32, f64, f64, u32)> = groups.iter().filter(|g| g.3 > 0).collect();
     order.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
     let mut gpus: Vec<(u32, f64, f64)> = Vec::new();
     for (milli, cpu, mem, count) in order {
         let mut start = 0usize;
         for _ in 0..*count {
-            let at = match gpus[start..].iter().position(|g| g.0 + milli <= 1000) {
+            let fits = |g: &(u32, f64, f64)| {
+                g.0 + milli <= 1000 && g.1 + cpu <= node.0 + EPS && g.2 + mem <= node.1 + EPS
+            };
+            let at = match gpus[start..].iter().position(fits) {
                 Some(k) => start + k,
                 None => {
                     gpus.push((0, 0.0, 0.0));

@@ -103,6 +103,14 @@ pub enum Reason {
     QuotaClosed(QuotaClosed),
     /// A workload a known quota split over two pools, and this pool's part of it.
     QuotaSplit(QuotaSplit),
+    /// Cheaper sizes a known quota closed to the pool's workloads (listed beside it as
+    /// `quota-closed`): how many, and the cheapest with what it would save a month.
+    QuotaRemoved {
+        sizes: usize,
+        sku: String,
+        region: String,
+        saving: f64,
+    },
     /// Arm-host sizes (arm64 images only) that cost less per GPU in the pool's region and
     /// hold its replicas' memory, left out because no workload names them: (SKU, $/GPU-hour).
     ArmHostsLeftOut { skus: Vec<(String, f64)> },
@@ -245,6 +253,13 @@ pub enum AltWhat {
     },
     /// Spot was shut for a workload of the pool.
     SpotShut { workload: String, why: SpotNo },
+    /// A known quota closed the size to the pool's workloads: the quota's figures, and the
+    /// nodes and GPUs the pool would take there.
+    QuotaClosed {
+        nodes: u32,
+        gpus: u32,
+        quota: super::candidate::Detail,
+    },
 }
 
 /// Why a cheaper alternative was not taken.

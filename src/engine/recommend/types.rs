@@ -151,6 +151,9 @@ crate::core::named_enum! {
         NextCheapest => "next-cheapest",
         /// An option the search did not weigh, and why.
         NotConsidered => "not-considered",
+        /// A cheaper size a known quota closed to the pool's workloads: what the pool would
+        /// cost there, and the quota.
+        QuotaClosed => "quota-closed",
     }
 }
 

@@ -52,6 +52,10 @@ fn alt_what(w: &AltWhat) -> String {
         AltWhat::SpotShut { workload, why } => {
             format!("not considered: {}", spot_no(why, workload))
         }
+        AltWhat::QuotaClosed { nodes, gpus, quota } => format!(
+            "{nodes} node(s), {gpus} GPU(s) at peak; closed by a known quota: {}",
+            detail(quota)
+        ),
     }
 }
 

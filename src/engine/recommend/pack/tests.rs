@@ -77,8 +77,17 @@ fn dot_product_pairs_heavy_with_light() {
 
 #[test]
 fn shares_pack_onto_gpus() {
-    let gpus = server_gpus(&[(600, 1.0, 1.0, 3), (400, 1.0, 1.0, 3)]);
+    let gpus = server_gpus(&[(600, 1.0, 1.0, 3), (400, 1.0, 1.0, 3)], (96.0, 512.0));
     assert_eq!(gpus.len(), 3);
+}
+
+#[test]
+fn a_gpu_takes_no_more_server_replicas_than_its_node_holds() {
+    // Four models at a tenth of a GPU and 8 vCPUs each, on nodes of 22.7 allocatable vCPUs:
+    // two fit a node, so two GPUs, each on a node of its own.
+    let gpus = server_gpus(&[(100, 8.0, 32.0, 4)], (22.7, 200.0));
+    assert_eq!(gpus.len(), 2, "{gpus:?}");
+    assert!(gpus.iter().all(|g| g.cpu <= 22.7), "{gpus:?}");
 }
 
 proptest! {
