@@ -35,6 +35,7 @@ mod choose;
 mod compare;
 mod costs;
 mod explain;
+mod fill;
 mod fillings;
 mod finish;
 mod guide;
@@ -52,7 +53,7 @@ use choose::{cheapest_strategy, first_choices, pools_of};
 use costs::assemble;
 use finish::final_pools;
 use merge::merge_pools;
-use moves::{move_workloads, rehome_pools};
+use moves::{move_workloads, rehome_pairs, rehome_pools};
 use quota::repair_quota;
 use std::collections::BTreeMap;
 
@@ -119,8 +120,10 @@ pub fn recommend(plan: &Plan, catalog: &Catalog) -> Recommendation {
     merge_pools(&cx, &mut groups, &mut choices);
     move_workloads(&cx, &mut groups, &mut choices);
     rehome_pools(&cx, &mut groups, &mut choices);
+    rehome_pairs(&cx, &mut groups, &mut choices);
+    let fills = fill::fill_pools(&cx, &mut groups, &mut choices);
     let repair = repair_quota(&cx, &mut groups, &mut choices);
-    let (pools, workload_pool) = final_pools(&cx, &groups, &choices, &repair);
+    let (pools, workload_pool) = final_pools(&cx, &groups, &choices, &repair, &fills);
     let mut rec = assemble(&cx, pools, &workload_pool, &choices, unsatisfied);
     rec.lower_bound = lp.bound.map(|b| LowerBound {
         monthly_cost_usd: cents(b.monthly_usd),

@@ -208,6 +208,19 @@ fn reason(r: &Reason) -> String {
         } => capacity_block(*nodes, *hours, *work_hours, *usd_per_hour, *on_demand),
         Reason::QuotaClosed(c) => quota_closed(c),
         Reason::QuotaSplit(p) => quota_split(p),
+        Reason::FillSplit {
+            workload,
+            here,
+            planned,
+            filled,
+        } => {
+            let rest = planned.saturating_sub(*here);
+            if *filled {
+                format!("`{workload}` is split to fill GPUs its own pool would leave idle: {here} of its {planned} replicas run here, on nodes the pool needs anyway; the other {rest} in its own pool")
+            } else {
+                format!("`{workload}` is split: {here} of its {planned} replicas run here, the other {rest} on GPUs another pool would leave idle")
+            }
+        }
         Reason::QuotaRemoved {
             sizes,
             sku,

@@ -23,6 +23,7 @@ pub(super) fn final_pools(
     groups: &Groups,
     choices: &[Choice<'_, '_>],
     repair: &super::quota::Repair,
+    fills: &[super::fill::FillSplit],
 ) -> (Vec<RecPool>, WorkloadPools) {
     let (plan, catalog, plan_hours, cache) = (cx.plan, cx.catalog, cx.plan_hours, &cx.cache);
     let mut pools = Vec::new();
@@ -112,6 +113,15 @@ pub(super) fn final_pools(
             !quota || kept <= super::alternatives::LISTED
         });
         pool.why.0.extend(split_reasons(&repair.splits, &ms, key));
+        pool.why.0.extend(ms.iter().filter_map(|m| {
+            let f = fills.iter().find(|f| f.workload == m.d.name)?;
+            Some(super::reason::Reason::FillSplit {
+                workload: f.workload.clone(),
+                here: m.d.peak,
+                planned: m.d.planned_peak(),
+                filled: &f.into == key,
+            })
+        }));
         // Split the pool's cost over its workloads by the node-hours each asks for.
         let weights: Vec<f64> = ms
             .iter()

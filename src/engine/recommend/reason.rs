@@ -103,6 +103,14 @@ pub enum Reason {
     QuotaClosed(QuotaClosed),
     /// A workload a known quota split over two pools, and this pool's part of it.
     QuotaSplit(QuotaSplit),
+    /// A workload split to fill GPUs another pool left idle: `here` of its `planned`
+    /// replicas run in this pool; `filled` says whether this pool is the one filled.
+    FillSplit {
+        workload: String,
+        here: u32,
+        planned: u32,
+        filled: bool,
+    },
     /// Cheaper sizes a known quota closed to the pool's workloads (listed beside it as
     /// `quota-closed`): how many, and the cheapest with what it would save a month.
     QuotaRemoved {
