@@ -68,15 +68,19 @@ pub fn plan_with_pools(
     // back as recommended.
     let cluster = plan.cluster_mig_manager();
     let mut pools = ArrayOfTables::new();
-    for p in &rec.pools {
-        let mut t = pool_table(p, p.mig_manager, &why(p));
-        if p.sharing.is_partitioned() && p.mig_manager != cluster {
-            t["mig_manager"] = value(match p.mig_manager {
-                MigManager::Aks => "aks",
-                MigManager::GpuOperator => "gpu-operator",
-            });
+    let mut names: std::collections::BTreeSet<String> =
+        rec.pools.iter().map(|p| p.name.clone()).collect();
+    for whole in &rec.pools {
+        for p in parts(whole, &mut names) {
+            let mut t = pool_table(&p, p.mig_manager, &why(whole));
+            if p.sharing.is_partitioned() && p.mig_manager != cluster {
+                t["mig_manager"] = value(match p.mig_manager {
+                    MigManager::Aks => "aks",
+                    MigManager::GpuOperator => "gpu-operator",
+                });
+            }
+            pools.push(t);
         }
-        pools.push(t);
     }
     // Each workload in a pool that shares GPUs by time gets the memory cap its share needs;
     // a workload without a `[workload.server]` table has no server to cap.
@@ -115,6 +119,44 @@ pub fn plan_with_pools(
         doc.insert("pool", Item::ArrayOfTables(pools));
     }
     Ok(doc.to_string())
+}
+
+/// A pool of more nodes than one `[[pool]]` may declare (`limits::POOL_NODES`, AKS's own
+/// limit per node pool) written as several pools of the same node size, the nodes shared out
+/// evenly, each naming the pool's workloads: their pods may run on any of them (as a
+/// workload a quota split), and `check` counts each part by what the others cannot hold.
+/// A pool label joins node sizes, not copies of one, so the parts after the first are pools
+/// of their own. 1,500 one-GPU batch
+/// replicas were written as `nodes = 1500`, which the written plan then refused to load. A
+/// MIG pool's layouts name GPUs of the whole pool, so it is written whole.
+fn parts(p: &RecPool, names: &mut std::collections::BTreeSet<String>) -> Vec<RecPool> {
+    let limit = u32::try_from(crate::plan::limits::POOL_NODES.max_cap).unwrap_or(u32::MAX);
+    if p.nodes.max <= limit || p.sharing.is_partitioned() {
+        return vec![p.clone()];
+    }
+    let k = p.nodes.max.div_ceil(limit);
+    let share = |n: u32, i: u32| n / k + u32::from(i < n % k);
+    (0..k)
+        .map(|i| {
+            let mut part = p.clone();
+            if i > 0 {
+                let mut n = i + 1;
+                part.name = loop {
+                    let candidate = format!("{}-part{n}", p.name);
+                    if names.insert(candidate.clone()) {
+                        break candidate;
+                    }
+                    n += k;
+                };
+            }
+            if i > 0 {
+                part.pool_label = part.name.clone();
+            }
+            part.nodes.min = share(p.nodes.min, i);
+            part.nodes.max = share(p.nodes.max, i);
+            part
+        })
+        .collect()
 }
 
 fn pool_table(p: &RecPool, mm: MigManager, why: &str) -> Table {

@@ -510,6 +510,9 @@ impl std::fmt::Display for crate::render::write_plan::Dropped {
                 "a replica asks for {n} GPUs, which time-slicing cannot share (GP003)"
             ),
             NotShared::NoRoom(_) => f.write_str("no allowed GPU holds two of its replicas"),
+            NotShared::Cheaper => {
+                f.write_str("a GPU of its own costs less than sharing one of the allowed sizes")
+            }
         }
     }
 }

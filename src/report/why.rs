@@ -282,6 +282,10 @@ fn not_shared(cause: &NotShared) -> String {
             "no allowed GPU holds 2 of its replicas ({} GiB each)",
             num(*gib)
         ),
+        NotShared::Cheaper => {
+            "a GPU of its own costs less than the sizes whose GPUs hold 2 of its replicas"
+                .to_owned()
+        }
     }
 }
 

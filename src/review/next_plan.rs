@@ -265,10 +265,15 @@ fn resizes(
             .and_then(|p| p.pool(name).map(|sp| (p, sp)))
             .and_then(|(p, sp)| crate::engine::holds::peak_nodes(catalog, p, sp.get()))
             .map_or(0, |n| i64::from(n.nodes));
+        // The availability floor of what the workloads will run: a service proposed to grow
+        // from 1 replica to 4 keeps two nodes, though its old maximum of 1 could not.
         let floor = members
             .iter()
             .map(|w| {
-                let pods = w.replicas().max().max(0) * w.gang().max(1);
+                let max = proposals
+                    .get(w.name.get().as_str())
+                    .map_or(w.replicas().max(), |p| p.max);
+                let pods = max.max(0) * w.gang().max(1);
                 i64::from(w.availability_nodes(catalog.assumptions.user_facing_min_nodes)).min(pods)
             })
             .max()
@@ -304,6 +309,7 @@ fn resizes(
                 parts,
                 nodes: max,
                 per_node,
+                floor,
             },
         });
     }

@@ -90,3 +90,54 @@ fn mixed_mig_layouts_written_by_recommend_pass_check_and_render() {
     assert!(!check.contains("GP034"), "{check}");
     assert!(rendered);
 }
+
+/// Issue 71 item 5: a time-slicing workload may take a GPU of its own where that costs less,
+/// and the bound may not leave that out. Eight replicas of 0.47 of a GPU and 7.52 GiB (openb's
+/// s0070) on Azure: two to an A10 ($3.20/h) cost $9,344.00 and were printed as the bound; a
+/// T4 each (NC4as_T4_v3, $0.526/h) costs 8 x 730 x 0.526 = $3,071.84.
+#[test]
+fn a_time_sliced_workload_takes_whole_gpus_where_they_cost_less() {
+    let text = "version = 1\n\n[plan]\nname = \"ts\"\nowner = \"platform\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"s0070\"\nteam = \"be\"\nkind = \"batch\"\nreplicas = 8\nsharing = \"time-slicing\"\ngpu_fraction = 0.47\ngpu_memory_gib = 7.52\nfault_domain = \"shared\"\n\n[[decision]]\nfault_domain = \"shared\"\ndecided_by = \"platform-lead\"\ndate = 2026-11-02\nreason = \"batch tolerates a noisy neighbour\"\n";
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("plan.toml");
+    std::fs::write(&p, text).expect("plan");
+    let r = common::ok_json(
+        common::gpuplan(offline())
+            .args(["recommend", "--format", "json"])
+            .arg(&p)
+            .output()
+            .expect("runs"),
+    );
+    assert_eq!(r["total_monthly_cost_usd"], 3_071.84, "{r:#}");
+    let bound = r["lower_bound"]["monthly_cost_usd"]
+        .as_f64()
+        .expect("bound");
+    assert!(bound <= 3_071.84 + 1e-6, "{r:#}");
+    let pool = &r["pools"][0];
+    assert_eq!(pool["sku"], "Standard_NC4as_T4_v3", "{pool:#}");
+    assert!(
+        pool["why"].as_str().expect("why").contains(
+            "a GPU of its own costs less than the sizes whose GPUs hold 2 of its replicas"
+        ),
+        "{pool:#}"
+    );
+}
+
+/// A pool of more nodes than a `[[pool]]` may declare (1,000) is written as several pools of
+/// the same size that each name its workloads: 1,500 one-GPU batch replicas were written as
+/// `nodes = 1500`, which the written plan then refused to load.
+#[test]
+fn a_pool_above_the_node_limit_is_written_in_parts_that_check_and_render() {
+    let text = "version = 1\n\n[plan]\nname = \"big\"\nowner = \"p\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"batch\"\nreplicas = 1500\ngpus = 1\nskus = [\"g4dn.xlarge\"]\n";
+    let (written, check, rendered) = round_trip(text);
+    assert_eq!(written.matches("nodes = 750\n").count(), 2, "{written}");
+    assert!(
+        written.contains("name = \"batch-t4-dedicated-part2\""),
+        "{written}"
+    );
+    assert!(
+        !check.contains("GP034") && !check.contains("out of range"),
+        "{check}"
+    );
+    assert!(rendered, "{check}");
+}

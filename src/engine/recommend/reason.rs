@@ -184,6 +184,8 @@ pub enum NotShared {
     ManyGpus(u32),
     /// No allowed GPU holds two replicas of this many GiB.
     NoRoom(f64),
+    /// A GPU of its own costs less than the sizes whose GPUs hold two or more replicas.
+    Cheaper,
 }
 
 /// One node's month: its busy hours and whether it is steady (busy all its hours) or a peak.

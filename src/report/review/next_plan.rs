@@ -94,6 +94,11 @@ fn how(basis: Basis, horizon: &str) -> String {
 
 impl fmt::Display for Resized {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The node count the GPUs alone need; where the written count is more, what else
+        // holds it up is named, so the comment never equates GPUs to nodes they do not fill.
+        let by_gpus = ((self.gpus / self.per_node.max(1e-9)) - 1e-9)
+            .ceil()
+            .max(1.0) as i64;
         write!(
             f,
             "was {}: its workloads at their new max hold {} GPUs ({}) = {} node(s) of {}",
@@ -104,9 +109,25 @@ impl fmt::Display for Resized {
                 .map(|(w, g)| format!("{w} {}", num(*g)))
                 .collect::<Vec<_>>()
                 .join(", "),
-            self.nodes,
+            by_gpus,
             num(self.per_node)
-        )
+        )?;
+        if self.nodes > by_gpus {
+            if self.nodes == self.floor {
+                write!(
+                    f,
+                    "; {} to keep the availability floor of its user-facing work",
+                    self.nodes
+                )?;
+            } else {
+                write!(
+                    f,
+                    "; {} as `check` counts them (vCPUs, memory, MIG instances or gangs)",
+                    self.nodes
+                )?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -208,11 +229,30 @@ mod tests {
                     parts: vec![("a".into(), 8.0), ("b".into(), 1.5)],
                     nodes: 3,
                     per_node: 4.0,
+                    floor: 0,
                 },
             }
             .to_string(),
             "pool `p`: nodes was 2: its workloads at their new max hold 9.5 GPUs (a 8, b 1.5) = 3 node(s) of 4"
         );
+        // More nodes than the GPUs need say what holds them up (issue 72 item 9).
+        let resized = |nodes, floor| {
+            Resized {
+                was: Count::Fixed(6),
+                gpus: 4.0,
+                parts: vec![("chat".into(), 4.0)],
+                nodes,
+                per_node: 4.0,
+                floor,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            resized(2, 2),
+            "was 6: its workloads at their new max hold 4 GPUs (chat 4) = 1 node(s) of 4; 2 to keep the availability floor of its user-facing work"
+        );
+        assert!(resized(3, 2)
+            .ends_with("; 3 as `check` counts them (vCPUs, memory, MIG instances or gangs)"));
         let header = Header {
             quarter: "2027-Q1".into(),
             horizon: "2027-03-31".into(),

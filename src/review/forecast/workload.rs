@@ -286,7 +286,18 @@ fn from_held(
         None if can_consolidate => {
             let c = z.consolidated(per);
             let held = z.held(z.max, z.basis, &h.p);
-            (if c.max < held.max { c } else { held }, None)
+            // Where the two rules differ by one replica and the plan already has one of
+            // them, it keeps it: a workload busy within noise of its target flipped between
+            // them each quarter (issue 72: 3 replicas at 50% busy went 3 -> 4 -> 4 -> 3 -> 4
+            // as busy read 0.49991 or 0.49997), a pull request of one node each time.
+            let current = z.current.max();
+            let consolidate = if c.max + 1 == held.max && (current == c.max || current == held.max)
+            {
+                current == c.max
+            } else {
+                c.max < held.max
+            };
+            (if consolidate { c } else { held }, None)
         }
         None => (z.held(z.max, z.basis, &h.p), None),
     };

@@ -60,6 +60,8 @@ pub(crate) struct Resized {
     pub parts: Vec<(String, f64)>,
     pub nodes: i64,
     pub per_node: f64,
+    /// The availability floor of the user-facing work it holds, at its proposed replicas.
+    pub floor: i64,
 }
 
 /// An error `check` reports on the written plan: what reported it, and the workload and pool

@@ -186,6 +186,12 @@ fn declared_sharing_reasons(catalog: &Catalog, ms: &[&Choice<'_, '_>]) -> Vec<Re
                 sharing: m.d.sharing,
                 cause: if m.d.gpus > 1 {
                     NotShared::ManyGpus(m.d.gpus)
+                } else if m
+                    .all
+                    .iter()
+                    .any(|c| matches!(c.fit, Fit::Shared { replicas, .. } if replicas >= 2))
+                {
+                    NotShared::Cheaper
                 } else {
                     NotShared::NoRoom(m.d.memory_need.unwrap_or(0.0))
                 },

@@ -549,6 +549,8 @@ fn arbitrary_workload() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
     /// Every replica is placed or reported, and each gets at least the GPU share it asked for.
+    /// A workload placed in several pools (split by quota or to fill idle GPUs) names the
+    /// others in its `also_pools`.
     #[test]
     fn every_workload_is_placed_once_or_reported(ws in proptest::collection::vec(arbitrary_workload(), 1..6)) {
         let mut text = head("azure", "\"eastus\", \"westus3\"", "[cluster]\nmig_manager = \"gpu-operator\"");
@@ -571,7 +573,15 @@ proptest! {
             let name = w.name.get();
             let pools = r.pools.iter().filter(|p| p.workloads.contains(name)).count();
             let reported = r.unsatisfied.iter().filter(|u| &u.workload == name).count();
-            prop_assert_eq!(pools + reported, 1, "{} in {} pools, {} reports", name, pools, reported);
+            prop_assert_eq!(usize::from(pools > 0) + reported, 1, "{} in {} pools, {} reports", name, pools, reported);
+            if pools > 1 {
+                let also = r
+                    .workloads
+                    .iter()
+                    .find(|c| &c.workload == name)
+                    .map_or(0, |c| c.also_pools.len());
+                prop_assert_eq!(also + 1, pools, "{} split over {} pools, {} named", name, pools, also + 1);
+            }
         }
         if r.unsatisfied.is_empty() {
             let gpus: u32 = r.pools.iter().map(|p| p.gpus.max).sum();
