@@ -10,7 +10,10 @@ declare_rule! {
     /// of its profile or layouts, the vCPUs and memory a node has left for pods (after the
     /// kubelet's reservation and DaemonSets), and gangs of a node per member. The count is a
     /// lower bound (every dimension summed, each workload packed whole on its own), so a pool
-    /// below it fails whatever the scheduler does.
+    /// below it fails whatever the scheduler does. A workload several pools serve counts in
+    /// each with the replicas the others cannot hold at their `nodes.max`, and a MIG pool's
+    /// layouts carry each profile's instances side by side (the GPUs needed are the most any
+    /// profile needs), as the packer places them.
     ///
     /// ## Why is this bad?
     /// The replicas past what the pool holds stay Pending at exactly the hour they are needed,
