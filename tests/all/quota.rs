@@ -25,7 +25,7 @@ fn plan(provider: &str, region: &str, workload: &str, quotas: &[(&str, u32)]) ->
 }
 
 /// The recommendation (exit 0), with its lower bound at most its cost.
-fn recommendation(text: &str) -> serde_json::Value {
+pub(crate) fn recommendation(text: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("plan.toml");
     std::fs::write(&p, text).expect("plan");

@@ -242,25 +242,16 @@ fn pair_pass(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>
                 build_cached(cache, &ms, k.3, catalog, plan_hours, true).cost
             };
             let apart = cost(a) + cost(b);
-            for (_, _, to) in alternatives::options(choices, &both, a, catalog, plan_hours)
-                .into_iter()
-                .take(alternatives::LISTED)
-            {
-                if groups.contains_key(&to) {
-                    continue;
-                }
-                let Some((built, moved)) = alternatives::packed(cx, choices, &both, &to, true)
-                else {
-                    continue;
-                };
-                let saving = apart - built.cost;
-                if saving > 0.005 && best.as_ref().is_none_or(|x| saving > x.0) {
-                    let moved = moved
-                        .into_iter()
-                        .map(|(i, c, rate)| (i, c.into_owned(), rate))
-                        .collect();
-                    best = Some((saving, a.clone(), b.clone(), to, moved));
-                }
+            let Some((together, to, moved)) = cheapest_listed(cx, groups, choices, &both, a) else {
+                continue;
+            };
+            let saving = apart - together;
+            if saving > 0.005 && best.as_ref().is_none_or(|x| saving > x.0) {
+                let moved = moved
+                    .into_iter()
+                    .map(|(i, c, rate)| (i, c.into_owned(), rate))
+                    .collect();
+                best = Some((saving, a.clone(), b.clone(), to, moved));
             }
         }
     }
@@ -283,6 +274,33 @@ pub(super) fn tried(members: &[usize], choices: &[Choice<'_, '_>]) -> bool {
     small(members, choices) && members.iter().all(|&i| !choices[i].d.is_part())
 }
 
+/// The cheapest of the options `members` (a pool keyed `key`, or two pools together) list
+/// that is not a pool already, packed for real: its cost, key and the members moved there.
+fn cheapest_listed<'a, 'c>(
+    cx: &Cx<'_, '_>,
+    groups: &Groups,
+    choices: &'a [Choice<'_, 'c>],
+    members: &[usize],
+    key: &PoolKey,
+) -> Option<(f64, PoolKey, rehome::Moved<'a, 'c>)> {
+    let mut best: Option<(f64, PoolKey, rehome::Moved<'a, 'c>)> = None;
+    for (_, _, to) in alternatives::options(choices, members, key, cx.catalog, cx.plan_hours)
+        .into_iter()
+        .take(alternatives::LISTED)
+    {
+        if groups.contains_key(&to) {
+            continue;
+        }
+        let Some((built, moved)) = alternatives::packed(cx, choices, members, &to, true) else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|b| built.cost < b.0) {
+            best = Some((built.cost, to, moved));
+        }
+    }
+    best
+}
+
 /// One pass over the pools; whether any moved.
 fn rehome_pass(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '_>]) -> bool {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
@@ -297,24 +315,11 @@ fn rehome_pass(cx: &Cx<'_, '_>, groups: &mut Groups, choices: &mut [Choice<'_, '
         }
         let ms: Vec<&Choice<'_, '_>> = members.iter().map(|&i| &choices[i]).collect();
         let here = build_cached(cache, &ms, a.3, catalog, plan_hours, true).cost;
-        let mut best: Option<(f64, PoolKey, rehome::Moved<'_, '_>)> = None;
-        for (_, _, to) in alternatives::options(choices, &members, &a, catalog, plan_hours)
-            .into_iter()
-            .take(alternatives::LISTED)
-        {
-            if groups.contains_key(&to) {
-                continue;
-            }
-            let Some((built, moved)) = alternatives::packed(cx, choices, &members, &to, true)
-            else {
-                continue;
-            };
-            let cost = built.cost;
-            if cost < here - 0.005 && best.as_ref().is_none_or(|b| cost < b.0) {
-                best = Some((cost, to, moved));
-            }
-        }
-        let Some((_, to, moved)) = best else { continue };
+        let Some((_, to, moved)) = cheapest_listed(cx, groups, choices, &members, &a)
+            .filter(|(cost, ..)| *cost < here - 0.005)
+        else {
+            continue;
+        };
         let moved: Vec<(usize, Candidate<'_>, Rate)> = moved
             .into_iter()
             .map(|(i, c, rate)| (i, c.into_owned(), rate))
