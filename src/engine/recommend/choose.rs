@@ -92,7 +92,14 @@ pub(super) fn cheapest_strategy(
 ) {
     let (catalog, plan_hours, cache) = (cx.catalog, cx.plan_hours, &cx.cache);
     let greedy: Vec<(usize, Rate)> = choices.iter().map(|ch| pick_of(ch)).collect();
-    let packed = alone_packed(cx, choices);
+    // Packing each shape's options on their own is one more packing per option: for estates
+    // of up to `GUIDED_CHOICES`, as the guided strategy.
+    let large = choices.len() > GUIDED_CHOICES;
+    let packed = if large {
+        greedy.clone()
+    } else {
+        alone_packed(cx, choices)
+    };
     let mut best: Option<(f64, Vec<(usize, Rate)>)> = None;
     for strategy in [
         Strategy::Alone,
@@ -104,6 +111,7 @@ pub(super) fn cheapest_strategy(
     ] {
         let picks = match strategy {
             Strategy::Alone => greedy.clone(),
+            Strategy::AlonePacked | Strategy::ImproveAlonePacked if large => continue,
             Strategy::AlonePacked => packed.clone(),
             Strategy::Improve(objective) => improved(choices, &greedy, cx, objective),
             Strategy::ImproveAlonePacked => {

@@ -16,6 +16,10 @@ use super::{rehome, Cx, Groups};
 /// Fills this stage makes at most; each lowers the fleet's cost.
 const MAX_FILLS: usize = 8;
 
+/// Splits weighed in one round (each packs two pools), so an estate of many small pools
+/// stays linear, as `moves::MOVE_TRIALS` bounds single moves.
+const FILL_TRIALS: usize = 256;
+
 /// A workload split to fill idle GPUs: its name, and the pool its moved part joined.
 #[derive(Debug, Clone)]
 pub(super) struct FillSplit {
@@ -41,7 +45,11 @@ pub(super) fn fill_pools(
         };
         // (saving, workload, from, into, the part that moves)
         let mut best: Option<(f64, usize, PoolKey, PoolKey, Choice<'_, '_>, Share)> = None;
+        let mut weighed = 0;
         for (into, members) in groups.iter() {
+            if weighed >= FILL_TRIALS {
+                break;
+            }
             if !small(members, choices) {
                 continue;
             }
@@ -68,6 +76,10 @@ pub(super) fn fill_pools(
                         continue;
                     };
                     for k in 1..d.peak.min(idle.saturating_add(1)) {
+                        if weighed >= FILL_TRIALS {
+                            break;
+                        }
+                        weighed += 1;
                         let [staying, moving] = Share::cut(d, d.peak - k);
                         let part = ch.part(moving).with(c.as_ref().clone(), rate.clone());
                         let mut filled = pool(into);
