@@ -349,6 +349,15 @@ impl Sharing {
         }
     }
 
+    /// Replicas are models one inference server process hosts on a card: each takes a share
+    /// of the card inside that process, while the pod holds the card whole.
+    pub fn is_hosted(self) -> bool {
+        match self {
+            Sharing::SharedServer => true,
+            Sharing::Dedicated | Sharing::Mig | Sharing::TimeSlicing | Sharing::Mps => false,
+        }
+    }
+
     /// Replicas take turns on the whole card by context switching (time-slicing without the
     /// MPS daemon).
     pub fn is_time_sliced(self) -> bool {

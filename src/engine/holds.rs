@@ -71,7 +71,7 @@ fn replica_need(
         .map_or(1.0, |r| (*r.get()).max(1) as f64);
     let (per_replica, profile) = match pool.sharing().hold() {
         // A shared inference server hosts several models on one GPU: a replica is its share.
-        GpuHold::Whole if w.sharing() == crate::core::Sharing::SharedServer && w.gpus() <= 1 => {
+        GpuHold::Whole if w.sharing().is_hosted() && w.gpus() <= 1 => {
             use crate::engine::memory;
             let share = catalog.sku_gpu(sku).and_then(|gpu| {
                 memory::server_share(

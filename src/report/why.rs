@@ -14,7 +14,8 @@ use std::fmt;
 
 use crate::core::{node_hours_usd, num, rate, usd, Provider};
 use crate::engine::recommend::reason::{
-    AksMember, NodeUse, NotShared, QuotaClosed, QuotaSplit, Reason, Reserving, Why,
+    AksMember, FillSplit, NodeUse, NotShared, QuotaClosed, QuotaRemoved, QuotaSplit, Reason,
+    Reserving, Why,
 };
 
 impl fmt::Display for Why {
@@ -105,6 +106,33 @@ fn quota_split(p: &QuotaSplit) -> String {
             p.capacity.as_str()
         )
     }
+}
+
+/// One pool's part of a workload split to fill GPUs another pool would leave idle.
+fn fill_split(p: &FillSplit) -> String {
+    let FillSplit {
+        workload,
+        here,
+        planned,
+        filled,
+    } = p;
+    let rest = planned.saturating_sub(*here);
+    if *filled {
+        format!("`{workload}` is split to fill GPUs its own pool would leave idle: {here} of its {planned} replicas run here, on nodes the pool needs anyway; the other {rest} in its own pool")
+    } else {
+        format!("`{workload}` is split: {here} of its {planned} replicas run here, the other {rest} on GPUs another pool would leave idle")
+    }
+}
+
+/// Cheaper sizes a known quota closed, and what the cheapest would save.
+fn quota_removed(q: &QuotaRemoved) -> String {
+    format!(
+        "a known quota closed {} cheaper option(s) to its workloads (the cheapest listed as quota-closed): on {} in {} the pool would cost {} a month less",
+        q.sizes,
+        q.sku,
+        q.region,
+        usd(q.saving)
+    )
 }
 
 fn reason(r: &Reason) -> String {
@@ -208,28 +236,8 @@ fn reason(r: &Reason) -> String {
         } => capacity_block(*nodes, *hours, *work_hours, *usd_per_hour, *on_demand),
         Reason::QuotaClosed(c) => quota_closed(c),
         Reason::QuotaSplit(p) => quota_split(p),
-        Reason::FillSplit {
-            workload,
-            here,
-            planned,
-            filled,
-        } => {
-            let rest = planned.saturating_sub(*here);
-            if *filled {
-                format!("`{workload}` is split to fill GPUs its own pool would leave idle: {here} of its {planned} replicas run here, on nodes the pool needs anyway; the other {rest} in its own pool")
-            } else {
-                format!("`{workload}` is split: {here} of its {planned} replicas run here, the other {rest} on GPUs another pool would leave idle")
-            }
-        }
-        Reason::QuotaRemoved {
-            sizes,
-            sku,
-            region,
-            saving,
-        } => format!(
-            "a known quota closed {sizes} cheaper option(s) to its workloads (the cheapest listed as quota-closed): on {sku} in {region} the pool would cost {} a month less",
-            usd(*saving)
-        ),
+        Reason::FillSplit(p) => fill_split(p),
+        Reason::QuotaRemoved(q) => quota_removed(q),
         Reason::QuotaUnknown { region, family } => format!(
             "quota unknown in {region} for `{family}` (a live refresh reads it; the plan's other region knows its quota)"
         ),

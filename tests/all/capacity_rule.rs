@@ -28,11 +28,7 @@ fn round_trip(text: &str) -> (String, String, bool) {
         .expect("runs");
     assert_eq!(rec.status.code(), Some(0), "{rec:?}");
     let written = std::fs::read_to_string(&next).expect("written");
-    let check = common::gpuplan(offline())
-        .args(["check", "--format", "json"])
-        .arg(&next)
-        .output()
-        .expect("runs");
+    let check = checked(&next);
     let render = common::gpuplan(offline())
         .args(["render", "--declared"])
         .arg(&next)
@@ -40,11 +36,17 @@ fn round_trip(text: &str) -> (String, String, bool) {
         .arg(dir.path().join("out"))
         .output()
         .expect("runs");
-    (
-        written,
-        String::from_utf8_lossy(&check.stdout).into_owned(),
-        render.status.success(),
-    )
+    (written, check, render.status.success())
+}
+
+/// What `check --format json` prints on the plan at `path`.
+fn checked(path: &Path) -> String {
+    let out = common::gpuplan(offline())
+        .args(["check", "--format", "json"])
+        .arg(path)
+        .output()
+        .expect("runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// 10 L4 batch replicas where the G spot quota (L-3819A6DF) holds 16 vCPUs: 4 on spot, 6
@@ -64,12 +66,7 @@ fn a_quota_split_written_by_recommend_passes_check_and_renders() {
     let dir = tempfile::tempdir().expect("tmp");
     let p = dir.path().join("short.toml");
     std::fs::write(&p, short).expect("plan");
-    let out = common::gpuplan(offline())
-        .args(["check", "--format", "json"])
-        .arg(&p)
-        .output()
-        .expect("runs");
-    let json = String::from_utf8_lossy(&out.stdout);
+    let json = checked(&p);
     assert!(
         json.contains("grows to 4 x `g6.xlarge`, but its workloads need at least 5 nodes"),
         "{json}"

@@ -43,22 +43,19 @@ pub(super) fn alternatives(
     let mut out = Vec::new();
     for (_, _, to) in options.iter().take(LISTED) {
         let Some((b, gpus)) = pack(to) else { continue };
-        out.push(Alternative {
-            sku: to.1.clone(),
-            region: to.2.clone(),
-            capacity: to.3,
-            monthly_cost_usd: Some(cents(b.cost)),
-            delta_usd: Some(cents(b.cost - chosen.cost)),
-            gpus: Some(gpus),
-            kind: AlternativeKind::NextCheapest,
-            note: AltNote {
-                what: AltWhat::Packed {
-                    nodes: b.nodes_max,
-                    gpus,
-                },
-                not_taken: None,
-            },
-        });
+        let what = AltWhat::Packed {
+            nodes: b.nodes_max,
+            gpus,
+        };
+        let at = (to.1.as_str(), to.2.as_str(), to.3);
+        out.push(priced(
+            at,
+            &b,
+            chosen,
+            gpus,
+            AlternativeKind::NextCheapest,
+            what,
+        ));
     }
     // A pool whose replicas run out of vCPUs or RAM before GPUs pays for GPUs nothing uses.
     // The recommendation stays the cheapest; the trade is listed beside it: the option that
@@ -100,24 +97,21 @@ pub(super) fn alternatives(
         if let Some((_, to, b, gpus)) = best {
             let fewer = chosen_gpus - gpus;
             let delta = b.cost - chosen.cost;
-            out.push(Alternative {
-                sku: to.1.clone(),
-                region: to.2.clone(),
-                capacity: to.3,
-                monthly_cost_usd: Some(cents(b.cost)),
-                delta_usd: Some(cents(delta)),
-                gpus: Some(gpus),
-                kind: AlternativeKind::FewerGpus,
-                note: AltNote {
-                    what: AltWhat::FewerGpus {
-                        nodes: b.nodes_max,
-                        gpus,
-                        fewer,
-                        usd_per_gpu: delta / f64::from(fewer),
-                    },
-                    not_taken: None,
-                },
-            });
+            let what = AltWhat::FewerGpus {
+                nodes: b.nodes_max,
+                gpus,
+                fewer,
+                usd_per_gpu: delta / f64::from(fewer),
+            };
+            let at = (to.1.as_str(), to.2.as_str(), to.3);
+            out.push(priced(
+                at,
+                &b,
+                chosen,
+                gpus,
+                AlternativeKind::FewerGpus,
+                what,
+            ));
         }
     }
     out.extend(quota_closed(cx, choices, members, chosen));
@@ -170,23 +164,20 @@ fn quota_closed(
             continue;
         }
         let gpus = b.nodes_max * k.c.sku.gpu_count;
-        out.push(Alternative {
-            sku: k.c.sku.name.clone(),
-            region: k.c.region.clone(),
-            capacity,
-            monthly_cost_usd: Some(cents(b.cost)),
-            delta_usd: Some(cents(b.cost - chosen.cost)),
-            gpus: Some(gpus),
-            kind: AlternativeKind::QuotaClosed,
-            note: AltNote {
-                what: AltWhat::QuotaClosed {
-                    nodes: b.nodes_max,
-                    gpus,
-                    quota: k.detail.clone(),
-                },
-                not_taken: None,
-            },
-        });
+        let what = AltWhat::QuotaClosed {
+            nodes: b.nodes_max,
+            gpus,
+            quota: k.detail.clone(),
+        };
+        let at = (k.c.sku.name.as_str(), k.c.region.as_str(), capacity);
+        out.push(priced(
+            at,
+            &b,
+            chosen,
+            gpus,
+            AlternativeKind::QuotaClosed,
+            what,
+        ));
     }
     out.sort_by(|a, b| {
         a.delta_usd
@@ -195,6 +186,31 @@ fn quota_closed(
             .then_with(|| (&a.sku, &a.region).cmp(&(&b.sku, &b.region)))
     });
     out
+}
+
+/// An option packed as `b`, at (SKU, region, capacity type), priced against the pool as
+/// `chosen`: what each listed kind of alternative is.
+fn priced(
+    (sku, region, capacity): (&str, &str, Capacity),
+    b: &Built,
+    chosen: &Built,
+    gpus: u32,
+    kind: AlternativeKind,
+    what: AltWhat,
+) -> Alternative {
+    Alternative {
+        sku: sku.to_owned(),
+        region: region.to_owned(),
+        capacity,
+        monthly_cost_usd: Some(cents(b.cost)),
+        delta_usd: Some(cents(b.cost - chosen.cost)),
+        gpus: Some(gpus),
+        kind,
+        note: AltNote {
+            what,
+            not_taken: None,
+        },
+    }
 }
 
 /// Spot, where it was not open to a workload of the pool, and why: listed once per pool.

@@ -207,9 +207,12 @@ pub fn found<'c>(
                 .map(|r| r.usd * r.waste * c.node_share)
                 .fold(f64::INFINITY, f64::min)
         };
-        let cheapest = out.iter().map(per_replica).fold(f64::INFINITY, f64::min);
-        closed.retain(|k| per_replica(&k.c) < cheapest - 1e-9);
-        closed.shrink_to_fit();
+        // Most plans state no quota: nothing was closed, and nothing is priced for it.
+        if !closed.is_empty() {
+            let cheapest = out.iter().map(per_replica).fold(f64::INFINITY, f64::min);
+            closed.retain(|k| per_replica(&k.c) < cheapest - 1e-9);
+            closed.shrink_to_fit();
+        }
         Ok(Found { open: out, closed })
     }
 }
@@ -515,8 +518,7 @@ fn within_quota(
     region: &str,
     node_share: f64,
 ) -> Result<(), Rejection> {
-    let whole = d.gang > 1 || d.availability > 0 || d.peak < 2;
-    let replicas = if whole { d.peak } else { 1 };
+    let replicas = if d.may_split() { 1 } else { d.peak };
     let peak_nodes = (node_share * f64::from(replicas)).ceil();
     let family = &sku.quota_family;
     if let Some((limit, from)) = plan.known_quota(catalog, region, family) {

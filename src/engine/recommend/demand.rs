@@ -171,6 +171,12 @@ impl Demand<'_> {
     pub(crate) fn is_part(&self) -> bool {
         self.peak < self.planned_peak()
     }
+    /// Whether its replicas may run in two pools: not a gang (its nodes start together), not
+    /// one replica, and no availability floor (each pool would keep its own). Quota repair,
+    /// the fill stage and the candidate filter's quota test all ask this.
+    pub(crate) fn may_split(&self) -> bool {
+        self.gang <= 1 && self.peak >= 2 && self.availability == 0
+    }
     /// Replicas that run for all the workload's hours: its minimum (none when it may scale
     /// to zero), at least the floor. Replicas above it are a peak, which no reservation
     /// covers.

@@ -43,8 +43,8 @@ pub(super) fn fill_pools(
         let pool = |k: &PoolKey| -> Vec<&Choice<'_, '_>> {
             groups[k].iter().map(|&j| &choices[j]).collect()
         };
-        // (saving, workload, from, into, the part that moves)
-        let mut best: Option<(f64, usize, PoolKey, PoolKey, Choice<'_, '_>, Share)> = None;
+        // (saving, workload, the pool it fills, the part that moves, the share that stays)
+        let mut best: Option<(f64, usize, PoolKey, Choice<'_, '_>, Share)> = None;
         let mut weighed = 0;
         for (into, members) in groups.iter() {
             if weighed >= FILL_TRIALS {
@@ -69,7 +69,7 @@ pub(super) fn fill_pools(
                 for &i in others {
                     let ch = &choices[i];
                     let d = &ch.d;
-                    if d.gang > 1 || d.peak < 2 || d.availability > 0 || d.is_part() {
+                    if !d.may_split() || d.is_part() {
                         continue;
                     }
                     let Some((c, rate)) = rehome::joining(ch, into, catalog) else {
@@ -81,7 +81,10 @@ pub(super) fn fill_pools(
                         }
                         weighed += 1;
                         let [staying, moving] = Share::cut(d, d.peak - k);
-                        let part = ch.part(moving).with(c.as_ref().clone(), rate.clone());
+                        // A part keeps the workload's candidates (`Choice::part`).
+                        let mut part = ch.part(moving);
+                        part.c = c.as_ref().clone();
+                        part.rate = rate.clone();
                         let mut filled = pool(into);
                         filled.push(&part);
                         let after_into = cost(&filled, into);
@@ -96,21 +99,14 @@ pub(super) fn fill_pools(
                             .collect();
                         let saving = here + there.cost - cost(&left, from).cost - after_into.cost;
                         if saving > 0.005 && best.as_ref().is_none_or(|b| saving > b.0 + 0.005) {
-                            best = Some((saving, i, from.clone(), into.clone(), part, staying));
+                            best = Some((saving, i, into.clone(), part, staying));
                         }
                     }
                 }
             }
         }
-        let Some((_, i, _, into, part, staying)) = best else {
+        let Some((_, i, into, part, staying)) = best else {
             break;
-        };
-        let part = Choice {
-            d: part.d,
-            c: part.c,
-            rate: part.rate,
-            all: std::sync::Arc::clone(&choices[i].all),
-            closed: std::sync::Arc::clone(&choices[i].closed),
         };
         out.push(FillSplit {
             workload: part.d.name.to_owned(),

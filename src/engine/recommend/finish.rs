@@ -91,37 +91,9 @@ pub(super) fn final_pools(
                 _ => None,
             });
         pool.why.0.extend(closed);
-        // Cheaper sizes a known quota closed altogether: the why-line says so, and how many
-        // are listed (the alternatives keep the first few).
-        let removed: Vec<&super::types::Alternative> = pool
-            .considered
-            .iter()
-            .filter(|a| a.kind == super::types::AlternativeKind::QuotaClosed)
-            .collect();
-        if let Some(a) = removed.first() {
-            pool.why.0.push(super::reason::Reason::QuotaRemoved {
-                sizes: removed.len(),
-                sku: a.sku.clone(),
-                region: a.region.clone(),
-                saving: -a.delta_usd.unwrap_or(0.0),
-            });
-        }
-        let mut kept = 0;
-        pool.considered.retain(|a| {
-            let quota = a.kind == super::types::AlternativeKind::QuotaClosed;
-            kept += usize::from(quota);
-            !quota || kept <= super::alternatives::LISTED
-        });
+        quota_removed(&mut pool);
         pool.why.0.extend(split_reasons(&repair.splits, &ms, key));
-        pool.why.0.extend(ms.iter().filter_map(|m| {
-            let f = fills.iter().find(|f| f.workload == m.d.name)?;
-            Some(super::reason::Reason::FillSplit {
-                workload: f.workload.clone(),
-                here: m.d.peak,
-                planned: m.d.planned_peak(),
-                filled: &f.into == key,
-            })
-        }));
+        pool.why.0.extend(fill_reasons(fills, &ms, key));
         // Split the pool's cost over its workloads by the node-hours each asks for.
         let weights: Vec<f64> = ms
             .iter()
@@ -210,6 +182,48 @@ pub fn node_sizes(pools: &[RecPool]) -> BTreeMap<String, Vec<String>> {
         }
     }
     out
+}
+
+/// Cheaper sizes a known quota closed altogether (`quota-closed` alternatives, cheapest
+/// first): the why-line says how many and what the cheapest would save, and the list keeps
+/// the first `alternatives::LISTED`.
+fn quota_removed(pool: &mut RecPool) {
+    let quota_closed =
+        |a: &super::types::Alternative| a.kind == super::types::AlternativeKind::QuotaClosed;
+    let sizes = pool.considered.iter().filter(|a| quota_closed(a)).count();
+    if let Some(a) = pool.considered.iter().find(|a| quota_closed(a)) {
+        let reason = super::reason::Reason::QuotaRemoved(super::reason::QuotaRemoved {
+            sizes,
+            sku: a.sku.clone(),
+            region: a.region.clone(),
+            saving: -a.delta_usd.unwrap_or(0.0),
+        });
+        pool.why.0.push(reason);
+    }
+    let mut kept = 0;
+    pool.considered.retain(|a| {
+        kept += usize::from(quota_closed(a));
+        !quota_closed(a) || kept <= super::alternatives::LISTED
+    });
+}
+
+/// The parts of workloads split to fill idle GPUs (`fill`) that this pool holds.
+fn fill_reasons(
+    fills: &[super::fill::FillSplit],
+    ms: &[&Choice<'_, '_>],
+    key: &PoolKey,
+) -> Vec<super::reason::Reason> {
+    ms.iter()
+        .filter_map(|m| {
+            let f = fills.iter().find(|f| f.workload == m.d.name)?;
+            Some(super::reason::Reason::FillSplit(super::reason::FillSplit {
+                workload: f.workload.clone(),
+                here: m.d.peak,
+                planned: m.d.planned_peak(),
+                filled: &f.into == key,
+            }))
+        })
+        .collect()
 }
 
 /// Why a pool holds only part of a workload that a known quota split (`quota::repair_quota`):

@@ -94,7 +94,7 @@ fn pack_mig(
         MigManager::GpuOperator => crate::mig::pack::pack(spec, &demand).ok(),
     }?;
     let laid_out = p.gpus.len();
-    let (gpus, hosts) = gpu_hosts(ms, mig, p.gpus.clone(), node);
+    let (gpus, hosts) = gpu_hosts(ms, mig, p.gpus, node);
     let cut = gpus.len() > laid_out;
     let p = crate::mig::pack::Packing { gpus, ..p };
     let (sc, sm) = p.stranded(spec);

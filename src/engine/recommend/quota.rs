@@ -264,7 +264,7 @@ fn split_point(
     excess: f64,
 ) -> Option<u32> {
     let d = &choices[i].d;
-    if d.gang > 1 || d.peak < 2 || d.availability > 0 {
+    if !d.may_split() {
         return None;
     }
     let vcpus = f64::from(choices[i].c.sku.vcpus);

@@ -103,25 +103,34 @@ pub enum Reason {
     QuotaClosed(QuotaClosed),
     /// A workload a known quota split over two pools, and this pool's part of it.
     QuotaSplit(QuotaSplit),
-    /// A workload split to fill GPUs another pool left idle: `here` of its `planned`
-    /// replicas run in this pool; `filled` says whether this pool is the one filled.
-    FillSplit {
-        workload: String,
-        here: u32,
-        planned: u32,
-        filled: bool,
-    },
+    /// A workload split to fill GPUs another pool left idle, and this pool's part of it.
+    FillSplit(FillSplit),
     /// Cheaper sizes a known quota closed to the pool's workloads (listed beside it as
-    /// `quota-closed`): how many, and the cheapest with what it would save a month.
-    QuotaRemoved {
-        sizes: usize,
-        sku: String,
-        region: String,
-        saving: f64,
-    },
+    /// `quota-closed`).
+    QuotaRemoved(QuotaRemoved),
     /// Arm-host sizes (arm64 images only) that cost less per GPU in the pool's region and
     /// hold its replicas' memory, left out because no workload names them: (SKU, $/GPU-hour).
     ArmHostsLeftOut { skus: Vec<(String, f64)> },
+}
+
+/// One pool's part of a workload split to fill GPUs another pool left idle: `here` of its
+/// `planned` replicas run in it; `filled` says whether it is the pool filled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FillSplit {
+    pub workload: String,
+    pub here: u32,
+    pub planned: u32,
+    pub filled: bool,
+}
+
+/// Cheaper sizes a known quota closed to a pool's workloads: how many, and the cheapest with
+/// what it would save a month.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaRemoved {
+    pub sizes: usize,
+    pub sku: String,
+    pub region: String,
+    pub saving: f64,
 }
 
 /// A cheaper capacity type a known quota closed for a pool, and what it would have saved.
