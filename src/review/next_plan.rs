@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
-use super::forecast::{NextQuarter, Proposal, WorkloadForecast, Written};
+use super::forecast::{NextQuarter, Proposal, Typical, WorkloadForecast, Written};
 use crate::catalog::Catalog;
 use crate::core::Date;
 use crate::diag::Severity;
@@ -130,13 +130,23 @@ fn apply(t: &mut Table, f: &WorkloadForecast, p: &Proposal, horizon: &str, gang:
         t.insert(key, item);
         changed = true;
     }
-    match p.typical_replicas {
+    match p.typical {
         Some(typ) => {
+            let k = factor as f64;
+            let scaled = |x: f64| (x * k * 100.0).round() / 100.0;
+            let v = scaled(typ.value);
+            // In the units the count is written in, as the value is.
             let note = LineSays::Typical {
-                held_mean: f.replicas_mean,
+                typical: Typical {
+                    value: v,
+                    measured: scaled(typ.measured),
+                    bounded: typ.bounded.map(|b| b * factor),
+                    ..typ
+                },
+                held_mean: scaled(f.replicas_mean),
+                hours: f.hours_per_month,
                 max: p.max * factor,
             };
-            let v = (typ * factor as f64 * 100.0).round() / 100.0;
             let item = commented(Value::from(v), t.get("typical_replicas"), &note);
             t.insert("typical_replicas", item);
             changed = true;

@@ -220,6 +220,33 @@ pub(super) fn hourly(t: &Telemetry, v: &super::telemetry::Windows) -> BTreeMap<i
         .collect()
 }
 
+/// A per-window series as hourly means over the part of each hour `on` ran (`hourly`'s
+/// hours; the part read from the windows with samples, as whether a workload ran is): a job
+/// that starts at 01:20 holds its 4 replicas from then, not 2.67 over the hour from 01:00
+/// (issue 72: a nightly job read at 2.67 replicas and priced at 61% of what ran).
+pub(super) fn hourly_while(
+    t: &Telemetry,
+    v: &super::telemetry::Windows,
+    on: &super::telemetry::Windows,
+) -> BTreeMap<i64, f64> {
+    let mut ran: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
+    for w in &t.sampled_windows {
+        let e = ran.entry(w.div_euclid(3600) * 3600).or_default();
+        e.0 += 1;
+        e.1 += usize::from(on.get(w).is_some_and(|g| *g > 1e-9));
+    }
+    hourly(t, v)
+        .into_iter()
+        .map(|(h, mean)| {
+            let share = ran
+                .get(&h)
+                .filter(|(n, r)| *n > 0 && *r > 0)
+                .map_or(1.0, |(n, r)| *r as f64 / *n as f64);
+            (h, mean / share)
+        })
+        .collect()
+}
+
 /// Daily peaks of an hourly series (days with at least half their hours, so a partial first
 /// or last day does not read as a dip; a step over an hour gives fewer hours a day): (day
 /// since 1970, peak).

@@ -904,3 +904,142 @@ fn a_pool_keeps_the_availability_floor_of_the_replicas_proposed() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// The figure a next plan prices a workload at, per month: `hours_per_month` (the plan's
+/// month without one) x `typical_replicas` (its `max` without one).
+fn replica_hours_priced(next: &str, workload: &str) -> f64 {
+    let value = |key: &str| {
+        line(next, workload, key).map(|l| {
+            let v = l.split('=').nth(1).expect("value");
+            let v = v.split('#').next().expect("value").trim();
+            v.parse::<f64>().expect("number")
+        })
+    };
+    let max = line(next, workload, "replicas")
+        .and_then(|l| l.split("max = ").nth(1))
+        .and_then(|v| v.split([' ', '}']).next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .expect("replicas max");
+    value("hours_per_month").unwrap_or(730.0) * value("typical_replicas").unwrap_or(max)
+}
+
+/// 2026-11-02T00:00:00Z, a Monday.
+const NOV2: i64 = 1_793_577_600;
+
+/// Issue 72 items 1 and 3: a nightly job (4 pods, 01:20-03:20) was written `hours_per_month =
+/// 61` and `typical_replicas = 2.67` (a mean over the hour buckets each night touches), so the
+/// next plan priced 163 of the 243 replica-hours a month it ran. Hours x typical replicas is
+/// now what ran, the comment names that figure, and reviewing the next plan on the same usage
+/// gives the same plan.
+#[test]
+fn a_nightly_job_is_priced_at_the_replica_hours_it_ran() {
+    let plan = "version = 1\n\n[plan]\nname = \"batch\"\nowner = \"platform\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"api\"\nteam = \"search\"\nkind = \"inference\"\nreplicas = 1\ngpu_memory_gib = 20\nskus = [\"Standard_NC24ads_A100_v4\"]\n\n[[workload]]\nname = \"nightly\"\nteam = \"research\"\nkind = \"batch\"\nreplicas = { min = 0, max = 4 }\ninterruptible = true\ncheckpoint_minutes = 30\ngpu_memory_gib = 20\nskus = [\"Standard_NC24ads_A100_v4\"]\n";
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("plan.toml"), plan).expect("plan");
+    let shapes = vec![
+        Shape {
+            namespace: "search",
+            prefix: "api",
+            replicas: Box::new(|_, _| 1),
+            busy: 0.6,
+        },
+        Shape {
+            namespace: "research",
+            prefix: "nightly",
+            replicas: Box::new(|_, hour| {
+                if (1.0 + 20.0 / 60.0..3.0 + 20.0 / 60.0).contains(&hour) {
+                    4
+                } else {
+                    0
+                }
+            }),
+            busy: 0.9,
+        },
+    ];
+    let csv = history(dir.path(), NOV2, 14, 60, &shapes);
+    // 4 replicas x 2 h a night, over a 730-h month.
+    let truth = 4.0 * 2.0 * 730.0 / 24.0;
+    let mut written = Vec::new();
+    for _quarter in 0..3 {
+        let (next, _, _) = write_plan(dir.path(), &csv, &[]);
+        let priced = replica_hours_priced(&next, "nightly");
+        assert!(
+            (priced / truth - 1.0).abs() < 0.02,
+            "priced {priced} replica-hours a month against {truth} that ran:\n{next}"
+        );
+        if let Some(l) = line(&next, "nightly", "typical_replicas") {
+            typical_says_its_value(l);
+        }
+        let nightly: Vec<&str> = ["replicas", "typical_replicas", "hours_per_month"]
+            .iter()
+            .filter_map(|k| line(&next, "nightly", k))
+            .map(|l| l.split('#').next().unwrap_or(l).trim())
+            .collect();
+        written.push(nightly.join("; "));
+        std::fs::write(dir.path().join("plan.toml"), &next).expect("next becomes the plan");
+    }
+    assert_eq!(written[1], written[2], "{written:?}");
+}
+
+/// Issue 72 item 4: notebooks on weekdays 08:00-20:00, read from a CSV over two weeks asked
+/// for from Monday 00:00: the rows start Monday 08:00 and end Friday 20:00, and the hours
+/// outside them are hours nothing ran, not hours without data (60 of 168 hours, not 120 of
+/// 276).
+#[test]
+fn weekday_notebooks_run_the_hours_of_the_window_asked_for() {
+    let plan = "version = 1\n\n[plan]\nname = \"weekdays\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"notebook\"\nteam = \"research\"\nkind = \"notebook\"\nreplicas = { min = 0, max = 1 }\ngpu_memory_gib = 8\nskus = [\"g4dn.2xlarge\"]\n";
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("plan.toml"), plan).expect("plan");
+    let shapes = vec![Shape {
+        namespace: "research",
+        prefix: "notebook",
+        replicas: Box::new(|day, hour| {
+            usize::from((day.floor() as i64) % 7 < 5 && (8.0..20.0).contains(&hour))
+        }),
+        busy: 0.3,
+    }];
+    let csv = history(dir.path(), NOV2, 14, 60, &shapes);
+    let (next, _, json) = write_plan(
+        dir.path(),
+        &csv,
+        &[
+            "--from",
+            "2026-11-02T00:00:00Z",
+            "--to",
+            "2026-11-16T00:00:00Z",
+        ],
+    );
+    let hours = forecast(&json, "notebook")["hours_per_month"]
+        .as_f64()
+        .expect("hours");
+    let truth = 60.0 / 168.0 * 730.0;
+    assert!(
+        (hours / truth - 1.0).abs() < 0.01,
+        "{hours} against {truth}"
+    );
+    assert!(
+        (replica_hours_priced(&next, "notebook") / truth - 1.0).abs() < 0.01,
+        "{next}"
+    );
+}
+
+/// A `typical_replicas` line's comment names the value it annotates: the figure measured
+/// where nothing changed it, else the product it states (`= VALUE`).
+pub(crate) fn typical_says_its_value(l: &str) {
+    let (value, comment) = l.split_once('#').expect("commented");
+    let v: f64 = value
+        .split('=')
+        .nth(1)
+        .and_then(|v| v.trim().parse().ok())
+        .expect("value");
+    let said = comment
+        .split_once("; the expected cost")
+        .map_or(comment, |(s, _)| s);
+    let stated = said
+        .rsplit_once(" = ")
+        .or_else(|| said.split_once("measured: "))
+        .and_then(|(_, rest)| rest.split([' ', ';']).next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .expect("a figure");
+    assert!((stated - v).abs() < 0.005, "{l}");
+}

@@ -223,6 +223,16 @@ fn inference_replicas_are_decided_by_serving_metrics() {
         line(&next, "chat", "replicas").is_some_and(|l| l.contains("{ min = 9, max = 10 }")),
         "{next}"
     );
+    // Issue 72 item 3: what it runs on average is what it ran (8 held), held to the new
+    // `min`, and the comment says so, not the 9 replicas its arrivals needed as "measured".
+    let typical = line(&next, "chat", "typical_replicas").expect("typical");
+    assert!(
+        typical.starts_with("typical_replicas = 9.0 ")
+            && typical.contains("measured: 8.00 replicas on average")
+            && typical.contains("held to `min` 9 = 9"),
+        "{typical}"
+    );
+    crate::forecast::typical_says_its_value(typical);
     let md = gpuplan()
         .arg("review")
         .arg(&plan)

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::core::num;
-use crate::review::forecast::Basis;
+use crate::review::forecast::{Basis, TypicalOf};
 use crate::review::next_plan::says::{Had, Header, LineSays, NextNote, Reported, Resized};
 
 impl fmt::Display for Header {
@@ -51,10 +51,47 @@ impl fmt::Display for LineSays {
                 "measured: held GPUs {held:.0} h of a {}-h month",
                 crate::core::HOURS_PER_MONTH
             ),
-            LineSays::Typical { held_mean, max } => write!(
-                f,
-                "measured: {held_mean:.2} replicas on average over its running hours, grown as its peak is; the expected cost follows it, `max = {max}` is the ceiling"
-            ),
+            LineSays::Typical {
+                typical,
+                held_mean,
+                hours,
+                max,
+            } => {
+                match typical.of {
+                    TypicalOf::Held => write!(
+                        f,
+                        "measured: {:.2} replicas on average over its {:.0} running hours a month ({:.0} replica-hours)",
+                        typical.measured,
+                        hours,
+                        typical.measured * hours
+                    )?,
+                    TypicalOf::BusyAtTarget { target } => write!(
+                        f,
+                        "consolidated: its GPUs busy on average are {:.2} replicas busy at {:.0}% (measured: {held_mean:.2} held on average over its {hours:.0} running hours a month)",
+                        typical.measured,
+                        target * 100.0
+                    )?,
+                }
+                if (typical.growth - 1.0).abs() > 0.005 {
+                    write!(
+                        f,
+                        ", x {:.2} as the projection that sized `max` grows",
+                        typical.growth
+                    )?;
+                }
+                match typical.bounded {
+                    Some(b) if b == *max => write!(f, ", held to `max` {b}")?,
+                    Some(b) => write!(f, ", held to `min` {b}")?,
+                    None => {}
+                }
+                if (typical.growth - 1.0).abs() > 0.005 || typical.bounded.is_some() {
+                    write!(f, " = {}", typical.value)?;
+                }
+                write!(
+                    f,
+                    "; the expected cost follows it, `max = {max}` is the ceiling"
+                )
+            }
             LineSays::Fraction { was, slice } => {
                 match was {
                     Had::Fraction(v) => write!(f, "was {v}")?,

@@ -23,7 +23,9 @@ use crate::plan::Plan;
 use series::{held_series, team_forecast, Axis};
 pub(crate) use types::count;
 pub use types::Method;
-pub(crate) use types::{Basis, NextQuarter, Proposal, Trend, Withheld, WorkloadForecast, Written};
+pub(crate) use types::{
+    Basis, NextQuarter, Proposal, Trend, Typical, TypicalOf, Withheld, WorkloadForecast, Written,
+};
 use workload::{workload_forecast, Cx};
 
 pub(crate) fn forecast(

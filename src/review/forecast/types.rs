@@ -59,6 +59,10 @@ pub struct Proposal {
     /// grown as its peak is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typical_replicas: Option<f64>,
+    /// Where `typical_replicas` came from: the measured figure it is, the growth applied
+    /// and the bound it was held to, so its comment names what it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typical: Option<Typical>,
     /// A smaller slice for an idle workload: its `gpu_fraction` and `sharing`.
     pub gpu_fraction: Option<f64>,
     pub sharing: Option<crate::core::Sharing>,
@@ -69,6 +73,32 @@ pub struct Proposal {
     pub gpu_models: Option<String>,
     /// How `max` was sized.
     pub basis: Basis,
+}
+
+/// A `typical_replicas` and the figures it is: `measured` x `growth`, within the proposal's
+/// `min` and `max` (`bounded` where it was held to one).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Typical {
+    pub value: f64,
+    /// What was measured: the replicas it held on average over its running hours, or where
+    /// it is consolidated, its busy GPUs' worth at the target.
+    pub measured: f64,
+    pub of: TypicalOf,
+    /// The growth of the projection that decided `max` (its projected peak over the peak
+    /// seen); 1 without a trend.
+    pub growth: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounded: Option<i64>,
+}
+
+/// What a `typical_replicas` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum TypicalOf {
+    /// Replicas held on average over its running hours: hours x this is what ran.
+    Held,
+    /// Its GPUs busy on average, in replicas busy at `target`: fewer replicas, each busier.
+    BusyAtTarget { target: f64 },
 }
 
 /// How a proposal's replicas were sized.

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 
 use super::grounds::{Band, Grounds, Level, ServingGrounds, SizedBy};
 use super::series::{Axis, Series};
-use super::types::{count, trend, Basis, Method, Proposal, WorkloadForecast};
+use super::types::{count, trend, Basis, Method, Proposal, Typical, TypicalOf, WorkloadForecast};
 use crate::plan::Count;
 use crate::plan::Plan;
 use crate::review::numbers::{quantile, round, Quantiles, CRASHLOOP_SHARE};
 use crate::review::rows::RightSize;
 use crate::review::rows::WorkloadRow;
 use crate::review::telemetry::Telemetry;
-use crate::review::trend::{daily_peaks, hourly, Projection};
+use crate::review::trend::{daily_peaks, hourly, hourly_while, Projection};
 
 /// What every workload's forecast is read against.
 pub(super) struct Cx<'a> {
@@ -38,18 +38,23 @@ struct Held {
     /// The share of windows with samples it ran in, and its hours a month from that.
     share: f64,
     hours: f64,
-    /// Its daily peaks of replicas held, projected.
+    /// Replicas it held on average over those hours, measured: `hours` x `mean` is the
+    /// replica-hours a month it ran.
+    mean: f64,
+    /// Its daily peaks of replicas held, projected, and the growth that makes of them.
     p: Projection,
+    growth: f64,
 }
 
 impl Held {
     /// `None` when it held no GPU in a window with samples.
     fn of(cx: &Cx<'_>, s: &Series) -> Option<Held> {
         let t = cx.t;
-        let (gpus_h, reps_h, busy_h) = (
-            hourly(t, &s.gpus),
-            hourly(t, &s.replicas),
-            hourly(t, &s.busy),
+        let gpus_h = hourly(t, &s.gpus);
+        let (gpus_w, reps_h, busy_h) = (
+            hourly_while(t, &s.gpus, &s.gpus),
+            hourly_while(t, &s.replicas, &s.gpus),
+            hourly_while(t, &s.busy, &s.gpus),
         );
         // Hours it held GPUs; whether it ran at all is read from the windows with samples.
         let running: Vec<i64> = gpus_h
@@ -74,23 +79,37 @@ impl Held {
         let reps = at(&reps_h);
         let share = ran as f64 / t.sampled_windows.len().max(1) as f64;
         let plan_hours = cx.plan.hours_per_month();
+        let hours = if share >= 0.98 {
+            plan_hours
+        } else {
+            share * plan_hours
+        };
+        // Replica-hours a month as they ran: every window's replicas over the covered
+        // windows (a scrape interval longer than the step puts two windows' worth in one and
+        // none in the next, which the sum keeps), so hours x mean is what ran.
+        let covered = t.covered_windows.len().max(1) as f64;
+        let held: f64 = t
+            .covered_windows
+            .iter()
+            .filter_map(|w| s.replicas.get(w))
+            .sum();
+        let replica_hours = held / covered * plan_hours;
         // Its history starts the first day it ran: the days before a launch are not a trend.
         let daily: Vec<(i64, f64)> = daily_peaks(&reps_h, t.step)
             .into_iter()
             .skip_while(|d| d.1 <= 0.0)
             .collect();
+        let p = cx.axis.project(&daily, cx.m);
         Some(Held {
-            gpus: Quantiles::of(&at(&gpus_h)),
+            gpus: Quantiles::of(&at(&gpus_w)),
             replicas: Quantiles::of(&reps),
             reps,
             busy: at(&busy_h),
             share,
-            hours: if share >= 0.98 {
-                plan_hours
-            } else {
-                share * plan_hours
-            },
-            p: cx.axis.project(&daily, cx.m),
+            hours,
+            mean: replica_hours / hours.max(1e-9),
+            growth: growth_of(&p, &daily),
+            p,
         })
     }
 }
@@ -212,6 +231,7 @@ impl Sizing {
             fixed: self.fixed_now,
             hours_per_month: self.hours_change,
             typical_replicas: None,
+            typical: None,
             gpu_fraction: None,
             sharing: None,
             gpu_models: None,
@@ -260,6 +280,8 @@ struct Proposed {
     serving: Option<ServingGrounds>,
     /// The projection it came from when serving metrics sized it.
     projected: Option<Projection>,
+    /// How much that projection grows what was seen (`growth_of`).
+    growth: f64,
 }
 
 /// A workload's proposal from what it held: its right-size, a consolidation, or held.
@@ -306,6 +328,7 @@ fn from_held(
         without_right_size,
         serving: None,
         projected: None,
+        growth: h.growth,
     }
 }
 
@@ -322,6 +345,7 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
             without_right_size: None,
             serving: Some(ServingGrounds::of(r, 0.0, cx.m.headroom)),
             projected: None,
+            growth: h.growth,
         };
     }
     // Sized from arrivals, the headroom is on the arrivals: a queue's replicas do not grow in
@@ -348,6 +372,7 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
         proposed,
         without_right_size: None,
         serving: Some(ServingGrounds::of(r, sp.peak, cx.m.headroom)),
+        growth: growth_of(&sp, &daily),
         projected: Some(sp),
     }
 }
@@ -364,12 +389,8 @@ pub(super) fn workload_forecast(
     let rs = cx.right_sizes.get(name.as_str()).filter(|_| z.idle);
     let mut out = from_serving(cx, name, &h, &z, from_held(w, s, &h, &z, rs));
     let per = w.gpu_share() * w.gang().max(1) as f64 * z.target;
-    let needed = cx
-        .serving
-        .iter()
-        .find(|r| &r.workload == name)
-        .map(|r| r.needed_by_hour.values().copied().collect::<Vec<f64>>());
-    out.proposed.typical_replicas = typical(&h, &out.proposed, needed.as_deref(), per);
+    out.proposed.typical = typical(&h, &out.proposed, &z, out.growth, per);
+    out.proposed.typical_replicas = out.proposed.typical.map(|t| t.value);
     // The projection shown is the one the proposal came from: replicas needed where
     // serving metrics sized it, replicas held otherwise.
     let shown = out.projected.as_ref().unwrap_or(&h.p);
@@ -379,7 +400,7 @@ pub(super) fn workload_forecast(
         team: w.team.get().clone(),
         gpus_held: h.gpus,
         replicas_held: h.replicas,
-        replicas_mean: round(h.reps.iter().sum::<f64>() / h.reps.len().max(1) as f64),
+        replicas_mean: round(h.mean),
         hours_per_month: round(h.hours),
         trend: trend(shown),
         projected_replicas: round(shown.center),
@@ -396,29 +417,63 @@ pub(super) fn workload_forecast(
 }
 
 /// What a workload runs on average over its hours next quarter, where its proposal is a range
-/// it does not fill: the replicas it held on average (its busy GPUs' worth at the target
-/// when consolidated, the replicas its arrivals needed when serving metrics sized it), grown
-/// as its projected peak is over the peak it held, within the proposal's bounds. `None` for a
-/// fixed count or one that runs at its maximum.
-fn typical(h: &Held, p: &Proposal, needed: Option<&[f64]>, per: f64) -> Option<f64> {
+/// it does not fill: the replicas it held on average (`Held::mean`, so the plan's hours x
+/// typical replicas is the replica-hours that ran), or where consolidation cut its replicas,
+/// its busy GPUs' worth at the target; grown as the projection that decided its `max` grows
+/// (`growth`), within the proposal's bounds. `None` for a fixed count or one that runs at
+/// its maximum. Serving metrics size a service's ceiling, not what it runs: its autoscaler
+/// runs what it ran (issue 72: a service priced at the replicas its arrivals needed, 1.09,
+/// had run 2.06).
+fn typical(h: &Held, p: &Proposal, z: &Sizing, growth: f64, per: f64) -> Option<Typical> {
     if p.fixed || p.min >= p.max {
         return None;
     }
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-    let base = match p.basis {
-        Basis::Consolidated => mean(&h.busy).map(|b| b / per.max(1e-9)),
-        Basis::Serving | Basis::Saturated => needed.and_then(mean),
-        Basis::Trend | Basis::Flat | Basis::Idle => None,
-    }
-    .or_else(|| mean(&h.reps))?;
-    let held_peak = h.reps.iter().copied().fold(0.0, f64::max);
-    let growth = if h.p.trend && held_peak > 0.0 {
-        (h.p.peak / held_peak).max(0.0)
+    // A consolidation that cut its replicas runs fewer, each busier; one that did not (a
+    // single notebook) runs what it ran.
+    let (measured, of) = match mean(&h.busy) {
+        Some(b) if p.basis == Basis::Consolidated && p.max < z.held_most => (
+            b / per.max(1e-9),
+            TypicalOf::BusyAtTarget { target: z.target },
+        ),
+        _ => (h.mean, TypicalOf::Held),
+    };
+    let growth = if growth.is_finite() && growth > 0.0 {
+        growth
     } else {
         1.0
     };
-    let t = ((base * growth).clamp(p.min as f64, p.max as f64) * 100.0).round() / 100.0;
-    (t < p.max as f64 - 0.05).then_some(t)
+    let grown = measured * growth;
+    // Within rounding of a bound is at it, not held to it.
+    let bounded = if grown < p.min as f64 - 0.005 {
+        Some(p.min)
+    } else if grown > p.max as f64 + 0.005 {
+        Some(p.max)
+    } else {
+        None
+    };
+    let value = (bounded.map_or(grown, |b| b as f64) * 100.0)
+        .round()
+        .clamp(p.min as f64 * 100.0, p.max as f64 * 100.0)
+        / 100.0;
+    (value < p.max as f64 - 0.05).then_some(Typical {
+        value,
+        measured: (measured * 100.0).round() / 100.0,
+        of,
+        growth: (growth * 100.0).round() / 100.0,
+        bounded,
+    })
+}
+
+/// The growth a projection makes of what was seen: its peak over the largest daily peak it
+/// was fitted on; 1 without a significant trend.
+fn growth_of(p: &Projection, daily: &[(i64, f64)]) -> f64 {
+    let seen = daily.iter().map(|d| d.1).fold(0.0, f64::max);
+    if p.trend && seen > 0.0 {
+        (p.peak / seen).max(0.0)
+    } else {
+        1.0
+    }
 }
 
 /// The figures behind a proposal: replicas held, the trend or level, how it was sized, how

@@ -4,7 +4,7 @@
 
 use crate::plan::Count;
 use crate::review::forecast::grounds::Grounds;
-use crate::review::forecast::Basis;
+use crate::review::forecast::{Basis, Typical};
 use crate::review::says::Slice;
 
 /// The header: the quarter planned for, the telemetry it came from, and the workloads left
@@ -31,9 +31,14 @@ pub(crate) enum LineSays {
     },
     /// Its `hours_per_month`, from the hours it held GPUs.
     Hours { held: f64 },
-    /// Its `typical_replicas`: what it held on average over its running hours, and its new
-    /// ceiling.
-    Typical { held_mean: f64, max: i64 },
+    /// Its `typical_replicas`: the figures it is (measured, grown, bounded), what it held
+    /// on average over its running hours a month, and its new ceiling.
+    Typical {
+        typical: Typical,
+        held_mean: f64,
+        hours: f64,
+        max: i64,
+    },
     /// Its `gpu_fraction`: what it had, and the slice that holds the work.
     Fraction { was: Had, slice: Option<Slice> },
     /// Its `sharing`, which goes with the fraction.

@@ -25,6 +25,7 @@ pub(crate) fn settle(nq: &mut NextQuarter, plan: &Plan, written: &BTreeMap<Strin
                     fixed: matches!(c, Count::Fixed(_)),
                     hours_per_month: None,
                     typical_replicas: None,
+                    typical: None,
                     gpu_fraction: None,
                     sharing: None,
                     gpu_models: None,
