@@ -242,3 +242,52 @@ fn a_pod_name_used_again_is_a_new_pod_through_prometheus_and_victoria_metrics() 
     args.extend(window);
     assert_truth(&review(&plan, &args), "victoria-metrics");
 }
+
+/// Issue 72 item 11: a CSV of short jobs, 1,000 pods one after another, each sampled twice 15 s
+/// apart, is 1,000 x 30 s = 8.33 GPU-h. No pod lives long enough to show the interval it was
+/// sampled at, and each sample was counted a whole 60-s step: 33.3 GPU-h, more than the hours
+/// covered with one GPU held at a time. The CSV's own spacing is what a sample stands for,
+/// alone or beside a long-running pod.
+#[test]
+fn short_jobs_in_a_csv_count_the_seconds_they_held() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n[plan]\nname = \"short\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"job\"\nteam = \"research\"\nkind = \"batch\"\nreplicas = 1\ngpus = 1\nskus = [\"g6.xlarge\"]\n\n[[workload]]\nname = \"long\"\nteam = \"research\"\nkind = \"batch\"\nreplicas = 1\ngpus = 1\nskus = [\"g6.xlarge\"]\n",
+    )
+    .expect("plan");
+    for beside_a_long_pod in [false, true] {
+        let mut rows: Vec<(i64, String)> = Vec::new();
+        for i in 0..1000 {
+            for k in 0..2 {
+                rows.push((T0 + 30 * i + 15 * k, format!("research,job-{i},1,0.5")));
+            }
+        }
+        if beside_a_long_pod {
+            for t in (T0..T0 + 30_000).step_by(15) {
+                rows.push((t, "research,long-0,1,0.5".to_owned()));
+            }
+        }
+        rows.sort();
+        let mut csv = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+        for (t, r) in rows {
+            let _ = writeln!(csv, "{t},{r}");
+        }
+        let file = dir.path().join("short.csv");
+        std::fs::write(&file, csv).expect("csv");
+        let v = review(&plan, &["--csv", file.to_str().expect("utf-8")]);
+        let row = v["workloads"]
+            .as_array()
+            .expect("workloads")
+            .iter()
+            .find(|r| r["workload"] == "job")
+            .expect("job row")
+            .clone();
+        let alloc = row["allocated_gpu_seconds"].as_f64().expect("allocated");
+        let used = row["used_gpu_seconds"].as_f64().expect("used");
+        let at = format!("beside a long pod: {beside_a_long_pod}");
+        assert!((alloc / 30_000.0 - 1.0).abs() < 0.02, "{at}: {row}");
+        assert!((used / 15_000.0 - 1.0).abs() < 0.02, "{at}: {row}");
+    }
+}

@@ -298,12 +298,15 @@ fn used<'a>(rows: impl Iterator<Item = &'a Row>, step: i64) -> Vec<f64> {
 }
 
 pub(super) fn scrapes(a: &Answers, step: i64) -> Scrapes {
-    let ksm = interval(
-        a.get(Q::Scraped)
-            .map(|(_, r)| r)
-            .chain(a.get(Q::NodeScraped).map(|(_, r)| r)),
-        step,
-    );
+    // A format that fixes its sample interval says it; only the data's own runs are guessed.
+    let ksm = a.sample_every.or_else(|| {
+        interval(
+            a.get(Q::Scraped)
+                .map(|(_, r)| r)
+                .chain(a.get(Q::NodeScraped).map(|(_, r)| r)),
+            step,
+        )
+    });
     let ksm_at = Intervals::of(
         a.get(Q::Scraped)
             .map(|(_, r)| r)
@@ -333,14 +336,17 @@ pub(super) fn scrapes(a: &Answers, step: i64) -> Scrapes {
             e.add(k, *c);
         }
     }
-    let dcgm = interval(cards.values(), step).or_else(|| {
-        interval(
-            a.get(Q::ActiveCount)
-                .map(|(_, r)| r)
-                .chain(a.get(Q::UtilCount).map(|(_, r)| r)),
-            step,
-        )
-    });
+    let dcgm = a
+        .sample_every
+        .or_else(|| interval(cards.values(), step))
+        .or_else(|| {
+            interval(
+                a.get(Q::ActiveCount)
+                    .map(|(_, r)| r)
+                    .chain(a.get(Q::UtilCount).map(|(_, r)| r)),
+                step,
+            )
+        });
 
     // The intervals the exporters were scraped at, each card's own and each stretch of it
     // (whole seconds): targets scraped at 15 s and 30 s, or one target moved from 30 s to

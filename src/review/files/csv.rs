@@ -18,12 +18,25 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
     // The sample times: the file lists the pods running at each, so a time between the first
     // and the last with no row is a time nothing ran, not one without data.
     let mut times = std::collections::BTreeSet::new();
+    // Each pod's spacing between its own samples: what one of its samples stands for.
+    let mut last: HashMap<(String, String), i64> = HashMap::new();
+    let mut pod_gaps: BTreeMap<i64, usize> = BTreeMap::new();
     csv_rows(path, &file, |r| {
         min = min.min(r.time);
         max = max.max(r.time);
         times.insert(r.time);
+        if let Some(prev) = last.insert((r.ns, r.pod), r.time) {
+            *pod_gaps.entry((r.time - prev).abs()).or_default() += 1;
+        }
+        if last.len() > max_series {
+            return Err(file_err(
+                &file,
+                crate::review::telemetry::too_many_series("the file"),
+            ));
+        }
         Ok(())
     })?;
+    drop(last);
     if min > max {
         return Err(file_err(&file, "no rows".to_owned()));
     }
@@ -93,7 +106,9 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
     // window's edges, where a missing row is again a time nothing ran (weekday notebooks
     // read over two weeks from Monday 08:00 to Friday 20:00 ran 43% of the time, not 36%).
     let asked = w.from.is_some() || w.to.is_some() || w.window.is_some();
-    answers.idle_samples = idle_samples(&times, grid, asked);
+    let every = most_common(&gaps_of(&times));
+    answers.idle_samples = idle_samples(&times, every, grid, asked);
+    answers.sample_every = most_common(&pod_gaps).map(|e| e as f64);
     for ((k, ns, pod), app) in apps {
         answers.add(
             crate::review::query::Q::PodLabels,
@@ -110,29 +125,38 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
     })
 }
 
+/// The spacings of the file's sample times, and how often each occurs.
+fn gaps_of(times: &std::collections::BTreeSet<i64>) -> BTreeMap<i64, usize> {
+    let mut gaps: BTreeMap<i64, usize> = BTreeMap::new();
+    for (a, b) in times.iter().zip(times.iter().skip(1)) {
+        *gaps.entry(b - a).or_default() += 1;
+    }
+    gaps
+}
+
+/// The most common positive spacing (the shorter of two as common), seconds: the file's
+/// export interval.
+fn most_common(gaps: &BTreeMap<i64, usize>) -> Option<i64> {
+    gaps.iter()
+        .filter(|(g, _)| **g > 0)
+        .max_by_key(|(g, n)| (**n, std::cmp::Reverse(**g)))
+        .map(|(g, _)| *g)
+}
+
 /// The windows of the sample times the file's rows leave empty: the most common spacing of
 /// its sample times (its export interval) continued from the first to the last, and with
 /// `to_edges` on to the grid's edges. A gap no longer than one interval has no missing
 /// sample; each missing one is a time nothing ran.
 fn idle_samples(
     times: &std::collections::BTreeSet<i64>,
+    every: Option<i64>,
     grid: crate::review::query::Grid,
     to_edges: bool,
 ) -> std::collections::BTreeSet<u32> {
-    let mut gaps: BTreeMap<i64, usize> = BTreeMap::new();
-    for (a, b) in times.iter().zip(times.iter().skip(1)) {
-        *gaps.entry(b - a).or_default() += 1;
-    }
     let mut out = std::collections::BTreeSet::new();
-    let Some((&every, _)) = gaps
-        .iter()
-        .max_by_key(|(g, n)| (**n, std::cmp::Reverse(**g)))
-    else {
+    let Some(every) = every else {
         return out;
     };
-    if every <= 0 {
-        return out;
-    }
     let mut missing = |t: i64| {
         if let Some(k) = grid.window(t * 1000) {
             out.insert(k);

@@ -42,6 +42,11 @@ pub struct Answers {
     /// running at each sample: a sample time with no row is a time nothing ran). Covered
     /// and sampled like a window with a kube-state-metrics sample.
     pub idle_samples: std::collections::BTreeSet<u32>,
+    /// Seconds between samples where the format fixes them (the CSV format: each time in
+    /// the file is one sample of every pod running): what a sample stands for when no pod
+    /// lives long enough to show its scrape interval (1,000 jobs of 30 s one after another
+    /// were each counted a whole step).
+    pub sample_every: Option<f64>,
 }
 
 impl Answers {
@@ -98,6 +103,7 @@ impl Answers {
             rows,
             gpus_as_given: self.gpus_as_given,
             idle_samples: self.idle_samples.clone(),
+            sample_every: self.sample_every,
         }
     }
     /// Join another set of answers into this one, each value combined as the queries combine
@@ -107,6 +113,10 @@ impl Answers {
         // A group (or a whole query) this side lacks is moved, not copied entry by entry:
         // the two never hold it at once.
         self.idle_samples.extend(other.idle_samples);
+        self.sample_every = match (self.sample_every, other.sample_every) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         for (q, rows) in other.rows {
             let mine = match self.rows.entry(q) {
                 Entry::Vacant(v) => {
