@@ -126,9 +126,15 @@ pub struct Stalled {
     pub workload: Option<String>,
     pub team: String,
     pub pod: String,
+    /// Its longest stretch with no activity: when it began, how long, the GPUs held.
     pub since: String,
     pub seconds: i64,
     pub allocated_gpus: f64,
+    /// Every stretch longer than the threshold (the longest among them): how many, their
+    /// seconds and GPU-seconds in all.
+    pub stretches: usize,
+    pub all_seconds: i64,
+    pub all_gpu_seconds: f64,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]

@@ -30,13 +30,16 @@ pub enum AdviceSays {
     },
     /// A workload's pods waited in CrashLoopBackOff `share` of the time they held GPUs.
     CrashLoop { workload: String, share: f64 },
-    /// A pod held GPUs with no activity.
+    /// A pod held GPUs with no activity: its longest stretch, and every stretch over the
+    /// threshold in all.
     Stalled {
         team: String,
         pod: String,
         gpus: f64,
         seconds: i64,
         since: String,
+        stretches: usize,
+        all_seconds: i64,
     },
     /// A pool kept `nodes` of its floor idle on average over the `seconds` covered.
     IdleFloor {

@@ -664,3 +664,63 @@ pub(crate) fn review_command(url: &str) -> assert_cmd::Command {
     ]);
     c
 }
+
+/// Issue 72 item 12: a notebook busy 08:00-20:00 and idle every night, four days. The stalled
+/// advice listed only its longest night (12 h of the 44 h it sat idle), and priced reaping it
+/// at that night alone. Every night over the threshold is counted and priced; the longest is
+/// still the one named.
+#[test]
+fn a_pod_idle_every_night_is_stalled_every_night() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n[plan]\nname = \"nights\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"notebook\"\nteam = \"research\"\nkind = \"notebook\"\nreplicas = 1\ngpus = 1\nskus = [\"g6.xlarge\"]\n",
+    )
+    .expect("plan");
+    let mut csv = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+    for k in 0..(4 * 24 * 60) {
+        let t = START + k * 60;
+        let hour = (k / 60) % 24;
+        let busy = if (8..20).contains(&hour) { 0.8 } else { 0.0 };
+        let _ = writeln!(csv, "{t},research,notebook-0,1,{busy}");
+    }
+    let file = dir.path().join("nights.csv");
+    std::fs::write(&file, csv).expect("csv");
+    let out = gpuplan()
+        .args(["review", "--format", "json"])
+        .arg(&plan)
+        .arg("--csv")
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = common::contract(&out.stdout).expect("json");
+    let stalled = v["stalled"].as_array().expect("stalled");
+    assert_eq!(stalled.len(), 1, "{stalled:#?}");
+    let s = &stalled[0];
+    // 00-08 the first day, 20-08 three times, 20-24 the last: 8 + 36 + 4 h.
+    assert_eq!(s["seconds"], 12 * 3600, "{s:#}");
+    assert_eq!(s["stretches"], 5, "{s:#}");
+    assert_eq!(s["all_seconds"], 48 * 3600, "{s:#}");
+    let reap = v["recommendations"]
+        .as_array()
+        .expect("advice")
+        .iter()
+        .find(|a| a["kind"] == "reap-stalled")
+        .expect("reap advice")
+        .clone();
+    let hourly = reap["saving_usd"].as_f64().expect("saving") / 48.0;
+    // g6.xlarge lists near $0.80 an hour on demand: 48 idle hours are priced, not 12.
+    assert!((0.5..1.2).contains(&hourly), "{reap:#}");
+    assert!(
+        reap["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the longest of 5 such stretches, 48.0 h in all")),
+        "{reap:#}"
+    );
+}

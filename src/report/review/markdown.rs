@@ -305,17 +305,19 @@ fn md_changes(o: &mut String, r: &Review) {
 /// Pods that held GPUs with near-zero activity for longer than the threshold.
 fn md_stalled(o: &mut String, r: &Review) {
     if !r.stalled.is_empty() {
-        let _ = writeln!(o, "\n## Stalled pods\n\n| pod | workload | since | hours | GPUs |\n|---|---|---|---:|---:|");
+        let _ = writeln!(o, "\n## Stalled pods\n\n| pod | workload | longest since | hours | GPUs | stretches | hours in all |\n|---|---|---|---:|---:|---:|---:|");
         for s in &r.stalled {
             let _ = writeln!(
                 o,
-                "| `{}/{}` | {} | {} | {:.1} | {} |",
+                "| `{}/{}` | {} | {} | {:.1} | {} | {} | {:.1} |",
                 md_code(&s.team),
                 md_code(&s.pod),
                 md(s.workload.as_deref().unwrap_or("-")),
                 s.since,
                 s.seconds as f64 / 3600.0,
-                crate::core::num(s.allocated_gpus)
+                crate::core::num(s.allocated_gpus),
+                s.stretches,
+                s.all_seconds as f64 / 3600.0
             );
         }
     }

@@ -50,11 +50,23 @@ impl fmt::Display for AdviceSays {
                 gpus,
                 seconds,
                 since,
-            } => write!(
-                f,
-                "pod `{team}/{pod}` held {gpus} GPU(s) with no activity for {:.1} h from {since}",
-                *seconds as f64 / 3600.0
-            ),
+                stretches,
+                all_seconds,
+            } => {
+                write!(
+                    f,
+                    "pod `{team}/{pod}` held {gpus} GPU(s) with no activity for {:.1} h from {since}",
+                    *seconds as f64 / 3600.0
+                )?;
+                if *stretches > 1 {
+                    write!(
+                        f,
+                        ", the longest of {stretches} such stretches, {:.1} h in all",
+                        *all_seconds as f64 / 3600.0
+                    )?;
+                }
+                Ok(())
+            }
             AdviceSays::IdleFloor {
                 pool,
                 nodes,
@@ -314,8 +326,22 @@ mod tests {
                 gpus: 2.0,
                 seconds: 5400,
                 since: "2026-01-01T00:00:00Z".into(),
+                stretches: 1,
+                all_seconds: 5400,
             }),
             "pod `t/p` held 2 GPU(s) with no activity for 1.5 h from 2026-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            says(AdviceSays::Stalled {
+                team: "t".into(),
+                pod: "p".into(),
+                gpus: 1.0,
+                seconds: 42_840,
+                since: "2026-01-01T20:00:00Z".into(),
+                stretches: 8,
+                all_seconds: 345_600,
+            }),
+            "pod `t/p` held 1 GPU(s) with no activity for 11.9 h from 2026-01-01T20:00:00Z, the longest of 8 such stretches, 96.0 h in all"
         );
         assert_eq!(
             says(AdviceSays::IdleFloor {

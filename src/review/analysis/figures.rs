@@ -93,13 +93,16 @@ pub(super) fn stalled_advice(
             kind: AdviceKind::ReapStalled,
             workload: st.workload.clone(),
             pool: None,
-            saving_usd: price.map(|p| round(st.allocated_gpus * st.seconds as f64 * p)),
+            // Every stretch it sat idle is what reaping it saves, not only the longest.
+            saving_usd: price.map(|p| round(st.all_gpu_seconds * p)),
             message: AdviceSays::Stalled {
                 team: st.team.clone(),
                 pod: st.pod.clone(),
                 gpus: st.allocated_gpus,
                 seconds: st.seconds,
                 since: st.since.clone(),
+                stretches: st.stretches,
+                all_seconds: st.all_seconds,
             },
             change: AdviceChange::Reap,
         });

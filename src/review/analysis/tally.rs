@@ -247,20 +247,25 @@ pub(super) fn tally<'a>(facts: &[PodFacts<'a>], t: &Telemetry, s: &Settings) -> 
     out
 }
 
-/// A pod's longest stretch allocated with near-zero activity, when it is longer than the
-/// threshold; a pod that finished holds nothing, so it is never stalled, and a window in
-/// which it served requests (its server ran requests or gave first tokens) is activity
-/// whatever the GPU's counters say: a lightly loaded server is not a stalled one.
+/// A pod's stretches allocated with near-zero activity longer than the threshold: the
+/// longest, and how many there were and what they held in all (a notebook idle every night
+/// has one a night, not one in the window). A pod that finished holds nothing, so it is
+/// never stalled, and a window in which it served requests (its server ran requests or gave
+/// first tokens) is activity whatever the GPU's counters say: a lightly loaded server is not
+/// a stalled one.
 pub(super) fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Option<Stalled> {
     let p = f.p;
     let step = t.step.max(1);
-    let (mut run_start, mut best): (Option<i64>, Option<(i64, i64, f64)>) = (None, None);
-    let mut peak = 0.0f64;
+    // (start, end) of each quiet run, in order.
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    let mut run: Option<(i64, i64)> = None;
     let mut prev: Option<i64> = None;
+    // A window left empty by a scrape jittered across its boundary is no gap.
+    let slack = t.ksm_interval.map_or(0, |i| i.ceil() as i64);
     for (time, a) in &p.allocated {
         // No data is no evidence of idleness: a stretch without usage data ends a run.
         if p.unobserved.contains(&time) {
-            run_start = None;
+            runs.extend(run.take());
             prev = None;
             continue;
         }
@@ -274,41 +279,50 @@ pub(super) fn stalled_of(f: &PodFacts<'_>, t: &Telemetry, s: &Settings) -> Optio
                     .is_some_and(|b| b.values().any(|c| *c > 0.0))
         });
         let quiet = *a > 0.0 && u < s.quiet_below * a && !served;
-        // A window left empty by a scrape jittered across its boundary is no gap.
-        let slack = t.ksm_interval.map_or(0, |i| i.ceil() as i64);
         let contiguous = prev.is_some_and(|x| time - x <= step + slack);
         prev = Some(time);
-        if quiet && contiguous && run_start.is_some() {
-            peak += a;
-        } else if quiet {
-            run_start = Some(time);
-            peak = *a;
-        } else {
-            run_start = None;
-        }
-        if let Some(start) = run_start {
-            let len = time + step - start;
-            if best.is_none_or(|b| len > b.1) {
-                // GPUs held over the run: its GPU-seconds over its length.
-                best = Some((start, len, peak / len as f64));
+        run = match run {
+            Some((start, _)) if quiet && contiguous => Some((start, time + step)),
+            r => {
+                runs.extend(r);
+                quiet.then_some((time, time + step))
             }
-        }
+        };
     }
-    let (start, len, mean) = best.filter(|b| b.1 >= s.stalled_after)?;
-    // The GPUs it held over the run: its level, which a scrape interval longer than the step
+    runs.extend(run);
+    // The GPUs it held over a run: its level, which a scrape interval longer than the step
     // does not inflate (its GPU-seconds over the run's length can).
-    let held = p
-        .gpus
-        .range(start, start + len)
-        .map(|(_, g)| *g)
-        .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
-        .unwrap_or(mean);
+    let held = |start: i64, end: i64| {
+        p.gpus
+            .range(start, end)
+            .map(|(_, g)| *g)
+            .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.max(g))))
+            .unwrap_or_else(|| {
+                p.allocated.range(start, end).map(|(_, a)| *a).sum::<f64>()
+                    / (end - start).max(1) as f64
+            })
+    };
+    let long: Vec<(i64, i64)> = runs
+        .into_iter()
+        .filter(|(a, b)| b - a >= s.stalled_after)
+        .collect();
+    let &(start, end) = long
+        .iter()
+        .max_by_key(|(a, b)| (b - a, std::cmp::Reverse(*a)))?;
+    let all_seconds: i64 = long.iter().map(|(a, b)| b - a).sum();
+    let all_gpu_seconds: f64 = long
+        .iter()
+        .map(|(a, b)| held(*a, *b) * (b - a) as f64)
+        .sum();
     Some(Stalled {
         workload: f.workload.map(str::to_owned),
         team: p.namespace.clone(),
         pod: p.pod.clone(),
         since: format_time(start),
-        seconds: len,
-        allocated_gpus: round(held),
+        seconds: end - start,
+        allocated_gpus: round(held(start, end)),
+        stretches: long.len(),
+        all_seconds,
+        all_gpu_seconds: round(all_gpu_seconds),
     })
 }
