@@ -140,10 +140,7 @@ impl Client {
         let base = self.base.trim_end_matches('/');
         let agent = crate::http::agent(self.timeout);
         let c = cluster.map_or(String::new(), |c| {
-            format!(
-                ",cluster=\"{}\"",
-                c.replace('\\', "\\\\").replace('"', "\\\"")
-            )
+            format!(",cluster=\"{}\"", crate::review::query::promql_escape(c))
         });
         let series =
             format!("kube_pod_container_resource_requests{{resource=\"nvidia_com_gpu\"{c}}}");
@@ -168,7 +165,7 @@ impl Client {
                 .iter()
                 .filter(|(k, _)| k.as_str() != "__name__")
                 .filter_map(|(k, v)| {
-                    let v = v.as_str()?.replace('\\', "\\\\").replace('"', "\\\"");
+                    let v = crate::review::query::promql_escape(v.as_str()?);
                     Some(format!("{k}=\"{v}\""))
                 })
                 .collect();
@@ -225,10 +222,7 @@ impl Client {
         let url = format!("{}/api/v1/series", self.base.trim_end_matches('/'));
         let sel = |m: &str, extra: &str| {
             let c = cluster.map_or(String::new(), |c| {
-                format!(
-                    ",cluster=\"{}\"",
-                    c.replace('\\', "\\\\").replace('"', "\\\"")
-                )
+                format!(",cluster=\"{}\"", crate::review::query::promql_escape(c))
             });
             format!("{m}{{{extra}{c}}}").replace("{,", "{")
         };

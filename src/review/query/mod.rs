@@ -16,7 +16,7 @@ mod table;
 
 pub(crate) use answers::{increments, Answers, Row};
 pub(crate) use collector::Collector;
-pub(crate) use spec::{sample_max, wanted, Grid, Query, MAX_GPUS, Q};
+pub(crate) use spec::{promql_escape, sample_max, wanted, Grid, Query, MAX_GPUS, Q};
 #[cfg(test)]
 pub(crate) use table::prometheus_label;
 pub(crate) use table::{NODE_LABELS, QUERIES};
@@ -99,13 +99,18 @@ mod tests {
     }
 
     #[test]
+    fn a_label_value_is_escaped_as_promql_reads_it() {
+        assert_eq!(super::promql_escape("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+    }
+
+    #[test]
     fn promql_reads_as_written() {
         let q = Answers::query(Q::Running);
         assert_eq!(
             q.promql(60, Some("prod"), false),
             // Rewritten into labels of their own, grouped, then named back: raw series never
             // collide (two exporters on hostNetwork differing only by their own `pod`).
-            "max by (cluster, namespace, pod) (label_replace(label_replace(max by (cluster, gpuplan_namespace, gpuplan_pod) (label_replace(label_replace(label_replace(label_replace(label_replace(label_replace(sum_over_time(kube_pod_status_phase{phase=\"Running\",cluster=\"prod\"}[59999ms]), \"gpuplan_namespace\", \"$1\", \"namespace\", \"(.+)\"), \"gpuplan_pod\", \"$1\", \"pod\", \"(.+)\"), \"gpuplan_pod\", \"$1\", \"pod_name\", \"(.+)\"), \"gpuplan_namespace\", \"$1\", \"pod_namespace\", \"(.+)\"), \"gpuplan_pod\", \"$1\", \"exported_pod\", \"(.+)\"), \"gpuplan_namespace\", \"$1\", \"exported_namespace\", \"(.+)\")), \"namespace\", \"$1\", \"gpuplan_namespace\", \"(.*)\"), \"pod\", \"$1\", \"gpuplan_pod\", \"(.*)\"))"
+            "max by (cluster, namespace, pod) (label_replace(label_replace(max by (cluster, gpuplan_namespace, gpuplan_pod) (label_replace(label_replace(label_replace(label_replace(label_replace(label_replace(sum_over_time(kube_pod_status_phase{phase=\"Running\",cluster=\"prod\"}[59999ms]), \"gpuplan_namespace\", \"$1\", \"namespace\", \"(?s)(.+)\"), \"gpuplan_pod\", \"$1\", \"pod\", \"(?s)(.+)\"), \"gpuplan_pod\", \"$1\", \"pod_name\", \"(?s)(.+)\"), \"gpuplan_namespace\", \"$1\", \"pod_namespace\", \"(?s)(.+)\"), \"gpuplan_pod\", \"$1\", \"exported_pod\", \"(?s)(.+)\"), \"gpuplan_namespace\", \"$1\", \"exported_namespace\", \"(?s)(.+)\")), \"namespace\", \"$1\", \"gpuplan_namespace\", \"(?s)(.*)\"), \"pod\", \"$1\", \"gpuplan_pod\", \"(?s)(.*)\"))"
         );
         // A metric's names each on their own, joined by `or`: `*_over_time` drops the name,
         // and two names one pod exports would otherwise be two series of one labelset.
