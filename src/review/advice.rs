@@ -89,10 +89,28 @@ pub(super) fn right_size(
             crate::core::Sharing::TimeSlicing,
         )
     };
-    if fraction >= now {
-        // Nothing smaller than what it has holds its memory.
+    // What it has: the profile of the MIG pool it is declared on, else its share. A slice
+    // it already runs on is no right-size (a `gpu_fraction = 0.43` on `3g.40gb`, which is
+    // 0.4286 of the GPU, was advised `3g.40gb`).
+    let has = plan
+        .workload_pools(name)
+        .find_map(|p| p.mig_profile.as_ref().map(|m| m.get().clone()));
+    let same_slice = matches!(&slice, Slice::Mig { profile, .. } if has.as_ref() == Some(profile));
+    let has_share = has
+        .as_deref()
+        .and_then(|p| {
+            let mig = gpu.mig.as_ref()?;
+            let spec = mig.profile(p)?;
+            Some(f64::from(spec.compute) / f64::from(mig.compute_slices.max(1)))
+        })
+        .unwrap_or(now)
+        .min(now);
+    // Nothing smaller than what it has holds its memory; a share within rounding of what
+    // it has is what it has.
+    if same_slice || fraction >= has_share - 0.005 {
         return None;
     }
+    let now = has_share;
     let saving = round(idle_cost * (1.0 - fraction / now.max(1e-9)).max(0.0));
     let fit = RightSize {
         fraction,

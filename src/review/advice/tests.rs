@@ -244,3 +244,35 @@ fn a_wait_for_a_booting_node_is_not_blamed_on_nodes_max() {
         wait(crate::review::says::Wait::Full(vec![("batch".into(), 2)]))
     );
 }
+
+/// Issue 72 item 12: a workload already on a `3g.40gb` MIG pool, idle, was advised a right-size
+/// to `3g.40gb`: its `gpu_fraction = 0.43` read as more than the profile's 3/7 (0.4286). What
+/// it has is no right-size; a smaller profile that holds its memory still is.
+#[test]
+fn a_mig_slice_it_already_has_is_no_right_size() {
+    let catalog = Catalog::embedded(&[crate::core::Provider::Azure]).expect("catalog");
+    let text = |memory: f64| {
+        format!("version = 1\n[plan]\nname = \"p\"\nowner = \"o\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"w\"\nteam = \"t\"\nkind = \"inference\"\ngpu_fraction = 0.43\nsharing = \"mig\"\ngpu_memory_gib = {memory}\nskus = [\"Standard_NC24ads_A100_v4\"]\n\n[[pool]]\nname = \"serve-mig\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = {{ min = 1, max = 2 }}\nsharing = \"mig\"\nmig_profile = \"3g.40gb\"\nworkloads = [\"w\"]\n")
+    };
+    let advised = |memory: f64| {
+        let plan = crate::plan::Plan::load(
+            crate::source::SourceFile::new("p.toml", text(memory)),
+            &catalog,
+        )
+        .unwrap_or_else(|d| {
+            panic!(
+                "plan: {:?}",
+                d.iter().map(|x| &x.message).collect::<Vec<_>>()
+            )
+        });
+        let rec = crate::engine::recommend::recommend(&plan, &catalog);
+        let w = plan.workload("w").expect("workload");
+        right_size(&plan, &rec, &catalog, w, 0.1, 1000.0).map(|(_, fit)| fit.slice)
+    };
+    assert_eq!(advised(30.0), None);
+    assert!(
+        matches!(advised(8.0), Some(Slice::Mig { profile, .. }) if profile != "3g.40gb"),
+        "{:?}",
+        advised(8.0)
+    );
+}
