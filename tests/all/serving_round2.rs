@@ -496,3 +496,28 @@ fn the_next_plan_keeps_the_gpu_serving_was_measured_on() {
     );
     assert!(proposed(&v).get("gpu_models").is_none());
 }
+
+/// Issue 72 item 10: a service that received no request all week was grown 2 -> 3 as
+/// "saturated: the replicas that ran were too few". With nothing in flight, nothing queued and
+/// no first token, no hour missed anything: it is never grown, and never called saturated.
+#[test]
+fn a_service_with_no_traffic_is_never_grown() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let quiet = |_: usize, _: i64| Window {
+        running: 0.0,
+        waiting: 0.0,
+        kv: 0.0,
+        first_tokens: vec![0.0; 6],
+        finished: vec![("stop", 0.0)],
+    };
+    let plan = VLLM_PLAN.replace(
+        "replicas = { min = 4, max = 12 }",
+        "replicas = { min = 1, max = 2 }",
+    );
+    let v = review_file(dir.path(), &plan, &Fleet::week(2, &quiet).openmetrics());
+    let p = proposed(&v);
+    assert!(p["max"].as_i64().is_some_and(|m| m <= 2), "{p:#}");
+    assert_ne!(p["basis"], "saturated", "{p:#}");
+    let next = std::fs::read_to_string(dir.path().join("next.toml")).unwrap_or_default();
+    assert!(!next.contains("too few"), "{next}");
+}

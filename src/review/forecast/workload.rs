@@ -339,6 +339,16 @@ fn from_serving(cx: &Cx<'_>, name: &str, h: &Held, z: &Sizing, held: Proposed) -
     let Some(r) = cx.serving.iter().find(|r| r.workload == name) else {
         return held;
     };
+    if r.needed_by_hour.is_empty() && r.missed.is_empty() {
+        // No hour carried a request and none missed its objective: nothing to size it by,
+        // and nothing says it needs more. Sized as it held, never grown (issue 72: a service
+        // that received no request all week was grown 2 -> 3 as "saturated").
+        let mut quiet = held;
+        if quiet.proposed.max > z.current.max() {
+            quiet.proposed = z.held(z.current.max().max(1), Basis::Idle, &h.p);
+        }
+        return quiet;
+    }
     if r.needed_by_hour.is_empty() {
         return Proposed {
             proposed: z.held(z.max.max(z.grow(h.p.peak)), Basis::Saturated, &h.p),
