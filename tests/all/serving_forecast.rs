@@ -223,6 +223,17 @@ fn inference_replicas_are_decided_by_serving_metrics() {
         line(&next, "chat", "replicas").is_some_and(|l| l.contains("{ min = 9, max = 10 }")),
         "{next}"
     );
+    // Issue 72 item 7: the comment quotes the projection that sized `max` (replicas
+    // needed), not the held replicas' level.
+    let replicas = line(&next, "chat", "replicas").expect("replicas");
+    assert!(
+        replicas.contains("replicas needed: ")
+            && replicas.contains(&format!(
+                "peak {:.1} as seen",
+                f["projected_replicas"].as_f64().unwrap_or(f64::NAN)
+            )),
+        "{replicas}"
+    );
     // Issue 72 item 3: what it runs on average is what it ran (8 held), held to the new
     // `min`, and the comment says so, not the 9 replicas its arrivals needed as "measured".
     let typical = line(&next, "chat", "typical_replicas").expect("typical");

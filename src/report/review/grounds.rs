@@ -17,13 +17,18 @@ impl fmt::Display for Grounds {
         let r = &self.replicas;
         write!(
             f,
-            "replicas held p10 {} / p50 {} / p95 {} / max {} ({} GPUs at p95) over {:.0} day(s); {}{}; ",
+            "replicas held p10 {} / p50 {} / p95 {} / max {} ({} GPUs at p95) over {:.0} day(s); {}{}{}; ",
             num(r.p10),
             num(r.p50),
             num(r.p95),
             num(r.max),
             num(self.gpus_p95),
             self.covered_days,
+            if self.of_needed {
+                "replicas needed: "
+            } else {
+                ""
+            },
             self.level,
             self.sized,
         )?;
@@ -250,6 +255,7 @@ mod tests {
 
     fn grounds(level: Level, sized: SizedBy) -> Grounds {
         Grounds {
+            of_needed: false,
             serving: None,
             replicas: q(2.0, 3.0, 5.5, 6.0),
             gpus_p95: 11.0,

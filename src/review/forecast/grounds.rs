@@ -14,6 +14,9 @@ pub struct Grounds {
     pub gpus_p95: f64,
     pub covered_days: f64,
     pub level: Level,
+    /// Whether `level` is of the replicas serving metrics said each hour needed (the
+    /// projection that sized it), rather than of the replicas held.
+    pub of_needed: bool,
     pub sized: SizedBy,
     /// The share of held time its GPUs were busy, when measured.
     pub busy: Option<f64>,

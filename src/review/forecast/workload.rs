@@ -404,7 +404,7 @@ pub(super) fn workload_forecast(
     // The projection shown is the one the proposal came from: replicas needed where
     // serving metrics sized it, replicas held otherwise.
     let shown = out.projected.as_ref().unwrap_or(&h.p);
-    let figures = grounds(cx, &h, &z, &out.proposed, out.serving);
+    let figures = grounds(cx, &h, &z, &out.proposed, out.serving, out.projected.as_ref());
     Some(WorkloadForecast {
         workload: name.clone(),
         team: w.team.get().clone(),
@@ -494,8 +494,12 @@ fn grounds(
     z: &Sizing,
     proposed: &Proposal,
     serving: Option<ServingGrounds>,
+    projected: Option<&Projection>,
 ) -> Grounds {
-    let p = &h.p;
+    // The projection that sized it: the replicas serving metrics said were needed, where
+    // they did, so the comment quotes the trend that decided (issue 72: "no significant
+    // trend" of replicas held beside a max set by the rising need).
+    let p = projected.unwrap_or(&h.p);
     // An autoscaler at its ceiling hides demand above it.
     let capped = matches!(z.current, Count::Range { .. })
         && h.replicas.p95 + 0.05 >= z.current.max() as f64
@@ -535,6 +539,7 @@ fn grounds(
         (Basis::Trend | Basis::Flat | Basis::Idle, _) => SizedBy::Headroom(cx.m.headroom),
     };
     Grounds {
+        of_needed: projected.is_some(),
         serving,
         replicas: h.replicas,
         gpus_p95: h.gpus.p95,
