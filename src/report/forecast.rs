@@ -36,13 +36,21 @@ pub(super) fn next_quarter(o: &mut String, r: &Review) {
     if !n.teams.is_empty() {
         let _ = writeln!(o, "| team | peak GPUs held | trend | projected GPUs | 95% band |\n|---|---:|---|---:|---:|");
         for t in &n.teams {
+            let projected = match t.serving_added_gpus {
+                Some(a) => format!(
+                    "{} (+{} its services need)",
+                    crate::core::num(t.projected_gpus),
+                    crate::core::num(a)
+                ),
+                None => crate::core::num(t.projected_gpus),
+            };
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {}-{} |",
                 md(&t.team),
                 crate::core::num(t.peak_gpus),
                 trend(&t.trend),
-                crate::core::num(t.projected_gpus),
+                projected,
                 crate::core::num(t.band_low),
                 crate::core::num(t.band_high)
             );

@@ -223,6 +223,18 @@ fn inference_replicas_are_decided_by_serving_metrics() {
         line(&next, "chat", "replicas").is_some_and(|l| l.contains("{ min = 9, max = 10 }")),
         "{next}"
     );
+    // Issue 72 item 8: the team's projected GPUs hold what its service is proposed to
+    // need (10 replicas of one GPU), not the 8 it held.
+    let team = v["next_quarter"]["teams"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["team"] == "assistants"))
+        .expect("team assistants");
+    assert!(
+        team["projected_gpus"].as_f64().unwrap_or(0.0)
+            >= f["projected_replicas"].as_f64().unwrap_or(f64::NAN) - 0.01
+            && team["serving_added_gpus"].as_f64().is_some_and(|a| a > 0.0),
+        "{team:#}"
+    );
     // Issue 72 item 7: the comment quotes the projection that sized `max` (replicas
     // needed), not the held replicas' level.
     let replicas = line(&next, "chat", "replicas").expect("replicas");

@@ -89,6 +89,28 @@ pub(crate) fn forecast(
             None => without_data.push(name.clone()),
         }
     }
+    // A team's GPUs are projected from what it held; a service sized by serving metrics
+    // needs what its arrivals say, so what that exceeds its held projection by is added (a
+    // team whose one service goes 1 -> 10 replicas was projected at 1 GPU).
+    for team in &mut nq.teams {
+        let added: f64 = workloads
+            .iter()
+            .filter(|f| f.team == team.team && f.proposed.basis == Basis::Serving)
+            .filter_map(|f| {
+                let w = plan.workload(&f.workload)?;
+                let per = w.gpu_share() * w.gang().max(1) as f64;
+                Some((f.projected_replicas - f.held_center).max(0.0) * per)
+            })
+            .sum();
+        if added > 0.005 {
+            team.projected_gpus = round(team.projected_gpus + added);
+            team.band_low = round(team.band_low + added);
+            team.band_high = round(team.band_high + added);
+            team.serving_added_gpus = Some(round(added));
+            // The chart draws the level the figure is, not the held trend without it.
+            team.fit = None;
+        }
+    }
     nq.workloads = workloads;
     nq.without_data = without_data;
     nq

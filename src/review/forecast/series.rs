@@ -98,6 +98,7 @@ pub(super) fn team_forecast(
         projected_gpus: round(p.center),
         band_low: round(p.low),
         band_high: round(p.high),
+        serving_added_gpus: None,
         daily,
         fit: p.trend.then_some(p.fit).flatten(),
         first_day: axis.first,

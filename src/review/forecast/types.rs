@@ -164,6 +164,11 @@ pub struct WorkloadForecast {
     pub projected_replicas: f64,
     pub band_low: f64,
     pub band_high: f64,
+    /// The held replicas' projected peak, whichever projection is shown: a team's GPUs are
+    /// projected from what was held, and a service serving metrics sized adds what its need
+    /// exceeds this by.
+    #[serde(skip)]
+    pub held_center: f64,
     /// Today's `replicas` as written, e.g. `{ min = 2, max = 6 }`.
     pub current: String,
     pub proposed: Proposal,
@@ -209,6 +214,10 @@ pub struct TeamForecast {
     pub projected_gpus: f64,
     pub band_low: f64,
     pub band_high: f64,
+    /// GPUs its services need above what they held, where serving metrics sized them: added
+    /// to the projection of GPUs held, so the team's figure and its workloads' agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving_added_gpus: Option<f64>,
     /// Daily peaks (day since 1970, GPUs), for the chart.
     #[serde(skip)]
     pub daily: Vec<(i64, f64)>,

@@ -404,7 +404,14 @@ pub(super) fn workload_forecast(
     // The projection shown is the one the proposal came from: replicas needed where
     // serving metrics sized it, replicas held otherwise.
     let shown = out.projected.as_ref().unwrap_or(&h.p);
-    let figures = grounds(cx, &h, &z, &out.proposed, out.serving, out.projected.as_ref());
+    let figures = grounds(
+        cx,
+        &h,
+        &z,
+        &out.proposed,
+        out.serving,
+        out.projected.as_ref(),
+    );
     Some(WorkloadForecast {
         workload: name.clone(),
         team: w.team.get().clone(),
@@ -416,6 +423,7 @@ pub(super) fn workload_forecast(
         projected_replicas: round(shown.center),
         band_low: round(shown.low),
         band_high: round(shown.high),
+        held_center: h.p.center,
         current: count(z.current),
         proposed: out.proposed,
         without_right_size: out.without_right_size,
