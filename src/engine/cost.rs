@@ -97,14 +97,28 @@ pub(crate) fn paid_hours(pool: &Pool, hours: f64) -> f64 {
 /// refresh reads DescribeCapacityBlockOfferings). Its cost is not the on-demand rate a
 /// stand-in would give: what uses one says it is unknown instead.
 pub(crate) fn block_price_unknown(plan: &Plan, catalog: &Catalog, pool: &Pool) -> bool {
-    pool.capacity().is_block()
+    price_unknown(
+        catalog,
+        plan.provider(),
+        pool.sku.get(),
+        pool.region.get(),
+        pool.capacity(),
+    )
+}
+
+/// Whether a pool of `capacity` on `sku` in `region` has no price of its own to be costed
+/// at: a Capacity Block the catalog lists no block price for. `check`, `diff`, `render` and
+/// the guardrail ask this one question.
+pub(crate) fn price_unknown(
+    catalog: &Catalog,
+    provider: Provider,
+    sku: &str,
+    region: &str,
+    capacity: Capacity,
+) -> bool {
+    capacity.is_block()
         && catalog
-            .listed(
-                plan.provider(),
-                pool.sku.get(),
-                pool.region.get(),
-                Capacity::CapacityBlock,
-            )
+            .listed(provider, sku, region, Capacity::CapacityBlock)
             .is_none()
 }
 

@@ -182,6 +182,11 @@ pub(crate) struct Guardrail {
     pub watches: Vec<&'static str>,
     /// Which of them went past it.
     pub exceeded_by: Vec<&'static str>,
+    /// Declared pools the head adds or turns into ones whose price is unknown offline (a
+    /// Capacity Block without a block price): the limit cannot hold what it cannot price, so
+    /// the guardrail fails closed on them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
 }
 
 /// Which costs `--fail-on-increase` holds to its limit.
@@ -199,6 +204,8 @@ pub(crate) enum Held {
     RecommendedAtMax,
     Declared,
     DeclaredAtMax,
+    /// Declared pools the head adds without a price (the guardrail's `unpriced`).
+    DeclaredUnpriced,
 }
 
 impl Held {
@@ -208,6 +215,7 @@ impl Held {
             Held::RecommendedAtMax => "recommended at maximum",
             Held::Declared => "declared",
             Held::DeclaredAtMax => "declared at maximum",
+            Held::DeclaredUnpriced => "declared pools without a price",
         }
     }
 
@@ -233,6 +241,8 @@ impl Held {
                 d.base.declared_monthly_cost_at_max_usd,
                 d.head.declared_monthly_cost_at_max_usd,
             ),
+            // No figure: what it holds is a list of pools (`Diff::newly_unpriced`).
+            Held::DeclaredUnpriced => None,
         }
     }
 }
@@ -257,18 +267,39 @@ impl Diff {
             .iter()
             .filter_map(|h| h.of(self).map(|v| (*h, v)))
             .collect();
-        let over: Vec<Held> = held
+        let mut over: Vec<Held> = held
             .iter()
             .filter(|(_, (b, a))| guard.exceeded(*b, *a))
             .map(|h| h.0)
             .collect();
+        let unpriced = if fleets.contains(&Held::Declared) {
+            self.newly_unpriced()
+        } else {
+            Vec::new()
+        };
+        if !unpriced.is_empty() {
+            over.push(Held::DeclaredUnpriced);
+        }
         self.guardrail = Some(Guardrail {
             limit: limit.to_owned(),
             exceeded: !over.is_empty(),
             watches: held.iter().map(|h| h.0.label()).collect(),
             exceeded_by: over.iter().map(|h| h.label()).collect(),
+            unpriced,
         });
         over
+    }
+
+    /// Declared pools the head leaves without a price that the base priced or did not have:
+    /// a pull request that adds a Capacity Block, or turns an on-demand pool into one, would
+    /// otherwise read as no increase (or a fall) in the declared cost.
+    pub(crate) fn newly_unpriced(&self) -> Vec<String> {
+        self.head
+            .declared_unpriced
+            .iter()
+            .filter(|p| !self.base.declared_unpriced.contains(p))
+            .cloned()
+            .collect()
     }
 }
 

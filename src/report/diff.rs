@@ -51,6 +51,16 @@ pub(crate) fn delta_sentence(d: &Diff) -> String {
 
 /// How a held figure rose: "the declared pools' monthly cost at maximum rises by $X (+Y%)".
 pub(crate) fn rise(d: &Diff, h: Held) -> String {
+    if h == Held::DeclaredUnpriced {
+        return format!(
+            "the head declares {} with no price to hold to the limit (Capacity Block price unknown offline; a live `catalog refresh` reads DescribeCapacityBlockOfferings)",
+            d.newly_unpriced()
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let (before, after) = h.of(d).unwrap_or_default();
     let what = match h {
         Held::Recommended => "the recommended monthly cost",
@@ -61,6 +71,7 @@ pub(crate) fn rise(d: &Diff, h: Held) -> String {
         Held::DeclaredAtMax => {
             "the declared pools' monthly cost at maximum (every node of `nodes.max`)"
         }
+        Held::DeclaredUnpriced => "the declared pools",
     };
     let pct = if before > 0.0 {
         format!("{:+.2}%", (after - before) / before * 100.0)
@@ -142,8 +153,28 @@ fn at_max_text(l: &CostLine) -> String {
 }
 
 fn guard_line(gd: &crate::engine::diff::Guardrail) -> String {
+    let costs: Vec<&str> = gd
+        .exceeded_by
+        .iter()
+        .copied()
+        .filter(|l| *l != Held::DeclaredUnpriced.label())
+        .collect();
     let state = if gd.exceeded {
-        format!("exceeded by the {} cost", listed(&gd.exceeded_by))
+        let mut s = Vec::new();
+        if !costs.is_empty() {
+            s.push(format!("exceeded by the {} cost", listed(&costs)));
+        }
+        if !gd.unpriced.is_empty() {
+            s.push(format!(
+                "failed closed on {} (no price offline)",
+                gd.unpriced
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        s.join("; ")
     } else {
         "within".to_owned()
     };

@@ -371,3 +371,102 @@ fn an_offline_block_is_said_to_be_unpriced_in_diff_not_costed_at_on_demand() {
         "{text}"
     );
 }
+
+/// Issue 74 item 5: offline, a declared Capacity Block has no price. `render` printed it at the
+/// on-demand stand-in ($34,344.96 for 2 x p5.48xlarge for 312 h) where `check` and `diff`
+/// counted it $0 ("price unknown offline"), so a pull request adding it passed
+/// `diff --guard declared --fail-on-increase 10%`, and turning an on-demand pool into a block
+/// read -100%. Every command now says the price is unknown, and the guardrail fails closed.
+#[test]
+fn an_unpriced_block_is_said_unknown_everywhere_and_the_guardrail_fails_closed() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("no-cache");
+    let head = tmp.path().join("head.toml");
+    let base = tmp.path().join("base.toml");
+    let text = block_plan(Some(312), 1_000_000.0).replace(
+        "checkpoint_minutes = 60\n",
+        "checkpoint_minutes = 60\nhours_per_month = 312\n",
+    );
+    std::fs::write(&head, &text).expect("head");
+    std::fs::write(
+        &base,
+        text.replace("capacity = \"capacity-block\"\nblock_hours = 312\n", ""),
+    )
+    .expect("base");
+    // render: no stand-in figure for the block, and the total says what it leaves out.
+    let out = tmp.path().join("out");
+    common::gpuplan(&cache)
+        .args(["render", "--declared", "--out"])
+        .arg(&out)
+        .arg(&head)
+        .assert()
+        .success();
+    let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("main.tf");
+    let pool_line = tf
+        .lines()
+        .find(|l| l.starts_with("# pretrain-block:"))
+        .expect("pool comment");
+    assert!(
+        pool_line.contains("Capacity Block price unknown offline") && !pool_line.contains('$'),
+        "{pool_line}"
+    );
+    assert!(
+        tf.lines()
+            .next()
+            .is_some_and(|l| l.contains("not counting `pretrain-block`")),
+        "{tf}"
+    );
+    // diff: the guardrail on the declared pools fails closed, naming the pool.
+    let d = common::gpuplan(&cache)
+        .args(["diff", "--guard", "declared", "--fail-on-increase", "10%"])
+        .arg(&base)
+        .arg(&head)
+        .output()
+        .expect("diff");
+    assert!(
+        !d.status.success(),
+        "{}",
+        String::from_utf8_lossy(&d.stdout)
+    );
+    let err = String::from_utf8_lossy(&d.stderr);
+    assert!(
+        err.contains("`pretrain-block` with no price to hold to the limit"),
+        "{err}"
+    );
+    // the same pool unpriced on both sides is no new purchase: nothing to fail on.
+    let same = common::gpuplan(&cache)
+        .args(["diff", "--guard", "declared", "--fail-on-increase", "10%"])
+        .arg(&head)
+        .arg(&head)
+        .output()
+        .expect("diff");
+    assert!(
+        same.status.success(),
+        "{}",
+        String::from_utf8_lossy(&same.stderr)
+    );
+    // with a block price known, the same change is priced and held to the limit as usual.
+    let priced = tmp.path().join("cache");
+    cache_with_block_price(&priced, 31.464);
+    let d = common::gpuplan(&priced)
+        .args([
+            "diff",
+            "--guard",
+            "declared",
+            "--fail-on-increase",
+            "10%",
+            "--format",
+            "json",
+        ])
+        .arg(&base)
+        .arg(&head)
+        .output()
+        .expect("diff");
+    let v = json(&d);
+    assert!(
+        v["guardrail"]["unpriced"]
+            .as_array()
+            .is_none_or(|a| a.is_empty()),
+        "{v:#}"
+    );
+}

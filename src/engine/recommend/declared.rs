@@ -23,8 +23,14 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             u32::try_from(p.nodes().min().max(0)).unwrap_or(0),
             u32::try_from(p.nodes().max().max(0)).unwrap_or(0),
         );
-        let (cost, at_max, price) = crate::engine::cost::declared_pool(plan, catalog, p)
-            .map_or((0.0, 0.0, 0.0), |c| (c.expected, c.at_max, c.price.usd));
+        // A block without a price of its own is not costed at the on-demand stand-in
+        // `declared_pool` falls back to: `check` and `diff` leave it out, and render says so.
+        let (cost, at_max, price) = if crate::engine::cost::block_price_unknown(plan, catalog, p) {
+            (0.0, 0.0, 0.0)
+        } else {
+            crate::engine::cost::declared_pool(plan, catalog, p)
+                .map_or((0.0, 0.0, 0.0), |c| (c.expected, c.at_max, c.price.usd))
+        };
         let gpus_per_node = sku.map_or(0, |s| s.gpu_count);
         // Several declared layouts become the named configs the recommender gives a mixed pool.
         let mig_configs: Vec<super::MigConfig> = p

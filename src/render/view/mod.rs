@@ -276,7 +276,28 @@ pub fn build(plan: &Plan, catalog: &Catalog, rec: &Recommendation, opts: &Option
         cluster,
         serving: super::workloads::serving(plan, catalog, rec),
         workloads: super::workloads::workloads(plan, catalog, rec),
-        total_monthly_cost: crate::core::usd(rec.total_monthly_cost_usd),
+        total_monthly_cost: total_cost(catalog, rec),
+    }
+}
+
+/// The expected cost a month, naming the pools it leaves out for want of a price.
+fn total_cost(catalog: &Catalog, rec: &Recommendation) -> String {
+    let unknown: Vec<String> = rec
+        .pools
+        .iter()
+        .filter(|p| {
+            crate::engine::cost::price_unknown(catalog, p.provider, &p.sku, &p.region, p.capacity)
+        })
+        .map(|p| format!("`{}`", p.name))
+        .collect();
+    let total = format!("{} a month", crate::core::usd(rec.total_monthly_cost_usd));
+    match unknown.first() {
+        None => total,
+        Some(_) => format!(
+            "{total}, not counting {} (Capacity Block price unknown offline; `catalog refresh --provider {}` reads DescribeCapacityBlockOfferings)",
+            unknown.join(", "),
+            rec.provider.as_str()
+        ),
     }
 }
 

@@ -250,6 +250,24 @@ impl Pools {
     }
 }
 
+/// A pool's cost a month as its files say it, or that its price is unknown offline (a
+/// Capacity Block the catalog has no block price for), as `check` and `diff` say it.
+pub(super) fn monthly_cost(catalog: &Catalog, p: &crate::engine::recommend::RecPool) -> String {
+    if crate::engine::cost::price_unknown(catalog, p.provider, &p.sku, &p.region, p.capacity) {
+        unknown_price(p.provider)
+    } else {
+        format!("{} a month", crate::core::usd(p.monthly_cost_usd))
+    }
+}
+
+/// What a pool whose price is unknown offline says instead of a figure.
+pub(super) fn unknown_price(provider: crate::core::Provider) -> String {
+    format!(
+        "Capacity Block price unknown offline (`catalog refresh --provider {}` reads DescribeCapacityBlockOfferings): not counted",
+        provider.as_str()
+    )
+}
+
 /// The node pool a recommended pool renders as before any sharing or MIG is applied.
 fn base_view(cx: &Cx, pool: &Pool, name: &NodePoolName) -> PoolView {
     let (p, profile) = (pool.rec, cx.profile);
@@ -305,7 +323,7 @@ fn base_view(cx: &Cx, pool: &Pool, name: &NodePoolName) -> PoolView {
         taints,
         reservation: None,
         workloads: p.workloads.join(", "),
-        monthly_cost: crate::core::usd(p.monthly_cost_usd),
+        monthly_cost: monthly_cost(cx.catalog, p),
         disk_gib,
         efa,
         placement_group: efa && !p.capacity.is_block(),
