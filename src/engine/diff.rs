@@ -142,6 +142,12 @@ pub(crate) struct Basis {
     pub hours: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spot_waste_factor: Option<f64>,
+    /// What the price assumes where it is not the catalog's own for the capacity (a
+    /// reservation priced at on-demand for want of a reserved price), said as every other
+    /// report says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub caveat: Option<crate::engine::cost::Caveat>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -345,6 +351,7 @@ pub(crate) fn declared_costs(p: &Plan, catalog: &Catalog) -> DeclaredCosts {
                 above_floor_usd_per_node_hour: c.above_floor_usd,
                 hours: c.paid_hours,
                 spot_waste_factor: (c.waste != 1.0).then_some(c.waste),
+                caveat: c.price.caveat.clone(),
             };
             out.by_pool.insert(
                 pool.name.get().clone(),

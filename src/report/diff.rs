@@ -117,6 +117,9 @@ fn basis_text(b: &Basis) -> String {
     if let Some(w) = b.spot_waste_factor {
         s.push_str(&format!(" × {w:.3} (spot restarts)"));
     }
+    if let Some(c) = &b.caveat {
+        s.push_str(&format!(" ({c})"));
+    }
     s
 }
 

@@ -470,3 +470,42 @@ fn an_unpriced_block_is_said_unknown_everywhere_and_the_guardrail_fails_closed()
         "{v:#}"
     );
 }
+
+/// Issue 74 item 5: an Azure pool moved to `reserved-3y` was priced at the on-demand rate with
+/// no note in `diff` and `render`, where a Capacity Block carried one. Both now say the
+/// reserved price is unknown offline and what stood in for it.
+#[test]
+fn a_reservation_priced_at_on_demand_says_so_in_diff_and_render() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("no-cache");
+    let base = "version = 1\n[plan]\nname = \"az\"\nowner = \"platform\"\nprovider = \"azure\"\nregions = [\"eastus\"]\n\n[[workload]]\nname = \"chat\"\nteam = \"assistants\"\nkind = \"inference\"\nreplicas = 2\ngpus = 1\nskus = [\"Standard_NC24ads_A100_v4\"]\n\n[[pool]]\nname = \"chat\"\nsku = \"Standard_NC24ads_A100_v4\"\nregion = \"eastus\"\nnodes = { min = 2, max = 2 }\nworkloads = [\"chat\"]\n";
+    let head = base.replace(
+        "nodes = { min = 2, max = 2 }\n",
+        "nodes = { min = 2, max = 2 }\ncapacity = \"reserved-3y\"\n",
+    );
+    let (b, h) = (tmp.path().join("base.toml"), tmp.path().join("head.toml"));
+    std::fs::write(&b, base).expect("base");
+    std::fs::write(&h, head).expect("head");
+    let d = common::gpuplan(&cache)
+        .arg("diff")
+        .arg(&b)
+        .arg(&h)
+        .output()
+        .expect("diff");
+    let text = String::from_utf8_lossy(&d.stdout);
+    let said = "Azure reservation prices are unknown offline";
+    assert!(text.contains(said), "{text}");
+    let out = tmp.path().join("out");
+    common::gpuplan(&cache)
+        .args(["render", "--declared", "--out"])
+        .arg(&out)
+        .arg(&h)
+        .assert()
+        .success();
+    let tf = std::fs::read_to_string(out.join("terraform/main.tf")).expect("main.tf");
+    assert!(
+        tf.lines()
+            .any(|l| l.starts_with("# chat:") && l.contains(said)),
+        "{tf}"
+    );
+}

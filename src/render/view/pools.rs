@@ -256,7 +256,14 @@ pub(super) fn monthly_cost(catalog: &Catalog, p: &crate::engine::recommend::RecP
     if crate::engine::cost::price_unknown(catalog, p.provider, &p.sku, &p.region, p.capacity) {
         unknown_price(p.provider)
     } else {
-        format!("{} a month", crate::core::usd(p.monthly_cost_usd))
+        let cost = format!("{} a month", crate::core::usd(p.monthly_cost_usd));
+        // A declared pool priced at an on-demand stand-in says so, as `diff` and `check` do.
+        match crate::engine::cost::node_hour(catalog, p.provider, &p.sku, &p.region, p.capacity)
+            .and_then(|h| h.caveat)
+        {
+            Some(c) => format!("{cost} ({c})"),
+            None => cost,
+        }
     }
 }
 

@@ -19,6 +19,8 @@ impl fmt::Display for Holder {
     }
 }
 
+crate::core::serialize_as_text!(Caveat);
+
 impl fmt::Display for Caveat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(s) = &self.stand_in {
