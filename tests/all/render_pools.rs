@@ -380,3 +380,74 @@ fn a_pool_of_several_sizes_survives_write_plan_and_render_declared() {
         assert_eq!(body(&declared[f]), body(&recommended[f]), "{f}");
     }
 }
+
+/// Issue 74 item 4: a declared `capacity = "capacity-reservation"` pool is priced as its
+/// reservation (the floor billed whether used or not) but rendered as a node pool alone: no
+/// `azurerm_capacity_reservation_group` on Azure, no `aws_ec2_capacity_reservation` on AWS,
+/// with or without `--capacity-reservations`, and the README said nothing to create. Its
+/// floor is reserved, the node pool joins it, and the README lists it.
+#[test]
+fn a_declared_capacity_reservation_pool_gets_its_reservation() {
+    for (provider, region, sku, resource) in [
+        (
+            "azure",
+            "eastus",
+            "Standard_NC24ads_A100_v4",
+            "azurerm_capacity_reservation",
+        ),
+        (
+            "aws",
+            "us-east-1",
+            "g6e.xlarge",
+            "aws_ec2_capacity_reservation",
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let plan = dir.path().join("plan.toml");
+        std::fs::write(
+            &plan,
+            format!("version = 1\n[plan]\nname = \"reserved\"\nowner = \"platform\"\nprovider = \"{provider}\"\nregions = [\"{region}\"]\n\n[[workload]]\nname = \"chat\"\nteam = \"assistants\"\nkind = \"inference\"\nreplicas = 3\ngpus = 1\nskus = [\"{sku}\"]\n\n[[pool]]\nname = \"chat-reserved\"\nsku = \"{sku}\"\nregion = \"{region}\"\nnodes = {{ min = 3, max = 3 }}\ncapacity = \"capacity-reservation\"\nworkloads = [\"chat\"]\n"),
+        )
+        .expect("plan");
+        let out = dir.path().join("out");
+        let files = crate::render::render_to(plan.to_str().expect("utf-8"), &out, &["--declared"]);
+        let tf = &files["terraform/main.tf"];
+        let body = hcl_edit::parser::parse_body(tf).expect("main.tf parses");
+        let blocks: Vec<(String, Vec<String>)> = body
+            .blocks()
+            .map(|b| {
+                (
+                    b.ident.as_str().to_owned(),
+                    b.labels.iter().map(|l| l.as_str().to_owned()).collect(),
+                )
+            })
+            .collect();
+        assert!(
+            blocks
+                .iter()
+                .any(|(k, l)| k == "resource" && l.first().is_some_and(|r| r == resource)),
+            "{provider}: {tf}"
+        );
+        let count = if provider == "aws" {
+            "instance_count = 3"
+        } else {
+            "capacity = 3"
+        };
+        // Attributes are aligned by `terraform fmt`'s rules: compare on single spaces.
+        let flat = tf.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(count), "{provider}: {tf}");
+        if provider == "azure" {
+            assert!(
+                flat.contains(
+                    "capacity_reservation_group_id = azurerm_capacity_reservation_group."
+                ),
+                "{tf}"
+            );
+        }
+        let readme = &files["README.md"];
+        assert!(
+            readme.contains("| `chat-reserved` |") && readme.contains("Capacity reservations"),
+            "{provider}: {readme}"
+        );
+    }
+}

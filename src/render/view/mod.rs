@@ -113,6 +113,8 @@ pub struct ReservationView {
     pub sku: String,
     pub count: u32,
     pub pool_ident: String,
+    /// The pool's node pool name, as the README's tables name pools.
+    pub pool: String,
     /// AWS: the pool is an EFA gang, whose one subnet the reservation follows.
     pub efa: bool,
 }

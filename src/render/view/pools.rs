@@ -204,7 +204,13 @@ impl Pools {
     /// NodePool.
     fn place(&mut self, cx: &Cx, pool: &Pool, mut v: PoolView) {
         let p = pool.rec;
-        if cx.opts.capacity_reservations && !p.capacity_options.is_empty() && v.min > 0 {
+        // A pool on `capacity-reservation` is priced as its reservation, billed whether
+        // used or not: its floor is reserved whatever the flag (issue 74: a declared one got
+        // the node pool and no reservation). `--capacity-reservations` adds them for the
+        // floors of the recommendation's pools that offer one.
+        let reserved_here = p.capacity == crate::core::Capacity::CapacityReservation;
+        let asked = cx.opts.capacity_reservations && !p.capacity_options.is_empty();
+        if (reserved_here || asked) && v.min > 0 {
             let ident = format!("{}_reservation", v.ident);
             v.reservation = Some(ident.clone());
             self.reservations.push(ReservationView {
@@ -215,6 +221,7 @@ impl Pools {
                 sku: v.sku.clone(),
                 count: v.min,
                 pool_ident: v.ident.clone(),
+                pool: v.name.clone(),
                 efa: v.efa,
             });
         }
