@@ -179,7 +179,10 @@ fn pool_table(p: &RecPool, mm: MigManager, why: &str) -> Table {
     };
     t["capacity"] = value(p.capacity.as_str());
     if let Some(h) = p.block_hours {
-        t["block_hours"] = value(h);
+        // The length bought: a pool that keeps its nodes all month is paid a month of a
+        // longer block (the rest serves the next month), and the plan names the block sold.
+        let sold = crate::cloud::profile(p.provider).sold_block(h).unwrap_or(h);
+        t["block_hours"] = value(sold);
     }
     t["sharing"] = value(p.sharing.as_str());
     if let Some(n) = p.time_slicing_replicas {

@@ -509,3 +509,57 @@ fn a_reservation_priced_at_on_demand_says_so_in_diff_and_render() {
         "{tf}"
     );
 }
+
+/// Issue 74 item 3: a gang that runs all month was never offered a Capacity Block (they were
+/// for part-month work only), though EC2 sells them in 7-day steps up to 182 days. With a
+/// block price known and no reservation allowed, 16 p4d.24xlarge all month on a block
+/// ($18.70/h) cost $218,416.00 against $256,465.26 on-demand; the written plan names a block
+/// EC2 sells (840 h, a month of it paid) and is priced the same by `check`'s formula in `diff`.
+#[test]
+fn a_gang_that_runs_all_month_is_offered_a_capacity_block() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cache");
+    common::refresh_cache(
+        &cache,
+        "aws/prices-live.csv",
+        "aws",
+        "EC2 DescribeCapacityBlockOfferings (test)",
+        "armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\np4d.24xlarge,us-east-1,capacity-block,18.7,1 Hour,2026-12-01,test block offering\n",
+    );
+    let plan = tmp.path().join("gang.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n[plan]\nname = \"gang\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nreservation_term = \"none\"\n\n[[workload]]\nname = \"pretrain\"\nteam = \"research\"\nkind = \"training\"\nnodes = 16\ngpus = 8\ncheckpoint_minutes = 60\nskus = [\"p4d.24xlarge\"]\n",
+    )
+    .expect("plan");
+    let written = tmp.path().join("written.toml");
+    let out = common::gpuplan(&cache)
+        .args(["recommend", "--format", "json", "--write-plan"])
+        .arg(&written)
+        .arg(&plan)
+        .output()
+        .expect("recommend");
+    let rec = json(&out);
+    let pool = &rec["pools"][0];
+    assert_eq!(pool["capacity"], "capacity-block", "{pool:#}");
+    let cost = pool["monthly_cost_usd"].as_f64().expect("cost");
+    assert!((cost - 16.0 * 18.7 * 730.0).abs() < 0.01, "{pool:#}");
+    let text = std::fs::read_to_string(&written).expect("written");
+    assert!(text.contains("block_hours = 840"), "{text}");
+    common::gpuplan(&cache)
+        .arg("check")
+        .arg(&written)
+        .assert()
+        .success();
+    let d = common::gpuplan(&cache)
+        .args(["diff", "--format", "json"])
+        .arg(&plan)
+        .arg(&written)
+        .output()
+        .expect("diff");
+    let v = json(&d);
+    let declared = v["head"]["declared_monthly_cost_usd"]
+        .as_f64()
+        .expect("declared");
+    assert!((declared - cost).abs() < 0.01, "{v:#}");
+}

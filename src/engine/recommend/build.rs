@@ -189,7 +189,10 @@ pub(super) fn build(
         // A block's nodes are bought together for the shortest length sold that covers the
         // gang's hours, and paid for all of it.
         Capacity::CapacityBlock => {
-            let h = crate::engine::cost::block_paid_hours(first.sku.provider, burst_hours);
+            // A pool that keeps nodes all month buys a block for the month; one that does
+            // not, for the hours of the gangs it carries.
+            let covered = if n.min > 0 { plan_hours } else { burst_hours };
+            let h = crate::engine::cost::block_paid_hours(first.sku.provider, covered);
             block_hours = Some(h);
             let all = node_hours_usd(rate, f64::from(n.max), h);
             (all, all, n.min)

@@ -603,11 +603,14 @@ impl Candidate<'_> {
                 });
             }
         }
-        // A gang that runs part of the month fits a Capacity Block bought for its hours: its
-        // nodes together, paid only for the block. Offered only where a block price is known
-        // (a live refresh reads DescribeCapacityBlockOfferings); never guessed.
+        // A training gang fits a Capacity Block bought for its hours: its nodes together,
+        // guaranteed for the block, paid for the block. One that runs all month is as much a
+        // buyer (EC2 sells blocks in 7-day steps up to 182 days; issue 74: an all-month
+        // gang was never offered one where it cost 43% less than on-demand). Offered only
+        // where a block price is known (a live refresh reads
+        // DescribeCapacityBlockOfferings); never guessed.
         if let Some(usd) = self.capacity_block {
-            if d.gang > 1 && d.floor == 0 && d.w.kind() == Kind::Training && usd > 0.0 {
+            if d.gang > 1 && d.w.kind() == Kind::Training && usd > 0.0 {
                 out.push(Rate {
                     capacity: Capacity::CapacityBlock,
                     usd,
