@@ -67,7 +67,8 @@ pub use finish::node_sizes;
 pub(crate) use types::SCHEMA;
 pub use types::{
     Alternative, CapacityOption, Change, Comparison, DataUsed, Finding, FindingCode, LowerBound,
-    MigConfig, Nodes, RecPool, Recommendation, Stranded, TeamCost, Unsatisfied, WorkloadCost,
+    MigConfig, Nodes, PoolPart, RecPool, Recommendation, Stranded, TeamCost, Unsatisfied,
+    WorkloadCost,
 };
 
 /// What every stage reads: the plan, the catalog in force, the plan's hours a month, and the

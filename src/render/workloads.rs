@@ -15,9 +15,17 @@ use crate::plan::Plan;
 pub(super) const LOCAL_QUEUE: &str = "gpuplan";
 
 /// One workload's scheduling settings.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct WorkloadView {
+    /// Its key in `workloads/values.yaml`: the workload's name, or for one part of a workload
+    /// split over pools, the name and the part's number (`batch-2`).
+    pub entry: String,
+    /// The workload it runs (its `gpuplan.io/workload` label, which the review reads).
     pub workload: String,
+    /// Of a part: the region of its pool (the cluster that runs it) and how many parts the
+    /// workload has.
+    pub region: Option<String>,
+    pub parts: usize,
     /// Its Kueue WorkloadPriorityClass (`kueue.x-k8s.io/priority-class`).
     pub priority_class: &'static str,
     pub kind: &'static str,
@@ -100,19 +108,69 @@ fn memory_quantity(gib: f64) -> String {
     }
 }
 
-/// Every placed workload, in the order of the pools that hold them; a workload split over
-/// several pools is one entry that selects all of them.
+/// Every placed workload, in the order of the pools that hold them. A workload split over
+/// several pools whose parts the recommendation counts is one entry per part, each with its
+/// part's replicas and its pool alone: a Job is one Kueue Workload with one pod set, which
+/// Kueue gives one flavor, so a single entry of 10 over a spot flavor of 4 and an on-demand
+/// one of 6 would never start (issue 74). Where the parts are not counted (declared pools),
+/// one entry selects every pool it is in.
 pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) -> Vec<WorkloadView> {
-    let mut out: Vec<WorkloadView> = Vec::new();
     // The same sizes for declared pools as for recommended ones (`render --declared`).
     let sizes = crate::engine::recommend::node_sizes(&rec.pools);
-    let profile = super::provider::of(rec.provider);
-    let floor = catalog.assumptions.user_facing_min_nodes;
+    let joined = joined(plan, catalog, rec, &sizes);
+    let mut out = Vec::new();
+    for v in joined {
+        let parts: Vec<(
+            &crate::engine::recommend::RecPool,
+            &crate::engine::recommend::PoolPart,
+        )> = rec
+            .pools
+            .iter()
+            .filter_map(|p| {
+                p.parts
+                    .iter()
+                    .find(|x| x.workload == v.workload)
+                    .map(|x| (p, x))
+            })
+            .collect();
+        let counted = parts.len() > 1
+            && parts.len()
+                == rec
+                    .pools
+                    .iter()
+                    .filter(|p| p.workloads.contains(&v.workload))
+                    .count();
+        if !v.split || !counted {
+            out.push(v);
+            continue;
+        }
+        let n = parts.len();
+        for (i, (p, part)) in parts.into_iter().enumerate() {
+            let Some(wl) = plan.workload(&v.workload) else {
+                continue;
+            };
+            let mut one = view(plan, catalog, rec, &sizes, p, wl);
+            one.entry = format!("{}-{}", v.workload, i + 1);
+            one.region = Some(p.region.clone());
+            one.parts = n;
+            one.replicas_min = part.warm.saturating_mul(one.gang);
+            one.replicas_max = part.peak.saturating_mul(one.gang);
+            one.floor_raised = false;
+            out.push(one);
+        }
+    }
+    out
+}
+
+/// One entry per workload, selecting every pool it is in.
+fn joined(
+    plan: &Plan,
+    catalog: &Catalog,
+    rec: &Recommendation,
+    sizes: &Sizes,
+) -> Vec<WorkloadView> {
+    let mut out: Vec<WorkloadView> = Vec::new();
     for p in &rec.pools {
-        let sku = catalog.sku(plan.provider(), &p.sku);
-        let spec = sku
-            .and_then(|s| catalog.sku_gpu(s))
-            .and_then(|g| g.mig.as_ref());
         for w in &p.workloads {
             let Some(wl) = plan.workload(w) else { continue };
             let tolerations: Vec<TaintView> = p.taints.iter().map(|t| taint(t)).collect();
@@ -128,46 +186,72 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 }
                 continue;
             }
-            let (resource, count) = gpu_request(plan, catalog, p, wl, spec, aks_mig(rec, p));
-            let gang = u32::try_from(wl.gang().max(1)).unwrap_or(1);
-            // The same test that gives the pool its interfaces (`view::pools`).
-            let efa = profile.efa
-                && gang > 1
-                && sku.is_some_and(|s| s.inter_node == crate::catalog::InterNode::Efa);
-            let efa_devices = sku.and_then(|s| s.efa_interfaces).filter(|&n| efa && n > 0);
-            let peak = u32::try_from(wl.replicas().max().max(0)).unwrap_or(0);
-            let warm = wl.warm_units(floor);
-            let mig_configs = resource
-                .strip_prefix("nvidia.com/mig-")
-                .filter(|_| p.mig_partitioner() == Some(crate::core::MigManager::GpuOperator))
-                .and_then(|profile| super::mig::configs_holding(p, profile))
-                .unwrap_or_default();
-            out.push(WorkloadView {
-                workload: w.clone(),
-                kind: wl.kind().as_str(),
-                namespace: wl.team.get().clone(),
-                queue: LOCAL_QUEUE,
-                pools: vec![p.pool_label.clone()],
-                split: false,
-                instance_types: sizes.get(w).cloned().unwrap_or_default(),
-                tolerations,
-                gpu_resource: resource,
-                gpu_count: count as u32,
-                cpu: wl.cpu.as_ref().map(|c| cpu_quantity(*c.get())),
-                memory: wl.memory_gib.as_ref().map(|m| memory_quantity(*m.get())),
-                user_facing: wl.user_facing(),
-                gang,
-                replicas_min: warm.saturating_mul(gang),
-                replicas_max: peak.saturating_mul(gang),
-                floor_raised: warm > wl.kept_min(),
-                efa_devices,
-                efa_count_unknown: efa && efa_devices.is_none(),
-                mig_configs,
-                priority_class: super::kueue::Priority::of(wl).name(),
-            });
+            out.push(view(plan, catalog, rec, sizes, p, wl));
         }
     }
     out
+}
+
+/// The node sizes each workload's pods require (`engine::recommend::node_sizes`).
+type Sizes = std::collections::BTreeMap<String, Vec<String>>;
+
+/// A workload's entry on one pool: what its pods request there, select and tolerate, at the
+/// workload's replicas.
+fn view(
+    plan: &Plan,
+    catalog: &Catalog,
+    rec: &Recommendation,
+    sizes: &Sizes,
+    p: &crate::engine::recommend::RecPool,
+    wl: &crate::plan::Workload,
+) -> WorkloadView {
+    let profile = super::provider::of(rec.provider);
+    let floor = catalog.assumptions.user_facing_min_nodes;
+    let sku = catalog.sku(plan.provider(), &p.sku);
+    let spec = sku
+        .and_then(|s| catalog.sku_gpu(s))
+        .and_then(|g| g.mig.as_ref());
+    let tolerations: Vec<TaintView> = p.taints.iter().map(|t| taint(t)).collect();
+    let (resource, count) = gpu_request(plan, catalog, p, wl, spec, aks_mig(rec, p));
+    let gang = u32::try_from(wl.gang().max(1)).unwrap_or(1);
+    // The same test that gives the pool its interfaces (`view::pools`).
+    let efa = profile.efa
+        && gang > 1
+        && sku.is_some_and(|s| s.inter_node == crate::catalog::InterNode::Efa);
+    let efa_devices = sku.and_then(|s| s.efa_interfaces).filter(|&n| efa && n > 0);
+    let peak = u32::try_from(wl.replicas().max().max(0)).unwrap_or(0);
+    let warm = wl.warm_units(floor);
+    let mig_configs = resource
+        .strip_prefix("nvidia.com/mig-")
+        .filter(|_| p.mig_partitioner() == Some(crate::core::MigManager::GpuOperator))
+        .and_then(|profile| super::mig::configs_holding(p, profile))
+        .unwrap_or_default();
+    WorkloadView {
+        entry: wl.name.get().clone(),
+        workload: wl.name.get().clone(),
+        region: None,
+        parts: 1,
+        kind: wl.kind().as_str(),
+        namespace: wl.team.get().clone(),
+        queue: LOCAL_QUEUE,
+        pools: vec![p.pool_label.clone()],
+        split: false,
+        instance_types: sizes.get(wl.name.get()).cloned().unwrap_or_default(),
+        tolerations,
+        gpu_resource: resource,
+        gpu_count: count as u32,
+        cpu: wl.cpu.as_ref().map(|c| cpu_quantity(*c.get())),
+        memory: wl.memory_gib.as_ref().map(|m| memory_quantity(*m.get())),
+        user_facing: wl.user_facing(),
+        gang,
+        replicas_min: warm.saturating_mul(gang),
+        replicas_max: peak.saturating_mul(gang),
+        floor_raised: warm > wl.kept_min(),
+        efa_devices,
+        efa_count_unknown: efa && efa_devices.is_none(),
+        mig_configs,
+        priority_class: super::kueue::Priority::of(wl).name(),
+    }
 }
 
 /// The inference servers' settings: only what the plan's `server` states, and the memory cap

@@ -101,8 +101,14 @@ fn quota_split(p: &QuotaSplit) -> String {
             "`{workload}` is split by quota: {here} of its {planned} replicas run here, as many as {known} holds; the other {rest} run in the next cheapest pool"
         )
     } else {
+        // A part in another region says which: that cluster runs it.
+        let there = if p.pool_region == p.region {
+            String::new()
+        } else {
+            format!(" in {}", p.region)
+        };
         format!(
-            "`{workload}` is split by quota: {here} of its {planned} replicas run here, the other {rest} on {}, as many as {known} holds",
+            "`{workload}` is split by quota: {here} of its {planned} replicas run here, the other {rest} on {}{there}, as many as {known} holds",
             p.capacity.as_str()
         )
     }

@@ -293,22 +293,38 @@ fn admission_follows_the_plan(
                     if planned.is_empty() {
                         continue;
                     }
-                    let pod = &values[w.as_str()];
-                    assert_eq!(pod["namespace"].as_str(), Some(team), "{label}: {w}");
-                    assert_eq!(
-                        pod["labels"]["kueue.x-k8s.io/queue-name"].as_str(),
-                        Some("gpuplan")
-                    );
-                    // A gang whole on one flavor; other pods each where they fit.
-                    for _ in 0..(pods / unit).round() as usize {
-                        let got =
-                            assign(pod, *unit, &order, &flavors, &mut used).unwrap_or_else(|| {
-                                panic!("{label}: {w} is admitted nowhere (reversed: {reversed})")
-                            });
-                        let pool = flavor_pool(flavors[got], pools)["name"]
-                            .as_str()
-                            .unwrap_or("");
-                        assert!(planned.contains(&pool), "{label}: {w} admitted to {got} ({pool}), planned {planned:?} (reversed: {reversed})");
+                    // Its entry, or where it is split over pools, its parts in this region
+                    // (each with its own replicas).
+                    let entries: Vec<(&Value, f64)> = match values.get(w.as_str()) {
+                        Some(pod) => vec![(pod, *pods)],
+                        None => values
+                            .as_mapping()
+                            .into_iter()
+                            .flat_map(|m| m.values())
+                            .filter(|e| e["workload"] == w.as_str() && e["region"] == region)
+                            .map(|e| (e, qty(&e["replicas"]["max"])))
+                            .collect(),
+                    };
+                    assert!(!entries.is_empty(), "{label}: no entry for {w} in {region}");
+                    for (pod, pods) in entries {
+                        assert_eq!(pod["namespace"].as_str(), Some(team), "{label}: {w}");
+                        assert_eq!(
+                            pod["labels"]["kueue.x-k8s.io/queue-name"].as_str(),
+                            Some("gpuplan")
+                        );
+                        // A gang whole on one flavor; other pods each where they fit.
+                        for _ in 0..(pods / unit).round() as usize {
+                            let got = assign(pod, *unit, &order, &flavors, &mut used)
+                                .unwrap_or_else(|| {
+                                    panic!(
+                                        "{label}: {w} is admitted nowhere (reversed: {reversed})"
+                                    )
+                                });
+                            let pool = flavor_pool(flavors[got], pools)["name"]
+                                .as_str()
+                                .unwrap_or("");
+                            assert!(planned.contains(&pool), "{label}: {w} admitted to {got} ({pool}), planned {planned:?} (reversed: {reversed})");
+                        }
                     }
                     *admitted.entry(w.clone()).or_default() += 1;
                 }
@@ -900,4 +916,90 @@ fn generated_plans_admit_every_workload_to_its_planned_pool() {
         checked += 1;
     }
     assert!(checked >= 8, "only {checked} generated plans rendered");
+}
+
+/// Issue 74 item 1: a workload split over pools (4 spot + 6 reserved by a spot quota; 2 in
+/// us-east-1 and 4 in us-west-2 by an on-demand quota) was one `workloads/values.yaml` entry
+/// of all its replicas over every pool. A Job is one Kueue Workload with one pod set, and Kueue
+/// gives a pod set one flavor (kueue `flavorassigner`), so a Job of 10 against flavors of 4
+/// and 6 never starts. Each part is now its own entry: admitted whole, as one pod set, on its
+/// own pool's flavor, in its own region's ClusterQueue, and the parts add up to the workload.
+#[test]
+fn every_part_of_a_split_workload_is_admitted_as_one_pod_set() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let base = "version = 1\n\n[plan]\nname = \"q\"\nowner = \"platform\"\nprovider = \"aws\"\n";
+    let batch = "[[workload]]\nname = \"embed-batch\"\nteam = \"search\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\n";
+    for (label, text, replicas, regions) in [
+        (
+            "spot quota",
+            format!("{base}regions = [\"us-east-1\"]\n\n{batch}replicas = 10\ninterruptible = true\ncheckpoint_minutes = 10\n\n[[quota]]\nregion = \"us-east-1\"\nfamily = \"L-3819A6DF\"\nvcpus = 16\n"),
+            10.0,
+            1,
+        ),
+        (
+            "regions",
+            format!("{base}regions = [\"us-east-1\", \"us-west-2\"]\n\n{batch}replicas = 6\n\n[[quota]]\nregion = \"us-east-1\"\nfamily = \"L-DB2E81BA\"\nvcpus = 8\n\n[[quota]]\nregion = \"us-west-2\"\nfamily = \"L-DB2E81BA\"\nvcpus = 16\n"),
+            6.0,
+            2,
+        ),
+    ] {
+        let plan = dir.path().join("plan.toml");
+        std::fs::write(&plan, &text).expect("plan");
+        let (files, values, rec) = render(&plan, &[]);
+        let pools = rec["pools"].as_array().expect("pools");
+        assert!(
+            pools.len() >= 2,
+            "{label}: the plan is meant to split: {rec:#}"
+        );
+        let entries = values.as_mapping().expect("entries");
+        let parts: Vec<&Value> = entries
+            .values()
+            .filter(|e| e["labels"]["gpuplan.io/workload"] == "embed-batch")
+            .collect();
+        assert_eq!(parts.len(), pools.len(), "{label}: {values:?}");
+        let total: f64 = parts.iter().map(|e| qty(&e["replicas"]["max"])).sum();
+        assert_eq!(total, replicas, "{label}");
+        let mut seen_regions = std::collections::BTreeSet::new();
+        for e in parts {
+            let pool = e["nodeSelector"]["gpuplan.io/pool"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{label}: a part selects its pool alone: {e:?}"));
+            let region = pools
+                .iter()
+                .find(|p| p["pool_label"] == pool)
+                .and_then(|p| p["region"].as_str())
+                .expect("its pool");
+            assert_eq!(e["region"].as_str(), Some(region), "{label}: {e:?}");
+            seen_regions.insert(region.to_owned());
+            let (_, objects) = files
+                .iter()
+                .find(|(f, _)| f.trim_end_matches(".yaml") == region)
+                .expect("its region's Kueue file");
+            let flavors: BTreeMap<String, &Value> = objects
+                .iter()
+                .filter(|o| o["kind"] == "ResourceFlavor")
+                .map(|o| (o["metadata"]["name"].as_str().unwrap_or("").to_owned(), o))
+                .collect();
+            let queue = objects
+                .iter()
+                .find(|o| {
+                    o["kind"] == "ClusterQueue"
+                        && o["spec"]["namespaceSelector"]["matchLabels"]
+                            ["kubernetes.io/metadata.name"]
+                            == "search"
+                })
+                .expect("the team's ClusterQueue");
+            let order: Vec<&Value> = queue["spec"]["resourceGroups"][0]["flavors"]
+                .as_sequence()
+                .expect("flavors")
+                .iter()
+                .collect();
+            // The whole part as one pod set, as Kueue admits a Job.
+            let mut used = BTreeMap::new();
+            let got = assign(e, qty(&e["replicas"]["max"]), &order, &flavors, &mut used)
+                .unwrap_or_else(|| panic!("{label}: {e:?} is admitted nowhere"));
+            assert_eq!(flavor_pool(flavors[got], pools)["pool_label"], pool, "{label}");
+        }
+        assert_eq!(seen_regions.len(), regions, "{label}");
+    }
 }

@@ -204,12 +204,24 @@ fn azure_spot_beyond_low_priority_cores_splits_the_workload() {
         ) && why(&on_demand).contains("spot would cost"),
         "{on_demand:#}"
     );
-    // render writes both pools, and the workload's pods select either.
+    // render writes both pools, and each part of the workload runs on its own: its pool
+    // alone and its 4 replicas (issue 74: one entry of 8 over both pools is one Kueue pod
+    // set, which Kueue gives one flavor of 4).
     let (_dir, out) = common::rendered(&text, &[]);
     let values = std::fs::read_to_string(out.join("workloads/values.yaml")).expect("values");
+    let entries: Vec<&str> = values.split("\n\"").skip(1).collect();
     for p in [&spot, &on_demand] {
         let name = p["name"].as_str().expect("name");
-        assert!(values.contains(&format!("- \"{name}\"")), "{values}");
+        let part = entries
+            .iter()
+            .find(|e| e.contains(&format!("gpuplan.io/pool: \"{name}\"")))
+            .unwrap_or_else(|| panic!("a part on {name}: {values}"));
+        assert!(
+            part.starts_with("eval-")
+                && part.contains("max: 4")
+                && part.contains("gpuplan.io/workload: \"eval\""),
+            "{part}"
+        );
     }
 }
 

@@ -88,6 +88,7 @@ pub fn declared(plan: &Plan, catalog: &Catalog) -> Recommendation {
             mig_manager: plan.pool_mig_manager(p),
             gpu_memory_utilization: ts.map(|n| crate::engine::memory::time_sliced_cap(n, headroom)),
             workloads: p.workloads.iter().map(|w| w.get().clone()).collect(),
+            parts: Vec::new(),
             monthly_cost_usd: cents(cost),
             monthly_cost_at_max_usd: cents(at_max),
             usd_per_node_hour: price,

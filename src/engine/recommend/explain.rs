@@ -112,6 +112,7 @@ pub(super) fn describe(
         mig_manager: mm,
         gpu_memory_utilization: gpu_mem_util,
         workloads: ms.iter().map(|m| m.d.name.to_owned()).collect(),
+        parts: parts_of(ms),
         monthly_cost_usd: cents(b.cost),
         monthly_cost_at_max_usd: cents(b.cost_at_max),
         usd_per_node_hour: b.usd_per_node_hour,
@@ -130,6 +131,26 @@ pub(super) fn describe(
         block_hours: b.block_hours,
         pool_label: String::new(),
     }
+}
+
+/// Each member's part of the pool, a workload's parts in it summed.
+fn parts_of(ms: &[&Choice<'_, '_>]) -> Vec<super::PoolPart> {
+    let mut out: Vec<super::PoolPart> = Vec::new();
+    for m in ms {
+        let warm = m.d.floor.max(m.d.kept).min(m.d.peak);
+        match out.iter_mut().find(|p| p.workload == m.d.name) {
+            Some(p) => {
+                p.peak += m.d.peak;
+                p.warm += warm;
+            }
+            None => out.push(super::PoolPart {
+                workload: m.d.name.to_owned(),
+                peak: m.d.peak,
+                warm,
+            }),
+        }
+    }
+    out
 }
 
 /// DNS-1123 names from what a pool is: segment, GPU, sharing, capacity; numbered on clashes.

@@ -247,6 +247,7 @@ fn split_reasons(
                     region: s.bucket.0.clone(),
                     quota: s.quota,
                     within: bucket == s.bucket,
+                    pool_region: m.c.region.clone(),
                 },
             ))
         })

@@ -159,6 +159,9 @@ pub struct QuotaSplit {
     pub region: String,
     pub quota: f64,
     pub within: bool,
+    /// The region of the pool the reason is on: where it differs from the quota's, the
+    /// other part runs in another region, and the line says which.
+    pub pool_region: String,
 }
 
 /// A reserved pool's nodes: those bought as reservations run past the break-even

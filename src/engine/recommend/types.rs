@@ -80,6 +80,12 @@ pub struct RecPool {
     /// The memory cap each inference server on a shared GPU must set.
     pub gpu_memory_utilization: Option<f64>,
     pub workloads: Vec<String>,
+    /// Of each workload, what this pool carries of it: a workload split over pools (by a
+    /// quota, a fill or regions) has a part in each, and each part runs as its own Job or
+    /// Deployment (Kueue gives one pod set one flavor). Empty for declared pools, whose
+    /// plan does not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PoolPart>,
     pub monthly_cost_usd: f64,
     pub monthly_cost_at_max_usd: f64,
     pub usd_per_node_hour: f64,
@@ -108,6 +114,15 @@ pub struct RecPool {
     /// they were placed on (`WorkloadCost::node_sizes`), and `render --karpenter` makes the
     /// sizes one NodePool.
     pub pool_label: String,
+}
+
+/// What one pool carries of a workload: its replicas (gangs, for a gang) at peak and those
+/// kept warm.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct PoolPart {
+    pub workload: String,
+    pub peak: u32,
+    pub warm: u32,
 }
 
 impl RecPool {
