@@ -108,12 +108,13 @@ fn memory_quantity(gib: f64) -> String {
     }
 }
 
-/// Every placed workload, in the order of the pools that hold them. A workload split over
-/// several pools whose parts the recommendation counts is one entry per part, each with its
-/// part's replicas and its pool alone: a Job is one Kueue Workload with one pod set, which
-/// Kueue gives one flavor, so a single entry of 10 over a spot flavor of 4 and an on-demand
-/// one of 6 would never start (issue 74). Where the parts are not counted (declared pools),
-/// one entry selects every pool it is in.
+/// Every placed workload, in the order of the pools that hold them. A Job-like workload
+/// (training, batch, evaluation) split over several pools whose parts the recommendation
+/// counts, or any workload split over regions, is one entry per part, each with its part's
+/// replicas and its pool alone: a Job is one Kueue Workload with one pod set, which Kueue
+/// gives one flavor, so a single entry of 10 over a spot flavor of 4 and an on-demand one of
+/// 6 would never start (issue 74). Otherwise (a service over one region's pools, or parts
+/// not counted, as for declared pools) one entry selects every pool it is in.
 pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) -> Vec<WorkloadView> {
     // The same sizes for declared pools as for recommended ones (`render --declared`).
     let sizes = crate::engine::recommend::node_sizes(&rec.pools);
@@ -140,7 +141,14 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                     .iter()
                     .filter(|p| p.workloads.contains(&v.workload))
                     .count();
-        if !v.split || !counted {
+        // A Job (training, batch, evaluation) is one pod set and needs its parts apart; a
+        // Deployment's pods are each admitted on their own (Kueue's pod integration), so a
+        // service split over one region's pools (AKS MIG profiles) stays one entry whose
+        // pods run in any of them. Parts in different regions are different clusters' work.
+        let regions: std::collections::BTreeSet<&str> =
+            parts.iter().map(|(p, _)| p.region.as_str()).collect();
+        let one_pod_set = !matches!(v.kind, "inference" | "notebook");
+        if !v.split || !counted || !(one_pod_set || regions.len() > 1) {
             out.push(v);
             continue;
         }
