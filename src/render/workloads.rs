@@ -15,7 +15,7 @@ use crate::plan::Plan;
 pub(super) const LOCAL_QUEUE: &str = "gpuplan";
 
 /// One workload's scheduling settings.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct WorkloadView {
     /// Its key in `workloads/values.yaml`: the workload's name, or for one part of a workload
     /// split over pools, the name and the part's number (`batch-2`).
@@ -158,7 +158,13 @@ pub(super) fn workloads(plan: &Plan, catalog: &Catalog, rec: &Recommendation) ->
                 continue;
             };
             let mut one = view(plan, catalog, rec, &sizes, p, wl);
-            one.entry = format!("{}-{}", v.workload, i + 1);
+            // A part's key never takes another workload's name (`batch` split beside a
+            // workload named `batch-1`): the file's keys stay unique.
+            let mut entry = format!("{}-{}", v.workload, i + 1);
+            while plan.workload(&entry).is_some() || out.iter().any(|x| x.entry == entry) {
+                entry.push_str("-part");
+            }
+            one.entry = entry;
             one.region = Some(p.region.clone());
             one.parts = n;
             one.replicas_min = part.warm.saturating_mul(one.gang);

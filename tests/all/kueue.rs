@@ -1003,3 +1003,29 @@ fn every_part_of_a_split_workload_is_admitted_as_one_pod_set() {
         assert_eq!(seen_regions.len(), regions, "{label}");
     }
 }
+
+/// A part's key never takes another workload's name: `embed-batch` split beside a workload
+/// named `embed-batch-1` gives keys that stay unique (YAML refuses a repeated key).
+#[test]
+fn a_parts_key_never_takes_another_workloads_name() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "version = 1\n\n[plan]\nname = \"q\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\n\n[[workload]]\nname = \"embed-batch\"\nteam = \"search\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\nreplicas = 10\ninterruptible = true\ncheckpoint_minutes = 10\n\n[[workload]]\nname = \"embed-batch-1\"\nteam = \"search\"\nkind = \"batch\"\ngpus = 1\nskus = [\"g6.xlarge\"]\nreplicas = 1\n\n[[quota]]\nregion = \"us-east-1\"\nfamily = \"L-3819A6DF\"\nvcpus = 16\n",
+    )
+    .expect("plan");
+    let (_, values, _) = render(&plan, &[]);
+    let entries = values.as_mapping().expect("entries");
+    let own = &values["embed-batch-1"];
+    assert_eq!(
+        own["labels"]["gpuplan.io/workload"], "embed-batch-1",
+        "{values:?}"
+    );
+    let parts: f64 = entries
+        .values()
+        .filter(|e| e["labels"]["gpuplan.io/workload"] == "embed-batch")
+        .map(|e| qty(&e["replicas"]["max"]))
+        .sum();
+    assert_eq!(parts, 10.0, "{values:?}");
+}
