@@ -377,7 +377,8 @@ pub(crate) fn settle_recommendation(
         crate::engine::recommend::FindingCode::Rule(r) => Some(r),
         // The recommender's own notes are not rules: no level or allow applies to them.
         crate::engine::recommend::FindingCode::MigPacking
-        | crate::engine::recommend::FindingCode::IdleGpus => None,
+        | crate::engine::recommend::FindingCode::IdleGpus
+        | crate::engine::recommend::FindingCode::SpotGang => None,
     };
     findings.retain(|f| rule_of(f).is_none_or(|r| !levels.is_off(r)));
     for f in findings.iter_mut() {

@@ -333,3 +333,40 @@ fn a_pool_whose_work_quota_blocks_is_kept() {
     assert_eq!(c["saving_usd"].as_f64(), Some(0.0), "{c:#}");
     assert_eq!(c["not_compared"][0], "train");
 }
+
+/// Issue 74 item 2 (its finding, not yet a fallback): a 16-node p4d.24xlarge gang on spot had
+/// its restart arithmetic right but nothing said that every interruption needs all 16 nodes
+/// again at once, that no availability signal exists offline, or that no fallback is rendered.
+/// A `spot-gang` note says so for every gang on a spot pool, and only there.
+#[test]
+fn a_spot_gang_is_named_as_a_capacity_risk() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("gang.toml");
+    let text = "version = 1\n[plan]\nname = \"gang\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nreservation_term = \"none\"\n\n[[workload]]\nname = \"pretrain\"\nteam = \"research\"\nkind = \"training\"\nnodes = 16\ngpus = 8\ncheckpoint_minutes = 60\ninterruptible = true\nskus = [\"p4d.24xlarge\"]\n";
+    let findings = |text: &str| -> Vec<serde_json::Value> {
+        std::fs::write(&plan, text).expect("plan");
+        let out = gpuplan()
+            .args(["recommend", "--format", "json"])
+            .arg(&plan)
+            .output()
+            .expect("recommend");
+        let rec = crate::common::contract(&out.stdout).expect("json");
+        rec["findings"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f["rule"] == "spot-gang")
+            .collect()
+    };
+    let on_spot = findings(text);
+    assert_eq!(on_spot.len(), 1, "{on_spot:#?}");
+    let message = on_spot[0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("a gang of 16 p4d.24xlarge nodes on spot")
+            && message.contains("no availability signal exists offline"),
+        "{message}"
+    );
+    // Off spot, nothing to say.
+    assert!(findings(&text.replace("interruptible = true\n", "")).is_empty());
+}

@@ -105,6 +105,33 @@ fn notes(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
             }
         }
     }
+    // A spot gang is re-acquired whole after an interruption (source article: a large
+    // homogeneous allocation of a scarce size is hardest to get back exactly then), and
+    // nothing here knows whether it can be: said for every spot pool holding a gang.
+    for p in pools.iter().filter(|p| p.capacity.is_evictable()) {
+        for w in &p.workloads {
+            let Some(wl) = plan.workload(w) else { continue };
+            let nodes = u32::try_from(wl.gang()).unwrap_or(0);
+            if nodes < 2 {
+                continue;
+            }
+            findings.push(Finding {
+                pool: Some(p.name.clone()),
+                workload: Some(w.clone()),
+                ..Finding::new(
+                    FindingCode::SpotGang,
+                    crate::diag::Severity::Note,
+                    Said::SpotGang {
+                        pool: p.name.clone(),
+                        workload: w.clone(),
+                        nodes,
+                        sku: p.sku.clone(),
+                        region: p.region.clone(),
+                    },
+                )
+            });
+        }
+    }
     for p in pools {
         // Pools are named only now; the option was found while they were built.
         if let Some(a) = p

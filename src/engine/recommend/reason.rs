@@ -365,6 +365,15 @@ pub enum Said {
         limit: f64,
         from: String,
     },
+    /// A spot pool holding a gang of `nodes` nodes of `sku`: every interruption needs them
+    /// all again at once, which no signal offline says can be had, and nothing falls back.
+    SpotGang {
+        pool: String,
+        workload: String,
+        nodes: u32,
+        sku: String,
+        region: String,
+    },
     /// A MIG packing not proven optimal within the search budget.
     PackingNotProven {
         pool: String,

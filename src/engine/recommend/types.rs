@@ -259,6 +259,9 @@ pub enum FindingCode {
     MigPacking,
     /// A pool that runs out of vCPUs or RAM before GPUs.
     IdleGpus,
+    /// A gang on spot that must be re-acquired whole after an interruption, with no
+    /// availability signal and no fallback rendered.
+    SpotGang,
 }
 
 impl FindingCode {
@@ -267,6 +270,7 @@ impl FindingCode {
             FindingCode::Rule(r) => r.as_str(),
             FindingCode::MigPacking => "mig-packing",
             FindingCode::IdleGpus => "idle-gpus",
+            FindingCode::SpotGang => "spot-gang",
         }
     }
 }

@@ -180,6 +180,16 @@ impl fmt::Display for Said {
                 f,
                 "the MIG packing of `{pool}` was not proven optimal within the search budget: {gpus} GPUs, lower bound {lower_bound}"
             ),
+            Said::SpotGang {
+                pool,
+                workload,
+                nodes,
+                sku,
+                region,
+            } => write!(
+                f,
+                "capacity risk: `{workload}` runs as a gang of {nodes} {sku} nodes on spot in `{pool}` ({region}); each interruption needs all {nodes} again at once, which is when a scarce size is least available, and no availability signal exists offline (gpuplan reads no spot placement score) and no on-demand fallback is rendered: keep an on-demand or reserved pool of its size within quota, or plan it off spot"
+            ),
             Said::IdleGpus {
                 pool,
                 room,
