@@ -472,6 +472,19 @@ impl Capacity {
             }
         }
     }
+    /// A pool on it creates its own reservation for its floor (an On-Demand Capacity
+    /// Reservation, an Azure capacity reservation group), billed whether nodes use it or not;
+    /// a Capacity Block is bought apart and only targeted.
+    pub(crate) fn reserves_floor(self) -> bool {
+        match self {
+            Capacity::CapacityReservation => true,
+            Capacity::OnDemand
+            | Capacity::Spot
+            | Capacity::Reserved1y
+            | Capacity::Reserved3y
+            | Capacity::CapacityBlock => false,
+        }
+    }
     /// Paid by the hour at list price with no commitment and no eviction: the price every
     /// other capacity is a discount or premium against.
     pub fn is_on_demand(self) -> bool {

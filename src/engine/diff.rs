@@ -247,7 +247,7 @@ impl Held {
                 d.base.declared_monthly_cost_at_max_usd,
                 d.head.declared_monthly_cost_at_max_usd,
             ),
-            // No figure: what it holds is a list of pools (`Diff::newly_unpriced`).
+            // No figure: what it holds is a list of pools (the guardrail's `unpriced`).
             Held::DeclaredUnpriced => None,
         }
     }
@@ -299,7 +299,7 @@ impl Diff {
     /// Declared pools the head leaves without a price that the base priced or did not have:
     /// a pull request that adds a Capacity Block, or turns an on-demand pool into one, would
     /// otherwise read as no increase (or a fall) in the declared cost.
-    pub(crate) fn newly_unpriced(&self) -> Vec<String> {
+    fn newly_unpriced(&self) -> Vec<String> {
         self.head
             .declared_unpriced
             .iter()

@@ -52,9 +52,11 @@ pub(crate) fn delta_sentence(d: &Diff) -> String {
 /// How a held figure rose: "the declared pools' monthly cost at maximum rises by $X (+Y%)".
 pub(crate) fn rise(d: &Diff, h: Held) -> String {
     if h == Held::DeclaredUnpriced {
+        // The pools the guardrail failed closed on, as it found them.
+        let unpriced = d.guardrail.as_ref().map_or(&[][..], |g| &g.unpriced[..]);
         return format!(
             "the head declares {} with no price to hold to the limit (Capacity Block price unknown offline; a live `catalog refresh` reads DescribeCapacityBlockOfferings)",
-            d.newly_unpriced()
+            unpriced
                 .iter()
                 .map(|p| format!("`{p}`"))
                 .collect::<Vec<_>>()

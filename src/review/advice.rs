@@ -89,22 +89,10 @@ pub(super) fn right_size(
             crate::core::Sharing::TimeSlicing,
         )
     };
-    // What it has: the profile of the MIG pool it is declared on, else its share. A slice
-    // it already runs on is no right-size (a `gpu_fraction = 0.43` on `3g.40gb`, which is
-    // 0.4286 of the GPU, was advised `3g.40gb`).
-    let has = plan
-        .workload_pools(name)
-        .find_map(|p| p.mig_profile.as_ref().map(|m| m.get().clone()));
+    // A slice it already runs on is no right-size (a `gpu_fraction = 0.43` on `3g.40gb`,
+    // which is 0.4286 of the GPU, was advised `3g.40gb`).
+    let (has, has_share) = what_it_has(plan, name, gpu, now);
     let same_slice = matches!(&slice, Slice::Mig { profile, .. } if has.as_ref() == Some(profile));
-    let has_share = has
-        .as_deref()
-        .and_then(|p| {
-            let mig = gpu.mig.as_ref()?;
-            let spec = mig.profile(p)?;
-            Some(f64::from(spec.compute) / f64::from(mig.compute_slices.max(1)))
-        })
-        .unwrap_or(now)
-        .min(now);
     // Nothing smaller than what it has holds its memory; a share within rounding of what
     // it has is what it has.
     if same_slice || fraction >= has_share - 0.005 {
@@ -138,6 +126,29 @@ pub(super) fn right_size(
         },
         fit,
     ))
+}
+
+/// What a workload has of a GPU: the profile of the MIG pool it is declared on, with that
+/// profile's share of `gpu`, else no profile and its own share (`now`), never more than it.
+fn what_it_has(
+    plan: &Plan,
+    name: &str,
+    gpu: &crate::catalog::GpuModel,
+    now: f64,
+) -> (Option<String>, f64) {
+    let has = plan
+        .workload_pools(name)
+        .find_map(|p| p.mig_profile.as_ref().map(|m| m.get().clone()));
+    let share = has
+        .as_deref()
+        .and_then(|p| {
+            let mig = gpu.mig.as_ref()?;
+            let spec = mig.profile(p)?;
+            Some(f64::from(spec.compute) / f64::from(mig.compute_slices.max(1)))
+        })
+        .unwrap_or(now)
+        .min(now);
+    (has, share)
 }
 
 /// Demand that waited: GPU-hours requested while Pending, split into unscheduled and

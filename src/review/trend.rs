@@ -220,30 +220,31 @@ pub(super) fn hourly(t: &Telemetry, v: &super::telemetry::Windows) -> BTreeMap<i
         .collect()
 }
 
-/// A per-window series as hourly means over the part of each hour `on` ran (`hourly`'s
-/// hours; the part read from the windows with samples, as whether a workload ran is): a job
-/// that starts at 01:20 holds its 4 replicas from then, not 2.67 over the hour from 01:00
-/// (issue 72: a nightly job read at 2.67 replicas and priced at 61% of what ran).
-pub(super) fn hourly_while(
-    t: &Telemetry,
-    v: &super::telemetry::Windows,
-    on: &super::telemetry::Windows,
-) -> BTreeMap<i64, f64> {
+/// Per hour, the share of its windows with samples in which `on` ran (an hour without any is
+/// left out): whether a workload ran is read from the windows with samples.
+pub(super) fn ran_share(t: &Telemetry, on: &super::telemetry::Windows) -> BTreeMap<i64, f64> {
     let mut ran: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
     for w in &t.sampled_windows {
         let e = ran.entry(w.div_euclid(3600) * 3600).or_default();
         e.0 += 1;
         e.1 += usize::from(on.get(w).is_some_and(|g| *g > 1e-9));
     }
-    hourly(t, v)
+    ran.into_iter()
+        .filter(|(_, (n, r))| *n > 0 && *r > 0)
+        .map(|(h, (n, r))| (h, r as f64 / n as f64))
+        .collect()
+}
+
+/// An hourly series (`hourly`'s) as means over the part of each hour it ran (`ran_share`):
+/// a job that starts at 01:20 holds its 4 replicas from then, not 2.67 over the hour from
+/// 01:00 (issue 72: a nightly job read at 2.67 replicas and priced at 61% of what ran).
+pub(super) fn while_running(
+    hourly: BTreeMap<i64, f64>,
+    ran: &BTreeMap<i64, f64>,
+) -> BTreeMap<i64, f64> {
+    hourly
         .into_iter()
-        .map(|(h, mean)| {
-            let share = ran
-                .get(&h)
-                .filter(|(n, r)| *n > 0 && *r > 0)
-                .map_or(1.0, |(n, r)| *r as f64 / *n as f64);
-            (h, mean / share)
-        })
+        .map(|(h, mean)| (h, mean / ran.get(&h).copied().unwrap_or(1.0)))
         .collect()
 }
 

@@ -208,7 +208,7 @@ impl Pools {
         // used or not: its floor is reserved whatever the flag (issue 74: a declared one got
         // the node pool and no reservation). `--capacity-reservations` adds them for the
         // floors of the recommendation's pools that offer one.
-        let reserved_here = p.capacity == crate::core::Capacity::CapacityReservation;
+        let reserved_here = p.capacity.reserves_floor();
         let asked = cx.opts.capacity_reservations && !p.capacity_options.is_empty();
         if (reserved_here || asked) && v.min > 0 {
             let ident = format!("{}_reservation", v.ident);
@@ -259,7 +259,7 @@ impl Pools {
 
 /// A pool's cost a month as its files say it, or that its price is unknown offline (a
 /// Capacity Block the catalog has no block price for), as `check` and `diff` say it.
-pub(super) fn monthly_cost(catalog: &Catalog, p: &crate::engine::recommend::RecPool) -> String {
+fn monthly_cost(catalog: &Catalog, p: &crate::engine::recommend::RecPool) -> String {
     if crate::engine::cost::price_unknown(catalog, p.provider, &p.sku, &p.region, p.capacity) {
         unknown_price(p.provider)
     } else {
@@ -275,7 +275,7 @@ pub(super) fn monthly_cost(catalog: &Catalog, p: &crate::engine::recommend::RecP
 }
 
 /// What a pool whose price is unknown offline says instead of a figure.
-pub(super) fn unknown_price(provider: crate::core::Provider) -> String {
+fn unknown_price(provider: crate::core::Provider) -> String {
     format!(
         "Capacity Block price unknown offline (`catalog refresh --provider {}` reads DescribeCapacityBlockOfferings): not counted",
         provider.as_str()

@@ -12,7 +12,7 @@ use crate::review::numbers::{quantile, round, Quantiles, CRASHLOOP_SHARE};
 use crate::review::rows::RightSize;
 use crate::review::rows::WorkloadRow;
 use crate::review::telemetry::Telemetry;
-use crate::review::trend::{daily_peaks, hourly, hourly_while, Projection};
+use crate::review::trend::{daily_peaks, hourly, ran_share, while_running, Projection};
 
 /// What every workload's forecast is read against.
 pub(super) struct Cx<'a> {
@@ -51,10 +51,12 @@ impl Held {
     fn of(cx: &Cx<'_>, s: &Series) -> Option<Held> {
         let t = cx.t;
         let gpus_h = hourly(t, &s.gpus);
+        // The share of each hour it ran, read once for its three series.
+        let ran_h = ran_share(t, &s.gpus);
         let (gpus_w, reps_h, busy_h) = (
-            hourly_while(t, &s.gpus, &s.gpus),
-            hourly_while(t, &s.replicas, &s.gpus),
-            hourly_while(t, &s.busy, &s.gpus),
+            while_running(gpus_h.clone(), &ran_h),
+            while_running(hourly(t, &s.replicas), &ran_h),
+            while_running(hourly(t, &s.busy), &ran_h),
         );
         // Hours it held GPUs; whether it ran at all is read from the windows with samples.
         let running: Vec<i64> = gpus_h
