@@ -15,11 +15,37 @@ pub(crate) enum Failure {
     /// A redirect (3xx) and where to: never followed, so a credential reaches only the
     /// address the user gave, and the final host is always one they named.
     Redirect(u16, String),
+    /// A 429 or 5xx that would have been retried, but waiting for it would take this run's
+    /// waits past [`wait_budget`]: the status, its body, the seconds already waited in this
+    /// run and the seconds the server asked for.
+    Throttled {
+        code: u16,
+        body: String,
+        waited: u64,
+        asked: u64,
+    },
+}
+
+/// Milliseconds this process has slept on 429 and 5xx answers, all requests together.
+static WAITED_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The most it may sleep on them in all: the per-request timeout the run's clients are built
+/// with (`--timeout`, set by [`agent`]), 30 s before any. A server that throttles every page held a 50-page
+/// refresh 20 s a page, 1,000 s in all (issue 75); now the run gives up once it has waited
+/// as long as one request may take, and says so.
+static BUDGET_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(30_000);
+
+/// The most this run waits on throttling and server errors, all requests together.
+pub(crate) fn wait_budget() -> std::time::Duration {
+    std::time::Duration::from_millis(BUDGET_MS.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// The HTTP client every gpuplan request goes through: `timeout` for the whole request, and
 /// no redirect followed ([`Failure::Redirect`] names where it pointed).
 pub(crate) fn agent(timeout: std::time::Duration) -> ureq::Agent {
+    BUDGET_MS.store(
+        u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     ureq::AgentBuilder::new()
         .timeout(timeout)
         .redirects(0)
@@ -42,8 +68,9 @@ pub(crate) fn get_json<T: DeserializeOwned>(
 }
 
 /// Send `request()` (with `body` as JSON when given) and parse the JSON answer. 429 and 5xx
-/// are retried (a request that timed out is the caller's to retry smaller), waiting `Retry-After` seconds, else the try's number of seconds, and never
-/// more than 10.
+/// are retried (a request that timed out is the caller's to retry smaller), waiting
+/// `Retry-After` seconds, else the try's number of seconds, and never more than 10 at a time
+/// nor more than [`wait_budget`] in all ([`Failure::Throttled`] past it).
 pub(crate) fn send_json<T: DeserializeOwned>(
     request: impl Fn() -> ureq::Request,
     body: Option<&serde_json::Value>,
@@ -117,11 +144,19 @@ pub(crate) fn exchange<T>(
             Err(ureq::Error::Status(code, r))
                 if (code == 429 || (code >= 500 && !post)) && attempt < TRIES =>
             {
-                let wait = r
+                let asked = r
                     .header("Retry-After")
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .unwrap_or(u64::from(attempt))
-                    .min(10);
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .unwrap_or(u64::from(attempt));
+                let wait = asked.min(10);
+                if let Err(waited) = spend(wait) {
+                    return Err(Failure::Throttled {
+                        code,
+                        body: r.into_string().unwrap_or_default(),
+                        waited,
+                        asked,
+                    });
+                }
                 std::thread::sleep(std::time::Duration::from_secs(wait));
             }
             Err(ureq::Error::Status(code, r)) => {
@@ -130,6 +165,20 @@ pub(crate) fn exchange<T>(
             Err(ureq::Error::Transport(t)) => return Err(Failure::Transport(t.to_string())),
         }
     }
+}
+
+/// Take `secs` from the run's wait budget, or the whole seconds already waited when they do
+/// not fit.
+fn spend(secs: u64) -> Result<(), u64> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let ms = secs.saturating_mul(1000);
+    let budget = BUDGET_MS.load(Relaxed);
+    WAITED_MS
+        .fetch_update(Relaxed, Relaxed, |w| {
+            w.checked_add(ms).filter(|total| *total <= budget)
+        })
+        .map(|_| ())
+        .map_err(|w| w / 1000)
 }
 
 /// A failure as one line naming the service (`what`, e.g. "Azure Retail Prices at URL").
@@ -142,6 +191,21 @@ pub(crate) fn describe(what: &str, f: Failure) -> String {
         ),
         Failure::Transport(t) => format!("cannot reach {what}: {t}"),
         Failure::Redirect(code, to) => redirected(what, code, &to),
+        Failure::Throttled {
+            code,
+            body,
+            waited,
+            asked,
+        } => format!(
+            "{what} answered HTTP {code} again{}: {}; gpuplan had already waited {waited} s on such answers in this run, and waits at most {} s in all (the request timeout): try again later",
+            if asked > 10 {
+                format!(" and asked for {asked} s more")
+            } else {
+                String::new()
+            },
+            crate::core::printable(&crate::core::excerpt(&body, 200)),
+            wait_budget().as_secs()
+        ),
     }
 }
 

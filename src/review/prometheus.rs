@@ -378,6 +378,8 @@ impl Client {
             Failure::Redirect(code, to) => Attempt::Failed(ReviewError::Prometheus(
                 crate::http::redirected(&format!("Prometheus at {}", self.shown()), code, &to),
             )),
+            // Out of waits: the status decides as it would have after its last try.
+            Failure::Throttled { code, body, .. } => self.failed(q, Failure::Status(code, body)),
         }
     }
 

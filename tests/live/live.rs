@@ -240,6 +240,83 @@ fn a_429_is_waited_out_and_the_dry_run_asks_nothing() {
     );
 }
 
+/// Issue 75: a server that throttles every page (twice each, `Retry-After: 1`) held a refresh
+/// 20 s a page, about 1,000 s for 50 pages. The run now waits on throttling at most as long
+/// as one request may take (`--timeout`), then stops, says so and keeps the cache; a
+/// `Retry-After` past that is not waited for at all.
+#[test]
+fn a_throttling_storm_is_given_up_on_within_the_timeout() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let (url, h) = server(vec![
+        (200, "", Box::new(page_one)),
+        (200, "", Box::new(page_two)),
+    ]);
+    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
+    h.join().expect("server");
+    let good = common::tree(&cache);
+    let throttled = |after: &'static str| -> (u16, &'static str, Body) {
+        (
+            429,
+            after,
+            Box::new(|_: &str| "{\"error\":\"TooManyRequests\"}".to_owned()),
+        )
+    };
+    let paged = |n: usize| -> (u16, &'static str, Body) {
+        (
+            200,
+            "",
+            Box::new(move |b: &str| page(&[], Some(format!("{b}?page={n}")))),
+        )
+    };
+    // 50 pages, each refused twice before it is answered.
+    let storm: Script = (0..50)
+        .flat_map(|n| {
+            [
+                throttled("Retry-After: 1\r\n"),
+                throttled("Retry-After: 1\r\n"),
+                paged(n),
+            ]
+        })
+        .collect();
+    let (url, _h) = server(storm);
+    let t = std::time::Instant::now();
+    let out = gpuplan(&cache, &url)
+        .args(EASTUS_PRICES)
+        .args(["--timeout", "3"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("HTTP 429 again")
+            && err.contains("already waited 3 s")
+            && err.contains("at most 3 s in all")
+            && err.contains("cache is unchanged"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(10), "held {took:?}");
+    assert_eq!(common::tree(&cache), good);
+    // A server asking for an hour is not waited for.
+    let (url, _h) = server(vec![throttled("Retry-After: 3600\r\n")]);
+    let t = std::time::Instant::now();
+    let out = gpuplan(&cache, &url)
+        .args(EASTUS_PRICES)
+        .args(["--timeout", "5"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("asked for 3600 s more") && t.elapsed() < Duration::from_secs(5),
+        "{err}"
+    );
+    assert_eq!(common::tree(&cache), good);
+}
+
 #[test]
 fn faults_leave_the_cache_as_it_was() {
     let dir = tempfile::tempdir().expect("tmp");
