@@ -36,6 +36,38 @@ pub(crate) enum LiveError {
     Cache(#[from] cache::CacheError),
 }
 
+/// Keep one price per key: the lowest of each run of `rows` (sorted by key, then price) that
+/// `same` holds together. Where a run held different prices, a note names the key, the range
+/// and what was kept: a price list that lists one size twice at two prices is the provider's
+/// to explain, and choosing one silently hides it (issue 75). Equal repeats say nothing, nor
+/// does a key `name` gives `None`: one whose several prices are by design.
+pub(crate) fn lowest_per<T>(
+    rows: &mut Vec<T>,
+    same: impl Fn(&T, &T) -> bool,
+    price: impl Fn(&T) -> f64,
+    name: impl Fn(&T) -> Option<String>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let end = start
+            + rows[start..]
+                .iter()
+                .take_while(|r| same(&rows[start], r))
+                .count();
+        let (lo, hi) = (price(&rows[start]), price(&rows[end - 1]));
+        if let Some(name) = name(&rows[start]).filter(|_| hi > lo) {
+            notes.push(format!(
+                "{name}: {} rows at different prices (${lo} to ${hi}); kept the lowest, ${lo}",
+                end - start
+            ));
+        }
+        start = end;
+    }
+    rows.dedup_by(|b, a| same(a, b));
+    notes
+}
+
 /// A listing longer than this many pages is a paging loop, not data: no provider answer
 /// gpuplan asks for runs past a few pages.
 pub(crate) const MAX_PAGES: usize = 50;

@@ -82,8 +82,8 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
     let verify = |stage: &std::path::Path| verify(stage, provider);
     let notes = cache::write(&dir, &lock, &entries, &scope.today, &verify)
         .map_err(crate::live::LiveError::from)?;
-    for n in notes {
-        out.stderr(&format!("warning: {}\n", crate::core::redact(&n)));
+    for n in entries.iter().flat_map(|e| &e.notes).chain(&notes) {
+        out.stderr(&format!("warning: {}\n", crate::core::redact(n)));
     }
     for e in &entries {
         out.info(&format!(

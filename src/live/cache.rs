@@ -159,6 +159,8 @@ pub(crate) struct Entry {
     pub source: String,
     pub licence: &'static str,
     pub text: String,
+    /// What the fetch resolved that the user should hear of (warnings on standard error).
+    pub notes: Vec<String>,
 }
 
 /// Why a refresh did not write the cache; the cache is as it was in every case.

@@ -109,5 +109,6 @@ pub(crate) fn account_csv(
         source: format!("{source}, fetched {today}"),
         licence: "provider data of the account that fetched it",
         text: cache::merge_csv(previous, columns, region_col, regions, rows),
+        notes: Vec::new(),
     }
 }

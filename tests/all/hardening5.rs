@@ -210,6 +210,37 @@ fn an_absurd_price_is_refused_where_it_is_written() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("92,233,720"));
 }
 
+/// Issue 75 item 7: two rows of one SKU, region and kind in a refreshed price file are an
+/// edit, refused at the second row's line with the first's, never resolved silently.
+#[test]
+fn a_price_listed_twice_in_a_cache_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    common::refresh_cache(
+        &cache,
+        "azure/prices-retail.csv",
+        "azure",
+        "edited by hand",
+        "armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\n\
+         Standard_NC4as_T4_v3,eastus,consumption,0.526,1 Hour,2026-12-01,test\n\
+         Standard_NC4as_T4_v3,eastus,spot,0.21,1 Hour,2026-12-01,test\n\
+         Standard_NC4as_T4_v3,eastus,consumption,0.05,1 Hour,2026-12-01,test\n",
+    );
+    let out = common::gpuplan(&cache)
+        .args([
+            "recommend",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/plans/azure-inference.toml"),
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("prices-retail.csv:4") && err.contains("the first is on line 2"),
+        "{err}"
+    );
+}
+
 /// Issue 75 item 2: `GPUPLAN_PROMETHEUS_BASIC_AUTH` is the `--basic-auth` flag's variable:
 /// its password is a secret whoever echoes it, as the flag's is.
 #[test]

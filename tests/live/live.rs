@@ -317,6 +317,65 @@ fn a_throttling_storm_is_given_up_on_within_the_timeout() {
     assert_eq!(common::tree(&cache), good);
 }
 
+/// Issue 75 item 7: a price list that gives one size two on-demand prices is the provider's to
+/// explain: the refresh keeps the lowest, as before, and now says so on standard error.
+/// Equal repeats and a Windows row of the same size say nothing.
+#[test]
+fn a_size_listed_at_two_prices_is_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let twice = |_: &str| {
+        let t4 = |price: f64, product: &str| {
+            item(
+                "Standard_NC4as_T4_v3",
+                product,
+                "NC4as T4 v3",
+                "Consumption",
+                price,
+                "",
+            )
+        };
+        let h100 = item(
+            "Standard_ND96isr_H100_v5",
+            "Virtual Machines NDsr H100 v5 Series",
+            "ND96isrH100v5",
+            "Consumption",
+            90.0,
+            "",
+        );
+        page(
+            &[
+                t4(0.75, "Virtual Machines NCasT4 v3 Series"),
+                t4(0.526, "Virtual Machines NCasT4 v3 Series"),
+                t4(0.9, "Virtual Machines NCasT4 v3 Series Windows"),
+                h100.clone(),
+                h100,
+            ],
+            None,
+        )
+    };
+    let (url, h) = server(vec![(200, "", Box::new(twice))]);
+    let out = gpuplan(&cache, &url)
+        .args(EASTUS_PRICES)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    h.join().expect("server");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: Azure Retail Prices, Standard_NC4as_T4_v3 in eastus, consumption: 2 rows at different prices ($0.526 to $0.75); kept the lowest, $0.526"),
+        "{err}"
+    );
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    let csv = std::fs::read_to_string(cache.join("azure/prices-retail.csv")).expect("prices");
+    assert!(
+        csv.contains("Standard_NC4as_T4_v3,eastus,consumption,0.526,"),
+        "{csv}"
+    );
+    assert!(!csv.contains(",0.75,"), "{csv}");
+}
+
 #[test]
 fn faults_leave_the_cache_as_it_was() {
     let dir = tempfile::tempdir().expect("tmp");

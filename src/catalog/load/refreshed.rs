@@ -41,6 +41,10 @@ pub(super) fn load_retail_overrides(
     pc: &mut ProviderCatalog,
 ) -> Result<(), CatalogError> {
     let mut rdr = csv::Reader::from_reader(file.text.as_bytes());
+    // A refresh writes one row per SKU, region and kind; a second is an edit that would
+    // otherwise be resolved silently by date and price (issue 75).
+    let mut first: std::collections::BTreeMap<(String, String, String), usize> =
+        std::collections::BTreeMap::new();
     for rec in rdr.records() {
         let rec = rec.map_err(|e| csv_err(file, &e))?;
         let (sku, region, kind) = (
@@ -48,11 +52,28 @@ pub(super) fn load_retail_overrides(
             rec.get(1).unwrap_or(""),
             rec.get(2).unwrap_or(""),
         );
+        let at = row_at(&rec);
+        if let Some(line) = first.get(&(sku.to_owned(), region.to_owned(), kind.to_owned())) {
+            return Err(invalid(
+                file,
+                at..at,
+                format!(
+                    "a second `{}` price for `{}` in `{}` (the first is on line {line}): a refreshed price file holds one row per SKU, region and kind; remove one, or refresh again",
+                    kind.escape_debug(),
+                    sku.escape_debug(),
+                    region.escape_debug()
+                ),
+            ));
+        }
+        first.insert(
+            (sku.to_owned(), region.to_owned(), kind.to_owned()),
+            rec.position()
+                .map_or(0, |p| usize::try_from(p.line()).unwrap_or(0)),
+        );
         // Rows of sizes the catalog does not list price nothing a plan can name.
         let Some(provider) = pc.skus.get(sku).map(|s| s.provider) else {
             continue;
         };
-        let at = row_at(&rec);
         if !super::prices::is_region(provider, region) {
             return Err(invalid(
                 file,

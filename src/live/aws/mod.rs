@@ -431,7 +431,7 @@ pub(crate) async fn list_prices(
     endpoint: &str,
     region: &str,
     types: &[String],
-) -> Result<Vec<(String, &'static str, f64, String)>, String> {
+) -> Result<(Vec<(String, &'static str, f64, String)>, Vec<String>), String> {
     use aws_sdk_pricing::types::{Filter, FilterType};
     let pconf = aws_sdk_pricing::config::Builder::from(conf)
         .endpoint_url(endpoint)
@@ -479,7 +479,16 @@ pub(crate) async fn list_prices(
     }
     out.retain(|(sku, ..)| types.contains(sku));
     out.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)).then(a.2.total_cmp(&b.2)));
-    // One price per (type, kind): the lowest.
-    out.dedup_by(|b, a| a.0 == b.0 && a.1 == b.1);
-    Ok(out)
+    // One price per (type, kind): the lowest. A reservation has several purchase options
+    // (no, partial, all upfront) by design; two on-demand prices for one type do not.
+    let notes = crate::live::lowest_per(
+        &mut out,
+        |a, b| a.0 == b.0 && a.1 == b.1,
+        |r| r.2,
+        |r| {
+            (r.1 == "consumption")
+                .then(|| format!("AWS Price List, {} in {region}, on-demand", r.0))
+        },
+    );
+    Ok((out, notes))
 }

@@ -127,10 +127,12 @@ fn prices(scope: &Scope, ask: &Ask, configs: &Arc<Configs>) -> Task {
     Task {
         label: "AWS prices".into(),
         run: Box::pin(async move {
-            let mut rows: Vec<Vec<String>> = Vec::new();
+            let (mut rows, mut notes): (Vec<Vec<String>>, Vec<String>) = (Vec::new(), Vec::new());
             for r in &regions {
                 let conf = configs.get(r).await;
-                for (sku, kind, p, note) in list_prices(&conf, &url, r, &types).await? {
+                let (listed, mut said) = list_prices(&conf, &url, r, &types).await?;
+                notes.append(&mut said);
+                for (sku, kind, p, note) in listed {
                     let unit = if kind == "consumption" {
                         "1 Hour"
                     } else {
@@ -173,6 +175,7 @@ fn prices(scope: &Scope, ask: &Ask, configs: &Arc<Configs>) -> Task {
                 ),
                 licence: "public price list",
                 text: cache::merge_csv(&previous, &cache::PRICE_HEADER, 1, &regions, &rows),
+                notes,
             }])
         }),
     }
@@ -261,6 +264,7 @@ fn instance_types(scope: &Scope, configs: &Arc<Configs>) -> Task {
                     source: format!("EC2 DescribeInstanceTypes, fetched {today}"),
                     licence: "provider data",
                     text: shapes_text,
+                    notes: Vec::new(),
                 },
             ])
         }),
@@ -358,6 +362,7 @@ fn eviction(scope: &Scope, ask: &Ask, configs: &Arc<Configs>) -> Task {
                     source: format!("AWS Spot Instance Advisor data ({url}), cut to the catalog's instance types, Linux, fetched {today}"),
                     licence: "AWS public data",
                     text: cut,
+                    notes: Vec::new(),
                 },
                 account_csv(
                     "aws/spot-placement.csv",

@@ -107,13 +107,14 @@ fn retail_prices(scope: &Scope, ask: &Ask) -> Task {
     Task {
         label: "Azure retail prices".into(),
         run: Box::pin(async move {
-            let mut rows = Vec::new();
+            let (mut rows, mut notes) = (Vec::new(), Vec::new());
             for r in &regions {
                 let c = Arc::clone(&client);
                 let region = r.clone();
-                let mut x = tokio::task::spawn_blocking(move || c.region(&region))
+                let (mut x, mut said) = tokio::task::spawn_blocking(move || c.region(&region))
                     .await
                     .map_err(|e| e.to_string())??;
+                notes.append(&mut said);
                 if x.is_empty() {
                     return Err(format!(
                         "Azure Retail Prices at {} has no GPU (N-series) prices for `{r}`: is the region name right?",
@@ -130,6 +131,7 @@ fn retail_prices(scope: &Scope, ask: &Ask) -> Task {
                 source: format!("{source}, fetched {today}"),
                 licence: "public price list",
                 text: retail_csv(&previous, &rows, &regions, &today, &source),
+                notes,
             }])
         }),
     }

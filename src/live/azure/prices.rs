@@ -138,8 +138,9 @@ impl Client {
             .map_err(|f| crate::http::describe(&format!("Azure Retail Prices at {}", self.base), f))
     }
 
-    /// Every price row of the N-series sizes in one region.
-    pub(crate) fn region(&self, region: &str) -> Result<Vec<Row>, String> {
+    /// Every price row of the N-series sizes in one region, one per SKU and kind, with a note
+    /// for each that the API listed at several prices.
+    pub(crate) fn region(&self, region: &str) -> Result<(Vec<Row>, Vec<String>), String> {
         let mut next = Some(url(&self.base, region));
         let mut seen = std::collections::BTreeSet::new();
         let mut rows = Vec::new();
@@ -193,8 +194,18 @@ impl Client {
                 .then(a.price.total_cmp(&b.price))
         });
         // One price per (SKU, kind): the lowest, as the catalog keeps spot.
-        rows.dedup_by(|b, a| a.sku == b.sku && a.kind == b.kind && a.region == b.region);
-        Ok(rows)
+        let notes = crate::live::lowest_per(
+            &mut rows,
+            |a, b| a.sku == b.sku && a.kind == b.kind && a.region == b.region,
+            |r| r.price,
+            |r| {
+                Some(format!(
+                    "Azure Retail Prices, {} in {}, {}",
+                    r.sku, r.region, r.kind
+                ))
+            },
+        );
+        Ok((rows, notes))
     }
 }
 
