@@ -56,6 +56,33 @@ pub(crate) fn live(g: &Global, plan: &std::path::Path, out: &Out) -> CmdResult<(
 pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
     let request = request(g, args)?;
     let (provider, dir) = (request.provider, request.dir.clone());
+    let verify = |stage: &std::path::Path| verify(stage, provider);
+    // A cache that does not exist yet is fetched first and made whole, in a staging
+    // directory renamed into place: a refresh killed while it fetches (or writes) leaves no
+    // directory behind (issue 75), where locking first made the cache's directories at once.
+    if !args.dry_run && std::fs::symlink_metadata(&dir).is_err() {
+        let (scope, _, tasks) = refresh::plan(request.clone())?;
+        let entries = refresh::execute(tasks, out.draws_progress())?;
+        let mut refused = None;
+        let first = crate::fsio::first_set(&dir, |stage, lock| {
+            cache::write(stage, lock, &entries, &scope.today, &verify).map_err(|e| {
+                let source = std::io::Error::other(e.to_string());
+                refused = Some(e);
+                crate::fsio::FileError {
+                    path: dir.clone(),
+                    source,
+                }
+            })
+        });
+        if let Some(e) = refused {
+            return Err(crate::live::LiveError::from(e).into());
+        }
+        if let Some(notes) = first? {
+            return Ok(report(&scope, &entries, &notes, &dir, out));
+        }
+        // Another run made the cache meanwhile: refresh it as any existing one, under its
+        // lock, so the rows it wrote for other regions are kept.
+    }
     // One refresh at a time in a cache, from reading the previous files (each refreshed file
     // keeps the rows of the regions not refreshed now) to writing the new ones: a second
     // refresh waits, and then merges with this one's files instead of losing them.
@@ -79,13 +106,24 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
             dir.display()
         )));
     };
-    let verify = |stage: &std::path::Path| verify(stage, provider);
     let notes = cache::write(&dir, &lock, &entries, &scope.today, &verify)
         .map_err(crate::live::LiveError::from)?;
-    for n in entries.iter().flat_map(|e| &e.notes).chain(&notes) {
+    Ok(report(&scope, &entries, &notes, &dir, out))
+}
+
+/// What a refresh that landed says: the warnings of its fetch and write, each file written
+/// with its rows, and the parts and regions refreshed.
+fn report(
+    scope: &crate::live::scope::Scope,
+    entries: &[cache::Entry],
+    notes: &[String],
+    dir: &std::path::Path,
+    out: &Out,
+) -> u8 {
+    for n in entries.iter().flat_map(|e| &e.notes).chain(notes) {
         out.stderr(&format!("warning: {}\n", crate::core::redact(n)));
     }
-    for e in &entries {
+    for e in entries {
         out.info(&format!(
             "wrote {} ({} row(s) now)",
             e.path,
@@ -103,7 +141,7 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
         scope.regions.join(", "),
         dir.display()
     ));
-    Ok(exit::OK)
+    exit::OK
 }
 
 /// The refresh the command line asks for: its parts, the regions (given, or the plan's),

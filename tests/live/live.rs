@@ -804,6 +804,36 @@ fn two_refreshes_at_once_both_land_in_the_cache() {
     }
 }
 
+/// Issue 75 item 7: a refresh killed into a cache that did not exist left its directories
+/// behind, empty. The first set of a cache is now fetched before anything is made, and
+/// written in a staging directory renamed into place, so a kill leaves the path as it was.
+#[test]
+fn a_refresh_killed_into_a_missing_cache_leaves_nothing() {
+    let url = slow_regional_server(Duration::from_millis(1500));
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("a").join("b").join("cache");
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuplan"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUPLAN_TODAY", "2026-12-02")
+        .env("GPUPLAN_CACHE", &cache)
+        .env("GPUPLAN_AZURE_PRICES_URL", &url)
+        .args(&EASTUS_PRICES[..])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().expect("spawn");
+    std::thread::sleep(Duration::from_millis(600));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // and the next refresh makes the whole path, with the cache in it
+    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
+    assert!(cache.join("azure/prices-retail.csv").is_file());
+}
+
 /// Issue 43: one invalid byte in the cache's `sources.toml` made every command ignore the
 /// cache without a word, and the next refresh said there was no `sources.toml`. The damage
 /// is named with what to do, and a refresh rebuilds the cache.
