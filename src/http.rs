@@ -29,7 +29,8 @@ pub(crate) enum Failure {
 /// Milliseconds this process has slept on 429 and 5xx answers, all requests together.
 static WAITED_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// The most it may sleep on them in all: the per-request timeout the run's clients are built
-/// with (`--timeout`, set by [`agent`]), 30 s before any. A server that throttles every page held a 50-page
+/// with (`--timeout`, set by [`agent`]; never less than one request's own retries), 30 s
+/// before any. A server that throttles every page held a 50-page
 /// refresh 20 s a page, 1,000 s in all (issue 75); now the run gives up once it has waited
 /// as long as one request may take, and says so.
 static BUDGET_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(30_000);
@@ -42,8 +43,12 @@ pub(crate) fn wait_budget() -> std::time::Duration {
 /// The HTTP client every gpuplan request goes through: `timeout` for the whole request, and
 /// no redirect followed ([`Failure::Redirect`] names where it pointed).
 pub(crate) fn agent(timeout: std::time::Duration) -> ureq::Agent {
+    // One request's own retries (1 s, then 2 s) always fit, whatever the timeout.
+    let ladder: u64 = (1..u64::from(TRIES)).sum::<u64>() * 1000;
     BUDGET_MS.store(
-        u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(ladder),
         std::sync::atomic::Ordering::Relaxed,
     );
     ureq::AgentBuilder::new()

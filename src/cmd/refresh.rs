@@ -66,6 +66,7 @@ pub(crate) fn run(g: &Global, args: &RefreshArgs, out: &Out) -> CmdResult {
         let mut refused = None;
         let first = crate::fsio::first_set(&dir, |stage, lock| {
             cache::write(stage, lock, &entries, &scope.today, &verify).map_err(|e| {
+                let e = e.named_for(stage, &dir);
                 let source = std::io::Error::other(e.to_string());
                 refused = Some(e);
                 crate::fsio::FileError {

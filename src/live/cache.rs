@@ -180,6 +180,28 @@ pub(crate) enum CacheError {
     },
 }
 
+impl CacheError {
+    /// The same error met while writing in `stage` (a new cache's staging directory), naming
+    /// `dir`, the cache the user asked for, instead: the staging directory is gone by the
+    /// time anyone reads the message.
+    pub(crate) fn named_for(self, stage: &Path, dir: &Path) -> CacheError {
+        let (stage, dir) = (stage.display().to_string(), dir.display().to_string());
+        let name = |s: String| s.replace(&stage, &dir);
+        match self {
+            CacheError::Foreign { dir, entry } => CacheError::Foreign {
+                dir: name(dir),
+                entry,
+            },
+            CacheError::NotADirectory(d) => CacheError::NotADirectory(name(d)),
+            CacheError::Invalid(m) => CacheError::Invalid(name(m)),
+            CacheError::Io { dir, source } => CacheError::Io {
+                dir: name(dir),
+                source,
+            },
+        }
+    }
+}
+
 use crate::source::safe_path;
 
 /// The cache's own list of files (`[[file]]` of `sources.toml`), keeping only entries whose

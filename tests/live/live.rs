@@ -834,6 +834,43 @@ fn a_refresh_killed_into_a_missing_cache_leaves_nothing() {
     assert!(cache.join("azure/prices-retail.csv").is_file());
 }
 
+/// Issue 75 items 6 and 7: a first refresh whose data does not load is refused naming the
+/// cache asked for, never the staging directory it was written in, and leaves no directory.
+#[test]
+fn a_first_refresh_that_does_not_load_names_the_cache_and_leaves_none() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("new").join("cache");
+    let absurd = |_: &str| {
+        page(
+            &[item(
+                "Standard_NC4as_T4_v3",
+                "Virtual Machines NCasT4 v3 Series",
+                "NC4as T4 v3",
+                "Consumption",
+                1e306,
+                "",
+            )],
+            None,
+        )
+    };
+    let (url, h) = server(vec![(200, "", Box::new(absurd))]);
+    let out = gpuplan(&cache, &url)
+        .args(EASTUS_PRICES)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    h.join().expect("server");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("does not load") && err.contains("prices-retail.csv:2"),
+        "{err}"
+    );
+    assert!(!err.contains(".gpuplan-first-"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// Issue 43: one invalid byte in the cache's `sources.toml` made every command ignore the
 /// cache without a word, and the next refresh said there was no `sources.toml`. The damage
 /// is named with what to do, and a refresh rebuilds the cache.
