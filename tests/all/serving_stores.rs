@@ -206,6 +206,79 @@ fn a_store_slow_on_first_answers_is_asked_the_same_again() {
     );
 }
 
+/// Issue 75 item 12: a store both slow and tight (a piece's first answer past `--timeout`,
+/// then HTTP 422 for its size when asked again) stopped the review at the first halving; a
+/// tight store alone is split further and read. Both now read the same figures as a store
+/// that answered at once.
+#[test]
+fn a_store_both_slow_and_tight_is_split_until_it_answers() {
+    use common::mock::Resp;
+    use std::sync::{Arc, Mutex};
+    let span = |r: &common::mock::Req| {
+        let q = |k: &str| {
+            r.target
+                .split(['?', '&'])
+                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        q("end") - q("start")
+    };
+    let whole: serde_json::Value = common::contract(crate::review::review_against(
+        &crate::review::mock_prometheus_with(
+            crate::review::one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
+            |_, _| None,
+        )
+        .url,
+        &[],
+        0,
+    ))
+    .expect("json");
+    let seen: Arc<Mutex<std::collections::BTreeSet<String>>> = Arc::default();
+    let first = Arc::clone(&seen);
+    let m = crate::review::mock_prometheus_with(
+        crate::review::one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
+        move |_, r| {
+            if !r.target.contains("query_range") || span(r) <= 300.0 {
+                return None;
+            }
+            let new = first
+                .lock()
+                .map(|mut s| s.insert(r.target.clone()))
+                .unwrap_or(false);
+            // The halves (ten steps: 540 s from the first evaluation to the last) are slow
+            // the first time, past the review's `--timeout 2`. Every piece over five
+            // minutes is refused for its size.
+            if new && span(r) == 540.0 {
+                let mut slow = Resp::json(
+                    "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}",
+                );
+                slow.delay = Some(std::time::Duration::from_secs(3));
+                return Some(slow);
+            }
+            Some(Resp::new(
+                422,
+                "application/json",
+                "{\"status\":\"error\",\"errorType\":\"422\",\"error\":\"too many points for the given step=60000, start and end; the maximum number of points is 6 (see -search.maxPointsPerTimeseries)\"}",
+            ))
+        },
+    );
+    let out = crate::review::review_command(&m.url)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = common::contract(&out.stdout).expect("json");
+    for key in ["teams", "workloads", "pools"] {
+        common::prometheus::assert_close(&v[key], &whole[key], key);
+    }
+    // Once a piece ran out of time and was then refused, no later request asks for as much:
+    // one half was asked twice (slow, then refused), and no other.
+    let halves = m.count(|r| r.target.contains("query_range") && span(r) == 540.0);
+    assert_eq!(halves, 2, "ten-step pieces asked");
+    drop(seen);
+}
+
 /// Issue 61: a server whose GPU counters look idle (1% active) but that runs requests all
 /// along is serving, not stalled; a pod that serves nothing at that activity still is.
 #[test]

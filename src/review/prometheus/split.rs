@@ -77,12 +77,20 @@ impl Client {
         out: &mut Answers,
         depth: u32,
     ) -> Result<(), ReviewError> {
+        let halve = |size: bool| {
+            // Too slow twice: halved once, since a store too slow for half a piece twice is
+            // too slow for this review and is told what to ask instead rather than waited out
+            // again. Refused for its size: halved at any depth, as a piece refused for its
+            // size at once is (a store both slow and tight stopped at the first halving,
+            // issue 75).
+            job.last > job.first && (depth == 0 || (size && depth < MAX_HALVINGS))
+        };
         match self.run(job, grid, out) {
             Ok(()) => Ok(()),
             Err(Attempt::Failed(e)) => Err(e),
-            // Halved once: a store too slow for half a piece twice is too slow for this
-            // review, and is told what to ask instead rather than waited out again.
-            Err(Attempt::TooBig(_) | Attempt::TooSlow(_)) if job.last > job.first && depth == 0 => {
+            Err(a @ (Attempt::TooBig(_) | Attempt::TooSlow(_)))
+                if halve(matches!(a, Attempt::TooBig(_))) =>
+            {
                 let n = job.windows();
                 self.fits
                     .fetch_min(n / 2, std::sync::atomic::Ordering::Relaxed);
