@@ -161,6 +161,10 @@ pub(crate) struct Diff {
     pub delta_at_max_usd: f64,
     pub delta_at_max_pct: Option<f64>,
     pub settings: Vec<String>,
+    /// Each changed setting's value before and after, key by key (`plan.regions`,
+    /// `quota[0].limit`), `settings` naming the tables and arrays they are in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setting_changes: Vec<KeyChange>,
     pub workloads: Changes,
     pub pools: Changes,
     pub recommended_pools: Vec<CostLine>,
@@ -438,6 +442,28 @@ fn leaf_changes(
     });
 }
 
+/// Each changed leaf of the plan's settings with its values: tables key by key, the arrays of
+/// tables (`[[quota]]`, `[[decision]]`, `[[allow]]`) entry by entry.
+fn setting_changes(base: &toml::Table, head: &toml::Table) -> Vec<KeyChange> {
+    let mut out = Vec::new();
+    for section in ["plan", "cluster", "rules"] {
+        leaf_changes(section, base.get(section), head.get(section), &mut out);
+    }
+    for array in ["quota", "decision", "allow"] {
+        let entries = |t: &toml::Table| {
+            t.get(array)
+                .and_then(toml::Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (b, h) = (entries(base), entries(head));
+        for i in 0..b.len().max(h.len()) {
+            leaf_changes(&format!("{array}[{i}]"), b.get(i), h.get(i), &mut out);
+        }
+    }
+    out
+}
+
 fn settings(base: &toml::Table, head: &toml::Table) -> Vec<String> {
     let mut out = Vec::new();
     for section in ["plan", "cluster", "rules"] {
@@ -584,6 +610,7 @@ pub(crate) fn compute(b: Version<'_>, h: Version<'_>) -> Diff {
         delta_at_max_usd: cents(at_max.1 - at_max.0),
         delta_at_max_pct: pct(at_max),
         settings: settings(&tb, &th),
+        setting_changes: setting_changes(&tb, &th),
         workloads: compare_tables(&tb, &th, "workload"),
         pools: compare_tables(&tb, &th, "pool"),
         recommended_pools: lines(&pools(rb), &pools(rh)),

@@ -270,6 +270,9 @@ pub(crate) fn human(d: &Diff) -> String {
     for s in &d.settings {
         let _ = writeln!(o, "  ~ {s}");
     }
+    for c in &d.setting_changes {
+        let _ = writeln!(o, "      {}", values_text(std::slice::from_ref(c)));
+    }
     changes_text(&mut o, "workload", &d.workloads);
     changes_text(&mut o, "declared pool", &d.pools);
     for (title, ls) in [
@@ -347,7 +350,29 @@ pub(crate) fn changes(d: &Diff) -> String {
     let mut o = String::new();
     let mut rows = Vec::new();
     for s in &d.settings {
-        rows.push(format!("| changed | setting | `{s}` |"));
+        // The values of the keys under this setting (`plan.regions` under `plan.regions`,
+        // `quota[0].limit` under `[[quota]]`).
+        let under = |k: &str| {
+            let array = s.strip_prefix("[[").and_then(|a| a.strip_suffix("]]"));
+            match array {
+                Some(a) => k.starts_with(&format!("{a}[")),
+                None => k == s || k.starts_with(&format!("{s}.")),
+            }
+        };
+        let values: Vec<KeyChange> = d
+            .setting_changes
+            .iter()
+            .filter(|c| under(&c.key))
+            .cloned()
+            .collect();
+        rows.push(if values.is_empty() {
+            format!("| changed | setting | `{s}` |")
+        } else {
+            format!(
+                "| changed | setting | `{s}`: {} |",
+                crate::report::markdown::md(&values_text(&values))
+            )
+        });
     }
     for (what, c) in [("workload", &d.workloads), ("declared pool", &d.pools)] {
         rows.extend(
@@ -384,21 +409,33 @@ pub(crate) fn changes(d: &Diff) -> String {
         if ls.is_empty() {
             continue;
         }
+        // A team is charged its workloads' expected cost; only pools have an at-maximum
+        // figure, and a column nobody fills is not shown (issue 75).
+        let at_max = ls.iter().any(|l| l.at_max.is_some());
         let _ = writeln!(
             o,
-            "| {title} | expected before | expected after | delta | at maximum |"
+            "| {title} | expected before | expected after | delta |{}",
+            if at_max { " at maximum |" } else { "" }
         );
-        let _ = writeln!(o, "|---|---:|---:|---:|---:|");
+        let _ = writeln!(
+            o,
+            "|---|---:|---:|---:|{}",
+            if at_max { "---:|" } else { "" }
+        );
         for l in ls {
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {}{} | {} |",
+                "| `{}` | {} | {} | {}{} |{}",
                 l.name,
                 usd(l.before_usd),
                 usd(l.after_usd),
                 if l.delta_usd >= 0.0 { "+" } else { "" },
                 usd(l.delta_usd),
-                at_max_text(l)
+                if at_max {
+                    format!(" {} |", at_max_text(l))
+                } else {
+                    String::new()
+                }
             );
         }
         let _ = writeln!(o);

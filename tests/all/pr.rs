@@ -320,6 +320,59 @@ fn total(path: &str) -> f64 {
     v["total_monthly_cost_usd"].as_f64().expect("total")
 }
 
+/// Issue 75 item 10: a change of plan-level settings was listed by key alone
+/// (`plan.regions`); each changed value is now named old -> new, tables key by key and the
+/// `[[quota]]` entries one by one, in the JSON, the text and the pull-request table.
+#[test]
+fn diff_names_each_changed_setting_with_its_values() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/azure-inference.toml");
+    let text = std::fs::read_to_string(&base).expect("plan");
+    let head_text = text
+        .replacen(
+            "regions = [\"eastus\", \"westus3\"]",
+            "regions = [\"eastus\"]",
+            1,
+        )
+        .replacen("vcpus = 192", "vcpus = 384", 1);
+    assert_ne!(head_text, text);
+    let head = dir.path().join("head.toml");
+    std::fs::write(&head, head_text).expect("head");
+    let (out, _) = run(
+        gpuplan()
+            .args(["diff", "--format", "json"])
+            .arg(&base)
+            .arg(&head),
+        0,
+    );
+    let v: Value = crate::common::contract(&out).expect("json");
+    assert_eq!(
+        v["settings"],
+        serde_json::json!(["plan.regions", "[[quota]]"])
+    );
+    assert_eq!(
+        v["setting_changes"],
+        serde_json::json!([
+            {"key": "plan.regions", "before": "[\"eastus\", \"westus3\"]", "after": "[\"eastus\"]"},
+            {"key": "quota[0].vcpus", "before": "192", "after": "384"}
+        ])
+    );
+    let (md, _) = run(
+        gpuplan()
+            .args(["diff", "--format", "markdown"])
+            .arg(&base)
+            .arg(&head),
+        0,
+    );
+    assert!(
+        md.contains("| changed | setting | `plan.regions`: plan.regions \\[\"eastus\", \"westus3\"\\] → \\[\"eastus\"\\] |")
+            && md.contains("| changed | setting | `[[quota]]`: quota\\[0\\].vcpus 192 → 384 |"),
+        "{md}"
+    );
+    let (human, _) = run(gpuplan().arg("diff").arg(&base).arg(&head), 0);
+    assert!(human.contains("quota[0].vcpus 192 → 384"), "{human}");
+}
+
 #[test]
 fn diff_of_two_revisions_shows_the_delta_and_honours_the_guardrail() {
     let base = "plans/azure-inference.toml";
