@@ -466,48 +466,102 @@ fn entities(s: String) -> String {
 /// joined, HTML (`<script>` in a namespace label, say: a `<` opens no tag) written as text,
 /// `[` and `]` escaped so no link or image forms (`[x](javascript:…)` in a plan's reason stays
 /// text), and control characters dropped: names from plans, catalogs and servers render as
-/// what they are. Backquotes stay (gpuplan's messages quote values in code spans); a value
-/// put inside a code span goes through [`md_code`].
+/// what they are. Backquoted parts of a message (gpuplan's messages quote values in code
+/// spans) are written as [`md_code`] writes a value.
 pub fn md(s: &str) -> String {
-    // Inside a code span no link forms (and a backslash would show): brackets stay. With an
-    // odd number of backquotes no span can be trusted, so none is assumed and the last
+    // With an odd number of backquotes no span can be trusted, so none is assumed and every
     // backquote is shown as `'`.
     let balanced = s.matches('`').count().is_multiple_of(2);
     let mut out = String::with_capacity(s.len());
-    let mut in_code = false;
+    for (i, part) in s.split('`').enumerate() {
+        if !balanced {
+            if i > 0 {
+                out.push('\'');
+            }
+            md_text(part, &mut out);
+        } else if i % 2 == 1 {
+            out.push_str(&md_code(part));
+        } else {
+            md_text(part, &mut out);
+        }
+    }
+    out
+}
+
+/// Markdown text outside any code span: see [`md`].
+fn md_text(s: &str, out: &mut String) {
     for c in s.chars() {
         match c {
-            '`' if balanced => {
-                in_code = !in_code;
-                out.push(c);
-            }
-            '`' => out.push('\''),
             '|' => out.push_str("\\|"),
             '\n' | '\r' | '\t' => out.push(' '),
             '<' => out.push_str("&lt;"),
-            '[' | ']' if !in_code => {
+            '[' | ']' => {
                 out.push('\\');
                 out.push(c);
             }
             // `@name` would notify that person or team wherever the comment is posted; a
             // zero-width space between them (as an entity: no invisible character is
             // printed) keeps the text and drops the ping.
-            '@' if !in_code => out.push_str("@&#8203;"),
-            c if c.is_control() => {}
-            // A bidirectional override or an invisible character (from a price API, a plan)
-            // would reorder or hide what a reviewer reads: shown as its escape instead.
-            c if invisible(c) => out.push_str(&c.escape_unicode().to_string()),
-            c => out.push(c),
+            '@' => out.push_str("@&#8203;"),
+            c => md_other(c, out),
         }
     }
-    out
 }
 
-/// A value for inside a Markdown code span in a table cell: [`md`], and a backquote (which
-/// would close the span) shown as `'`; inside a span `[` needs no escape.
+/// A character no Markdown rule needs: control characters dropped, a bidirectional override
+/// or an invisible character (from a price API, a plan), which would reorder or hide what a
+/// reviewer reads, shown as its escape.
+fn md_other(c: char, out: &mut String) {
+    match c {
+        c if c.is_control() => {}
+        c if invisible(c) => out.push_str(&c.escape_unicode().to_string()),
+        c => out.push(c),
+    }
+}
+
+/// A value as a Markdown code span, delimiters included, showing exactly the value. Inside
+/// a backquoted span nothing is escaped but `|` (a table cell's edge; GFM takes `\|` there)
+/// and no entity is read, so a `&lt;` put there would show as written (issue 75). Where the
+/// value holds a backquote, or a `<` that could open an HTML tag or autolink (CommonMark
+/// reads those before code spans, so `<a title="` could run past the closing backquote), it
+/// is written as a `<code>` element instead, the punctuation Markdown reads escaped.
 pub fn md_code(s: &str) -> String {
-    let inner = md(&format!("`{}`", s.replace('`', "'")));
-    inner[1..inner.len() - 1].to_owned()
+    let chars: Vec<char> = s.chars().collect();
+    let opens_tag = chars
+        .windows(2)
+        .any(|w| w[0] == '<' && (w[1].is_ascii_alphabetic() || matches!(w[1], '/' | '!' | '?')));
+    let edge_space = s.starts_with(' ') && s.ends_with(' ');
+    let mut out = String::with_capacity(s.len() + 2);
+    if !s.is_empty() && !s.contains('`') && !opens_tag && !edge_space {
+        out.push('`');
+        for c in chars {
+            match c {
+                '|' => out.push_str("\\|"),
+                '\n' | '\r' | '\t' => out.push(' '),
+                c => md_other(c, &mut out),
+            }
+        }
+        out.push('`');
+        return out;
+    }
+    out.push_str("<code>");
+    for c in chars {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '&' => out.push_str("&amp;"),
+            '@' => out.push_str("@&#8203;"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            // What Markdown reads inside an element's text: emphasis, links, escapes, the
+            // cell edge, strikethrough.
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => md_other(c, &mut out),
+        }
+    }
+    out.push_str("</code>");
+    out
 }
 
 /// `text` as [`printable`] writes it, but keeping its line breaks and tabs: for messages

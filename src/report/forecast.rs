@@ -62,7 +62,7 @@ pub(super) fn next_quarter(o: &mut String, r: &Review) {
             let p = &w.proposed;
             let _ = writeln!(
                 o,
-                "| `{}` | `{}` | {} / {} / {} / {} | {} | {} ({}-{}) | `{}` ({}) | {} | {} |",
+                "| {} | {} | {} / {} / {} / {} | {} | {} ({}-{}) | `{}` ({}) | {} | {} |",
                 md_code(&w.workload),
                 md_code(&w.current),
                 crate::core::num(w.replicas_held.p10),
@@ -97,7 +97,7 @@ pub(super) fn next_quarter(o: &mut String, r: &Review) {
             "\nLeft as written, no GPU held in the window: {}.",
             n.without_data
                 .iter()
-                .map(|w| format!("`{}`", md_code(w)))
+                .map(|w| md_code(w))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -167,7 +167,7 @@ pub(super) fn forecast_svg(r: &Review) -> String {
             .collect();
         let _ = write!(
             s,
-            "<text x=\"0\" y=\"{:.1}\" font-size=\"13\" font-weight=\"bold\">{}</text><text x=\"0\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\">{} GPUs by {}</text><polygon points=\"{} {}\" fill=\"{c}\" fill-opacity=\"0.15\"/><polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.4\" stroke-dasharray=\"5 3\" points=\"{}\"/><line x1=\"{pad_l}\" y1=\"{base:.1}\" x2=\"{:.1}\" y2=\"{base:.1}\" stroke=\"#bbb\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\" text-anchor=\"end\">{}</text>",
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"13\" font-weight=\"bold\">{}</text><text x=\"0\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\">{} GPUs by {}</text><polygon points=\"{} {}\" fill=\"{c}\" fill-opacity=\"0.15\"/><polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.4\" stroke-dasharray=\"5 3\" points=\"{}\"/><line x1=\"{pad_l}\" y1=\"{base:.1}\" x2=\"{:.1}\" y2=\"{base:.1}\" stroke=\"#bbb\"/><line x1=\"{pad_l}\" y1=\"{:.1}\" x2=\"{pad_l}\" y2=\"{base:.1}\" stroke=\"#bbb\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\" text-anchor=\"end\">{} GPUs</text><text x=\"{:.1}\" y=\"{base:.1}\" font-size=\"10\" fill=\"#555\" text-anchor=\"end\">0</text>",
             top + 20.0,
             esc(&t.team),
             top + 36.0,
@@ -177,9 +177,11 @@ pub(super) fn forecast_svg(r: &Review) -> String {
             lower.join(" "),
             line.join(" "),
             w - pad_r,
+            y(ymax),
             pad_l - 3.0,
             y(ymax) + 3.0,
             crate::core::num(ymax),
+            pad_l - 3.0,
         );
         for (day, v) in &t.daily {
             let _ = write!(
@@ -196,15 +198,18 @@ pub(super) fn forecast_svg(r: &Review) -> String {
         .as_deref()
         .and_then(telemetry::parse_time)
         .map_or(first as f64, |t| t as f64 / 86_400.0);
+    // The first day and the horizon are the x axis's ends; "end of data" is written at the
+    // top beside its line, where no date label can overprint it (issue 75).
     let _ = write!(
         s,
-        "<line x1=\"{0:.1}\" y1=\"4\" x2=\"{0:.1}\" y2=\"{1:.1}\" stroke=\"#999\" stroke-dasharray=\"2 2\"/><text x=\"{pad_l}\" y=\"{2:.1}\" font-size=\"11\" fill=\"#555\">{3}</text><text x=\"{0:.1}\" y=\"{2:.1}\" font-size=\"11\" fill=\"#555\" text-anchor=\"middle\">end of data</text><text x=\"{4:.1}\" y=\"{2:.1}\" font-size=\"11\" fill=\"#555\" text-anchor=\"end\">{5}</text></svg>",
+        "<line x1=\"{0:.1}\" y1=\"4\" x2=\"{0:.1}\" y2=\"{1:.1}\" stroke=\"#999\" stroke-dasharray=\"2 2\"/><text x=\"{pad_l}\" y=\"{2:.1}\" font-size=\"11\" fill=\"#555\">{3}</text><text x=\"{6:.1}\" y=\"14\" font-size=\"10\" fill=\"#555\">end of data</text><text x=\"{4:.1}\" y=\"{2:.1}\" font-size=\"11\" fill=\"#555\" text-anchor=\"end\">{5}</text></svg>",
         x(end_of_data),
         h - 16.0,
         h - 4.0,
         crate::core::Date::from_days(first),
         w - pad_r,
-        esc(&n.horizon)
+        esc(&n.horizon),
+        x(end_of_data) + 3.0,
     );
     s
 }

@@ -63,7 +63,7 @@ pub(crate) fn comment(
             link_base.map(md).unwrap_or_default(),
             url_path(d.file.name.trim_start_matches("./"))
         );
-        format!("[`{label}`]({target})")
+        format!("[{label}]({target})")
     };
     if !errors.is_empty() {
         let _ = writeln!(o, "#### Input errors");

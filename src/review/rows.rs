@@ -26,6 +26,10 @@ pub struct Coverage {
     pub kube_state_metrics_interval_seconds: Option<f64>,
     /// Each distinct interval kube-state-metrics was scraped at over the window.
     pub kube_state_metrics_intervals_seconds: Vec<f64>,
+    /// A file whose rows carry each pod's allocation and use together (CSV): the rows'
+    /// spacing. No exporter was scraped; the intervals above are this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_every_seconds: Option<f64>,
     pub dcgm_interval_seconds: Option<f64>,
     /// Each distinct interval a DCGM target was scraped at, by target and over time (one
     /// where every target agrees and none changed).

@@ -179,6 +179,9 @@ pub struct Telemetry {
     /// Each interval kube-state-metrics was scraped at over the window (one where it never
     /// changed).
     pub ksm_intervals: Vec<f64>,
+    /// The spacing of a file's rows where one row carries both a pod's allocation and its
+    /// use (CSV): no exporter was scraped, and the intervals above are this one.
+    pub rows_every: Option<f64>,
     pub dcgm_interval: Option<f64>,
     /// The distinct intervals the DCGM targets were scraped at, each card's own, sorted.
     pub dcgm_intervals: Vec<f64>,
@@ -226,6 +229,7 @@ impl Telemetry {
             out.dcgm_interval = min(out.dcgm_interval, t.dcgm_interval);
             out.dcgm_intervals.extend(t.dcgm_intervals);
             out.ksm_intervals.extend(t.ksm_intervals);
+            out.rows_every = min(out.rows_every, t.rows_every);
             out.orphans.extend(t.orphans.into_iter().map(|mut o| {
                 o.node = node(&o.node);
                 o

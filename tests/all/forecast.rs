@@ -349,6 +349,18 @@ fn a_28_day_history_becomes_next_quarters_plan() {
         "a forecast line per team"
     );
     assert!(chart.contains("end of data") && chart.contains("2027-04-01"));
+    // Issue 75 item 13: each team's y axis says its zero and its unit, and no two labels
+    // overprint (boxes estimated at 0.6 em a character, as a sans-serif digit runs).
+    assert_eq!(chart.matches(">0</text>").count(), 3, "a zero per team");
+    assert_eq!(chart.matches(" GPUs</text>").count(), 3, "a unit per team");
+    let labels = svg_text_boxes(chart);
+    for (i, a) in labels.iter().enumerate() {
+        for b in &labels[i + 1..] {
+            let same_row = (a.1 - b.1).abs() < a.3.max(b.3);
+            let apart = a.0 .1 <= b.0 .0 || b.0 .1 <= a.0 .0;
+            assert!(!same_row || apart, "{:?} overprints {:?}", a.2, b.2);
+        }
+    }
 
     // The same input writes the same bytes; writing again over NEXT keeps one header and one
     // comment per line.
@@ -1042,4 +1054,34 @@ pub(crate) fn typical_says_its_value(l: &str) {
         .and_then(|x| x.parse::<f64>().ok())
         .expect("a figure");
     assert!((stated - v).abs() < 0.005, "{l}");
+}
+
+/// Each `<text>` of an SVG as ((left, right), baseline, content, font size), its width
+/// estimated at 0.6 em a character and placed by its `text-anchor`.
+fn svg_text_boxes(svg: &str) -> Vec<((f64, f64), f64, String, f64)> {
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[at..at + tag[at..].find('"')?].to_owned())
+    };
+    let mut out = Vec::new();
+    for piece in svg.split("<text").skip(1) {
+        let Some((tag, rest)) = piece.split_once('>') else {
+            continue;
+        };
+        let content = rest.split("</text>").next().unwrap_or("").to_owned();
+        let num = |n: &str| {
+            attr(tag, n)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let (x, y, size) = (num("x"), num("y"), num("font-size").max(1.0));
+        let width = 0.6 * size * content.chars().count() as f64;
+        let left = match attr(tag, "text-anchor").as_deref() {
+            Some("end") => x - width,
+            Some("middle") => x - width / 2.0,
+            _ => x,
+        };
+        out.push(((left, left + width), y, content, size));
+    }
+    out
 }

@@ -238,6 +238,38 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
     );
 }
 
+/// Issue 75 item 13: a CSV review was labelled "kube-state-metrics every 60 s, DCGM every
+/// 60 s", a collection that never happened; it says how far apart the file's rows are.
+#[test]
+fn a_csv_review_says_its_rows_not_exporters() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = dir.path().join("usage.csv");
+    let mut text = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+    for i in 0..40 {
+        text.push_str(&format!("{},research,nb-1,1,0.5\n", 1_767_225_600 + i * 30));
+    }
+    std::fs::write(&csv, text).expect("csv");
+    let out = gpuplan()
+        .args([
+            "review",
+            "plans/minimal.toml",
+            "--format",
+            "markdown",
+            "--csv",
+        ])
+        .arg(&csv)
+        .output()
+        .expect("runs");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(md.contains("; one row per pod every 30 s."), "{md}");
+    assert!(!md.contains("kube-state-metrics every"), "{md}");
+}
+
 #[test]
 fn hostile_telemetry_labels_stay_text_in_every_report() {
     // A namespace and pod named to break a Markdown table, forge a line, open a link or run
@@ -274,7 +306,7 @@ fn hostile_telemetry_labels_stay_text_in_every_report() {
                     let cells = line.replace("\\|", "").matches('|').count();
                     assert!(cells >= 2, "{line}");
                 }
-                let outside: String = t.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+                let outside = common::md_outside_code(&t);
                 assert!(!outside.contains("](javascript"), "{t}");
                 assert!(!t.contains("<script>"), "{t}");
             }

@@ -167,3 +167,28 @@ pub fn refresh_cache(dir: &std::path::Path, path: &str, provider: &str, source: 
     .expect("sources");
     std::fs::write(file, text).expect("prices");
 }
+
+/// Markdown `text` with its code removed, what is left being what Markdown reads as text:
+/// each `<code>` element (`md_code`'s form for a value a backquoted span cannot hold) checked
+/// to hold no unescaped `[`, `]`, backquote or `|`, then the backquoted spans.
+pub fn md_outside_code(text: &str) -> String {
+    let mut text = text.to_owned();
+    while let Some(at) = text.find("<code>") {
+        let end = text[at..]
+            .find("</code>")
+            .map_or(text.len(), |e| at + e + 7);
+        let code = &text[at + 6..end.saturating_sub(7).max(at + 6)];
+        let bare = code
+            .replace("\\\\", "")
+            .replace("\\[", "")
+            .replace("\\]", "")
+            .replace("\\`", "")
+            .replace("\\|", "");
+        assert!(
+            !bare.contains(['[', ']', '`', '|']),
+            "unescaped in a code element: {code}"
+        );
+        text.replace_range(at..end, "CODE");
+    }
+    text.split('`').step_by(2).collect::<Vec<_>>().join(" ")
+}

@@ -137,7 +137,7 @@ fn markdown_cells_hold_no_link_row_or_tag() {
         !s.contains(" | ") && !s.contains('\n') && !s.contains("<b>"),
         "{s}"
     );
-    assert_eq!(md_code("a`b|c[d]"), "a'b\\|c[d]");
+    assert_eq!(md_code("a`b|c[d]"), "<code>a\\`b\\|c\\[d\\]</code>");
     assert_eq!(
         md("see `[[workload]]` [x](y)"),
         "see `[[workload]]` \\[x\\](y)"
@@ -148,6 +148,25 @@ fn markdown_cells_hold_no_link_row_or_tag() {
         md("Azure \u{202e}ecirp\u{202c} API"),
         "Azure \\u{202e}ecirp\\u{202c} API"
     );
+}
+
+/// Issue 75: inside a backquoted span no entity is read, so `&lt;` showed as written; and a
+/// backquote was shown as `'`. A value shows exactly, in a backquoted span where one can hold
+/// it and as an escaped `<code>` element where a `<` could open a tag or a backquote would
+/// close the span.
+#[test]
+fn a_code_span_shows_the_value_exactly() {
+    assert_eq!(md_code("cpu<=8"), "`cpu<=8`");
+    assert_eq!(md_code("a & b"), "`a & b`");
+    assert_eq!(md_code("x|y"), "`x\\|y`");
+    assert_eq!(md_code("<a title=\"x"), "<code>&lt;a title=\"x</code>");
+    assert_eq!(md_code("@team_*x*"), "`@team_*x*`");
+    assert_eq!(md_code(""), "<code></code>");
+    assert_eq!(
+        md("the pool `gpu<b>` is full"),
+        "the pool <code>gpu&lt;b></code> is full"
+    );
+    assert_eq!(md("`a<2` and <b>"), "`a<2` and &lt;b>");
 }
 
 #[test]

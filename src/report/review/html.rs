@@ -167,7 +167,7 @@ pub(crate) fn html(r: &Review) -> String {
         _ => body,
     };
     format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>GPU capacity review: {plan}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto;max-width:100%}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right;overflow-wrap:anywhere;max-width:24em}}td:first-child,th:first-child{{text-align:left}}h2{{margin-top:2em}}svg{{width:100%;height:auto;background:#fafafa}}</style></head>\n<body>\n{body}\n</body></html>\n",
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>GPU capacity review: {plan}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto;max-width:100%}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right;max-width:24em}}td:first-child,th:first-child{{text-align:left;overflow-wrap:break-word}}h2{{margin-top:2em}}svg{{width:100%;height:auto;background:#fafafa}}</style></head>\n<body>\n{body}\n</body></html>\n",
         body = body
             .replace("{timeline}", &timeline_svg(r))
             .replace("{idle}", &idle_svg)
@@ -177,15 +177,35 @@ pub(crate) fn html(r: &Review) -> String {
     )
 }
 
+/// The text of a `<code>` element as `md_code` escaped it.
+fn md_unescape(s: &str) -> String {
+    let s = s
+        .replace("@&#8203;", "@")
+        .replace("&lt;", "<")
+        .replace("&amp;", "&");
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some(n)) if n.is_ascii_punctuation() => {
+                out.push(*n);
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// The Markdown report as HTML: headings, paragraphs, lists and pipe tables (the subset the
 /// report uses), text escaped.
 fn markdown_to_html(md: &str) -> String {
     let mut o = String::new();
     let mut in_table = false;
     let mut in_list = false;
-    let inline = |s: &str| {
-        // The Markdown escapes (`\|`, `\[`, `\]`, `&lt;`, the mention breaker) are for
-        // Markdown; HTML shows the character, escaped once.
+    // Text outside a `<code>` element: the Markdown escapes (`\|`, `\[`, `\]`, `&lt;`, the
+    // mention breaker) are for Markdown; HTML shows the character, escaped once.
+    let text = |s: &str| {
         let e = esc(&s
             .replace("\\|", "|")
             .replace("\\[", "[")
@@ -207,6 +227,20 @@ fn markdown_to_html(md: &str) -> String {
                 }
             }
         }
+        out
+    };
+    // `md_code` writes a value that a backquoted span cannot hold as a `<code>` element with
+    // its punctuation backslash-escaped and `<`, `&`, `@` as entities: shown as the value.
+    let inline = |s: &str| {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some((before, after)) = rest.split_once("<code>") {
+            out.push_str(&text(before));
+            let (code, after) = after.split_once("</code>").unwrap_or((after, ""));
+            let _ = write!(out, "<code>{}</code>", esc(&md_unescape(code)));
+            rest = after;
+        }
+        out.push_str(&text(rest));
         out
     };
     for line in md.lines() {

@@ -20,7 +20,7 @@ fn serving(o: &mut String, r: &Review) {
             let num = crate::core::num;
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 md_code(&s.workload),
                 s.hours,
                 num(s.replicas.p95),
@@ -58,7 +58,7 @@ fn serving(o: &mut String, r: &Review) {
             "\nNo serving metrics (`vllm:num_requests_waiting`, `vllm:gpu_cache_usage_perc` or `vllm:kv_cache_usage_perc`, `vllm:time_to_first_token_seconds`) from {}, though the plan says vLLM serves them: their replicas are judged by GPU activity. Scrape vLLM's `/metrics` (a PodMonitor) to judge them by saturation.",
             r.serving_missing
                 .iter()
-                .map(|w| format!("`{}`", md_code(w)))
+                .map(|w| md_code(w))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -89,7 +89,7 @@ fn matched_by(o: &mut String, r: &Review) {
             .map(|(n, how)| format!("{n} {how}"))
             .collect();
             (m.label < w.pods as u32 && !parts.is_empty())
-                .then(|| format!("- `{}`: {}", md_code(&w.workload), parts.join(", ")))
+                .then(|| format!("- {}: {}", md_code(&w.workload), parts.join(", ")))
         })
         .collect();
     if !lines.is_empty() {
@@ -161,15 +161,26 @@ fn md_headline(o: &mut String, r: &Review) {
     );
     let _ = writeln!(o);
     let c = &r.coverage;
+    // A CSV was never scraped: naming exporters and their intervals would describe a
+    // collection that did not happen (issue 75).
+    let sampled = match c.rows_every_seconds {
+        Some(e) => format!("one row per pod every {} s", crate::core::num(e)),
+        None => format!(
+            "kube-state-metrics every {}, DCGM every {}",
+            every(
+                &c.kube_state_metrics_intervals_seconds,
+                c.kube_state_metrics_interval_seconds
+            ),
+            every(&c.dcgm_intervals_seconds, c.dcgm_interval_seconds),
+        ),
+    };
     let _ = writeln!(
         o,
-        "Coverage: the data covers {} h of the {} h asked for ({} to {}); kube-state-metrics every {}, DCGM every {}. Costs and advice are over the covered hours.",
+        "Coverage: the data covers {} h of the {} h asked for ({} to {}); {sampled}. Costs and advice are over the covered hours.",
         hours(c.covered_seconds as f64),
         hours(c.requested_seconds as f64),
         c.data_from.as_deref().unwrap_or("-"),
         c.data_to.as_deref().unwrap_or("-"),
-        every(&c.kube_state_metrics_intervals_seconds, c.kube_state_metrics_interval_seconds),
-        every(&c.dcgm_intervals_seconds, c.dcgm_interval_seconds),
     );
     let _ = writeln!(o);
 }
@@ -221,7 +232,7 @@ fn md_pools(o: &mut String, r: &Review) {
         for p in &r.pools {
             let _ = writeln!(
                 o,
-                "| `{}`{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 md_code(&p.pool),
                 if p.in_plan { "" } else { " (not in the plan)" },
                 md(p.model.as_deref().unwrap_or("-")),
@@ -257,7 +268,7 @@ fn md_workloads(o: &mut String, r: &Review) {
     for w in &r.workloads {
         let _ = writeln!(
             o,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             md_code(&w.workload),
             md(&w.team),
             hours(w.figures.allocated_gpu_seconds),
@@ -287,7 +298,7 @@ fn md_changes(o: &mut String, r: &Review) {
         for a in &r.recommendations {
             let _ = writeln!(
                 o,
-                "- **{}** ({}): {}. Change: `{}`",
+                "- **{}** ({}): {}. Change: {}",
                 a.kind,
                 match a.saving_usd {
                     Some(s) => format!("saves {} over the window", usd(s)),
@@ -309,9 +320,8 @@ fn md_stalled(o: &mut String, r: &Review) {
         for s in &r.stalled {
             let _ = writeln!(
                 o,
-                "| `{}/{}` | {} | {} | {:.1} | {} | {} | {:.1} |",
-                md_code(&s.team),
-                md_code(&s.pod),
+                "| {} | {} | {} | {:.1} | {} | {} | {:.1} |",
+                md_code(&format!("{}/{}", s.team, s.pod)),
                 md(s.workload.as_deref().unwrap_or("-")),
                 s.since,
                 s.seconds as f64 / 3600.0,
@@ -333,9 +343,8 @@ fn md_pending(o: &mut String, r: &Review) {
         for p in &r.pending {
             let _ = writeln!(
                 o,
-                "| `{}/{}` | {} | {} | {} | {} | {} |",
-                md_code(&p.team),
-                md_code(&p.pod),
+                "| {} | {} | {} | {} | {} | {} |",
+                md_code(&format!("{}/{}", p.team, p.pod)),
                 md(p.workload.as_deref().unwrap_or("-")),
                 hours(p.gpu_seconds),
                 p.unscheduled_gpu_seconds.map_or("-".to_owned(), hours),
@@ -358,7 +367,7 @@ fn md_gaps(o: &mut String, r: &Review) {
         for g in &c.dcgm_gaps {
             let _ = writeln!(
                 o,
-                "- `{}`: dcgm-exporter reported nothing from {} to {} ({:.1} h): usage there is no data, neither used nor idle",
+                "- {}: dcgm-exporter reported nothing from {} to {} ({:.1} h): usage there is no data, neither used nor idle",
                 md_code(&g.node),
                 md(&g.from),
                 md(&g.to),
@@ -368,21 +377,19 @@ fn md_gaps(o: &mut String, r: &Review) {
         for p in &c.pods_without_usage {
             let _ = writeln!(
                 o,
-                "- `{}/{}` held {} GPU-h with no usage series: no data, not 0%",
-                md_code(&p.namespace),
-                md_code(&p.pod),
+                "- {} held {} GPU-h with no usage series: no data, not 0%",
+                md_code(&format!("{}/{}", p.namespace, p.pod)),
                 hours(p.allocated_gpu_seconds)
             );
         }
         for p in &c.usage_without_pod {
             let _ = writeln!(
                 o,
-                "- node `{}` GPU `{}`: {} GPU-h of usage no GPU-requesting pod held (dcgm-exporter named `{}/{}`)",
+                "- node {} GPU {}: {} GPU-h of usage no GPU-requesting pod held (dcgm-exporter named {})",
                 md_code(p.node.as_deref().unwrap_or("?")),
                 md_code(p.gpu.as_deref().unwrap_or("?")),
                 hours(p.used_gpu_seconds),
-                md_code(&p.namespace),
-                md_code(&p.pod)
+                md_code(&format!("{}/{}", p.namespace, p.pod))
             );
         }
     }
@@ -399,7 +406,7 @@ fn md_reservation_advice(o: &mut String, r: &Review) {
                 .max_by(|x, y| x.saving_usd_per_month.total_cmp(&y.saving_usd_per_month));
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 md_code(&a.pool),
                 md(&a.sku),
                 md(&a.region),
@@ -431,7 +438,7 @@ fn md_idle_pools(o: &mut String, r: &Review) {
         for p in &r.idle_pools {
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} |",
+                "| {} | {} | {} |",
                 md_code(&p.pool),
                 hours(p.idle_gpu_seconds),
                 usd(p.idle_cost_usd)
@@ -450,11 +457,11 @@ fn md_idle_nodes(o: &mut String, r: &Review) {
         for n in &r.idle_nodes {
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {:.1} | {} | {} |",
+                "| {} | {} | {:.1} | {} | {} |",
                 md_code(&n.node),
                 match (&n.pool, &n.pool_label) {
-                    (Some(p), _) => format!("`{}`", md_code(p)),
-                    (None, Some(l)) => format!("`{}` (not in the plan)", md_code(l)),
+                    (Some(p), _) => md_code(p),
+                    (None, Some(l)) => format!("{} (not in the plan)", md_code(l)),
                     (None, None) => "unlabelled".to_owned(),
                 },
                 n.empty_seconds as f64 / 3600.0,
@@ -475,7 +482,7 @@ fn md_purchase_fill(o: &mut String, r: &Review) {
         for f in &r.purchase_fill {
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {} (seen {}) | {} y | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} (seen {}) | {} y | {} | {} | {} | {} | {} |",
                 md_code(&f.pool),
                 md(&f.region),
                 md(&f.sku),
@@ -508,7 +515,7 @@ fn md_reservation_fill(o: &mut String, r: &Review) {
         for f in &r.reservations {
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {} |",
+                "| {} | {} | {} | {} |",
                 md_code(&f.pool),
                 hours(f.reserved_gpu_seconds),
                 hours(f.allocated_gpu_seconds),
@@ -525,9 +532,8 @@ fn md_unmatched(o: &mut String, r: &Review) {
         for m in &r.unmatched {
             let _ = writeln!(
                 o,
-                "| `{}/{}` | {} | {} |",
-                md_code(&m.namespace),
-                md_code(&m.pod),
+                "| {} | {} | {} |",
+                md_code(&format!("{}/{}", m.namespace, m.pod)),
                 hours(m.allocated_gpu_seconds),
                 hours(m.used_gpu_seconds)
             );

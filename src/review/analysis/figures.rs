@@ -227,6 +227,7 @@ pub(super) fn coverage_of(t: &Telemetry, no_usage: Vec<Unmatched>) -> Coverage {
         data_to: t.data_to.map(format_time),
         kube_state_metrics_interval_seconds: t.ksm_interval,
         kube_state_metrics_intervals_seconds: t.ksm_intervals.clone(),
+        rows_every_seconds: t.rows_every,
         dcgm_interval_seconds: t.dcgm_interval,
         dcgm_intervals_seconds: t.dcgm_intervals.clone(),
         pods_without_usage: no_usage,

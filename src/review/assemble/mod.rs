@@ -257,6 +257,7 @@ pub(crate) fn assemble(
         data_to: covered.last().map(|k| grid.start(*k) + step),
         ksm_interval: ksm,
         ksm_intervals,
+        rows_every: a.sample_every,
         dcgm_interval: dcgm,
         dcgm_intervals,
         dcgm_gaps,
