@@ -517,3 +517,34 @@ fn a_first_set_killed_at_any_write_leaves_no_directory_or_the_whole_set() {
     }
     assert!(absent > 1 && whole >= 1, "{absent} absent, {whole} whole");
 }
+
+/// Issue 75 item 6: a first set that fails at any write names the directory the user gave,
+/// never the staging directory it was being written in.
+#[test]
+fn a_first_set_that_fails_names_the_directory_asked_for() {
+    let mut failed = 0;
+    for step in 1..12 {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("new/out");
+        FAIL_AT.with(|f| f.set(step));
+        let r = super::first_set(&out, |staged, lock| {
+            let mut t = Tree::new(staged, true);
+            t.put("a.tf", b"a".to_vec());
+            t.put("sub/c.tf", b"c".to_vec());
+            t.put(".gpuplan-render.toml", NEW_LIST.as_bytes().to_vec());
+            t.commit_in(lock)
+        });
+        FAIL_AT.with(|f| f.set(0));
+        if let Err(e) = r {
+            failed += 1;
+            let said = format!("{e} {:?} {}", e.path, e.source);
+            assert!(!said.contains(".gpuplan-first-"), "step {step}: {said}");
+            assert!(
+                e.path.starts_with(d.path().join("new")),
+                "step {step}: {said}"
+            );
+            assert!(!d.path().join("new").exists(), "step {step}");
+        }
+    }
+    assert!(failed > 0, "no step failed");
+}

@@ -851,6 +851,19 @@ fn the_plan_schema_refuses_what_check_refuses_at_load() {
         ["deeply_nested", "duplicate_key", "malformed", "not_utf8"]
     );
     assert_eq!(caught.len(), names.len() - 10, "{caught:?}");
+    // The README states these counts; they are held to the fixtures (issue 75: it said 24).
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let said = format!(
+        "Of the {}\nbad plans in `tests/fixtures/bad/`, it refuses the {} a TOML parser can read",
+        names.len(),
+        caught.len()
+    );
+    assert!(readme.contains(&said), "README does not say: {said}");
+    assert!(
+        readme.contains(&format!("TOML syntax ({})", unparsable.len()))
+            && readme.contains(&format!("another GPU's pool:\n{})", missed.len())),
+        "README's counts of the bad fixtures"
+    );
 }
 
 /// taplo (the TOML toolkit behind VS Code's Even Better TOML) checks plans against the schema

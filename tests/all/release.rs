@@ -288,12 +288,25 @@ fn action_script() -> String {
 }
 
 fn run_action(server: &str, version: &str, tmp: &Path) -> std::process::Output {
+    run_action_from(server, version, tmp, "acme/gpuplan", "")
+}
+
+/// The install step with the `repository` input `repo` (empty: the default) and the
+/// runner's `GITHUB_ACTION_PATH`.
+fn run_action_from(
+    server: &str,
+    version: &str,
+    tmp: &Path,
+    repo: &str,
+    action_path: &str,
+) -> std::process::Output {
     std::fs::create_dir_all(tmp.join("runner")).expect("runner");
     std::process::Command::new("bash")
         .arg("-c")
         .arg(action_script())
         .env("VERSION", version)
-        .env("REPO", "acme/gpuplan")
+        .env("REPO", repo)
+        .env("GITHUB_ACTION_PATH", action_path)
         .env("SERVER", server)
         .env("RUNNER_TEMP", tmp.join("runner"))
         .env("GITHUB_PATH", tmp.join("path.txt"))
@@ -362,6 +375,35 @@ fn the_action_installs_a_release_and_refuses_a_bad_checksum() {
     assert!(String::from_utf8_lossy(&v.stdout).starts_with("gpuplan "));
     let output = std::fs::read_to_string(dir.path().join("output.txt")).expect("output");
     assert!(output.starts_with("version=gpuplan "), "{output}");
+    // Issue 75 item 13: with no `repository` input, the release comes from the repository
+    // the runner downloaded the action from (`_actions/OWNER/NAME/REF`), not from
+    // `github.action_repository`, which a composite action is not promised.
+    let a = yaml("action.yml");
+    assert_eq!(a["inputs"]["repository"]["default"].as_str(), Some(""));
+    let url = server(files(sum.stdout.clone()), 2);
+    let from_path = dir.path().join("from-path");
+    let out = run_action_from(
+        &url,
+        "v9.9.9",
+        &from_path,
+        "",
+        "/home/runner/work/_actions/acme/gpuplan/v1",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A local action (`uses: ./`) cannot tell: it says what to set.
+    let out = run_action_from(
+        &url,
+        "v9.9.9",
+        &dir.path().join("local"),
+        "",
+        "/home/runner/work/r/r",
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("set 'repository: OWNER/NAME'"));
     // A checksum that does not match the archive: nothing installed.
     let bad = dir.path().join("bad");
     let mut wrong = sum.stdout.clone();
