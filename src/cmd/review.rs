@@ -224,14 +224,21 @@ fn read(
             notice: Some(out.notices()),
         };
         let step = f.step.unwrap_or_else(|| prometheus::step_for(to - from));
-        let grid = review::query::Grid::new(from, to, step)?;
+        let (grid, tail) = review::query::Grid::within(from, to, step)?;
         let bar = out.progress("Prometheus queries", Some(0));
         let answers = client.fetch(grid, one, &|done, total| bar.set(done, total))?;
         return Ok((
             answers,
             grid,
             format!("Prometheus {}", crate::core::redact(url)),
-            Vec::new(),
+            (tail > 0)
+                .then(|| review::noticed::Noticed::TailNotRead {
+                    seconds: tail,
+                    step,
+                    to: grid.to(),
+                })
+                .into_iter()
+                .collect(),
         ));
     }
     let w = files::Window {

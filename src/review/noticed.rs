@@ -31,6 +31,9 @@ pub enum Noticed {
         first: i64,
         last: i64,
     },
+    /// The last `seconds` of the window asked for, less than one `step`, were not read: the
+    /// review ends at `to` (seconds since 1970).
+    TailNotRead { seconds: i64, step: i64, to: i64 },
     /// Something noticed in one cluster of a fleet.
     InCluster {
         cluster: String,

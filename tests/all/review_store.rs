@@ -238,6 +238,91 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
     );
 }
 
+/// Issue 75 item 7: a window asked for that is not a whole number of steps was read up to a
+/// step past its end, and the review said it had been asked for (allocated 0.05% over the
+/// span asked for, a week at five minutes). The review now reads the whole steps inside it,
+/// says which part it did not read, and counts nothing past `--to`; from a file and from a
+/// store alike.
+#[test]
+fn nothing_past_the_end_asked_for_is_counted() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = dir.path().join("usage.csv");
+    let mut text = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+    // 2026-01-01T00:00:00Z for two hours, a row a minute
+    for i in 0..120 {
+        text.push_str(&format!("{},research,nb-1,1,0.5\n", 1_767_225_600 + i * 60));
+    }
+    std::fs::write(&csv, text).expect("csv");
+    let out = gpuplan()
+        .args(["review", "plans/minimal.toml", "--format", "json", "--csv"])
+        .arg(&csv)
+        .args([
+            "--from",
+            "2026-01-01T00:02:30Z",
+            "--to",
+            "2026-01-01T01:00:00Z",
+        ])
+        .args(["--step", "300s"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = common::contract(&out.stdout).expect("json");
+    // 57.5 minutes asked: eleven whole steps read, the last 150 s said and not read
+    assert_eq!(v["window"]["to"], "2026-01-01T00:57:30Z");
+    assert_eq!(v["coverage"]["requested_seconds"], 3300);
+    assert_eq!(v["teams"][0]["allocated_gpu_seconds"], 3300.0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the last 150 s of the window asked for"));
+    // The same from a store: no query asks past the end.
+    let m = mock_prometheus(
+        one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
+        |_| None,
+    );
+    let out = gpuplan()
+        .args([
+            "review",
+            "plans/azure-inference.toml",
+            "--format",
+            "json",
+            "--prometheus",
+            &m.url,
+        ])
+        .args([
+            "--from",
+            "2026-09-01T00:00:00Z",
+            "--to",
+            "2026-09-01T00:19:30Z",
+        ])
+        .args(["--step", "60s", "--timeout", "2"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = common::contract(&out.stdout).expect("json");
+    assert_eq!(v["window"]["to"], "2026-09-01T00:19:00Z");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the last 30 s of the window asked for"));
+    let to = 1_788_221_940.0; // 2026-09-01T00:19:00Z
+    for r in m
+        .requests()
+        .into_iter()
+        .filter(|r| r.target.contains("query_range"))
+    {
+        let end = r
+            .target
+            .split(['?', '&'])
+            .find_map(|kv| kv.strip_prefix("end="))
+            .and_then(|v| v.parse::<f64>().ok())
+            .expect("end");
+        assert!(end < to, "{}", r.target);
+    }
+}
+
 /// Issue 75 item 13: a CSV review was labelled "kube-state-metrics every 60 s, DCGM every
 /// 60 s", a collection that never happened; it says how far apart the file's rows are.
 #[test]

@@ -58,6 +58,11 @@ impl fmt::Display for Noticed {
                     format_time(*last),
                 )
             }
+            Noticed::TailNotRead { seconds, step, to } => write!(
+                f,
+                "the last {seconds} s of the window asked for are less than one {step} s step and were not read: the review ends at {}; give `--to` a whole number of steps after `--from`, or a `--step` that divides the window",
+                crate::review::telemetry::format_time(*to)
+            ),
             Noticed::InCluster { cluster, noticed } => write!(f, "cluster `{cluster}`: {noticed}"),
         }
     }

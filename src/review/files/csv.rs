@@ -40,7 +40,7 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
     if min > max {
         return Err(file_err(&file, "no rows".to_owned()));
     }
-    let grid = grid_for(min * 1000, max * 1000, w)?;
+    let (grid, tail) = grid_for(min * 1000, max * 1000, w)?;
     let mut c = Collector::new(grid, None);
     let mut ids: HashMap<(String, String, u8), usize> = HashMap::new();
     // Each pod's `app` per window, once (bounded by pods and windows, not rows).
@@ -121,7 +121,7 @@ pub(crate) fn read_csv(path: &std::path::Path, w: Window) -> Result<Read, Review
         answers,
         grid,
         source: format!("CSV {file}"),
-        notes: Vec::new(),
+        notes: tail.into_iter().collect(),
     })
 }
 

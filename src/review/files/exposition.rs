@@ -218,14 +218,14 @@ pub fn read_exposition(
     }
     let unit = Unit::of(&scan);
     unit.check_latest(&file, &scan)?;
-    let grid = grid_for(
+    let (grid, tail) = grid_for(
         unit.to_ms(scan.min).round() as i64,
         unit.to_ms(scan.max).round() as i64,
         w,
     )?;
     let mut c = Collector::new(grid, cluster.map(str::to_owned));
     collect(path, &file, &scan, &mut ids, unit, &mut c)?;
-    let mut notes = Vec::new();
+    let mut notes: Vec<Noticed> = tail.into_iter().collect();
     if c.duplicates > 0 {
         notes.push(Noticed::Duplicates {
             file: file.clone(),

@@ -64,8 +64,13 @@ pub struct Read {
 /// The grid for data spanning `[min_ms, max_ms]` and what the user asked: `--from`/`--to`
 /// win; `--window` alone is the last stretch of the data (or before `--to`); the step is
 /// `--step`, or the one a Prometheus server would be asked at for that span, and an unset
-/// start is aligned to it.
-pub(super) fn grid_for(min_ms: i64, max_ms: i64, w: Window) -> Result<Grid, ReviewError> {
+/// start is aligned to it. A window the user bounded is read in whole steps inside it, with
+/// a note for a last part shorter than a step that is not read.
+pub(super) fn grid_for(
+    min_ms: i64,
+    max_ms: i64,
+    w: Window,
+) -> Result<(Grid, Option<crate::review::noticed::Noticed>), ReviewError> {
     let data_from = min_ms.div_euclid(1000);
     let data_to = (max_ms + 999).div_euclid(1000) + 1;
     let span = |from: i64, to: i64| {
@@ -79,7 +84,8 @@ pub(super) fn grid_for(min_ms: i64, max_ms: i64, w: Window) -> Result<Grid, Revi
         }
     };
     // Bounds the user did not give follow the data, aligned outwards to the step; a
-    // `--window` alone is the last stretch of the data.
+    // `--window` alone is the last stretch of the data. A bound the user gave is kept: the
+    // data-led one moves to a whole number of steps from it.
     let (from, to, step) = match (w.from, w.to, w.window) {
         (Some(f), Some(t), _) => (f, t, span(f, t)?),
         (Some(f), None, Some(win)) => (f, f + win, span(f, f + win)?),
@@ -90,13 +96,32 @@ pub(super) fn grid_for(min_ms: i64, max_ms: i64, w: Window) -> Result<Grid, Revi
             (to - win, to, step)
         }
         (Some(f), None, None) => (f, data_to, span(f, data_to)?),
-        (None, t, None) => {
-            let to = t.unwrap_or(data_to);
-            let step = span(data_from, to)?;
-            (data_from.div_euclid(step) * step, to, step)
+        (None, Some(t), None) => {
+            let step = span(data_from, t)?;
+            (
+                t - (t - data_from + step - 1).div_euclid(step) * step,
+                t,
+                step,
+            )
+        }
+        (None, None, None) => {
+            let step = span(data_from, data_to)?;
+            (data_from.div_euclid(step) * step, data_to, step)
         }
     };
-    Grid::new(from, to, step)
+    if w.to.is_none() && w.window.is_none() {
+        // The end follows the data: up to a step past its last sample, where there is none.
+        return Grid::new(from, to, step).map(|g| (g, None));
+    }
+    let (grid, tail) = Grid::within(from, to, step)?;
+    Ok((
+        grid,
+        (tail > 0).then(|| crate::review::noticed::Noticed::TailNotRead {
+            seconds: tail,
+            step,
+            to: grid.to(),
+        }),
+    ))
 }
 
 /// `tok` as a finite number from 0 to `max`; `None` otherwise (the caller names where).

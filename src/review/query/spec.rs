@@ -22,6 +22,26 @@ pub struct Grid {
 pub(crate) const MAX_WINDOWS: i64 = 200_000;
 
 impl Grid {
+    /// The whole steps of `[from, to)`, a window the user asked for: where it is not a whole
+    /// number of steps, its last part (less than one step) is not read and its seconds are
+    /// returned, so nothing past `to` is counted (the grid of [`Grid::new`] would end up to
+    /// a step later, and the review said so as if it had been asked: issue 75).
+    pub(crate) fn within(
+        from: i64,
+        to: i64,
+        step: i64,
+    ) -> Result<(Grid, i64), crate::review::ReviewError> {
+        let step = step.max(1);
+        if from < to && to - from < step {
+            return Err(crate::review::ReviewError::Window(format!(
+                "the window ({} s) is shorter than one step ({step} s): give a smaller `--step`",
+                to - from
+            )));
+        }
+        let tail = if from < to { (to - from) % step } else { 0 };
+        Grid::new(from, to - tail, step).map(|g| (g, tail))
+    }
+
     /// The grid of `[from, to)` at `step`, or why not.
     pub(crate) fn new(from: i64, to: i64, step: i64) -> Result<Grid, crate::review::ReviewError> {
         if from >= to {
