@@ -195,10 +195,15 @@ fn registry() -> Handlebars<'static> {
         "rate",
         Box::new(quoting("rate", |s| number(s, crate::core::rate))),
     );
+    hb.register_helper(
+        "num",
+        Box::new(quoting("num", |s| number(s, crate::core::num))),
+    );
     hb
 }
 
-/// A number as a figure (`usd`: $1,234.56 a month, `rate`: an hourly price); anything else
+/// A number as a figure (`usd`: $1,234.56 a month, `rate`: an hourly price, `num`: a count
+/// as reports write one); anything else
 /// as written.
 fn number(text: &str, as_figure: fn(f64) -> String) -> String {
     text.parse::<f64>()

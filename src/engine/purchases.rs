@@ -1,8 +1,10 @@
-//! What to buy for a recommendation: the reservations its prices assume. A reserved pool is
-//! priced at the reserved rate for `reserved_nodes` nodes; nobody buys them unless told, and
-//! without them the same nodes run at on-demand prices. One line per pool, with the price
-//! assumed and the source and date it came from (render writes `purchases.json` and the
-//! README's list from these).
+//! What to buy for a recommendation: the reservations and Capacity Blocks its prices assume.
+//! A reserved pool is priced at the reserved rate for `reserved_nodes` nodes, a block pool at
+//! the block's price for its length; nobody buys them unless told, and without them the same
+//! nodes run at on-demand prices. One line per pool, as finance files it: the offering,
+//! platform, tenancy, scope, payment, term, count, hourly and total commitment, and the
+//! monthly saving against on-demand, with the price's source and date (render writes
+//! `purchases.json` and the README's list from these).
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +44,59 @@ pub struct Purchase {
     pub price_source: String,
     /// The date the source records for the price; `None` when it records none.
     pub price_as_of: Option<String>,
+    /// What is bought: `reservation` (Reserved Instances, Azure reservations) or
+    /// `capacity-block` (EC2 Capacity Blocks for ML). Older files hold reservations only.
+    #[serde(default = "reservation")]
+    pub kind: String,
+    /// The operating system the price is for, as the provider's purchase names it
+    /// (`Linux/UNIX`, EC2's `InstancePlatform`; `Linux` for Azure).
+    #[serde(default)]
+    pub platform: String,
+    /// EC2 tenancy (`default`: shared hardware); Azure reservations have none.
+    #[serde(default)]
+    pub tenancy: Option<String>,
+    /// Where the purchase applies: a regional Reserved Instance (any zone of the region, no
+    /// capacity held), an Azure reservation's shared scope, a Capacity Block's one zone.
+    #[serde(default)]
+    pub scope: String,
+    /// How it is paid: the upfront option the price is for.
+    #[serde(default)]
+    pub payment: String,
+    /// Hours the commitment runs: the term (8,760 a year) or the block's length.
+    #[serde(default)]
+    pub term_hours: f64,
+    /// `count` x `usd_per_hour` x `term_hours`: what is committed over the whole term.
+    #[serde(default)]
+    pub total_commitment_usd: f64,
+    /// What buying saves a month against the same nodes on demand; `None` without an
+    /// on-demand price.
+    #[serde(default)]
+    pub monthly_saving_usd: Option<f64>,
+}
+
+fn reservation() -> String {
+    "reservation".to_owned()
+}
+
+/// How a purchase is paid, from the offering its price is for: EC2's standard offerings
+/// name their upfront option; an Azure reservation costs the same paid upfront or monthly
+/// (Microsoft's reservation payment options); a Capacity Block's whole price is paid up
+/// front (EC2 `CapacityBlockOffering.upfrontFee`, "the total price to be paid up front").
+fn payment(provider: crate::core::Provider, kind: &str, offering: Option<&str>) -> String {
+    if kind == "capacity-block" {
+        return "all upfront, at purchase".to_owned();
+    }
+    match provider {
+        crate::core::Provider::Azure => {
+            "upfront or monthly, the same total (the hourly rate is the term's price spread over its hours)".to_owned()
+        }
+        _ => match offering {
+            Some(o) if o.contains("all upfront") => "all upfront (the hourly rate is the upfront fee spread over the term)".to_owned(),
+            Some(o) if o.contains("partial upfront") => "partial upfront, the rest hourly (the rate shown includes the upfront fee spread over the term)".to_owned(),
+            Some(o) if o.contains("no upfront") => "no upfront, hourly over the term".to_owned(),
+            _ => "the lowest of the standard purchase options (no, partial or all upfront)".to_owned(),
+        },
+    }
 }
 
 /// The reservations `rec` assumes, one line per reserved pool with nodes to buy.
@@ -49,6 +104,11 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
     let mut lines = Vec::new();
     let mut extra: f64 = 0.0;
     for p in &rec.pools {
+        if let Some(line) = block(p, catalog) {
+            extra += line.monthly_saving_usd.unwrap_or(0.0);
+            lines.push(line);
+            continue;
+        }
         let Some(term) = p.capacity.term_years() else {
             continue;
         };
@@ -64,6 +124,8 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
         if let Some(od) = on_demand {
             extra += held_month_usd(od - p.usd_per_node_hour, n);
         }
+        let offering = reserved.and_then(|r| r.offering.as_deref().map(str::to_owned));
+        let term_hours = 8760.0 * f64::from(term);
         lines.push(Purchase {
             pool: p.name.clone(),
             provider: p.provider,
@@ -71,19 +133,105 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
             sku: p.sku.clone(),
             count: p.reserved_nodes,
             term_years: term,
-            offering: reserved.and_then(|r| r.offering.as_deref().map(str::to_owned)),
+            payment: payment(p.provider, "reservation", offering.as_deref()),
+            offering,
             usd_per_hour: p.usd_per_node_hour,
             monthly_usd: monthly,
             on_demand_usd_per_hour: on_demand,
             price_source: reserved.map_or_else(String::new, |r| r.source.to_string()),
             price_as_of: reserved.and_then(|r| r.as_of).map(|d| d.to_string()),
+            kind: reservation(),
+            platform: platform(p.provider),
+            tenancy: tenancy(p.provider),
+            scope: match p.provider {
+                crate::core::Provider::Azure => {
+                    "shared (every subscription of the billing scope)".to_owned()
+                }
+                _ => "region (any zone; no capacity held)".to_owned(),
+            },
+            term_hours,
+            total_commitment_usd: crate::core::cents(crate::core::node_hours_usd(
+                p.usd_per_node_hour,
+                n,
+                term_hours,
+            )),
+            monthly_saving_usd: on_demand
+                .map(|od| crate::core::cents(held_month_usd(od - p.usd_per_node_hour, n))),
         });
     }
-    lines.sort_by(|a, b| (&a.region, &a.sku, &a.pool).cmp(&(&b.region, &b.sku, &b.pool)));
+    lines.sort_by(|a, b| {
+        (&a.region, &a.sku, &a.pool, &a.kind).cmp(&(&b.region, &b.sku, &b.pool, &b.kind))
+    });
     Purchases {
         schema: SCHEMA,
         plan: rec.plan.clone(),
         purchases: lines,
         monthly_usd_if_not_bought: crate::core::cents(extra.max(0.0)),
     }
+}
+
+/// The operating system the catalog's prices are for, as each provider's purchase names it.
+fn platform(provider: crate::core::Provider) -> String {
+    match provider {
+        crate::core::Provider::Azure => "Linux",
+        _ => "Linux/UNIX",
+    }
+    .to_owned()
+}
+
+/// EC2's tenancy of the prices (shared hardware); Azure's reservations have none.
+fn tenancy(provider: crate::core::Provider) -> Option<String> {
+    match provider {
+        crate::core::Provider::Azure => None,
+        _ => Some("default".to_owned()),
+    }
+}
+
+/// A Capacity Block pool as a purchase line: its nodes for the block's length, at the
+/// block's price; `None` for other pools and for a block whose price is unknown (offline:
+/// nothing priced, nothing listed as if it were).
+fn block(p: &crate::engine::recommend::RecPool, catalog: &Catalog) -> Option<Purchase> {
+    if !p.capacity.is_block() {
+        return None;
+    }
+    let price = catalog.listed(p.provider, &p.sku, &p.region, Capacity::CapacityBlock)?;
+    // Bought for the length sold (an all-month gang's 840 h), though a month pays its 730.
+    let hours = p.block_hours?;
+    let hours = crate::cloud::profile(p.provider)
+        .sold_block(hours)
+        .unwrap_or(hours);
+    let n = f64::from(p.nodes.max);
+    let on_demand = catalog
+        .listed(p.provider, &p.sku, &p.region, Capacity::OnDemand)
+        .map(|x| x.usd_per_hour);
+    let total = crate::core::cents(crate::core::node_hours_usd(price.usd_per_hour, n, hours));
+    Some(Purchase {
+        pool: p.name.clone(),
+        provider: p.provider,
+        region: p.region.clone(),
+        sku: p.sku.clone(),
+        count: p.nodes.max,
+        term_years: 0,
+        offering: Some(format!("Capacity Block, {} h", crate::core::num(hours))),
+        usd_per_hour: price.usd_per_hour,
+        monthly_usd: p.monthly_cost_usd,
+        on_demand_usd_per_hour: on_demand,
+        price_source: price.source.to_string(),
+        price_as_of: price.as_of.map(|d| d.to_string()),
+        kind: "capacity-block".to_owned(),
+        platform: platform(p.provider),
+        tenancy: tenancy(p.provider),
+        scope: "one availability zone (the offering's)".to_owned(),
+        payment: payment(p.provider, "capacity-block", None),
+        term_hours: hours,
+        total_commitment_usd: total,
+        // The same node-hours on demand, less the block; a block is bought for hours, not
+        // months, so the saving is over the hours it pays in a month.
+        monthly_saving_usd: on_demand.map(|od| {
+            crate::core::cents(
+                crate::core::node_hours_usd(od, n, hours.min(crate::core::HOURS_PER_MONTH))
+                    - p.monthly_cost_usd,
+            )
+        }),
+    })
 }

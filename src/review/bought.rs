@@ -82,8 +82,11 @@ pub struct PurchaseFill {
 /// Each purchase's fill from the pods on its pool's nodes.
 pub(crate) fn fill(t: &Telemetry, catalog: &Catalog, bought: &[Purchase]) -> Vec<PurchaseFill> {
     let step = t.step.max(1) as f64;
+    // A Capacity Block is paid for its own days, not the review's window: only reservations
+    // are filled over the covered windows.
     bought
         .iter()
+        .filter(|b| b.kind == "reservation")
         .map(|b| {
             let per_node = catalog
                 .sku(b.provider, &b.sku)

@@ -546,6 +546,33 @@ fn a_gang_that_runs_all_month_is_offered_a_capacity_block() {
     assert!((cost - 16.0 * 18.7 * 730.0).abs() < 0.01, "{pool:#}");
     let text = std::fs::read_to_string(&written).expect("written");
     assert!(text.contains("block_hours = 840"), "{text}");
+    // Issue 74 item 6: the block is a purchase line finance can file: 16 instances for the
+    // 840 h sold, paid up front, in one zone, its whole price the commitment.
+    let out_dir = tmp.path().join("out");
+    common::gpuplan(&cache)
+        .args(["--quiet", "render"])
+        .arg(&plan)
+        .arg("--out")
+        .arg(&out_dir)
+        .assert()
+        .success();
+    let list: serde_json::Value =
+        crate::common::contract(std::fs::read(out_dir.join("purchases.json")).expect("purchases"))
+            .expect("json");
+    let line = &list["purchases"][0];
+    assert_eq!(line["kind"], "capacity-block", "{list:#}");
+    assert_eq!(line["count"], 16);
+    assert_eq!(line["term_hours"].as_f64(), Some(840.0));
+    assert!(line["payment"]
+        .as_str()
+        .is_some_and(|p| p.starts_with("all upfront")));
+    assert!(line["scope"].as_str().is_some_and(|p| p.contains("zone")));
+    assert!(
+        (line["total_commitment_usd"].as_f64().expect("total") - 16.0 * 18.7 * 840.0).abs() < 0.01,
+        "{line:#}"
+    );
+    let readme = std::fs::read_to_string(out_dir.join("README.md")).expect("README");
+    assert!(readme.contains("Capacity Block, 840 h"), "{readme}");
     common::gpuplan(&cache)
         .arg("check")
         .arg(&written)

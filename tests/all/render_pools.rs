@@ -268,12 +268,44 @@ fn reserved_pools_come_with_a_purchase_list() {
                 .is_some_and(|o| o.contains("upfront")),
             "{l}"
         );
-        extra += n * (l["on_demand_usd_per_hour"].as_f64().expect("od") - rate) * 730.0;
+        // Issue 74 item 6: what finance files: platform, tenancy, scope, payment, the term's
+        // hours and the whole commitment, and the monthly saving against on-demand.
+        let od = l["on_demand_usd_per_hour"].as_f64().expect("od");
+        let term_hours = 8760.0 * l["term_years"].as_f64().expect("term");
+        assert_eq!(l["kind"], "reservation", "{l}");
+        assert_eq!(l["platform"], "Linux/UNIX", "{l}");
+        assert_eq!(l["tenancy"], "default", "{l}");
+        assert!(
+            l["scope"].as_str().is_some_and(|s| s.starts_with("region")),
+            "{l}"
+        );
+        assert!(
+            l["payment"].as_str().is_some_and(|s| s.contains("upfront")),
+            "{l}"
+        );
+        assert_eq!(l["term_hours"].as_f64(), Some(term_hours), "{l}");
+        assert!(
+            (l["total_commitment_usd"].as_f64().expect("total") - n * rate * term_hours).abs()
+                < 0.011,
+            "{l}"
+        );
+        assert!(
+            (l["monthly_saving_usd"].as_f64().expect("saving") - n * (od - rate) * 730.0).abs()
+                < 0.011,
+            "{l}"
+        );
+        extra += n * (od - rate) * 730.0;
         assert!(
             files["README.md"].contains(&format!("| `{}` |", l["pool"].as_str().expect("pool")))
         );
     }
     assert!((list["monthly_usd_if_not_bought"].as_f64().expect("extra") - extra).abs() < 0.011);
+    assert!(
+        files["README.md"].contains("| platform | scope | payment |")
+            && files["README.md"].contains("committed over the term"),
+        "{}",
+        files["README.md"]
+    );
     // A plan with nothing reserved says so.
     let files = rendered("plans/minimal.toml", &[]);
     let none = crate::common::contract(files["purchases.json"].as_bytes()).expect("json");

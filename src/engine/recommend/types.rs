@@ -103,8 +103,9 @@ pub struct RecPool {
     /// Instances or Azure reservations); 0 for other capacity. What the purchase list asks to
     /// buy (`render`: purchases.json).
     pub reserved_nodes: u32,
-    /// A Capacity Block's length, hours: the shortest EC2 sells that covers its work (what
-    /// `--write-plan` writes as `block_hours`); none for other capacity.
+    /// A Capacity Block's hours paid in a month: the shortest length EC2 sells that covers
+    /// its work, at most the month (`--write-plan` and the purchase list give the length
+    /// sold, `cloud::Profile::sold_block`); none for other capacity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_hours: Option<f64>,
     /// The `gpuplan.io/pool` label its nodes carry and its workloads select: its own name,
