@@ -30,9 +30,9 @@ pub(crate) enum Failure {
 static WAITED_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// The most it may sleep on them in all: the per-request timeout the run's clients are built
 /// with (`--timeout`, set by [`agent`]; never less than one request's own retries), 30 s
-/// before any. A server that throttles every page held a 50-page
-/// refresh 20 s a page, 1,000 s in all (issue 75); now the run gives up once it has waited
-/// as long as one request may take, and says so.
+/// before any. A server that throttles every page held a 50-page refresh 20 s a page, 1,000 s
+/// in all (issue 75); now the run gives up once it has waited as long as one request may
+/// take, and says so.
 static BUDGET_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(30_000);
 
 /// The most this run waits on throttling and server errors, all requests together.
