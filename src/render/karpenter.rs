@@ -40,6 +40,22 @@ pub struct KarpenterView {
     pub reservation: bool,
     /// AKS: an SR-IOV vGPU size, whose GRID guest driver AKS installs (`gpu.mode: Driver`).
     pub vgpu: bool,
+    /// A spot NodePool's way back: it also allows `on-demand`, which Karpenter launches when
+    /// spot cannot be had (it prefers spot, caches an unavailable spot offering and then tries
+    /// on-demand: karpenter docs, concepts/scheduling, "Capacity Type"), with what that costs.
+    pub on_demand_fallback: Option<FallbackView>,
+}
+
+/// What a spot NodePool's on-demand fallback costs: the on-demand rate of its size, and the
+/// month of its nodes above the floor at that rate where spot was priced (`None` without an
+/// on-demand price).
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct FallbackView {
+    pub usd_per_node_hour: Option<f64>,
+    /// Every one of its nodes on demand for the hours the spot price assumed.
+    pub monthly_usd: Option<f64>,
+    /// The same nodes at the spot price, restart waste included: what the plan assumes.
+    pub spot_monthly_usd: f64,
 }
 
 /// A pool `render --karpenter` gives no NodePool, and why.
@@ -59,6 +75,7 @@ pub(super) fn node_pool(
     sku: Option<&Sku>,
     members: &[&crate::plan::Workload],
     mig: Option<bool>,
+    on_demand_usd_per_hour: Option<f64>,
 ) -> Result<KarpenterView, SkippedView> {
     let karpenter_capacity = super::provider::karpenter_capacity(p.capacity);
     let profile = super::provider::of(rec.provider);
@@ -78,6 +95,13 @@ pub(super) fn node_pool(
             name: v.name.clone(),
             why,
         });
+    }
+    // A spot gang's nodes all floor are Karpenter's alone, so that they have a way back: a
+    // Terraform spot node group keeps asking for spot, where Karpenter launches on-demand
+    // when spot cannot be had (issue 74). Its pods always wait for all its nodes, and a
+    // gang's nodes are never consolidated while it runs.
+    if v.min == v.max && v.gang && p.capacity.is_evictable() {
+        v.min = 0;
     }
     if v.min == v.max {
         return Err(SkippedView {
@@ -130,7 +154,27 @@ pub(super) fn node_pool(
         placement_group: v.placement_group,
         reservation: p.capacity.is_held_capacity(),
         vgpu: v.vgpu,
+        on_demand_fallback: p
+            .capacity
+            .is_evictable()
+            .then(|| fallback(p, on_demand_usd_per_hour)),
     })
+}
+
+/// The fallback's price: the spot pool's paid node-hours (its cost over its rate and restart
+/// waste) at the on-demand rate.
+fn fallback(p: &RecPool, on_demand: Option<f64>) -> FallbackView {
+    let per_hour = p.usd_per_node_hour * p.spot_waste_factor.unwrap_or(1.0);
+    let node_hours = if per_hour > 0.0 {
+        p.monthly_cost_usd / per_hour
+    } else {
+        0.0
+    };
+    FallbackView {
+        usd_per_node_hour: on_demand,
+        monthly_usd: on_demand.map(|od| crate::core::cents(od * node_hours)),
+        spot_monthly_usd: p.monthly_cost_usd,
+    }
 }
 
 /// One NodePool per name: the node sizes of a pool of several joined into one, with every

@@ -261,14 +261,15 @@ fn karpenter_objects_validate_and_match_the_flavors_and_pools() {
                     .filter_map(|q| q["sku"].as_str())
                     .collect();
                 assert_eq!(values("node.kubernetes.io/instance-type"), sizes);
-                let capacity = match rp["capacity"].as_str().expect("capacity") {
-                    "spot" => "spot",
-                    "capacity-block" | "capacity-reservation" => "reserved",
-                    _ => "on-demand",
+                // Spot has an on-demand way back (issue 74).
+                let capacity: &[&str] = match rp["capacity"].as_str().expect("capacity") {
+                    "spot" => &["spot", "on-demand"],
+                    "capacity-block" | "capacity-reservation" => &["reserved"],
+                    _ => &["on-demand"],
                 };
                 assert_eq!(
                     values("karpenter.sh/capacity-type"),
-                    [capacity],
+                    capacity,
                     "{plan}: {name}"
                 );
                 let gang = rp["workloads"]
@@ -437,4 +438,86 @@ fn an_eks_gang_is_shielded_and_placed_together() {
     .into();
     assert_eq!(efa(&files, "pretrain"), Some(32));
     assert_eq!(efa(&files, "scoring"), None);
+}
+
+/// Issue 74 item 2: a spot gang (16 p4d.24xlarge) had no way back. Under Karpenter its
+/// NodePool allows on-demand beside spot (Karpenter prefers spot and launches on-demand when
+/// spot cannot be had: karpenter docs, concepts/scheduling, "Capacity Type"), and the README
+/// prices that fallback: the same node-hours on demand. Its nodes, all floor, are Karpenter's
+/// alone (a Terraform spot node group would keep asking for spot).
+#[test]
+fn a_spot_gang_has_an_on_demand_way_back_priced() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plan = dir.path().join("gang.toml");
+    let text = "version = 1\n[plan]\nname = \"gang\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nreservation_term = \"none\"\n\n[[workload]]\nname = \"pretrain\"\nteam = \"research\"\nkind = \"training\"\nnodes = 16\ngpus = 8\ncheckpoint_minutes = 60\ninterruptible = true\nskus = [\"p4d.24xlarge\"]\n";
+    std::fs::write(&plan, text).expect("plan");
+    let capacity_types = |files: &BTreeMap<String, String>| -> Vec<String> {
+        let objects = docs(&files["karpenter/karpenter.yaml"]);
+        let pool = objects
+            .iter()
+            .find(|o| o["kind"] == "NodePool")
+            .expect("a node pool");
+        let reqs = pool["spec"]["template"]["spec"]["requirements"]
+            .as_sequence()
+            .expect("requirements");
+        let ct = reqs
+            .iter()
+            .find(|r| str_of(&r["key"]) == "karpenter.sh/capacity-type")
+            .expect("capacity type");
+        ct["values"]
+            .as_sequence()
+            .expect("values")
+            .iter()
+            .map(str_of)
+            .collect()
+    };
+    let files = render(&plan);
+    assert_eq!(capacity_types(&files), ["spot", "on-demand"]);
+    let out = gpuplan()
+        .args(["recommend", "--format", "json"])
+        .arg(&plan)
+        .output()
+        .expect("recommend");
+    let rec = common::contract(&out.stdout).expect("json");
+    let p = &rec["pools"][0];
+    assert_eq!(p["capacity"], "spot", "{p:#}");
+    let (cost, rate, waste) = (
+        p["monthly_cost_usd"].as_f64().expect("cost"),
+        p["usd_per_node_hour"].as_f64().expect("rate"),
+        p["spot_waste_factor"].as_f64().unwrap_or(1.0),
+    );
+    let readme = &files["README.md"];
+    let line = readme
+        .lines()
+        .find(|l| l.contains("is spot with a way back"))
+        .unwrap_or_else(|| panic!("{readme}"));
+    // The on-demand figure is the spot node-hours at the on-demand rate.
+    let node_hours = cost / (rate * waste);
+    let figure = |after: &str| -> f64 {
+        let at = line.find(after).expect(after) + after.len();
+        line[at..]
+            .trim_start_matches(['$', ' '])
+            .split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
+            .next()
+            .unwrap_or("")
+            .replace(',', "")
+            .trim_end_matches('.')
+            .parse()
+            .unwrap_or_else(|_| panic!("{line}"))
+    };
+    let on_demand_month = figure("the same node-hours on demand: ");
+    let on_demand_rate = figure("a month (");
+    assert!(
+        (on_demand_month - node_hours * on_demand_rate).abs() < 0.01 * node_hours,
+        "{line}"
+    );
+    assert!(on_demand_month > cost, "{line}");
+    // Off spot, the gang's nodes are all floor, kept by Terraform: no NodePool, nothing to
+    // fall back from.
+    std::fs::write(&plan, text.replace("interruptible = true\n", "")).expect("plan");
+    let files = render(&plan);
+    assert!(!docs(&files["karpenter/karpenter.yaml"])
+        .iter()
+        .any(|o| o["kind"] == "NodePool"));
+    assert!(!files["README.md"].contains("way back"));
 }

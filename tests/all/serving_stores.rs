@@ -214,16 +214,7 @@ fn a_store_slow_on_first_answers_is_asked_the_same_again() {
 fn a_store_both_slow_and_tight_is_split_until_it_answers() {
     use common::mock::Resp;
     use std::sync::{Arc, Mutex};
-    let span = |r: &common::mock::Req| {
-        let q = |k: &str| {
-            r.target
-                .split(['?', '&'])
-                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        q("end") - q("start")
-    };
+    let span = |r: &common::mock::Req| r.span();
     let whole: serde_json::Value = common::contract(crate::review::review_against(
         &crate::review::mock_prometheus_with(
             crate::review::one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),

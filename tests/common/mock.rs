@@ -25,6 +25,17 @@ impl Req {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+    /// A range query's `end` less its `start`, seconds (0 where either is missing).
+    pub fn span(&self) -> f64 {
+        let q = |k: &str| {
+            self.target
+                .split(['?', '&'])
+                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        q("end") - q("start")
+    }
     /// A form field of a query-protocol body (`Action=...&Version=...`).
     pub fn form(&self, key: &str) -> Option<String> {
         self.body.split('&').find_map(|kv| {

@@ -143,6 +143,20 @@ fn page_two(_: &str) -> String {
     )
 }
 
+/// A cache holding one healthy refresh of eastus's prices, and its files as they are.
+fn healthy_cache() -> (tempfile::TempDir, std::path::PathBuf, Vec<(String, String)>) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let (url, h) = server(vec![
+        (200, "", Box::new(page_one)),
+        (200, "", Box::new(page_two)),
+    ]);
+    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
+    h.join().expect("server");
+    let good = common::tree(&cache);
+    (dir, cache, good)
+}
+
 fn pool_sku(cache: &Path, url: &str) -> String {
     let out = gpuplan(cache, url)
         .args(["recommend", "--format", "json", "plans/minimal.toml"])
@@ -246,15 +260,7 @@ fn a_429_is_waited_out_and_the_dry_run_asks_nothing() {
 /// `Retry-After` past that is not waited for at all.
 #[test]
 fn a_throttling_storm_is_given_up_on_within_the_timeout() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let cache = dir.path().join("cache");
-    let (url, h) = server(vec![
-        (200, "", Box::new(page_one)),
-        (200, "", Box::new(page_two)),
-    ]);
-    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
-    h.join().expect("server");
-    let good = common::tree(&cache);
+    let (_dir, cache, good) = healthy_cache();
     let throttled = |after: &'static str| -> (u16, &'static str, Body) {
         (
             429,
@@ -378,15 +384,7 @@ fn a_size_listed_at_two_prices_is_named() {
 
 #[test]
 fn faults_leave_the_cache_as_it_was() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let cache = dir.path().join("cache");
-    let (url, h) = server(vec![
-        (200, "", Box::new(page_one)),
-        (200, "", Box::new(page_two)),
-    ]);
-    gpuplan(&cache, &url).args(EASTUS_PRICES).assert().code(0);
-    h.join().expect("server");
-    let good = common::tree(&cache);
+    let (_dir, cache, good) = healthy_cache();
     let cases: Vec<(&str, Script)> = vec![
         (
             "HTTP 500",

@@ -261,7 +261,7 @@ pub enum FindingCode {
     /// A pool that runs out of vCPUs or RAM before GPUs.
     IdleGpus,
     /// A gang on spot that must be re-acquired whole after an interruption, with no
-    /// availability signal and no fallback rendered.
+    /// availability signal offline, and a fallback only where Karpenter renders one.
     SpotGang,
 }
 

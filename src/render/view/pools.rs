@@ -234,6 +234,15 @@ impl Pools {
             } else {
                 None
             };
+            let on_demand = cx
+                .catalog
+                .listed(
+                    p.provider,
+                    &p.sku,
+                    &p.region,
+                    crate::core::Capacity::OnDemand,
+                )
+                .map(|x| x.usd_per_hour);
             match super::super::karpenter::node_pool(
                 cx.rec,
                 p,
@@ -241,6 +250,7 @@ impl Pools {
                 pool.sku,
                 &pool.members,
                 mig,
+                on_demand,
             ) {
                 Ok(k) => self.karpenter.push(k),
                 Err(skipped) => self.karpenter_skipped.push(skipped),

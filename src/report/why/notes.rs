@@ -188,7 +188,7 @@ impl fmt::Display for Said {
                 region,
             } => write!(
                 f,
-                "capacity risk: `{workload}` runs as a gang of {nodes} {sku} nodes on spot in `{pool}` ({region}); each interruption needs all {nodes} again at once, which is when a scarce size is least available, and no availability signal exists offline (gpuplan reads no spot placement score) and no on-demand fallback is rendered: keep an on-demand or reserved pool of its size within quota, or plan it off spot"
+                "capacity risk: `{workload}` runs as a gang of {nodes} {sku} nodes on spot in `{pool}` ({region}); each interruption needs all {nodes} again at once, which is when a scarce size is least available, and no availability signal exists offline (gpuplan reads no spot placement score). `render --karpenter` gives its NodePool an on-demand way back (Karpenter launches on-demand when spot cannot be had, priced in the README); the Terraform node group alone has none: keep on-demand or reserved quota of its size for it, or plan it off spot"
             ),
             Said::IdleGpus {
                 pool,
