@@ -370,3 +370,58 @@ fn a_spot_gang_is_named_as_a_capacity_risk() {
     // Off spot, nothing to say.
     assert!(findings(&text.replace("interruptible = true\n", "")).is_empty());
 }
+
+/// Issue 74 item 2: where a live refresh read EC2 spot placement scores, the spot-gang note
+/// gives the score for the pool's GPU model and region, and says it was asked for one
+/// instance; offline it says no signal exists and where one comes from.
+#[test]
+fn a_spot_gang_note_reads_the_refreshed_placement_score() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cache = dir.path().join("cache");
+    let file = cache.join("aws/spot-placement.csv");
+    std::fs::create_dir_all(file.parent().expect("dir")).expect("dir");
+    std::fs::write(
+        cache.join("CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by gpuplan.\n",
+    )
+    .expect("tag");
+    std::fs::write(
+        cache.join("sources.toml"),
+        "[[file]]\npath = \"aws/spot-placement.csv\"\nkind = \"spot-bands\"\nprovider = \"aws\"\nas_of = \"2026-12-01\"\nsource = \"EC2 GetSpotPlacementScores (test)\"\nlicence = \"test\"\n",
+    )
+    .expect("sources");
+    std::fs::write(
+        &file,
+        "gpu_model,region,score,captured,source\nA100-40GB,us-east-1,3,2026-12-01,EC2 GetSpotPlacementScores\n",
+    )
+    .expect("scores");
+    let plan = dir.path().join("gang.toml");
+    std::fs::write(&plan, "version = 1\n[plan]\nname = \"gang\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nreservation_term = \"none\"\n\n[[workload]]\nname = \"pretrain\"\nteam = \"research\"\nkind = \"training\"\nnodes = 16\ngpus = 8\ncheckpoint_minutes = 60\ninterruptible = true\nskus = [\"p4d.24xlarge\"]\n").expect("plan");
+    let message = |cache: &std::path::Path| -> String {
+        let out = crate::common::gpuplan(cache)
+            .args(["recommend", "--format", "json"])
+            .arg(&plan)
+            .output()
+            .expect("recommend");
+        let rec = crate::common::contract(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        rec["findings"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["rule"] == "spot-gang"))
+            .and_then(|f| f["message"].as_str())
+            .expect("a spot-gang note")
+            .to_owned()
+    };
+    let live = message(&cache);
+    assert!(
+        live.contains("spot placement score for A100-40GB in us-east-1 is 3/10")
+            && live.contains("asked for one instance: 16 at once are less likely"),
+        "{live}"
+    );
+    let offline = message(std::path::Path::new("/nonexistent/gpuplan-test-cache"));
+    assert!(
+        offline.contains("no availability signal exists offline")
+            && offline.contains("spot placement scores"),
+        "{offline}"
+    );
+}

@@ -127,6 +127,11 @@ fn notes(plan: &Plan, catalog: &Catalog, pools: &[RecPool]) -> Vec<Finding> {
                         nodes,
                         sku: p.sku.clone(),
                         region: p.region.clone(),
+                        score: catalog.provider(p.provider).and_then(|pc| {
+                            pc.spot_placement
+                                .get(&(p.gpu_model.clone(), p.region.clone()))
+                                .map(|(s, src)| (*s, p.gpu_model.clone(), src.to_string()))
+                        }),
                     },
                 )
             });

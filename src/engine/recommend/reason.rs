@@ -373,6 +373,10 @@ pub enum Said {
         nodes: u32,
         sku: String,
         region: String,
+        /// The last refresh's EC2 spot placement score (1-10) for the pool's GPU model in
+        /// its region, with its GPU model and source: asked for one instance, so a gang's
+        /// odds are lower than it says. `None` offline and on clouds that publish none.
+        score: Option<(u8, String, String)>,
     },
     /// A MIG packing not proven optimal within the search budget.
     PackingNotProven {

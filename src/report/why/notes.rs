@@ -186,9 +186,16 @@ impl fmt::Display for Said {
                 nodes,
                 sku,
                 region,
+                score,
             } => write!(
                 f,
-                "capacity risk: `{workload}` runs as a gang of {nodes} {sku} nodes on spot in `{pool}` ({region}); each interruption needs all {nodes} again at once, which is when a scarce size is least available, and no availability signal exists offline (gpuplan reads no spot placement score). `render --karpenter` gives its NodePool an on-demand way back (Karpenter launches on-demand when spot cannot be had, priced in the README); the Terraform node group alone has none: keep on-demand or reserved quota of its size for it, or plan it off spot"
+                "capacity risk: `{workload}` runs as a gang of {nodes} {sku} nodes on spot in `{pool}` ({region}); each interruption needs all {nodes} again at once, which is when a scarce size is least available, and {}. `render --karpenter` gives its NodePool an on-demand way back (Karpenter launches on-demand when spot cannot be had, priced in the README); the Terraform node group alone has none: keep on-demand or reserved quota of its size for it, or plan it off spot",
+                match score {
+                    Some((s, model, source)) => format!(
+                        "the last refresh's spot placement score for {model} in {region} is {s}/10 ({source}), asked for one instance: {nodes} at once are less likely than that says"
+                    ),
+                    None => "no availability signal exists offline (a live `catalog refresh` on AWS reads EC2 spot placement scores; Azure publishes none)".to_owned(),
+                }
             ),
             Said::IdleGpus {
                 pool,
