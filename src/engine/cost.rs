@@ -109,6 +109,15 @@ pub(crate) fn block_price_unknown(plan: &Plan, catalog: &Catalog, pool: &Pool) -
 /// Whether a pool of `capacity` on `sku` in `region` has no price of its own to be costed
 /// at: a Capacity Block the catalog lists no block price for. `check`, `diff`, `render` and
 /// the guardrail ask this one question.
+/// How every output says a Capacity Block has no price here, and where one comes from: one
+/// wording in `check`, `diff`, `recommend` and `render` (issue 74: six spellings said it).
+pub(crate) fn block_price_unknown_said(provider: Provider) -> String {
+    format!(
+        "Capacity Block price unknown offline (`catalog refresh --provider {}` reads DescribeCapacityBlockOfferings)",
+        provider.as_str()
+    )
+}
+
 pub(crate) fn price_unknown(
     catalog: &Catalog,
     provider: Provider,

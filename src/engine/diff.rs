@@ -78,6 +78,11 @@ pub(crate) struct Side {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub declared_unpriced: Vec<String>,
     pub unsatisfied: Vec<String>,
+    /// The plan's cloud, for what its messages say (not in the JSON: `diff` compares plans
+    /// of one cloud).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub provider: crate::core::Provider,
 }
 
 #[derive(Debug, Serialize, Default, schemars::JsonSchema)]
@@ -539,6 +544,7 @@ fn side(p: &Plan, r: &Recommendation, declared: &DeclaredCosts) -> Side {
         declared_monthly_cost_at_max_usd: any.then(|| cents(declared.at_max)),
         declared_unpriced: declared.unpriced.clone(),
         unsatisfied: r.unsatisfied.iter().map(|u| u.workload.clone()).collect(),
+        provider: p.provider(),
     }
 }
 

@@ -55,12 +55,13 @@ pub(crate) fn rise(d: &Diff, h: Held) -> String {
         // The pools the guardrail failed closed on, as it found them.
         let unpriced = d.guardrail.as_ref().map_or(&[][..], |g| &g.unpriced[..]);
         return format!(
-            "the head declares {} with no price to hold to the limit (Capacity Block price unknown offline; a live `catalog refresh` reads DescribeCapacityBlockOfferings)",
+            "the head declares {} with no price to hold to the limit ({})",
             unpriced
                 .iter()
                 .map(|p| format!("`{p}`"))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            crate::engine::cost::block_price_unknown_said(d.base.provider)
         );
     }
     let (before, after) = h.of(d).unwrap_or_default();
@@ -235,12 +236,13 @@ fn declared_line(d: &Diff) -> Option<String> {
 fn unpriced_line(label: &str, s: &crate::engine::diff::Side) -> Option<String> {
     (!s.declared_unpriced.is_empty()).then(|| {
         format!(
-            "note: in the {label}, not counted in the declared cost: {} (Capacity Block price unknown offline; `catalog refresh --provider aws` reads DescribeCapacityBlockOfferings)",
+            "note: in the {label}, not counted in the declared cost: {} ({})",
             s.declared_unpriced
                 .iter()
                 .map(|n| format!("`{n}`"))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            crate::engine::cost::block_price_unknown_said(s.provider)
         )
     })
 }

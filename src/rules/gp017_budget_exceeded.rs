@@ -89,8 +89,9 @@ impl Rule for BudgetExceeded {
             String::new()
         } else {
             format!(
-                "; not counted: {}, Capacity Block(s) whose block price is unknown offline (`catalog refresh --provider aws` reads DescribeCapacityBlockOfferings)",
-                unpriced.join(", ")
+                "; not counted: {} ({})",
+                unpriced.join(", "),
+                crate::engine::cost::block_price_unknown_said(cx.plan.provider())
             )
         };
         cx.push(

@@ -199,7 +199,10 @@ fn block_finding(cx: &Cx<'_>, pool: &Sp<Pool>, per_node: f64) -> Option<crate::d
     }
     let idle_node_hours = (bought as f64 * window - gpu_hours / per_node).max(0.0);
     let idle = if block_price_unknown(cx.plan, cx.catalog, pool) {
-        "cost unknown offline (no Capacity Block price; `catalog refresh --provider aws` reads DescribeCapacityBlockOfferings)".to_owned()
+        format!(
+            "cost unknown: {}",
+            crate::engine::cost::block_price_unknown_said(cx.plan.provider())
+        )
     } else {
         match cx.catalog.listed(
             cx.plan.provider(),

@@ -433,6 +433,27 @@ fn an_unpriced_block_is_said_unknown_everywhere_and_the_guardrail_fails_closed()
         err.contains("`pretrain-block` with no price to hold to the limit"),
         "{err}"
     );
+    // Issue 74 item 4: one wording wherever the price is unknown: render's files, diff and
+    // recommend's comparison (and GP017/GP023, through the same function).
+    let said = "Capacity Block price unknown offline (`catalog refresh --provider aws` reads DescribeCapacityBlockOfferings)";
+    assert!(pool_line.contains(said), "{pool_line}");
+    assert!(err.contains(said), "{err}");
+    // recommend: the comparison with the declared pools names it the same way.
+    let o = common::gpuplan(&cache)
+        .arg("recommend")
+        .arg(&head)
+        .output()
+        .expect("recommend");
+    let rec = String::from_utf8_lossy(&o.stdout);
+    assert!(rec.contains(said), "{rec}");
+    let diff_md = common::gpuplan(&cache)
+        .args(["diff", "--format", "markdown"])
+        .arg(&base)
+        .arg(&head)
+        .output()
+        .expect("diff");
+    let diff_md = String::from_utf8_lossy(&diff_md.stdout).into_owned();
+    assert!(diff_md.contains(said), "{diff_md}");
     // the same pool unpriced on both sides is no new purchase: nothing to fail on.
     let same = common::gpuplan(&cache)
         .args(["diff", "--guard", "declared", "--fail-on-increase", "10%"])

@@ -299,7 +299,7 @@ fn gp023_judges_a_capacity_block_over_its_window() {
     // Issue 57: the idle node-hours are the block's and are priced at the block price, which
     // is unknown offline and said so (never an on-demand stand-in).
     assert!(
-        six[0].contains("a Capacity Block of 6 nodes x 168 hours but its work runs 168 hours on 4 nodes: 336 node-hours idle, cost unknown offline"),
+        six[0].contains("a Capacity Block of 6 nodes x 168 hours but its work runs 168 hours on 4 nodes: 336 node-hours idle, cost unknown: Capacity Block price unknown offline"),
         "{six:?}"
     );
 }

@@ -296,9 +296,9 @@ fn total_cost(catalog: &Catalog, rec: &Recommendation) -> String {
     match unknown.first() {
         None => total,
         Some(_) => format!(
-            "{total}, not counting {} (Capacity Block price unknown offline; `catalog refresh --provider {}` reads DescribeCapacityBlockOfferings)",
+            "{total}, not counting {} ({})",
             unknown.join(", "),
-            rec.provider.as_str()
+            crate::engine::cost::block_price_unknown_said(rec.provider)
         ),
     }
 }

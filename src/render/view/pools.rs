@@ -287,8 +287,8 @@ fn monthly_cost(catalog: &Catalog, p: &crate::engine::recommend::RecPool) -> Str
 /// What a pool whose price is unknown offline says instead of a figure.
 fn unknown_price(provider: crate::core::Provider) -> String {
     format!(
-        "Capacity Block price unknown offline (`catalog refresh --provider {}` reads DescribeCapacityBlockOfferings): not counted",
-        provider.as_str()
+        "{}: not counted",
+        crate::engine::cost::block_price_unknown_said(provider)
     )
 }
 

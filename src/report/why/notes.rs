@@ -132,7 +132,8 @@ impl fmt::Display for ChangeNote {
             ),
             ChangeNote::BlockPriceUnknown { sku, region } => write!(
                 f,
-                "Capacity Block price of `{sku}` in {region} unknown offline (a live refresh reads DescribeCapacityBlockOfferings): not compared, no saving claimed"
+                "`{sku}` in {region}: {}: not compared, no saving claimed",
+                crate::engine::cost::block_price_unknown_said(crate::core::Provider::Aws)
             ),
             ChangeNote::NoPrice { sku, region } => write!(
                 f,
