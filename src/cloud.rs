@@ -52,6 +52,10 @@ pub struct Profile {
     pub capacity_reservation: &'static str,
     /// The product a reserved price buys.
     pub reservation: &'static str,
+    /// How a purchase of it is filed (the purchase list): the operating system its prices
+    /// are for, its tenancy, a reservation's scope, and how a reservation is paid where the
+    /// offering does not say.
+    pub purchase: Purchase,
     /// How the embedded reservation rates were chosen among a type's offerings; `None`: none
     /// are embedded, they come only from a live refresh (Azure's Retail Prices API), so a
     /// missing one is unknown rather than not sold.
@@ -147,6 +151,19 @@ pub struct Render {
     pub capacity_label: Option<CapacityLabel>,
 }
 
+/// The facts of a cloud's purchases that a finance team files with each line.
+#[derive(Debug)]
+pub struct Purchase {
+    /// The operating system the catalog's prices are for, as the purchase names it.
+    pub platform: &'static str,
+    /// The tenancy the prices are for; `None` where the cloud's purchase has none.
+    pub tenancy: Option<&'static str>,
+    /// Where a reservation applies, as gpuplan recommends buying it.
+    pub reservation_scope: &'static str,
+    /// How a reservation is paid where its offering names no upfront option.
+    pub reservation_payment: &'static str,
+}
+
 /// A node label `(key, value)` for a capacity type.
 pub type CapacityLabel = fn(Capacity) -> (&'static str, &'static str);
 
@@ -186,6 +203,12 @@ mod tests {
             block_steps: &[],
             capacity_reservation: "Compute Engine reservation",
             reservation: "committed use discount",
+            purchase: Purchase {
+                platform: "Linux",
+                tenancy: None,
+                reservation_scope: "project",
+                reservation_payment: "monthly",
+            },
             embedded_reservations: None,
             prices_api: "the Cloud Billing Catalog API",
             bands_live_only: true,

@@ -15,6 +15,14 @@ pub(super) const PROFILE: Profile = Profile {
     block_steps: &[(336, 24), (4368, 168)],
     capacity_reservation: "EC2 On-Demand Capacity Reservation",
     reservation: "Reserved Instance",
+    // EC2's `InstancePlatform` and tenancy of the prices; a regional Reserved Instance
+    // applies in any zone of its region and holds no capacity.
+    purchase: super::Purchase {
+        platform: "Linux/UNIX",
+        tenancy: Some("default"),
+        reservation_scope: "region (any zone; no capacity held)",
+        reservation_payment: "the lowest of the standard purchase options (no, partial or all upfront)",
+    },
     embedded_reservations: Some("the Price List snapshot's standard before convertible, no upfront first"),
     prices_api: "the AWS Price List API",
     bands_live_only: false,

@@ -13,6 +13,14 @@ pub(super) const PROFILE: Profile = Profile {
     block_steps: &[],
     capacity_reservation: "Azure capacity reservation group",
     reservation: "Azure reservation",
+    // Azure reservations have no tenancy; the shared scope applies the discount to every
+    // subscription of the billing scope, and a term costs the same paid upfront or monthly.
+    purchase: super::Purchase {
+        platform: "Linux",
+        tenancy: None,
+        reservation_scope: "shared (every subscription of the billing scope)",
+        reservation_payment: "upfront or monthly, the same total (the hourly rate is the term's price spread over its hours)",
+    },
     embedded_reservations: None,
     prices_api: "the Retail Prices API",
     bands_live_only: true,

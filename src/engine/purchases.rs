@@ -79,24 +79,24 @@ fn reservation() -> String {
 }
 
 /// How a purchase is paid, from the offering its price is for: EC2's standard offerings
-/// name their upfront option; an Azure reservation costs the same paid upfront or monthly
-/// (Microsoft's reservation payment options); a Capacity Block's whole price is paid up
-/// front (EC2 `CapacityBlockOffering.upfrontFee`, "the total price to be paid up front").
+/// name their upfront option, else the cloud's profile says (an Azure reservation costs the
+/// same paid upfront or monthly); a Capacity Block's whole price is paid up front (EC2
+/// `CapacityBlockOffering.upfrontFee`, "the total price to be paid up front").
 fn payment(provider: crate::core::Provider, kind: &str, offering: Option<&str>) -> String {
     if kind == "capacity-block" {
         return "all upfront, at purchase".to_owned();
     }
-    match provider {
-        crate::core::Provider::Azure => {
-            "upfront or monthly, the same total (the hourly rate is the term's price spread over its hours)".to_owned()
+    match offering {
+        Some(o) if o.contains("all upfront") => {
+            "all upfront (the hourly rate is the upfront fee spread over the term)"
         }
-        _ => match offering {
-            Some(o) if o.contains("all upfront") => "all upfront (the hourly rate is the upfront fee spread over the term)".to_owned(),
-            Some(o) if o.contains("partial upfront") => "partial upfront, the rest hourly (the rate shown includes the upfront fee spread over the term)".to_owned(),
-            Some(o) if o.contains("no upfront") => "no upfront, hourly over the term".to_owned(),
-            _ => "the lowest of the standard purchase options (no, partial or all upfront)".to_owned(),
-        },
+        Some(o) if o.contains("partial upfront") => {
+            "partial upfront, the rest hourly (the rate shown includes the upfront fee spread over the term)"
+        }
+        Some(o) if o.contains("no upfront") => "no upfront, hourly over the term",
+        _ => crate::cloud::profile(provider).purchase.reservation_payment,
     }
+    .to_owned()
 }
 
 /// The reservations `rec` assumes, one line per reserved pool with nodes to buy.
@@ -143,12 +143,10 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
             kind: reservation(),
             platform: platform(p.provider),
             tenancy: tenancy(p.provider),
-            scope: match p.provider {
-                crate::core::Provider::Azure => {
-                    "shared (every subscription of the billing scope)".to_owned()
-                }
-                _ => "region (any zone; no capacity held)".to_owned(),
-            },
+            scope: crate::cloud::profile(p.provider)
+                .purchase
+                .reservation_scope
+                .to_owned(),
             term_hours,
             total_commitment_usd: crate::core::cents(crate::core::node_hours_usd(
                 p.usd_per_node_hour,
@@ -170,21 +168,17 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
     }
 }
 
-/// The operating system the catalog's prices are for, as each provider's purchase names it.
+/// The operating system the catalog's prices are for, as the cloud's purchase names it.
 fn platform(provider: crate::core::Provider) -> String {
-    match provider {
-        crate::core::Provider::Azure => "Linux",
-        _ => "Linux/UNIX",
-    }
-    .to_owned()
+    crate::cloud::profile(provider).purchase.platform.to_owned()
 }
 
-/// EC2's tenancy of the prices (shared hardware); Azure's reservations have none.
+/// The tenancy of the prices, where the cloud's purchase has one.
 fn tenancy(provider: crate::core::Provider) -> Option<String> {
-    match provider {
-        crate::core::Provider::Azure => None,
-        _ => Some("default".to_owned()),
-    }
+    crate::cloud::profile(provider)
+        .purchase
+        .tenancy
+        .map(str::to_owned)
 }
 
 /// A Capacity Block pool as a purchase line: its nodes for the block's length, at the
