@@ -55,7 +55,7 @@ pub(crate) fn rise(d: &Diff, h: Held) -> String {
         // The pools the guardrail failed closed on, as it found them.
         let unpriced = d.guardrail.as_ref().map_or(&[][..], |g| &g.unpriced[..]);
         return format!(
-            "the head declares {} with no price to hold to the limit ({})",
+            "the head declares {} with no price to hold to the limit: {}",
             unpriced
                 .iter()
                 .map(|p| format!("`{p}`"))
@@ -236,7 +236,7 @@ fn declared_line(d: &Diff) -> Option<String> {
 fn unpriced_line(label: &str, s: &crate::engine::diff::Side) -> Option<String> {
     (!s.declared_unpriced.is_empty()).then(|| {
         format!(
-            "note: in the {label}, not counted in the declared cost: {} ({})",
+            "note: in the {label}, not counted in the declared cost: {}: {}",
             s.declared_unpriced
                 .iter()
                 .map(|n| format!("`{n}`"))

@@ -89,7 +89,7 @@ impl Rule for BudgetExceeded {
             String::new()
         } else {
             format!(
-                "; not counted: {} ({})",
+                "; not counted: {}: {}",
                 unpriced.join(", "),
                 crate::engine::cost::block_price_unknown_said(cx.plan.provider())
             )

@@ -367,7 +367,7 @@ fn an_offline_block_is_said_to_be_unpriced_in_diff_not_costed_at_on_demand() {
         .expect("runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("not counted in the declared cost: `pretrain-block` (Capacity Block price unknown offline"),
+        text.contains("not counted in the declared cost: `pretrain-block`: Capacity Block price unknown offline"),
         "{text}"
     );
 }

@@ -296,7 +296,7 @@ fn total_cost(catalog: &Catalog, rec: &Recommendation) -> String {
     match unknown.first() {
         None => total,
         Some(_) => format!(
-            "{total}, not counting {} ({})",
+            "{total}, not counting {}: {}",
             unknown.join(", "),
             crate::engine::cost::block_price_unknown_said(rec.provider)
         ),
