@@ -231,12 +231,7 @@ fn read(
             answers,
             grid,
             format!("Prometheus {}", crate::core::redact(url)),
-            (tail > 0)
-                .then(|| review::noticed::Noticed::TailNotRead {
-                    seconds: tail,
-                    step,
-                    to: grid.to(),
-                })
+            review::noticed::Noticed::tail_not_read(&grid, tail)
                 .into_iter()
                 .collect(),
         ));

@@ -46,8 +46,8 @@ pub struct Purchase {
     pub price_as_of: Option<String>,
     /// What is bought: `reservation` (Reserved Instances, Azure reservations) or
     /// `capacity-block` (EC2 Capacity Blocks for ML). Older files hold reservations only.
-    #[serde(default = "reservation")]
-    pub kind: String,
+    #[serde(default)]
+    pub kind: PurchaseKind,
     /// The operating system the price is for, as the provider's purchase names it
     /// (`Linux/UNIX`, EC2's `InstancePlatform`; `Linux` for Azure).
     #[serde(default)]
@@ -74,18 +74,33 @@ pub struct Purchase {
     pub monthly_saving_usd: Option<f64>,
 }
 
-fn reservation() -> String {
-    "reservation".to_owned()
+/// What a purchase line buys.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum PurchaseKind {
+    /// Reserved Instances or an Azure reservation: a rate for a term of years.
+    #[default]
+    Reservation,
+    /// EC2 Capacity Blocks for ML: nodes for a block of days, paid up front.
+    CapacityBlock,
 }
 
-/// How a purchase is paid, from the offering its price is for: EC2's standard offerings
+/// How a reservation is paid, from the offering its price is for: EC2's standard offerings
 /// name their upfront option, else the cloud's profile says (an Azure reservation costs the
-/// same paid upfront or monthly); a Capacity Block's whole price is paid up front (EC2
-/// `CapacityBlockOffering.upfrontFee`, "the total price to be paid up front").
-fn payment(provider: crate::core::Provider, kind: &str, offering: Option<&str>) -> String {
-    if kind == "capacity-block" {
-        return "all upfront, at purchase".to_owned();
-    }
+/// same paid upfront or monthly).
+fn payment(provider: crate::core::Provider, offering: Option<&str>) -> String {
     match offering {
         Some(o) if o.contains("all upfront") => {
             "all upfront (the hourly rate is the upfront fee spread over the term)"
@@ -133,14 +148,14 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
             sku: p.sku.clone(),
             count: p.reserved_nodes,
             term_years: term,
-            payment: payment(p.provider, "reservation", offering.as_deref()),
+            payment: payment(p.provider, offering.as_deref()),
             offering,
             usd_per_hour: p.usd_per_node_hour,
             monthly_usd: monthly,
             on_demand_usd_per_hour: on_demand,
             price_source: reserved.map_or_else(String::new, |r| r.source.to_string()),
             price_as_of: reserved.and_then(|r| r.as_of).map(|d| d.to_string()),
-            kind: reservation(),
+            kind: PurchaseKind::Reservation,
             platform: platform(p.provider),
             tenancy: tenancy(p.provider),
             scope: crate::cloud::profile(p.provider)
@@ -158,7 +173,7 @@ pub fn purchases(rec: &Recommendation, catalog: &Catalog) -> Purchases {
         });
     }
     lines.sort_by(|a, b| {
-        (&a.region, &a.sku, &a.pool, &a.kind).cmp(&(&b.region, &b.sku, &b.pool, &b.kind))
+        (&a.region, &a.sku, &a.pool, a.kind).cmp(&(&b.region, &b.sku, &b.pool, b.kind))
     });
     Purchases {
         schema: SCHEMA,
@@ -212,11 +227,12 @@ fn block(p: &crate::engine::recommend::RecPool, catalog: &Catalog) -> Option<Pur
         on_demand_usd_per_hour: on_demand,
         price_source: price.source.to_string(),
         price_as_of: price.as_of.map(|d| d.to_string()),
-        kind: "capacity-block".to_owned(),
+        kind: PurchaseKind::CapacityBlock,
         platform: platform(p.provider),
         tenancy: tenancy(p.provider),
         scope: "one availability zone (the offering's)".to_owned(),
-        payment: payment(p.provider, "capacity-block", None),
+        // EC2 `CapacityBlockOffering.upfrontFee`: "the total price to be paid up front".
+        payment: "all upfront, at purchase".to_owned(),
         term_hours: hours,
         total_commitment_usd: total,
         // The same node-hours on demand, less the block; a block is bought for hours, not

@@ -86,7 +86,7 @@ pub(crate) fn fill(t: &Telemetry, catalog: &Catalog, bought: &[Purchase]) -> Vec
     // are filled over the covered windows.
     bought
         .iter()
-        .filter(|b| b.kind == "reservation")
+        .filter(|b| b.kind == crate::engine::purchases::PurchaseKind::Reservation)
         .map(|b| {
             let per_node = catalog
                 .sku(b.provider, &b.sku)

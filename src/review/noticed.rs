@@ -40,3 +40,18 @@ pub enum Noticed {
         noticed: Box<Noticed>,
     },
 }
+
+impl Noticed {
+    /// What [`crate::review::query::Grid::within`] left unread of the window asked for:
+    /// `None` where it read it all.
+    pub(crate) fn tail_not_read(
+        grid: &crate::review::query::Grid,
+        seconds: i64,
+    ) -> Option<Noticed> {
+        (seconds > 0).then(|| Noticed::TailNotRead {
+            seconds,
+            step: grid.step,
+            to: grid.to(),
+        })
+    }
+}

@@ -116,11 +116,7 @@ pub(super) fn grid_for(
     let (grid, tail) = Grid::within(from, to, step)?;
     Ok((
         grid,
-        (tail > 0).then(|| crate::review::noticed::Noticed::TailNotRead {
-            seconds: tail,
-            step,
-            to: grid.to(),
-        }),
+        crate::review::noticed::Noticed::tail_not_read(&grid, tail),
     ))
 }
 
