@@ -183,26 +183,35 @@ fn an_empty_home_is_no_cache_in_the_working_directory() {
     );
 }
 
-/// Issue 75 item 4: a finite but absurd price (1e306 $/h) in a cache is refused at its line,
-/// never priced into a fleet of i64::MAX cents.
-#[test]
-fn an_absurd_price_is_refused_where_it_is_written() {
+/// `recommend` of the Azure inference example over a refresh cache whose
+/// `azure/prices-retail.csv` holds `rows` (after its header), fetched from `source`.
+fn recommend_with_cached_prices(source: &str, rows: &str) -> std::process::Output {
     let dir = tempfile::tempdir().expect("tmp");
     let cache = dir.path().join("cache");
     common::refresh_cache(
         &cache,
         "azure/prices-retail.csv",
         "azure",
-        "hostile price server",
-        "armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\nStandard_NC4as_T4_v3,eastus,consumption,1e306,1 Hour,2026-12-01,test\n",
+        source,
+        &format!("armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\n{rows}"),
     );
-    let out = common::gpuplan(&cache)
+    common::gpuplan(&cache)
         .args([
             "recommend",
             concat!(env!("CARGO_MANIFEST_DIR"), "/plans/azure-inference.toml"),
         ])
         .output()
-        .expect("run");
+        .expect("run")
+}
+
+/// Issue 75 item 4: a finite but absurd price (1e306 $/h) in a cache is refused at its line,
+/// never priced into a fleet of i64::MAX cents.
+#[test]
+fn an_absurd_price_is_refused_where_it_is_written() {
+    let out = recommend_with_cached_prices(
+        "hostile price server",
+        "Standard_NC4as_T4_v3,eastus,consumption,1e306,1 Hour,2026-12-01,test\n",
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("past any machine's price"), "{err}");
@@ -214,25 +223,12 @@ fn an_absurd_price_is_refused_where_it_is_written() {
 /// edit, refused at the second row's line with the first's, never resolved silently.
 #[test]
 fn a_price_listed_twice_in_a_cache_is_refused_at_its_line() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let cache = dir.path().join("cache");
-    common::refresh_cache(
-        &cache,
-        "azure/prices-retail.csv",
-        "azure",
+    let out = recommend_with_cached_prices(
         "edited by hand",
-        "armSkuName,armRegionName,kind,retailPrice,unitOfMeasure,captured,source\n\
-         Standard_NC4as_T4_v3,eastus,consumption,0.526,1 Hour,2026-12-01,test\n\
+        "Standard_NC4as_T4_v3,eastus,consumption,0.526,1 Hour,2026-12-01,test\n\
          Standard_NC4as_T4_v3,eastus,spot,0.21,1 Hour,2026-12-01,test\n\
          Standard_NC4as_T4_v3,eastus,consumption,0.05,1 Hour,2026-12-01,test\n",
     );
-    let out = common::gpuplan(&cache)
-        .args([
-            "recommend",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/plans/azure-inference.toml"),
-        ])
-        .output()
-        .expect("run");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(

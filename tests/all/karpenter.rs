@@ -449,7 +449,7 @@ fn an_eks_gang_is_shielded_and_placed_together() {
 fn a_spot_gang_has_an_on_demand_way_back_priced() {
     let dir = tempfile::tempdir().expect("tmp");
     let plan = dir.path().join("gang.toml");
-    let text = "version = 1\n[plan]\nname = \"gang\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nreservation_term = \"none\"\n\n[[workload]]\nname = \"pretrain\"\nteam = \"research\"\nkind = \"training\"\nnodes = 16\ngpus = 8\ncheckpoint_minutes = 60\ninterruptible = true\nskus = [\"p4d.24xlarge\"]\n";
+    let text = common::SPOT_GANG_PLAN;
     std::fs::write(&plan, text).expect("plan");
     let capacity_types = |files: &BTreeMap<String, String>| -> Vec<String> {
         let objects = docs(&files["karpenter/karpenter.yaml"]);

@@ -342,7 +342,7 @@ fn a_pool_whose_work_quota_blocks_is_kept() {
 fn a_spot_gang_is_named_as_a_capacity_risk() {
     let dir = tempfile::tempdir().expect("tmp");
     let plan = dir.path().join("gang.toml");
-    let text = "version = 1\n[plan]\nname = \"gang\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nreservation_term = \"none\"\n\n[[workload]]\nname = \"pretrain\"\nteam = \"research\"\nkind = \"training\"\nnodes = 16\ngpus = 8\ncheckpoint_minutes = 60\ninterruptible = true\nskus = [\"p4d.24xlarge\"]\n";
+    let text = crate::common::SPOT_GANG_PLAN;
     let findings = |text: &str| -> Vec<serde_json::Value> {
         std::fs::write(&plan, text).expect("plan");
         let out = gpuplan()
@@ -396,7 +396,7 @@ fn a_spot_gang_note_reads_the_refreshed_placement_score() {
     )
     .expect("scores");
     let plan = dir.path().join("gang.toml");
-    std::fs::write(&plan, "version = 1\n[plan]\nname = \"gang\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nreservation_term = \"none\"\n\n[[workload]]\nname = \"pretrain\"\nteam = \"research\"\nkind = \"training\"\nnodes = 16\ngpus = 8\ncheckpoint_minutes = 60\ninterruptible = true\nskus = [\"p4d.24xlarge\"]\n").expect("plan");
+    std::fs::write(&plan, crate::common::SPOT_GANG_PLAN).expect("plan");
     let message = |cache: &std::path::Path| -> String {
         let out = crate::common::gpuplan(cache)
             .args(["recommend", "--format", "json"])

@@ -238,6 +238,21 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
     );
 }
 
+/// `usage.csv` in `dir`: one notebook holding a GPU half used, `rows` rows `every` seconds
+/// apart from 2026-01-01T00:00:00Z.
+fn one_notebook_csv(dir: &Path, rows: i64, every: i64) -> std::path::PathBuf {
+    let csv = dir.join("usage.csv");
+    let mut text = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
+    for i in 0..rows {
+        text.push_str(&format!(
+            "{},research,nb-1,1,0.5\n",
+            1_767_225_600 + i * every
+        ));
+    }
+    std::fs::write(&csv, text).expect("csv");
+    csv
+}
+
 /// Issue 75 item 7: a window asked for that is not a whole number of steps was read up to a
 /// step past its end, and the review said it had been asked for (allocated 0.05% over the
 /// span asked for, a week at five minutes). The review now reads the whole steps inside it,
@@ -246,13 +261,8 @@ fn long_windows_are_asked_for_a_week_at_a_time_and_joined() {
 #[test]
 fn nothing_past_the_end_asked_for_is_counted() {
     let dir = tempfile::tempdir().expect("tmp");
-    let csv = dir.path().join("usage.csv");
-    let mut text = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
     // 2026-01-01T00:00:00Z for two hours, a row a minute
-    for i in 0..120 {
-        text.push_str(&format!("{},research,nb-1,1,0.5\n", 1_767_225_600 + i * 60));
-    }
-    std::fs::write(&csv, text).expect("csv");
+    let csv = one_notebook_csv(dir.path(), 120, 60);
     let out = gpuplan()
         .args(["review", "plans/minimal.toml", "--format", "json", "--csv"])
         .arg(&csv)
@@ -328,12 +338,7 @@ fn nothing_past_the_end_asked_for_is_counted() {
 #[test]
 fn a_csv_review_says_its_rows_not_exporters() {
     let dir = tempfile::tempdir().expect("tmp");
-    let csv = dir.path().join("usage.csv");
-    let mut text = String::from("timestamp,namespace,pod,allocated_gpus,used_gpus\n");
-    for i in 0..40 {
-        text.push_str(&format!("{},research,nb-1,1,0.5\n", 1_767_225_600 + i * 30));
-    }
-    std::fs::write(&csv, text).expect("csv");
+    let csv = one_notebook_csv(dir.path(), 40, 30);
     let out = gpuplan()
         .args([
             "review",

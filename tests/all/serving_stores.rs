@@ -140,14 +140,10 @@ fn a_422_that_is_not_a_limit_is_named_for_what_it_says() {
     assert_eq!(starts.len(), 1, "{starts:?}");
 }
 
-/// A store slow on each query's first answer and fast on the same query again (its caches):
-/// each request that runs out of time is asked again as it was, and the review's figures are
-/// those of a store that answered at once.
-#[test]
-fn a_store_slow_on_first_answers_is_asked_the_same_again() {
-    use common::mock::Resp;
-    use std::sync::{Arc, Mutex};
-    let whole: serde_json::Value = common::contract(crate::review::review_against(
+/// The review of one pod from a store that answers every query at once: what a slow or
+/// tight store must read the same.
+fn answered_at_once() -> serde_json::Value {
+    common::contract(crate::review::review_against(
         &crate::review::mock_prometheus_with(
             crate::review::one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
             |_, _| None,
@@ -156,7 +152,25 @@ fn a_store_slow_on_first_answers_is_asked_the_same_again() {
         &[],
         0,
     ))
-    .expect("json");
+    .expect("json")
+}
+
+/// An empty matrix answered after 3 s: past the review's `--timeout 2`.
+fn slow_empty_answer() -> common::mock::Resp {
+    let mut slow = common::mock::Resp::json(
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}",
+    );
+    slow.delay = Some(std::time::Duration::from_secs(3));
+    slow
+}
+
+/// A store slow on each query's first answer and fast on the same query again (its caches):
+/// each request that runs out of time is asked again as it was, and the review's figures are
+/// those of a store that answered at once.
+#[test]
+fn a_store_slow_on_first_answers_is_asked_the_same_again() {
+    use std::sync::{Arc, Mutex};
+    let whole = answered_at_once();
     let seen: Arc<Mutex<std::collections::BTreeSet<String>>> = Arc::default();
     let first = Arc::clone(&seen);
     let m = crate::review::mock_prometheus_with(
@@ -168,13 +182,7 @@ fn a_store_slow_on_first_answers_is_asked_the_same_again() {
                     .map(|mut s| s.insert(r.target.clone()))
                     .unwrap_or(false);
             // Past the review's `--timeout 2`.
-            new.then(|| {
-                let mut slow = Resp::json(
-                    "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}",
-                );
-                slow.delay = Some(std::time::Duration::from_secs(3));
-                slow
-            })
+            new.then(slow_empty_answer)
         },
     );
     let out = crate::review::review_command(&m.url)
@@ -215,16 +223,7 @@ fn a_store_both_slow_and_tight_is_split_until_it_answers() {
     use common::mock::Resp;
     use std::sync::{Arc, Mutex};
     let span = |r: &common::mock::Req| r.span();
-    let whole: serde_json::Value = common::contract(crate::review::review_against(
-        &crate::review::mock_prometheus_with(
-            crate::review::one_pod("chat-api-1", "assistants", "nvidia_com_gpu", None, 0.5),
-            |_, _| None,
-        )
-        .url,
-        &[],
-        0,
-    ))
-    .expect("json");
+    let whole = answered_at_once();
     let seen: Arc<Mutex<std::collections::BTreeSet<String>>> = Arc::default();
     let first = Arc::clone(&seen);
     let m = crate::review::mock_prometheus_with(
@@ -241,11 +240,7 @@ fn a_store_both_slow_and_tight_is_split_until_it_answers() {
             // the first time, past the review's `--timeout 2`. Every piece over five
             // minutes is refused for its size.
             if new && span(r) == 540.0 {
-                let mut slow = Resp::json(
-                    "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}",
-                );
-                slow.delay = Some(std::time::Duration::from_secs(3));
-                return Some(slow);
+                return Some(slow_empty_answer());
             }
             Some(Resp::new(
                 422,

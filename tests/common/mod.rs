@@ -192,3 +192,7 @@ pub fn md_outside_code(text: &str) -> String {
     }
     text.split('`').step_by(2).collect::<Vec<_>>().join(" ")
 }
+
+/// A 16-node p4d.24xlarge training gang allowed on spot, in us-east-1 with no reservation
+/// term: the capacity risk of issue 74.
+pub const SPOT_GANG_PLAN: &str = "version = 1\n[plan]\nname = \"gang\"\nowner = \"platform\"\nprovider = \"aws\"\nregions = [\"us-east-1\"]\nreservation_term = \"none\"\n\n[[workload]]\nname = \"pretrain\"\nteam = \"research\"\nkind = \"training\"\nnodes = 16\ngpus = 8\ncheckpoint_minutes = 60\ninterruptible = true\nskus = [\"p4d.24xlarge\"]\n";
